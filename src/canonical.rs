@@ -1,0 +1,199 @@
+//! Canonical bytes and content hashes: one JSON value, one byte string, one sha256.
+//!
+//! Every JSON document seal stores is written as its RFC 8785 (JCS) canonical form, produced by
+//! the maintained `serde_json_canonicalizer` crate, so that a value has exactly one hash on any
+//! machine. JCS numbers are IEEE doubles: an integer beyond 2^53 would be rewritten silently, so
+//! [`canonical_bytes`] refuses any number whose magnitude exceeds 2^53 instead of changing it.
+
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+use std::fmt;
+
+/// The largest integer an IEEE double (and therefore JCS) represents exactly.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Why a value has no canonical form.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum CanonicalError {
+    /// A number JCS would silently change.
+    #[error("number {number} at {pointer} is beyond 2^53 and would change in canonical JSON; carry it as a string")]
+    UnsafeNumber { pointer: String, number: String },
+    /// The value did not serialize (a map with non-string keys, say).
+    #[error("value cannot be serialized as JSON: {0}")]
+    Serialize(String),
+}
+
+/// A lowercase hex SHA-256 digest (64 characters). The only way to name a content hash.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Hash(String);
+
+impl Hash {
+    /// SHA-256 of `bytes`.
+    pub fn of(bytes: &[u8]) -> Hash {
+        Hash(hex::encode(Sha256::digest(bytes)))
+    }
+
+    /// Parses a lowercase hex digest; anything else is refused.
+    pub fn parse(s: &str) -> Result<Hash, HashParseError> {
+        if s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+            Ok(Hash(s.to_owned()))
+        } else {
+            Err(HashParseError(truncate_for_message(s)))
+        }
+    }
+
+    /// From a finished hasher.
+    pub fn from_hasher(h: Sha256) -> Hash {
+        Hash(hex::encode(h.finalize()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Hash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Hash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sha256:{}", self.0)
+    }
+}
+
+impl TryFrom<String> for Hash {
+    type Error = HashParseError;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        Hash::parse(&s)
+    }
+}
+
+impl From<Hash> for String {
+    fn from(h: Hash) -> String {
+        h.0
+    }
+}
+
+/// A string that is not a lowercase hex sha256.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{0:?} is not a lowercase hex sha256 (64 characters 0-9a-f)")]
+pub struct HashParseError(String);
+
+fn truncate_for_message(s: &str) -> String {
+    s.chars().take(80).collect()
+}
+
+/// The RFC 8785 canonical bytes of `value`.
+pub fn canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
+    let v = serde_json::to_value(value).map_err(|e| CanonicalError::Serialize(e.to_string()))?;
+    check_numbers(&v, &mut String::new())?;
+    serde_json_canonicalizer::to_vec(&v).map_err(|e| CanonicalError::Serialize(e.to_string()))
+}
+
+/// Canonical bytes and their hash, computed together because callers always need both.
+pub fn canonical_with_hash<T: Serialize + ?Sized>(
+    value: &T,
+) -> Result<(Vec<u8>, Hash), CanonicalError> {
+    let bytes = canonical_bytes(value)?;
+    let hash = Hash::of(&bytes);
+    Ok((bytes, hash))
+}
+
+/// Refuses numbers JCS would change; `pointer` is the JSON pointer of `v`.
+pub fn check_numbers(v: &Value, pointer: &mut String) -> Result<(), CanonicalError> {
+    match v {
+        Value::Number(n) => {
+            if !number_is_safe(n) {
+                return Err(CanonicalError::UnsafeNumber {
+                    pointer: if pointer.is_empty() { "/".into() } else { pointer.clone() },
+                    number: n.to_string(),
+                });
+            }
+            Ok(())
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&i.to_string());
+                check_numbers(item, pointer)?;
+                pointer.truncate(len);
+            }
+            Ok(())
+        }
+        Value::Object(map) => {
+            for (k, item) in map {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                check_numbers(item, pointer)?;
+                pointer.truncate(len);
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// True when the number survives a round trip through an IEEE double unchanged.
+pub fn number_is_safe(n: &serde_json::Number) -> bool {
+    if let Some(u) = n.as_u64() {
+        u <= MAX_SAFE_INTEGER
+    } else if let Some(i) = n.as_i64() {
+        i.unsigned_abs() <= MAX_SAFE_INTEGER
+    } else if let Some(f) = n.as_f64() {
+        // Every double of magnitude >= 2^53 is an integer that may stand for several source
+        // integers (18446744073709551617 parses as 2^64): refuse rather than guess.
+        f.is_finite() && f.abs() <= MAX_SAFE_INTEGER as f64
+    } else {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn hash_of_empty_is_the_known_vector() {
+        assert_eq!(
+            Hash::of(b"").as_str(),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    #[test]
+    fn hash_parse_refuses_uppercase_and_short() {
+        assert!(Hash::parse(&"A".repeat(64)).is_err());
+        assert!(Hash::parse("abc").is_err());
+        assert!(Hash::parse(&"a".repeat(64)).is_ok());
+    }
+
+    #[test]
+    fn unsafe_integer_is_refused_with_pointer() {
+        let v = json!({"rolls": [{"seed": 9007199254740993u64}]});
+        let err = canonical_bytes(&v).unwrap_err();
+        assert_eq!(
+            err,
+            CanonicalError::UnsafeNumber {
+                pointer: "/rolls/0/seed".into(),
+                number: "9007199254740993".into()
+            }
+        );
+    }
+
+    #[test]
+    fn max_safe_integer_is_accepted() {
+        let v = json!({"n": MAX_SAFE_INTEGER, "m": -(MAX_SAFE_INTEGER as i64)});
+        assert_eq!(
+            canonical_bytes(&v).unwrap(),
+            br#"{"m":-9007199254740991,"n":9007199254740991}"#
+        );
+    }
+}

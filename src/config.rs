@@ -1,0 +1,445 @@
+//! Configuration: `config/seal.toml` (embedded as the default), then environment overrides.
+//!
+//! Parsed in two steps, as ripgrep does with its arguments: the TOML is read into a raw serde
+//! struct that refuses unknown keys, then converted once into a checked [`Config`]. Every error
+//! names the file and the field.
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use zeroize::Zeroizing;
+
+use crate::ids::Slot;
+
+/// The embedded default configuration (the repository's `config/seal.toml`).
+pub const EMBEDDED: &str = include_str!("../config/seal.toml");
+/// Where `--config` points when not given.
+pub const DEFAULT_PATH: &str = "config/seal.toml";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config {path}: {reason}")]
+    Invalid { path: String, reason: String },
+}
+
+/// A secret (API key, token, salt). Zeroed on drop; `Debug` never prints it.
+#[derive(Clone)]
+pub struct Secret(Zeroizing<String>);
+
+impl Secret {
+    pub fn new(s: String) -> Secret {
+        Secret(Zeroizing::new(s))
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    store: String,
+    limits: RawLimits,
+    budget: RawBudget,
+    keys: RawKeys,
+    policy: RawPolicy,
+    server: RawServer,
+    judges: RawJudges,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    max_document_bytes: u64,
+    max_blob_bytes: u64,
+    max_request_image_bytes: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBudget {
+    run_rmb: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKeys {
+    signing_key: String,
+    trusted: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    seed_salt_env: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    listen: String,
+    bearer_token_env: String,
+    max_rolls_in_progress: usize,
+    queue_bound: usize,
+    max_inflight_per_slot: usize,
+    request_timeout_ms: u64,
+    shutdown_grace_ms: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawJudges {
+    a: RawSlot,
+    b: RawSlot,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSlot {
+    base_url: String,
+    model: String,
+    api_key_env: String,
+    prompt: String,
+    timeout_ms: u64,
+    max_retries: u32,
+    structured_output: bool,
+    max_tokens: u64,
+    temperature: f64,
+    backoff_base_ms: u64,
+    backoff_cap_ms: u64,
+    prices: RawPrices,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrices {
+    input_rmb_per_mtok: f64,
+    output_rmb_per_mtok: f64,
+    image_rmb: f64,
+}
+
+/// Prices of one judge model, in micro-RMB so that costs add up exactly.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prices {
+    pub input_rmb_per_mtok: f64,
+    pub output_rmb_per_mtok: f64,
+    pub image_rmb: f64,
+}
+
+impl Prices {
+    /// Cost of one call in micro-RMB, rounded up (a reservation must never undercount).
+    pub fn cost_micro(&self, input_tokens: u64, output_tokens: u64, images: u64) -> u64 {
+        let micro = input_tokens as f64 * self.input_rmb_per_mtok
+            + output_tokens as f64 * self.output_rmb_per_mtok
+            + images as f64 * self.image_rmb * 1_000_000.0;
+        micro.max(0.0).ceil() as u64
+    }
+}
+
+/// One judge slot, checked.
+#[derive(Debug, Clone)]
+pub struct SlotConfig {
+    pub slot: Slot,
+    pub base_url: url::Url,
+    pub model: String,
+    pub api_key: Option<Secret>,
+    pub api_key_source: String,
+    pub prompt: String,
+    pub timeout: Duration,
+    pub max_retries: u32,
+    pub structured_output: bool,
+    pub max_tokens: u64,
+    pub temperature: f64,
+    pub backoff_base: Duration,
+    pub backoff_cap: Duration,
+    pub prices: Prices,
+}
+
+impl SlotConfig {
+    /// The chat-completions endpoint.
+    pub fn endpoint(&self) -> String {
+        format!("{}/chat/completions", self.base_url.as_str().trim_end_matches('/'))
+    }
+    pub fn host(&self) -> String {
+        let host = self.base_url.host_str().unwrap_or("");
+        match self.base_url.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_string(),
+        }
+    }
+    pub fn max_attempts(&self) -> u32 {
+        self.max_retries + 1
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub listen: String,
+    pub bearer_token: Option<Secret>,
+    pub max_rolls_in_progress: usize,
+    pub queue_bound: usize,
+    pub max_inflight_per_slot: usize,
+    pub request_timeout: Duration,
+    pub shutdown_grace: Duration,
+}
+
+/// The checked configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub source: String,
+    pub store: String,
+    pub max_document_bytes: u64,
+    pub max_blob_bytes: u64,
+    pub max_request_image_bytes: u64,
+    pub budget_run_micro: u64,
+    pub signing_key: PathBuf,
+    pub trusted_keys: Vec<PathBuf>,
+    pub seed_salt: Secret,
+    pub seed_salt_is_default: bool,
+    pub server: ServerConfig,
+    pub a: SlotConfig,
+    pub b: SlotConfig,
+}
+
+/// Development salt used when the configured env var is unset (logged as such).
+const DEV_SALT: &str = "seal-development-salt-not-secret";
+
+impl Config {
+    /// Loads `path` (or the embedded default when `path` is None and `config/seal.toml` is
+    /// absent), applying environment overrides from the process environment.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        Self::load_with_env(path, &|k| std::env::var(k).ok())
+    }
+
+    pub fn load_with_env(
+        path: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let (source, text) = match path {
+            Some(p) => {
+                let text = read_limited(p).map_err(|reason| ConfigError::Invalid {
+                    path: p.display().to_string(),
+                    reason,
+                })?;
+                (p.display().to_string(), text)
+            }
+            None if Path::new(DEFAULT_PATH).is_file() => {
+                let p = Path::new(DEFAULT_PATH);
+                let text = read_limited(p).map_err(|reason| ConfigError::Invalid {
+                    path: DEFAULT_PATH.into(),
+                    reason,
+                })?;
+                (DEFAULT_PATH.to_string(), text)
+            }
+            None => ("<embedded config/seal.toml>".to_string(), EMBEDDED.to_string()),
+        };
+        Self::parse(&source, &text, env)
+    }
+
+    /// Parses TOML text and applies environment overrides.
+    pub fn parse(
+        source: &str,
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let err = |reason: String| ConfigError::Invalid { path: source.to_string(), reason };
+        let raw: RawConfig = toml::from_str(text).map_err(|e| err(e.to_string()))?;
+        let nonempty = |v: Option<String>| v.filter(|s| !s.is_empty());
+        let timeout_override = match nonempty(env("SEAL_JUDGE_TIMEOUT_MS")) {
+            Some(v) => Some(v.parse::<u64>().ok().filter(|&ms| ms > 0 && ms <= 3_600_000).ok_or_else(
+                || err(format!("SEAL_JUDGE_TIMEOUT_MS={v:?} is not a number of milliseconds in 1..=3600000")),
+            )?),
+            None => None,
+        };
+        let slot = |slot: Slot, r: &RawSlot| -> Result<SlotConfig, ConfigError> {
+            let up = slot.upper();
+            let field = |name: &str| format!("judges.{}.{name}", slot.as_str());
+            let url_text = nonempty(env(&format!("SEAL_JUDGE_{up}_URL"))).unwrap_or_else(|| r.base_url.clone());
+            let base_url = url::Url::parse(&url_text)
+                .map_err(|e| err(format!("{}: {url_text:?}: {e}", field("base_url"))))?;
+            if !matches!(base_url.scheme(), "http" | "https") {
+                return Err(err(format!("{}: scheme must be http or https", field("base_url"))));
+            }
+            if base_url.scheme() == "http"
+                && !crate::store::is_loopback_host(base_url.host_str().unwrap_or(""))
+            {
+                return Err(err(format!(
+                    "{}: plain http is allowed only for a loopback judge (API keys would travel in clear)",
+                    field("base_url")
+                )));
+            }
+            let model = nonempty(env(&format!("SEAL_JUDGE_{up}_MODEL"))).unwrap_or_else(|| r.model.clone());
+            if model.is_empty() {
+                return Err(err(format!("{}: empty", field("model"))));
+            }
+            let (api_key, api_key_source) = match nonempty(env(&format!("SEAL_JUDGE_{up}_KEY"))) {
+                Some(k) => (Some(Secret::new(k)), format!("SEAL_JUDGE_{up}_KEY")),
+                None => (nonempty(env(&r.api_key_env)).map(Secret::new), r.api_key_env.clone()),
+            };
+            if r.max_retries > 2 {
+                return Err(err(format!("{}: {} > 2 (DESIGN §4: at most 2 retries)", field("max_retries"), r.max_retries)));
+            }
+            if r.max_tokens == 0 || r.max_tokens > 1_000_000 {
+                return Err(err(format!("{}: must be in 1..=1000000", field("max_tokens"))));
+            }
+            if !(0.0..=2.0).contains(&r.temperature) {
+                return Err(err(format!("{}: must be in 0..=2", field("temperature"))));
+            }
+            let p = &r.prices;
+            for (name, v) in [("input_rmb_per_mtok", p.input_rmb_per_mtok), ("output_rmb_per_mtok", p.output_rmb_per_mtok), ("image_rmb", p.image_rmb)] {
+                if !v.is_finite() || v < 0.0 {
+                    return Err(err(format!("{}: must be a non-negative number", field(&format!("prices.{name}")))));
+                }
+            }
+            let timeout_ms = timeout_override.unwrap_or(r.timeout_ms);
+            if timeout_ms == 0 {
+                return Err(err(format!("{}: must be positive", field("timeout_ms"))));
+            }
+            Ok(SlotConfig {
+                slot,
+                base_url,
+                model,
+                api_key,
+                api_key_source,
+                prompt: r.prompt.clone(),
+                timeout: Duration::from_millis(timeout_ms),
+                max_retries: r.max_retries,
+                structured_output: r.structured_output,
+                max_tokens: r.max_tokens,
+                temperature: r.temperature,
+                backoff_base: Duration::from_millis(r.backoff_base_ms),
+                backoff_cap: Duration::from_millis(r.backoff_cap_ms.max(r.backoff_base_ms)),
+                prices: Prices {
+                    input_rmb_per_mtok: p.input_rmb_per_mtok,
+                    output_rmb_per_mtok: p.output_rmb_per_mtok,
+                    image_rmb: p.image_rmb,
+                },
+            })
+        };
+        let a = slot(Slot::A, &raw.judges.a)?;
+        let b = slot(Slot::B, &raw.judges.b)?;
+        if a.prompt == b.prompt {
+            return Err(err("judges.a.prompt and judges.b.prompt must differ (independent prompt artifacts)".into()));
+        }
+        if !raw.budget.run_rmb.is_finite() || raw.budget.run_rmb < 0.0 {
+            return Err(err("budget.run_rmb: must be a non-negative number".into()));
+        }
+        let l = &raw.limits;
+        if l.max_document_bytes < 1024 || l.max_blob_bytes < 1024 {
+            return Err(err("limits: max_document_bytes and max_blob_bytes must be at least 1024".into()));
+        }
+        let s = &raw.server;
+        if s.max_rolls_in_progress == 0 || s.max_inflight_per_slot == 0 {
+            return Err(err("server: max_rolls_in_progress and max_inflight_per_slot must be positive".into()));
+        }
+        crate::store::StoreUrl::parse(&raw.store).map_err(|e| err(format!("store: {e}")))?;
+        let (seed_salt, seed_salt_is_default) = match nonempty(env(&raw.policy.seed_salt_env)) {
+            Some(s) => (Secret::new(s), false),
+            None => (Secret::new(DEV_SALT.into()), true),
+        };
+        Ok(Config {
+            source: source.to_string(),
+            store: raw.store,
+            max_document_bytes: l.max_document_bytes,
+            max_blob_bytes: l.max_blob_bytes,
+            max_request_image_bytes: l.max_request_image_bytes,
+            budget_run_micro: crate::doc::rmb_to_micro(raw.budget.run_rmb),
+            signing_key: PathBuf::from(raw.keys.signing_key),
+            trusted_keys: raw.keys.trusted.into_iter().map(PathBuf::from).collect(),
+            seed_salt,
+            seed_salt_is_default,
+            server: ServerConfig {
+                listen: s.listen.clone(),
+                bearer_token: nonempty(env(&s.bearer_token_env)).map(Secret::new),
+                max_rolls_in_progress: s.max_rolls_in_progress,
+                queue_bound: s.queue_bound,
+                max_inflight_per_slot: s.max_inflight_per_slot,
+                request_timeout: Duration::from_millis(s.request_timeout_ms.max(1)),
+                shutdown_grace: Duration::from_millis(s.shutdown_grace_ms),
+            },
+            a,
+            b,
+        })
+    }
+
+    pub fn slot(&self, slot: Slot) -> &SlotConfig {
+        match slot {
+            Slot::A => &self.a,
+            Slot::B => &self.b,
+        }
+    }
+}
+
+fn read_limited(p: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(p).map_err(|e| format!("cannot read: {e}"))?;
+    if meta.len() > 1024 * 1024 {
+        return Err(format!("{} bytes: a config file is at most 1 MiB", meta.len()));
+    }
+    std::fs::read_to_string(p).map_err(|e| format!("cannot read: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn embedded_default_parses() {
+        let c = Config::parse("embedded", EMBEDDED, &env(&[])).unwrap();
+        assert_eq!(c.store, "file://./var/store");
+        assert_eq!(c.max_document_bytes, 64 * 1024 * 1024);
+        assert!(c.a.api_key.is_none());
+        assert!(c.seed_salt_is_default);
+    }
+
+    #[test]
+    fn env_overrides_slots_and_keys_stay_secret() {
+        let c = Config::parse(
+            "embedded",
+            EMBEDDED,
+            &env(&[
+                ("SEAL_JUDGE_A_URL", "http://127.0.0.1:9/v1"),
+                ("SEAL_JUDGE_A_MODEL", "m-a"),
+                ("SEAL_JUDGE_A_KEY", "sk-very-secret"),
+                ("SEAL_JUDGE_TIMEOUT_MS", "1500"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.a.endpoint(), "http://127.0.0.1:9/v1/chat/completions");
+        assert_eq!(c.a.model, "m-a");
+        assert_eq!(c.a.timeout, Duration::from_millis(1500));
+        assert_eq!(c.b.timeout, Duration::from_millis(1500));
+        assert!(!format!("{c:?}").contains("sk-very-secret"));
+    }
+
+    #[test]
+    fn bad_configs_name_the_field() {
+        let cases = [
+            (EMBEDDED.replace("max_retries = 2", "max_retries = 3"), "max_retries"),
+            (EMBEDDED.replace("store = \"file://./var/store\"", "store = \"ftp://x\""), "store"),
+            (EMBEDDED.replace("run_rmb = 5.0", "run_rmb = -1.0"), "run_rmb"),
+            (EMBEDDED.replace("[budget]", "[budget]\nsurprise = 1"), "surprise"),
+            (EMBEDDED.replace("prompt = \"judge-b\"", "prompt = \"judge-a\""), "prompt"),
+            ("not toml [".to_string(), "config"),
+        ];
+        for (text, needle) in cases {
+            let e = Config::parse("x.toml", &text, &env(&[])).unwrap_err().to_string();
+            assert!(e.contains(needle), "{needle}: {e}");
+        }
+        let e = Config::parse("x", EMBEDDED, &env(&[("SEAL_JUDGE_B_URL", "http://example.com/v1")])).unwrap_err();
+        assert!(e.to_string().contains("loopback"), "{e}");
+        let e = Config::parse("x", EMBEDDED, &env(&[("SEAL_JUDGE_TIMEOUT_MS", "soon")])).unwrap_err();
+        assert!(e.to_string().contains("SEAL_JUDGE_TIMEOUT_MS"), "{e}");
+    }
+}

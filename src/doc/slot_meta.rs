@@ -1,0 +1,53 @@
+//! SlotMeta/1: the record of one judge attempt.
+
+use serde::{Deserialize, Serialize};
+
+use crate::canonical::Hash;
+use crate::ids::Slot;
+
+pub const SLOT_META: &str = "SlotMeta/1";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptArtifactRef {
+    pub id: String,
+    pub version: String,
+    pub hash: Hash,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SlotMeta {
+    pub schema_version: String,
+    pub slot: Slot,
+    pub attempt: u32,
+    pub logical_client_id: String,
+    pub session_id: String,
+    pub policy_seed: u64,
+    pub endpoint_host: String,
+    pub model_requested: String,
+    pub model_answered: Option<String>,
+    pub system_fingerprint: Option<String>,
+    pub prompt_artifact: PromptArtifactRef,
+    pub package_hash: Hash,
+    pub request_ref: Option<String>,
+    pub request_hash: Option<Hash>,
+    pub raw_ref: String,
+    pub raw_hash: Hash,
+    pub http_status: Option<u16>,
+    pub started_at: String,
+    pub ended_at: String,
+    pub latency_ms: u64,
+    pub usage: Option<Usage>,
+    pub cost_rmb: f64,
+    pub error_class: Option<String>,
+    pub error_detail: Option<String>,
+    pub accepted: bool,
+}

@@ -1,0 +1,425 @@
+//! Cross-field invariants (DESIGN §6) that a JSON Schema cannot express. Pure: no I/O.
+//!
+//! `seal validate`, the finalPostguard and `seal verify` all call [`check`], so a rule is
+//! written once and enforced at every gate. Each violation names the JSON pointer and the rule.
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+use crate::contracts::{Finding, Kind};
+use crate::doc::*;
+use crate::ids::RollId;
+use crate::store::Key;
+
+fn f(pointer: impl Into<String>, rule: &str, message: impl Into<String>) -> Finding {
+    Finding { pointer: pointer.into(), rule: format!("invariant.{rule}"), message: message.into() }
+}
+
+/// Runs the invariants of `kind` on a document that already passed its schema.
+pub fn check(kind: Kind, doc: &Value) -> Vec<Finding> {
+    fn typed<T: serde::de::DeserializeOwned>(doc: &Value) -> Result<T, Vec<Finding>> {
+        serde_json::from_value(doc.clone()).map_err(|e| vec![f("", "shape", e.to_string())])
+    }
+    let r = match kind {
+        Kind::PlaytestV3 => typed::<Evidence>(doc).map(|d| evidence(&d)),
+        Kind::ProofPackage => typed::<ProofPackage>(doc).map(|d| proof_package(&d)),
+        Kind::JudgePackage => typed::<JudgePackage>(doc).map(|d| judge_package(&d)),
+        Kind::JudgeResult => typed::<JudgeResult>(doc).map(|d| judge_result(&d)),
+        Kind::JudgeConsensus => typed::<JudgeConsensus>(doc).map(|d| consensus(&d)),
+        Kind::CostReservation => typed::<CostReservation>(doc).map(|d| cost_reservation(&d)),
+        Kind::ImageManifest => typed::<ImageManifest>(doc).map(|d| image_manifest(&d)),
+        Kind::SlotMeta
+        | Kind::JudgeAttemptFailure
+        | Kind::JudgeOutput
+        | Kind::PlaySpec
+        | Kind::Verdict
+        | Kind::V3Roll => Ok(Vec::new()),
+    };
+    r.unwrap_or_else(|e| e)
+}
+
+/// The decision DESIGN §6 prescribes for an outcome (action only; reasons depend on detail).
+pub fn decision_action(outcome: Outcome, repair_round: u8) -> DecisionAction {
+    match outcome {
+        Outcome::Pass => DecisionAction::Accept,
+        Outcome::Fail if repair_round == 0 => DecisionAction::Repair,
+        Outcome::Fail => DecisionAction::Reject,
+        Outcome::Inconclusive | Outcome::InfraError => DecisionAction::Retry,
+    }
+}
+
+/// `first-decisive/1`: the first decisive roll, else the last roll.
+pub fn source_roll_index(outcomes: &[Outcome]) -> Option<usize> {
+    outcomes.iter().position(|o| o.is_decisive()).or_else(|| outcomes.len().checked_sub(1))
+}
+
+/// The compatibility block DESIGN §6 derives from the other fields.
+pub fn expected_compatibility(
+    outcome: Outcome,
+    postguard_passed: bool,
+    mode: AcceptanceMode,
+    source: Option<RollId>,
+) -> Compatibility {
+    Compatibility {
+        accepted: outcome == Outcome::Pass,
+        ok: postguard_passed,
+        acceptance_version: mode,
+        publish_frozen: !(mode == AcceptanceMode::V3 && outcome == Outcome::Pass),
+        schema_version: SCHEMA_VERSION.into(),
+        source_roll_id: source,
+    }
+}
+
+fn sorted_unique<'a>(ids: impl Iterator<Item = &'a str>) -> Result<(), String> {
+    let mut prev: Option<&str> = None;
+    for id in ids {
+        if let Some(p) = prev {
+            if p >= id {
+                return Err(format!("{id:?} after {p:?}: not sorted by id or duplicated"));
+            }
+        }
+        prev = Some(id);
+    }
+    Ok(())
+}
+
+fn micro(x: f64) -> i128 {
+    (x * 1_000_000.0).round() as i128
+}
+
+pub fn evidence(d: &Evidence) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let decided = d.phase == Phase::Decided;
+    for (name, present) in [
+        ("outcome", d.outcome.is_some()),
+        ("finalPostguard", d.final_postguard.is_some()),
+        ("decision", d.decision.is_some()),
+        ("compatibility", d.compatibility.is_some()),
+    ] {
+        if present != decided {
+            out.push(f(
+                format!("/{name}"),
+                "decided_fields",
+                format!("{name} must be present iff phase is DECIDED (phase {:?})", d.phase),
+            ));
+        }
+    }
+
+    let mut ids = BTreeSet::new();
+    for (i, o) in d.proof_obligations.iter().enumerate() {
+        if !ids.insert(o.id.as_str()) {
+            out.push(f(format!("/proofObligations/{i}/id"), "obligation_ids_unique", format!("duplicate obligation id {:?}", o.id)));
+        }
+        if o.source == ObligationSource::PlaySpec && o.check.is_none() {
+            out.push(f(format!("/proofObligations/{i}"), "play_spec_obligation_check", "an obligation from the play-spec must carry its assertion as check"));
+        }
+    }
+
+    if d.acceptance_mode == AcceptanceMode::HistoricalReplay && d.parent_run_id.is_none() {
+        out.push(f("/parentRunId", "replay_parent", "historical_replay requires parentRunId"));
+    }
+
+    // Rolls: ids in order, roll 2 only after an indecisive roll 1.
+    for (i, r) in d.rolls.iter().enumerate() {
+        let want = format!("roll-{}", i + 1);
+        if r.roll_id.as_str() != want || r.roll != (i as u64 + 1) {
+            out.push(f(format!("/rolls/{i}/rollId"), "roll_order", format!("rolls[{i}] must be {want} (roll {})", i + 1)));
+        }
+        if r.roll_guard.status == GuardStatus::Blocked && r.roll_outcome != Outcome::InfraError {
+            out.push(f(format!("/rolls/{i}/rollOutcome"), "blocked_roll", "a roll whose guard blocked must be infra_error"));
+        }
+        if r.judge_a_hash != r.judge_a_ref.result_hash || r.judge_b_hash != r.judge_b_ref.result_hash {
+            out.push(f(format!("/rolls/{i}"), "slot_hash", "judgeAHash/judgeBHash must equal the slot's resultHash"));
+        }
+        for (field, reference) in [
+            ("proofPackageRef", &r.proof_package_ref),
+            ("judgePackageRef", &r.judge_package_ref),
+            ("judgeConsensusRef", &r.judge_consensus_ref),
+            ("costReservationRef", &r.cost_reservation_ref),
+            ("judgeARef/rawRef", &r.judge_a_ref.raw_ref),
+            ("judgeARef/parsedRef", &r.judge_a_ref.parsed_ref),
+            ("judgeARef/normalizedRef", &r.judge_a_ref.normalized_ref),
+            ("judgeBRef/rawRef", &r.judge_b_ref.raw_ref),
+            ("judgeBRef/parsedRef", &r.judge_b_ref.parsed_ref),
+            ("judgeBRef/normalizedRef", &r.judge_b_ref.normalized_ref),
+        ] {
+            let ok = Key::parse(reference)
+                .map(|k| k.as_str().starts_with(&format!("runs/{}/{}/", d.run_id, r.roll_id)))
+                .unwrap_or(false);
+            if !ok {
+                out.push(f(format!("/rolls/{i}/{field}"), "ref_in_run", format!("{reference:?} is not a key inside runs/{}/{}/", d.run_id, r.roll_id)));
+            }
+        }
+    }
+    if d.rolls.len() == 2 && d.rolls[0].roll_outcome.is_decisive() {
+        out.push(f("/rolls/1", "roll2_after_indecisive", format!("roll-2 exists although roll-1 was decisive ({})", d.rolls[0].roll_outcome)));
+    }
+
+    let outcomes: Vec<Outcome> = d.rolls.iter().map(|r| r.roll_outcome).collect();
+    let src_idx = source_roll_index(&outcomes);
+    let src_id = src_idx.map(|i| d.rolls[i].roll_id);
+
+    // Merge mirrors the rolls.
+    match &d.merge {
+        None if !d.rolls.is_empty() && decided => {
+            out.push(f("/merge", "merge_present", "a decided run with rolls needs merge"))
+        }
+        Some(m) => {
+            let listed: Vec<(RollId, Outcome)> = m.roll_outcomes.iter().map(|r| (r.roll_id, r.outcome)).collect();
+            let actual: Vec<(RollId, Outcome)> = d.rolls.iter().map(|r| (r.roll_id, r.roll_outcome)).collect();
+            if listed != actual {
+                out.push(f("/merge/rollOutcomes", "merge_outcomes", "merge.rollOutcomes must list every roll's rollOutcome in order"));
+            }
+            if m.source_roll_id != src_id {
+                out.push(f("/merge/sourceRollId", "first_decisive", format!("first-decisive source roll is {src_id:?}, merge says {:?}", m.source_roll_id)));
+            }
+        }
+        None => {}
+    }
+
+    // sourceRollId agrees everywhere.
+    if d.merge.is_some() || decided {
+        if d.source_roll_id != src_id {
+            out.push(f("/sourceRollId", "first_decisive", format!("source roll must be {src_id:?}, found {:?}", d.source_roll_id)));
+        }
+    } else if d.rolls.is_empty() && (d.source_roll_id.is_some() || d.judge.is_some()) {
+        out.push(f("/sourceRollId", "no_rolls", "without rolls, sourceRollId and judge must be null"));
+    }
+    if let Some(c) = &d.compatibility {
+        if c.source_roll_id != d.source_roll_id {
+            out.push(f("/compatibility/sourceRollId", "source_roll_agrees", "compatibility.sourceRollId differs from sourceRollId"));
+        }
+    }
+
+    // judge is the source roll's projection, or null if that roll is void.
+    if let Some(j) = &d.judge {
+        if j.source_roll_id != d.source_roll_id {
+            out.push(f("/judge/sourceRollId", "source_roll_agrees", "judge.sourceRollId differs from sourceRollId"));
+        }
+        match src_idx.map(|i| (i, &d.rolls[i])) {
+            None => out.push(f("/judge", "judge_is_source_projection", "judge is set but there is no source roll")),
+            Some((i, r)) => {
+                let pairs = [
+                    ("consensusRef", j.consensus_ref.as_deref() == Some(r.judge_consensus_ref.as_str())),
+                    ("consensusHash", j.consensus_hash.as_ref() == Some(&r.judge_consensus_hash)),
+                    ("packageHash", j.package_hash == r.judge_package_hash),
+                    ("judgeAResultHash", j.judge_a_result_hash == r.judge_a_hash),
+                    ("judgeBResultHash", j.judge_b_result_hash == r.judge_b_hash),
+                    ("decision", j.decision == r.roll_outcome),
+                ];
+                for (name, ok) in pairs {
+                    if !ok {
+                        out.push(f(format!("/judge/{name}"), "judge_is_source_projection", format!("judge.{name} does not match rolls[{i}]")));
+                    }
+                }
+            }
+        }
+        let ids: Vec<&str> = j.obligation_results.iter().map(|o| o.id.as_str()).collect();
+        let want: Vec<&str> = {
+            let mut v: Vec<&str> = d.proof_obligations.iter().map(|o| o.id.as_str()).collect();
+            v.sort();
+            v
+        };
+        if ids != want {
+            out.push(f("/judge/obligationResults", "judge_obligations", "judge.obligationResults must list every proof obligation once, sorted by id"));
+        }
+    }
+
+    // Cost: the run costs at least what its rolls cost.
+    let rolls_micro: i128 = d.rolls.iter().map(|r| micro(r.cost_rmb)).sum();
+    if micro(d.cost_rmb) < rolls_micro {
+        out.push(f("/costRmb", "cost_covers_rolls", format!("costRmb {} is below the sum of roll costs {}", d.cost_rmb, rolls_micro as f64 / 1e6)));
+    }
+
+    if let (Some(outcome), Some(pg), Some(dec), Some(compat)) =
+        (d.outcome, &d.final_postguard, &d.decision, &d.compatibility)
+    {
+        decided_invariants(d, outcome, pg, dec, compat, src_idx, &mut out);
+    }
+    out
+}
+
+fn decided_invariants(
+    d: &Evidence,
+    outcome: Outcome,
+    pg: &FinalPostguard,
+    dec: &Decision,
+    compat: &Compatibility,
+    src_idx: Option<usize>,
+    out: &mut Vec<Finding>,
+) {
+    let all_ok = pg.checks.iter().all(|c| c.ok);
+    if pg.passed != all_ok {
+        out.push(f("/finalPostguard/passed", "postguard_passed", "finalPostguard.passed must be true iff every check is ok"));
+    }
+    // The outcome follows the source roll (DESIGN §5), unless the postguard failed.
+    let expected = if !pg.passed {
+        Outcome::InfraError
+    } else {
+        match src_idx {
+            None => Outcome::InfraError,
+            Some(i) => {
+                let r = &d.rolls[i];
+                if d.judge.is_none() { Outcome::InfraError } else { r.roll_outcome }
+            }
+        }
+    };
+    if outcome != expected {
+        out.push(f("/outcome", "outcome_follows_rolls", format!("outcome must be {expected} (source roll and postguard), found {outcome}")));
+    }
+    if !d.floor.passed && matches!(outcome, Outcome::Pass) {
+        out.push(f("/outcome", "floor", "the floor failed: the outcome cannot be pass"));
+    }
+    if let Some(j) = &d.judge {
+        if j.decision != outcome && pg.passed {
+            out.push(f("/judge/decision", "outcome_follows_rolls", "judge.decision differs from outcome"));
+        }
+    } else if outcome != Outcome::InfraError {
+        out.push(f("/judge", "void_roll", "without a judge projection the outcome must be infra_error"));
+    }
+    let want_action = decision_action(outcome, d.repair.round);
+    if dec.action != want_action {
+        out.push(f("/decision/action", "decision_follows_outcome", format!("{outcome} with repair round {} must be {}, found {}", d.repair.round, want_action.as_str(), dec.action.as_str())));
+    }
+    if let Err(e) = sorted_unique(dec.reasons.iter().map(String::as_str)) {
+        out.push(f("/decision/reasons", "reasons_sorted", e));
+    }
+    if outcome == Outcome::Pass && dec.reasons != ["accept"] {
+        out.push(f("/decision/reasons", "decision_follows_outcome", "a pass is decided with the single reason accept"));
+    }
+    if !pg.passed && !dec.reasons.iter().any(|r| r.starts_with("postguard_")) {
+        out.push(f("/decision/reasons", "postguard_reason", "a failed postguard must be named in the reasons (postguard_<check>)"));
+    }
+    let want = expected_compatibility(outcome, pg.passed, d.acceptance_mode, d.source_roll_id);
+    if compat != &want {
+        out.push(f("/compatibility", "compatibility", format!("compatibility must be {}", serde_json::to_string(&want).unwrap_or_default())));
+    }
+    if d.acceptance_mode == AcceptanceMode::HistoricalReplay && !compat.publish_frozen {
+        out.push(f("/compatibility/publishFrozen", "replay_frozen", "a historical_replay is always publishFrozen"));
+    }
+    if time::OffsetDateTime::parse(&pg.decided_at, &time::format_description::well_known::Rfc3339).is_err() {
+        out.push(f("/finalPostguard/decidedAt", "rfc3339", "decidedAt must be an RFC 3339 timestamp"));
+    }
+}
+
+pub fn proof_package(p: &ProofPackage) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut frame_hashes = BTreeSet::new();
+    for (i, fr) in p.frames.iter().enumerate() {
+        frame_hashes.insert(fr.hash.clone());
+        if fr.reference != Key::cas(&fr.hash).as_str() {
+            out.push(f(format!("/frames/{i}/ref"), "frame_ref_is_cas", format!("ref must be {}", Key::cas(&fr.hash))));
+        }
+    }
+    for (i, a) in p.actions.iter().enumerate() {
+        if a.normalized.seq != i as u64 {
+            out.push(f(format!("/actions/{i}/normalized/seq"), "action_seq", format!("action seq must be {i} (0-based, in order)")));
+        }
+        if a.action_id != format!("action-{}", i + 1) {
+            out.push(f(format!("/actions/{i}/actionId"), "action_id", format!("actionId must be action-{}", i + 1)));
+        }
+        for (name, fr) in [("preFrameRef", &a.pre_frame_ref), ("postFrameRef", &a.post_frame_ref)] {
+            if !frame_hashes.contains(&fr.hash) {
+                out.push(f(format!("/actions/{i}/{name}/hash"), "frame_listed", "every frame an action cites must be listed in frames"));
+            }
+            if fr.reference != Key::cas(&fr.hash).as_str() {
+                out.push(f(format!("/actions/{i}/{name}/ref"), "frame_ref_is_cas", format!("ref must be {}", Key::cas(&fr.hash))));
+            }
+        }
+    }
+    let mut prev: Option<u64> = None;
+    for (i, e) in p.events.iter().enumerate() {
+        if prev.is_some_and(|p| e.seq <= p) {
+            out.push(f(format!("/events/{i}/seq"), "event_seq", "event seq must strictly increase"));
+        }
+        prev = Some(e.seq);
+    }
+    out
+}
+
+pub fn judge_package(p: &JudgePackage) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Err(e) = sorted_unique(p.obligations.iter().map(|o| o.id.as_str())) {
+        out.push(f("/obligations", "obligations_sorted", e));
+    }
+    for (i, a) in p.actions.iter().enumerate() {
+        if a.seq != i as u64 {
+            out.push(f(format!("/actions/{i}/seq"), "action_seq", format!("action seq must be {i}")));
+        }
+    }
+    out
+}
+
+pub fn judge_result(r: &JudgeResult) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Err(e) = sorted_unique(r.obligations.iter().map(|o| o.id.as_str())) {
+        out.push(f("/obligations", "obligations_sorted", e));
+    }
+    if r.slot_failed.is_some() && r.obligations.iter().any(|o| o.status != JudgeStatus::Missing) {
+        out.push(f("/obligations", "failed_slot_missing", "a failed slot has every obligation missing"));
+    }
+    for (i, o) in r.obligations.iter().enumerate() {
+        if o.status.is_claim() && o.sequence_refs.is_empty() && o.frame_hashes.is_empty() {
+            out.push(f(format!("/obligations/{i}"), "cited_claim", "a satisfied/failed status must cite evidence"));
+        }
+        let mut refs = o.sequence_refs.clone();
+        refs.sort();
+        refs.dedup();
+        if refs != o.sequence_refs {
+            out.push(f(format!("/obligations/{i}/sequenceRefs"), "refs_sorted", "sequenceRefs must be sorted and merged"));
+        }
+        if sorted_unique(o.frame_hashes.iter().map(String::as_str)).is_err() {
+            out.push(f(format!("/obligations/{i}/frameHashes"), "refs_sorted", "frameHashes must be sorted and unique"));
+        }
+    }
+    out
+}
+
+pub fn consensus(c: &JudgeConsensus) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Err(e) = sorted_unique(c.obligation_results.iter().map(|o| o.id.as_str())) {
+        out.push(f("/obligationResults", "obligations_sorted", e));
+    }
+    if (c.decision == Outcome::Pass) != c.failure_signature.is_none() {
+        out.push(f("/failureSignature", "failure_signature", "failureSignature is null exactly when the decision is pass"));
+    }
+    if let Some(sig) = &c.failure_signature {
+        if !sig.starts_with(&format!("{}:", c.decision)) {
+            out.push(f("/failureSignature", "failure_signature", format!("failureSignature must start with \"{}:\"", c.decision)));
+        }
+    }
+    if c.same_model != c.independence_checks.same_model {
+        out.push(f("/sameModel", "same_model", "sameModel must equal independenceChecks.sameModel"));
+    }
+    if !c.independence_checks.all_required_hold() && c.decision != Outcome::InfraError {
+        out.push(f("/decision", "independence_voids", "a roll with a failed independence check is infra_error"));
+    }
+    if !c.floor_passed && c.decision == Outcome::Pass {
+        out.push(f("/decision", "floor", "the floor failed: the decision cannot be pass"));
+    }
+    if c.degraded && c.decision == Outcome::Pass {
+        out.push(f("/decision", "single_judge", "a single judge never yields pass"));
+    }
+    out
+}
+
+pub fn cost_reservation(c: &CostReservation) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let reserved = micro(c.price_table.a.worst_case_rmb) + micro(c.price_table.b.worst_case_rmb);
+    if micro(c.reserved_rmb) != reserved {
+        out.push(f("/reservedRmb", "reserved_is_worst_case", "reservedRmb must be the sum of both slots' worstCaseRmb"));
+    }
+    let within = micro(c.spent_before_rmb) + micro(c.reserved_rmb) <= micro(c.budget_rmb);
+    if within != c.within_budget {
+        out.push(f("/withinBudget", "within_budget", "withinBudget must be spentBeforeRmb + reservedRmb <= budgetRmb"));
+    }
+    out
+}
+
+pub fn image_manifest(m: &ImageManifest) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Err(e) = sorted_unique(m.frames.iter().map(|e| e.hash.as_str())) {
+        out.push(f("/frames", "manifest_sorted", e));
+    }
+    out
+}

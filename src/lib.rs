@@ -1,0 +1,40 @@
+//! seal: the trusted part of the `playtest/3` stage. It decides whether a generated game passed
+//! its playtest from the judgement of two independent LLM judges, and seals the evidence so that
+//! anyone with the public key can re-prove the decision.
+//!
+//! # Data flow, one module per step
+//!
+//! ```text
+//! run folder / HTTP ─▶ contracts, invariants   documents checked (schema + cross-field rules)
+//!                   ─▶ store                   content-addressed, create-only (file, memory, S3)
+//!                   ─▶ blinding                ONE blinded JudgePackage/1 per roll (pure)
+//!                   ─▶ judge                   A ∥ B over OpenAI-compatible HTTP; raw → parsed → normalized
+//!                   ─▶ independence, consensus JudgeConsensus/1 dual-strict/1 (pure)
+//!                   ─▶ roll, merge             rolls and first-decisive/1
+//!                   ─▶ postguard               the ONLY writer of a DECIDED document
+//!                   ─▶ sealing                 in-toto statement in a DSSE envelope, ed25519
+//! auditor           ─▶ verify                  re-hash, re-verify, recompute everything
+//! operator          ─▶ replay                  historical_replay from stored or live judges
+//! ```
+//!
+//! The pure core (`canonical`, `json`, `blinding`, `consensus`, `independence`, `invariants`,
+//! judge `parse` and `normalize`) does no I/O and reads no clock: same inputs, same bytes.
+//! The store, HTTP and signing sit at the edges.
+//!
+//! One decision worth knowing: every JSON document is stored as RFC 8785 canonical bytes and
+//! named by its sha256, so "the same document" is a byte comparison, and a 100-line script in
+//! another language can re-prove a sealed run (see docs/VERIFYING.md).
+
+#![forbid(unsafe_code)]
+
+pub mod canonical;
+pub mod contracts;
+pub mod doc;
+pub mod ids;
+pub mod invariants;
+pub mod json;
+pub mod postguard;
+pub mod store;
+pub mod validate;
+pub mod cli;
+pub mod config;

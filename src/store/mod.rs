@@ -1,0 +1,479 @@
+//! The write-once, content-addressed evidence store: one facade over `object_store`.
+//!
+//! Backends: `file://PATH` (the embedded default, `file://./var/store`; every write is fsynced
+//! with its parent folder), `memory://` (tests) and `s3://BUCKET[/PREFIX]` (production and
+//! replicas; endpoint and region from the URL query or the standard AWS env vars, credentials
+//! from the AWS env vars, plain http only for a loopback endpoint).
+//!
+//! Guarantees, the same on every backend (one conformance suite in `tests/store_conformance.rs`
+//! runs on all three):
+//! - **create-only**: every put is `PutMode::Create`. The same bytes again is `Ok` (idempotent
+//!   retries, racing replicas); other bytes at an existing key is [`StoreError::Conflict`],
+//!   naming the key and both hashes. Nothing is ever overwritten or deleted.
+//! - **verified reads**: [`Store::get_verified`] and [`Store::verify`] re-hash what they read;
+//!   a missing object or a wrong hash is an error naming the key (and both hashes), never
+//!   repaired.
+//! - **keys checked first**: a [`Key`] is validated at construction, before any I/O.
+//! - **reserved keys**: `runs/<id>/evidence.json` and `runs/<id>/seal.dsse.json` can only be
+//!   written through [`Store::put_decided`], which demands the postguard's proof token.
+
+mod key;
+mod open;
+
+pub use key::Key;
+pub use open::{is_loopback_host, StoreUrl};
+
+use bytes::{Bytes, BytesMut};
+use futures::{Stream, StreamExt, TryStreamExt};
+use object_store::path::Path;
+use object_store::{
+    GetOptions, GetResultPayload, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
+    WriteMultipart,
+};
+use serde::{de::DeserializeOwned, Serialize};
+use sha2::{Digest as _, Sha256};
+use std::sync::Arc;
+
+use crate::canonical::{self, CanonicalError, Hash};
+use crate::ids::RunId;
+
+/// Default size limit for a document read into memory (DESIGN: 64 MiB, configurable).
+pub const DEFAULT_DOC_LIMIT: u64 = 64 * 1024 * 1024;
+/// Blobs up to this size are put in one request; larger ones stream as multipart uploads.
+const SINGLE_PUT_MAX: usize = 8 * 1024 * 1024;
+/// Part size of a streamed upload (S3 needs at least 5 MiB per part).
+const PART_SIZE: usize = 8 * 1024 * 1024;
+/// Read buffer for hashing a local file: large enough to keep SHA-NI busy, small enough to
+/// keep memory flat whatever the blob size.
+const HASH_BUF: usize = 1024 * 1024;
+/// How often a create that lost a race re-reads the winner before giving up.
+const RACE_REREADS: usize = 5;
+
+/// What a put stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    pub key: Key,
+    pub hash: Hash,
+    pub size: u64,
+}
+
+/// Store failures. Each names the object key and the reason.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("store URL {url:?}: {reason}")]
+    Url { url: String, reason: String },
+    #[error("{key}: already holds other bytes (stored sha256 {existing}, refused sha256 {attempted}); objects are write-once")]
+    Conflict { key: Key, existing: Hash, attempted: Hash },
+    #[error("{key}: not found in the store")]
+    NotFound { key: Key },
+    #[error("{key}: hash mismatch: expected sha256 {expected}, stored bytes hash to {actual}")]
+    HashMismatch { key: Key, expected: Hash, actual: Hash },
+    #[error("{key}: {size} bytes is over the limit of {limit} bytes")]
+    TooLarge { key: String, size: u64, limit: u64 },
+    #[error("{key}: reserved for the finalPostguard (decided evidence and seal)")]
+    Reserved { key: Key },
+    #[error("{key}: {op} failed: {detail}")]
+    Backend { key: String, op: &'static str, detail: String },
+    #[error("{key}: not canonical JSON: {source}")]
+    Canonical { key: Key, source: CanonicalError },
+    #[error("{key}: not a valid document: {detail}")]
+    BadDocument { key: Key, detail: String },
+    #[error("blob upload: {0}")]
+    Upload(String),
+}
+
+impl StoreError {
+    /// True when the stored bytes themselves are wrong (tampered, truncated, overwritten).
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, StoreError::HashMismatch { .. } | StoreError::Conflict { .. })
+    }
+}
+
+/// The store facade. Cheap to clone; share one per process.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<dyn ObjectStore>,
+    url: StoreUrl,
+    doc_limit: u64,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Store({})", self.url)
+    }
+}
+
+fn path(key: &Key) -> Path {
+    // A Key has no empty, `.` or `..` segment and no character `Path` would encode.
+    Path::from(key.as_str())
+}
+
+fn backend(key: &Key, op: &'static str, e: object_store::Error) -> StoreError {
+    match e {
+        object_store::Error::NotFound { .. } => StoreError::NotFound { key: key.clone() },
+        other => StoreError::Backend { key: key.to_string(), op, detail: other.to_string() },
+    }
+}
+
+impl Store {
+    /// Opens the store named by `url` (see the module doc for the schemes).
+    pub async fn open(url: &str) -> Result<Store, StoreError> {
+        let url = StoreUrl::parse(url)?;
+        let inner = url.build().await?;
+        Ok(Store { inner, url, doc_limit: DEFAULT_DOC_LIMIT })
+    }
+
+    /// Sets the size limit for documents read into memory.
+    pub fn with_doc_limit(mut self, limit: u64) -> Store {
+        self.doc_limit = limit;
+        self
+    }
+
+    pub fn doc_limit(&self) -> u64 {
+        self.doc_limit
+    }
+
+    pub fn url(&self) -> &StoreUrl {
+        &self.url
+    }
+
+    /// Puts exact bytes at `key`, create-only (see the module doc).
+    pub async fn put_bytes(&self, key: &Key, bytes: Bytes) -> Result<Stored, StoreError> {
+        if key.is_reserved() {
+            return Err(StoreError::Reserved { key: key.clone() });
+        }
+        self.create(key, bytes).await
+    }
+
+    /// Puts the canonical bytes of `doc` at `key`, create-only.
+    pub async fn put_json<T: Serialize + ?Sized>(
+        &self,
+        key: &Key,
+        doc: &T,
+    ) -> Result<Stored, StoreError> {
+        let bytes = canonical::canonical_bytes(doc)
+            .map_err(|source| StoreError::Canonical { key: key.clone(), source })?;
+        self.put_bytes(key, Bytes::from(bytes)).await
+    }
+
+    /// Writes a reserved key. Only the postguard can call this: it alone can make the proof.
+    pub async fn put_decided(
+        &self,
+        key: &Key,
+        bytes: Bytes,
+        _proof: &crate::postguard::DecidedWrite,
+    ) -> Result<Stored, StoreError> {
+        self.create(key, bytes).await
+    }
+
+    async fn create(&self, key: &Key, bytes: Bytes) -> Result<Stored, StoreError> {
+        let hash = Hash::of(&bytes);
+        let size = bytes.len() as u64;
+        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+        match self.inner.put_opts(&path(key), PutPayload::from(bytes), opts).await {
+            Ok(_) => Ok(Stored { key: key.clone(), hash, size }),
+            Err(object_store::Error::AlreadyExists { .. })
+            | Err(object_store::Error::Precondition { .. }) => {
+                self.settle_existing(key, hash, size).await
+            }
+            Err(e) => Err(backend(key, "create-only put", e)),
+        }
+    }
+
+    /// A create found the key taken: same bytes is success, other bytes a conflict.
+    async fn settle_existing(&self, key: &Key, hash: Hash, size: u64) -> Result<Stored, StoreError> {
+        for _ in 0..RACE_REREADS {
+            match self.hash_object(key).await {
+                Ok((existing, _)) if existing == hash => {
+                    return Ok(Stored { key: key.clone(), hash, size })
+                }
+                Ok((existing, _)) => {
+                    return Err(StoreError::Conflict { key: key.clone(), existing, attempted: hash })
+                }
+                // The winner of a race may not be visible yet on an eventually listing store.
+                Err(StoreError::NotFound { .. }) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Backend {
+            key: key.to_string(),
+            op: "create-only put",
+            detail: "the store refused the create but the object cannot be read".into(),
+        })
+    }
+
+    /// Streams a blob into `cas/sha256/<aa>/<hex>`, hashing as it goes; memory stays bounded
+    /// by the part size whatever the blob size. With `expected`, bytes that hash otherwise are
+    /// refused and nothing is kept. At most `limit` bytes are accepted.
+    pub async fn put_blob<S, E>(
+        &self,
+        stream: S,
+        expected: Option<&Hash>,
+        limit: u64,
+    ) -> Result<Stored, StoreError>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Unpin,
+        E: std::fmt::Display,
+    {
+        let mut stream = stream;
+        let mut hasher = Sha256::new();
+        let mut size: u64 = 0;
+        let mut head = BytesMut::new();
+        // Small blobs: buffer, then one create-only put.
+        loop {
+            match stream.next().await {
+                None => {
+                    let hash = Hash::from_hasher(hasher);
+                    check_expected(expected, &hash)?;
+                    return self.create(&Key::cas(&hash), head.freeze()).await;
+                }
+                Some(Err(e)) => return Err(StoreError::Upload(e.to_string())),
+                Some(Ok(chunk)) => {
+                    size += chunk.len() as u64;
+                    if size > limit {
+                        return Err(StoreError::TooLarge { key: "blob".into(), size, limit });
+                    }
+                    hasher.update(&chunk);
+                    head.extend_from_slice(&chunk);
+                    if head.len() > SINGLE_PUT_MAX {
+                        break;
+                    }
+                }
+            }
+        }
+        // Large blobs: stream to a unique staging key, then link it into place create-only.
+        let staging = Key::parse(&format!("tmp/uploads/{}", random_hex(16)))
+            .map_err(|e| StoreError::Upload(e.to_string()))?;
+        let upload = self
+            .inner
+            .put_multipart(&path(&staging))
+            .await
+            .map_err(|e| backend(&staging, "start multipart upload", e))?;
+        let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
+        writer.put(head.freeze());
+        let streamed: Result<(), StoreError> = async {
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| StoreError::Upload(e.to_string()))?;
+                size += chunk.len() as u64;
+                if size > limit {
+                    return Err(StoreError::TooLarge { key: "blob".into(), size, limit });
+                }
+                hasher.update(&chunk);
+                writer
+                    .wait_for_capacity(2)
+                    .await
+                    .map_err(|e| backend(&staging, "upload part", e))?;
+                writer.put(chunk);
+            }
+            Ok(())
+        }
+        .await;
+        if let Err(e) = streamed {
+            let _ = writer.abort().await;
+            return Err(e);
+        }
+        writer.finish().await.map_err(|e| backend(&staging, "finish multipart upload", e))?;
+        let hash = Hash::from_hasher(hasher);
+        let result = async {
+            check_expected(expected, &hash)?;
+            let key = Key::cas(&hash);
+            match self.inner.copy_if_not_exists(&path(&staging), &path(&key)).await {
+                Ok(()) | Err(object_store::Error::AlreadyExists { .. }) => {}
+                Err(object_store::Error::Precondition { .. }) => {}
+                Err(e) => return Err(backend(&key, "create-only copy", e)),
+            }
+            // Whoever created it, the object under a CAS key must hash to its name.
+            let stored_size = self.verify(&key, &hash).await?;
+            Ok(Stored { key, hash: hash.clone(), size: stored_size })
+        }
+        .await;
+        // Staging objects are scratch space, not evidence: removing them rewrites nothing.
+        let _ = self.inner.delete(&path(&staging)).await;
+        result
+    }
+
+    /// Reads a whole object (at most the document limit) into memory.
+    pub async fn get(&self, key: &Key) -> Result<Bytes, StoreError> {
+        let r = self.inner.get_opts(&path(key), GetOptions::default()).await;
+        let r = r.map_err(|e| backend(key, "get", e))?;
+        if r.meta.size > self.doc_limit {
+            return Err(StoreError::TooLarge {
+                key: key.to_string(),
+                size: r.meta.size,
+                limit: self.doc_limit,
+            });
+        }
+        r.bytes().await.map_err(|e| backend(key, "read", e))
+    }
+
+    /// Like [`Store::get`], `None` when absent.
+    pub async fn get_opt(&self, key: &Key) -> Result<Option<Bytes>, StoreError> {
+        match self.get(key).await {
+            Ok(b) => Ok(Some(b)),
+            Err(StoreError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads an object and checks it hashes to `expected`.
+    pub async fn get_verified(&self, key: &Key, expected: &Hash) -> Result<Bytes, StoreError> {
+        let bytes = self.get(key).await?;
+        let actual = Hash::of(&bytes);
+        if &actual != expected {
+            return Err(StoreError::HashMismatch {
+                key: key.clone(),
+                expected: expected.clone(),
+                actual,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Streams an object through SHA-256 without keeping it; returns its size.
+    pub async fn verify(&self, key: &Key, expected: &Hash) -> Result<u64, StoreError> {
+        let (actual, size) = self.hash_object(key).await?;
+        if &actual != expected {
+            return Err(StoreError::HashMismatch {
+                key: key.clone(),
+                expected: expected.clone(),
+                actual,
+            });
+        }
+        Ok(size)
+    }
+
+    /// Streams an object through SHA-256: its hash and size.
+    pub async fn hash_object(&self, key: &Key) -> Result<(Hash, u64), StoreError> {
+        let r = self.inner.get_opts(&path(key), GetOptions::default()).await;
+        let r = r.map_err(|e| backend(key, "get", e))?;
+        match r.payload {
+            // Local files: hash on a blocking thread with a large buffer (object_store's own
+            // stream reads 8 KiB per blocking hop, far below SHA-256 speed).
+            GetResultPayload::File(mut file, _) => {
+                let k = key.clone();
+                tokio::task::spawn_blocking(move || {
+                    use std::io::Read;
+                    let mut hasher = Sha256::new();
+                    let mut buf = vec![0u8; HASH_BUF];
+                    let mut size = 0u64;
+                    loop {
+                        let n = file.read(&mut buf).map_err(|e| StoreError::Backend {
+                            key: k.to_string(),
+                            op: "read",
+                            detail: e.to_string(),
+                        })?;
+                        if n == 0 {
+                            break;
+                        }
+                        size += n as u64;
+                        hasher.update(&buf[..n]);
+                    }
+                    Ok((Hash::from_hasher(hasher), size))
+                })
+                .await
+                .map_err(|e| StoreError::Backend {
+                    key: key.to_string(),
+                    op: "read",
+                    detail: e.to_string(),
+                })?
+            }
+            GetResultPayload::Stream(s) => {
+                let mut hasher = Sha256::new();
+                let mut size = 0u64;
+                let mut s = s.map_err(|e| backend(key, "read", e));
+                while let Some(chunk) = s.try_next().await? {
+                    size += chunk.len() as u64;
+                    hasher.update(&chunk);
+                }
+                Ok((Hash::from_hasher(hasher), size))
+            }
+        }
+    }
+
+    /// Reads and strictly parses a JSON document; `None` when absent.
+    pub async fn get_json<T: DeserializeOwned>(
+        &self,
+        key: &Key,
+    ) -> Result<Option<(T, Hash)>, StoreError> {
+        let Some(bytes) = self.get_opt(key).await? else { return Ok(None) };
+        let hash = Hash::of(&bytes);
+        let doc = crate::json::parse_as(&bytes, self.doc_limit)
+            .map_err(|e| StoreError::BadDocument { key: key.clone(), detail: e.to_string() })?;
+        Ok(Some((doc, hash)))
+    }
+
+    /// Reads, checks the hash of, and strictly parses a JSON document.
+    pub async fn get_json_verified<T: DeserializeOwned>(
+        &self,
+        key: &Key,
+        expected: &Hash,
+    ) -> Result<T, StoreError> {
+        let bytes = self.get_verified(key, expected).await?;
+        crate::json::parse_as(&bytes, self.doc_limit)
+            .map_err(|e| StoreError::BadDocument { key: key.clone(), detail: e.to_string() })
+    }
+
+    pub async fn exists(&self, key: &Key) -> Result<bool, StoreError> {
+        match self.inner.head(&path(key)).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(backend(key, "head", e)),
+        }
+    }
+
+    /// Every run id with a folder under `runs/`, sorted.
+    pub async fn list_runs(&self) -> Result<Vec<RunId>, StoreError> {
+        let prefix = Path::from("runs");
+        let listing = self
+            .inner
+            .list_with_delimiter(Some(&prefix))
+            .await
+            .map_err(|e| StoreError::Backend { key: "runs/".into(), op: "list", detail: e.to_string() })?;
+        let mut runs: Vec<RunId> = listing
+            .common_prefixes
+            .iter()
+            .filter_map(|p| p.filename().and_then(|n| RunId::parse(n).ok()))
+            .collect();
+        runs.sort();
+        Ok(runs)
+    }
+
+    /// Every key under a folder (recursive), sorted.
+    pub async fn list(&self, dir: &str) -> Result<Vec<Key>, StoreError> {
+        let prefix = Path::from(dir);
+        let mut keys: Vec<Key> = self
+            .inner
+            .list(Some(&prefix))
+            .map_ok(|m| m.location.to_string())
+            .try_collect::<Vec<_>>()
+            .await
+            .map_err(|e| StoreError::Backend { key: dir.to_string(), op: "list", detail: e.to_string() })?
+            .into_iter()
+            .filter_map(|s| Key::parse(&s).ok())
+            .collect();
+        keys.sort();
+        Ok(keys)
+    }
+}
+
+fn check_expected(expected: Option<&Hash>, actual: &Hash) -> Result<(), StoreError> {
+    match expected {
+        Some(e) if e != actual => Err(StoreError::HashMismatch {
+            key: Key::cas(e),
+            expected: e.clone(),
+            actual: actual.clone(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Random lowercase hex, for unique scratch names and session salts.
+pub fn random_hex(bytes: usize) -> String {
+    use rand::RngCore;
+    let mut b = vec![0u8; bytes];
+    rand::thread_rng().fill_bytes(&mut b);
+    hex::encode(b)
+}
