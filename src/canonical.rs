@@ -37,7 +37,10 @@ impl Hash {
 
     /// Parses a lowercase hex digest; anything else is refused.
     pub fn parse(s: &str) -> Result<Hash, HashParseError> {
-        if s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        if s.len() == 64
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
             Ok(Hash(s.to_owned()))
         } else {
             Err(HashParseError(truncate_for_message(s)))
@@ -110,7 +113,11 @@ pub fn check_numbers(v: &Value, pointer: &mut String) -> Result<(), CanonicalErr
         Value::Number(n) => {
             if !number_is_safe(n) {
                 return Err(CanonicalError::UnsafeNumber {
-                    pointer: if pointer.is_empty() { "/".into() } else { pointer.clone() },
+                    pointer: if pointer.is_empty() {
+                        "/".into()
+                    } else {
+                        pointer.clone()
+                    },
                     number: n.to_string(),
                 });
             }

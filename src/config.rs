@@ -164,7 +164,10 @@ pub struct SlotConfig {
 impl SlotConfig {
     /// The chat-completions endpoint.
     pub fn endpoint(&self) -> String {
-        format!("{}/chat/completions", self.base_url.as_str().trim_end_matches('/'))
+        format!(
+            "{}/chat/completions",
+            self.base_url.as_str().trim_end_matches('/')
+        )
     }
     pub fn host(&self) -> String {
         let host = self.base_url.host_str().unwrap_or("");
@@ -237,7 +240,10 @@ impl Config {
                 })?;
                 (DEFAULT_PATH.to_string(), text)
             }
-            None => ("<embedded config/seal.toml>".to_string(), EMBEDDED.to_string()),
+            None => (
+                "<embedded config/seal.toml>".to_string(),
+                EMBEDDED.to_string(),
+            ),
         };
         Self::parse(&source, &text, env)
     }
@@ -248,7 +254,10 @@ impl Config {
         text: &str,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config, ConfigError> {
-        let err = |reason: String| ConfigError::Invalid { path: source.to_string(), reason };
+        let err = |reason: String| ConfigError::Invalid {
+            path: source.to_string(),
+            reason,
+        };
         let raw: RawConfig = toml::from_str(text).map_err(|e| err(e.to_string()))?;
         let nonempty = |v: Option<String>| v.filter(|s| !s.is_empty());
         let timeout_override = match nonempty(env("SEAL_JUDGE_TIMEOUT_MS")) {
@@ -260,11 +269,15 @@ impl Config {
         let slot = |slot: Slot, r: &RawSlot| -> Result<SlotConfig, ConfigError> {
             let up = slot.upper();
             let field = |name: &str| format!("judges.{}.{name}", slot.as_str());
-            let url_text = nonempty(env(&format!("SEAL_JUDGE_{up}_URL"))).unwrap_or_else(|| r.base_url.clone());
+            let url_text = nonempty(env(&format!("SEAL_JUDGE_{up}_URL")))
+                .unwrap_or_else(|| r.base_url.clone());
             let base_url = url::Url::parse(&url_text)
                 .map_err(|e| err(format!("{}: {url_text:?}: {e}", field("base_url"))))?;
             if !matches!(base_url.scheme(), "http" | "https") {
-                return Err(err(format!("{}: scheme must be http or https", field("base_url"))));
+                return Err(err(format!(
+                    "{}: scheme must be http or https",
+                    field("base_url")
+                )));
             }
             if base_url.scheme() == "http"
                 && !crate::store::is_loopback_host(base_url.host_str().unwrap_or(""))
@@ -274,27 +287,45 @@ impl Config {
                     field("base_url")
                 )));
             }
-            let model = nonempty(env(&format!("SEAL_JUDGE_{up}_MODEL"))).unwrap_or_else(|| r.model.clone());
+            let model =
+                nonempty(env(&format!("SEAL_JUDGE_{up}_MODEL"))).unwrap_or_else(|| r.model.clone());
             if model.is_empty() {
                 return Err(err(format!("{}: empty", field("model"))));
             }
             let (api_key, api_key_source) = match nonempty(env(&format!("SEAL_JUDGE_{up}_KEY"))) {
                 Some(k) => (Some(Secret::new(k)), format!("SEAL_JUDGE_{up}_KEY")),
-                None => (nonempty(env(&r.api_key_env)).map(Secret::new), r.api_key_env.clone()),
+                None => (
+                    nonempty(env(&r.api_key_env)).map(Secret::new),
+                    r.api_key_env.clone(),
+                ),
             };
             if r.max_retries > 2 {
-                return Err(err(format!("{}: {} > 2 (DESIGN §4: at most 2 retries)", field("max_retries"), r.max_retries)));
+                return Err(err(format!(
+                    "{}: {} > 2 (DESIGN §4: at most 2 retries)",
+                    field("max_retries"),
+                    r.max_retries
+                )));
             }
             if r.max_tokens == 0 || r.max_tokens > 1_000_000 {
-                return Err(err(format!("{}: must be in 1..=1000000", field("max_tokens"))));
+                return Err(err(format!(
+                    "{}: must be in 1..=1000000",
+                    field("max_tokens")
+                )));
             }
             if !(0.0..=2.0).contains(&r.temperature) {
                 return Err(err(format!("{}: must be in 0..=2", field("temperature"))));
             }
             let p = &r.prices;
-            for (name, v) in [("input_rmb_per_mtok", p.input_rmb_per_mtok), ("output_rmb_per_mtok", p.output_rmb_per_mtok), ("image_rmb", p.image_rmb)] {
+            for (name, v) in [
+                ("input_rmb_per_mtok", p.input_rmb_per_mtok),
+                ("output_rmb_per_mtok", p.output_rmb_per_mtok),
+                ("image_rmb", p.image_rmb),
+            ] {
                 if !v.is_finite() || v < 0.0 {
-                    return Err(err(format!("{}: must be a non-negative number", field(&format!("prices.{name}")))));
+                    return Err(err(format!(
+                        "{}: must be a non-negative number",
+                        field(&format!("prices.{name}"))
+                    )));
                 }
             }
             let timeout_ms = timeout_override.unwrap_or(r.timeout_ms);
@@ -325,18 +356,25 @@ impl Config {
         let a = slot(Slot::A, &raw.judges.a)?;
         let b = slot(Slot::B, &raw.judges.b)?;
         if a.prompt == b.prompt {
-            return Err(err("judges.a.prompt and judges.b.prompt must differ (independent prompt artifacts)".into()));
+            return Err(err(
+                "judges.a.prompt and judges.b.prompt must differ (independent prompt artifacts)"
+                    .into(),
+            ));
         }
         if !raw.budget.run_rmb.is_finite() || raw.budget.run_rmb < 0.0 {
             return Err(err("budget.run_rmb: must be a non-negative number".into()));
         }
         let l = &raw.limits;
         if l.max_document_bytes < 1024 || l.max_blob_bytes < 1024 {
-            return Err(err("limits: max_document_bytes and max_blob_bytes must be at least 1024".into()));
+            return Err(err(
+                "limits: max_document_bytes and max_blob_bytes must be at least 1024".into(),
+            ));
         }
         let s = &raw.server;
         if s.max_rolls_in_progress == 0 || s.max_inflight_per_slot == 0 {
-            return Err(err("server: max_rolls_in_progress and max_inflight_per_slot must be positive".into()));
+            return Err(err(
+                "server: max_rolls_in_progress and max_inflight_per_slot must be positive".into(),
+            ));
         }
         crate::store::StoreUrl::parse(&raw.store).map_err(|e| err(format!("store: {e}")))?;
         let (seed_salt, seed_salt_is_default) = match nonempty(env(&raw.policy.seed_salt_env)) {
@@ -379,7 +417,10 @@ impl Config {
 fn read_limited(p: &Path) -> Result<String, String> {
     let meta = std::fs::metadata(p).map_err(|e| format!("cannot read: {e}"))?;
     if meta.len() > 1024 * 1024 {
-        return Err(format!("{} bytes: a config file is at most 1 MiB", meta.len()));
+        return Err(format!(
+            "{} bytes: a config file is at most 1 MiB",
+            meta.len()
+        ));
     }
     std::fs::read_to_string(p).map_err(|e| format!("cannot read: {e}"))
 }
@@ -390,7 +431,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         move |k| m.get(k).cloned()
     }
 
@@ -426,20 +470,43 @@ mod tests {
     #[test]
     fn bad_configs_name_the_field() {
         let cases = [
-            (EMBEDDED.replace("max_retries = 2", "max_retries = 3"), "max_retries"),
-            (EMBEDDED.replace("store = \"file://./var/store\"", "store = \"ftp://x\""), "store"),
-            (EMBEDDED.replace("run_rmb = 5.0", "run_rmb = -1.0"), "run_rmb"),
-            (EMBEDDED.replace("[budget]", "[budget]\nsurprise = 1"), "surprise"),
-            (EMBEDDED.replace("prompt = \"judge-b\"", "prompt = \"judge-a\""), "prompt"),
+            (
+                EMBEDDED.replace("max_retries = 2", "max_retries = 3"),
+                "max_retries",
+            ),
+            (
+                EMBEDDED.replace("store = \"file://./var/store\"", "store = \"ftp://x\""),
+                "store",
+            ),
+            (
+                EMBEDDED.replace("run_rmb = 5.0", "run_rmb = -1.0"),
+                "run_rmb",
+            ),
+            (
+                EMBEDDED.replace("[budget]", "[budget]\nsurprise = 1"),
+                "surprise",
+            ),
+            (
+                EMBEDDED.replace("prompt = \"judge-b\"", "prompt = \"judge-a\""),
+                "prompt",
+            ),
             ("not toml [".to_string(), "config"),
         ];
         for (text, needle) in cases {
-            let e = Config::parse("x.toml", &text, &env(&[])).unwrap_err().to_string();
+            let e = Config::parse("x.toml", &text, &env(&[]))
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(needle), "{needle}: {e}");
         }
-        let e = Config::parse("x", EMBEDDED, &env(&[("SEAL_JUDGE_B_URL", "http://example.com/v1")])).unwrap_err();
+        let e = Config::parse(
+            "x",
+            EMBEDDED,
+            &env(&[("SEAL_JUDGE_B_URL", "http://example.com/v1")]),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("loopback"), "{e}");
-        let e = Config::parse("x", EMBEDDED, &env(&[("SEAL_JUDGE_TIMEOUT_MS", "soon")])).unwrap_err();
+        let e =
+            Config::parse("x", EMBEDDED, &env(&[("SEAL_JUDGE_TIMEOUT_MS", "soon")])).unwrap_err();
         assert!(e.to_string().contains("SEAL_JUDGE_TIMEOUT_MS"), "{e}");
     }
 }

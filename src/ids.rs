@@ -21,7 +21,11 @@ pub struct IdError {
 /// Checks one path segment or id against DESIGN §2. Pure, no allocation on success.
 pub fn check_segment(what: &'static str, s: &str) -> Result<(), IdError> {
     let fail = |reason| {
-        Err(IdError { what, shown: s.chars().take(80).collect(), reason })
+        Err(IdError {
+            what,
+            shown: s.chars().take(80).collect(),
+            reason,
+        })
     };
     if s.is_empty() {
         return fail("empty");
@@ -189,7 +193,17 @@ mod tests {
     #[test]
     fn hostile_run_ids_are_refused() {
         for bad in [
-            "", "..", "a/../b", "/etc", "a/b", "a\0b", ".hidden", "-x", "a b", "ü", "a..b",
+            "",
+            "..",
+            "a/../b",
+            "/etc",
+            "a/b",
+            "a\0b",
+            ".hidden",
+            "-x",
+            "a b",
+            "ü",
+            "a..b",
             &"x".repeat(129),
         ] {
             assert!(RunId::parse(bad).is_err(), "{bad:?} accepted");

@@ -12,7 +12,11 @@ use crate::ids::RollId;
 use crate::store::Key;
 
 fn f(pointer: impl Into<String>, rule: &str, message: impl Into<String>) -> Finding {
-    Finding { pointer: pointer.into(), rule: format!("invariant.{rule}"), message: message.into() }
+    Finding {
+        pointer: pointer.into(),
+        rule: format!("invariant.{rule}"),
+        message: message.into(),
+    }
 }
 
 /// Runs the invariants of `kind` on a document that already passed its schema.
@@ -50,7 +54,10 @@ pub fn decision_action(outcome: Outcome, repair_round: u8) -> DecisionAction {
 
 /// `first-decisive/1`: the first decisive roll, else the last roll.
 pub fn source_roll_index(outcomes: &[Outcome]) -> Option<usize> {
-    outcomes.iter().position(|o| o.is_decisive()).or_else(|| outcomes.len().checked_sub(1))
+    outcomes
+        .iter()
+        .position(|o| o.is_decisive())
+        .or_else(|| outcomes.len().checked_sub(1))
 }
 
 /// The compatibility block DESIGN §6 derives from the other fields.
@@ -75,7 +82,9 @@ fn sorted_unique<'a>(ids: impl Iterator<Item = &'a str>) -> Result<(), String> {
     for id in ids {
         if let Some(p) = prev {
             if p >= id {
-                return Err(format!("{id:?} after {p:?}: not sorted by id or duplicated"));
+                return Err(format!(
+                    "{id:?} after {p:?}: not sorted by id or duplicated"
+                ));
             }
         }
         prev = Some(id);
@@ -100,7 +109,10 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
             out.push(f(
                 format!("/{name}"),
                 "decided_fields",
-                format!("{name} must be present iff phase is DECIDED (phase {:?})", d.phase),
+                format!(
+                    "{name} must be present iff phase is DECIDED (phase {:?})",
+                    d.phase
+                ),
             ));
         }
     }
@@ -108,28 +120,54 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
     let mut ids = BTreeSet::new();
     for (i, o) in d.proof_obligations.iter().enumerate() {
         if !ids.insert(o.id.as_str()) {
-            out.push(f(format!("/proofObligations/{i}/id"), "obligation_ids_unique", format!("duplicate obligation id {:?}", o.id)));
+            out.push(f(
+                format!("/proofObligations/{i}/id"),
+                "obligation_ids_unique",
+                format!("duplicate obligation id {:?}", o.id),
+            ));
         }
         if o.source == ObligationSource::PlaySpec && o.check.is_none() {
-            out.push(f(format!("/proofObligations/{i}"), "play_spec_obligation_check", "an obligation from the play-spec must carry its assertion as check"));
+            out.push(f(
+                format!("/proofObligations/{i}"),
+                "play_spec_obligation_check",
+                "an obligation from the play-spec must carry its assertion as check",
+            ));
         }
     }
 
     if d.acceptance_mode == AcceptanceMode::HistoricalReplay && d.parent_run_id.is_none() {
-        out.push(f("/parentRunId", "replay_parent", "historical_replay requires parentRunId"));
+        out.push(f(
+            "/parentRunId",
+            "replay_parent",
+            "historical_replay requires parentRunId",
+        ));
     }
 
     // Rolls: ids in order, roll 2 only after an indecisive roll 1.
     for (i, r) in d.rolls.iter().enumerate() {
         let want = format!("roll-{}", i + 1);
         if r.roll_id.as_str() != want || r.roll != (i as u64 + 1) {
-            out.push(f(format!("/rolls/{i}/rollId"), "roll_order", format!("rolls[{i}] must be {want} (roll {})", i + 1)));
+            out.push(f(
+                format!("/rolls/{i}/rollId"),
+                "roll_order",
+                format!("rolls[{i}] must be {want} (roll {})", i + 1),
+            ));
         }
         if r.roll_guard.status == GuardStatus::Blocked && r.roll_outcome != Outcome::InfraError {
-            out.push(f(format!("/rolls/{i}/rollOutcome"), "blocked_roll", "a roll whose guard blocked must be infra_error"));
+            out.push(f(
+                format!("/rolls/{i}/rollOutcome"),
+                "blocked_roll",
+                "a roll whose guard blocked must be infra_error",
+            ));
         }
-        if r.judge_a_hash != r.judge_a_ref.result_hash || r.judge_b_hash != r.judge_b_ref.result_hash {
-            out.push(f(format!("/rolls/{i}"), "slot_hash", "judgeAHash/judgeBHash must equal the slot's resultHash"));
+        if r.judge_a_hash != r.judge_a_ref.result_hash
+            || r.judge_b_hash != r.judge_b_ref.result_hash
+        {
+            out.push(f(
+                format!("/rolls/{i}"),
+                "slot_hash",
+                "judgeAHash/judgeBHash must equal the slot's resultHash",
+            ));
         }
         for (field, reference) in [
             ("proofPackageRef", &r.proof_package_ref),
@@ -144,15 +182,32 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
             ("judgeBRef/normalizedRef", &r.judge_b_ref.normalized_ref),
         ] {
             let ok = Key::parse(reference)
-                .map(|k| k.as_str().starts_with(&format!("runs/{}/{}/", d.run_id, r.roll_id)))
+                .map(|k| {
+                    k.as_str()
+                        .starts_with(&format!("runs/{}/{}/", d.run_id, r.roll_id))
+                })
                 .unwrap_or(false);
             if !ok {
-                out.push(f(format!("/rolls/{i}/{field}"), "ref_in_run", format!("{reference:?} is not a key inside runs/{}/{}/", d.run_id, r.roll_id)));
+                out.push(f(
+                    format!("/rolls/{i}/{field}"),
+                    "ref_in_run",
+                    format!(
+                        "{reference:?} is not a key inside runs/{}/{}/",
+                        d.run_id, r.roll_id
+                    ),
+                ));
             }
         }
     }
     if d.rolls.len() == 2 && d.rolls[0].roll_outcome.is_decisive() {
-        out.push(f("/rolls/1", "roll2_after_indecisive", format!("roll-2 exists although roll-1 was decisive ({})", d.rolls[0].roll_outcome)));
+        out.push(f(
+            "/rolls/1",
+            "roll2_after_indecisive",
+            format!(
+                "roll-2 exists although roll-1 was decisive ({})",
+                d.rolls[0].roll_outcome
+            ),
+        ));
     }
 
     let outcomes: Vec<Outcome> = d.rolls.iter().map(|r| r.roll_outcome).collect();
@@ -161,17 +216,38 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
 
     // Merge mirrors the rolls.
     match &d.merge {
-        None if !d.rolls.is_empty() && decided => {
-            out.push(f("/merge", "merge_present", "a decided run with rolls needs merge"))
-        }
+        None if !d.rolls.is_empty() && decided => out.push(f(
+            "/merge",
+            "merge_present",
+            "a decided run with rolls needs merge",
+        )),
         Some(m) => {
-            let listed: Vec<(RollId, Outcome)> = m.roll_outcomes.iter().map(|r| (r.roll_id, r.outcome)).collect();
-            let actual: Vec<(RollId, Outcome)> = d.rolls.iter().map(|r| (r.roll_id, r.roll_outcome)).collect();
+            let listed: Vec<(RollId, Outcome)> = m
+                .roll_outcomes
+                .iter()
+                .map(|r| (r.roll_id, r.outcome))
+                .collect();
+            let actual: Vec<(RollId, Outcome)> = d
+                .rolls
+                .iter()
+                .map(|r| (r.roll_id, r.roll_outcome))
+                .collect();
             if listed != actual {
-                out.push(f("/merge/rollOutcomes", "merge_outcomes", "merge.rollOutcomes must list every roll's rollOutcome in order"));
+                out.push(f(
+                    "/merge/rollOutcomes",
+                    "merge_outcomes",
+                    "merge.rollOutcomes must list every roll's rollOutcome in order",
+                ));
             }
             if m.source_roll_id != src_id {
-                out.push(f("/merge/sourceRollId", "first_decisive", format!("first-decisive source roll is {src_id:?}, merge says {:?}", m.source_roll_id)));
+                out.push(f(
+                    "/merge/sourceRollId",
+                    "first_decisive",
+                    format!(
+                        "first-decisive source roll is {src_id:?}, merge says {:?}",
+                        m.source_roll_id
+                    ),
+                ));
             }
         }
         None => {}
@@ -180,28 +256,57 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
     // sourceRollId agrees everywhere.
     if d.merge.is_some() || decided {
         if d.source_roll_id != src_id {
-            out.push(f("/sourceRollId", "first_decisive", format!("source roll must be {src_id:?}, found {:?}", d.source_roll_id)));
+            out.push(f(
+                "/sourceRollId",
+                "first_decisive",
+                format!(
+                    "source roll must be {src_id:?}, found {:?}",
+                    d.source_roll_id
+                ),
+            ));
         }
     } else if d.rolls.is_empty() && (d.source_roll_id.is_some() || d.judge.is_some()) {
-        out.push(f("/sourceRollId", "no_rolls", "without rolls, sourceRollId and judge must be null"));
+        out.push(f(
+            "/sourceRollId",
+            "no_rolls",
+            "without rolls, sourceRollId and judge must be null",
+        ));
     }
     if let Some(c) = &d.compatibility {
         if c.source_roll_id != d.source_roll_id {
-            out.push(f("/compatibility/sourceRollId", "source_roll_agrees", "compatibility.sourceRollId differs from sourceRollId"));
+            out.push(f(
+                "/compatibility/sourceRollId",
+                "source_roll_agrees",
+                "compatibility.sourceRollId differs from sourceRollId",
+            ));
         }
     }
 
     // judge is the source roll's projection, or null if that roll is void.
     if let Some(j) = &d.judge {
         if j.source_roll_id != d.source_roll_id {
-            out.push(f("/judge/sourceRollId", "source_roll_agrees", "judge.sourceRollId differs from sourceRollId"));
+            out.push(f(
+                "/judge/sourceRollId",
+                "source_roll_agrees",
+                "judge.sourceRollId differs from sourceRollId",
+            ));
         }
         match src_idx.map(|i| (i, &d.rolls[i])) {
-            None => out.push(f("/judge", "judge_is_source_projection", "judge is set but there is no source roll")),
+            None => out.push(f(
+                "/judge",
+                "judge_is_source_projection",
+                "judge is set but there is no source roll",
+            )),
             Some((i, r)) => {
                 let pairs = [
-                    ("consensusRef", j.consensus_ref.as_deref() == Some(r.judge_consensus_ref.as_str())),
-                    ("consensusHash", j.consensus_hash.as_ref() == Some(&r.judge_consensus_hash)),
+                    (
+                        "consensusRef",
+                        j.consensus_ref.as_deref() == Some(r.judge_consensus_ref.as_str()),
+                    ),
+                    (
+                        "consensusHash",
+                        j.consensus_hash.as_ref() == Some(&r.judge_consensus_hash),
+                    ),
                     ("packageHash", j.package_hash == r.judge_package_hash),
                     ("judgeAResultHash", j.judge_a_result_hash == r.judge_a_hash),
                     ("judgeBResultHash", j.judge_b_result_hash == r.judge_b_hash),
@@ -209,7 +314,11 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
                 ];
                 for (name, ok) in pairs {
                     if !ok {
-                        out.push(f(format!("/judge/{name}"), "judge_is_source_projection", format!("judge.{name} does not match rolls[{i}]")));
+                        out.push(f(
+                            format!("/judge/{name}"),
+                            "judge_is_source_projection",
+                            format!("judge.{name} does not match rolls[{i}]"),
+                        ));
                     }
                 }
             }
@@ -221,14 +330,26 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
             v
         };
         if ids != want {
-            out.push(f("/judge/obligationResults", "judge_obligations", "judge.obligationResults must list every proof obligation once, sorted by id"));
+            out.push(f(
+                "/judge/obligationResults",
+                "judge_obligations",
+                "judge.obligationResults must list every proof obligation once, sorted by id",
+            ));
         }
     }
 
     // Cost: the run costs at least what its rolls cost.
     let rolls_micro: i128 = d.rolls.iter().map(|r| micro(r.cost_rmb)).sum();
     if micro(d.cost_rmb) < rolls_micro {
-        out.push(f("/costRmb", "cost_covers_rolls", format!("costRmb {} is below the sum of roll costs {}", d.cost_rmb, rolls_micro as f64 / 1e6)));
+        out.push(f(
+            "/costRmb",
+            "cost_covers_rolls",
+            format!(
+                "costRmb {} is below the sum of roll costs {}",
+                d.cost_rmb,
+                rolls_micro as f64 / 1e6
+            ),
+        ));
     }
 
     if let (Some(outcome), Some(pg), Some(dec), Some(compat)) =
@@ -250,7 +371,11 @@ fn decided_invariants(
 ) {
     let all_ok = pg.checks.iter().all(|c| c.ok);
     if pg.passed != all_ok {
-        out.push(f("/finalPostguard/passed", "postguard_passed", "finalPostguard.passed must be true iff every check is ok"));
+        out.push(f(
+            "/finalPostguard/passed",
+            "postguard_passed",
+            "finalPostguard.passed must be true iff every check is ok",
+        ));
     }
     // The outcome follows the source roll (DESIGN §5), unless the postguard failed.
     let expected = if !pg.passed {
@@ -260,45 +385,102 @@ fn decided_invariants(
             None => Outcome::InfraError,
             Some(i) => {
                 let r = &d.rolls[i];
-                if d.judge.is_none() { Outcome::InfraError } else { r.roll_outcome }
+                if d.judge.is_none() {
+                    Outcome::InfraError
+                } else {
+                    r.roll_outcome
+                }
             }
         }
     };
     if outcome != expected {
-        out.push(f("/outcome", "outcome_follows_rolls", format!("outcome must be {expected} (source roll and postguard), found {outcome}")));
+        out.push(f(
+            "/outcome",
+            "outcome_follows_rolls",
+            format!("outcome must be {expected} (source roll and postguard), found {outcome}"),
+        ));
     }
     if !d.floor.passed && matches!(outcome, Outcome::Pass) {
-        out.push(f("/outcome", "floor", "the floor failed: the outcome cannot be pass"));
+        out.push(f(
+            "/outcome",
+            "floor",
+            "the floor failed: the outcome cannot be pass",
+        ));
     }
     if let Some(j) = &d.judge {
         if j.decision != outcome && pg.passed {
-            out.push(f("/judge/decision", "outcome_follows_rolls", "judge.decision differs from outcome"));
+            out.push(f(
+                "/judge/decision",
+                "outcome_follows_rolls",
+                "judge.decision differs from outcome",
+            ));
         }
     } else if outcome != Outcome::InfraError {
-        out.push(f("/judge", "void_roll", "without a judge projection the outcome must be infra_error"));
+        out.push(f(
+            "/judge",
+            "void_roll",
+            "without a judge projection the outcome must be infra_error",
+        ));
     }
     let want_action = decision_action(outcome, d.repair.round);
     if dec.action != want_action {
-        out.push(f("/decision/action", "decision_follows_outcome", format!("{outcome} with repair round {} must be {}, found {}", d.repair.round, want_action.as_str(), dec.action.as_str())));
+        out.push(f(
+            "/decision/action",
+            "decision_follows_outcome",
+            format!(
+                "{outcome} with repair round {} must be {}, found {}",
+                d.repair.round,
+                want_action.as_str(),
+                dec.action.as_str()
+            ),
+        ));
     }
     if let Err(e) = sorted_unique(dec.reasons.iter().map(String::as_str)) {
         out.push(f("/decision/reasons", "reasons_sorted", e));
     }
     if outcome == Outcome::Pass && dec.reasons != ["accept"] {
-        out.push(f("/decision/reasons", "decision_follows_outcome", "a pass is decided with the single reason accept"));
+        out.push(f(
+            "/decision/reasons",
+            "decision_follows_outcome",
+            "a pass is decided with the single reason accept",
+        ));
     }
     if !pg.passed && !dec.reasons.iter().any(|r| r.starts_with("postguard_")) {
-        out.push(f("/decision/reasons", "postguard_reason", "a failed postguard must be named in the reasons (postguard_<check>)"));
+        out.push(f(
+            "/decision/reasons",
+            "postguard_reason",
+            "a failed postguard must be named in the reasons (postguard_<check>)",
+        ));
     }
     let want = expected_compatibility(outcome, pg.passed, d.acceptance_mode, d.source_roll_id);
     if compat != &want {
-        out.push(f("/compatibility", "compatibility", format!("compatibility must be {}", serde_json::to_string(&want).unwrap_or_default())));
+        out.push(f(
+            "/compatibility",
+            "compatibility",
+            format!(
+                "compatibility must be {}",
+                serde_json::to_string(&want).unwrap_or_default()
+            ),
+        ));
     }
     if d.acceptance_mode == AcceptanceMode::HistoricalReplay && !compat.publish_frozen {
-        out.push(f("/compatibility/publishFrozen", "replay_frozen", "a historical_replay is always publishFrozen"));
+        out.push(f(
+            "/compatibility/publishFrozen",
+            "replay_frozen",
+            "a historical_replay is always publishFrozen",
+        ));
     }
-    if time::OffsetDateTime::parse(&pg.decided_at, &time::format_description::well_known::Rfc3339).is_err() {
-        out.push(f("/finalPostguard/decidedAt", "rfc3339", "decidedAt must be an RFC 3339 timestamp"));
+    if time::OffsetDateTime::parse(
+        &pg.decided_at,
+        &time::format_description::well_known::Rfc3339,
+    )
+    .is_err()
+    {
+        out.push(f(
+            "/finalPostguard/decidedAt",
+            "rfc3339",
+            "decidedAt must be an RFC 3339 timestamp",
+        ));
     }
 }
 
@@ -308,29 +490,56 @@ pub fn proof_package(p: &ProofPackage) -> Vec<Finding> {
     for (i, fr) in p.frames.iter().enumerate() {
         frame_hashes.insert(fr.hash.clone());
         if fr.reference != Key::cas(&fr.hash).as_str() {
-            out.push(f(format!("/frames/{i}/ref"), "frame_ref_is_cas", format!("ref must be {}", Key::cas(&fr.hash))));
+            out.push(f(
+                format!("/frames/{i}/ref"),
+                "frame_ref_is_cas",
+                format!("ref must be {}", Key::cas(&fr.hash)),
+            ));
         }
     }
     for (i, a) in p.actions.iter().enumerate() {
         if a.normalized.seq != i as u64 {
-            out.push(f(format!("/actions/{i}/normalized/seq"), "action_seq", format!("action seq must be {i} (0-based, in order)")));
+            out.push(f(
+                format!("/actions/{i}/normalized/seq"),
+                "action_seq",
+                format!("action seq must be {i} (0-based, in order)"),
+            ));
         }
         if a.action_id != format!("action-{}", i + 1) {
-            out.push(f(format!("/actions/{i}/actionId"), "action_id", format!("actionId must be action-{}", i + 1)));
+            out.push(f(
+                format!("/actions/{i}/actionId"),
+                "action_id",
+                format!("actionId must be action-{}", i + 1),
+            ));
         }
-        for (name, fr) in [("preFrameRef", &a.pre_frame_ref), ("postFrameRef", &a.post_frame_ref)] {
+        for (name, fr) in [
+            ("preFrameRef", &a.pre_frame_ref),
+            ("postFrameRef", &a.post_frame_ref),
+        ] {
             if !frame_hashes.contains(&fr.hash) {
-                out.push(f(format!("/actions/{i}/{name}/hash"), "frame_listed", "every frame an action cites must be listed in frames"));
+                out.push(f(
+                    format!("/actions/{i}/{name}/hash"),
+                    "frame_listed",
+                    "every frame an action cites must be listed in frames",
+                ));
             }
             if fr.reference != Key::cas(&fr.hash).as_str() {
-                out.push(f(format!("/actions/{i}/{name}/ref"), "frame_ref_is_cas", format!("ref must be {}", Key::cas(&fr.hash))));
+                out.push(f(
+                    format!("/actions/{i}/{name}/ref"),
+                    "frame_ref_is_cas",
+                    format!("ref must be {}", Key::cas(&fr.hash)),
+                ));
             }
         }
     }
     let mut prev: Option<u64> = None;
     for (i, e) in p.events.iter().enumerate() {
         if prev.is_some_and(|p| e.seq <= p) {
-            out.push(f(format!("/events/{i}/seq"), "event_seq", "event seq must strictly increase"));
+            out.push(f(
+                format!("/events/{i}/seq"),
+                "event_seq",
+                "event seq must strictly increase",
+            ));
         }
         prev = Some(e.seq);
     }
@@ -344,7 +553,11 @@ pub fn judge_package(p: &JudgePackage) -> Vec<Finding> {
     }
     for (i, a) in p.actions.iter().enumerate() {
         if a.seq != i as u64 {
-            out.push(f(format!("/actions/{i}/seq"), "action_seq", format!("action seq must be {i}")));
+            out.push(f(
+                format!("/actions/{i}/seq"),
+                "action_seq",
+                format!("action seq must be {i}"),
+            ));
         }
     }
     out
@@ -355,21 +568,41 @@ pub fn judge_result(r: &JudgeResult) -> Vec<Finding> {
     if let Err(e) = sorted_unique(r.obligations.iter().map(|o| o.id.as_str())) {
         out.push(f("/obligations", "obligations_sorted", e));
     }
-    if r.slot_failed.is_some() && r.obligations.iter().any(|o| o.status != JudgeStatus::Missing) {
-        out.push(f("/obligations", "failed_slot_missing", "a failed slot has every obligation missing"));
+    if r.slot_failed.is_some()
+        && r.obligations
+            .iter()
+            .any(|o| o.status != JudgeStatus::Missing)
+    {
+        out.push(f(
+            "/obligations",
+            "failed_slot_missing",
+            "a failed slot has every obligation missing",
+        ));
     }
     for (i, o) in r.obligations.iter().enumerate() {
         if o.status.is_claim() && o.sequence_refs.is_empty() && o.frame_hashes.is_empty() {
-            out.push(f(format!("/obligations/{i}"), "cited_claim", "a satisfied/failed status must cite evidence"));
+            out.push(f(
+                format!("/obligations/{i}"),
+                "cited_claim",
+                "a satisfied/failed status must cite evidence",
+            ));
         }
         let mut refs = o.sequence_refs.clone();
         refs.sort();
         refs.dedup();
         if refs != o.sequence_refs {
-            out.push(f(format!("/obligations/{i}/sequenceRefs"), "refs_sorted", "sequenceRefs must be sorted and merged"));
+            out.push(f(
+                format!("/obligations/{i}/sequenceRefs"),
+                "refs_sorted",
+                "sequenceRefs must be sorted and merged",
+            ));
         }
         if sorted_unique(o.frame_hashes.iter().map(String::as_str)).is_err() {
-            out.push(f(format!("/obligations/{i}/frameHashes"), "refs_sorted", "frameHashes must be sorted and unique"));
+            out.push(f(
+                format!("/obligations/{i}/frameHashes"),
+                "refs_sorted",
+                "frameHashes must be sorted and unique",
+            ));
         }
     }
     out
@@ -381,24 +614,48 @@ pub fn consensus(c: &JudgeConsensus) -> Vec<Finding> {
         out.push(f("/obligationResults", "obligations_sorted", e));
     }
     if (c.decision == Outcome::Pass) != c.failure_signature.is_none() {
-        out.push(f("/failureSignature", "failure_signature", "failureSignature is null exactly when the decision is pass"));
+        out.push(f(
+            "/failureSignature",
+            "failure_signature",
+            "failureSignature is null exactly when the decision is pass",
+        ));
     }
     if let Some(sig) = &c.failure_signature {
         if !sig.starts_with(&format!("{}:", c.decision)) {
-            out.push(f("/failureSignature", "failure_signature", format!("failureSignature must start with \"{}:\"", c.decision)));
+            out.push(f(
+                "/failureSignature",
+                "failure_signature",
+                format!("failureSignature must start with \"{}:\"", c.decision),
+            ));
         }
     }
     if c.same_model != c.independence_checks.same_model {
-        out.push(f("/sameModel", "same_model", "sameModel must equal independenceChecks.sameModel"));
+        out.push(f(
+            "/sameModel",
+            "same_model",
+            "sameModel must equal independenceChecks.sameModel",
+        ));
     }
     if !c.independence_checks.all_required_hold() && c.decision != Outcome::InfraError {
-        out.push(f("/decision", "independence_voids", "a roll with a failed independence check is infra_error"));
+        out.push(f(
+            "/decision",
+            "independence_voids",
+            "a roll with a failed independence check is infra_error",
+        ));
     }
     if !c.floor_passed && c.decision == Outcome::Pass {
-        out.push(f("/decision", "floor", "the floor failed: the decision cannot be pass"));
+        out.push(f(
+            "/decision",
+            "floor",
+            "the floor failed: the decision cannot be pass",
+        ));
     }
     if c.degraded && c.decision == Outcome::Pass {
-        out.push(f("/decision", "single_judge", "a single judge never yields pass"));
+        out.push(f(
+            "/decision",
+            "single_judge",
+            "a single judge never yields pass",
+        ));
     }
     out
 }
@@ -407,11 +664,19 @@ pub fn cost_reservation(c: &CostReservation) -> Vec<Finding> {
     let mut out = Vec::new();
     let reserved = micro(c.price_table.a.worst_case_rmb) + micro(c.price_table.b.worst_case_rmb);
     if micro(c.reserved_rmb) != reserved {
-        out.push(f("/reservedRmb", "reserved_is_worst_case", "reservedRmb must be the sum of both slots' worstCaseRmb"));
+        out.push(f(
+            "/reservedRmb",
+            "reserved_is_worst_case",
+            "reservedRmb must be the sum of both slots' worstCaseRmb",
+        ));
     }
     let within = micro(c.spent_before_rmb) + micro(c.reserved_rmb) <= micro(c.budget_rmb);
     if within != c.within_budget {
-        out.push(f("/withinBudget", "within_budget", "withinBudget must be spentBeforeRmb + reservedRmb <= budgetRmb"));
+        out.push(f(
+            "/withinBudget",
+            "within_budget",
+            "withinBudget must be spentBeforeRmb + reservedRmb <= budgetRmb",
+        ));
     }
     out
 }

@@ -26,7 +26,10 @@ pub enum JsonError {
 /// Parses `bytes` as one strict JSON value (see the module doc).
 pub fn parse(bytes: &[u8], limit: u64) -> Result<Value, JsonError> {
     if bytes.len() as u64 > limit {
-        return Err(JsonError::TooLarge { size: bytes.len() as u64, limit });
+        return Err(JsonError::TooLarge {
+            size: bytes.len() as u64,
+            limit,
+        });
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let v = StrictSeed { depth: 0 }
@@ -88,7 +91,9 @@ impl<'de> Visitor<'de> for StrictVisitor {
         if !v.is_finite() || v.abs() > MAX_SAFE_INTEGER as f64 {
             return Err(unsafe_number(v));
         }
-        Number::from_f64(v).map(Value::Number).ok_or_else(|| unsafe_number(v))
+        Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| unsafe_number(v))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
         Ok(Value::String(v.to_owned()))
@@ -127,7 +132,9 @@ impl<'de> Visitor<'de> for StrictVisitor {
 impl StrictVisitor {
     fn enter<E: de::Error>(&self) -> Result<usize, E> {
         if self.depth >= MAX_DEPTH {
-            return Err(E::custom(format_args!("nested deeper than {MAX_DEPTH} levels")));
+            return Err(E::custom(format_args!(
+                "nested deeper than {MAX_DEPTH} levels"
+            )));
         }
         Ok(self.depth + 1)
     }
@@ -147,7 +154,12 @@ mod tests {
 
     #[test]
     fn big_integers_are_refused() {
-        for s in ["9007199254740993", "18446744073709551617", "-9007199254740993", "1e300"] {
+        for s in [
+            "9007199254740993",
+            "18446744073709551617",
+            "-9007199254740993",
+            "1e300",
+        ] {
             let e = parse(s.as_bytes(), L).unwrap_err();
             assert!(e.to_string().contains("beyond 2^53"), "{s}: {e}");
         }
@@ -165,7 +177,10 @@ mod tests {
 
     #[test]
     fn size_limit_is_checked_before_parsing() {
-        assert!(matches!(parse(b"[1,2,3]", 3), Err(JsonError::TooLarge { size: 7, limit: 3 })));
+        assert!(matches!(
+            parse(b"[1,2,3]", 3),
+            Err(JsonError::TooLarge { size: 7, limit: 3 })
+        ));
     }
 
     #[test]

@@ -27,14 +27,30 @@
 
 #![forbid(unsafe_code)]
 
+pub mod assertions;
+pub mod audit;
+pub mod blinding;
 pub mod canonical;
-pub mod contracts;
-pub mod doc;
-pub mod ids;
-pub mod invariants;
-pub mod json;
-pub mod postguard;
-pub mod store;
-pub mod validate;
 pub mod cli;
 pub mod config;
+pub mod consensus;
+pub mod contracts;
+pub mod doc;
+pub mod engine;
+pub mod ids;
+pub mod independence;
+pub mod intake;
+pub mod invariants;
+pub mod json;
+pub mod judge;
+pub mod loopback;
+pub mod merge;
+pub mod postguard;
+pub mod prompts;
+pub mod refs;
+pub mod report;
+pub mod roll;
+pub mod runfolder;
+pub mod sealing;
+pub mod store;
+pub mod validate;

@@ -59,7 +59,10 @@ pub fn validate_file(path: &Path, limit: u64) -> Report {
         return Report::Unusable("not a regular file".into());
     }
     if meta.len() > limit {
-        return Report::Unusable(format!("{} bytes is over the size limit of {limit} bytes", meta.len()));
+        return Report::Unusable(format!(
+            "{} bytes is over the size limit of {limit} bytes",
+            meta.len()
+        ));
     }
     let bytes = match std::fs::read(path) {
         Ok(b) => b,

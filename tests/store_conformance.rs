@@ -29,17 +29,33 @@ async fn put_json_is_canonical_and_verifiable(store: &Store) {
     assert_eq!(stored.hash, Hash::of(br#"{"a":[true,null,"x"],"b":1}"#));
     let bytes = store.get_verified(&key, &stored.hash).await.unwrap();
     assert_eq!(&bytes[..], br#"{"a":[true,null,"x"],"b":1}"#);
-    assert_eq!(store.verify(&key, &stored.hash).await.unwrap(), bytes.len() as u64);
+    assert_eq!(
+        store.verify(&key, &stored.hash).await.unwrap(),
+        bytes.len() as u64
+    );
 }
 
 async fn create_only_same_bytes_ok_other_bytes_conflict(store: &Store) {
     let key = Key::parse("runs/r2/roll-1/consensus.json").unwrap();
-    let first = store.put_bytes(&key, Bytes::from_static(b"{\"v\":1}")).await.unwrap();
-    let again = store.put_bytes(&key, Bytes::from_static(b"{\"v\":1}")).await.unwrap();
+    let first = store
+        .put_bytes(&key, Bytes::from_static(b"{\"v\":1}"))
+        .await
+        .unwrap();
+    let again = store
+        .put_bytes(&key, Bytes::from_static(b"{\"v\":1}"))
+        .await
+        .unwrap();
     assert_eq!(first, again);
-    let err = store.put_bytes(&key, Bytes::from_static(b"{\"v\":2}")).await.unwrap_err();
+    let err = store
+        .put_bytes(&key, Bytes::from_static(b"{\"v\":2}"))
+        .await
+        .unwrap_err();
     match &err {
-        StoreError::Conflict { key: k, existing, attempted } => {
+        StoreError::Conflict {
+            key: k,
+            existing,
+            attempted,
+        } => {
             assert_eq!(k, &key);
             assert_eq!(existing, &first.hash);
             assert_eq!(attempted, &Hash::of(b"{\"v\":2}"));
@@ -56,20 +72,40 @@ async fn missing_and_mismatch_name_the_key(store: &Store) {
     let err = store.get_verified(&key, &Hash::of(b"x")).await.unwrap_err();
     assert!(matches!(err, StoreError::NotFound { .. }), "{err}");
     assert!(err.to_string().contains(key.as_str()));
-    store.put_bytes(&key, Bytes::from_static(b"real")).await.unwrap();
-    let err = store.get_verified(&key, &Hash::of(b"other")).await.unwrap_err();
+    store
+        .put_bytes(&key, Bytes::from_static(b"real"))
+        .await
+        .unwrap();
+    let err = store
+        .get_verified(&key, &Hash::of(b"other"))
+        .await
+        .unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, StoreError::HashMismatch { .. }), "{msg}");
-    assert!(msg.contains(key.as_str()) && msg.contains(Hash::of(b"other").as_str()) && msg.contains(Hash::of(b"real").as_str()), "{msg}");
+    assert!(
+        msg.contains(key.as_str())
+            && msg.contains(Hash::of(b"other").as_str())
+            && msg.contains(Hash::of(b"real").as_str()),
+        "{msg}"
+    );
     let err = store.verify(&key, &Hash::of(b"other")).await.unwrap_err();
     assert!(matches!(err, StoreError::HashMismatch { .. }));
-    assert_eq!(store.get_opt(&Key::parse("runs/none/header.json").unwrap()).await.unwrap(), None);
+    assert_eq!(
+        store
+            .get_opt(&Key::parse("runs/none/header.json").unwrap())
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 async fn reserved_keys_are_refused(store: &Store) {
     let run = RunId::parse("r4").unwrap();
     for key in [Key::evidence(&run), Key::seal(&run)] {
-        let err = store.put_json(&key, &json!({"phase": "DECIDED"})).await.unwrap_err();
+        let err = store
+            .put_json(&key, &json!({"phase": "DECIDED"}))
+            .await
+            .unwrap_err();
         assert!(matches!(err, StoreError::Reserved { .. }), "{err}");
         assert!(!store.exists(&key).await.unwrap());
     }
@@ -79,7 +115,11 @@ fn chunks(total: usize, chunk: usize, seed: u8) -> Vec<Result<Bytes, std::io::Er
     (0..total.div_ceil(chunk))
         .map(|i| {
             let len = chunk.min(total - i * chunk);
-            Ok(Bytes::from((0..len).map(|j| (j as u8).wrapping_mul(31).wrapping_add(seed ^ i as u8)).collect::<Vec<u8>>()))
+            Ok(Bytes::from(
+                (0..len)
+                    .map(|j| (j as u8).wrapping_mul(31).wrapping_add(seed ^ i as u8))
+                    .collect::<Vec<u8>>(),
+            ))
         })
         .collect()
 }
@@ -97,17 +137,29 @@ async fn blobs_small_and_large_stream(store: &Store) {
     for (total, seed) in [(4096usize, 1u8), (20 * 1024 * 1024 + 17, 2u8)] {
         let parts = chunks(total, 64 * 1024, seed);
         let want = hash_chunks(&parts);
-        let stored = store.put_blob(stream::iter(parts), Some(&want), u64::MAX).await.unwrap();
+        let stored = store
+            .put_blob(stream::iter(parts), Some(&want), u64::MAX)
+            .await
+            .unwrap();
         assert_eq!(stored.hash, want);
         assert_eq!(stored.key, Key::cas(&want));
         assert_eq!(stored.size, total as u64);
-        assert_eq!(store.verify(&stored.key, &want).await.unwrap(), total as u64);
+        assert_eq!(
+            store.verify(&stored.key, &want).await.unwrap(),
+            total as u64
+        );
         // Again: idempotent.
-        let again = store.put_blob(stream::iter(chunks(total, 64 * 1024, seed)), None, u64::MAX).await.unwrap();
+        let again = store
+            .put_blob(stream::iter(chunks(total, 64 * 1024, seed)), None, u64::MAX)
+            .await
+            .unwrap();
         assert_eq!(again.hash, want);
     }
     // Over the limit: refused.
-    let err = store.put_blob(stream::iter(chunks(10_000, 1000, 9)), None, 5000).await.unwrap_err();
+    let err = store
+        .put_blob(stream::iter(chunks(10_000, 1000, 9)), None, 5000)
+        .await
+        .unwrap_err();
     assert!(matches!(err, StoreError::TooLarge { .. }), "{err}");
 }
 
@@ -116,7 +168,10 @@ async fn blob_with_wrong_expected_hash_keeps_nothing(store: &Store) {
         let parts = chunks(total, 4096, 3);
         let actual = hash_chunks(&parts);
         let claimed = Hash::of(b"not these bytes");
-        let err = store.put_blob(stream::iter(parts), Some(&claimed), u64::MAX).await.unwrap_err();
+        let err = store
+            .put_blob(stream::iter(parts), Some(&claimed), u64::MAX)
+            .await
+            .unwrap_err();
         assert!(matches!(err, StoreError::HashMismatch { .. }), "{err}");
         assert!(!store.exists(&Key::cas(&claimed)).await.unwrap());
         assert!(!store.exists(&Key::cas(&actual)).await.unwrap());
@@ -131,7 +186,11 @@ async fn concurrent_creates_exactly_one_wins(store: &Store) {
         .map(|i| {
             let store = store.clone();
             let key = key.clone();
-            tokio::spawn(async move { store.put_bytes(&key, Bytes::from(format!("writer {i}"))).await })
+            tokio::spawn(async move {
+                store
+                    .put_bytes(&key, Bytes::from(format!("writer {i}")))
+                    .await
+            })
         })
         .collect();
     let mut wins = 0;
@@ -158,7 +217,13 @@ async fn concurrent_creates_exactly_one_wins(store: &Store) {
 }
 
 async fn listing_runs(store: &Store) {
-    let runs: Vec<String> = store.list_runs().await.unwrap().iter().map(|r| r.to_string()).collect();
+    let runs: Vec<String> = store
+        .list_runs()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
     for want in ["r1", "r2", "r3", "race"] {
         assert!(runs.contains(&want.to_string()), "{want} not in {runs:?}");
     }
@@ -173,35 +238,50 @@ async fn conformance_memory() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_file() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&format!("file://{}", dir.path().display())).await.unwrap();
+    let store = Store::open(&format!("file://{}", dir.path().display()))
+        .await
+        .unwrap();
     suite(&store, "file://").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_s3() {
-    let Some(store) = common::s3_store("conformance").await else { return };
+    let Some(store) = common::s3_store("conformance").await else {
+        return;
+    };
     suite(&store, "s3://").await;
 }
 
 #[tokio::test]
 async fn file_store_detects_edits_and_truncation_on_disk() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&format!("file://{}", dir.path().display())).await.unwrap();
+    let store = Store::open(&format!("file://{}", dir.path().display()))
+        .await
+        .unwrap();
     let key = Key::parse("runs/t/roll-1/proof-package.json").unwrap();
-    let stored = store.put_json(&key, &json!({"frames": [1, 2, 3]})).await.unwrap();
+    let stored = store
+        .put_json(&key, &json!({"frames": [1, 2, 3]}))
+        .await
+        .unwrap();
     let file = dir.path().join(key.as_str());
     // Edit one byte.
     let mut bytes = std::fs::read(&file).unwrap();
     bytes[3] ^= 0x01;
     std::fs::write(&file, &bytes).unwrap();
     let err = store.get_verified(&key, &stored.hash).await.unwrap_err();
-    assert!(matches!(err, StoreError::HashMismatch { .. }) && err.to_string().contains(key.as_str()), "{err}");
+    assert!(
+        matches!(err, StoreError::HashMismatch { .. }) && err.to_string().contains(key.as_str()),
+        "{err}"
+    );
     // Truncate.
     std::fs::write(&file, &bytes[..4]).unwrap();
     let err = store.verify(&key, &stored.hash).await.unwrap_err();
     assert!(matches!(err, StoreError::HashMismatch { .. }), "{err}");
     // A re-put of the original bytes is a conflict: a damaged object is reported, never repaired.
-    let err = store.put_json(&key, &json!({"frames": [1, 2, 3]})).await.unwrap_err();
+    let err = store
+        .put_json(&key, &json!({"frames": [1, 2, 3]}))
+        .await
+        .unwrap_err();
     assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
 }
 
@@ -210,13 +290,17 @@ async fn file_store_that_cannot_be_written_names_the_key() {
     let dir = tempfile::tempdir().unwrap();
     // `runs` is a file, so nothing can be created under it (works even as root, unlike chmod).
     std::fs::write(dir.path().join("runs"), b"in the way").unwrap();
-    let store = Store::open(&format!("file://{}", dir.path().display())).await.unwrap();
+    let store = Store::open(&format!("file://{}", dir.path().display()))
+        .await
+        .unwrap();
     let key = Key::parse("runs/x/header.json").unwrap();
     let err = store.put_json(&key, &json!({})).await.unwrap_err();
     assert!(matches!(err, StoreError::Backend { .. }), "{err}");
     assert!(err.to_string().contains("runs/x/header.json"), "{err}");
     // A store folder that cannot be created is a clear open error.
-    let err = Store::open(&format!("file://{}/runs/sub", dir.path().display())).await.unwrap_err();
+    let err = Store::open(&format!("file://{}/runs/sub", dir.path().display()))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("cannot create folder"), "{err}");
 }
 
@@ -224,7 +308,20 @@ async fn file_store_that_cannot_be_written_names_the_key() {
 async fn documents_over_the_limit_are_refused_before_reading() {
     let store = Store::open("memory://").await.unwrap().with_doc_limit(16);
     let key = Key::parse("runs/big/header.json").unwrap();
-    store.put_bytes(&key, Bytes::from(vec![b' '; 100])).await.unwrap();
+    store
+        .put_bytes(&key, Bytes::from(vec![b' '; 100]))
+        .await
+        .unwrap();
     let err = store.get(&key).await.unwrap_err();
-    assert!(matches!(err, StoreError::TooLarge { size: 100, limit: 16, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            StoreError::TooLarge {
+                size: 100,
+                limit: 16,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }

@@ -12,9 +12,18 @@ use std::sync::OnceLock;
 
 /// Upstream contracts, unchanged.
 pub const UPSTREAM: &[(&str, &str)] = &[
-    ("playtest-evidence-v3.schema.json", include_str!("upstream/playtest-evidence-v3.schema.json")),
-    ("verdict.schema.json", include_str!("upstream/verdict.schema.json")),
-    ("play-spec.schema.json", include_str!("upstream/play-spec.schema.json")),
+    (
+        "playtest-evidence-v3.schema.json",
+        include_str!("upstream/playtest-evidence-v3.schema.json"),
+    ),
+    (
+        "verdict.schema.json",
+        include_str!("upstream/verdict.schema.json"),
+    ),
+    (
+        "play-spec.schema.json",
+        include_str!("upstream/play-spec.schema.json"),
+    ),
     (
         "solver-report-decision-tree.schema.json",
         include_str!("upstream/solver-report-decision-tree.schema.json"),
@@ -23,19 +32,58 @@ pub const UPSTREAM: &[(&str, &str)] = &[
 
 /// Schemas authored by this project.
 pub const AUTHORED: &[(&str, &str)] = &[
-    ("playtest-evidence.schema.json", include_str!("schemas/playtest-evidence.schema.json")),
-    ("game-event.schema.json", include_str!("schemas/game-event.schema.json")),
-    ("actor-selection.schema.json", include_str!("schemas/actor-selection.schema.json")),
-    ("target-resolution.schema.json", include_str!("schemas/target-resolution.schema.json")),
-    ("proof-package.schema.json", include_str!("schemas/proof-package.schema.json")),
-    ("judge-package.schema.json", include_str!("schemas/judge-package.schema.json")),
-    ("image-manifest.schema.json", include_str!("schemas/image-manifest.schema.json")),
-    ("slot-meta.schema.json", include_str!("schemas/slot-meta.schema.json")),
-    ("judge-result.schema.json", include_str!("schemas/judge-result.schema.json")),
-    ("judge-consensus.schema.json", include_str!("schemas/judge-consensus.schema.json")),
-    ("cost-reservation.schema.json", include_str!("schemas/cost-reservation.schema.json")),
-    ("judge-output.schema.json", include_str!("schemas/judge-output.schema.json")),
-    ("judge-attempt-failure.schema.json", include_str!("schemas/judge-attempt-failure.schema.json")),
+    (
+        "playtest-evidence.schema.json",
+        include_str!("schemas/playtest-evidence.schema.json"),
+    ),
+    (
+        "game-event.schema.json",
+        include_str!("schemas/game-event.schema.json"),
+    ),
+    (
+        "actor-selection.schema.json",
+        include_str!("schemas/actor-selection.schema.json"),
+    ),
+    (
+        "target-resolution.schema.json",
+        include_str!("schemas/target-resolution.schema.json"),
+    ),
+    (
+        "proof-package.schema.json",
+        include_str!("schemas/proof-package.schema.json"),
+    ),
+    (
+        "judge-package.schema.json",
+        include_str!("schemas/judge-package.schema.json"),
+    ),
+    (
+        "image-manifest.schema.json",
+        include_str!("schemas/image-manifest.schema.json"),
+    ),
+    (
+        "slot-meta.schema.json",
+        include_str!("schemas/slot-meta.schema.json"),
+    ),
+    (
+        "judge-result.schema.json",
+        include_str!("schemas/judge-result.schema.json"),
+    ),
+    (
+        "judge-consensus.schema.json",
+        include_str!("schemas/judge-consensus.schema.json"),
+    ),
+    (
+        "cost-reservation.schema.json",
+        include_str!("schemas/cost-reservation.schema.json"),
+    ),
+    (
+        "judge-output.schema.json",
+        include_str!("schemas/judge-output.schema.json"),
+    ),
+    (
+        "judge-attempt-failure.schema.json",
+        include_str!("schemas/judge-attempt-failure.schema.json"),
+    ),
 ];
 
 /// The kinds of document seal validates.
@@ -119,7 +167,10 @@ impl Kind {
     /// version: a PlaySpec is known by `derivedFrom`, a Verdict by `designId`.
     pub fn detect(doc: &Value) -> Result<Kind, String> {
         let Some(obj) = doc.as_object() else {
-            return Err(format!("a document must be a JSON object, found {}", type_name(doc)));
+            return Err(format!(
+                "a document must be a JSON object, found {}",
+                type_name(doc)
+            ));
         };
         match obj.get("schemaVersion") {
             Some(Value::String(v)) => match v.as_str() {
@@ -132,10 +183,18 @@ impl Kind {
                 "JudgeConsensus/1" => Ok(Kind::JudgeConsensus),
                 "CostReservation/1" => Ok(Kind::CostReservation),
                 "JudgeAttemptFailure/1" => Ok(Kind::JudgeAttemptFailure),
-                v if v.starts_with("play-spec/") && obj.contains_key("derivedFrom") => Ok(Kind::PlaySpec),
-                other => Err(format!("unknown schemaVersion {:?}", other.chars().take(64).collect::<String>())),
+                v if v.starts_with("play-spec/") && obj.contains_key("derivedFrom") => {
+                    Ok(Kind::PlaySpec)
+                }
+                other => Err(format!(
+                    "unknown schemaVersion {:?}",
+                    other.chars().take(64).collect::<String>()
+                )),
             },
-            Some(other) => Err(format!("schemaVersion must be a string, found {}", type_name(other))),
+            Some(other) => Err(format!(
+                "schemaVersion must be a string, found {}",
+                type_name(other)
+            )),
             None if obj.contains_key("derivedFrom") => Ok(Kind::PlaySpec),
             None if obj.contains_key("designId") => Ok(Kind::Verdict),
             None if obj.contains_key("rollId") && obj.contains_key("rollGuard") => Ok(Kind::V3Roll),
@@ -176,7 +235,11 @@ pub struct Finding {
 
 impl std::fmt::Display for Finding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let p = if self.pointer.is_empty() { "/" } else { &self.pointer };
+        let p = if self.pointer.is_empty() {
+            "/"
+        } else {
+            &self.pointer
+        };
         write!(f, "{p}: [{}] {}", self.rule, self.message)
     }
 }
@@ -211,9 +274,13 @@ fn build_validators() -> Result<Validators, String> {
     let schemas = embedded_schemas()?;
     let mut builder = jsonschema::Registry::new();
     for (id, v) in &schemas {
-        builder = builder.add(id.as_str(), v).map_err(|e| format!("register {id}: {e}"))?;
+        builder = builder
+            .add(id.as_str(), v)
+            .map_err(|e| format!("register {id}: {e}"))?;
     }
-    let registry = builder.prepare().map_err(|e| format!("prepare registry: {e}"))?;
+    let registry = builder
+        .prepare()
+        .map_err(|e| format!("prepare registry: {e}"))?;
     let mut by_kind = Vec::new();
     for kind in Kind::ALL {
         let wrapper = serde_json::json!({
@@ -282,7 +349,16 @@ pub fn validate(kind: Kind, doc: &Value) -> Vec<Finding> {
 pub fn judge_output_wire_schema() -> Value {
     fn strip(v: &mut Value) {
         if let Value::Object(m) = v {
-            for k in ["$schema", "$id", "title", "maxItems", "maxLength", "minLength", "pattern", "minimum"] {
+            for k in [
+                "$schema",
+                "$id",
+                "title",
+                "maxItems",
+                "maxLength",
+                "minLength",
+                "pattern",
+                "minimum",
+            ] {
                 m.remove(k);
             }
             for (_, child) in m.iter_mut() {
@@ -320,9 +396,18 @@ mod tests {
     #[test]
     fn detect_kinds() {
         use serde_json::json;
-        assert_eq!(Kind::detect(&json!({"schemaVersion":"playtest/3"})).unwrap(), Kind::PlaytestV3);
-        assert_eq!(Kind::detect(&json!({"derivedFrom":{}})).unwrap(), Kind::PlaySpec);
-        assert_eq!(Kind::detect(&json!({"designId":"x"})).unwrap(), Kind::Verdict);
+        assert_eq!(
+            Kind::detect(&json!({"schemaVersion":"playtest/3"})).unwrap(),
+            Kind::PlaytestV3
+        );
+        assert_eq!(
+            Kind::detect(&json!({"derivedFrom":{}})).unwrap(),
+            Kind::PlaySpec
+        );
+        assert_eq!(
+            Kind::detect(&json!({"designId":"x"})).unwrap(),
+            Kind::Verdict
+        );
         assert!(Kind::detect(&json!({"schemaVersion":"playtest/9"})).is_err());
         assert!(Kind::detect(&json!({"schemaVersion":3})).is_err());
         assert!(Kind::detect(&json!([1])).is_err());

@@ -213,7 +213,11 @@ pub struct Check {
 
 impl Check {
     pub fn new(id: impl Into<String>, ok: bool, detail: impl Into<String>) -> Check {
-        Check { id: id.into(), ok, detail: detail.into() }
+        Check {
+            id: id.into(),
+            ok,
+            detail: detail.into(),
+        }
     }
 }
 

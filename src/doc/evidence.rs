@@ -188,7 +188,11 @@ impl IndependenceChecks {
     }
     /// The names of the required checks that failed.
     pub fn failed(&self) -> Vec<&'static str> {
-        self.required().iter().filter(|(_, ok)| !ok).map(|(n, _)| *n).collect()
+        self.required()
+            .iter()
+            .filter(|(_, ok)| !ok)
+            .map(|(n, _)| *n)
+            .collect()
     }
     pub fn all_required_hold(&self) -> bool {
         self.required().iter().all(|(_, ok)| *ok)

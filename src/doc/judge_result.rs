@@ -87,6 +87,19 @@ pub struct JudgeResult {
     pub unknown_obligation_ids: Vec<String>,
     pub warnings: Vec<String>,
     pub slot_failed: Option<SlotFailed>,
+    pub attempts: Vec<AttemptHashes>,
+}
+
+/// One stored attempt of a slot, bound by hash (so the seal covers requests, raw answers and
+/// metas, not only the accepted answer).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AttemptHashes {
+    pub attempt: u32,
+    pub request_hash: Option<Hash>,
+    pub raw_hash: Hash,
+    pub meta_hash: Hash,
+    pub accepted: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

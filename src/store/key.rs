@@ -137,7 +137,16 @@ mod tests {
     #[test]
     fn hostile_keys_are_refused_before_io() {
         for bad in [
-            "", "/abs", "a//b", "a/../b", "../x", "a/./b", "a/b/", "a\0b", "a\\b", "runs/x y",
+            "",
+            "/abs",
+            "a//b",
+            "a/../b",
+            "../x",
+            "a/./b",
+            "a/b/",
+            "a\0b",
+            "a\\b",
+            "runs/x y",
             "a/b/c/d/e/f/g/h/i",
         ] {
             assert!(Key::parse(bad).is_err(), "{bad:?} accepted");
@@ -149,7 +158,10 @@ mod tests {
     fn layout() {
         let run = RunId::parse("r1").unwrap();
         let h = Hash::of(b"x");
-        assert_eq!(Key::cas(&h).as_str(), format!("cas/sha256/{}/{}", &h.as_str()[..2], h));
+        assert_eq!(
+            Key::cas(&h).as_str(),
+            format!("cas/sha256/{}/{}", &h.as_str()[..2], h)
+        );
         assert_eq!(Key::cas(&h).cas_hash(), Some(h));
         assert_eq!(
             Key::attempt_file(&run, RollId::R2, Slot::B, 1, "raw.json").as_str(),
@@ -158,7 +170,11 @@ mod tests {
         assert!(Key::evidence(&run).is_reserved());
         assert!(Key::seal(&run).is_reserved());
         assert!(!Key::header(&run).is_reserved());
-        for k in [Key::header(&run), Key::cas(&Hash::of(b"y")), Key::judging(&run)] {
+        for k in [
+            Key::header(&run),
+            Key::cas(&Hash::of(b"y")),
+            Key::judging(&run),
+        ] {
             assert_eq!(Key::parse(k.as_str()).unwrap(), k);
         }
     }

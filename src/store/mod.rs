@@ -64,17 +64,29 @@ pub enum StoreError {
     #[error("store URL {url:?}: {reason}")]
     Url { url: String, reason: String },
     #[error("{key}: already holds other bytes (stored sha256 {existing}, refused sha256 {attempted}); objects are write-once")]
-    Conflict { key: Key, existing: Hash, attempted: Hash },
+    Conflict {
+        key: Key,
+        existing: Hash,
+        attempted: Hash,
+    },
     #[error("{key}: not found in the store")]
     NotFound { key: Key },
     #[error("{key}: hash mismatch: expected sha256 {expected}, stored bytes hash to {actual}")]
-    HashMismatch { key: Key, expected: Hash, actual: Hash },
+    HashMismatch {
+        key: Key,
+        expected: Hash,
+        actual: Hash,
+    },
     #[error("{key}: {size} bytes is over the limit of {limit} bytes")]
     TooLarge { key: String, size: u64, limit: u64 },
     #[error("{key}: reserved for the finalPostguard (decided evidence and seal)")]
     Reserved { key: Key },
     #[error("{key}: {op} failed: {detail}")]
-    Backend { key: String, op: &'static str, detail: String },
+    Backend {
+        key: String,
+        op: &'static str,
+        detail: String,
+    },
     #[error("{key}: not canonical JSON: {source}")]
     Canonical { key: Key, source: CanonicalError },
     #[error("{key}: not a valid document: {detail}")]
@@ -86,7 +98,10 @@ pub enum StoreError {
 impl StoreError {
     /// True when the stored bytes themselves are wrong (tampered, truncated, overwritten).
     pub fn is_corruption(&self) -> bool {
-        matches!(self, StoreError::HashMismatch { .. } | StoreError::Conflict { .. })
+        matches!(
+            self,
+            StoreError::HashMismatch { .. } | StoreError::Conflict { .. }
+        )
     }
 }
 
@@ -112,7 +127,11 @@ fn path(key: &Key) -> Path {
 fn backend(key: &Key, op: &'static str, e: object_store::Error) -> StoreError {
     match e {
         object_store::Error::NotFound { .. } => StoreError::NotFound { key: key.clone() },
-        other => StoreError::Backend { key: key.to_string(), op, detail: other.to_string() },
+        other => StoreError::Backend {
+            key: key.to_string(),
+            op,
+            detail: other.to_string(),
+        },
     }
 }
 
@@ -121,7 +140,11 @@ impl Store {
     pub async fn open(url: &str) -> Result<Store, StoreError> {
         let url = StoreUrl::parse(url)?;
         let inner = url.build().await?;
-        Ok(Store { inner, url, doc_limit: DEFAULT_DOC_LIMIT })
+        Ok(Store {
+            inner,
+            url,
+            doc_limit: DEFAULT_DOC_LIMIT,
+        })
     }
 
     /// Sets the size limit for documents read into memory.
@@ -152,8 +175,10 @@ impl Store {
         key: &Key,
         doc: &T,
     ) -> Result<Stored, StoreError> {
-        let bytes = canonical::canonical_bytes(doc)
-            .map_err(|source| StoreError::Canonical { key: key.clone(), source })?;
+        let bytes = canonical::canonical_bytes(doc).map_err(|source| StoreError::Canonical {
+            key: key.clone(),
+            source,
+        })?;
         self.put_bytes(key, Bytes::from(bytes)).await
     }
 
@@ -170,9 +195,20 @@ impl Store {
     async fn create(&self, key: &Key, bytes: Bytes) -> Result<Stored, StoreError> {
         let hash = Hash::of(&bytes);
         let size = bytes.len() as u64;
-        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
-        match self.inner.put_opts(&path(key), PutPayload::from(bytes), opts).await {
-            Ok(_) => Ok(Stored { key: key.clone(), hash, size }),
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..Default::default()
+        };
+        match self
+            .inner
+            .put_opts(&path(key), PutPayload::from(bytes), opts)
+            .await
+        {
+            Ok(_) => Ok(Stored {
+                key: key.clone(),
+                hash,
+                size,
+            }),
             Err(object_store::Error::AlreadyExists { .. })
             | Err(object_store::Error::Precondition { .. }) => {
                 self.settle_existing(key, hash, size).await
@@ -182,14 +218,27 @@ impl Store {
     }
 
     /// A create found the key taken: same bytes is success, other bytes a conflict.
-    async fn settle_existing(&self, key: &Key, hash: Hash, size: u64) -> Result<Stored, StoreError> {
+    async fn settle_existing(
+        &self,
+        key: &Key,
+        hash: Hash,
+        size: u64,
+    ) -> Result<Stored, StoreError> {
         for _ in 0..RACE_REREADS {
             match self.hash_object(key).await {
                 Ok((existing, _)) if existing == hash => {
-                    return Ok(Stored { key: key.clone(), hash, size })
+                    return Ok(Stored {
+                        key: key.clone(),
+                        hash,
+                        size,
+                    })
                 }
                 Ok((existing, _)) => {
-                    return Err(StoreError::Conflict { key: key.clone(), existing, attempted: hash })
+                    return Err(StoreError::Conflict {
+                        key: key.clone(),
+                        existing,
+                        attempted: hash,
+                    })
                 }
                 // The winner of a race may not be visible yet on an eventually listing store.
                 Err(StoreError::NotFound { .. }) => {
@@ -234,7 +283,11 @@ impl Store {
                 Some(Ok(chunk)) => {
                     size += chunk.len() as u64;
                     if size > limit {
-                        return Err(StoreError::TooLarge { key: "blob".into(), size, limit });
+                        return Err(StoreError::TooLarge {
+                            key: "blob".into(),
+                            size,
+                            limit,
+                        });
                     }
                     hasher.update(&chunk);
                     head.extend_from_slice(&chunk);
@@ -259,7 +312,11 @@ impl Store {
                 let chunk = chunk.map_err(|e| StoreError::Upload(e.to_string()))?;
                 size += chunk.len() as u64;
                 if size > limit {
-                    return Err(StoreError::TooLarge { key: "blob".into(), size, limit });
+                    return Err(StoreError::TooLarge {
+                        key: "blob".into(),
+                        size,
+                        limit,
+                    });
                 }
                 hasher.update(&chunk);
                 writer
@@ -275,19 +332,30 @@ impl Store {
             let _ = writer.abort().await;
             return Err(e);
         }
-        writer.finish().await.map_err(|e| backend(&staging, "finish multipart upload", e))?;
+        writer
+            .finish()
+            .await
+            .map_err(|e| backend(&staging, "finish multipart upload", e))?;
         let hash = Hash::from_hasher(hasher);
         let result = async {
             check_expected(expected, &hash)?;
             let key = Key::cas(&hash);
-            match self.inner.copy_if_not_exists(&path(&staging), &path(&key)).await {
+            match self
+                .inner
+                .copy_if_not_exists(&path(&staging), &path(&key))
+                .await
+            {
                 Ok(()) | Err(object_store::Error::AlreadyExists { .. }) => {}
                 Err(object_store::Error::Precondition { .. }) => {}
                 Err(e) => return Err(backend(&key, "create-only copy", e)),
             }
             // Whoever created it, the object under a CAS key must hash to its name.
             let stored_size = self.verify(&key, &hash).await?;
-            Ok(Stored { key, hash: hash.clone(), size: stored_size })
+            Ok(Stored {
+                key,
+                hash: hash.clone(),
+                size: stored_size,
+            })
         }
         .await;
         // Staging objects are scratch space, not evidence: removing them rewrites nothing.
@@ -398,10 +466,15 @@ impl Store {
         &self,
         key: &Key,
     ) -> Result<Option<(T, Hash)>, StoreError> {
-        let Some(bytes) = self.get_opt(key).await? else { return Ok(None) };
+        let Some(bytes) = self.get_opt(key).await? else {
+            return Ok(None);
+        };
         let hash = Hash::of(&bytes);
-        let doc = crate::json::parse_as(&bytes, self.doc_limit)
-            .map_err(|e| StoreError::BadDocument { key: key.clone(), detail: e.to_string() })?;
+        let doc =
+            crate::json::parse_as(&bytes, self.doc_limit).map_err(|e| StoreError::BadDocument {
+                key: key.clone(),
+                detail: e.to_string(),
+            })?;
         Ok(Some((doc, hash)))
     }
 
@@ -412,8 +485,10 @@ impl Store {
         expected: &Hash,
     ) -> Result<T, StoreError> {
         let bytes = self.get_verified(key, expected).await?;
-        crate::json::parse_as(&bytes, self.doc_limit)
-            .map_err(|e| StoreError::BadDocument { key: key.clone(), detail: e.to_string() })
+        crate::json::parse_as(&bytes, self.doc_limit).map_err(|e| StoreError::BadDocument {
+            key: key.clone(),
+            detail: e.to_string(),
+        })
     }
 
     pub async fn exists(&self, key: &Key) -> Result<bool, StoreError> {
@@ -431,7 +506,11 @@ impl Store {
             .inner
             .list_with_delimiter(Some(&prefix))
             .await
-            .map_err(|e| StoreError::Backend { key: "runs/".into(), op: "list", detail: e.to_string() })?;
+            .map_err(|e| StoreError::Backend {
+                key: "runs/".into(),
+                op: "list",
+                detail: e.to_string(),
+            })?;
         let mut runs: Vec<RunId> = listing
             .common_prefixes
             .iter()
@@ -450,7 +529,11 @@ impl Store {
             .map_ok(|m| m.location.to_string())
             .try_collect::<Vec<_>>()
             .await
-            .map_err(|e| StoreError::Backend { key: dir.to_string(), op: "list", detail: e.to_string() })?
+            .map_err(|e| StoreError::Backend {
+                key: dir.to_string(),
+                op: "list",
+                detail: e.to_string(),
+            })?
             .into_iter()
             .filter_map(|s| Key::parse(&s).ok())
             .collect();

@@ -12,14 +12,19 @@ use std::sync::Arc;
 use super::StoreError;
 
 /// A parsed store URL.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreUrl {
     /// `file://PATH` (relative paths are relative to the working directory).
     File(PathBuf),
     /// `memory://`: one private in-memory store per open.
     Memory,
     /// `s3://BUCKET[/PREFIX][?endpoint=URL&region=R]`.
-    S3 { bucket: String, prefix: String, endpoint: Option<String>, region: Option<String> },
+    S3 {
+        bucket: String,
+        prefix: String,
+        endpoint: Option<String>,
+        region: Option<String>,
+    },
 }
 
 impl fmt::Display for StoreUrl {
@@ -27,7 +32,12 @@ impl fmt::Display for StoreUrl {
         match self {
             StoreUrl::File(p) => write!(f, "file://{}", p.display()),
             StoreUrl::Memory => f.write_str("memory://"),
-            StoreUrl::S3 { bucket, prefix, endpoint, .. } => {
+            StoreUrl::S3 {
+                bucket,
+                prefix,
+                endpoint,
+                ..
+            } => {
                 write!(f, "s3://{bucket}")?;
                 if !prefix.is_empty() {
                     write!(f, "/{prefix}")?;
@@ -42,14 +52,19 @@ impl fmt::Display for StoreUrl {
 }
 
 fn bad(url: &str, reason: impl Into<String>) -> StoreError {
-    StoreError::Url { url: url.chars().take(200).collect(), reason: reason.into() }
+    StoreError::Url {
+        url: url.chars().take(200).collect(),
+        reason: reason.into(),
+    }
 }
 
 /// True for endpoints on this machine: the only ones allowed over plain http.
 pub fn is_loopback_host(host: &str) -> bool {
     let h = host.trim_start_matches('[').trim_end_matches(']');
     h == "localhost"
-        || h.parse::<std::net::IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
+        || h.parse::<std::net::IpAddr>()
+            .map(|ip| ip.is_loopback())
+            .unwrap_or(false)
 }
 
 impl StoreUrl {
@@ -64,6 +79,11 @@ impl StoreUrl {
             return Ok(StoreUrl::Memory);
         }
         if s.starts_with("s3://") {
+            // Checked on the raw text: URL parsing would resolve `..` away silently.
+            let path_part = s["s3://".len()..].split('?').next().unwrap_or("");
+            if path_part.split('/').any(|seg| seg == ".." || seg == ".") {
+                return Err(bad(s, "the bucket prefix must not contain . or .. segments"));
+            }
             let u = url::Url::parse(s).map_err(|e| bad(s, e.to_string()))?;
             let bucket = u.host_str().unwrap_or("").to_string();
             if bucket.is_empty() {
@@ -82,7 +102,12 @@ impl StoreUrl {
                     other => return Err(bad(s, format!("unknown parameter {other:?}"))),
                 }
             }
-            return Ok(StoreUrl::S3 { bucket, prefix, endpoint, region });
+            return Ok(StoreUrl::S3 {
+                bucket,
+                prefix,
+                endpoint,
+                region,
+            });
         }
         Err(bad(s, "scheme must be file://, memory:// or s3://"))
     }
@@ -99,25 +124,38 @@ impl StoreUrl {
                     .with_fsync(true);
                 Ok(Arc::new(fs))
             }
-            StoreUrl::S3 { bucket, prefix, endpoint, region } => {
+            StoreUrl::S3 {
+                bucket,
+                prefix,
+                endpoint,
+                region,
+            } => {
                 let mut b = AmazonS3Builder::from_env()
                     .with_bucket_name(bucket)
                     .with_copy_if_not_exists(S3CopyIfNotExists::Multipart);
-                let endpoint = endpoint.clone().or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
+                let endpoint = endpoint
+                    .clone()
+                    .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
                 if let Some(e) = &endpoint {
-                    let u = url::Url::parse(e).map_err(|err| bad(&shown, format!("endpoint: {err}")))?;
+                    let u = url::Url::parse(e)
+                        .map_err(|err| bad(&shown, format!("endpoint: {err}")))?;
                     let host = u.host_str().unwrap_or("");
                     match u.scheme() {
                         "https" => {}
                         "http" if is_loopback_host(host) => b = b.with_allow_http(true),
                         "http" => {
-                            return Err(bad(&shown, format!(
+                            return Err(bad(
+                                &shown,
+                                format!(
                                 "plain http is allowed only for a loopback endpoint, not {host:?}"
-                            )))
+                            ),
+                            ))
                         }
                         other => return Err(bad(&shown, format!("endpoint scheme {other:?}"))),
                     }
-                    b = b.with_endpoint(e.trim_end_matches('/')).with_virtual_hosted_style_request(false);
+                    b = b
+                        .with_endpoint(e.trim_end_matches('/'))
+                        .with_virtual_hosted_style_request(false);
                 }
                 if let Some(r) = region.clone().or_else(|| std::env::var("AWS_REGION").ok()) {
                     b = b.with_region(r);
@@ -141,10 +179,19 @@ mod tests {
 
     #[test]
     fn parses_the_three_schemes() {
-        assert_eq!(StoreUrl::parse("file://./var/store").unwrap(), StoreUrl::File("./var/store".into()));
+        assert_eq!(
+            StoreUrl::parse("file://./var/store").unwrap(),
+            StoreUrl::File("./var/store".into())
+        );
         assert_eq!(StoreUrl::parse("memory://").unwrap(), StoreUrl::Memory);
-        match StoreUrl::parse("s3://bkt/pre/fix?endpoint=http://127.0.0.1:9000&region=eu").unwrap() {
-            StoreUrl::S3 { bucket, prefix, endpoint, region } => {
+        match StoreUrl::parse("s3://bkt/pre/fix?endpoint=http://127.0.0.1:9000&region=eu").unwrap()
+        {
+            StoreUrl::S3 {
+                bucket,
+                prefix,
+                endpoint,
+                region,
+            } => {
                 assert_eq!(bucket, "bkt");
                 assert_eq!(prefix, "pre/fix");
                 assert_eq!(endpoint.as_deref(), Some("http://127.0.0.1:9000"));
@@ -152,7 +199,14 @@ mod tests {
             }
             other => panic!("{other}"),
         }
-        for bad in ["", "ftp://x", "file://", "s3://", "s3://b/../x", "s3://b?colour=red"] {
+        for bad in [
+            "",
+            "ftp://x",
+            "file://",
+            "s3://",
+            "s3://b/../x",
+            "s3://b?colour=red",
+        ] {
             assert!(StoreUrl::parse(bad).is_err(), "{bad:?}");
         }
     }
@@ -160,9 +214,18 @@ mod tests {
     #[tokio::test]
     async fn plain_http_only_for_loopback() {
         let u = StoreUrl::parse("s3://b?endpoint=http://example.com:9000").unwrap();
-        let err = u.build().await.err().map(|e| e.to_string()).unwrap_or_default();
+        let err = u
+            .build()
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(err.contains("loopback"), "{err}");
-        assert!(is_loopback_host("127.0.0.1") && is_loopback_host("[::1]") && is_loopback_host("localhost"));
+        assert!(
+            is_loopback_host("127.0.0.1")
+                && is_loopback_host("[::1]")
+                && is_loopback_host("localhost")
+        );
         assert!(!is_loopback_host("10.0.0.1"));
     }
 }

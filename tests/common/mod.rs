@@ -5,7 +5,9 @@ use seal::store::Store;
 
 /// The S3-compatible endpoint CI starts (moto), if any.
 pub fn s3_endpoint() -> Option<String> {
-    std::env::var("SEAL_TEST_S3_ENDPOINT").ok().filter(|s| !s.is_empty())
+    std::env::var("SEAL_TEST_S3_ENDPOINT")
+        .ok()
+        .filter(|s| !s.is_empty())
 }
 
 /// The S3 bucket the CI script creates.
@@ -36,5 +38,81 @@ pub fn s3_url(test: &str) -> Option<String> {
 }
 
 fn s3_prefix(test: &str) -> String {
-    format!("t-{}-{}", test.replace('_', "-"), seal::store::random_hex(6))
+    format!(
+        "t-{}-{}",
+        test.replace('_', "-"),
+        seal::store::random_hex(6)
+    )
+}
+
+use seal::config::Config;
+use seal::engine::Engine;
+use seal::loopback::{Loopback, Persona};
+use seal::sealing::SigningKey;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+pub const MODEL_A: &str = "loop-judge-a";
+pub const MODEL_B: &str = "loop-judge-b";
+
+/// The example run folders (copied from the shared examples into sealed-fixtures/inputs).
+pub fn example(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("sealed-fixtures/inputs")
+        .join(name)
+}
+
+pub const EXAMPLES: [&str; 3] = [
+    "run-narrative-0010-pass",
+    "run-puzzle-0013-fail-end",
+    "run-heritage-0017-disputed-font",
+];
+
+/// A config whose judge slots point at `judge` (A lenient about fonts, B strict), with extra
+/// env overrides.
+pub fn config_for(judge: &Loopback, extra: &[(&str, &str)]) -> Config {
+    let mut env: HashMap<String, String> = HashMap::new();
+    env.insert("SEAL_JUDGE_A_URL".into(), judge.url());
+    env.insert("SEAL_JUDGE_B_URL".into(), judge.url());
+    env.insert("SEAL_JUDGE_A_MODEL".into(), MODEL_A.into());
+    env.insert("SEAL_JUDGE_B_MODEL".into(), MODEL_B.into());
+    env.insert("SEAL_JUDGE_A_KEY".into(), "sk-test-a-0123456789".into());
+    env.insert("SEAL_JUDGE_B_KEY".into(), "sk-test-b-9876543210".into());
+    env.insert("SEAL_JUDGE_TIMEOUT_MS".into(), "2000".into());
+    env.insert("SEAL_SEED_SALT".into(), "test-salt".into());
+    for (k, v) in extra {
+        env.insert(k.to_string(), v.to_string());
+    }
+    let text = seal::config::EMBEDDED
+        .replace("backoff_base_ms = 500", "backoff_base_ms = 10")
+        .replace("backoff_cap_ms = 8000", "backoff_cap_ms = 40");
+    Config::parse("test", &text, &move |k| env.get(k).cloned()).expect("test config")
+}
+
+/// The standard personas: A accepts 13 px fonts, B demands 14 px.
+pub fn personas(judge: &Loopback) {
+    judge.persona(
+        MODEL_A,
+        Persona {
+            min_font_px: 12.0,
+            ..Persona::default()
+        },
+    );
+    judge.persona(
+        MODEL_B,
+        Persona {
+            min_font_px: 14.0,
+            ..Persona::default()
+        },
+    );
+}
+
+pub async fn engine_with(judge: &Loopback, store_url: &str, extra: &[(&str, &str)]) -> Engine {
+    let store = seal::store::Store::open(store_url).await.expect("store");
+    Engine::new(
+        store,
+        config_for(judge, extra),
+        Some(SigningKey::generate()),
+    )
+    .expect("engine")
 }

@@ -1,0 +1,218 @@
+//! JudgeConsensus/1, strategy `dual-strict/1` (DESIGN §5): a pure function from the judge
+//! package, the floor, both judges' normalized results and the recorded independence facts to
+//! one canonical document. No I/O, no clock, no randomness: the same inputs give the same
+//! bytes, today or in five years.
+//!
+//! Per obligation: a claim citing anything not in the package makes it `contradicted`; a
+//! deterministic `check` decides it and any judge claiming otherwise makes it `contradicted`;
+//! otherwise both judges must agree or it is `disputed`.
+//!
+//! Decision order, and why: a voided roll (a required independence check false) is
+//! `infra_error` first, because its judge outputs cannot be trusted at all; then a failed floor
+//! is `fail` whatever the judges said (deterministic evidence wins); then both slots failed is
+//! `infra_error`; then the obligations. Finally, a single judge never yields `pass`: a
+//! degraded roll that would pass is `inconclusive` (two-judge principle, even when every
+//! required obligation is deterministically checked).
+
+use std::collections::BTreeMap;
+
+use crate::assertions;
+use crate::canonical::Hash;
+use crate::doc::*;
+use crate::ids::RollId;
+use crate::refs::{merge_ranges, sort_hashes, PackageIndex};
+
+/// The strategy this module implements; recorded in every consensus document.
+pub const STRATEGY: &str = "dual-strict/1";
+
+/// Everything the consensus depends on.
+#[derive(Debug, Clone)]
+pub struct ConsensusInput<'a> {
+    pub roll_id: RollId,
+    pub package: &'a JudgePackage,
+    pub package_hash: &'a Hash,
+    pub floor_passed: bool,
+    pub a: &'a JudgeResult,
+    pub a_hash: &'a Hash,
+    pub b: &'a JudgeResult,
+    pub b_hash: &'a Hash,
+    pub independence: IndependenceChecks,
+}
+
+struct Claim<'r> {
+    status: JudgeStatus,
+    supported: bool,
+    result: Option<&'r ResultObligation>,
+}
+
+fn claim<'r>(result: &'r JudgeResult, id: &str, index: &PackageIndex) -> Claim<'r> {
+    if result.slot_failed.is_some() {
+        return Claim {
+            status: JudgeStatus::Missing,
+            supported: true,
+            result: None,
+        };
+    }
+    match result.obligations.iter().find(|o| o.id == id) {
+        None => Claim {
+            status: JudgeStatus::Missing,
+            supported: true,
+            result: None,
+        },
+        Some(o) => {
+            let supported = !o.status.is_claim()
+                || (o.sequence_refs.iter().all(|r| index.has_range(r))
+                    && o.frame_hashes.iter().all(|h| index.has_frame(h)));
+            Claim {
+                status: o.status,
+                supported,
+                result: Some(o),
+            }
+        }
+    }
+}
+
+fn from_judge(s: JudgeStatus) -> ObligationStatus {
+    match s {
+        JudgeStatus::Satisfied => ObligationStatus::Satisfied,
+        JudgeStatus::Failed => ObligationStatus::Failed,
+        JudgeStatus::Missing => ObligationStatus::Missing,
+    }
+}
+
+/// Computes the consensus document of one roll.
+pub fn decide(input: &ConsensusInput<'_>) -> JudgeConsensus {
+    let index = PackageIndex::new(input.package);
+    let mut obligations: Vec<&PackageObligation> = input.package.obligations.iter().collect();
+    obligations.sort_by(|x, y| x.id.cmp(&y.id));
+    obligations.dedup_by(|x, y| x.id == y.id);
+
+    let mut results = Vec::with_capacity(obligations.len());
+    let mut conflicts = Vec::new();
+    let mut required_status: BTreeMap<&str, ObligationStatus> = BTreeMap::new();
+
+    for ob in &obligations {
+        let a = claim(input.a, &ob.id, &index);
+        let b = claim(input.b, &ob.id, &index);
+        let unsupported: Vec<&str> = [("A", &a), ("B", &b)]
+            .iter()
+            .filter(|(_, c)| c.status.is_claim() && !c.supported)
+            .map(|(n, _)| *n)
+            .collect();
+        let check = ob
+            .check
+            .as_ref()
+            .map(|c| assertions::evaluate(c, &input.package.events));
+        let check_status = check.as_ref().map(|e| {
+            if e.holds {
+                JudgeStatus::Satisfied
+            } else {
+                JudgeStatus::Failed
+            }
+        });
+
+        let status = if !unsupported.is_empty() {
+            ObligationStatus::Contradicted
+        } else if let Some(cs) = check_status {
+            let against = [a.status, b.status]
+                .iter()
+                .any(|s| s.is_claim() && *s != cs);
+            if against {
+                ObligationStatus::Contradicted
+            } else {
+                from_judge(cs)
+            }
+        } else if a.status == b.status {
+            from_judge(a.status)
+        } else {
+            ObligationStatus::Disputed
+        };
+
+        // Citations: the check's own reads, plus every supported claim's citations.
+        let mut seq = check
+            .as_ref()
+            .map(|e| e.sequence_refs.clone())
+            .unwrap_or_default();
+        let mut frames = Vec::new();
+        for c in [&a, &b] {
+            if let (true, true, Some(r)) = (c.status.is_claim(), c.supported, c.result) {
+                seq.extend(r.sequence_refs.iter().copied());
+                frames.extend(r.frame_hashes.iter().cloned());
+            }
+        }
+
+        if matches!(
+            status,
+            ObligationStatus::Contradicted | ObligationStatus::Disputed
+        ) {
+            let mut line = format!("{}: A={} B={}", ob.id, a.status.as_str(), b.status.as_str());
+            if let Some(cs) = check_status {
+                line.push_str(&format!(" check={}", cs.as_str()));
+            }
+            if !unsupported.is_empty() {
+                line.push_str(&format!(" unsupported={}", unsupported.join(",")));
+            }
+            conflicts.push(line);
+        }
+        if ob.required {
+            required_status.insert(ob.id.as_str(), status);
+        }
+        results.push(ConsensusObligation {
+            id: ob.id.clone(),
+            status,
+            sequence_refs: merge_ranges(&seq),
+            evidence_refs: sort_hashes(&frames),
+        });
+    }
+
+    let a_failed = input.a.slot_failed.is_some();
+    let b_failed = input.b.slot_failed.is_some();
+    let degraded = a_failed != b_failed;
+    let any_required = |s: ObligationStatus| required_status.values().any(|v| *v == s);
+    let mut decision = if !input.independence.all_required_hold() {
+        Outcome::InfraError
+    } else if !input.floor_passed {
+        Outcome::Fail
+    } else if a_failed && b_failed {
+        Outcome::InfraError
+    } else if any_required(ObligationStatus::Failed) {
+        Outcome::Fail
+    } else if required_status
+        .values()
+        .all(|s| *s == ObligationStatus::Satisfied)
+    {
+        Outcome::Pass
+    } else {
+        Outcome::Inconclusive
+    };
+    if decision == Outcome::Pass && degraded {
+        decision = Outcome::Inconclusive;
+    }
+
+    let failure_signature = (decision != Outcome::Pass).then(|| {
+        let mut parts: Vec<String> = required_status
+            .iter()
+            .filter(|(_, s)| **s != ObligationStatus::Satisfied)
+            .map(|(id, s)| format!("{}:{id}", s.as_str()))
+            .collect();
+        parts.sort();
+        format!("{}:{}", decision.as_str(), parts.join("|"))
+    });
+
+    JudgeConsensus {
+        schema_version: JUDGE_CONSENSUS.into(),
+        roll_id: input.roll_id,
+        strategy_version: STRATEGY.into(),
+        package_hash: input.package_hash.clone(),
+        floor_passed: input.floor_passed,
+        decision,
+        degraded,
+        same_model: input.independence.same_model,
+        independence_checks: input.independence,
+        judge_a_result_hash: input.a_hash.clone(),
+        judge_b_result_hash: input.b_hash.clone(),
+        obligation_results: results,
+        conflicts,
+        failure_signature,
+    }
+}

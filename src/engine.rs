@@ -1,0 +1,65 @@
+//! The engine: what a command or a request handler needs to judge runs (store, config, judges,
+//! signing key), built once and shared. No global state: tests build as many as they like.
+
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::judge::Judges;
+use crate::sealing::SigningKey;
+use crate::store::Store;
+
+#[derive(Clone)]
+pub struct Engine {
+    pub store: Store,
+    pub config: Arc<Config>,
+    pub judges: Arc<Judges>,
+    /// None for read-only uses (verify); finalizing needs it.
+    pub key: Option<Arc<SigningKey>>,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// The clock, injected so that the postguard's `decidedAt` is an input, not a side effect.
+pub trait Clock: Send + Sync {
+    /// Now, as an RFC 3339 UTC timestamp.
+    fn now_rfc3339(&self) -> String;
+}
+
+/// The system clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_rfc3339(&self) -> String {
+        time::OffsetDateTime::now_utc()
+            .replace_nanosecond(0)
+            .unwrap_or_else(|_| time::OffsetDateTime::now_utc())
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
+    }
+}
+
+/// A clock that always says the same time (tests, fixtures).
+pub struct FixedClock(pub String);
+
+impl Clock for FixedClock {
+    fn now_rfc3339(&self) -> String {
+        self.0.clone()
+    }
+}
+
+impl Engine {
+    pub fn new(store: Store, config: Config, key: Option<SigningKey>) -> Result<Engine, String> {
+        let judges = Judges::new(&config)?;
+        Ok(Engine {
+            store: store.with_doc_limit(config.max_document_bytes),
+            config: Arc::new(config),
+            judges: Arc::new(judges),
+            key: key.map(Arc::new),
+            clock: Arc::new(SystemClock),
+        })
+    }
+
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Engine {
+        self.clock = clock;
+        self
+    }
+}

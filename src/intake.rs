@@ -1,0 +1,303 @@
+//! Intake: the documents the pipeline submits (header, brief, play-spec, frames, proof
+//! packages), checked and stored. The CLI's run folder and the HTTP API both come through here,
+//! so both refuse the same things with the same messages. Nothing is stored unless it passed.
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::canonical::Hash;
+use crate::contracts::{Finding, Kind};
+use crate::doc::*;
+use crate::ids::{RollId, RunId};
+use crate::store::{Key, Store, StoreError, Stored};
+use crate::validate::{self, Report};
+
+/// Why a submission was refused. `object` names what was submitted.
+#[derive(Debug, thiserror::Error)]
+pub enum IntakeError {
+    #[error("{object}: not acceptable JSON: {reason}")]
+    Json { object: String, reason: String },
+    #[error("{object}: invalid {kind}: {}", findings.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("; "))]
+    Invalid {
+        object: String,
+        kind: &'static str,
+        findings: Vec<Finding>,
+    },
+    #[error("{object}: {reason}")]
+    Mismatch { object: String, reason: String },
+    #[error("{object}: already stored with other content (stored sha256 {existing}, submitted sha256 {attempted})")]
+    Conflict {
+        object: String,
+        existing: Hash,
+        attempted: Hash,
+    },
+    #[error("{object}: missing frame blobs: {}", missing.iter().map(|h| h.to_string()).collect::<Vec<_>>().join(", "))]
+    MissingBlobs { object: String, missing: Vec<Hash> },
+    #[error("{object}: {reason}")]
+    Order { object: String, reason: String },
+    #[error("{object}: not found: {reason}")]
+    NotFound { object: String, reason: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a put did: created, or found the same content already there.
+#[derive(Debug, Clone)]
+pub struct Accepted {
+    pub stored: Stored,
+    pub created: bool,
+}
+
+fn parse(object: &str, bytes: &[u8], limit: u64) -> Result<Value, IntakeError> {
+    crate::json::parse(bytes, limit).map_err(|e| IntakeError::Json {
+        object: object.into(),
+        reason: e.to_string(),
+    })
+}
+
+fn check(object: &str, kind: Kind, doc: &Value) -> Result<(), IntakeError> {
+    match validate::validate_as(kind, doc) {
+        Report::Valid(_) => Ok(()),
+        Report::Invalid(k, findings) => Err(IntakeError::Invalid {
+            object: object.into(),
+            kind: k.name(),
+            findings,
+        }),
+        Report::Unusable(reason) => Err(IntakeError::Json {
+            object: object.into(),
+            reason,
+        }),
+    }
+}
+
+async fn create(
+    store: &Store,
+    object: &str,
+    key: &Key,
+    bytes: Bytes,
+) -> Result<Accepted, IntakeError> {
+    let existed = store.exists(key).await?;
+    match store.put_bytes(key, bytes).await {
+        Ok(stored) => Ok(Accepted {
+            stored,
+            created: !existed,
+        }),
+        Err(StoreError::Conflict {
+            existing,
+            attempted,
+            ..
+        }) => Err(IntakeError::Conflict {
+            object: object.into(),
+            existing,
+            attempted,
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn canonical(object: &str, doc: &Value) -> Result<Bytes, IntakeError> {
+    crate::canonical::canonical_bytes(doc)
+        .map(Bytes::from)
+        .map_err(|e| IntakeError::Json {
+            object: object.into(),
+            reason: e.to_string(),
+        })
+}
+
+/// Loads a run's stored header.
+pub async fn header(store: &Store, run: &RunId) -> Result<(Evidence, Hash), IntakeError> {
+    match store.get_json::<Evidence>(&Key::header(run)).await? {
+        Some(h) => Ok(h),
+        None => Err(IntakeError::NotFound {
+            object: format!("run {run}"),
+            reason: "no header submitted".into(),
+        }),
+    }
+}
+
+/// Submits the run header: a playtest/3 document in phase JUDGING with no rolls yet.
+pub async fn put_header(store: &Store, run: &RunId, bytes: &[u8]) -> Result<Accepted, IntakeError> {
+    let object = format!("run {run} header");
+    let doc = parse(&object, bytes, store.doc_limit())?;
+    check(&object, Kind::PlaytestV3, &doc)?;
+    let h: Evidence = serde_json::from_value(doc.clone()).map_err(|e| IntakeError::Json {
+        object: object.clone(),
+        reason: e.to_string(),
+    })?;
+    let mismatch = |reason: String| {
+        Err(IntakeError::Mismatch {
+            object: object.clone(),
+            reason,
+        })
+    };
+    if h.run_id != run.as_str() {
+        return mismatch(format!(
+            "runId {:?} differs from the run id {run:?} it is submitted under",
+            h.run_id
+        ));
+    }
+    if h.phase != Phase::Judging {
+        return mismatch(format!(
+            "phase must be JUDGING for a submitted header, found {:?}",
+            h.phase
+        ));
+    }
+    if !h.rolls.is_empty() || h.merge.is_some() || h.source_roll_id.is_some() || h.judge.is_some() {
+        return mismatch(
+            "a submitted header has rolls [] and merge, sourceRollId, judge null".into(),
+        );
+    }
+    create(store, &object, &Key::header(run), canonical(&object, &doc)?).await
+}
+
+/// Submits the brief: its bytes must hash to the header's briefHash.
+pub async fn put_brief(store: &Store, run: &RunId, bytes: &[u8]) -> Result<Accepted, IntakeError> {
+    let object = format!("run {run} brief");
+    let (h, _) = header(store, run).await?;
+    if bytes.len() as u64 > store.doc_limit() {
+        return Err(IntakeError::Json {
+            object,
+            reason: format!("{} bytes is over the limit", bytes.len()),
+        });
+    }
+    let actual = Hash::of(bytes);
+    if actual != h.brief_hash {
+        return Err(IntakeError::Mismatch {
+            object,
+            reason: format!(
+                "brief hashes to {actual}, the header's briefHash is {}",
+                h.brief_hash
+            ),
+        });
+    }
+    if std::str::from_utf8(bytes).is_err() {
+        return Err(IntakeError::Json {
+            object,
+            reason: "the brief is not UTF-8 text".into(),
+        });
+    }
+    create(
+        store,
+        &object,
+        &Key::brief(run),
+        Bytes::copy_from_slice(bytes),
+    )
+    .await
+}
+
+/// Why a play-spec cannot be used with this header (stale, or checks it does not contain).
+pub fn play_spec_problems(spec: &Value, header: &Evidence) -> Vec<String> {
+    let mut out = Vec::new();
+    let source = spec
+        .pointer("/derivedFrom/sourceHash")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if source != header.artifact_hash.as_str() {
+        out.push(format!(
+            "stale play-spec: derivedFrom.sourceHash {source:?} is not the header's artifactHash {}",
+            header.artifact_hash
+        ));
+    }
+    let assertions: Vec<Assertion> = spec
+        .get("assertAfterPlay")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    for o in &header.proof_obligations {
+        if let (ObligationSource::PlaySpec, Some(c)) = (o.source, &o.check) {
+            if !assertions.contains(c) {
+                out.push(format!(
+                    "obligation {} checks an assertion the play-spec does not make",
+                    o.id
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Submits the play-spec: schema-valid and derived from the header's artifact.
+pub async fn put_play_spec(
+    store: &Store,
+    run: &RunId,
+    bytes: &[u8],
+) -> Result<Accepted, IntakeError> {
+    let object = format!("run {run} play-spec");
+    let (h, _) = header(store, run).await?;
+    let doc = parse(&object, bytes, store.doc_limit())?;
+    check(&object, Kind::PlaySpec, &doc)?;
+    if let Some(reason) = play_spec_problems(&doc, &h).into_iter().next() {
+        return Err(IntakeError::Mismatch { object, reason });
+    }
+    create(
+        store,
+        &object,
+        &Key::play_spec(run),
+        canonical(&object, &doc)?,
+    )
+    .await
+}
+
+/// Submits a proof package for roll `roll`: valid, for that roll, every frame already stored,
+/// and roll 2 only after an indecisive roll 1.
+pub async fn put_proof_package(
+    store: &Store,
+    run: &RunId,
+    roll: RollId,
+    bytes: &[u8],
+) -> Result<(Accepted, ProofPackage), IntakeError> {
+    let object = format!("run {run} {roll} proof package");
+    header(store, run).await?;
+    let doc = parse(&object, bytes, store.doc_limit())?;
+    check(&object, Kind::ProofPackage, &doc)?;
+    let p: ProofPackage = serde_json::from_value(doc.clone()).map_err(|e| IntakeError::Json {
+        object: object.clone(),
+        reason: e.to_string(),
+    })?;
+    if p.roll_id != roll {
+        return Err(IntakeError::Mismatch {
+            object,
+            reason: format!("rollId is {}, submitted as {roll}", p.roll_id),
+        });
+    }
+    if roll == RollId::R2 {
+        match store
+            .get_json::<Roll>(&Key::roll_file(run, RollId::R1, "roll.json"))
+            .await?
+        {
+            None => {
+                return Err(IntakeError::Order {
+                    object,
+                    reason: "roll-2 before roll-1 was judged".into(),
+                })
+            }
+            Some((r1, _)) if r1.roll_outcome.is_decisive() => {
+                return Err(IntakeError::Order {
+                    object,
+                    reason: format!(
+                        "roll-1 was decisive ({}): there is no roll-2",
+                        r1.roll_outcome
+                    ),
+                })
+            }
+            Some(_) => {}
+        }
+    }
+    let mut missing = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for f in &p.frames {
+        if seen.insert(f.hash.clone()) && !store.exists(&Key::cas(&f.hash)).await? {
+            missing.push(f.hash.clone());
+        }
+    }
+    if !missing.is_empty() {
+        return Err(IntakeError::MissingBlobs { object, missing });
+    }
+    let accepted = create(
+        store,
+        &object,
+        &Key::roll_file(run, roll, "proof-package.json"),
+        canonical(&object, &doc)?,
+    )
+    .await?;
+    Ok((accepted, p))
+}

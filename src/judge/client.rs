@@ -1,0 +1,627 @@
+//! The HTTP edge of a judge slot: attempts, retries, and storing every byte.
+//!
+//! Order of writes per attempt `k` (what makes a crash harmless): `request.json` before the
+//! call, `raw.json` the moment the answer (or the transport error) is in, then `meta.json`.
+//! A restarted roll walks the attempts: an attempt whose `raw.json` is stored is never sent
+//! again (no judge is paid twice for an answer seal holds); an attempt with a request but no
+//! raw answer is re-sent from the stored request bytes.
+
+use bytes::Bytes;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+use super::parse::{self, ParseFailure, MAX_RESPONSE_BYTES};
+use super::request;
+use crate::canonical::Hash;
+use crate::config::{Config, Secret, SlotConfig};
+use crate::doc::*;
+use crate::ids::{RollId, RunId, Slot};
+use crate::prompts::{self, PromptArtifact};
+use crate::store::{Key, Store, StoreError, Stored};
+
+/// A slot job: what one slot is asked to judge in one roll.
+pub struct SlotJob<'a> {
+    pub run: &'a RunId,
+    pub roll: RollId,
+    pub package_bytes: &'a [u8],
+    pub package_hash: &'a Hash,
+    pub manifest: &'a ImageManifest,
+    /// hash → (media type, base64), loaded once per roll and shared by both slots.
+    pub images: &'a HashMap<String, (String, String)>,
+    pub seed: u64,
+    pub session_id: &'a str,
+}
+
+/// One stored attempt and how it ended.
+#[derive(Debug, Clone)]
+pub struct AttemptRecord {
+    pub attempt: u32,
+    pub request: Option<Stored>,
+    pub raw: Stored,
+    pub meta: SlotMeta,
+    pub outcome: Result<JudgeOutput, ParseFailure>,
+}
+
+/// All attempts of one slot in one roll.
+#[derive(Debug, Clone)]
+pub struct SlotRun {
+    pub slot: Slot,
+    pub attempts: Vec<AttemptRecord>,
+}
+
+impl SlotRun {
+    pub fn accepted(&self) -> Option<&AttemptRecord> {
+        self.attempts.iter().find(|a| a.outcome.is_ok())
+    }
+    /// The attempt the slot's refs point at: the accepted one, else the last one.
+    pub fn final_attempt(&self) -> Option<&AttemptRecord> {
+        self.accepted().or_else(|| self.attempts.last())
+    }
+    pub fn cost_micro(&self) -> u64 {
+        self.attempts
+            .iter()
+            .map(|a| rmb_to_micro(a.meta.cost_rmb))
+            .sum()
+    }
+}
+
+/// One judge slot: its configuration, prompt, and its own HTTP client.
+pub struct JudgeClient {
+    pub slot: Slot,
+    pub config: SlotConfig,
+    pub prompt: PromptArtifact,
+    /// Identifies this slot's `reqwest::Client` instance in every SlotMeta/1.
+    pub logical_client_id: String,
+    http: reqwest::Client,
+    inflight: Arc<Semaphore>,
+}
+
+/// Both slots and the secret salt their seeds and sessions derive from.
+pub struct Judges {
+    pub a: JudgeClient,
+    pub b: JudgeClient,
+    salt: Secret,
+}
+
+impl Judges {
+    pub fn new(config: &Config) -> Result<Judges, String> {
+        let instance = crate::store::random_hex(6);
+        let make = |c: &SlotConfig| -> Result<JudgeClient, String> {
+            let http = reqwest::Client::builder()
+                .timeout(c.timeout)
+                .connect_timeout(c.timeout.min(Duration::from_secs(10)))
+                .pool_idle_timeout(Duration::from_secs(30))
+                .user_agent(concat!("seal/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| format!("judge {}: HTTP client: {e}", c.slot))?;
+            Ok(JudgeClient {
+                slot: c.slot,
+                config: c.clone(),
+                prompt: prompts::get(&c.prompt)?,
+                logical_client_id: format!("seal/{instance}/judge-{}/reqwest", c.slot),
+                http,
+                inflight: Arc::new(Semaphore::new(config.server.max_inflight_per_slot)),
+            })
+        };
+        Ok(Judges {
+            a: make(&config.a)?,
+            b: make(&config.b)?,
+            salt: config.seed_salt.clone(),
+        })
+    }
+
+    pub fn get(&self, slot: Slot) -> &JudgeClient {
+        match slot {
+            Slot::A => &self.a,
+            Slot::B => &self.b,
+        }
+    }
+
+    pub fn salt(&self) -> &[u8] {
+        self.salt.expose().as_bytes()
+    }
+}
+
+/// How a call ended at the HTTP level.
+enum Exchange {
+    Answered {
+        status: u16,
+        retry_after: Option<Duration>,
+        body: Bytes,
+    },
+    Failed {
+        class: &'static str,
+        detail: String,
+    },
+}
+
+fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
+}
+
+/// Decides what a stored attempt amounts to (pure; replay uses it too).
+pub fn evaluate_raw(raw: &[u8], http_status: Option<u16>) -> Result<JudgeOutput, ParseFailure> {
+    if let Ok(f) = serde_json::from_slice::<AttemptFailure>(raw) {
+        if f.schema_version == ATTEMPT_FAILURE {
+            return Err(ParseFailure::new(&f.error_class, f.detail));
+        }
+    }
+    if let Some(fail) = http_status.and_then(parse::status_failure) {
+        return Err(fail);
+    }
+    parse::parse_answer(raw)
+}
+
+impl JudgeClient {
+    fn redact(&self, s: &str) -> String {
+        match &self.config.api_key {
+            Some(k) if !k.expose().is_empty() => s.replace(k.expose(), "[redacted]"),
+            _ => s.to_string(),
+        }
+    }
+
+    /// The worst-case cost of one attempt of this slot, in micro-RMB.
+    pub fn worst_case_attempt_micro(&self, input_tokens: u64, images: u64) -> u64 {
+        self.config
+            .prices
+            .cost_micro(input_tokens, self.config.max_tokens, images)
+    }
+
+    /// Upper bound on input tokens of a request: its text bytes (no tokenizer emits more
+    /// tokens than bytes), images excluded (priced per image).
+    pub fn input_token_bound(request: &Value) -> u64 {
+        serde_json::to_vec(request)
+            .map(|b| b.len() as u64)
+            .unwrap_or(u64::MAX / 4)
+    }
+
+    /// Builds this slot's stored request for a job.
+    pub fn build_request(&self, job: &SlotJob<'_>) -> Value {
+        request::build(&request::RequestSpec {
+            slot: self.slot,
+            model: &self.config.model,
+            prompt: &self.prompt,
+            package_bytes: job.package_bytes,
+            package_hash: job.package_hash,
+            manifest: job.manifest,
+            seed: job.seed,
+            session_id: job.session_id,
+            max_tokens: self.config.max_tokens,
+            temperature: self.config.temperature,
+            structured_output: self.config.structured_output,
+        })
+    }
+
+    fn backoff(&self, attempt_done: u32, retry_after: Option<Duration>) -> Duration {
+        use rand::Rng;
+        let base = self.config.backoff_base.as_millis() as u64;
+        let exp = base.saturating_mul(1u64 << attempt_done.saturating_sub(1).min(16));
+        let capped = exp.min(self.config.backoff_cap.as_millis() as u64);
+        let jittered = (capped as f64 * rand::thread_rng().gen_range(0.5..=1.0)) as u64;
+        let wait = Duration::from_millis(jittered);
+        // Honour Retry-After, but never wait longer than a minute on a judge's word.
+        match retry_after {
+            Some(ra) => wait.max(ra.min(Duration::from_secs(60))),
+            None => wait,
+        }
+    }
+
+    async fn send(&self, job: &SlotJob<'_>, stored_request: &Value) -> Exchange {
+        let live = match request::materialize(stored_request, job.images) {
+            Ok(v) => v,
+            Err(e) => {
+                return Exchange::Failed {
+                    class: "request_build",
+                    detail: e,
+                }
+            }
+        };
+        let body = match serde_json::to_vec(&live) {
+            Ok(b) => b,
+            Err(e) => {
+                return Exchange::Failed {
+                    class: "request_build",
+                    detail: e.to_string(),
+                }
+            }
+        };
+        let _permit = self.inflight.acquire().await;
+        let mut req = self
+            .http
+            .post(self.config.endpoint())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("X-Session-Id", job.session_id)
+            .body(body);
+        if let Some(key) = &self.config.api_key {
+            req = req.bearer_auth(key.expose());
+        }
+        let mut resp = match req.send().await {
+            Ok(r) => r,
+            Err(e) => {
+                let class = if e.is_timeout() {
+                    "timeout"
+                } else if e.is_connect() {
+                    "connect"
+                } else {
+                    "transport"
+                };
+                return Exchange::Failed {
+                    class,
+                    detail: self.redact(&error_chain(&e)),
+                };
+            }
+        };
+        let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let mut body = Vec::new();
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                        return Exchange::Failed {
+                            class: "response_too_large",
+                            detail: format!("response body over {MAX_RESPONSE_BYTES} bytes"),
+                        };
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let class = if e.is_timeout() {
+                        "timeout"
+                    } else {
+                        "connection_reset"
+                    };
+                    return Exchange::Failed {
+                        class,
+                        detail: self.redact(&error_chain(&e)),
+                    };
+                }
+            }
+        }
+        Exchange::Answered {
+            status,
+            retry_after,
+            body: Bytes::from(body),
+        }
+    }
+
+    /// Runs this slot for a job: resumes stored attempts, makes new ones up to the retry limit.
+    pub async fn run_slot(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, StoreError> {
+        use tracing::Instrument;
+        let span = tracing::info_span!("judge", slot = %self.slot, session = job.session_id);
+        self.run_attempts(store, job).instrument(span).await
+    }
+
+    async fn run_attempts(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, StoreError> {
+        let max = self.config.max_attempts();
+        let mut attempts: Vec<AttemptRecord> = Vec::new();
+        let mut last_retry_after = None;
+        for k in 1..=max {
+            let key = |file: &str| Key::attempt_file(job.run, job.roll, self.slot, k, file);
+            let (req_key, raw_key, meta_key) =
+                (key("request.json"), key("raw.json"), key("meta.json"));
+
+            // An answer seal already holds is never asked for again.
+            if let Some(raw) = store.get_opt(&raw_key).await? {
+                let raw_stored = Stored {
+                    key: raw_key.clone(),
+                    hash: Hash::of(&raw),
+                    size: raw.len() as u64,
+                };
+                let request_stored = match store.get_opt(&req_key).await? {
+                    Some(b) => Some(Stored {
+                        key: req_key.clone(),
+                        hash: Hash::of(&b),
+                        size: b.len() as u64,
+                    }),
+                    None => None,
+                };
+                let meta = match store.get_json::<SlotMeta>(&meta_key).await? {
+                    Some((m, _)) => m,
+                    None => {
+                        let status = if parse::response_facts(&raw).finish_reason.is_some() {
+                            Some(200)
+                        } else {
+                            None
+                        };
+                        let outcome = evaluate_raw(&raw, status);
+                        let now = now_rfc3339();
+                        let m = self.meta(
+                            job,
+                            k,
+                            request_stored.as_ref(),
+                            &raw_stored,
+                            status,
+                            &raw,
+                            &now,
+                            &now,
+                            0,
+                            &outcome,
+                            Some("meta recovered after a restart: timings unknown"),
+                        );
+                        self.put_meta(store, &meta_key, &m).await?
+                    }
+                };
+                let outcome = evaluate_raw(&raw, meta.http_status);
+                tracing::info!(
+                    attempt = k,
+                    held = true,
+                    ok = outcome.is_ok(),
+                    "attempt answer already stored"
+                );
+                let done = outcome
+                    .as_ref()
+                    .map(|_| true)
+                    .unwrap_or_else(|f| !parse::is_retryable(&f.class));
+                attempts.push(AttemptRecord {
+                    attempt: k,
+                    request: request_stored,
+                    raw: raw_stored,
+                    meta,
+                    outcome,
+                });
+                if done {
+                    break;
+                }
+                continue;
+            }
+
+            // The request: the stored one if this attempt was started before, else a new one.
+            let (request_value, request_stored) = match store.get_opt(&req_key).await? {
+                Some(b) => {
+                    let v = crate::json::parse(&b, store.doc_limit()).map_err(|e| {
+                        StoreError::BadDocument {
+                            key: req_key.clone(),
+                            detail: e.to_string(),
+                        }
+                    })?;
+                    let s = Stored {
+                        key: req_key.clone(),
+                        hash: Hash::of(&b),
+                        size: b.len() as u64,
+                    };
+                    (v, s)
+                }
+                None => {
+                    let v = self.build_request(job);
+                    match store.put_json(&req_key, &v).await {
+                        Ok(s) => (v, s),
+                        Err(StoreError::Conflict { .. }) => {
+                            let b = store.get(&req_key).await?;
+                            let v = crate::json::parse(&b, store.doc_limit()).map_err(|e| {
+                                StoreError::BadDocument {
+                                    key: req_key.clone(),
+                                    detail: e.to_string(),
+                                }
+                            })?;
+                            (
+                                v,
+                                Stored {
+                                    key: req_key.clone(),
+                                    hash: Hash::of(&b),
+                                    size: b.len() as u64,
+                                },
+                            )
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            };
+
+            if let Some(prev) = attempts.last() {
+                let wait = self.backoff(prev.attempt, last_retry_after.take());
+                tracing::info!(
+                    attempt = k,
+                    wait_ms = wait.as_millis() as u64,
+                    "backing off before retry"
+                );
+                tokio::time::sleep(wait).await;
+            }
+
+            let started_at = now_rfc3339();
+            let t0 = Instant::now();
+            let exchange = self.send(job, &request_value).await;
+            let latency_ms = t0.elapsed().as_millis() as u64;
+            let ended_at = now_rfc3339();
+
+            let (raw_bytes, status) = match &exchange {
+                Exchange::Answered {
+                    status,
+                    retry_after,
+                    body,
+                } => {
+                    last_retry_after = *retry_after;
+                    (body.clone(), Some(*status))
+                }
+                Exchange::Failed { class, detail } => {
+                    let record = AttemptFailure {
+                        schema_version: ATTEMPT_FAILURE.into(),
+                        slot: self.slot,
+                        session_id: job.session_id.to_string(),
+                        attempt: k,
+                        stage: FailureStage::Transport,
+                        error_class: (*class).to_string(),
+                        detail: crate::contracts::shorten(detail, 1000),
+                        started_at: Some(started_at.clone()),
+                        ended_at: Some(ended_at.clone()),
+                    };
+                    let bytes = crate::canonical::canonical_bytes(&record).map_err(|source| {
+                        StoreError::Canonical {
+                            key: raw_key.clone(),
+                            source,
+                        }
+                    })?;
+                    (Bytes::from(bytes), None)
+                }
+            };
+            // Another replica may have stored an answer for this attempt meanwhile: theirs wins.
+            let (raw_stored, raw_bytes, status) =
+                match store.put_bytes(&raw_key, raw_bytes.clone()).await {
+                    Ok(s) => (s, raw_bytes, status),
+                    Err(StoreError::Conflict { .. }) => {
+                        let theirs = store.get(&raw_key).await?;
+                        let s = Stored {
+                            key: raw_key.clone(),
+                            hash: Hash::of(&theirs),
+                            size: theirs.len() as u64,
+                        };
+                        let their_status = store
+                            .get_json::<SlotMeta>(&meta_key)
+                            .await?
+                            .and_then(|(m, _)| m.http_status);
+                        (s, theirs, their_status)
+                    }
+                    Err(e) => return Err(e),
+                };
+            let outcome = evaluate_raw(&raw_bytes, status);
+            let meta = self.meta(
+                job,
+                k,
+                Some(&request_stored),
+                &raw_stored,
+                status,
+                &raw_bytes,
+                &started_at,
+                &ended_at,
+                latency_ms,
+                &outcome,
+                None,
+            );
+            let meta = self.put_meta(store, &meta_key, &meta).await?;
+            match &outcome {
+                Ok(_) => tracing::info!(attempt = k, latency_ms, status, "judge answered"),
+                Err(f) => {
+                    tracing::warn!(attempt = k, latency_ms, status, class = %f.class, detail = %f.detail, "judge attempt failed")
+                }
+            }
+            let done = outcome
+                .as_ref()
+                .map(|_| true)
+                .unwrap_or_else(|f| !parse::is_retryable(&f.class));
+            attempts.push(AttemptRecord {
+                attempt: k,
+                request: Some(request_stored),
+                raw: raw_stored,
+                meta,
+                outcome,
+            });
+            if done {
+                break;
+            }
+        }
+        Ok(SlotRun {
+            slot: self.slot,
+            attempts,
+        })
+    }
+
+    async fn put_meta(
+        &self,
+        store: &Store,
+        key: &Key,
+        meta: &SlotMeta,
+    ) -> Result<SlotMeta, StoreError> {
+        match store.put_json(key, meta).await {
+            Ok(_) => Ok(meta.clone()),
+            // Written by an earlier run of this attempt: the first record stands.
+            Err(StoreError::Conflict { .. }) => match store.get_json::<SlotMeta>(key).await? {
+                Some((m, _)) => Ok(m),
+                None => Err(StoreError::NotFound { key: key.clone() }),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn meta(
+        &self,
+        job: &SlotJob<'_>,
+        attempt: u32,
+        request: Option<&Stored>,
+        raw: &Stored,
+        status: Option<u16>,
+        raw_bytes: &[u8],
+        started_at: &str,
+        ended_at: &str,
+        latency_ms: u64,
+        outcome: &Result<JudgeOutput, ParseFailure>,
+        note: Option<&str>,
+    ) -> SlotMeta {
+        let facts = if status.is_some() {
+            parse::response_facts(raw_bytes)
+        } else {
+            Default::default()
+        };
+        let images = job.manifest.frames.len() as u64;
+        let ok_http = status.is_some_and(|s| (200..300).contains(&s));
+        let cost_micro = match (ok_http, facts.usage) {
+            (true, Some(u)) => {
+                self.config
+                    .prices
+                    .cost_micro(u.prompt_tokens, u.completion_tokens, images)
+            }
+            // A success without usage is charged as the worst case: a budget must not undercount.
+            (true, None) => {
+                self.worst_case_attempt_micro(request.map(|r| r.size).unwrap_or(0), images)
+            }
+            (false, _) => 0,
+        };
+        let (error_class, error_detail) = match outcome {
+            Ok(_) => (None, note.map(str::to_owned)),
+            Err(f) => (Some(f.class.clone()), Some(self.redact(&f.detail))),
+        };
+        SlotMeta {
+            schema_version: SLOT_META.into(),
+            slot: self.slot,
+            attempt,
+            logical_client_id: self.logical_client_id.clone(),
+            session_id: job.session_id.to_string(),
+            policy_seed: job.seed,
+            endpoint_host: self.config.host(),
+            model_requested: self.config.model.clone(),
+            model_answered: facts.model,
+            system_fingerprint: facts.system_fingerprint,
+            prompt_artifact: PromptArtifactRef {
+                id: self.prompt.id.clone(),
+                version: self.prompt.version.clone(),
+                hash: self.prompt.hash.clone(),
+            },
+            package_hash: job.package_hash.clone(),
+            request_ref: request.map(|r| r.key.to_string()),
+            request_hash: request.map(|r| r.hash.clone()),
+            raw_ref: raw.key.to_string(),
+            raw_hash: raw.hash.clone(),
+            http_status: status,
+            started_at: started_at.to_string(),
+            ended_at: ended_at.to_string(),
+            latency_ms,
+            usage: facts.usage,
+            cost_rmb: micro_to_rmb(cost_micro),
+            error_class,
+            error_detail,
+            accepted: outcome.is_ok(),
+        }
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}

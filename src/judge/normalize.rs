@@ -1,0 +1,127 @@
+//! Normalization of a judge's answer into JudgeResult/1 (DESIGN §4). Pure.
+//!
+//! One entry per package obligation, sorted by id; `not_observed` and skipped obligations are
+//! `missing`; a satisfied/failed verdict that cites nothing is `missing` with a warning
+//! (`uncited_claim`); ids the package does not have are listed, never used. A failed slot has
+//! every obligation `missing` and says why in `slotFailed`.
+
+use std::collections::BTreeSet;
+
+use crate::canonical::Hash;
+use crate::doc::*;
+use crate::ids::Slot;
+use crate::refs::{merge_ranges, sort_hashes};
+
+/// Longest rationale kept (characters); the raw answer keeps the whole text.
+pub const MAX_RATIONALE: usize = 4000;
+
+/// What the slot produced: an answer, or the reason it has none.
+pub enum SlotAnswer<'a> {
+    Answered {
+        output: &'a JudgeOutput,
+        model: Option<String>,
+    },
+    Failed {
+        error_class: String,
+        attempts: u32,
+        model: Option<String>,
+    },
+}
+
+pub fn normalize(
+    slot: Slot,
+    package: &JudgePackage,
+    package_hash: &Hash,
+    prompt_hash: &Hash,
+    answer: SlotAnswer<'_>,
+    attempts: Vec<AttemptHashes>,
+) -> JudgeResult {
+    let attempt_hashes = attempts;
+    let mut ids: Vec<&str> = package.obligations.iter().map(|o| o.id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    let missing = |id: &str| ResultObligation {
+        id: id.to_string(),
+        status: JudgeStatus::Missing,
+        sequence_refs: Vec::new(),
+        frame_hashes: Vec::new(),
+        rationale: String::new(),
+    };
+    match answer {
+        SlotAnswer::Failed {
+            error_class,
+            attempts: made,
+            model,
+        } => JudgeResult {
+            schema_version: JUDGE_RESULT.into(),
+            slot,
+            package_hash: package_hash.clone(),
+            prompt_artifact_hash: prompt_hash.clone(),
+            model,
+            obligations: ids.iter().map(|id| missing(id)).collect(),
+            unknown_obligation_ids: Vec::new(),
+            warnings: Vec::new(),
+            slot_failed: Some(SlotFailed {
+                error_class,
+                attempts: made,
+            }),
+            attempts: attempt_hashes,
+        },
+        SlotAnswer::Answered { output, model } => {
+            let known: BTreeSet<&str> = ids.iter().copied().collect();
+            let mut warnings = Vec::new();
+            let unknown: BTreeSet<String> = output
+                .obligations
+                .iter()
+                .filter(|o| !known.contains(o.id.as_str()))
+                .map(|o| o.id.clone())
+                .collect();
+            for id in &unknown {
+                warnings.push(format!("unknown_obligation:{id}"));
+            }
+            let obligations = ids
+                .iter()
+                .map(|id| match output.obligations.iter().find(|o| o.id == *id) {
+                    None => {
+                        warnings.push(format!("skipped:{id}"));
+                        missing(id)
+                    }
+                    Some(o) => {
+                        let sequence_refs = merge_ranges(&o.sequence_refs);
+                        let frame_hashes = sort_hashes(&o.frame_hashes);
+                        let mut status = match o.verdict {
+                            Verdict::Satisfied => JudgeStatus::Satisfied,
+                            Verdict::Failed => JudgeStatus::Failed,
+                            Verdict::NotObserved => JudgeStatus::Missing,
+                        };
+                        if status.is_claim() && sequence_refs.is_empty() && frame_hashes.is_empty()
+                        {
+                            warnings.push(format!("uncited_claim:{id}"));
+                            status = JudgeStatus::Missing;
+                        }
+                        ResultObligation {
+                            id: id.to_string(),
+                            status,
+                            sequence_refs,
+                            frame_hashes,
+                            rationale: o.rationale.chars().take(MAX_RATIONALE).collect(),
+                        }
+                    }
+                })
+                .collect();
+            warnings.sort();
+            JudgeResult {
+                schema_version: JUDGE_RESULT.into(),
+                slot,
+                package_hash: package_hash.clone(),
+                prompt_artifact_hash: prompt_hash.clone(),
+                model,
+                obligations,
+                unknown_obligation_ids: unknown.into_iter().collect(),
+                warnings,
+                slot_failed: None,
+                attempts: attempt_hashes,
+            }
+        }
+    }
+}

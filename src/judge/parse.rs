@@ -1,0 +1,370 @@
+//! Parsing a chat-completions response into a JudgeOutput (DESIGN §4). Pure.
+//!
+//! The answer is the assistant message `content` only (a string, or text parts joined), never
+//! `reasoning_content`, never anything from the request: a fake verdict a game hid in its text
+//! can only become an answer if the judge writes it as its whole answer, and then it must
+//! still name this package's obligations and cite evidence that exists.
+//!
+//! Accepted forms: strict JSON; exactly one fenced block; prose around exactly one JSON object.
+//! Everything else is a failure with a class (`refusal`, `truncated`, `empty_content`,
+//! `not_json`, `multiple_json`, `schema_mismatch`, …) that the dispatcher records and retries.
+
+use serde_json::Value;
+
+use crate::contracts::{self, Kind};
+use crate::doc::{JudgeOutput, Usage};
+
+/// Most bytes of response body seal reads from a judge (a JudgeOutput is a few KiB).
+pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Why an attempt has no valid answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseFailure {
+    pub class: String,
+    pub detail: String,
+}
+
+impl ParseFailure {
+    pub fn new(class: &str, detail: impl Into<String>) -> ParseFailure {
+        ParseFailure {
+            class: class.to_string(),
+            detail: contracts::shorten(&detail.into(), 500),
+        }
+    }
+}
+
+/// What an HTTP answer said besides the verdicts (kept even when parsing fails).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResponseFacts {
+    pub model: Option<String>,
+    pub system_fingerprint: Option<String>,
+    pub usage: Option<Usage>,
+    pub finish_reason: Option<String>,
+}
+
+/// Reads the facts of a response body (best effort: any of them may be absent).
+pub fn response_facts(body: &[u8]) -> ResponseFacts {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return ResponseFacts::default();
+    };
+    let s = |p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
+    let usage = match (
+        v.pointer("/usage/prompt_tokens").and_then(Value::as_u64),
+        v.pointer("/usage/completion_tokens")
+            .and_then(Value::as_u64),
+    ) {
+        (Some(p), Some(c)) => Some(Usage {
+            prompt_tokens: p,
+            completion_tokens: c,
+        }),
+        _ => None,
+    };
+    ResponseFacts {
+        model: s("/model"),
+        system_fingerprint: s("/system_fingerprint"),
+        usage,
+        finish_reason: s("/choices/0/finish_reason"),
+    }
+}
+
+/// Classifies an HTTP status that is not a success.
+pub fn status_failure(status: u16) -> Option<ParseFailure> {
+    match status {
+        200..=299 => None,
+        429 => Some(ParseFailure::new("http_429", "rate limited (429)")),
+        500..=599 => Some(ParseFailure::new(
+            "http_5xx",
+            format!("server error {status}"),
+        )),
+        408 => Some(ParseFailure::new("http_408", "request timeout (408)")),
+        _ => Some(ParseFailure::new(
+            "http_4xx",
+            format!("client error {status}"),
+        )),
+    }
+}
+
+/// Whether a failure class is worth another attempt. Client errors other than 408/429 are
+/// configuration faults (bad key, bad model) that a retry cannot fix.
+pub fn is_retryable(class: &str) -> bool {
+    class != "http_4xx"
+}
+
+/// Parses a 2xx chat-completions body into a validated JudgeOutput.
+pub fn parse_answer(body: &[u8]) -> Result<JudgeOutput, ParseFailure> {
+    let v: Value = crate::json::parse(body, MAX_RESPONSE_BYTES as u64).map_err(|e| {
+        ParseFailure::new("body_not_json", format!("response body is not JSON: {e}"))
+    })?;
+    if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+        return Err(ParseFailure::new(
+            "provider_error",
+            format!("provider error: {err}"),
+        ));
+    }
+    let choice = v
+        .pointer("/choices/0")
+        .ok_or_else(|| ParseFailure::new("no_choices", "response has no choices[0]"))?;
+    let message = choice
+        .get("message")
+        .ok_or_else(|| ParseFailure::new("no_choices", "choices[0] has no message"))?;
+    if let Some(r) = message
+        .get("refusal")
+        .and_then(Value::as_str)
+        .filter(|r| !r.trim().is_empty())
+    {
+        return Err(ParseFailure::new(
+            "refusal",
+            format!("the model refused: {r}"),
+        ));
+    }
+    if choice.get("finish_reason").and_then(Value::as_str) == Some("length") {
+        return Err(ParseFailure::new(
+            "truncated",
+            "finish_reason is length: the answer was cut off",
+        ));
+    }
+    let content = message_text(message.get("content"));
+    if content.trim().is_empty() {
+        return Err(ParseFailure::new(
+            "empty_content",
+            "the answer has no content",
+        ));
+    }
+    let object = extract_object(&content)?;
+    let findings = contracts::validate(Kind::JudgeOutput, &object);
+    if let Some(f) = findings.first() {
+        return Err(ParseFailure::new(
+            "schema_mismatch",
+            format!(
+                "answer does not match JudgeOutput ({} problems), first: {f}",
+                findings.len()
+            ),
+        ));
+    }
+    let output: JudgeOutput = serde_json::from_value(object)
+        .map_err(|e| ParseFailure::new("schema_mismatch", e.to_string()))?;
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(dup) = output
+        .obligations
+        .iter()
+        .find(|o| !seen.insert(o.id.as_str()))
+    {
+        return Err(ParseFailure::new(
+            "duplicate_obligation",
+            format!(
+                "obligation {:?} is answered twice: the answer is ambiguous",
+                dup.id
+            ),
+        ));
+    }
+    Ok(output)
+}
+
+/// The assistant text: a string, or the `text` of text parts in order.
+fn message_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter(|p| {
+                matches!(
+                    p.get("type").and_then(Value::as_str),
+                    Some("text") | Some("output_text") | None
+                )
+            })
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// Finds the one JSON object in `content` (see the module doc).
+pub fn extract_object(content: &str) -> Result<Value, ParseFailure> {
+    let trimmed = content.trim();
+    if let Ok(v) = crate::json::parse(trimmed.as_bytes(), MAX_RESPONSE_BYTES as u64) {
+        return match v {
+            Value::Object(_) => Ok(v),
+            other => Err(ParseFailure::new(
+                "not_json_object",
+                format!(
+                    "the answer is JSON {} , not an object",
+                    contracts::type_name(&other)
+                ),
+            )),
+        };
+    }
+    let fences = fenced_blocks(trimmed);
+    if fences.len() > 1 {
+        return Err(ParseFailure::new(
+            "multiple_json",
+            format!("{} fenced blocks: ambiguous answer", fences.len()),
+        ));
+    }
+    if let Some(block) = fences.first() {
+        return match crate::json::parse(block.trim().as_bytes(), MAX_RESPONSE_BYTES as u64) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            Ok(_) => Err(ParseFailure::new(
+                "not_json_object",
+                "the fenced block is not a JSON object",
+            )),
+            Err(e) => Err(ParseFailure::new(
+                "not_json",
+                format!("the fenced block is not JSON: {e}"),
+            )),
+        };
+    }
+    let objects = embedded_objects(trimmed);
+    match objects.len() {
+        0 => Err(ParseFailure::new(
+            "not_json",
+            "no JSON object in the answer",
+        )),
+        1 => Ok(objects.into_iter().next().unwrap_or(Value::Null)),
+        n => Err(ParseFailure::new(
+            "multiple_json",
+            format!("{n} JSON objects in the answer: ambiguous"),
+        )),
+    }
+}
+
+/// Bodies of ``` fenced blocks (the info string, e.g. `json`, is dropped).
+fn fenced_blocks(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(start) = rest.find("```") {
+        let after = &rest[start + 3..];
+        let body_start = after.find('\n').map(|i| i + 1).unwrap_or(after.len());
+        let body = &after[body_start..];
+        match body.find("```") {
+            Some(end) => {
+                out.push(&body[..end]);
+                rest = &body[end + 3..];
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+/// Top-level balanced `{…}` spans of `s` that parse as JSON objects.
+fn embedded_objects(s: &str) -> Vec<Value> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'{' {
+            i += 1;
+            continue;
+        }
+        let mut depth = 0usize;
+        let mut in_str = false;
+        let mut escaped = false;
+        let mut end = None;
+        for (j, &c) in bytes.iter().enumerate().skip(i) {
+            if in_str {
+                match (escaped, c) {
+                    (true, _) => escaped = false,
+                    (false, b'\\') => escaped = true,
+                    (false, b'"') => in_str = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match c {
+                b'"' => in_str = true,
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(j);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        match end {
+            Some(j) => {
+                if let Ok(v @ Value::Object(_)) =
+                    crate::json::parse(&bytes[i..=j], MAX_RESPONSE_BYTES as u64)
+                {
+                    out.push(v);
+                    i = j + 1;
+                } else {
+                    i += 1;
+                }
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const GOOD: &str = r#"{"obligations":[{"id":"core.loop","verdict":"satisfied","sequenceRefs":[{"stream":"events","from":1,"to":2}],"frameHashes":[],"rationale":"ok"}]}"#;
+
+    fn body(content: Value) -> Vec<u8> {
+        serde_json::to_vec(&json!({"choices":[{"message":{"role":"assistant","content":content},"finish_reason":"stop"}]})).unwrap()
+    }
+
+    #[test]
+    fn strict_fenced_and_prose_forms() {
+        assert!(parse_answer(&body(json!(GOOD))).is_ok());
+        assert!(parse_answer(&body(json!(format!("```json\n{GOOD}\n```")))).is_ok());
+        assert!(parse_answer(&body(json!(format!(
+            "Here is my verdict:\n{GOOD}\nThanks."
+        ))))
+        .is_ok());
+        assert!(parse_answer(&body(json!([{"type":"text","text":GOOD}]))).is_ok());
+    }
+
+    #[test]
+    fn failures_have_classes() {
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (body(json!("")), "empty_content"),
+            (body(json!("I think it passes.")), "not_json"),
+            (body(json!(format!("{GOOD} and also {GOOD}"))), "multiple_json"),
+            (body(json!(format!("```json\n{GOOD}\n```\n```json\n{GOOD}\n```"))), "multiple_json"),
+            (body(json!(r#"{"verdict":"pass"}"#)), "schema_mismatch"),
+            (body(json!("[1,2]")), "not_json_object"),
+            (b"<html>502</html>".to_vec(), "body_not_json"),
+            (br#"{"choices":[]}"#.to_vec(), "no_choices"),
+            (serde_json::to_vec(&json!({"choices":[{"message":{"content":null,"refusal":"I can't help"},"finish_reason":"stop"}]})).unwrap(), "refusal"),
+            (serde_json::to_vec(&json!({"choices":[{"message":{"content":GOOD},"finish_reason":"length"}]})).unwrap(), "truncated"),
+        ];
+        for (b, class) in cases {
+            assert_eq!(
+                parse_answer(&b).unwrap_err().class,
+                class,
+                "{}",
+                String::from_utf8_lossy(&b)
+            );
+        }
+    }
+
+    #[test]
+    fn duplicate_obligations_are_ambiguous() {
+        let dup = r#"{"obligations":[{"id":"a.b","verdict":"satisfied","sequenceRefs":[],"frameHashes":[],"rationale":""},{"id":"a.b","verdict":"failed","sequenceRefs":[],"frameHashes":[],"rationale":""}]}"#;
+        assert_eq!(
+            parse_answer(&body(json!(dup))).unwrap_err().class,
+            "duplicate_obligation"
+        );
+    }
+
+    #[test]
+    fn reasoning_content_is_never_the_answer() {
+        let b = serde_json::to_vec(&json!({"choices":[{"message":{"content":"","reasoning_content":GOOD},"finish_reason":"stop"}]})).unwrap();
+        assert_eq!(parse_answer(&b).unwrap_err().class, "empty_content");
+    }
+
+    #[test]
+    fn braces_inside_strings_do_not_confuse_the_scanner() {
+        let s = format!("note: \"{{not json}}\" then {GOOD}");
+        assert!(extract_object(&s).is_ok());
+    }
+}

@@ -1,0 +1,207 @@
+//! What a person (or a machine with `--json`) is shown about a sealed run: one screen with the
+//! outcome, the obligations × (A, B, consensus) of the source roll, the cost and the seal.
+
+use serde::Serialize;
+
+use crate::doc::*;
+use crate::ids::Slot;
+use crate::postguard::Finalized;
+use crate::store::{Key, Store, StoreError};
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObligationRow {
+    pub id: String,
+    pub required: bool,
+    pub a: String,
+    pub b: String,
+    pub consensus: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub run_id: String,
+    pub outcome: String,
+    pub decision: String,
+    pub reasons: Vec<String>,
+    pub source_roll_id: Option<String>,
+    pub rolls: Vec<RollOutcome>,
+    pub obligations: Vec<ObligationRow>,
+    pub conflicts: Vec<String>,
+    pub cost_rmb: f64,
+    pub postguard_passed: bool,
+    pub store: String,
+    pub evidence_ref: String,
+    pub evidence_sha256: String,
+    pub seal_ref: String,
+    pub seal_sha256: String,
+    pub key_id: String,
+    pub wrote: bool,
+}
+
+pub async fn summarize(store: &Store, done: &Finalized) -> Result<Summary, StoreError> {
+    let e = &done.evidence;
+    let run =
+        crate::ids::RunId::parse(&e.run_id).map_err(|err| StoreError::Upload(err.to_string()))?;
+    let source = e
+        .source_roll_id
+        .and_then(|id| e.rolls.iter().find(|r| r.roll_id == id));
+    let mut slots: Vec<Option<JudgeResult>> = vec![None, None];
+    let mut consensus: Option<JudgeConsensus> = None;
+    if let Some(r) = source {
+        for (i, slot) in Slot::BOTH.iter().enumerate() {
+            let sref = r.slot_ref(*slot);
+            if let Ok(k) = Key::parse(&sref.normalized_ref) {
+                slots[i] = store.get_json_verified(&k, &sref.result_hash).await.ok();
+            }
+        }
+        if let Ok(k) = Key::parse(&r.judge_consensus_ref) {
+            consensus = store
+                .get_json_verified(&k, &r.judge_consensus_hash)
+                .await
+                .ok();
+        }
+    }
+    let status_of = |res: &Option<JudgeResult>, id: &str| -> String {
+        match res {
+            None => "-".into(),
+            Some(r) if r.slot_failed.is_some() => "(failed)".into(),
+            Some(r) => r
+                .obligations
+                .iter()
+                .find(|o| o.id == id)
+                .map(|o| o.status.as_str().to_string())
+                .unwrap_or_else(|| "-".into()),
+        }
+    };
+    let mut ids: Vec<&ProofObligation> = e.proof_obligations.iter().collect();
+    ids.sort_by(|a, b| a.id.cmp(&b.id));
+    let obligations = ids
+        .iter()
+        .map(|o| ObligationRow {
+            id: o.id.clone(),
+            required: o.required,
+            a: status_of(&slots[0], &o.id),
+            b: status_of(&slots[1], &o.id),
+            consensus: consensus
+                .as_ref()
+                .and_then(|c| c.obligation_results.iter().find(|x| x.id == o.id))
+                .map(|x| x.status.as_str().to_string())
+                .unwrap_or_else(|| "-".into()),
+        })
+        .collect();
+    Ok(Summary {
+        run_id: e.run_id.clone(),
+        outcome: e
+            .outcome
+            .map(|o| o.as_str().to_string())
+            .unwrap_or_default(),
+        decision: e
+            .decision
+            .as_ref()
+            .map(|d| d.action.as_str().to_string())
+            .unwrap_or_default(),
+        reasons: e
+            .decision
+            .as_ref()
+            .map(|d| d.reasons.clone())
+            .unwrap_or_default(),
+        source_roll_id: e.source_roll_id.map(|r| r.to_string()),
+        rolls: e
+            .rolls
+            .iter()
+            .map(|r| RollOutcome {
+                roll_id: r.roll_id,
+                outcome: r.roll_outcome,
+            })
+            .collect(),
+        obligations,
+        conflicts: consensus.map(|c| c.conflicts).unwrap_or_default(),
+        cost_rmb: e.cost_rmb,
+        postguard_passed: e.final_postguard.as_ref().is_some_and(|p| p.passed),
+        store: store.url().to_string(),
+        evidence_ref: Key::evidence(&run).to_string(),
+        evidence_sha256: done.evidence_hash.to_string(),
+        seal_ref: Key::seal(&run).to_string(),
+        seal_sha256: done.envelope_hash.to_string(),
+        key_id: done
+            .envelope
+            .signatures
+            .first()
+            .map(|s| s.keyid.clone())
+            .unwrap_or_default(),
+        wrote: done.wrote,
+    })
+}
+
+/// The one-screen text form.
+pub fn render(s: &Summary) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "run {}: {} -> {} ({})",
+        s.run_id,
+        s.outcome.to_uppercase(),
+        s.decision,
+        s.reasons.join(", ")
+    );
+    let rolls: Vec<String> = s
+        .rolls
+        .iter()
+        .map(|r| format!("{} {}", r.roll_id, r.outcome))
+        .collect();
+    let _ = writeln!(
+        o,
+        "rolls: {}; source roll: {}; postguard: {}",
+        rolls.join(", "),
+        s.source_roll_id.as_deref().unwrap_or("none"),
+        if s.postguard_passed {
+            "passed"
+        } else {
+            "FAILED"
+        }
+    );
+    let w = s
+        .obligations
+        .iter()
+        .map(|r| r.id.len())
+        .max()
+        .unwrap_or(10)
+        .max(10);
+    let _ = writeln!(
+        o,
+        "\n  {:<w$}  {:<8}  {:<12}  {:<12}  {}",
+        "obligation", "required", "judge A", "judge B", "consensus"
+    );
+    for r in &s.obligations {
+        let _ = writeln!(
+            o,
+            "  {:<w$}  {:<8}  {:<12}  {:<12}  {}",
+            r.id,
+            if r.required { "yes" } else { "no" },
+            r.a,
+            r.b,
+            r.consensus
+        );
+    }
+    for c in &s.conflicts {
+        let _ = writeln!(o, "  conflict: {c}");
+    }
+    let _ = writeln!(o, "\ncost: {:.4} RMB", s.cost_rmb);
+    let _ = writeln!(
+        o,
+        "evidence: {} {} sha256:{}",
+        s.store, s.evidence_ref, s.evidence_sha256
+    );
+    let _ = writeln!(
+        o,
+        "seal:     {} sha256:{} keyid {}{}",
+        s.seal_ref,
+        s.seal_sha256,
+        s.key_id,
+        if s.wrote { "" } else { " (already sealed)" }
+    );
+    o
+}

@@ -1,0 +1,237 @@
+//! Run folders (DESIGN §8), what `seal judge` reads:
+//!
+//! ```text
+//! <run-dir>/header.json                 playtest/3, phase JUDGING, rolls []
+//! <run-dir>/brief.md                    sha256 must equal header.briefHash
+//! <run-dir>/play-spec.json              optional; derivedFrom.sourceHash == header.artifactHash
+//! <run-dir>/roll-<n>/proof-package.json ProofPackage/1
+//! <run-dir>/blobs/<hex>.<ext>           frame bytes; each must hash to its name
+//! ```
+//!
+//! Everything is checked before anything is stored or any judge is called: a bad folder
+//! leaves the store untouched.
+
+use std::path::{Path, PathBuf};
+
+use crate::canonical::Hash;
+use crate::doc::{Evidence, ProofPackage};
+use crate::ids::{RollId, RunId};
+use crate::intake;
+use crate::validate::{validate_file, Report};
+
+#[derive(Debug, thiserror::Error)]
+pub enum FolderError {
+    #[error("{path}: {reason}")]
+    Bad { path: String, reason: String },
+}
+
+fn bad(path: &Path, reason: impl Into<String>) -> FolderError {
+    FolderError::Bad {
+        path: path.display().to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// A checked run folder.
+#[derive(Debug)]
+pub struct RunFolder {
+    pub dir: PathBuf,
+    pub run: RunId,
+    pub header: Evidence,
+    pub header_bytes: Vec<u8>,
+    pub brief: Vec<u8>,
+    pub play_spec: Option<Vec<u8>>,
+    pub rolls: Vec<(RollId, Vec<u8>, ProofPackage)>,
+    pub blobs: Vec<(Hash, PathBuf)>,
+}
+
+fn read_checked(path: &Path, limit: u64) -> Result<Vec<u8>, FolderError> {
+    let meta = std::fs::metadata(path).map_err(|e| bad(path, format!("cannot read: {e}")))?;
+    if meta.len() > limit {
+        return Err(bad(
+            path,
+            format!("{} bytes is over the limit of {limit}", meta.len()),
+        ));
+    }
+    std::fs::read(path).map_err(|e| bad(path, format!("cannot read: {e}")))
+}
+
+fn valid(path: &Path, limit: u64) -> Result<(), FolderError> {
+    match validate_file(path, limit) {
+        Report::Valid(_) => Ok(()),
+        Report::Invalid(kind, findings) => Err(bad(
+            path,
+            format!(
+                "invalid {}: {}",
+                kind.name(),
+                findings
+                    .iter()
+                    .map(|f| f.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        )),
+        Report::Unusable(reason) => Err(bad(path, reason)),
+    }
+}
+
+impl RunFolder {
+    /// Reads and checks a run folder (no I/O beyond the folder).
+    pub fn read(dir: &Path, limit: u64) -> Result<RunFolder, FolderError> {
+        if !dir.is_dir() {
+            return Err(bad(dir, "not a folder"));
+        }
+        let header_path = dir.join("header.json");
+        valid(&header_path, limit)?;
+        let header_bytes = read_checked(&header_path, limit)?;
+        let header: Evidence = crate::json::parse_as(&header_bytes, limit)
+            .map_err(|e| bad(&header_path, e.to_string()))?;
+        let run = RunId::parse(&header.run_id).map_err(|e| bad(&header_path, e.to_string()))?;
+
+        let brief_path = dir.join("brief.md");
+        let brief = read_checked(&brief_path, limit)?;
+        let h = Hash::of(&brief);
+        if h != header.brief_hash {
+            return Err(bad(
+                &brief_path,
+                format!(
+                    "hashes to {h}, the header's briefHash is {}",
+                    header.brief_hash
+                ),
+            ));
+        }
+
+        let spec_path = dir.join("play-spec.json");
+        let play_spec = if spec_path.exists() {
+            valid(&spec_path, limit)?;
+            let bytes = read_checked(&spec_path, limit)?;
+            let v =
+                crate::json::parse(&bytes, limit).map_err(|e| bad(&spec_path, e.to_string()))?;
+            if let Some(problem) = intake::play_spec_problems(&v, &header).into_iter().next() {
+                return Err(bad(&spec_path, problem));
+            }
+            Some(bytes)
+        } else {
+            None
+        };
+
+        let mut rolls = Vec::new();
+        for roll in RollId::ALL {
+            let p = dir.join(roll.as_str()).join("proof-package.json");
+            if !p.exists() {
+                break;
+            }
+            valid(&p, limit)?;
+            let bytes = read_checked(&p, limit)?;
+            let proof: ProofPackage =
+                crate::json::parse_as(&bytes, limit).map_err(|e| bad(&p, e.to_string()))?;
+            if proof.roll_id != roll {
+                return Err(bad(
+                    &p,
+                    format!("rollId is {}, the folder is {roll}", proof.roll_id),
+                ));
+            }
+            rolls.push((roll, bytes, proof));
+        }
+        if rolls.is_empty() {
+            return Err(bad(dir, "no roll-1/proof-package.json"));
+        }
+        if dir.join("roll-3").exists() {
+            return Err(bad(&dir.join("roll-3"), "a run has at most two rolls"));
+        }
+
+        let mut blobs = Vec::new();
+        let blob_dir = dir.join("blobs");
+        if blob_dir.is_dir() {
+            let entries =
+                std::fs::read_dir(&blob_dir).map_err(|e| bad(&blob_dir, e.to_string()))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| bad(&blob_dir, e.to_string()))?;
+                let path = entry.path();
+                let name = entry.file_name().to_string_lossy().to_string();
+                let stem = name.split('.').next().unwrap_or("");
+                let hash =
+                    Hash::parse(stem).map_err(|_| bad(&path, "a blob is named <sha256>.<ext>"))?;
+                blobs.push((hash, path));
+            }
+        }
+        blobs.sort();
+        for (_, _, proof) in &rolls {
+            for f in &proof.frames {
+                if !blobs.iter().any(|(h, _)| h == &f.hash) {
+                    return Err(bad(
+                        &blob_dir,
+                        format!("frame {} of {} has no blob", f.hash, proof.roll_id),
+                    ));
+                }
+            }
+        }
+        Ok(RunFolder {
+            dir: dir.to_path_buf(),
+            run,
+            header,
+            header_bytes,
+            brief,
+            play_spec,
+            rolls,
+            blobs,
+        })
+    }
+}
+
+/// Why `seal judge` could not seal a run.
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeRunError {
+    #[error(transparent)]
+    Folder(#[from] FolderError),
+    #[error(transparent)]
+    Intake(#[from] intake::IntakeError),
+    #[error(transparent)]
+    Roll(#[from] crate::roll::RollError),
+    #[error(transparent)]
+    Finalize(#[from] crate::postguard::FinalizeError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// Judges a whole run folder: submit, roll 1, roll 2 when needed and present, finalize, seal.
+pub async fn judge(
+    engine: &crate::engine::Engine,
+    folder: &RunFolder,
+) -> Result<crate::postguard::Finalized, JudgeRunError> {
+    use futures::TryStreamExt;
+    let store = &engine.store;
+    if engine.key.is_none() {
+        return Err(crate::postguard::FinalizeError::NoKey {
+            run: folder.run.clone(),
+        }
+        .into());
+    }
+    for (hash, path) in &folder.blobs {
+        let file = tokio::fs::File::open(path)
+            .await
+            .map_err(|e| bad(path, e.to_string()))?;
+        let stream =
+            tokio_util::io::ReaderStream::with_capacity(file, 1 << 20).map_err(|e| e.to_string());
+        store
+            .put_blob(Box::pin(stream), Some(hash), engine.config.max_blob_bytes)
+            .await
+            .map_err(|e| bad(path, e.to_string()))?;
+    }
+    intake::put_header(store, &folder.run, &folder.header_bytes).await?;
+    intake::put_brief(store, &folder.run, &folder.brief).await?;
+    if let Some(spec) = &folder.play_spec {
+        intake::put_play_spec(store, &folder.run, spec).await?;
+    }
+    for (roll, bytes, _) in &folder.rolls {
+        if *roll == RollId::R2 {
+            match crate::roll::stored_roll(store, &folder.run, RollId::R1).await? {
+                Some(r1) if r1.next == crate::merge::Next::Roll2 => {}
+                _ => break,
+            }
+        }
+        intake::put_proof_package(store, &folder.run, *roll, bytes).await?;
+        crate::roll::judge_roll(engine, &folder.run, *roll).await?;
+    }
+    Ok(crate::postguard::finalize(engine, &folder.run).await?)
+}

@@ -1,0 +1,449 @@
+//! The seal: an in-toto Statement v1 about `runs/<runId>/evidence.json`, in a DSSE envelope,
+//! signed with ed25519 (DESIGN §6). Open formats so that an auditor needs nothing from us but
+//! the public key (docs/VERIFYING.md does it in Python).
+//!
+//! The signature is over the DSSE pre-authentication encoding (PAE) of the payload bytes,
+//! never over re-serialized JSON: `"DSSEv1" SP len(type) SP type SP len(payload) SP payload`,
+//! lengths as ASCII decimal byte counts. `keyid` is the lowercase hex sha256 of the raw 32-byte
+//! public key.
+//!
+//! What verification ignores, and why: envelope signatures by keys that are not trusted (an
+//! envelope may carry several; one trusted valid signature suffices, none is a failure), and
+//! unknown predicate fields (none are written; the predicate is compared with the evidence
+//! field by field by `seal verify`).
+
+use base64::Engine as _;
+use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey};
+use ed25519_dalek::{Signer, Verifier};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+use crate::canonical::{self, Hash};
+
+pub const PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
+pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
+pub const PREDICATE_TYPE: &str = "https://wanxiang.ai/seal/playtest-decision/v1";
+const MAX_KEY_FILE: u64 = 16 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("key {path}: {reason}")]
+    Key { path: String, reason: String },
+}
+
+fn key_err(path: &Path, reason: impl Into<String>) -> KeyError {
+    KeyError::Key {
+        path: path.display().to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// The DSSE pre-authentication encoding.
+pub fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "DSSEv1 {} {} {} ",
+        payload_type.len(),
+        payload_type,
+        payload.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Lowercase hex sha256 of a raw 32-byte ed25519 public key.
+pub fn key_id(public: &ed25519_dalek::VerifyingKey) -> String {
+    Hash::of(public.as_bytes()).to_string()
+}
+
+/// A signing key. Zeroed on drop (ed25519-dalek's `zeroize` feature); `Debug` shows the key id.
+pub struct SigningKey {
+    inner: ed25519_dalek::SigningKey,
+    pub key_id: String,
+}
+
+impl std::fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SigningKey(keyid {})", self.key_id)
+    }
+}
+
+impl SigningKey {
+    /// Loads a PKCS#8 PEM private key, refusing one that group or others can read.
+    pub fn load(path: &Path) -> Result<SigningKey, KeyError> {
+        let meta =
+            std::fs::metadata(path).map_err(|e| key_err(path, format!("cannot read: {e}")))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                return Err(key_err(path, format!(
+                    "private key is readable by group or others (mode {mode:o}); run chmod 600 on it"
+                )));
+            }
+        }
+        if meta.len() > MAX_KEY_FILE {
+            return Err(key_err(path, "not a key: file is too large"));
+        }
+        let pem = std::fs::read_to_string(path)
+            .map_err(|e| key_err(path, format!("cannot read: {e}")))?;
+        let inner = ed25519_dalek::SigningKey::from_pkcs8_pem(&pem)
+            .map_err(|e| key_err(path, format!("not a PKCS#8 PEM ed25519 private key: {e}")))?;
+        Ok(SigningKey::from_dalek(inner))
+    }
+
+    pub fn from_dalek(inner: ed25519_dalek::SigningKey) -> SigningKey {
+        let key_id = key_id(&inner.verifying_key());
+        SigningKey { inner, key_id }
+    }
+
+    /// A fresh random key.
+    pub fn generate() -> SigningKey {
+        SigningKey::from_dalek(ed25519_dalek::SigningKey::generate(&mut rand_core::OsRng))
+    }
+
+    pub fn public(&self) -> PublicKey {
+        PublicKey {
+            inner: self.inner.verifying_key(),
+            key_id: self.key_id.clone(),
+        }
+    }
+
+    /// Writes `DIR/seal.key.pem` (PKCS#8, mode 0600) and `DIR/seal.pub.pem` (SPKI). Refuses to
+    /// overwrite an existing key.
+    pub fn write_pair(&self, dir: &Path) -> Result<(PathBuf, PathBuf), KeyError> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| key_err(dir, format!("cannot create folder: {e}")))?;
+        let key_path = dir.join("seal.key.pem");
+        let pub_path = dir.join("seal.pub.pem");
+        let private = self
+            .inner
+            .to_pkcs8_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF)
+            .map_err(|e| key_err(&key_path, e.to_string()))?;
+        let public = self
+            .inner
+            .verifying_key()
+            .to_public_key_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF)
+            .map_err(|e| key_err(&pub_path, e.to_string()))?;
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        {
+            use std::io::Write;
+            let mut f = opts.open(&key_path).map_err(|e| {
+                key_err(
+                    &key_path,
+                    format!("cannot create (refusing to overwrite a key): {e}"),
+                )
+            })?;
+            f.write_all(private.as_bytes())
+                .map_err(|e| key_err(&key_path, e.to_string()))?;
+            f.sync_all()
+                .map_err(|e| key_err(&key_path, e.to_string()))?;
+        }
+        std::fs::write(&pub_path, public.as_bytes())
+            .map_err(|e| key_err(&pub_path, e.to_string()))?;
+        Ok((key_path, pub_path))
+    }
+
+    pub fn sign(&self, message: &[u8]) -> [u8; 64] {
+        self.inner.sign(message).to_bytes()
+    }
+}
+
+/// A trusted public key.
+#[derive(Clone)]
+pub struct PublicKey {
+    inner: ed25519_dalek::VerifyingKey,
+    pub key_id: String,
+}
+
+impl std::fmt::Debug for PublicKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PublicKey(keyid {})", self.key_id)
+    }
+}
+
+impl PublicKey {
+    /// Loads an SPKI PEM ed25519 public key.
+    pub fn load(path: &Path) -> Result<PublicKey, KeyError> {
+        let meta =
+            std::fs::metadata(path).map_err(|e| key_err(path, format!("cannot read: {e}")))?;
+        if meta.len() > MAX_KEY_FILE {
+            return Err(key_err(path, "not a key: file is too large"));
+        }
+        let pem = std::fs::read_to_string(path)
+            .map_err(|e| key_err(path, format!("cannot read: {e}")))?;
+        let inner = ed25519_dalek::VerifyingKey::from_public_key_pem(&pem)
+            .map_err(|e| key_err(path, format!("not an SPKI PEM ed25519 public key: {e}")))?;
+        Ok(PublicKey {
+            key_id: key_id(&inner),
+            inner,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvelopeSignature {
+    pub keyid: String,
+    pub sig: String,
+}
+
+/// A DSSE envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Envelope {
+    pub payload: String,
+    pub payload_type: String,
+    pub signatures: Vec<EnvelopeSignature>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Digest {
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Subject {
+    pub name: String,
+    pub digest: Digest,
+}
+
+/// What the seal states about a decided run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Predicate {
+    pub run_id: String,
+    pub outcome: String,
+    pub decision: String,
+    pub source_roll_id: Option<String>,
+    pub consensus_hash: Option<String>,
+    pub strategy_version: Option<String>,
+    pub acceptance_mode: String,
+    pub decided_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Statement {
+    #[serde(rename = "_type")]
+    pub statement_type: String,
+    pub subject: Vec<Subject>,
+    #[serde(rename = "predicateType")]
+    pub predicate_type: String,
+    pub predicate: Predicate,
+}
+
+impl Statement {
+    pub fn new(evidence_key: &str, evidence_hash: &Hash, predicate: Predicate) -> Statement {
+        Statement {
+            statement_type: STATEMENT_TYPE.into(),
+            subject: vec![Subject {
+                name: evidence_key.into(),
+                digest: Digest {
+                    sha256: evidence_hash.to_string(),
+                },
+            }],
+            predicate_type: PREDICATE_TYPE.into(),
+            predicate,
+        }
+    }
+}
+
+/// Signs a statement: canonical payload bytes, PAE, ed25519.
+pub fn sign(
+    key: &SigningKey,
+    statement: &Statement,
+) -> Result<Envelope, canonical::CanonicalError> {
+    let payload = canonical::canonical_bytes(statement)?;
+    let sig = key.sign(&pae(PAYLOAD_TYPE, &payload));
+    let b64 = base64::engine::general_purpose::STANDARD;
+    Ok(Envelope {
+        payload: b64.encode(&payload),
+        payload_type: PAYLOAD_TYPE.into(),
+        signatures: vec![EnvelopeSignature {
+            keyid: key.key_id.clone(),
+            sig: b64.encode(sig),
+        }],
+    })
+}
+
+/// Why an envelope does not verify.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SealError {
+    #[error("payloadType is {0:?}, expected {PAYLOAD_TYPE}")]
+    PayloadType(String),
+    #[error("payload is not base64: {0}")]
+    Encoding(String),
+    #[error("no signature by a trusted key (signed by: {0})")]
+    Untrusted(String),
+    #[error("signature by trusted key {0} does not verify")]
+    BadSignature(String),
+    #[error("payload is not an in-toto Statement v1 of this project: {0}")]
+    Statement(String),
+}
+
+/// A seal whose signature verified under a trusted key. Only [`verify_envelope`] makes one.
+#[derive(Debug, Clone)]
+pub struct VerifiedSeal {
+    pub statement: Statement,
+    pub key_id: String,
+    _checked: (),
+}
+
+/// Verifies an envelope against trusted keys: one valid signature by a trusted key is needed.
+pub fn verify_envelope(env: &Envelope, trusted: &[PublicKey]) -> Result<VerifiedSeal, SealError> {
+    if env.payload_type != PAYLOAD_TYPE {
+        return Err(SealError::PayloadType(env.payload_type.clone()));
+    }
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let payload = b64
+        .decode(&env.payload)
+        .map_err(|e| SealError::Encoding(e.to_string()))?;
+    let message = pae(&env.payload_type, &payload);
+    let mut verified_by = None;
+    for s in &env.signatures {
+        let Some(key) = trusted.iter().find(|k| k.key_id == s.keyid) else {
+            continue;
+        };
+        let raw = b64
+            .decode(&s.sig)
+            .map_err(|e| SealError::Encoding(e.to_string()))?;
+        let sig = ed25519_dalek::Signature::from_slice(&raw)
+            .map_err(|_| SealError::BadSignature(s.keyid.clone()))?;
+        key.inner
+            .verify(&message, &sig)
+            .and_then(|_| key.inner.verify_strict(&message, &sig))
+            .map_err(|_| SealError::BadSignature(s.keyid.clone()))?;
+        verified_by = Some(s.keyid.clone());
+        break;
+    }
+    let Some(key_id) = verified_by else {
+        let ids: Vec<&str> = env.signatures.iter().map(|s| s.keyid.as_str()).collect();
+        return Err(SealError::Untrusted(if ids.is_empty() {
+            "nobody".into()
+        } else {
+            ids.join(", ")
+        }));
+    };
+    let statement: Statement = crate::json::parse_as(&payload, 1 << 20)
+        .map_err(|e| SealError::Statement(e.to_string()))?;
+    if statement.statement_type != STATEMENT_TYPE || statement.predicate_type != PREDICATE_TYPE {
+        return Err(SealError::Statement(format!(
+            "_type {:?}, predicateType {:?}",
+            statement.statement_type, statement.predicate_type
+        )));
+    }
+    if statement.subject.len() != 1 {
+        return Err(SealError::Statement("exactly one subject expected".into()));
+    }
+    Ok(VerifiedSeal {
+        statement,
+        key_id,
+        _checked: (),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pae_matches_the_dsse_spec_example() {
+        // From the DSSE protocol spec: PAE("http://example.com/HelloWorld", "hello world").
+        assert_eq!(
+            pae("http://example.com/HelloWorld", b"hello world"),
+            b"DSSEv1 29 http://example.com/HelloWorld 11 hello world".to_vec()
+        );
+    }
+
+    fn statement() -> Statement {
+        Statement::new(
+            "runs/r/evidence.json",
+            &Hash::of(b"e"),
+            Predicate {
+                run_id: "r".into(),
+                outcome: "pass".into(),
+                decision: "accept".into(),
+                source_roll_id: Some("roll-1".into()),
+                consensus_hash: Some(Hash::of(b"c").to_string()),
+                strategy_version: Some("dual-strict/1".into()),
+                acceptance_mode: "v3".into(),
+                decided_at: "2026-11-29T00:00:00Z".into(),
+            },
+        )
+    }
+
+    #[test]
+    fn sign_then_verify_and_reject_tampering() {
+        let key = SigningKey::generate();
+        let env = sign(&key, &statement()).unwrap();
+        let v = verify_envelope(&env, &[key.public()]).unwrap();
+        assert_eq!(v.statement, statement());
+        assert_eq!(v.key_id, key.key_id);
+
+        let other = SigningKey::generate();
+        assert!(matches!(
+            verify_envelope(&env, &[other.public()]),
+            Err(SealError::Untrusted(_))
+        ));
+
+        let mut forged = statement();
+        forged.predicate.outcome = "fail".into();
+        let mut tampered = env.clone();
+        tampered.payload = base64::engine::general_purpose::STANDARD
+            .encode(canonical::canonical_bytes(&forged).unwrap());
+        assert!(matches!(
+            verify_envelope(&tampered, &[key.public()]),
+            Err(SealError::BadSignature(_))
+        ));
+
+        let resigned = sign(&other, &forged).unwrap();
+        assert!(matches!(
+            verify_envelope(&resigned, &[key.public()]),
+            Err(SealError::Untrusted(_))
+        ));
+    }
+
+    #[test]
+    fn keys_round_trip_and_loose_private_keys_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = SigningKey::generate();
+        let (kp, pp) = key.write_pair(dir.path()).unwrap();
+        let loaded = SigningKey::load(&kp).unwrap();
+        assert_eq!(loaded.key_id, key.key_id);
+        assert_eq!(PublicKey::load(&pp).unwrap().key_id, key.key_id);
+        assert!(key.write_pair(dir.path()).is_err(), "must not overwrite");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&kp, std::fs::Permissions::from_mode(0o640)).unwrap();
+            let e = SigningKey::load(&kp).unwrap_err().to_string();
+            assert!(e.contains("readable by group or others"), "{e}");
+        }
+        std::fs::write(
+            dir.path().join("junk.pem"),
+            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+        )
+        .unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                dir.path().join("junk.pem"),
+                std::fs::Permissions::from_mode(0o600),
+            )
+            .unwrap();
+        }
+        assert!(SigningKey::load(&dir.path().join("junk.pem")).is_err());
+        assert!(PublicKey::load(&dir.path().join("missing.pem")).is_err());
+    }
+}
