@@ -92,6 +92,10 @@ fn sorted_unique<'a>(ids: impl Iterator<Item = &'a str>) -> Result<(), String> {
     Ok(())
 }
 
+fn show(r: Option<RollId>) -> String {
+    r.map(|r| r.to_string()).unwrap_or_else(|| "null".into())
+}
+
 fn micro(x: f64) -> i128 {
     (x * 1_000_000.0).round() as i128
 }
@@ -114,6 +118,20 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
                     d.phase
                 ),
             ));
+        }
+    }
+
+    if let Err(e) = crate::ids::check_segment("runId", &d.run_id) {
+        out.push(f("/runId", "run_id", e.to_string()));
+    }
+    for (pointer, id) in [
+        ("/parentRunId", &d.parent_run_id),
+        ("/repair/fromRunId", &d.repair.from_run_id),
+    ] {
+        if let Some(id) = id {
+            if let Err(e) = crate::ids::check_segment("run id", id) {
+                out.push(f(pointer, "run_id", e.to_string()));
+            }
         }
     }
 
@@ -244,8 +262,9 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
                     "/merge/sourceRollId",
                     "first_decisive",
                     format!(
-                        "first-decisive source roll is {src_id:?}, merge says {:?}",
-                        m.source_roll_id
+                        "first-decisive source roll is {}, merge says {}",
+                        show(src_id),
+                        show(m.source_roll_id)
                     ),
                 ));
             }
@@ -260,8 +279,9 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
                 "/sourceRollId",
                 "first_decisive",
                 format!(
-                    "source roll must be {src_id:?}, found {:?}",
-                    d.source_roll_id
+                    "source roll must be {}, found {}",
+                    show(src_id),
+                    show(d.source_roll_id)
                 ),
             ));
         }
@@ -271,6 +291,40 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
             "no_rolls",
             "without rolls, sourceRollId and judge must be null",
         ));
+    } else if d.source_roll_id.is_some() && d.source_roll_id != src_id {
+        out.push(f(
+            "/sourceRollId",
+            "first_decisive",
+            format!(
+                "source roll must be {}, found {}",
+                show(src_id),
+                show(d.source_roll_id)
+            ),
+        ));
+    }
+    if let Some(id) = d.source_roll_id {
+        if !d.rolls.iter().any(|r| r.roll_id == id) {
+            out.push(f(
+                "/sourceRollId",
+                "source_roll_exists",
+                format!("sourceRollId {id} names no roll of this run"),
+            ));
+        }
+    }
+    // judge may be null only when the source roll is void (infra_error).
+    if d.judge.is_none() && (d.merge.is_some() || decided) {
+        if let Some(i) = src_idx {
+            if d.rolls[i].roll_outcome != Outcome::InfraError {
+                out.push(f(
+                    "/judge",
+                    "void_roll",
+                    format!(
+                        "judge is null but the source roll {} is not void ({})",
+                        d.rolls[i].roll_id, d.rolls[i].roll_outcome
+                    ),
+                ));
+            }
+        }
     }
     if let Some(c) = &d.compatibility {
         if c.source_roll_id != d.source_roll_id {
@@ -323,6 +377,7 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
                 }
             }
         }
+        projection_rules(d, j, &mut out);
         let ids: Vec<&str> = j.obligation_results.iter().map(|o| o.id.as_str()).collect();
         let want: Vec<&str> = {
             let mut v: Vec<&str> = d.proof_obligations.iter().map(|o| o.id.as_str()).collect();
@@ -358,6 +413,72 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
         decided_invariants(d, outcome, pg, dec, compat, src_idx, &mut out);
     }
     out
+}
+
+/// The consensus rules (DESIGN §5) applied to the projection placed in the evidence.
+fn projection_rules(d: &Evidence, j: &Projection, out: &mut Vec<Finding>) {
+    if j.degraded && j.decision == Outcome::Pass {
+        out.push(f(
+            "/judge/decision",
+            "single_judge",
+            "a degraded (single-judge) consensus never yields pass",
+        ));
+    }
+    if (j.decision == Outcome::Pass) != j.failure_signature.is_none() {
+        out.push(f(
+            "/judge/failureSignature",
+            "failure_signature",
+            "failureSignature is null exactly when the decision is pass",
+        ));
+    } else if let Some(sig) = &j.failure_signature {
+        if !sig.starts_with(&format!("{}:", j.decision)) {
+            out.push(f(
+                "/judge/failureSignature",
+                "failure_signature",
+                format!("failureSignature must start with \"{}:\"", j.decision),
+            ));
+        }
+    }
+    if j.same_model != j.independence_checks.same_model {
+        out.push(f(
+            "/judge/sameModel",
+            "same_model",
+            "sameModel must equal independenceChecks.sameModel",
+        ));
+    }
+    // Re-derive the decision from the obligations and the floor.
+    let required: BTreeSet<&str> = d
+        .proof_obligations
+        .iter()
+        .filter(|o| o.required)
+        .map(|o| o.id.as_str())
+        .collect();
+    let statuses: Vec<ObligationStatus> = j
+        .obligation_results
+        .iter()
+        .filter(|o| required.contains(o.id.as_str()))
+        .map(|o| o.status)
+        .collect();
+    let expected = if !d.floor.passed {
+        Outcome::Fail
+    } else if statuses.contains(&ObligationStatus::Failed) {
+        Outcome::Fail
+    } else if statuses.iter().all(|s| *s == ObligationStatus::Satisfied) && !j.degraded {
+        Outcome::Pass
+    } else {
+        Outcome::Inconclusive
+    };
+    let both_failed = d.floor.passed && statuses.iter().all(|s| *s == ObligationStatus::Missing);
+    if j.decision != expected && !(j.decision == Outcome::InfraError && both_failed) {
+        out.push(f(
+            "/judge/decision",
+            "consensus_decision",
+            format!(
+                "the obligations and the floor give {expected}, the projection says {}",
+                j.decision
+            ),
+        ));
+    }
 }
 
 fn decided_invariants(
@@ -451,6 +572,49 @@ fn decided_invariants(
             "postguard_reason",
             "a failed postguard must be named in the reasons (postguard_<check>)",
         ));
+    }
+    if pg.passed {
+        let required: BTreeSet<&str> = d
+            .proof_obligations
+            .iter()
+            .filter(|o| o.required)
+            .map(|o| o.id.as_str())
+            .collect();
+        let failed: BTreeSet<&str> = d
+            .judge
+            .iter()
+            .flat_map(|j| j.obligation_results.iter())
+            .filter(|o| o.status == ObligationStatus::Failed && required.contains(o.id.as_str()))
+            .map(|o| o.id.as_str())
+            .collect();
+        for (i, r) in dec.reasons.iter().enumerate() {
+            let ok = match outcome {
+                Outcome::Pass => r == "accept",
+                Outcome::Fail => match r.split_once(':') {
+                    Some(("obligation_failed", id)) => failed.contains(id),
+                    Some(("floor_failed", check)) => {
+                        !d.floor.passed
+                            && (check == "floor"
+                                || d.floor
+                                    .checks
+                                    .iter()
+                                    .any(|c| c.id == check && c.status == FloorStatus::Fail))
+                    }
+                    _ => false,
+                },
+                Outcome::Inconclusive => {
+                    r.starts_with("obligation_disputed:") || r.starts_with("infra_")
+                }
+                Outcome::InfraError => r.starts_with("infra_"),
+            };
+            if !ok {
+                out.push(f(
+                    format!("/decision/reasons/{i}"),
+                    "reason_follows_outcome",
+                    format!("reason {r:?} does not explain outcome {outcome}"),
+                ));
+            }
+        }
     }
     let want = expected_compatibility(outcome, pg.passed, d.acceptance_mode, d.source_roll_id);
     if compat != &want {

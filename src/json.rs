@@ -34,7 +34,7 @@ pub fn parse(bytes: &[u8], limit: u64) -> Result<Value, JsonError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let v = StrictSeed { depth: 0 }
         .deserialize(&mut de)
-        .map_err(|e| JsonError::Syntax(e.to_string()))?;
+        .map_err(|e| JsonError::Syntax(explain(bytes, &e)))?;
     de.end().map_err(|e| JsonError::Syntax(e.to_string()))?;
     Ok(v)
 }
@@ -44,6 +44,38 @@ pub fn parse_as<T: serde::de::DeserializeOwned>(bytes: &[u8], limit: u64) -> Res
     let v = parse(bytes, limit)?;
     serde_json::from_value(v).map_err(|e| JsonError::Syntax(e.to_string()))
 }
+
+/// serde_json's message, with an unsafe number quoted as written (the visitor only sees the
+/// rounded double, which may be a number that is not in the document).
+fn explain(bytes: &[u8], e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    if !msg.contains(UNSAFE_MARK) {
+        return msg;
+    }
+    let line_start = bytes
+        .split(|b| *b == b'\n')
+        .take(e.line().saturating_sub(1))
+        .map(|l| l.len() + 1)
+        .sum::<usize>();
+    let end = (line_start + e.column()).min(bytes.len());
+    let is_num = |b: u8| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E');
+    let mut stop = end;
+    while stop < bytes.len() && is_num(bytes[stop]) {
+        stop += 1;
+    }
+    let mut start = end.min(stop);
+    while start > 0 && is_num(bytes[start - 1]) {
+        start -= 1;
+    }
+    let literal = String::from_utf8_lossy(&bytes[start..stop]);
+    format!(
+        "number {literal} at line {} column {} is beyond 2^53 and cannot be carried exactly; send it as a string",
+        e.line(),
+        e.column()
+    )
+}
+
+const UNSAFE_MARK: &str = "is beyond 2^53";
 
 struct StrictSeed {
     depth: usize,

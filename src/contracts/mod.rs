@@ -183,9 +183,7 @@ impl Kind {
                 "JudgeConsensus/1" => Ok(Kind::JudgeConsensus),
                 "CostReservation/1" => Ok(Kind::CostReservation),
                 "JudgeAttemptFailure/1" => Ok(Kind::JudgeAttemptFailure),
-                v if v.starts_with("play-spec/") && obj.contains_key("derivedFrom") => {
-                    Ok(Kind::PlaySpec)
-                }
+                v if v.starts_with("play-spec/") => Ok(Kind::PlaySpec),
                 other => Err(format!(
                     "unknown schemaVersion {:?}",
                     other.chars().take(64).collect::<String>()

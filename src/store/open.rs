@@ -82,7 +82,10 @@ impl StoreUrl {
             // Checked on the raw text: URL parsing would resolve `..` away silently.
             let path_part = s["s3://".len()..].split('?').next().unwrap_or("");
             if path_part.split('/').any(|seg| seg == ".." || seg == ".") {
-                return Err(bad(s, "the bucket prefix must not contain . or .. segments"));
+                return Err(bad(
+                    s,
+                    "the bucket prefix must not contain . or .. segments",
+                ));
             }
             let u = url::Url::parse(s).map_err(|e| bad(s, e.to_string()))?;
             let bucket = u.host_str().unwrap_or("").to_string();
