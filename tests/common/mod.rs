@@ -116,3 +116,78 @@ pub async fn engine_with(judge: &Loopback, store_url: &str, extra: &[(&str, &str
     )
     .expect("engine")
 }
+
+/// Stores everything of an example run folder except its proof packages; returns the folder.
+pub async fn submit_inputs(engine: &Engine, dir: &std::path::Path) -> seal::runfolder::RunFolder {
+    use futures::TryStreamExt;
+    let folder = seal::runfolder::RunFolder::read(dir, 1 << 26).expect("run folder");
+    for (hash, path) in &folder.blobs {
+        let file = tokio::fs::File::open(path).await.unwrap();
+        let stream = tokio_util::io::ReaderStream::new(file).map_err(|e| e.to_string());
+        engine
+            .store
+            .put_blob(Box::pin(stream), Some(hash), u64::MAX)
+            .await
+            .unwrap();
+    }
+    seal::intake::put_header(&engine.store, &folder.run, &folder.header_bytes)
+        .await
+        .unwrap();
+    seal::intake::put_brief(&engine.store, &folder.run, &folder.brief)
+        .await
+        .unwrap();
+    if let Some(spec) = &folder.play_spec {
+        seal::intake::put_play_spec(&engine.store, &folder.run, spec)
+            .await
+            .unwrap();
+    }
+    folder
+}
+
+/// Submits and judges roll 1 of an example folder.
+pub async fn judge_roll1(
+    engine: &Engine,
+    dir: &std::path::Path,
+) -> (seal::runfolder::RunFolder, seal::roll::RollReport) {
+    let folder = submit_inputs(engine, dir).await;
+    let (_, bytes, _) = &folder.rolls[0];
+    seal::intake::put_proof_package(&engine.store, &folder.run, seal::ids::RollId::R1, bytes)
+        .await
+        .unwrap();
+    let report = seal::roll::judge_roll(engine, &folder.run, seal::ids::RollId::R1)
+        .await
+        .expect("roll");
+    (folder, report)
+}
+
+/// An engine over a memory store with a config text transformed by `edit`.
+pub async fn engine_edited(
+    judge: &Loopback,
+    extra: &[(&str, &str)],
+    edit: &dyn Fn(String) -> String,
+) -> Engine {
+    let mut env: HashMap<String, String> = HashMap::new();
+    for (k, v) in [
+        ("SEAL_JUDGE_A_URL", judge.url()),
+        ("SEAL_JUDGE_B_URL", judge.url()),
+        ("SEAL_JUDGE_A_MODEL", MODEL_A.to_string()),
+        ("SEAL_JUDGE_B_MODEL", MODEL_B.to_string()),
+        ("SEAL_JUDGE_A_KEY", "sk-test-a-0123456789".to_string()),
+        ("SEAL_JUDGE_B_KEY", "sk-test-b-9876543210".to_string()),
+        ("SEAL_JUDGE_TIMEOUT_MS", "2000".to_string()),
+        ("SEAL_SEED_SALT", "test-salt".to_string()),
+    ] {
+        env.insert(k.into(), v);
+    }
+    for (k, v) in extra {
+        env.insert(k.to_string(), v.to_string());
+    }
+    let text = edit(
+        seal::config::EMBEDDED
+            .replace("backoff_base_ms = 500", "backoff_base_ms = 10")
+            .replace("backoff_cap_ms = 8000", "backoff_cap_ms = 40"),
+    );
+    let config = Config::parse("test", &text, &move |k| env.get(k).cloned()).expect("config");
+    let store = seal::store::Store::open("memory://").await.unwrap();
+    Engine::new(store, config, Some(SigningKey::generate())).expect("engine")
+}
