@@ -46,7 +46,8 @@ pub mod check {
     ];
 }
 
-/// One thing wrong, with the object at fault.
+/// One thing wrong, with the object at fault. `expected` is what the sealed records say,
+/// `actual` what is stored or recomputed now.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Problem {
     pub check: &'static str,
@@ -319,8 +320,8 @@ async fn audit_roll(
             a.mismatch(
                 check::REFS,
                 format!("{label} {field}"),
-                got,
                 want,
+                got,
                 "roll does not match its proof package",
             );
         }
@@ -356,8 +357,8 @@ async fn audit_roll(
         Ok((_, h)) => a.mismatch(
             check::BLINDING,
             &r.judge_package_ref,
-            h,
             &r.judge_package_hash,
+            h,
             "the judge package is not the blinded package of this header, brief and proof package",
         ),
         Err(e) => a.push(check::BLINDING, &r.judge_package_ref, e.to_string()),
@@ -511,18 +512,8 @@ async fn audit_roll(
                 "rawRef is not the slot's accepted (or last) attempt",
             ),
         }
-        let session = final_attempt
-            .as_ref()
-            .map(|f| f.meta.session_id.clone())
-            .unwrap_or_default();
-        let (parsed, renormalized) = slot_documents(
-            slot,
-            &slot_run,
-            &package,
-            &r.judge_package_hash,
-            &result.prompt_artifact_hash,
-            &session,
-        );
+        let (parsed, renormalized) =
+            slot_documents(slot, &slot_run, &package, &r.judge_package_hash);
         match (
             canonical_with_hash(&parsed),
             canonical_with_hash(&renormalized),
@@ -532,8 +523,8 @@ async fn audit_roll(
                     a.mismatch(
                         check::NORMALIZATION,
                         &sref.parsed_ref,
-                        ph,
                         &sref.parsed_hash,
+                        ph,
                         "re-parsing the raw answers gives another parsed document",
                     );
                 }
@@ -541,8 +532,8 @@ async fn audit_roll(
                     a.mismatch(
                         check::NORMALIZATION,
                         &sref.normalized_ref,
-                        nh,
                         &sref.result_hash,
+                        nh,
                         "re-normalizing the raw answers gives another JudgeResult",
                     );
                 }
@@ -608,8 +599,8 @@ async fn audit_roll(
         Ok((_, h)) => a.mismatch(
             check::CONSENSUS,
             &r.judge_consensus_ref,
-            h,
             &r.judge_consensus_hash,
+            h,
             "the consensus does not recompute byte-identically",
         ),
         Err(e) => a.push(check::CONSENSUS, &r.judge_consensus_ref, e.to_string()),
@@ -623,8 +614,8 @@ async fn audit_roll(
         a.mismatch(
             check::CONSENSUS,
             format!("{label} rollOutcome"),
-            want_outcome,
             r.roll_outcome,
+            want_outcome,
             "rollOutcome does not follow the recomputed consensus",
         );
     }
@@ -643,8 +634,8 @@ async fn audit_roll(
         a.mismatch(
             check::COST,
             format!("{label} costRmb"),
-            micro_to_rmb(roll_micro),
             r.cost_rmb,
+            micro_to_rmb(roll_micro),
             "roll cost is not actor cost plus judge cost",
         );
     }

@@ -53,6 +53,66 @@ pub enum Command {
     Keygen {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+        /// Succeed without writing when DIR already holds a key pair.
+        #[arg(long)]
+        if_missing: bool,
+    },
+    /// Verify sealed runs: signature, subject, schemas, every ref re-hashed, consensus,
+    /// independence and blinding recomputed, invariants. Exit 0 verified, 1 not, 2 could not run.
+    Verify {
+        /// Run ids to verify.
+        #[arg(
+            value_name = "RUN_ID",
+            required_unless_present = "all",
+            conflicts_with = "all"
+        )]
+        runs: Vec<String>,
+        /// Verify every run in the store.
+        #[arg(long)]
+        all: bool,
+        /// Store URL (default: the config's).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
+        /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
+        #[arg(long, value_name = "PEM")]
+        trust: Vec<PathBuf>,
+        /// Runs verified at once.
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
+        /// Print the reports as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-judge decided runs into new historical_replay runs.
+    Replay {
+        /// Run ids to replay.
+        #[arg(
+            value_name = "RUN_ID",
+            required_unless_present = "all",
+            conflicts_with = "all"
+        )]
+        runs: Vec<String>,
+        /// Replay every decided run that is not itself a replay.
+        #[arg(long)]
+        all: bool,
+        /// Where the judge answers come from.
+        #[arg(long, value_enum)]
+        judges: crate::replay::JudgesFrom,
+        /// Consensus strategy to replay with (this build: dual-strict/1).
+        #[arg(long, value_name = "V")]
+        strategy: Option<String>,
+        /// Store URL (default: the config's).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
+        /// Import the source runs from this store first (an archive, the committed fixtures).
+        #[arg(long, value_name = "URL")]
+        from: Option<String>,
+        /// Signing key (default: keys.signing_key of the config).
+        #[arg(long, value_name = "PEM")]
+        key: Option<PathBuf>,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Judge a run folder end to end: rolls, finalPostguard, seal.
     Judge {
@@ -143,7 +203,14 @@ pub fn run(cli: Cli) -> u8 {
             };
             cmd_validate(files, limit)
         }
-        Command::Keygen { out } => {
+        Command::Keygen { out, if_missing } => {
+            if *if_missing
+                && out.join("seal.key.pem").is_file()
+                && out.join("seal.pub.pem").is_file()
+            {
+                println!("key pair already in {}", out.display());
+                return 0;
+            }
             let key = SigningKey::generate();
             match key.write_pair(out) {
                 Ok((k, p)) => {
@@ -158,6 +225,34 @@ pub fn run(cli: Cli) -> u8 {
                 Err(e) => fail(e),
             }
         }
+        Command::Verify {
+            runs,
+            all,
+            store,
+            trust,
+            jobs,
+            json,
+        } => cmd_verify(&cli, runs, *all, store.as_deref(), trust, *jobs, *json),
+        Command::Replay {
+            runs,
+            all,
+            judges,
+            strategy,
+            store,
+            from,
+            key,
+            json,
+        } => cmd_replay(
+            &cli,
+            runs,
+            *all,
+            *judges,
+            strategy.as_deref(),
+            store.as_deref(),
+            from.as_deref(),
+            key.as_deref(),
+            *json,
+        ),
         Command::Judge {
             run_dir,
             store,
@@ -216,6 +311,222 @@ pub fn run(cli: Cli) -> u8 {
             })
         }
     }
+}
+
+fn run_ids(ids: &[String]) -> Result<Vec<crate::ids::RunId>, u8> {
+    ids.iter()
+        .map(|s| crate::ids::RunId::parse(s).map_err(fail))
+        .collect()
+}
+
+fn cmd_verify(
+    cli: &Cli,
+    runs: &[String],
+    all: bool,
+    store: Option<&str>,
+    trust: &[PathBuf],
+    jobs: Option<usize>,
+    json: bool,
+) -> u8 {
+    use futures::StreamExt;
+    init_logging(cli.log_format, "warn");
+    let config = match load_config(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let mut trusted = Vec::new();
+    for p in config.trusted_keys.iter().chain(trust) {
+        match crate::sealing::PublicKey::load(p) {
+            Ok(k) => trusted.push(k),
+            Err(e) => return fail(e),
+        }
+    }
+    if trusted.is_empty() {
+        return fail("no trusted public key: give --trust PEM (or keys.trusted in the config)");
+    }
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    rt.block_on(async {
+        let url = store.map(str::to_owned).unwrap_or_else(|| config.store.clone());
+        let store = match Store::open(&url).await {
+            Ok(s) => s.with_doc_limit(config.max_document_bytes),
+            Err(e) => return fail(e),
+        };
+        let ids = if all {
+            match store.list_runs().await {
+                Ok(r) if r.is_empty() => return fail(format!("no runs in {url}")),
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            }
+        } else {
+            match run_ids(runs) {
+                Ok(r) => r,
+                Err(code) => return code,
+            }
+        };
+        for id in &ids {
+            match crate::verify::run_exists(&store, id).await {
+                Ok(true) => {}
+                Ok(false) => return fail(format!("no run {id} in {url}")),
+                Err(e) => return fail(e),
+            }
+        }
+        let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)).max(1);
+        let bar = progress(ids.len() as u64, all);
+        let trusted = &trusted;
+        let store = &store;
+        let results: Vec<_> = futures::stream::iter(ids.iter())
+            .map(|id| {
+                let bar = bar.clone();
+                async move {
+                    let r = crate::verify::verify_run(store, id, trusted).await;
+                    bar.inc(1);
+                    (id.clone(), r)
+                }
+            })
+            .buffered(jobs)
+            .collect()
+            .await;
+        bar.finish_and_clear();
+        let mut reports = Vec::new();
+        for (id, r) in results {
+            match r {
+                Ok(rep) => reports.push(rep),
+                Err(e) => return fail(format!("run {id}: {e}")),
+            }
+        }
+        let failed = reports.iter().filter(|r| !r.verified).count();
+        if json {
+            println!("{}", serde_json::to_string_pretty(&serde_json::json!({"runs": reports, "verified": reports.len() - failed, "notVerified": failed})).unwrap_or_default());
+        } else {
+            for r in &reports {
+                if r.verified {
+                    println!("verified      {} ({}, keyid {})", r.run_id, r.outcome.as_deref().unwrap_or("?"), r.key_id.as_deref().unwrap_or("?"));
+                } else {
+                    println!("NOT VERIFIED  {}: {} problem{}", r.run_id, r.problems.len(), if r.problems.len() == 1 { "" } else { "s" });
+                    for p in &r.problems {
+                        println!("    {p}");
+                    }
+                }
+            }
+            println!("{} run{}: {} verified, {} not verified", reports.len(), if reports.len() == 1 { "" } else { "s" }, reports.len() - failed, failed);
+        }
+        if failed > 0 { 1 } else { 0 }
+    })
+}
+
+fn progress(len: u64, wanted: bool) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if wanted && std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(len);
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed} {msg}")
+        {
+            bar.set_style(style);
+        }
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn cmd_replay(
+    cli: &Cli,
+    runs: &[String],
+    all: bool,
+    judges: crate::replay::JudgesFrom,
+    strategy: Option<&str>,
+    store: Option<&str>,
+    from: Option<&str>,
+    key: Option<&Path>,
+    json: bool,
+) -> u8 {
+    init_logging(cli.log_format, "warn");
+    let config = match load_config(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let key_path = key
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| config.signing_key.clone());
+    let key = match load_key(&key_path) {
+        Ok(k) => k,
+        Err(code) => return code,
+    };
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    rt.block_on(async {
+        let engine = match engine(config, store, Some(key)).await {
+            Ok(e) => e,
+            Err(code) => return code,
+        };
+        let source_store = match from {
+            Some(url) => match Store::open(url).await {
+                Ok(s) => Some(s),
+                Err(e) => return fail(e),
+            },
+            None => None,
+        };
+        let listing = source_store.as_ref().unwrap_or(&engine.store);
+        let ids = if all {
+            match crate::replay::replayable_runs(listing).await {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            }
+        } else {
+            match run_ids(runs) {
+                Ok(r) => r,
+                Err(code) => return code,
+            }
+        };
+        let bar = progress(ids.len() as u64, all);
+        let mut done = Vec::new();
+        let mut errors = Vec::new();
+        for id in &ids {
+            if let Some(src) = &source_store {
+                if let Err(e) = crate::replay::import_run(src, &engine.store, id).await {
+                    errors.push(format!("{id}: import: {e}"));
+                    bar.inc(1);
+                    continue;
+                }
+            }
+            match crate::replay::replay(&engine, id, judges, strategy).await {
+                Ok(r) => done.push(r),
+                Err(e) => errors.push(e.to_string()),
+            }
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+        let reproduced = done.iter().filter(|r| r.consensus_reproduced).count();
+        let flipped: Vec<&crate::replay::Replayed> = done.iter().filter(|r| r.old_outcome != r.new_outcome).collect();
+        let cost: f64 = done.iter().map(|r| r.new_cost_rmb).sum();
+        if json {
+            println!("{}", serde_json::to_string_pretty(&serde_json::json!({
+                "runs": done.len(), "consensusReproduced": reproduced, "flipped": flipped, "costRmb": cost, "replays": done, "errors": errors
+            })).unwrap_or_default());
+        } else {
+            for r in &done {
+                let show = |o: Option<crate::doc::Outcome>| o.map(|o| o.as_str()).unwrap_or("?");
+                println!("{} -> {}: {} -> {}{}", r.source, r.replay, show(r.old_outcome), show(r.new_outcome), if r.consensus_reproduced { ", consensus reproduced" } else { ", consensus CHANGED" });
+            }
+            for e in &errors {
+                println!("ERROR {e}");
+            }
+            println!(
+                "replayed {} run{} ({:?} judges): {} consensus reproduced, {} outcome{} flipped, cost {:.4} RMB",
+                done.len(), if done.len() == 1 { "" } else { "s" }, judges, reproduced, flipped.len(), if flipped.len() == 1 { "" } else { "s" }, cost
+            );
+            for r in &flipped {
+                println!("  flipped {}: {:?} -> {:?}", r.source, r.old_outcome, r.new_outcome);
+            }
+        }
+        if errors.is_empty() { 0 } else { 1 }
+    })
 }
 
 fn cmd_validate(files: &[PathBuf], limit: u64) -> u8 {

@@ -49,14 +49,105 @@ fn roll_key(run: &RunId, roll: RollId) -> Key {
     Key::roll_file(run, roll, "roll.json")
 }
 
+/// Where a roll's judge answers come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Ask both judges over HTTP.
+    Live,
+    /// Historical replay: every stored attempt (and the cost reservation) of the same roll of
+    /// `from` is copied byte for byte, then parsed, normalized and judged by the current code.
+    Stored { from: RunId },
+}
+
 /// Judges roll `roll` of `run` (its proof package must be stored). Idempotent.
 pub async fn judge_roll(
     engine: &Engine,
     run: &RunId,
     roll: RollId,
 ) -> Result<RollReport, RollError> {
+    judge_roll_from(engine, run, roll, &Source::Live).await
+}
+
+/// Judges a roll with answers from `source`.
+pub async fn judge_roll_from(
+    engine: &Engine,
+    run: &RunId,
+    roll: RollId,
+    source: &Source,
+) -> Result<RollReport, RollError> {
     let span = tracing::info_span!("roll", run = %run, roll = %roll);
-    judge_roll_inner(engine, run, roll).instrument(span).await
+    judge_roll_inner(engine, run, roll, source)
+        .instrument(span)
+        .await
+}
+
+/// Copies one object byte for byte (create-only).
+async fn copy_object(store: &Store, from: &Key, to: &Key) -> Result<Stored, StoreError> {
+    let bytes = store.get(from).await?;
+    store.put_bytes(to, bytes).await
+}
+
+/// Copies a slot's stored attempts from another run, then reads them back as a [`SlotRun`].
+async fn copy_attempts(
+    store: &Store,
+    from: &RunId,
+    run: &RunId,
+    roll: RollId,
+    slot: Slot,
+) -> Result<SlotRun, StoreError> {
+    for k in 1..=3 {
+        if !store
+            .exists(&Key::attempt_file(from, roll, slot, k, "raw.json"))
+            .await?
+        {
+            break;
+        }
+        for file in ["request.json", "raw.json", "meta.json"] {
+            let src = Key::attempt_file(from, roll, slot, k, file);
+            if store.exists(&src).await? {
+                copy_object(store, &src, &Key::attempt_file(run, roll, slot, k, file)).await?;
+            }
+        }
+    }
+    load_slot_run(store, run, roll, slot).await
+}
+
+/// Reads a slot's stored attempts (attempt-1, attempt-2, … while a raw answer exists).
+pub async fn load_slot_run(
+    store: &Store,
+    run: &RunId,
+    roll: RollId,
+    slot: Slot,
+) -> Result<SlotRun, StoreError> {
+    let mut attempts = Vec::new();
+    for k in 1..=3 {
+        let key = |f: &str| Key::attempt_file(run, roll, slot, k, f);
+        let Some(raw) = store.get_opt(&key("raw.json")).await? else {
+            break;
+        };
+        let Some((meta, _)) = store.get_json::<SlotMeta>(&key("meta.json")).await? else {
+            return Err(StoreError::NotFound {
+                key: key("meta.json"),
+            });
+        };
+        let request = store.get_opt(&key("request.json")).await?.map(|b| Stored {
+            key: key("request.json"),
+            hash: Hash::of(&b),
+            size: b.len() as u64,
+        });
+        attempts.push(judge::AttemptRecord {
+            attempt: k,
+            request,
+            raw: Stored {
+                key: key("raw.json"),
+                hash: Hash::of(&raw),
+                size: raw.len() as u64,
+            },
+            outcome: judge::client::evaluate_raw(&raw, meta.http_status),
+            meta,
+        });
+    }
+    Ok(SlotRun { slot, attempts })
 }
 
 /// The stored record of a judged roll, if any.
@@ -300,15 +391,19 @@ pub struct SlotOutcome {
     pub cost_micro: u64,
 }
 
-/// The parsed document and normalized result of a slot (pure; replay uses it on stored raws).
+/// The parsed document and normalized result of a slot (pure; replay and verify use it on
+/// stored attempts). The prompt hash and session are the recorded ones of the final attempt.
 pub fn slot_documents(
     slot: Slot,
     run: &SlotRun,
     package: &JudgePackage,
     package_hash: &Hash,
-    prompt_hash: &Hash,
-    session_id: &str,
 ) -> (Value, JudgeResult) {
+    let final_meta = run.final_attempt().map(|a| &a.meta);
+    let prompt_hash = &final_meta
+        .map(|m| m.prompt_artifact.hash.clone())
+        .unwrap_or_else(|| Hash::of(b""));
+    let session_id = final_meta.map(|m| m.session_id.as_str()).unwrap_or("");
     let hashes: Vec<AttemptHashes> = run
         .attempts
         .iter()
@@ -396,20 +491,12 @@ async fn finish_slot(
     run: &SlotRun,
     package: &JudgePackage,
     package_hash: &Hash,
-    session_id: &str,
 ) -> Result<SlotOutcome, RollError> {
     let slot = client.slot;
     let final_attempt = run
         .final_attempt()
         .ok_or_else(|| internal(run_id, roll, format!("judge {slot}: no attempt recorded")))?;
-    let (parsed, result) = slot_documents(
-        slot,
-        run,
-        package,
-        package_hash,
-        &client.prompt.hash,
-        session_id,
-    );
+    let (parsed, result) = slot_documents(slot, run, package, package_hash);
     let (_, parsed_stored) = put_or_keep(
         store,
         &Key::slot_file(run_id, roll, slot, "parsed.json"),
@@ -453,6 +540,7 @@ async fn judge_roll_inner(
     engine: &Engine,
     run: &RunId,
     roll: RollId,
+    source: &Source,
 ) -> Result<RollReport, RollError> {
     let store = &engine.store;
     if let Some(done) = stored_roll(store, run, roll).await? {
@@ -645,12 +733,33 @@ async fn judge_roll_inner(
             b: price_b,
         },
     };
-    let (reservation, reservation_stored) = put_or_keep(
-        store,
-        &Key::roll_file(run, roll, "cost-reservation.json"),
-        &reservation,
-    )
-    .await?;
+    let reservation_key = Key::roll_file(run, roll, "cost-reservation.json");
+    let (reservation, reservation_stored) = match source {
+        Source::Live => put_or_keep(store, &reservation_key, &reservation).await?,
+        Source::Stored { from } => {
+            // A replay spends nothing new: it carries the reservation its answers were bought under.
+            let from_key = Key::roll_file(from, roll, "cost-reservation.json");
+            match copy_object(store, &from_key, &reservation_key).await {
+                Ok(_) | Err(StoreError::Conflict { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+            let (r, h) = store
+                .get_json::<CostReservation>(&reservation_key)
+                .await?
+                .ok_or_else(|| StoreError::NotFound {
+                    key: reservation_key.clone(),
+                })?;
+            let size = store.get(&reservation_key).await?.len() as u64;
+            (
+                r,
+                Stored {
+                    key: reservation_key.clone(),
+                    hash: h,
+                    size,
+                },
+            )
+        }
+    };
     checks.push(Check::new(
         "budget",
         reservation.within_budget,
@@ -668,7 +777,13 @@ async fn judge_roll_inner(
         },
         checks,
     };
-    let (run_a, run_b) = if guard.status == GuardStatus::Pass {
+    let (run_a, run_b) = if let Source::Stored { from } = source {
+        tracing::info!(from = %from, "replaying stored judge answers");
+        (
+            copy_attempts(store, from, run, roll, Slot::A).await?,
+            copy_attempts(store, from, run, roll, Slot::B).await?,
+        )
+    } else if guard.status == GuardStatus::Pass {
         tracing::info!(package = %package_hash, "dispatching judge A and judge B");
         let (a, b) = tokio::join!(ja.run_slot(store, &job_a), jb.run_slot(store, &job_b));
         (a?, b?)
@@ -687,28 +802,8 @@ async fn judge_roll_inner(
         )
     };
 
-    let out_a = finish_slot(
-        store,
-        run,
-        roll,
-        ja,
-        &run_a,
-        &package,
-        &package_hash,
-        &session_a,
-    )
-    .await?;
-    let out_b = finish_slot(
-        store,
-        run,
-        roll,
-        jb,
-        &run_b,
-        &package,
-        &package_hash,
-        &session_b,
-    )
-    .await?;
+    let out_a = finish_slot(store, run, roll, ja, &run_a, &package, &package_hash).await?;
+    let out_b = finish_slot(store, run, roll, jb, &run_b, &package, &package_hash).await?;
     let record = |o: &'_ SlotOutcome| -> (Option<SlotMeta>, Option<Value>) {
         (o.final_meta.clone(), o.final_request.clone())
     };

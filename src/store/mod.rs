@@ -192,6 +192,14 @@ impl Store {
         self.create(key, bytes).await
     }
 
+    /// Copies an object, reserved keys included, from another store byte for byte (importing
+    /// archived runs). Nothing is decided here: it takes no bytes from the caller, only what
+    /// the other store holds, and `seal verify` checks an imported run like any other.
+    pub async fn import_from(&self, from: &Store, key: &Key) -> Result<Stored, StoreError> {
+        let bytes = from.get(key).await?;
+        self.create(key, bytes).await
+    }
+
     async fn create(&self, key: &Key, bytes: Bytes) -> Result<Stored, StoreError> {
         let hash = Hash::of(&bytes);
         let size = bytes.len() as u64;
@@ -361,6 +369,16 @@ impl Store {
         // Staging objects are scratch space, not evidence: removing them rewrites nothing.
         let _ = self.inner.delete(&path(&staging)).await;
         result
+    }
+
+    /// Streams an object without holding it (for copies between stores).
+    pub async fn get_stream(
+        &self,
+        key: &Key,
+    ) -> Result<futures::stream::BoxStream<'static, Result<Bytes, String>>, StoreError> {
+        let r = self.inner.get_opts(&path(key), GetOptions::default()).await;
+        let r = r.map_err(|e| backend(key, "get", e))?;
+        Ok(r.into_stream().map_err(|e| e.to_string()).boxed())
     }
 
     /// Reads a whole object (at most the document limit) into memory.

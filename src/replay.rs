@@ -1,0 +1,210 @@
+//! `seal replay`: re-judge decided runs into new `historical_replay` runs (DESIGN §7).
+//!
+//! A replay is a new run (`<source>.replay-<n>`, `parentRunId` = the source, publishFrozen) made
+//! from the source's stored inputs. `stored` copies every stored judge attempt byte for byte and
+//! re-parses, re-normalizes and re-judges them with the current code: no model call, nothing
+//! new spent, and with an unchanged strategy every consensus hash must reproduce. `live` asks
+//! both judges again over HTTP with the same blinded package (fresh sessions and seeds).
+//!
+//! The source is audited first (every ref re-hashed): history that does not verify is not
+//! replayed. With `--from`, the source run is first imported from another store (an archive
+//! bucket, the committed fixtures) into the working store, so the result is self-contained.
+
+use serde::Serialize;
+
+use crate::audit;
+use crate::consensus;
+use crate::doc::*;
+use crate::engine::Engine;
+use crate::ids::{RollId, RunId};
+use crate::intake::{self, IntakeError};
+use crate::postguard::{self, FinalizeError};
+use crate::roll::{self, RollError, Source};
+use crate::store::{Key, Store, StoreError};
+
+/// Where replayed judge answers come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum JudgesFrom {
+    /// Re-use the stored raw answers (no model call, no cost).
+    Stored,
+    /// Ask both judges again.
+    Live,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("run {run}: not decided (no evidence.json): only decided runs are replayed")]
+    NotDecided { run: RunId },
+    #[error("run {run}: does not verify, not replaying it: {problems}")]
+    Unsound { run: RunId, problems: String },
+    #[error("unknown consensus strategy {0:?}: this build implements dual-strict/1")]
+    Strategy(String),
+    #[error("run {run}: no free replay id")]
+    NoId { run: RunId },
+    #[error(transparent)]
+    Intake(#[from] IntakeError),
+    #[error(transparent)]
+    Roll(#[from] RollError),
+    #[error(transparent)]
+    Finalize(#[from] FinalizeError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What one replay did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Replayed {
+    pub source: String,
+    pub replay: String,
+    pub old_outcome: Option<Outcome>,
+    pub new_outcome: Option<Outcome>,
+    /// Every roll present in both runs has a byte-identical consensus.
+    pub consensus_reproduced: bool,
+    /// Money spent by this replay (0 for stored answers).
+    pub new_cost_rmb: f64,
+}
+
+/// Copies a run's objects and the frames it references from `from` into `to` (create-only;
+/// objects already there with the same bytes are fine).
+pub async fn import_run(from: &Store, to: &Store, run: &RunId) -> Result<(), StoreError> {
+    for key in from.list(&Key::run_dir(run)).await? {
+        to.import_from(from, &key).await?;
+    }
+    for roll in RollId::ALL {
+        let Some((proof, _)) = from
+            .get_json::<ProofPackage>(&Key::roll_file(run, roll, "proof-package.json"))
+            .await?
+        else {
+            continue;
+        };
+        for f in &proof.frames {
+            let key = Key::cas(&f.hash);
+            if !to.exists(&key).await? {
+                let stream = from.get_stream(&key).await?;
+                to.put_blob(stream, Some(&f.hash), u64::MAX).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn next_replay_id(store: &Store, source: &RunId) -> Result<RunId, ReplayError> {
+    for n in 1..10_000 {
+        let Ok(id) = RunId::parse(&format!("{source}.replay-{n}")) else {
+            break;
+        };
+        if !store.exists(&Key::header(&id)).await? {
+            return Ok(id);
+        }
+    }
+    Err(ReplayError::NoId {
+        run: source.clone(),
+    })
+}
+
+/// Replays one decided run.
+pub async fn replay(
+    engine: &Engine,
+    source: &RunId,
+    judges: JudgesFrom,
+    strategy: Option<&str>,
+) -> Result<Replayed, ReplayError> {
+    if let Some(s) = strategy.filter(|s| *s != consensus::STRATEGY) {
+        return Err(ReplayError::Strategy(s.to_string()));
+    }
+    let store = &engine.store;
+    let Some((old, _)) = store.get_json::<Evidence>(&Key::evidence(source)).await? else {
+        return Err(ReplayError::NotDecided {
+            run: source.clone(),
+        });
+    };
+    let brief = store.get_opt(&Key::brief(source)).await?;
+    let (problems, _) = audit::audit(store, &old, brief.as_deref()).await;
+    if !problems.is_empty() {
+        let text: Vec<String> = problems.iter().take(3).map(|p| p.to_string()).collect();
+        return Err(ReplayError::Unsound {
+            run: source.clone(),
+            problems: text.join("; "),
+        });
+    }
+
+    let (mut header, _) = intake::header(store, source).await?;
+    let id = next_replay_id(store, source).await?;
+    header.run_id = id.to_string();
+    header.parent_run_id = Some(source.to_string());
+    header.acceptance_mode = AcceptanceMode::HistoricalReplay;
+    let header_bytes = crate::canonical::canonical_bytes(&header)
+        .map_err(|e| StoreError::Upload(e.to_string()))?;
+    intake::put_header(store, &id, &header_bytes).await?;
+    if let Some(b) = &brief {
+        intake::put_brief(store, &id, b).await?;
+    }
+    if let Some(spec) = store.get_opt(&Key::play_spec(source)).await? {
+        intake::put_play_spec(store, &id, &spec).await?;
+    }
+    let source_mode = match judges {
+        JudgesFrom::Stored => Source::Stored {
+            from: source.clone(),
+        },
+        JudgesFrom::Live => Source::Live,
+    };
+    let mut reproduced = true;
+    for old_roll in &old.rolls {
+        let proof = store
+            .get_verified(
+                &Key::parse(&old_roll.proof_package_ref)
+                    .map_err(|e| StoreError::Upload(e.to_string()))?,
+                &old_roll.proof_package_hash,
+            )
+            .await?;
+        match intake::put_proof_package(store, &id, old_roll.roll_id, &proof).await {
+            Ok(_) => {}
+            // The current strategy found roll 1 decisive: there is no roll 2 any more.
+            Err(IntakeError::Order { .. }) => {
+                reproduced = false;
+                break;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let report = roll::judge_roll_from(engine, &id, old_roll.roll_id, &source_mode).await?;
+        reproduced &= report.roll.judge_consensus_hash == old_roll.judge_consensus_hash;
+    }
+    let done = postguard::finalize(engine, &id).await?;
+    // Live spending is the judges' part of each new roll; stored answers cost nothing new.
+    let mut new_cost = 0u64;
+    if judges == JudgesFrom::Live {
+        for r in &done.evidence.rolls {
+            let proof: ProofPackage = store
+                .get_json_verified(
+                    &Key::parse(&r.proof_package_ref)
+                        .map_err(|e| StoreError::Upload(e.to_string()))?,
+                    &r.proof_package_hash,
+                )
+                .await?;
+            new_cost += rmb_to_micro(r.cost_rmb).saturating_sub(rmb_to_micro(proof.actor_cost_rmb));
+        }
+    }
+    reproduced &= done.evidence.rolls.len() == old.rolls.len();
+    Ok(Replayed {
+        source: source.to_string(),
+        replay: id.to_string(),
+        old_outcome: old.outcome,
+        new_outcome: done.evidence.outcome,
+        consensus_reproduced: reproduced,
+        new_cost_rmb: micro_to_rmb(new_cost),
+    })
+}
+
+/// The runs `--all` replays: every decided run that is not itself a replay.
+pub async fn replayable_runs(store: &Store) -> Result<Vec<RunId>, StoreError> {
+    let mut out = Vec::new();
+    for run in store.list_runs().await? {
+        if let Some((ev, _)) = store.get_json::<Evidence>(&Key::evidence(&run)).await? {
+            if ev.acceptance_mode != AcceptanceMode::HistoricalReplay {
+                out.push(run);
+            }
+        }
+    }
+    Ok(out)
+}

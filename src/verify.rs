@@ -1,0 +1,307 @@
+//! `seal verify`: re-prove a sealed run from the store and a trusted public key (DESIGN §7).
+//!
+//! In order: the seal (DSSE signature by a trusted key, in-toto subject = the exact bytes of
+//! `evidence.json`, predicate = the evidence's decision), the evidence itself (canonical bytes,
+//! schema, DECIDED invariants, its run id is the folder's), the JUDGING snapshot the postguard
+//! decided from, then the full [`crate::audit`]: every ref re-hashed (streaming), every project
+//! document schema-checked, normalization, independence and consensus recomputed, blinding.
+//!
+//! What it ignores, and why: extra signatures by untrusted keys (one trusted valid signature is
+//! the rule); objects in the run folder that the evidence does not reference (scratch or a
+//! later replay's inputs cannot change what was sealed).
+
+use serde::Serialize;
+
+use crate::audit::{self, Problem};
+use crate::canonical::{self, Hash};
+use crate::contracts::Kind;
+use crate::doc::*;
+use crate::ids::RunId;
+use crate::postguard::statement_for;
+use crate::sealing::{self, Envelope, PublicKey};
+use crate::store::{Key, Store, StoreError};
+use crate::validate::{validate_as, Report};
+
+/// Check ids specific to the seal and the evidence (the audit adds its own).
+pub mod check {
+    pub const SEAL: &str = "signature";
+    pub const SUBJECT: &str = "subject_digest";
+    pub const PREDICATE: &str = "predicate";
+    pub const EVIDENCE: &str = "evidence";
+    pub const RUN_ID: &str = "run_id";
+    pub const SNAPSHOT: &str = "judging_snapshot";
+}
+
+/// The verdict on one run.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunReport {
+    pub run_id: String,
+    pub verified: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
+    pub problems: Vec<Problem>,
+}
+
+fn problem(check: &'static str, object: impl Into<String>, detail: impl Into<String>) -> Problem {
+    Problem {
+        check,
+        object: object.into(),
+        expected: None,
+        actual: None,
+        detail: detail.into(),
+    }
+}
+
+fn mismatch(
+    check: &'static str,
+    object: impl Into<String>,
+    expected: impl ToString,
+    actual: impl ToString,
+    detail: impl Into<String>,
+) -> Problem {
+    Problem {
+        check,
+        object: object.into(),
+        expected: Some(expected.to_string()),
+        actual: Some(actual.to_string()),
+        detail: detail.into(),
+    }
+}
+
+/// Whether the store holds anything for this run (to tell "no such run" from "not verified").
+pub async fn run_exists(store: &Store, run: &RunId) -> Result<bool, StoreError> {
+    Ok(!store.list(&Key::run_dir(run)).await?.is_empty())
+}
+
+/// Verifies one run. Errors only when the store itself cannot be read.
+pub async fn verify_run(
+    store: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+) -> Result<RunReport, StoreError> {
+    let mut problems = Vec::new();
+    let mut report = RunReport {
+        run_id: run.to_string(),
+        verified: false,
+        outcome: None,
+        key_id: None,
+        problems: Vec::new(),
+    };
+    let ev_key = Key::evidence(run);
+    let seal_key = Key::seal(run);
+
+    let Some(ev_bytes) = store.get_opt(&ev_key).await? else {
+        report.problems.push(problem(
+            check::EVIDENCE,
+            ev_key.as_str(),
+            "no evidence.json: the run is not decided or the evidence was deleted",
+        ));
+        return Ok(report);
+    };
+    let ev_hash = Hash::of(&ev_bytes);
+
+    // 1. The seal.
+    match store.get_opt(&seal_key).await? {
+        None => problems.push(problem(check::SEAL, seal_key.as_str(), "no seal.dsse.json")),
+        Some(bytes) => match crate::json::parse_as::<Envelope>(&bytes, store.doc_limit()) {
+            Err(e) => problems.push(problem(
+                check::SEAL,
+                seal_key.as_str(),
+                format!("not a DSSE envelope: {e}"),
+            )),
+            Ok(env) => match sealing::verify_envelope(&env, trusted) {
+                Err(e) => problems.push(problem(check::SEAL, seal_key.as_str(), e.to_string())),
+                Ok(seal) => {
+                    report.key_id = Some(seal.key_id.clone());
+                    let subject = &seal.statement.subject[0];
+                    if subject.name != ev_key.as_str() {
+                        problems.push(mismatch(
+                            check::SUBJECT,
+                            seal_key.as_str(),
+                            ev_key.as_str(),
+                            &subject.name,
+                            "the seal names another object: a seal copied from another run",
+                        ));
+                    }
+                    if subject.digest.sha256 != ev_hash.as_str() {
+                        problems.push(mismatch(
+                            check::SUBJECT,
+                            ev_key.as_str(),
+                            &subject.digest.sha256,
+                            &ev_hash,
+                            "evidence.json is not the object that was sealed",
+                        ));
+                    }
+                    if let Ok(ev) = crate::json::parse_as::<Evidence>(&ev_bytes, store.doc_limit())
+                    {
+                        let want = statement_for(run, &ev, &ev_hash);
+                        if want.predicate != seal.statement.predicate {
+                            problems.push(problem(
+                                check::PREDICATE,
+                                seal_key.as_str(),
+                                "the sealed predicate does not state this evidence's decision",
+                            ));
+                        }
+                    }
+                }
+            },
+        },
+    }
+
+    // 2. The evidence document.
+    let value = match crate::json::parse(&ev_bytes, store.doc_limit()) {
+        Ok(v) => v,
+        Err(e) => {
+            problems.push(problem(
+                check::EVIDENCE,
+                ev_key.as_str(),
+                format!("not JSON: {e}"),
+            ));
+            report.problems = problems;
+            return Ok(report);
+        }
+    };
+    match canonical::canonical_bytes(&value) {
+        Ok(c) if c == ev_bytes.as_ref() => {}
+        Ok(_) => problems.push(problem(
+            check::EVIDENCE,
+            ev_key.as_str(),
+            "not stored as canonical JSON",
+        )),
+        Err(e) => problems.push(problem(check::EVIDENCE, ev_key.as_str(), e.to_string())),
+    }
+    if let Report::Invalid(_, findings) = validate_as(Kind::PlaytestV3, &value) {
+        for f in findings {
+            problems.push(problem(
+                audit::check::SCHEMA,
+                format!("{ev_key} {}", f.pointer),
+                format!("{} {}", f.rule, f.message),
+            ));
+        }
+    }
+    let ev: Evidence = match serde_json::from_value(value) {
+        Ok(e) => e,
+        Err(e) => {
+            problems.push(problem(check::EVIDENCE, ev_key.as_str(), e.to_string()));
+            report.problems = problems;
+            return Ok(report);
+        }
+    };
+    report.outcome = ev.outcome.map(|o| o.as_str().to_string());
+    if ev.run_id != run.as_str() {
+        problems.push(mismatch(
+            check::RUN_ID,
+            ev_key.as_str(),
+            run,
+            &ev.run_id,
+            "the evidence belongs to another run (a renamed or copied run folder)",
+        ));
+    }
+    if ev.phase != Phase::Decided {
+        problems.push(problem(
+            check::EVIDENCE,
+            ev_key.as_str(),
+            "phase is not DECIDED",
+        ));
+    }
+
+    // 3. The JUDGING snapshot the postguard decided from, and the submitted header.
+    if let Some(pg) = &ev.final_postguard {
+        let snap_key = Key::judging(run);
+        match store
+            .get_json_verified::<Evidence>(&snap_key, &pg.judging_snapshot_hash)
+            .await
+        {
+            Err(e) => problems.push(problem(check::SNAPSHOT, snap_key.as_str(), e.to_string())),
+            Ok(snap) => {
+                let mut undecided = ev.clone();
+                undecided.outcome = None;
+                undecided.final_postguard = None;
+                undecided.decision = None;
+                undecided.compatibility = None;
+                undecided.phase = Phase::Judging;
+                if undecided != snap {
+                    problems.push(problem(
+                        check::SNAPSHOT,
+                        snap_key.as_str(),
+                        "the evidence is not its JUDGING snapshot plus the decision",
+                    ));
+                }
+            }
+        }
+    }
+    match store.get_json::<Evidence>(&Key::header(run)).await {
+        Ok(Some((header, _))) => {
+            let want = rmb_to_micro(header.cost_rmb)
+                + ev.rolls
+                    .iter()
+                    .map(|r| rmb_to_micro(r.cost_rmb))
+                    .sum::<u64>();
+            if want != rmb_to_micro(ev.cost_rmb) {
+                problems.push(mismatch(
+                    audit::check::COST,
+                    format!("{ev_key} costRmb"),
+                    micro_to_rmb(want),
+                    ev.cost_rmb,
+                    "run cost is not the header's plus every roll's",
+                ));
+            }
+            let mut h = header.clone();
+            h.rolls = ev.rolls.clone();
+            for (name, same) in [
+                (
+                    "identity",
+                    h.run_id == ev.run_id
+                        && h.game_id == ev.game_id
+                        && h.parent_run_id == ev.parent_run_id
+                        && h.template_route == ev.template_route,
+                ),
+                (
+                    "hashes",
+                    h.brief_hash == ev.brief_hash
+                        && h.artifact_hash == ev.artifact_hash
+                        && h.task_binding_hash == ev.task_binding_hash
+                        && h.acceptance_request_hash == ev.acceptance_request_hash,
+                ),
+                ("obligations", h.proof_obligations == ev.proof_obligations),
+                (
+                    "mode",
+                    h.acceptance_mode == ev.acceptance_mode
+                        && h.evidence_mode == ev.evidence_mode
+                        && h.repair == ev.repair,
+                ),
+            ] {
+                if !same {
+                    problems.push(problem(
+                        check::EVIDENCE,
+                        Key::header(run).as_str(),
+                        format!("the evidence's {name} differ from the submitted header"),
+                    ));
+                }
+            }
+        }
+        Ok(None) => problems.push(problem(
+            audit::check::REFS,
+            Key::header(run).as_str(),
+            "the submitted header is missing",
+        )),
+        Err(e) => problems.push(problem(
+            audit::check::REFS,
+            Key::header(run).as_str(),
+            e.to_string(),
+        )),
+    }
+
+    // 4. Everything the evidence references.
+    let brief = store.get_opt(&Key::brief(run)).await?;
+    let (audit_problems, _) = audit::audit(store, &ev, brief.as_deref()).await;
+    problems.extend(audit_problems);
+
+    problems.dedup();
+    report.verified = problems.is_empty();
+    report.problems = problems;
+    Ok(report)
+}
