@@ -467,20 +467,17 @@ async fn audit_roll(
                 &package,
             );
             let request = match &h.request_hash {
-                Some(rh) => match a
+                Some(rh) => a
                     .doc::<Value>(store, key("request.json").as_str(), rh, None)
                     .await
-                {
-                    Some((v, bytes)) => Some((
-                        v,
-                        Stored {
+                    .map(|(v, bytes)| {
+                        let stored = Stored {
                             key: key("request.json"),
                             hash: rh.clone(),
                             size: bytes.len() as u64,
-                        },
-                    )),
-                    None => None,
-                },
+                        };
+                        (v, stored)
+                    }),
                 None => None,
             };
             judge_micro += rmb_to_micro(meta.cost_rmb);
@@ -495,9 +492,30 @@ async fn audit_roll(
                     },
                     outcome: evaluate_raw(&raw, meta.http_status),
                     meta,
+                    meta_hash: h.meta_hash.clone(),
                 },
                 request.map(|(v, _)| v),
             ));
+        }
+        // Every attempt folder of the slot is bound by the sealed result; an extra one is not
+        // evidence anybody vouched for.
+        let listed: std::collections::BTreeSet<u32> =
+            result.attempts.iter().map(|h| h.attempt).collect();
+        if let Ok(keys) = store.list(&format!("runs/{run}/{roll}/judge-{slot}")).await {
+            for key in keys {
+                let attempt = key
+                    .as_str()
+                    .split('/')
+                    .find_map(|seg| seg.strip_prefix("attempt-"))
+                    .and_then(|n| n.parse::<u32>().ok());
+                if let Some(n) = attempt.filter(|n| !listed.contains(n)) {
+                    a.push(
+                        check::REFS,
+                        key.as_str(),
+                        format!("attempt {n} is not listed in the sealed result: unbound object"),
+                    );
+                }
+            }
         }
         let slot_run = SlotRun {
             slot,

@@ -459,9 +459,7 @@ fn projection_rules(d: &Evidence, j: &Projection, out: &mut Vec<Finding>) {
         .filter(|o| required.contains(o.id.as_str()))
         .map(|o| o.status)
         .collect();
-    let expected = if !d.floor.passed {
-        Outcome::Fail
-    } else if statuses.contains(&ObligationStatus::Failed) {
+    let expected = if !d.floor.passed || statuses.contains(&ObligationStatus::Failed) {
         Outcome::Fail
     } else if statuses.iter().all(|s| *s == ObligationStatus::Satisfied) && !j.degraded {
         Outcome::Pass

@@ -27,6 +27,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod adapt;
 pub mod assertions;
 pub mod audit;
 pub mod blinding;
@@ -45,6 +46,7 @@ pub mod json;
 pub mod judge;
 pub mod loopback;
 pub mod merge;
+pub mod metrics;
 pub mod postguard;
 pub mod prompts;
 pub mod refs;
@@ -53,6 +55,7 @@ pub mod report;
 pub mod roll;
 pub mod runfolder;
 pub mod sealing;
+pub mod server;
 pub mod store;
 pub mod validate;
 pub mod verify;

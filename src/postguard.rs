@@ -168,7 +168,8 @@ async fn ensure_seal(
     let envelope = match store.get_json::<Envelope>(&seal_key).await? {
         Some((env, _)) => env,
         None => {
-            let statement = statement_for(run, &evidence, &evidence_hash);
+            let statement =
+                statement_for(run, &evidence, &evidence_hash).map_err(|e| internal(run, e))?;
             let env = sealing::sign(key, &statement).map_err(|e| internal(run, e))?;
             let bytes = canonical::canonical_bytes(&env).map_err(|e| internal(run, e))?;
             match store
@@ -198,21 +199,27 @@ async fn ensure_seal(
 }
 
 /// The in-toto statement for a run's evidence (also what `seal verify` expects to find).
-pub fn statement_for(run: &RunId, evidence: &Evidence, evidence_hash: &Hash) -> Statement {
-    Statement::new(
+/// Only a DECIDED document has one: anything else is refused, never sealed with blanks.
+pub fn statement_for(
+    run: &RunId,
+    evidence: &Evidence,
+    evidence_hash: &Hash,
+) -> Result<Statement, String> {
+    let (Phase::Decided, Some(outcome), Some(decision), Some(pg)) = (
+        evidence.phase,
+        evidence.outcome,
+        evidence.decision.as_ref(),
+        evidence.final_postguard.as_ref(),
+    ) else {
+        return Err(format!("run {run}: only a DECIDED document is sealed"));
+    };
+    Ok(Statement::new(
         Key::evidence(run).as_str(),
         evidence_hash,
         Predicate {
             run_id: evidence.run_id.clone(),
-            outcome: evidence
-                .outcome
-                .map(|o| o.as_str().to_string())
-                .unwrap_or_default(),
-            decision: evidence
-                .decision
-                .as_ref()
-                .map(|d| d.action.as_str().to_string())
-                .unwrap_or_default(),
+            outcome: outcome.as_str().to_string(),
+            decision: decision.action.as_str().to_string(),
             source_roll_id: evidence.source_roll_id.map(|r| r.to_string()),
             consensus_hash: evidence
                 .judge
@@ -221,13 +228,9 @@ pub fn statement_for(run: &RunId, evidence: &Evidence, evidence_hash: &Hash) -> 
                 .map(|h| h.to_string()),
             strategy_version: evidence.judge.as_ref().map(|j| j.strategy_version.clone()),
             acceptance_mode: evidence.acceptance_mode.as_str().to_string(),
-            decided_at: evidence
-                .final_postguard
-                .as_ref()
-                .map(|p| p.decided_at.clone())
-                .unwrap_or_default(),
+            decided_at: pg.decided_at.clone(),
         },
-    )
+    ))
 }
 
 /// The JUDGING document of a run: header + rolls + merge, the top level mirroring the source

@@ -172,8 +172,8 @@ pub fn render(s: &Summary) -> String {
         .max(10);
     let _ = writeln!(
         o,
-        "\n  {:<w$}  {:<8}  {:<12}  {:<12}  {}",
-        "obligation", "required", "judge A", "judge B", "consensus"
+        "\n  {:<w$}  {:<8}  {:<12}  {:<12}  consensus",
+        "obligation", "required", "judge A", "judge B"
     );
     for r in &s.obligations {
         let _ = writeln!(

@@ -125,7 +125,7 @@ pub async fn load_slot_run(
         let Some(raw) = store.get_opt(&key("raw.json")).await? else {
             break;
         };
-        let Some((meta, _)) = store.get_json::<SlotMeta>(&key("meta.json")).await? else {
+        let Some((meta, meta_hash)) = store.get_json::<SlotMeta>(&key("meta.json")).await? else {
             return Err(StoreError::NotFound {
                 key: key("meta.json"),
             });
@@ -145,6 +145,7 @@ pub async fn load_slot_run(
             },
             outcome: judge::client::evaluate_raw(&raw, meta.http_status),
             meta,
+            meta_hash,
         });
     }
     Ok(SlotRun { slot, attempts })
@@ -359,7 +360,7 @@ async fn not_dispatched(
         error_detail: Some(record.detail.clone()),
         accepted: false,
     };
-    let (meta, _) = put_or_keep(
+    let (meta, meta_stored) = put_or_keep(
         store,
         &Key::attempt_file(job.run, job.roll, client.slot, 1, "meta.json"),
         &meta,
@@ -376,6 +377,7 @@ async fn not_dispatched(
             request: None,
             raw,
             meta,
+            meta_hash: meta_stored.hash,
             outcome,
         }],
     })
@@ -411,9 +413,7 @@ pub fn slot_documents(
             attempt: a.attempt,
             request_hash: a.request.as_ref().map(|r| r.hash.clone()),
             raw_hash: a.raw.hash.clone(),
-            meta_hash: crate::canonical::canonical_with_hash(&a.meta)
-                .map(|(_, h)| h)
-                .unwrap_or_else(|_| Hash::of(b"")),
+            meta_hash: a.meta_hash.clone(),
             accepted: a.outcome.is_ok(),
         })
         .collect();

@@ -293,10 +293,10 @@ pub enum SealError {
 
 /// A seal whose signature verified under a trusted key. Only [`verify_envelope`] makes one.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct VerifiedSeal {
     pub statement: Statement,
     pub key_id: String,
-    _checked: (),
 }
 
 /// Verifies an envelope against trusted keys: one valid signature by a trusted key is needed.
@@ -345,11 +345,7 @@ pub fn verify_envelope(env: &Envelope, trusted: &[PublicKey]) -> Result<Verified
     if statement.subject.len() != 1 {
         return Err(SealError::Statement("exactly one subject expected".into()));
     }
-    Ok(VerifiedSeal {
-        statement,
-        key_id,
-        _checked: (),
-    })
+    Ok(VerifiedSeal { statement, key_id })
 }
 
 #[cfg(test)]

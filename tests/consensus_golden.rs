@@ -480,7 +480,7 @@ fn result(slot: Slot, pkg: &JudgePackage, judge: &Judge) -> JudgeResult {
                     vd.id
                 );
                 assert!(
-                    !vd.status.is_claim() || !(vd.refs.is_empty() && vd.frames.is_empty()),
+                    !(vd.status.is_claim() && vd.refs.is_empty() && vd.frames.is_empty()),
                     "a normalized claim cites something"
                 );
             }

@@ -702,6 +702,9 @@ fn shuffled(s: &Scenario, seed: u64) -> Scenario {
 fn config() -> ProptestConfig {
     ProptestConfig {
         cases: 512,
+        // Integration tests have no lib.rs next to them to persist failures by; the minimal
+        // failing input is printed instead.
+        failure_persistence: None,
         ..ProptestConfig::default()
     }
 }

@@ -43,7 +43,7 @@ fn python_ready(test: &str) -> bool {
     false
 }
 
-/// The three example runs sealed into a file store, and the public key to trust.
+/// Example runs sealed into a file store, and the public key to trust.
 struct Sealed {
     _dir: tempfile::TempDir,
     store: PathBuf,
@@ -164,6 +164,31 @@ fn python_verifier_accepts_every_sealed_example() {
             out.contains(&s.key.key_id),
             "{run}: keyid not reported: {out}"
         );
+    }
+}
+
+/// The sealed fixtures committed in the repository verify with their test-only public key.
+#[test]
+fn python_verifier_accepts_the_committed_sealed_fixtures() {
+    if !python_ready("python_verifier_accepts_the_committed_sealed_fixtures") {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("sealed-fixtures");
+    let store = root.join("store");
+    let pub_pem = root.join("keys/test-only/seal.pub.pem");
+    let mut runs: Vec<String> = std::fs::read_dir(store.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    runs.sort();
+    assert!(
+        !runs.is_empty(),
+        "no sealed fixtures under {}",
+        store.display()
+    );
+    for run in &runs {
+        let (code, out) = verifier(&store, run, &pub_pem);
+        assert_eq!(code, 0, "{run}: {out}");
     }
 }
 
@@ -308,7 +333,8 @@ fn python_verifier_rejects_envelopes_not_signed_by_the_trusted_key() {
     let (run, done) = &s.runs[0];
     let seal_key = format!("runs/{run}/seal.dsse.json");
     let other = SigningKey::generate();
-    let statement = seal::postguard::statement_for(run, &done.evidence, &done.evidence_hash);
+    let statement =
+        seal::postguard::statement_for(run, &done.evidence, &done.evidence_hash).unwrap();
     let scratch = tempfile::tempdir().unwrap();
 
     // The true statement, re-signed by another key.

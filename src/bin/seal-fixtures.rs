@@ -26,6 +26,8 @@ const MODEL_B: &str = "fixture-judge-b";
 const DECIDED_AT: &str = "2026-11-29T12:00:00Z";
 
 type Res<T> = Result<T, String>;
+/// How the loopback judges behave for one run.
+type Setup = Box<dyn Fn(&Loopback)>;
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
@@ -281,7 +283,7 @@ async fn run() -> Res<()> {
         retry_after: None,
     };
 
-    let plan: Vec<(&str, &Engine, Box<dyn Fn(&Loopback)>)> = vec![
+    let plan: Vec<(&str, &Engine, Setup)> = vec![
         ("run-narrative-0010-pass", &normal, Box::new(|_| {})),
         ("run-puzzle-0013-fail-end", &normal, Box::new(|_| {})),
         ("run-heritage-0017-disputed-font", &normal, Box::new(|_| {})),

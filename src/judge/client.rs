@@ -42,6 +42,8 @@ pub struct AttemptRecord {
     pub request: Option<Stored>,
     pub raw: Stored,
     pub meta: SlotMeta,
+    /// The sha256 of `meta.json` as stored.
+    pub meta_hash: Hash,
     pub outcome: Result<JudgeOutput, ParseFailure>,
 }
 
@@ -77,6 +79,7 @@ pub struct JudgeClient {
     pub logical_client_id: String,
     http: reqwest::Client,
     inflight: Arc<Semaphore>,
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// Both slots and the secret salt their seeds and sessions derive from.
@@ -84,11 +87,13 @@ pub struct Judges {
     pub a: JudgeClient,
     pub b: JudgeClient,
     salt: Secret,
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Judges {
     pub fn new(config: &Config) -> Result<Judges, String> {
         let instance = crate::store::random_hex(6);
+        let metrics = Arc::new(crate::metrics::Metrics::default());
         let make = |c: &SlotConfig| -> Result<JudgeClient, String> {
             let http = reqwest::Client::builder()
                 .timeout(c.timeout)
@@ -104,12 +109,14 @@ impl Judges {
                 logical_client_id: format!("seal/{instance}/judge-{}/reqwest", c.slot),
                 http,
                 inflight: Arc::new(Semaphore::new(config.server.max_inflight_per_slot)),
+                metrics: metrics.clone(),
             })
         };
         Ok(Judges {
             a: make(&config.a)?,
             b: make(&config.b)?,
             salt: config.seed_salt.clone(),
+            metrics,
         })
     }
 
@@ -319,16 +326,13 @@ impl JudgeClient {
                     hash: Hash::of(&raw),
                     size: raw.len() as u64,
                 };
-                let request_stored = match store.get_opt(&req_key).await? {
-                    Some(b) => Some(Stored {
-                        key: req_key.clone(),
-                        hash: Hash::of(&b),
-                        size: b.len() as u64,
-                    }),
-                    None => None,
-                };
-                let meta = match store.get_json::<SlotMeta>(&meta_key).await? {
-                    Some((m, _)) => m,
+                let request_stored = store.get_opt(&req_key).await?.map(|b| Stored {
+                    key: req_key.clone(),
+                    hash: Hash::of(&b),
+                    size: b.len() as u64,
+                });
+                let (meta, meta_hash) = match store.get_json::<SlotMeta>(&meta_key).await? {
+                    Some(found) => found,
                     None => {
                         let status = if parse::response_facts(&raw).finish_reason.is_some() {
                             Some(200)
@@ -369,6 +373,7 @@ impl JudgeClient {
                     request: request_stored,
                     raw: raw_stored,
                     meta,
+                    meta_hash,
                     outcome,
                 });
                 if done {
@@ -498,7 +503,14 @@ impl JudgeClient {
                 &outcome,
                 None,
             );
-            let meta = self.put_meta(store, &meta_key, &meta).await?;
+            let (meta, meta_hash) = self.put_meta(store, &meta_key, &meta).await?;
+            self.metrics.judge_attempt(
+                self.slot.as_str(),
+                k,
+                latency_ms as f64 / 1000.0,
+                outcome.as_ref().err().map(|f| f.class.as_str()),
+                meta.cost_rmb,
+            );
             match &outcome {
                 Ok(_) => tracing::info!(attempt = k, latency_ms, status, "judge answered"),
                 Err(f) => {
@@ -514,6 +526,7 @@ impl JudgeClient {
                 request: Some(request_stored),
                 raw: raw_stored,
                 meta,
+                meta_hash,
                 outcome,
             });
             if done {
@@ -531,12 +544,12 @@ impl JudgeClient {
         store: &Store,
         key: &Key,
         meta: &SlotMeta,
-    ) -> Result<SlotMeta, StoreError> {
+    ) -> Result<(SlotMeta, Hash), StoreError> {
         match store.put_json(key, meta).await {
-            Ok(_) => Ok(meta.clone()),
+            Ok(s) => Ok((meta.clone(), s.hash)),
             // Written by an earlier run of this attempt: the first record stands.
             Err(StoreError::Conflict { .. }) => match store.get_json::<SlotMeta>(key).await? {
-                Some((m, _)) => Ok(m),
+                Some(found) => Ok(found),
                 None => Err(StoreError::NotFound { key: key.clone() }),
             },
             Err(e) => Err(e),

@@ -78,9 +78,9 @@ impl StoreUrl {
         if s == "memory://" || s == "memory:" {
             return Ok(StoreUrl::Memory);
         }
-        if s.starts_with("s3://") {
+        if let Some(rest) = s.strip_prefix("s3://") {
             // Checked on the raw text: URL parsing would resolve `..` away silently.
-            let path_part = s["s3://".len()..].split('?').next().unwrap_or("");
+            let path_part = rest.split('?').next().unwrap_or("");
             if path_part.split('/').any(|seg| seg == ".." || seg == ".") {
                 return Err(bad(
                     s,

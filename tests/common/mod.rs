@@ -191,3 +191,56 @@ pub async fn engine_edited(
     let store = seal::store::Store::open("memory://").await.unwrap();
     Engine::new(store, config, Some(SigningKey::generate())).expect("engine")
 }
+
+/// The committed sealed fixtures (`sealed-fixtures/`, made by `cargo run --bin seal-fixtures`).
+pub fn sealed_fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sealed-fixtures")
+}
+
+/// The file store of sealed fixture runs.
+pub fn fixture_store_dir() -> PathBuf {
+    sealed_fixtures().join("store")
+}
+
+/// The test-only public key that signed the sealed fixtures.
+pub fn fixture_trust_pem() -> PathBuf {
+    sealed_fixtures().join("keys/test-only/seal.pub.pem")
+}
+
+/// The run ids of the sealed fixtures, sorted.
+pub fn fixture_run_ids() -> Vec<String> {
+    let mut ids: Vec<String> = std::fs::read_dir(fixture_store_dir().join("runs"))
+        .expect("sealed-fixtures/store/runs")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// Copies a folder tree (regular files and folders) from `from` to `to`.
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("{}: {e}", to.display()));
+    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target)
+                .unwrap_or_else(|e| panic!("{}: {e}", entry.path().display()));
+        }
+    }
+}
+
+/// A fresh copy of the whole fixture store: (its temp folder, the store root inside it).
+pub fn copy_fixture_store() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    copy_tree(&fixture_store_dir(), &root);
+    (dir, root)
+}
+
+/// The `file://` URL of a store folder.
+pub fn file_url(root: &std::path::Path) -> String {
+    format!("file://{}", root.display())
+}

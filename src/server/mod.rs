@@ -1,0 +1,454 @@
+//! `seal serve`: the HTTP/JSON API the pipeline's workers call (DESIGN §8).
+//!
+//! Stateless besides the store: any number of replicas can share one S3 bucket, and a restart
+//! resumes from what is stored (a resubmitted roll continues where it stopped; a judge answer
+//! already held is never bought again). [`run`] takes its listener and its shutdown trigger as
+//! arguments, so tests bind `127.0.0.1:0` and stop the server at will.
+//!
+//! Bounded work: a roll takes a permit from a semaphore of `max_rolls_in_progress` before it
+//! starts; at most `queue_bound` more may wait for one; past that the API answers 429 with
+//! Retry-After, so memory stays flat whatever the load. Judge calls are bounded per slot too.
+
+mod error;
+
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use bytes::Bytes;
+use futures::TryStreamExt;
+use serde_json::{json, Value};
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+pub use error::ApiError;
+
+use crate::canonical::Hash;
+use crate::doc::Evidence;
+use crate::engine::Engine;
+use crate::ids::{RollId, RunId};
+use crate::intake;
+use crate::merge::Next as NextStep;
+use crate::sealing::PublicKey;
+use crate::store::Key;
+
+/// Shared state of the daemon.
+#[derive(Clone)]
+pub struct AppState {
+    engine: Engine,
+    rolls: Arc<Semaphore>,
+    admitted: Arc<AtomicUsize>,
+    admit_limit: usize,
+    trusted: Arc<Vec<PublicKey>>,
+}
+
+impl AppState {
+    pub fn new(engine: Engine, trusted: Vec<PublicKey>) -> AppState {
+        let s = &engine.config.server;
+        let admit_limit = s.max_rolls_in_progress + s.queue_bound;
+        AppState {
+            rolls: Arc::new(Semaphore::new(s.max_rolls_in_progress)),
+            admitted: Arc::new(AtomicUsize::new(0)),
+            admit_limit,
+            trusted: Arc::new(trusted),
+            engine,
+        }
+    }
+}
+
+/// Releases an admission slot when the roll request ends (success, error or cancellation).
+struct Admission(Arc<AtomicUsize>);
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn run_id(s: &str) -> Result<RunId, ApiError> {
+    RunId::parse(s).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_run_id",
+            e.to_string(),
+            Some(s.chars().take(80).collect()),
+        )
+    })
+}
+
+/// The router (exposed for tests that want it without a socket).
+pub fn router(state: AppState) -> Router {
+    let doc_limit = state.engine.config.max_document_bytes as usize;
+    let timeout = state.engine.config.server.request_timeout;
+    let docs = Router::new()
+        .route("/v1/runs/{run_id}", put(put_header).get(get_run))
+        .route("/v1/runs/{run_id}/brief", put(put_brief))
+        .route("/v1/runs/{run_id}/play-spec", put(put_play_spec))
+        .route("/v1/runs/{run_id}/rolls/{n}", post(post_roll))
+        .route("/v1/runs/{run_id}/finalize", post(post_finalize))
+        .route("/v1/runs/{run_id}/verify", get(get_verify))
+        .layer(DefaultBodyLimit::max(doc_limit));
+    let blobs = Router::new()
+        .route("/v1/blobs/sha256/{hex}", put(put_blob))
+        .layer(DefaultBodyLimit::disable());
+    Router::new()
+        .merge(docs)
+        .merge(blobs)
+        .route("/metrics", get(get_metrics))
+        .route_layer(middleware::from_fn_with_state(state.clone(), auth))
+        .route("/healthz", get(healthz))
+        .fallback(|| async {
+            ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such route", None)
+        })
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            timeout,
+        ))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// Serves on `listener` until `shutdown` resolves; then stops accepting and gives in-flight
+/// requests up to the configured grace period to finish.
+pub async fn run(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let grace = state.engine.config.server.shutdown_grace;
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let app = router(state);
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = tx.send(true);
+        tracing::info!("shutting down: no new connections, finishing in-flight work");
+    });
+    let mut rx = rx;
+    let deadline = async move {
+        let _ = rx.wait_for(|v| *v).await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        r = server => r,
+        _ = deadline => {
+            tracing::warn!(grace_ms = grace.as_millis() as u64, "grace period over: exiting with work in flight (it resumes from the store)");
+            Ok(())
+        }
+    }
+}
+
+async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    if let Some(token) = &state.engine.config.server.bearer_token {
+        use subtle::ConstantTimeEq;
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        let ok: bool = given.as_bytes().ct_eq(token.expose().as_bytes()).into();
+        if !ok {
+            return ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "a valid bearer token is required",
+                None,
+            )
+            .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    match state
+        .engine
+        .store
+        .exists(&Key::parse("healthz").unwrap_or_else(|_| Key::cas(&Hash::of(b""))))
+        .await
+    {
+        Ok(_) => Json(json!({"status": "ok", "store": state.engine.store.url().to_string()}))
+            .into_response(),
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
+async fn get_metrics(State(state): State<AppState>) -> Response {
+    let in_progress =
+        (state.engine.config.server.max_rolls_in_progress - state.rolls.available_permits()) as f64;
+    let admitted = state.admitted.load(Ordering::SeqCst) as f64;
+    let text = state.engine.judges.metrics.render(&[
+        (
+            "seal_rolls_in_progress",
+            "rolls being judged now",
+            in_progress,
+        ),
+        (
+            "seal_rolls_admitted",
+            "rolls in progress or waiting for a permit",
+            admitted,
+        ),
+    ]);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+fn created(created: bool, body: Value) -> Response {
+    (
+        if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        },
+        Json(body),
+    )
+        .into_response()
+}
+
+async fn put_header(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    let a = intake::put_header(&state.engine.store, &run, &body).await?;
+    Ok(created(
+        a.created,
+        json!({"runId": run, "key": a.stored.key.as_str(), "sha256": a.stored.hash}),
+    ))
+}
+
+async fn put_brief(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    let a = intake::put_brief(&state.engine.store, &run, &body).await?;
+    Ok(created(
+        a.created,
+        json!({"runId": run, "key": a.stored.key.as_str(), "sha256": a.stored.hash}),
+    ))
+}
+
+async fn put_play_spec(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    let a = intake::put_play_spec(&state.engine.store, &run, &body).await?;
+    Ok(created(
+        a.created,
+        json!({"runId": run, "key": a.stored.key.as_str(), "sha256": a.stored.hash}),
+    ))
+}
+
+async fn put_blob(
+    State(state): State<AppState>,
+    Path(hex): Path<String>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let hash = Hash::parse(&hex).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_hash",
+            e.to_string(),
+            Some(hex.chars().take(80).collect()),
+        )
+    })?;
+    let key = Key::cas(&hash);
+    let existed = state.engine.store.exists(&key).await?;
+    let stream = body.into_data_stream().map_err(|e| e.to_string());
+    let stored = match state
+        .engine
+        .store
+        .put_blob(
+            Box::pin(stream),
+            Some(&hash),
+            state.engine.config.max_blob_bytes,
+        )
+        .await
+    {
+        Ok(s) => s,
+        Err(crate::store::StoreError::HashMismatch {
+            expected, actual, ..
+        }) => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "hash_mismatch",
+                format!("the bytes hash to {actual}, not {expected}: nothing stored"),
+                Some(key.to_string()),
+            ))
+        }
+        Err(crate::store::StoreError::TooLarge { size, limit, .. }) => {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_large",
+                format!("blob over {limit} bytes (got at least {size})"),
+                Some(key.to_string()),
+            ))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(created(
+        !existed,
+        json!({"key": stored.key.as_str(), "sha256": stored.hash, "bytes": stored.size}),
+    ))
+}
+
+fn roll_body(run: &RunId, r: &crate::roll::RollReport) -> Value {
+    json!({
+        "runId": run,
+        "rollId": r.roll.roll_id,
+        "rollOutcome": r.roll.roll_outcome,
+        "decision": r.consensus.decision,
+        "degraded": r.consensus.degraded,
+        "conflicts": r.consensus.conflicts,
+        "errors": r.roll.errors,
+        "costRmb": r.roll.cost_rmb,
+        "consensusRef": r.roll.judge_consensus_ref,
+        "consensusHash": r.roll.judge_consensus_hash,
+        "next": r.next,
+    })
+}
+
+async fn post_roll(
+    State(state): State<AppState>,
+    Path((id, n)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    let roll = n
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| RollId::from_number(n).ok())
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_roll",
+                "roll must be 1 or 2",
+                Some(format!("run {run} roll {n}")),
+            )
+        })?;
+    let store = &state.engine.store;
+    if let Some(done) = crate::roll::stored_roll(store, &run, roll).await? {
+        // Already judged: the same proof package gets the stored answer, another one a conflict.
+        let existing = store
+            .get(&Key::roll_file(&run, roll, "proof-package.json"))
+            .await?;
+        let submitted = crate::json::parse(&body, store.doc_limit())
+            .ok()
+            .and_then(|v| crate::canonical::canonical_bytes(&v).ok());
+        if submitted.as_deref() != Some(existing.as_ref()) {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "conflict",
+                format!("{roll} was judged with another proof package"),
+                Some(format!("run {run} {roll}")),
+            ));
+        }
+        return Ok((StatusCode::OK, Json(roll_body(&run, &done))).into_response());
+    }
+    // Admission before any work: past the bound, the caller retries later.
+    if state.admitted.fetch_add(1, Ordering::SeqCst) >= state.admit_limit {
+        state.admitted.fetch_sub(1, Ordering::SeqCst);
+        return Err(ApiError::busy(2));
+    }
+    let _admission = Admission(state.admitted.clone());
+    intake::put_proof_package(store, &run, roll, &body).await?;
+    let _permit = state.rolls.acquire().await.map_err(|_| ApiError::busy(2))?;
+    let report = crate::roll::judge_roll(&state.engine, &run, roll).await?;
+    state.engine.judges.metrics.add(
+        "seal_rolls_total",
+        &format!("outcome=\"{}\"", report.roll.roll_outcome),
+        1.0,
+    );
+    Ok((StatusCode::OK, Json(roll_body(&run, &report))).into_response())
+}
+
+async fn post_finalize(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    let done = crate::postguard::finalize(&state.engine, &run).await?;
+    if done.wrote {
+        let outcome = done.evidence.outcome.map(|o| o.as_str()).unwrap_or("?");
+        state.engine.judges.metrics.add(
+            "seal_runs_decided_total",
+            &format!("outcome=\"{outcome}\""),
+            1.0,
+        );
+    }
+    let e = &done.evidence;
+    Ok(Json(json!({
+        "runId": run,
+        "outcome": e.outcome,
+        "decision": e.decision,
+        "sourceRollId": e.source_roll_id,
+        "costRmb": e.cost_rmb,
+        "evidenceRef": Key::evidence(&run).as_str(),
+        "evidenceSha256": done.evidence_hash,
+        "sealRef": Key::seal(&run).as_str(),
+        "sealSha256": done.envelope_hash,
+        "keyId": done.envelope.signatures.first().map(|s| s.keyid.clone()),
+    }))
+    .into_response())
+}
+
+async fn get_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    let store = &state.engine.store;
+    if let Some((ev, h)) = store.get_json::<Evidence>(&Key::evidence(&run)).await? {
+        return Ok(Json(json!({
+            "runId": run, "phase": "DECIDED", "outcome": ev.outcome, "decision": ev.decision,
+            "rolls": ev.rolls.iter().map(|r| json!({"rollId": r.roll_id, "rollOutcome": r.roll_outcome})).collect::<Vec<_>>(),
+            "evidenceSha256": h, "next": null
+        }))
+        .into_response());
+    }
+    let (_, _) = intake::header(store, &run).await?;
+    let rolls = crate::audit::stored_rolls(store, &run).await?;
+    let next = match rolls.last() {
+        None => "roll-1",
+        Some(r) => match crate::merge::next_after(r.roll, r.roll_outcome) {
+            NextStep::Roll2 => "roll-2",
+            NextStep::Finalize => "finalize",
+        },
+    };
+    Ok(Json(json!({
+        "runId": run, "phase": "JUDGING",
+        "rolls": rolls.iter().map(|r| json!({"rollId": r.roll_id, "rollOutcome": r.roll_outcome})).collect::<Vec<_>>(),
+        "next": next
+    }))
+    .into_response())
+}
+
+async fn get_verify(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    if !crate::verify::run_exists(&state.engine.store, &run).await? {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no run {run}"),
+            Some(format!("run {run}")),
+        ));
+    }
+    let report = crate::verify::verify_run(&state.engine.store, &run, &state.trusted).await?;
+    Ok(Json(report).into_response())
+}
+
+/// How long a client should wait after a 429 (seconds).
+pub const RETRY_AFTER_S: Duration = Duration::from_secs(2);
