@@ -422,7 +422,7 @@ fn check_out(out: &Path) -> Result<(), String> {
         Ok(_) => {
             let mut entries = std::fs::read_dir(out).map_err(|e| format!("cannot list: {e}"))?;
             if entries.next().is_some() {
-                Err("the folder exists and is not empty; refusing to overwrite it".into())
+                Err("the folder exists and is not empty (nothing is overwritten)".into())
             } else {
                 Ok(())
             }
@@ -538,11 +538,16 @@ fn floor_of(v: &AgentLoopVerdict) -> Floor {
             check(
                 RUNNABLE_CHECK,
                 v.runnable_ok,
-                &format!(
-                    "runnableOk = {}: game_loaded, a completed game_end with durationMs > 0, no fatal errors, package checksum ({})",
-                    v.runnable_ok,
-                    if v.runnable_ok { "all held" } else { "not all held, or not played" }
-                ),
+                &if v.runnable_ok {
+                    "runnableOk = true: game_loaded, a completed game_end with durationMs > 0, \
+                     no fatal error and the package checksum all held (agent-loop §9.4)"
+                        .to_string()
+                } else {
+                    "runnableOk = false: not all of game_loaded, a completed game_end with \
+                     durationMs > 0, no fatal error and the package checksum held, or the game \
+                     was not played (agent-loop §9.4)"
+                        .to_string()
+                },
             ),
         ],
     }

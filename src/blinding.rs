@@ -9,8 +9,10 @@
 //! Event `data` is game-controlled, so it could carry identity on purpose or by accident
 //! (a game that prints its own id or seed). It is scrubbed: fields whose name contains `seed`
 //! are dropped, and any occurrence of the run id, game id, parent run id, template route or
-//! actor session id in a string, or of a seed (≥ 65536, so scores are left alone) as a number,
-//! is replaced by `"[redacted]"`. [`leaks`] is the check `seal verify` runs on stored bytes.
+//! actor session id in a string or key, or of a seed (≥ 65536, so scores are left alone) or
+//! the actor's cost as a number or inside text, is replaced by `"[redacted]"`. The same scrub
+//! covers obligation descriptions and play-spec checks, which games' authors also write.
+//! [`leaks`] is the check `seal verify` runs on stored bytes.
 
 use serde_json::{Map, Value};
 
@@ -28,6 +30,47 @@ const MIN_SCRUBBED_LEN: usize = 4;
 pub struct Secrets {
     pub strings: Vec<String>,
     pub seeds: Vec<u64>,
+    /// Costs as numbers (the actor's cost of the roll).
+    pub costs: Vec<f64>,
+}
+
+impl Secrets {
+    /// Seeds and costs as they are written in JSON and in text.
+    fn numerals(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.seeds.iter().map(|s| s.to_string()).collect();
+        out.extend(
+            self.costs
+                .iter()
+                .filter_map(|c| serde_json::Number::from_f64(*c).map(|n| n.to_string())),
+        );
+        out
+    }
+
+    fn is_secret_number(&self, n: &serde_json::Number) -> bool {
+        let Some(f) = n.as_f64() else { return false };
+        self.seeds.iter().any(|s| f.abs() == *s as f64) || self.costs.contains(&f.abs())
+    }
+}
+
+/// Replaces `needle` in `text` where it stands as a whole number (not inside a longer one).
+fn replace_numeral(text: &str, needle: &str) -> String {
+    let bytes = text.as_bytes();
+    let digitish = |i: Option<usize>| {
+        i.and_then(|i| bytes.get(i))
+            .is_some_and(|c| c.is_ascii_digit() || *c == b'.')
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (i, m) in text.match_indices(needle) {
+        if digitish(i.checked_sub(1)) || digitish(Some(i + m.len())) {
+            continue;
+        }
+        out.push_str(&text[last..i]);
+        out.push_str(REDACTED);
+        last = i + m.len();
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 impl Secrets {
@@ -56,7 +99,19 @@ impl Secrets {
             proof.policy_seed,
         ];
         seeds.retain(|s| *s >= MIN_SCRUBBED_SEED);
-        Secrets { strings, seeds }
+        // A cost is only recognisable when it is not a small round number.
+        let costs = [proof.actor_cost_rmb]
+            .into_iter()
+            .filter(|c| {
+                c.fract() != 0.0
+                    && serde_json::Number::from_f64(*c).is_some_and(|n| n.to_string().len() >= 4)
+            })
+            .collect();
+        Secrets {
+            strings,
+            seeds,
+            costs,
+        }
     }
 }
 
@@ -67,16 +122,18 @@ fn scrub_str(s: &str, secrets: &Secrets) -> String {
             out = out.replace(secret.as_str(), REDACTED);
         }
     }
+    for numeral in secrets.numerals() {
+        if out.contains(&numeral) {
+            out = replace_numeral(&out, &numeral);
+        }
+    }
     out
 }
 
 fn scrub(v: &Value, secrets: &Secrets) -> Value {
     match v {
         Value::String(s) => Value::String(scrub_str(s, secrets)),
-        Value::Number(n) => match n.as_u64() {
-            Some(u) if secrets.seeds.contains(&u) => Value::String(REDACTED.into()),
-            _ => v.clone(),
-        },
+        Value::Number(n) if secrets.is_secret_number(n) => Value::String(REDACTED.into()),
         Value::Array(items) => Value::Array(items.iter().map(|i| scrub(i, secrets)).collect()),
         Value::Object(m) => Value::Object(scrub_map(m, secrets)),
         other => other.clone(),
@@ -105,7 +162,12 @@ pub fn judge_package(
             id: o.id.clone(),
             description: scrub_str(&o.description, &secrets),
             required: o.required,
-            check: o.check.clone(),
+            check: o.check.as_ref().map(|c| Assertion {
+                path: c.path.clone(),
+                op: c.op.clone(),
+                value: c.value.as_ref().map(|v| scrub(v, &secrets)),
+                why: c.why.as_ref().map(|w| scrub_str(w, &secrets)),
+            }),
         })
         .collect();
     obligations.sort_by(|a, b| a.id.cmp(&b.id));
@@ -180,8 +242,17 @@ pub fn leaks(package_bytes: &[u8], header: &Evidence, proof: &ProofPackage) -> V
         }
     }
     for seed in &secrets.seeds {
-        if contains_number(&text, *seed) {
-            found.push(format!("seed {seed}"));
+        let numeral = seed.to_string();
+        if replace_numeral(&text, &numeral) != text {
+            found.push(format!("seed {numeral}"));
+        }
+    }
+    for cost in &secrets.costs {
+        if let Some(n) = serde_json::Number::from_f64(*cost) {
+            let numeral = n.to_string();
+            if replace_numeral(&text, &numeral) != text {
+                found.push(format!("cost {numeral}"));
+            }
         }
     }
     for a in &proof.actions {
@@ -192,15 +263,4 @@ pub fn leaks(package_bytes: &[u8], header: &Evidence, proof: &ProofPackage) -> V
         }
     }
     found
-}
-
-fn contains_number(text: &str, n: u64) -> bool {
-    let needle = n.to_string();
-    let bytes = text.as_bytes();
-    text.match_indices(&needle).any(|(i, m)| {
-        let before = i.checked_sub(1).map(|j| bytes[j]);
-        let after = bytes.get(i + m.len()).copied();
-        let digitish = |c: Option<u8>| c.is_some_and(|c| c.is_ascii_digit() || c == b'.');
-        !digitish(before) && !digitish(after)
-    })
 }

@@ -114,6 +114,18 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run the HTTP/JSON daemon for the pipeline's workers (DESIGN §8).
+    Serve {
+        /// Address to listen on (default: server.listen of the config, 127.0.0.1:7878).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+        /// Store URL (default: the config's).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
+        /// Signing key (default: keys.signing_key of the config).
+        #[arg(long, value_name = "PEM")]
+        key: Option<PathBuf>,
+    },
     /// Judge a run folder end to end: rolls, finalPostguard, seal.
     Judge {
         /// The run folder (header.json, brief.md, roll-1/…, blobs/…).
@@ -180,9 +192,6 @@ async fn engine(
     store_url: Option<&str>,
     key: Option<SigningKey>,
 ) -> Result<Engine, u8> {
-    if config.seed_salt_is_default {
-        tracing::warn!("no seed salt in the environment: using the development salt (policy seeds are predictable)");
-    }
     let url = store_url
         .map(str::to_owned)
         .unwrap_or_else(|| config.store.clone());
@@ -253,6 +262,9 @@ pub fn run(cli: Cli) -> u8 {
             key.as_deref(),
             *json,
         ),
+        Command::Serve { listen, store, key } => {
+            cmd_serve(&cli, listen.as_deref(), store.as_deref(), key.as_deref())
+        }
         Command::Judge {
             run_dir,
             store,
@@ -282,6 +294,7 @@ pub fn run(cli: Cli) -> u8 {
                             return 1;
                         }
                     };
+                warn_default_salt(&config);
                 let engine = match engine(config, store.as_deref(), Some(key)).await {
                     Ok(e) => e,
                     Err(code) => return code,
@@ -310,6 +323,95 @@ pub fn run(cli: Cli) -> u8 {
                 }
             })
         }
+    }
+}
+
+fn cmd_serve(cli: &Cli, listen: Option<&str>, store: Option<&str>, key: Option<&Path>) -> u8 {
+    init_logging(cli.log_format, "info");
+    let config = match load_config(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let key_path = key
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| config.signing_key.clone());
+    let key = match load_key(&key_path) {
+        Ok(k) => k,
+        Err(code) => return code,
+    };
+    let mut trusted = vec![key.public()];
+    for p in &config.trusted_keys {
+        match crate::sealing::PublicKey::load(p) {
+            Ok(k) => trusted.push(k),
+            Err(e) => return fail(e),
+        }
+    }
+    if let Err(e) = crate::contracts::self_check() {
+        return fail(e);
+    }
+    let addr = listen
+        .map(str::to_owned)
+        .unwrap_or_else(|| config.server.listen.clone());
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    rt.block_on(async {
+        warn_default_salt(&config);
+        let engine = match engine(config, store, Some(key)).await {
+            Ok(e) => e,
+            Err(code) => return code,
+        };
+        let listener = match tokio::net::TcpListener::bind(&addr).await {
+            Ok(l) => l,
+            Err(e) => return fail(format!("cannot listen on {addr}: {e}")),
+        };
+        let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
+        tracing::info!(addr = %local, store = %engine.store.url(), "seal serve listening");
+        // The first stdout line tells scripts (and tests binding port 0) where we are.
+        println!("seal serve listening on http://{local}");
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let state = crate::server::AppState::new(engine, trusted);
+        match crate::server::run(listener, state, shutdown_signal()).await {
+            Ok(()) => {
+                tracing::info!("stopped");
+                0
+            }
+            Err(e) => fail(e),
+        }
+    })
+}
+
+fn warn_default_salt(config: &Config) {
+    if config.seed_salt_is_default {
+        tracing::warn!("no seed salt in the environment: using the development salt (policy seeds are predictable)");
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

@@ -139,7 +139,7 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
         .put_decided(&ev_key, Bytes::from(bytes), &DecidedWrite(()))
         .await
     {
-        Ok(_) => true,
+        Ok((_, created)) => created,
         Err(StoreError::Conflict { .. }) => false,
         Err(e) => return Err(e.into()),
     };

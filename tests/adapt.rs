@@ -524,6 +524,13 @@ async fn adapted_verdicts_are_judged_and_map_back_to_their_decision() {
             ev.decision
         );
 
+        // A sealed legacy run verifies like any other.
+        let trusted = [engine.key.as_ref().unwrap().public()];
+        let report = seal::verify::verify_run(&engine.store, &folder.run, &trusted)
+            .await
+            .unwrap();
+        assert!(report.verified, "{name}: {:?}", report.problems);
+
         let back = evidence_to_verdict(ev).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_verdict(&back);
         for field in [

@@ -183,13 +183,26 @@ impl Store {
     }
 
     /// Writes a reserved key. Only the postguard can call this: it alone can make the proof.
+    /// Returns whether this call created the object (false: identical bytes were there).
     pub async fn put_decided(
         &self,
         key: &Key,
         bytes: Bytes,
         _proof: &crate::postguard::DecidedWrite,
-    ) -> Result<Stored, StoreError> {
-        self.create(key, bytes).await
+    ) -> Result<(Stored, bool), StoreError> {
+        self.create_reporting(key, bytes).await
+    }
+
+    /// Like [`Store::put_bytes`], and says whether this call created the object.
+    pub async fn put_bytes_reporting(
+        &self,
+        key: &Key,
+        bytes: Bytes,
+    ) -> Result<(Stored, bool), StoreError> {
+        if key.is_reserved() {
+            return Err(StoreError::Reserved { key: key.clone() });
+        }
+        self.create_reporting(key, bytes).await
     }
 
     /// Copies an object, reserved keys included, from another store byte for byte (importing
@@ -201,6 +214,14 @@ impl Store {
     }
 
     async fn create(&self, key: &Key, bytes: Bytes) -> Result<Stored, StoreError> {
+        self.create_reporting(key, bytes).await.map(|(s, _)| s)
+    }
+
+    async fn create_reporting(
+        &self,
+        key: &Key,
+        bytes: Bytes,
+    ) -> Result<(Stored, bool), StoreError> {
         let hash = Hash::of(&bytes);
         let size = bytes.len() as u64;
         let opts = PutOptions {
@@ -212,15 +233,19 @@ impl Store {
             .put_opts(&path(key), PutPayload::from(bytes), opts)
             .await
         {
-            Ok(_) => Ok(Stored {
-                key: key.clone(),
-                hash,
-                size,
-            }),
+            Ok(_) => Ok((
+                Stored {
+                    key: key.clone(),
+                    hash,
+                    size,
+                },
+                true,
+            )),
             Err(object_store::Error::AlreadyExists { .. })
-            | Err(object_store::Error::Precondition { .. }) => {
-                self.settle_existing(key, hash, size).await
-            }
+            | Err(object_store::Error::Precondition { .. }) => self
+                .settle_existing(key, hash, size)
+                .await
+                .map(|s| (s, false)),
             Err(e) => Err(backend(key, "create-only put", e)),
         }
     }
