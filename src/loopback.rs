@@ -144,6 +144,7 @@ impl Loopback {
                     _ = st.cancelled() => break,
                     accepted = listener.accept() => {
                         if let Ok((conn, _)) = accepted {
+                            let _ = conn.set_nodelay(true);
                             let (s, st) = (s.clone(), st.clone());
                             tokio::spawn(async move { let _ = serve(conn, s, st).await; });
                         }
@@ -301,8 +302,10 @@ async fn write_response(
         head.push_str(&format!("retry-after: {s}\r\n"));
     }
     head.push_str("\r\n");
-    conn.write_all(head.as_bytes()).await?;
-    conn.write_all(body).await?;
+    // One write: a head and a body in two segments meet Nagle and delayed ACKs (40 ms).
+    let mut msg = head.into_bytes();
+    msg.extend_from_slice(body);
+    conn.write_all(&msg).await?;
     conn.flush().await
 }
 

@@ -497,18 +497,12 @@ async fn finish_slot(
         .final_attempt()
         .ok_or_else(|| internal(run_id, roll, format!("judge {slot}: no attempt recorded")))?;
     let (parsed, result) = slot_documents(slot, run, package, package_hash);
-    let (_, parsed_stored) = put_or_keep(
-        store,
-        &Key::slot_file(run_id, roll, slot, "parsed.json"),
-        &parsed,
-    )
-    .await?;
-    let (result, normalized_stored) = put_or_keep(
-        store,
-        &Key::slot_file(run_id, roll, slot, "normalized.json"),
-        &result,
-    )
-    .await?;
+    let parsed_key = Key::slot_file(run_id, roll, slot, "parsed.json");
+    let normalized_key = Key::slot_file(run_id, roll, slot, "normalized.json");
+    let ((_, parsed_stored), (result, normalized_stored)) = tokio::try_join!(
+        put_or_keep(store, &parsed_key, &parsed),
+        put_or_keep(store, &normalized_key, &result)
+    )?;
     let final_request = match &final_attempt.request {
         Some(r) => Some(
             crate::json::parse(
@@ -641,24 +635,33 @@ async fn judge_roll_inner(
         format!("{} image bytes, limit {image_limit}", frames.total_bytes),
     ));
 
-    // The blinded package and its image manifest.
+    // The blinded package and its image manifest, written together (both are derived here).
     let manifest = blinding::image_manifest(frames.entries.clone());
-    let (manifest, manifest_stored) = put_or_keep(
-        store,
-        &Key::roll_file(run, roll, "image-manifest.json"),
-        &manifest,
-    )
-    .await?;
-    let package = blinding::judge_package(&header, &brief_text, &proof, &manifest_stored.hash);
-    let (package, package_stored) = put_or_keep(
-        store,
-        &Key::roll_file(run, roll, "judge-package.json"),
-        &package,
-    )
-    .await?;
-    let package_bytes = store
-        .get_verified(&package_stored.key, &package_stored.hash)
-        .await?;
+    let (_, manifest_hash) =
+        crate::canonical::canonical_with_hash(&manifest).map_err(|e| internal(run, roll, e))?;
+    let package = blinding::judge_package(&header, &brief_text, &proof, &manifest_hash);
+    let (package_canonical, computed_package_hash) =
+        crate::canonical::canonical_with_hash(&package).map_err(|e| internal(run, roll, e))?;
+    let manifest_key = Key::roll_file(run, roll, "image-manifest.json");
+    let package_key = Key::roll_file(run, roll, "judge-package.json");
+    let ((manifest, manifest_stored), (package, package_stored)) = tokio::try_join!(
+        put_or_keep(store, &manifest_key, &manifest),
+        put_or_keep(store, &package_key, &package)
+    )?;
+    if manifest_stored.hash != manifest_hash {
+        return Err(internal(
+            run,
+            roll,
+            "the stored image manifest differs from this roll's frames",
+        ));
+    }
+    let package_bytes = if package_stored.hash == computed_package_hash {
+        bytes::Bytes::from(package_canonical)
+    } else {
+        store
+            .get_verified(&package_stored.key, &package_stored.hash)
+            .await?
+    };
     let package_hash = package_stored.hash.clone();
 
     // Per-slot identity, and the preflight that A and B are independent before either is asked.
@@ -802,8 +805,10 @@ async fn judge_roll_inner(
         )
     };
 
-    let out_a = finish_slot(store, run, roll, ja, &run_a, &package, &package_hash).await?;
-    let out_b = finish_slot(store, run, roll, jb, &run_b, &package, &package_hash).await?;
+    let (out_a, out_b) = tokio::try_join!(
+        finish_slot(store, run, roll, ja, &run_a, &package, &package_hash),
+        finish_slot(store, run, roll, jb, &run_b, &package, &package_hash)
+    )?;
     let record = |o: &'_ SlotOutcome| -> (Option<SlotMeta>, Option<Value>) {
         (o.final_meta.clone(), o.final_request.clone())
     };

@@ -10,8 +10,11 @@
 //! the `--json` report, and checks that the binary and the library report the same problems.
 //!
 //! A mutation that passes verification is a bug in `src/`, never a reason to weaken this file:
-//! it is listed in [`KNOWN_GAPS`] (with what verify printed) and the test keeps failing, with a
-//! message naming the mutation, the run and the object, until `src/` is fixed.
+//! it is listed in [`KNOWN_GAPS`], and `known_gaps_in_verify_are_closed` keeps failing, naming
+//! the mutation, the runs, the object and what verify said, until `src/` is fixed. The matrix
+//! test fails on any gap not listed there.
+//!
+//! The matrix is printed to stderr on every run (mutation x run -> the check that caught it).
 
 mod common;
 
@@ -94,8 +97,9 @@ const KNOWN_GAPS: &[Gap] = &[
     },
 ];
 
-/// The object kinds the issue names, each of which must be damaged in at least one run.
-const REQUIRED_KINDS: [&str; 17] = [
+/// The object kinds the issue names (and the other objects of a sealed run folder), each of
+/// which must be damaged in at least one run.
+const REQUIRED_KINDS: [&str; 18] = [
     "frame",
     "proof-package",
     "judge-package",
@@ -113,6 +117,7 @@ const REQUIRED_KINDS: [&str; 17] = [
     "header",
     "brief",
     "roll-record",
+    "play-spec",
 ];
 
 /// What is done to a copy of the store before verifying.
@@ -318,6 +323,14 @@ fn other_run(runs: &[FixtureRun], i: usize) -> &str {
     &runs[(i + 1) % runs.len()].id
 }
 
+/// Runs whose header gets a flip in every field and a schema-valid edit of every field (the
+/// headers of all fixtures have the same shape: these cover one roll, two rolls, a replay).
+const HEADER_SWEEP_RUNS: [&str; 3] = [
+    "run-heritage-0017-disputed-font",
+    "run-narrative-0010-pass",
+    "run-narrative-0010-pass.replay-1",
+];
+
 /// Every case of the big matrix.
 fn matrix(runs: &[FixtureRun]) -> Vec<Case> {
     let mut cases = Vec::new();
@@ -445,8 +458,10 @@ fn matrix(runs: &[FixtureRun]) -> Vec<Case> {
                 object: format!("runs/{to}/"),
             });
         }
-        cases.extend(header_field_cases(run));
-        cases.extend(header_edit_cases(run));
+        if HEADER_SWEEP_RUNS.contains(&run.as_str()) {
+            cases.extend(header_field_cases(run));
+            cases.extend(header_edit_cases(run));
+        }
     }
     cases
 }
@@ -587,17 +602,37 @@ fn read(path: &Path) -> Vec<u8> {
 }
 
 /// Copies what verifying `run` needs (its folder and its frames) into `root`.
+///
+/// Files are hard links where the file system allows (a thousand copies stay cheap), so every
+/// change to a file goes through [`rewrite`] (a new file, never a write into the shared one)
+/// or a removal; [`fixture_digest`] proves afterwards that the fixtures were not touched.
 fn copy_run(root: &Path, run: &FixtureRun) {
     let src = fixture_store_dir();
-    copy_tree(
-        &src.join("runs").join(&run.id),
-        &root.join("runs").join(&run.id),
-    );
-    for f in &run.frames {
+    let prefix = format!("runs/{}/", run.id);
+    for f in run.frames.iter().chain(&run.files) {
+        debug_assert!(f.starts_with("cas/") || f.starts_with(&prefix));
         let to = root.join(f);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(src.join(f), &to).unwrap();
+        if std::fs::hard_link(src.join(f), &to).is_err() {
+            std::fs::copy(src.join(f), &to).unwrap_or_else(|e| panic!("{f}: {e}"));
+        }
     }
+}
+
+/// sha256 over every fixture file's path and bytes.
+fn fixture_digest() -> Hash {
+    let root = fixture_store_dir();
+    let mut files = Vec::new();
+    list_files(&root, &root, &mut files);
+    files.sort();
+    let mut all = Vec::new();
+    for f in files {
+        all.extend(f.as_bytes());
+        all.push(0);
+        all.extend(Hash::of(&read(&root.join(&f))).as_str().as_bytes());
+        all.push(b'\n');
+    }
+    Hash::of(&all)
 }
 
 fn changed_outcome(ev: &Value) -> &'static str {
@@ -765,6 +800,9 @@ fn render_matrix(runs: &[FixtureRun], results: &[(Case, Verdict)]) -> String {
         let cell = match v {
             Verdict::Caught(c) => short(c).to_string(),
             Verdict::Clean => "ok".into(),
+            // Known gaps (KNOWN_GAPS) in lower case, new ones shouting.
+            Verdict::Passed if gap_for(case).is_some() => "gap:passed".into(),
+            Verdict::Wrong(_) if gap_for(case).is_some() => "gap:object".into(),
             Verdict::Passed => "PASSED!".into(),
             Verdict::Wrong(_) => "WRONG!".into(),
             Verdict::Error(_) => "ERROR!".into(),
@@ -774,10 +812,13 @@ fn render_matrix(runs: &[FixtureRun], results: &[(Case, Verdict)]) -> String {
             .or_default()
             .push(cell);
     }
-    let width = 11;
+    let width = 13;
     let label = rows.iter().map(|r| r.len()).max().unwrap_or(10) + 1;
     let mut out = String::new();
-    out.push_str("tamper matrix: mutation x run -> the check that caught it (xN: N objects)\n");
+    out.push_str(
+        "tamper matrix: mutation x run -> the check that caught it (xN: N objects; \
+         gap:passed = verified anyway, gap:object = wrong object named; see KNOWN_GAPS)\n",
+    );
     for (i, r) in runs.iter().enumerate() {
         out.push_str(&format!("  R{i} = {}\n", r.id));
     }
@@ -823,35 +864,21 @@ fn describe_problems(ps: &[Problem]) -> String {
         .join("\n")
 }
 
-#[test]
-fn every_mutation_of_every_sealed_fixture_is_caught_by_verify() {
-    let started = Instant::now();
-    let runs = fixture_runs();
-    assert!(runs.len() >= 10, "expected the 10 sealed fixture runs");
-    let cases = matrix(&runs);
+/// Runs cases through the library, a few at a time.
+fn run_cases(cases: Vec<Case>) -> Vec<(Case, Verdict)> {
     let by_id: BTreeMap<String, Arc<FixtureRun>> = fixture_runs()
         .into_iter()
         .map(|r| (r.id.clone(), Arc::new(r)))
         .collect();
-    let kinds: BTreeSet<&str> = cases
-        .iter()
-        .filter_map(|c| c.row.strip_prefix("flip "))
-        .collect();
-    for k in REQUIRED_KINDS {
-        assert!(kinds.contains(k), "no fixture has an object of kind {k}");
-    }
-    assert!(cases.iter().any(|c| c.row == "swap roll-1/roll-2"));
-
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
+        .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     let trusted = Arc::new(trusted());
-    let results: Vec<(Case, Verdict)> = rt.block_on(async {
+    rt.block_on(async {
+        let sem = Arc::new(tokio::sync::Semaphore::new(4));
         let mut handles = Vec::new();
-        // Bounded parallelism: a handful of copies at a time.
-        let sem = Arc::new(tokio::sync::Semaphore::new(8));
         for case in cases {
             let run = by_id[&case.run].clone();
             let trusted = trusted.clone();
@@ -867,51 +894,84 @@ fn every_mutation_of_every_sealed_fixture_is_caught_by_verify() {
             out.push(h.await.unwrap());
         }
         out
-    });
+    })
+}
 
-    println!("{}", render_matrix(&runs, &results));
+fn what(case: &Case) -> String {
+    format!(
+        "[{}] run {} object {} (verify {})",
+        case.row, case.run, case.target, case.verify_as
+    )
+}
+
+#[test]
+fn every_mutation_of_every_sealed_fixture_is_caught_by_verify() {
+    let started = Instant::now();
+    let runs = fixture_runs();
+    assert!(runs.len() >= 10, "expected the 10 sealed fixture runs");
+    let before = fixture_digest();
+    let cases = matrix(&runs);
+    let kinds: BTreeSet<&str> = cases
+        .iter()
+        .filter_map(|c| c.row.strip_prefix("flip "))
+        .collect();
+    for k in REQUIRED_KINDS {
+        assert!(kinds.contains(k), "no fixture has an object of kind {k}");
+    }
+    assert!(cases.iter().any(|c| c.row == "swap roll-1/roll-2"));
+    let results = run_cases(cases);
+
     let mutations = results
         .iter()
         .filter(|(c, _)| !matches!(c.apply, Apply::Nothing))
         .count();
-    println!(
-        "{mutations} mutations over {} runs (+{} controls) in {:.1?}",
+    let summary = format!(
+        "{}{mutations} mutations over {} runs (+{} controls) in {:.1?}; {} cases are known gaps\n",
+        render_matrix(&runs, &results),
         runs.len(),
         results.len() - mutations,
-        started.elapsed()
+        started.elapsed(),
+        results.iter().filter(|(c, _)| gap_for(c).is_some()).count(),
     );
+    // Straight to stderr, past the harness's capture: the matrix belongs in every CI log.
+    {
+        use std::io::Write;
+        let _ = std::io::stderr().lock().write_all(summary.as_bytes());
+    }
 
+    assert_eq!(
+        fixture_digest(),
+        before,
+        "the committed fixtures changed while the suite ran"
+    );
     let mut failures = Vec::new();
     for (case, v) in &results {
-        let what = format!(
-            "[{}] run {} object {} (verify {})",
-            case.row, case.run, case.target, case.verify_as
-        );
+        let what = what(case);
         let gap = gap_for(case);
-        match v {
-            Verdict::Caught(_) | Verdict::Clean => {
-                if let Some(g) = gap {
-                    failures.push(format!(
-                        "FIXED known gap {what}: now caught; remove it from KNOWN_GAPS ({})",
-                        g.what
-                    ));
-                }
-            }
-            Verdict::Passed => failures.push(match gap {
-                Some(g) => format!("KNOWN GAP {what}: verify says VERIFIED ({})", g.what),
-                None => format!("NEW GAP {what}: verify says VERIFIED (exit 0) after the mutation"),
-            }),
-            Verdict::Wrong(ps) if matches!(case.apply, Apply::Nothing) => failures.push(format!(
-                "CONTROL {what}: the untouched copy does not verify:\n{}",
-                describe_problems(ps)
+        match (v, gap) {
+            // Known gaps fail in known_gaps_in_verify_are_closed.
+            (Verdict::Passed | Verdict::Wrong(_), Some(_)) => {}
+            (Verdict::Caught(_) | Verdict::Clean, Some(g)) => failures.push(format!(
+                "FIXED known gap {what}: now caught; remove it from KNOWN_GAPS ({})",
+                g.what
             )),
-            Verdict::Wrong(ps) => failures.push(format!(
+            (Verdict::Caught(_) | Verdict::Clean, None) => {}
+            (Verdict::Passed, None) => failures.push(format!(
+                "NEW GAP {what}: verify says VERIFIED (exit 0) after the mutation"
+            )),
+            (Verdict::Wrong(ps), None) if matches!(case.apply, Apply::Nothing) => {
+                failures.push(format!(
+                    "CONTROL {what}: the untouched copy does not verify:\n{}",
+                    describe_problems(ps)
+                ))
+            }
+            (Verdict::Wrong(ps), None) => failures.push(format!(
                 "WRONG REPORT {what}: not verified, but no problem with check {:?} names {}:\n{}",
                 case.checks,
                 case.object,
                 describe_problems(ps)
             )),
-            Verdict::Error(e) => failures.push(format!("ERROR {what}: {e}")),
+            (Verdict::Error(e), _) => failures.push(format!("ERROR {what}: {e}")),
         }
     }
     assert!(
@@ -920,6 +980,58 @@ fn every_mutation_of_every_sealed_fixture_is_caught_by_verify() {
         failures.len(),
         results.len(),
         failures.join("\n")
+    );
+}
+
+/// Fails while any of [`KNOWN_GAPS`] is open: each gap, every run and object it affects, and
+/// what verify said.
+#[test]
+fn known_gaps_in_verify_are_closed() {
+    let runs = fixture_runs();
+    let cases: Vec<Case> = matrix(&runs)
+        .into_iter()
+        .filter(|c| gap_for(c).is_some())
+        .collect();
+    let results = run_cases(cases);
+    let mut open = Vec::new();
+    for g in KNOWN_GAPS {
+        let hits: Vec<&(Case, Verdict)> = results
+            .iter()
+            .filter(|(c, v)| {
+                g.rows.contains(&c.row.as_str()) && matches!(v, Verdict::Passed | Verdict::Wrong(_))
+            })
+            .collect();
+        if hits.is_empty() {
+            continue;
+        }
+        let runs: BTreeSet<&str> = hits.iter().map(|(c, _)| c.run.as_str()).collect();
+        // One example per mutation, with what verify said.
+        let mut shown = BTreeSet::new();
+        let examples: Vec<String> = hits
+            .iter()
+            .filter(|(c, _)| shown.insert(c.row.clone()))
+            .map(|(c, v)| match v {
+                Verdict::Wrong(ps) => format!(
+                    "    {}: not verified, but only:\n{}",
+                    what(c),
+                    describe_problems(ps)
+                ),
+                _ => format!("    {}: VERIFIED, no problem", what(c)),
+            })
+            .collect();
+        open.push(format!(
+            "KNOWN GAP: {}\n  open in {} cases, on runs {:?}:\n{}",
+            g.what,
+            hits.len(),
+            runs,
+            examples.join("\n")
+        ));
+    }
+    assert!(
+        open.is_empty(),
+        "{} known gaps in seal verify are open (bugs in src/, see KNOWN_GAPS in tests/tamper.rs):\n\n{}",
+        open.len(),
+        open.join("\n\n")
     );
 }
 
@@ -980,17 +1092,17 @@ fn the_binary_exits_1_naming_the_check_and_object() {
     let started = Instant::now();
     let runs = fixture_runs();
     let all = matrix(&runs);
-    // One run with one roll and one with two; for each: the first object of every kind under
-    // each of flip/truncate/delete, plus every structural attack.
-    let subset_runs = ["run-narrative-0010-pass", "run-heritage-0017-disputed-font"];
+    // The run with two rolls: the first object of every kind under each of flip, truncate and
+    // delete, and every structural attack (known gaps are pinned by the library test).
     let mut seen = BTreeSet::new();
     let subset: Vec<&Case> = all
         .iter()
-        .filter(|c| subset_runs.contains(&c.run.as_str()))
-        .filter(|c| !c.row.starts_with("flip header."))
-        .filter(|c| seen.insert((c.run.clone(), c.row.clone())))
+        .filter(|c| c.run == "run-heritage-0017-disputed-font")
+        .filter(|c| !c.row.starts_with("flip header.") && !c.row.starts_with("edit header"))
+        .filter(|c| gap_for(c).is_none())
+        .filter(|c| seen.insert(c.row.clone()))
         .collect();
-    assert!(subset.len() > 60, "{}", subset.len());
+    assert!(subset.len() > 50, "{}", subset.len());
     let rt = tokio::runtime::Runtime::new().unwrap();
     let trusted = trusted();
     let mut failures = Vec::new();
