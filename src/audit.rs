@@ -278,17 +278,20 @@ async fn audit_roll(
     let roll = r.roll_id;
     let label = format!("runs/{run}/{roll}");
     // The roll record as stored must be this roll (a swapped roll folder is caught here).
-    if let Ok(Some((stored, _))) = store
-        .get_json::<Roll>(&Key::roll_file(run, roll, "roll.json"))
-        .await
-    {
-        if &stored != r {
-            a.push(
-                check::REFS,
-                format!("{label}/roll.json"),
-                "the stored roll record differs from the evidence's roll",
-            );
-        }
+    let roll_key = Key::roll_file(run, roll, "roll.json");
+    match store.get_json::<Roll>(&roll_key).await {
+        Ok(Some((stored, _))) if &stored == r => {}
+        Ok(Some(_)) => a.push(
+            check::REFS,
+            roll_key.as_str(),
+            "the stored roll record differs from the evidence's roll",
+        ),
+        Ok(None) => a.push(check::REFS, roll_key.as_str(), "the roll record is missing"),
+        Err(e) => a.push(
+            check::REFS,
+            roll_key.as_str(),
+            format!("unreadable roll record: {e}"),
+        ),
     }
     let (proof, _) = a
         .doc::<ProofPackage>(

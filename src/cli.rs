@@ -107,6 +107,10 @@ pub enum Command {
         /// Import the source runs from this store first (an archive, the committed fixtures).
         #[arg(long, value_name = "URL")]
         from: Option<String>,
+        /// Public key trusted to have sealed the sources (SPKI PEM); repeatable; adds to
+        /// keys.trusted of the config and this replay's own key.
+        #[arg(long, value_name = "PEM")]
+        trust: Vec<PathBuf>,
         /// Signing key (default: keys.signing_key of the config).
         #[arg(long, value_name = "PEM")]
         key: Option<PathBuf>,
@@ -126,6 +130,12 @@ pub enum Command {
         #[arg(long, value_name = "PEM")]
         key: Option<PathBuf>,
     },
+    /// Turn an agent-loop Verdict into a run folder (evidenceMode legacy-adapted).
+    #[command(subcommand)]
+    Adapt(AdaptCommand),
+    /// Export a decided run as an agent-loop Verdict record.
+    #[command(subcommand)]
+    Export(ExportCommand),
     /// Judge a run folder end to end: rolls, finalPostguard, seal.
     Judge {
         /// The run folder (header.json, brief.md, roll-1/…, blobs/…).
@@ -139,6 +149,36 @@ pub enum Command {
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdaptCommand {
+    /// An agent-loop Verdict (verdict.schema.json) → a run folder `seal judge` accepts.
+    Verdict {
+        /// The Verdict JSON file.
+        file: PathBuf,
+        /// The run folder to write (must not exist or be empty).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Genre of the game (a Verdict does not say): narrative, trpg, heritage, puzzle, sim-business.
+        #[arg(long, default_value = "narrative")]
+        genre: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExportCommand {
+    /// A decided run carrying _designId, _taskId and _traceId → a Verdict record.
+    Verdict {
+        /// The run id.
+        run_id: String,
+        /// Store URL (default: the config's).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
+        /// Write the Verdict here instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
     },
 }
 
@@ -249,19 +289,50 @@ pub fn run(cli: Cli) -> u8 {
             strategy,
             store,
             from,
+            trust,
             key,
             json,
         } => cmd_replay(
             &cli,
-            runs,
-            *all,
-            *judges,
-            strategy.as_deref(),
-            store.as_deref(),
-            from.as_deref(),
-            key.as_deref(),
-            *json,
+            ReplayArgs {
+                runs,
+                all: *all,
+                judges: *judges,
+                strategy: strategy.as_deref(),
+                store: store.as_deref(),
+                from: from.as_deref(),
+                trust,
+                key: key.as_deref(),
+                json: *json,
+            },
         ),
+        Command::Adapt(AdaptCommand::Verdict { file, out, genre }) => {
+            let genre: crate::doc::Genre =
+                match serde_json::from_value(serde_json::Value::String(genre.clone())) {
+                    Ok(g) => g,
+                    Err(_) => {
+                        return fail(format!(
+                    "unknown genre {genre:?}: narrative, trpg, heritage, puzzle or sim-business"
+                ))
+                    }
+                };
+            match crate::adapt::verdict_file_to_run_folder(file, genre, out) {
+                Ok(run) => {
+                    println!(
+                        "wrote run folder {} (run {run}, evidenceMode legacy-adapted)",
+                        out.display()
+                    );
+                    0
+                }
+                Err(e) => {
+                    eprintln!("seal: {e}");
+                    1
+                }
+            }
+        }
+        Command::Export(ExportCommand::Verdict { run_id, store, out }) => {
+            cmd_export_verdict(&cli, run_id, store.as_deref(), out.as_deref())
+        }
         Command::Serve { listen, store, key } => {
             cmd_serve(&cli, listen.as_deref(), store.as_deref(), key.as_deref())
         }
@@ -415,6 +486,66 @@ async fn shutdown_signal() {
     }
 }
 
+fn cmd_export_verdict(cli: &Cli, run_id: &str, store: Option<&str>, out: Option<&Path>) -> u8 {
+    let config = match load_config(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let run = match crate::ids::RunId::parse(run_id) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    rt.block_on(async {
+        let url = store
+            .map(str::to_owned)
+            .unwrap_or_else(|| config.store.clone());
+        let store = match Store::open(&url).await {
+            Ok(s) => s.with_doc_limit(config.max_document_bytes),
+            Err(e) => return fail(e),
+        };
+        let ev = match store
+            .get_json::<crate::doc::Evidence>(&crate::store::Key::evidence(&run))
+            .await
+        {
+            Ok(Some((ev, _))) => ev,
+            Ok(None) => {
+                return fail(format!(
+                    "run {run}: not decided (no evidence.json in {url})"
+                ))
+            }
+            Err(e) => return fail(e),
+        };
+        let verdict = match crate::adapt::evidence_to_verdict(&ev) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("seal: {e}");
+                return 1;
+            }
+        };
+        let text = match serde_json::to_string_pretty(&verdict) {
+            Ok(t) => t + "\n",
+            Err(e) => return fail(e),
+        };
+        match out {
+            Some(p) => match std::fs::write(p, text) {
+                Ok(()) => {
+                    println!("wrote {}", p.display());
+                    0
+                }
+                Err(e) => fail(format!("{}: {e}", p.display())),
+            },
+            None => {
+                print!("{text}");
+                0
+            }
+        }
+    })
+}
+
 fn run_ids(ids: &[String]) -> Result<Vec<crate::ids::RunId>, u8> {
     ids.iter()
         .map(|s| crate::ids::RunId::parse(s).map_err(fail))
@@ -534,19 +665,37 @@ fn progress(len: u64, wanted: bool) -> indicatif::ProgressBar {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn cmd_replay(
-    cli: &Cli,
-    runs: &[String],
+struct ReplayArgs<'a> {
+    runs: &'a [String],
     all: bool,
     judges: crate::replay::JudgesFrom,
-    strategy: Option<&str>,
-    store: Option<&str>,
-    from: Option<&str>,
-    key: Option<&Path>,
+    strategy: Option<&'a str>,
+    store: Option<&'a str>,
+    from: Option<&'a str>,
+    trust: &'a [PathBuf],
+    key: Option<&'a Path>,
     json: bool,
-) -> u8 {
+}
+
+fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
+    let ReplayArgs {
+        runs,
+        all,
+        judges,
+        strategy,
+        store,
+        from,
+        trust,
+        key,
+        json,
+    } = args;
     init_logging(cli.log_format, "warn");
+    if let Some(s) = strategy.filter(|s| *s != crate::consensus::STRATEGY) {
+        return fail(format!(
+            "unknown consensus strategy {s:?}: this build implements {}",
+            crate::consensus::STRATEGY
+        ));
+    }
     let config = match load_config(cli.config.as_deref()) {
         Ok(c) => c,
         Err(code) => return code,
@@ -558,6 +707,13 @@ fn cmd_replay(
         Ok(k) => k,
         Err(code) => return code,
     };
+    let mut trusted = vec![key.public()];
+    for p in config.trusted_keys.iter().chain(trust) {
+        match crate::sealing::PublicKey::load(p) {
+            Ok(k) => trusted.push(k),
+            Err(e) => return fail(e),
+        }
+    }
     let rt = match runtime() {
         Ok(r) => r,
         Err(code) => return code,
@@ -597,7 +753,7 @@ fn cmd_replay(
                     continue;
                 }
             }
-            match crate::replay::replay(&engine, id, judges, strategy).await {
+            match crate::replay::replay(&engine, id, judges, strategy, &trusted).await {
                 Ok(r) => done.push(r),
                 Err(e) => errors.push(e.to_string()),
             }
@@ -623,8 +779,9 @@ fn cmd_replay(
                 "replayed {} run{} ({:?} judges): {} consensus reproduced, {} outcome{} flipped, cost {:.4} RMB",
                 done.len(), if done.len() == 1 { "" } else { "s" }, judges, reproduced, flipped.len(), if flipped.len() == 1 { "" } else { "s" }, cost
             );
+            let show = |o: Option<crate::doc::Outcome>| o.map(|o| o.as_str()).unwrap_or("?");
             for r in &flipped {
-                println!("  flipped {}: {:?} -> {:?}", r.source, r.old_outcome, r.new_outcome);
+                println!("  flipped {}: {} -> {}", r.source, show(r.old_outcome), show(r.new_outcome));
             }
         }
         if errors.is_empty() { 0 } else { 1 }

@@ -6,13 +6,12 @@
 //! new spent, and with an unchanged strategy every consensus hash must reproduce. `live` asks
 //! both judges again over HTTP with the same blinded package (fresh sessions and seeds).
 //!
-//! The source is audited first (every ref re-hashed): history that does not verify is not
-//! replayed. With `--from`, the source run is first imported from another store (an archive
+//! The source is verified first (`seal verify`: seal by a trusted key, every ref re-hashed):
+//! history that does not verify is not replayed. With `--from`, the source run is first imported from another store (an archive
 //! bucket, the committed fixtures) into the working store, so the result is self-contained.
 
 use serde::Serialize;
 
-use crate::audit;
 use crate::consensus;
 use crate::doc::*;
 use crate::engine::Engine;
@@ -103,12 +102,14 @@ async fn next_replay_id(store: &Store, source: &RunId) -> Result<RunId, ReplayEr
     })
 }
 
-/// Replays one decided run.
+/// Replays one decided run. The source must verify under `trusted` (signature, subject,
+/// every ref): history that does not verify is not replayed.
 pub async fn replay(
     engine: &Engine,
     source: &RunId,
     judges: JudgesFrom,
     strategy: Option<&str>,
+    trusted: &[crate::sealing::PublicKey],
 ) -> Result<Replayed, ReplayError> {
     if let Some(s) = strategy.filter(|s| *s != consensus::STRATEGY) {
         return Err(ReplayError::Strategy(s.to_string()));
@@ -120,8 +121,9 @@ pub async fn replay(
         });
     };
     let brief = store.get_opt(&Key::brief(source)).await?;
-    let (problems, _) = audit::audit(store, &old, brief.as_deref()).await;
-    if !problems.is_empty() {
+    let report = crate::verify::verify_run(store, source, trusted).await?;
+    if !report.verified {
+        let problems = report.problems;
         let text: Vec<String> = problems.iter().take(3).map(|p| p.to_string()).collect();
         return Err(ReplayError::Unsound {
             run: source.clone(),

@@ -49,6 +49,18 @@ fn roll_key(run: &RunId, roll: RollId) -> Key {
     Key::roll_file(run, roll, "roll.json")
 }
 
+/// How a roll guard names the header it was judged under (verify reads it back).
+pub const GUARD_HEADER_PREFIX: &str = "header.json";
+/// How a roll guard names the play-spec it was judged under (verify reads it back).
+pub const GUARD_SPEC_PREFIX: &str = "play-spec.json";
+
+/// The sha256 a roll guard check names for `prefix` (`header.json sha256 <hex>…`), if any.
+pub fn guard_named_hash(roll: &Roll, check: &str, prefix: &str) -> Option<Hash> {
+    let c = roll.roll_guard.checks.iter().find(|c| c.id == check)?;
+    let rest = c.detail.strip_prefix(prefix)?.strip_prefix(" sha256 ")?;
+    Hash::parse(rest.get(..64)?).ok()
+}
+
 /// Where a roll's judge answers come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
@@ -541,7 +553,7 @@ async fn judge_roll_inner(
         tracing::info!(outcome = %done.roll.roll_outcome, "roll already judged");
         return Ok(done);
     }
-    let (header, _) = intake::header(store, run).await?;
+    let (header, header_hash) = intake::header(store, run).await?;
     let proof_key = Key::roll_file(run, roll, "proof-package.json");
     let Some((proof, proof_hash)) = store.get_json::<ProofPackage>(&proof_key).await? else {
         return Err(IntakeError::NotFound {
@@ -553,8 +565,14 @@ async fn judge_roll_inner(
     let brief = store.get_opt(&Key::brief(run)).await?;
     let spec = store.get_json::<Value>(&Key::play_spec(run)).await?;
 
-    // The guard: everything that must hold before any judge is called.
-    let mut checks = Vec::new();
+    // The guard: everything that must hold before any judge is called. The header's and the
+    // play-spec's hashes are named in their checks' details, so that the sealed roll binds
+    // the exact documents it was judged under (verify re-hashes them).
+    let mut checks = vec![Check::new(
+        "header",
+        header.phase == Phase::Judging && header.rolls.is_empty(),
+        format!("{} sha256 {header_hash}", GUARD_HEADER_PREFIX),
+    )];
     let brief_text = match &brief {
         Some(b) => {
             let h = Hash::of(b);
@@ -575,15 +593,15 @@ async fn judge_roll_inner(
         }
     };
     match &spec {
-        Some((s, _)) => {
+        Some((s, spec_hash)) => {
             let problems = intake::play_spec_problems(s, &header);
             checks.push(Check::new(
                 "play_spec_fresh",
                 problems.is_empty(),
                 if problems.is_empty() {
-                    "derivedFrom.sourceHash is the artifactHash".to_string()
+                    format!("{GUARD_SPEC_PREFIX} sha256 {spec_hash}: derivedFrom.sourceHash is the artifactHash")
                 } else {
-                    problems.join("; ")
+                    format!("{GUARD_SPEC_PREFIX} sha256 {spec_hash}: {}", problems.join("; "))
                 },
             ));
         }

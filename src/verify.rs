@@ -233,8 +233,59 @@ pub async fn verify_run(
             }
         }
     }
-    match store.get_json::<Evidence>(&Key::header(run)).await {
-        Ok(Some((header, _))) => {
+    // The submitted header and play-spec: every roll's guard names their sha256, so the sealed
+    // rolls bind them; the header must also be the evidence before judging.
+    let header_key = Key::header(run);
+    let header_bytes = store.get_opt(&header_key).await?;
+    let header_hash = header_bytes.as_ref().map(|b| Hash::of(b));
+    let mut header_bound = !ev.rolls.is_empty();
+    for r in &ev.rolls {
+        let named = crate::roll::guard_named_hash(r, "header", crate::roll::GUARD_HEADER_PREFIX);
+        if named.is_none() || named != header_hash {
+            header_bound = false;
+            problems.push(Problem {
+                check: audit::check::REFS,
+                object: header_key.to_string(),
+                expected: named.map(|h| h.to_string()),
+                actual: header_hash.as_ref().map(|h| h.to_string()),
+                detail: format!("the header is not the one {} was judged under", r.roll_id),
+            });
+        }
+        let spec_key = Key::play_spec(run);
+        if let Some(named) =
+            crate::roll::guard_named_hash(r, "play_spec_fresh", crate::roll::GUARD_SPEC_PREFIX)
+        {
+            match store.get_opt(&spec_key).await? {
+                Some(b) if Hash::of(&b) == named => {}
+                Some(b) => problems.push(mismatch(
+                    audit::check::REFS,
+                    spec_key.as_str(),
+                    &named,
+                    Hash::of(&b),
+                    format!(
+                        "the play-spec is not the one {} was judged under",
+                        r.roll_id
+                    ),
+                )),
+                None => problems.push(problem(
+                    audit::check::REFS,
+                    spec_key.as_str(),
+                    format!("the play-spec {} was judged under is missing", r.roll_id),
+                )),
+            }
+        } else if store.exists(&spec_key).await? {
+            problems.push(problem(
+                audit::check::REFS,
+                spec_key.as_str(),
+                format!(
+                    "a play-spec no roll was judged under: unbound object ({})",
+                    r.roll_id
+                ),
+            ));
+        }
+    }
+    match header_bytes.map(|b| crate::json::parse_as::<Evidence>(&b, store.doc_limit())) {
+        Some(Ok(header)) if header_bound => {
             let want = rmb_to_micro(header.cost_rmb)
                 + ev.rolls
                     .iter()
@@ -249,49 +300,48 @@ pub async fn verify_run(
                     "run cost is not the header's plus every roll's",
                 ));
             }
-            let mut h = header.clone();
-            h.rolls = ev.rolls.clone();
-            for (name, same) in [
-                (
-                    "identity",
-                    h.run_id == ev.run_id
-                        && h.game_id == ev.game_id
-                        && h.parent_run_id == ev.parent_run_id
-                        && h.template_route == ev.template_route,
-                ),
-                (
-                    "hashes",
-                    h.brief_hash == ev.brief_hash
-                        && h.artifact_hash == ev.artifact_hash
-                        && h.task_binding_hash == ev.task_binding_hash
-                        && h.acceptance_request_hash == ev.acceptance_request_hash,
-                ),
-                ("obligations", h.proof_obligations == ev.proof_obligations),
-                (
-                    "mode",
-                    h.acceptance_mode == ev.acceptance_mode
-                        && h.evidence_mode == ev.evidence_mode
-                        && h.repair == ev.repair,
-                ),
-            ] {
-                if !same {
-                    problems.push(problem(
-                        check::EVIDENCE,
-                        Key::header(run).as_str(),
-                        format!("the evidence's {name} differ from the submitted header"),
-                    ));
-                }
+            // The evidence is the header plus what judging added, and nothing else changed.
+            let mut judged = header.clone();
+            judged.actions = ev.actions.clone();
+            judged.events = ev.events.clone();
+            judged.floor = ev.floor.clone();
+            judged.first_play = ev.first_play.clone();
+            judged.brief_rule_matches = ev.brief_rule_matches.clone();
+            judged.rolls = ev.rolls.clone();
+            judged.merge = ev.merge.clone();
+            judged.source_roll_id = ev.source_roll_id;
+            judged.judge = ev.judge.clone();
+            judged.cost_rmb = ev.cost_rmb;
+            judged.phase = ev.phase;
+            judged.outcome = ev.outcome;
+            judged.final_postguard = ev.final_postguard.clone();
+            judged.decision = ev.decision.clone();
+            judged.compatibility = ev.compatibility.clone();
+            if judged != ev {
+                problems.push(problem(
+                    check::EVIDENCE,
+                    ev_key.as_str(),
+                    "the evidence changes header fields that judging never writes",
+                ));
+            }
+            if header.phase != Phase::Judging || !header.rolls.is_empty() {
+                problems.push(problem(
+                    check::EVIDENCE,
+                    header_key.as_str(),
+                    "the submitted header is not a JUDGING header without rolls",
+                ));
             }
         }
-        Ok(None) => problems.push(problem(
-            audit::check::REFS,
-            Key::header(run).as_str(),
-            "the submitted header is missing",
-        )),
-        Err(e) => problems.push(problem(
-            audit::check::REFS,
-            Key::header(run).as_str(),
+        Some(Ok(_)) => {}
+        Some(Err(e)) => problems.push(problem(
+            audit::check::SCHEMA,
+            header_key.as_str(),
             e.to_string(),
+        )),
+        None => problems.push(problem(
+            audit::check::REFS,
+            header_key.as_str(),
+            "the submitted header is missing",
         )),
     }
 

@@ -645,8 +645,12 @@ fn former_blinding_gaps_stay_closed() {
         .new_tree(&mut runner)
         .map(|t| proptest::strategy::ValueTree::current(&t))
         .unwrap();
+    // An example with a play-spec check and events (the legacy-adapted one has neither).
+    let ex = exs
+        .iter()
+        .find(|e| e.header.proof_obligations.iter().any(|o| o.check.is_some()))
+        .expect("an example with a checked obligation");
     for (what, plant, _) in FORMER_GAPS {
-        let ex = &exs[0];
         let (mut header, mut proof) = install(ex, 0, &s);
         plant(&mut header, &mut proof, &s);
         let pkg = judge_package(&header, &ex.brief, &proof, &manifest_hash());

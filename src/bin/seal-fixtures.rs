@@ -259,6 +259,18 @@ async fn run() -> Res<()> {
     for d in &derived {
         derive(&inputs, d)?;
     }
+    // A legacy agent-loop Verdict, adapted into a run folder by seal itself.
+    let legacy_dir = inputs.join("legacy-accept");
+    if legacy_dir.exists() {
+        std::fs::remove_dir_all(&legacy_dir).map_err(err)?;
+    }
+    let legacy_run = seal::adapt::verdict_file_to_run_folder(
+        &out.join("verdicts/accept.json"),
+        seal::doc::Genre::Puzzle,
+        &legacy_dir,
+    )
+    .map_err(err)?;
+    println!("adapted verdicts/accept.json into inputs/legacy-accept (run {legacy_run})");
 
     let lb = Loopback::start(Duration::from_millis(1))
         .await
@@ -314,6 +326,7 @@ async fn run() -> Res<()> {
             }),
         ),
         ("run-narrative-0011-inconclusive", &normal, Box::new(|_| {})),
+        ("legacy-accept", &normal, Box::new(|_| {})),
     ];
     for (name, engine, setup) in plan {
         reset(&lb);
@@ -339,6 +352,7 @@ async fn run() -> Res<()> {
         &seal::ids::RunId::parse("run-narrative-0010-pass").map_err(err)?,
         seal::replay::JudgesFrom::Stored,
         None,
+        &[SigningKey::load(&key).map_err(err)?.public()],
     )
     .await
     .map_err(err)?;
