@@ -216,6 +216,9 @@ fn load_config(path: Option<&Path>) -> Result<Config, u8> {
     Config::load(path).map_err(fail)
 }
 
+/// Threads for blocking file I/O (see `runtime`).
+const MAX_BLOCKING_THREADS: usize = 32;
+
 fn runtime() -> Result<tokio::runtime::Runtime, u8> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

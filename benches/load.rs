@@ -1,0 +1,210 @@
+//! Load benchmark (issue 6): a load generator drives N runs through the real `seal serve`
+//! binary over HTTP, against a loopback judge with fixed latency L = 200 ms.
+//!
+//! Each run is what a pipeline worker does: PUT header, brief, play-spec and frames, POST
+//! roll 1, POST finalize. Reported per concurrency (1, 32, 256): throughput as a fraction of
+//! the ideal concurrency / L, the added latency of a whole run over L (p50, p99), and the
+//! daemon's peak RSS (VmHWM of the child process).
+//!
+//! ```sh
+//! cargo bench --bench load                          # file store (fsync on every write)
+//! SEAL_BENCH_STORE=memory cargo bench --bench load  # seal alone, no disk
+//! ```
+
+use seal::loopback::{Loopback, Persona};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const L: Duration = Duration::from_millis(200);
+
+fn example() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sealed-fixtures/inputs/run-narrative-0010-pass")
+}
+
+fn vm_hwm_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+struct Inputs {
+    header: Value,
+    brief: Vec<u8>,
+    spec: Vec<u8>,
+    proof: Vec<u8>,
+    blobs: Vec<(String, Vec<u8>)>,
+}
+
+async fn one_run(
+    c: &reqwest::Client,
+    base: &str,
+    inp: &Inputs,
+    run: &str,
+) -> Result<Duration, String> {
+    let t0 = Instant::now();
+    let mut header = inp.header.clone();
+    header["runId"] = Value::String(run.to_string());
+    let ok = |r: reqwest::Response| async move {
+        if r.status().is_success() {
+            Ok(r)
+        } else {
+            Err(format!(
+                "{} {}",
+                r.status(),
+                r.text().await.unwrap_or_default()
+            ))
+        }
+    };
+    for (h, b) in &inp.blobs {
+        ok(c.put(format!("{base}/v1/blobs/sha256/{h}"))
+            .body(b.clone())
+            .send()
+            .await
+            .map_err(|e| e.to_string())?)
+        .await?;
+    }
+    ok(c.put(format!("{base}/v1/runs/{run}"))
+        .json(&header)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?)
+    .await?;
+    ok(c.put(format!("{base}/v1/runs/{run}/brief"))
+        .body(inp.brief.clone())
+        .send()
+        .await
+        .map_err(|e| e.to_string())?)
+    .await?;
+    ok(c.put(format!("{base}/v1/runs/{run}/play-spec"))
+        .body(inp.spec.clone())
+        .send()
+        .await
+        .map_err(|e| e.to_string())?)
+    .await?;
+    ok(c.post(format!("{base}/v1/runs/{run}/rolls/1"))
+        .body(inp.proof.clone())
+        .send()
+        .await
+        .map_err(|e| e.to_string())?)
+    .await?;
+    let r = ok(c
+        .post(format!("{base}/v1/runs/{run}/finalize"))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?)
+    .await?;
+    let v: Value = r.json().await.map_err(|e| e.to_string())?;
+    if v["outcome"] != "pass" {
+        return Err(format!("{run}: outcome {}", v["outcome"]));
+    }
+    Ok(t0.elapsed())
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let lb = Loopback::start(L).await.expect("loopback");
+        lb.persona("load-a", Persona { min_font_px: 12.0, ..Persona::default() });
+        lb.persona("load-b", Persona::default());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let seal = env!("CARGO_BIN_EXE_seal");
+        assert!(Command::new(seal).current_dir(dir.path()).args(["keygen", "--out", "keys"]).output().expect("keygen").status.success());
+        let config = seal::config::EMBEDDED
+            .replace("max_rolls_in_progress = 64", "max_rolls_in_progress = 512")
+            .replace("queue_bound = 256", "queue_bound = 1024")
+            .replace("max_inflight_per_slot = 64", "max_inflight_per_slot = 1024");
+        std::fs::write(dir.path().join("seal.toml"), config).expect("config");
+        let store = match std::env::var("SEAL_BENCH_STORE").as_deref() {
+            Ok("memory") => "memory://".to_string(),
+            _ => "file://./store".to_string(),
+        };
+        let mut child = Command::new(seal)
+            .current_dir(dir.path())
+            .args(["--config", "seal.toml", "serve", "--listen", "127.0.0.1:0", "--store", &store, "--key", "keys/seal.key.pem"])
+            .env("SEAL_JUDGE_A_URL", lb.url())
+            .env("SEAL_JUDGE_B_URL", lb.url())
+            .env("SEAL_JUDGE_A_MODEL", "load-a")
+            .env("SEAL_JUDGE_B_MODEL", "load-b")
+            .env("SEAL_SEED_SALT", "load")
+            .env("SEAL_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("seal serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("first line");
+        let base = line.trim().rsplit(' ').next().unwrap_or("").to_string();
+        let pid = child.id();
+
+        let folder = seal::runfolder::RunFolder::read(&example(), 1 << 26).expect("example");
+        let inputs = Arc::new(Inputs {
+            header: serde_json::from_slice(&folder.header_bytes).expect("header"),
+            brief: folder.brief.clone(),
+            spec: folder.play_spec.clone().unwrap_or_default(),
+            proof: folder.rolls[0].1.clone(),
+            blobs: folder.blobs.iter().map(|(h, p)| (h.to_string(), std::fs::read(p).expect("blob"))).collect(),
+        });
+        let client = reqwest::Client::builder().pool_max_idle_per_host(512).timeout(Duration::from_secs(600)).build().expect("client");
+        println!("load benchmark: seal serve ({store}) at {base}, loopback judge L = {} ms, each run = 6 blob PUTs + header + brief + play-spec + roll + finalize", L.as_millis());
+        println!("{:>11} {:>6} {:>10} {:>9} {:>10} {:>14} {:>14} {:>12}", "concurrency", "runs", "runs/s", "ideal/s", "fraction", "added p50 ms", "added p99 ms", "daemon RSS");
+        for (conc, n) in [(1usize, 20usize), (32, 192), (256, 1024)] {
+            let next = Arc::new(AtomicUsize::new(0));
+            let t0 = Instant::now();
+            let workers: Vec<_> = (0..conc)
+                .map(|w| {
+                    let (client, base, inputs, next) = (client.clone(), base.clone(), inputs.clone(), next.clone());
+                    tokio::spawn(async move {
+                        let mut lat = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::SeqCst);
+                            if i >= n {
+                                break;
+                            }
+                            let run = format!("load-c{conc}-{i:05}");
+                            match one_run(&client, &base, &inputs, &run).await {
+                                Ok(d) => lat.push(d),
+                                Err(e) => panic!("worker {w}: {e}"),
+                            }
+                        }
+                        lat
+                    })
+                })
+                .collect();
+            let mut lat = Vec::new();
+            for w in workers {
+                lat.extend(w.await.expect("worker"));
+            }
+            let wall = t0.elapsed().as_secs_f64();
+            let mut added: Vec<f64> = lat.iter().map(|d| (d.as_secs_f64() - L.as_secs_f64()) * 1000.0).collect();
+            added.sort_by(|a, b| a.total_cmp(b));
+            let rate = lat.len() as f64 / wall;
+            let ideal = conc as f64 / L.as_secs_f64();
+            println!(
+                "{:>11} {:>6} {:>10.1} {:>9.1} {:>10.3} {:>14.1} {:>14.1} {:>9.1} MiB",
+                conc, lat.len(), rate, ideal, rate / ideal, pct(&added, 0.5), pct(&added, 0.99), vm_hwm_mib(pid)
+            );
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    });
+}
