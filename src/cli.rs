@@ -220,8 +220,11 @@ fn load_config(path: Option<&Path>) -> Result<Config, u8> {
 const MAX_BLOCKING_THREADS: usize = 32;
 
 fn runtime() -> Result<tokio::runtime::Runtime, u8> {
+    // Blocking threads do the file store's I/O; a bound keeps memory flat under load while
+    // staying far above what one disk can use.
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
         .build()
         .map_err(fail)
 }
