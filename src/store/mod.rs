@@ -223,6 +223,16 @@ impl Store {
         bytes: Bytes,
     ) -> Result<(Stored, bool), StoreError> {
         let hash = Hash::of(&bytes);
+        self.create_hashed(key, bytes, hash).await
+    }
+
+    /// Create-only put of bytes whose hash the caller already computed.
+    async fn create_hashed(
+        &self,
+        key: &Key,
+        bytes: Bytes,
+        hash: Hash,
+    ) -> Result<(Stored, bool), StoreError> {
         let size = bytes.len() as u64;
         let opts = PutOptions {
             mode: PutMode::Create,
@@ -310,7 +320,10 @@ impl Store {
                 None => {
                     let hash = Hash::from_hasher(hasher);
                     check_expected(expected, &hash)?;
-                    return self.create(&Key::cas(&hash), head.freeze()).await;
+                    return self
+                        .create_hashed(&Key::cas(&hash), head.freeze(), hash.clone())
+                        .await
+                        .map(|(s, _)| s);
                 }
                 Some(Err(e)) => return Err(StoreError::Upload(e.to_string())),
                 Some(Ok(chunk)) => {
@@ -373,16 +386,25 @@ impl Store {
         let result = async {
             check_expected(expected, &hash)?;
             let key = Key::cas(&hash);
-            match self
+            let linked_ours = match self
                 .inner
                 .copy_if_not_exists(&path(&staging), &path(&key))
                 .await
             {
-                Ok(()) | Err(object_store::Error::AlreadyExists { .. }) => {}
-                Err(object_store::Error::Precondition { .. }) => {}
+                Ok(()) => true,
+                Err(object_store::Error::AlreadyExists { .. })
+                | Err(object_store::Error::Precondition { .. }) => false,
                 Err(e) => return Err(backend(&key, "create-only copy", e)),
+            };
+            // A local hard link is the very file just hashed; anything else (someone else's
+            // object, a server-side copy) is re-hashed: a CAS key must hash to its name.
+            if linked_ours && matches!(self.url, StoreUrl::File(_)) {
+                return Ok(Stored {
+                    key,
+                    hash: hash.clone(),
+                    size,
+                });
             }
-            // Whoever created it, the object under a CAS key must hash to its name.
             let stored_size = self.verify(&key, &hash).await?;
             Ok(Stored {
                 key,
