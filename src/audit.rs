@@ -59,6 +59,39 @@ pub struct Problem {
     pub detail: String,
 }
 
+impl Problem {
+    pub fn new(
+        check: &'static str,
+        object: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Problem {
+        Problem {
+            check,
+            object: object.into(),
+            expected: None,
+            actual: None,
+            detail: detail.into(),
+        }
+    }
+
+    /// A problem with the sealed (`expected`) and the found or recomputed (`actual`) value.
+    pub fn mismatch(
+        check: &'static str,
+        object: impl Into<String>,
+        expected: impl ToString,
+        actual: impl ToString,
+        detail: impl Into<String>,
+    ) -> Problem {
+        Problem {
+            check,
+            object: object.into(),
+            expected: Some(expected.to_string()),
+            actual: Some(actual.to_string()),
+            detail: detail.into(),
+        }
+    }
+}
+
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "[{}] {}: {}", self.check, self.object, self.detail)?;
@@ -76,13 +109,7 @@ struct Audit {
 
 impl Audit {
     fn push(&mut self, check: &'static str, object: impl Into<String>, detail: impl Into<String>) {
-        self.problems.push(Problem {
-            check,
-            object: object.into(),
-            expected: None,
-            actual: None,
-            detail: detail.into(),
-        });
+        self.problems.push(Problem::new(check, object, detail));
     }
     fn mismatch(
         &mut self,
@@ -92,13 +119,8 @@ impl Audit {
         actual: impl ToString,
         detail: impl Into<String>,
     ) {
-        self.problems.push(Problem {
-            check,
-            object: object.into(),
-            expected: Some(expected.to_string()),
-            actual: Some(actual.to_string()),
-            detail: detail.into(),
-        });
+        self.problems
+            .push(Problem::mismatch(check, object, expected, actual, detail));
     }
     fn store_error(&mut self, e: StoreError) {
         match e {

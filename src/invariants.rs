@@ -415,6 +415,40 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
     out
 }
 
+/// failureSignature is null exactly on pass and starts with the decision; sameModel agrees
+/// with the independence record. Shared by the consensus document and its projection.
+fn signature_and_model(
+    at: &str,
+    decision: Outcome,
+    signature: Option<&str>,
+    same_model: bool,
+    checks_same_model: bool,
+    out: &mut Vec<Finding>,
+) {
+    if (decision == Outcome::Pass) != signature.is_none() {
+        out.push(f(
+            format!("{at}/failureSignature"),
+            "failure_signature",
+            "failureSignature is null exactly when the decision is pass",
+        ));
+    } else if let Some(sig) = signature {
+        if !sig.starts_with(&format!("{decision}:")) {
+            out.push(f(
+                format!("{at}/failureSignature"),
+                "failure_signature",
+                format!("failureSignature must start with \"{decision}:\""),
+            ));
+        }
+    }
+    if same_model != checks_same_model {
+        out.push(f(
+            format!("{at}/sameModel"),
+            "same_model",
+            "sameModel must equal independenceChecks.sameModel",
+        ));
+    }
+}
+
 /// The consensus rules (DESIGN §5) applied to the projection placed in the evidence.
 fn projection_rules(d: &Evidence, j: &Projection, out: &mut Vec<Finding>) {
     if j.degraded && j.decision == Outcome::Pass {
@@ -424,28 +458,14 @@ fn projection_rules(d: &Evidence, j: &Projection, out: &mut Vec<Finding>) {
             "a degraded (single-judge) consensus never yields pass",
         ));
     }
-    if (j.decision == Outcome::Pass) != j.failure_signature.is_none() {
-        out.push(f(
-            "/judge/failureSignature",
-            "failure_signature",
-            "failureSignature is null exactly when the decision is pass",
-        ));
-    } else if let Some(sig) = &j.failure_signature {
-        if !sig.starts_with(&format!("{}:", j.decision)) {
-            out.push(f(
-                "/judge/failureSignature",
-                "failure_signature",
-                format!("failureSignature must start with \"{}:\"", j.decision),
-            ));
-        }
-    }
-    if j.same_model != j.independence_checks.same_model {
-        out.push(f(
-            "/judge/sameModel",
-            "same_model",
-            "sameModel must equal independenceChecks.sameModel",
-        ));
-    }
+    signature_and_model(
+        "/judge",
+        j.decision,
+        j.failure_signature.as_deref(),
+        j.same_model,
+        j.independence_checks.same_model,
+        out,
+    );
     // Re-derive the decision from the obligations and the floor.
     let required: BTreeSet<&str> = d
         .proof_obligations
@@ -775,29 +795,14 @@ pub fn consensus(c: &JudgeConsensus) -> Vec<Finding> {
     if let Err(e) = sorted_unique(c.obligation_results.iter().map(|o| o.id.as_str())) {
         out.push(f("/obligationResults", "obligations_sorted", e));
     }
-    if (c.decision == Outcome::Pass) != c.failure_signature.is_none() {
-        out.push(f(
-            "/failureSignature",
-            "failure_signature",
-            "failureSignature is null exactly when the decision is pass",
-        ));
-    }
-    if let Some(sig) = &c.failure_signature {
-        if !sig.starts_with(&format!("{}:", c.decision)) {
-            out.push(f(
-                "/failureSignature",
-                "failure_signature",
-                format!("failureSignature must start with \"{}:\"", c.decision),
-            ));
-        }
-    }
-    if c.same_model != c.independence_checks.same_model {
-        out.push(f(
-            "/sameModel",
-            "same_model",
-            "sameModel must equal independenceChecks.sameModel",
-        ));
-    }
+    signature_and_model(
+        "",
+        c.decision,
+        c.failure_signature.as_deref(),
+        c.same_model,
+        c.independence_checks.same_model,
+        &mut out,
+    );
     if !c.independence_checks.all_required_hold() && c.decision != Outcome::InfraError {
         out.push(f(
             "/decision",

@@ -285,22 +285,16 @@ async fn postguard_checks(
 
     let value = serde_json::to_value(snap).map_err(|e| internal(run, e))?;
     for f in crate::contracts::validate(Kind::PlaytestV3, &value) {
-        problems.push(Problem {
-            check: check::SCHEMA,
-            object: format!("{} {}", Key::judging(run), f.pointer),
-            expected: None,
-            actual: None,
-            detail: f.message,
-        });
+        let object = format!("{} {}", Key::judging(run), f.pointer);
+        problems.push(Problem::new(check::SCHEMA, object, f.message));
     }
     for f in invariants::evidence(snap) {
-        problems.push(Problem {
-            check: check::INVARIANTS,
-            object: format!("{} {}", Key::judging(run), f.pointer),
-            expected: None,
-            actual: None,
-            detail: format!("{} {}", f.rule, f.message),
-        });
+        let object = format!("{} {}", Key::judging(run), f.pointer);
+        problems.push(Problem::new(
+            check::INVARIANTS,
+            object,
+            format!("{} {}", f.rule, f.message),
+        ));
     }
     // Cost: the run costs what the header said plus every roll.
     if let Some((header, _)) = store.get_json::<Evidence>(&Key::header(run)).await? {
@@ -311,13 +305,13 @@ async fn postguard_checks(
                 .map(|r| rmb_to_micro(r.cost_rmb))
                 .sum::<u64>();
         if want != rmb_to_micro(snap.cost_rmb) {
-            problems.push(Problem {
-                check: check::COST,
-                object: format!("{} costRmb", Key::judging(run)),
-                expected: Some(micro_to_rmb(want).to_string()),
-                actual: Some(snap.cost_rmb.to_string()),
-                detail: "run cost is not header cost plus roll costs".into(),
-            });
+            problems.push(Problem::mismatch(
+                check::COST,
+                format!("{} costRmb", Key::judging(run)),
+                micro_to_rmb(want),
+                snap.cost_rmb,
+                "run cost is not header cost plus roll costs",
+            ));
         }
     }
     // Independence holds for the source roll, if it was dispatched.
@@ -327,17 +321,15 @@ async fn postguard_checks(
         if let Some(d) = docs.iter().find(|d| d.roll.roll_id == r.roll_id) {
             let failed = d.consensus.independence_checks.failed();
             if r.roll_guard.status == GuardStatus::Pass && !failed.is_empty() {
-                problems.push(Problem {
-                    check: check::INDEPENDENCE,
-                    object: r.judge_consensus_ref.clone(),
-                    expected: None,
-                    actual: None,
-                    detail: format!(
+                problems.push(Problem::new(
+                    check::INDEPENDENCE,
+                    r.judge_consensus_ref.clone(),
+                    format!(
                         "source roll {} failed required independence checks: {}",
                         r.roll_id,
                         failed.join(", ")
                     ),
-                });
+                ));
             }
         }
     }

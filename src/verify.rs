@@ -46,13 +46,7 @@ pub struct RunReport {
 }
 
 fn problem(check: &'static str, object: impl Into<String>, detail: impl Into<String>) -> Problem {
-    Problem {
-        check,
-        object: object.into(),
-        expected: None,
-        actual: None,
-        detail: detail.into(),
-    }
+    Problem::new(check, object, detail)
 }
 
 fn mismatch(
@@ -62,13 +56,7 @@ fn mismatch(
     actual: impl ToString,
     detail: impl Into<String>,
 ) -> Problem {
-    Problem {
-        check,
-        object: object.into(),
-        expected: Some(expected.to_string()),
-        actual: Some(actual.to_string()),
-        detail: detail.into(),
-    }
+    Problem::mismatch(check, object, expected, actual, detail)
 }
 
 /// Whether the store holds anything for this run (to tell "no such run" from "not verified").
@@ -244,11 +232,13 @@ pub async fn verify_run(
         if named.is_none() || named != header_hash {
             header_bound = false;
             problems.push(Problem {
-                check: audit::check::REFS,
-                object: header_key.to_string(),
                 expected: named.map(|h| h.to_string()),
                 actual: header_hash.as_ref().map(|h| h.to_string()),
-                detail: format!("the header is not the one {} was judged under", r.roll_id),
+                ..Problem::new(
+                    audit::check::REFS,
+                    header_key.as_str(),
+                    format!("the header is not the one {} was judged under", r.roll_id),
+                )
             });
         }
         let spec_key = Key::play_spec(run);
