@@ -567,7 +567,6 @@ fn cmd_verify(
     jobs: Option<usize>,
     json: bool,
 ) -> u8 {
-    use futures::StreamExt;
     init_logging(cli.log_format, "warn");
     let config = match load_config(cli.config.as_deref()) {
         Ok(c) => c,
@@ -605,35 +604,46 @@ fn cmd_verify(
                 Err(code) => return code,
             }
         };
-        for id in &ids {
-            match crate::verify::run_exists(&store, id).await {
-                Ok(true) => {}
-                Ok(false) => return fail(format!("no run {id} in {url}")),
-                Err(e) => return fail(e),
+        // Named runs must exist (ids from --all came from the listing itself).
+        if !all {
+            for id in &ids {
+                match crate::verify::run_exists(&store, id).await {
+                    Ok(true) => {}
+                    Ok(false) => return fail(format!("no run {id} in {url}")),
+                    Err(e) => return fail(e),
+                }
             }
         }
         let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)).max(1);
         let bar = progress(ids.len() as u64, all);
-        let trusted = &trusted;
-        let store = &store;
-        let results: Vec<_> = futures::stream::iter(ids.iter())
-            .map(|id| {
-                let bar = bar.clone();
-                async move {
-                    let r = crate::verify::verify_run(store, id, trusted).await;
-                    bar.inc(1);
-                    (id.clone(), r)
+        let trusted = std::sync::Arc::new(trusted);
+        // Each run is its own task, so parsing and hashing of `jobs` runs spread over the
+        // runtime's threads; results come back in the order of `ids`.
+        let mut results = Vec::with_capacity(ids.len());
+        let mut pending = std::collections::VecDeque::new();
+        for id in ids.iter().cloned() {
+            if pending.len() >= jobs {
+                if let Some(h) = pending.pop_front() {
+                    results.push(join_verify(h).await);
                 }
-            })
-            .buffered(jobs)
-            .collect()
-            .await;
+            }
+            let (store, trusted, bar) = (store.clone(), trusted.clone(), bar.clone());
+            pending.push_back(tokio::spawn(async move {
+                let r = crate::verify::verify_run(&store, &id, &trusted).await;
+                bar.inc(1);
+                (id, r)
+            }));
+        }
+        while let Some(h) = pending.pop_front() {
+            results.push(join_verify(h).await);
+        }
         bar.finish_and_clear();
         let mut reports = Vec::new();
-        for (id, r) in results {
-            match r {
-                Ok(rep) => reports.push(rep),
-                Err(e) => return fail(format!("run {id}: {e}")),
+        for joined in results {
+            match joined {
+                Ok((_, Ok(rep))) => reports.push(rep),
+                Ok((id, Err(e))) => return fail(format!("run {id}: {e}")),
+                Err(e) => return fail(e),
             }
         }
         let failed = reports.iter().filter(|r| !r.verified).count();
@@ -654,6 +664,15 @@ fn cmd_verify(
         }
         if failed > 0 { 1 } else { 0 }
     })
+}
+
+type VerifyOutcome = (
+    crate::ids::RunId,
+    Result<crate::verify::RunReport, crate::store::StoreError>,
+);
+
+async fn join_verify(h: tokio::task::JoinHandle<VerifyOutcome>) -> Result<VerifyOutcome, String> {
+    h.await.map_err(|e| format!("a verify task failed: {e}"))
 }
 
 fn progress(len: u64, wanted: bool) -> indicatif::ProgressBar {
