@@ -433,32 +433,31 @@ async fn answer(
             if !sleep(d).await {
                 return Ok(false);
             }
-            let content = judge(&req, &persona, &model);
-            let b = completion(
-                &model,
-                &persona,
-                Some(Value::String(content)),
-                None,
-                "stop",
-                prompt_tokens,
-            );
-            write_response(conn, 200, None, &b).await?;
-            Ok(true)
+            own_answer(conn, &req, &persona, &model, prompt_tokens).await
         }
-        None => {
-            let content = judge(&req, &persona, &model);
-            let b = completion(
-                &model,
-                &persona,
-                Some(Value::String(content)),
-                None,
-                "stop",
-                prompt_tokens,
-            );
-            write_response(conn, 200, None, &b).await?;
-            Ok(true)
-        }
+        None => own_answer(conn, &req, &persona, &model, prompt_tokens).await,
     }
+}
+
+/// The judge's own verdicts on the request's package, as a 200 answer.
+async fn own_answer(
+    conn: &mut TcpStream,
+    req: &Value,
+    persona: &Persona,
+    model: &str,
+    prompt_tokens: u64,
+) -> std::io::Result<bool> {
+    let content = judge(req, persona, model);
+    let b = completion(
+        model,
+        persona,
+        Some(Value::String(content)),
+        None,
+        "stop",
+        prompt_tokens,
+    );
+    write_response(conn, 200, None, &b).await?;
+    Ok(true)
 }
 
 fn completion(
