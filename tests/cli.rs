@@ -4,31 +4,19 @@ mod common;
 
 use common::*;
 use seal::loopback::Loopback;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
 fn seal_cmd(cwd: &std::path::Path, lb: &Loopback) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_seal"));
-    c.current_dir(cwd)
-        .env("SEAL_JUDGE_A_URL", lb.url())
-        .env("SEAL_JUDGE_B_URL", lb.url())
-        .env("SEAL_JUDGE_A_MODEL", MODEL_A)
-        .env("SEAL_JUDGE_B_MODEL", MODEL_B)
-        .env("SEAL_JUDGE_A_KEY", "sk-cli-secret-a-123")
-        .env("SEAL_JUDGE_B_KEY", "sk-cli-secret-b-456")
-        .env("SEAL_SEED_SALT", "cli-salt-secret")
-        .env("SEAL_LOG", "debug");
+    let mut c = seal_cmd_with(
+        cwd,
+        lb,
+        "sk-cli-secret-a-123",
+        "sk-cli-secret-b-456",
+        "cli-salt-secret",
+    );
+    c.env("SEAL_LOG", "debug");
     c
-}
-
-async fn run(mut c: Command) -> Output {
-    tokio::task::spawn_blocking(move || c.output().unwrap())
-        .await
-        .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 #[test]

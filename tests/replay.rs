@@ -68,27 +68,15 @@ fn key_pair() -> (tempfile::TempDir, PathBuf, PathBuf) {
 /// `seal …` with the judge slots pointed at the loopback judge, run from an empty folder (so
 /// that no config/seal.toml of the checkout is read).
 fn seal_cmd(cwd: &Path, lb: &Loopback) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_seal"));
-    c.current_dir(cwd)
-        .env("SEAL_JUDGE_A_URL", lb.url())
-        .env("SEAL_JUDGE_B_URL", lb.url())
-        .env("SEAL_JUDGE_A_MODEL", MODEL_A)
-        .env("SEAL_JUDGE_B_MODEL", MODEL_B)
-        .env("SEAL_JUDGE_A_KEY", "sk-replay-test-a")
-        .env("SEAL_JUDGE_B_KEY", "sk-replay-test-b")
-        .env("SEAL_JUDGE_TIMEOUT_MS", "3000")
-        .env("SEAL_SEED_SALT", "replay-test-salt");
+    let mut c = seal_cmd_with(
+        cwd,
+        lb,
+        "sk-replay-test-a",
+        "sk-replay-test-b",
+        "replay-test-salt",
+    );
+    c.env("SEAL_JUDGE_TIMEOUT_MS", "3000");
     c
-}
-
-async fn run(mut c: Command) -> Output {
-    tokio::task::spawn_blocking(move || c.output().unwrap())
-        .await
-        .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn json_out(out: &Output) -> Value {

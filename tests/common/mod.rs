@@ -244,3 +244,35 @@ pub fn copy_fixture_store() -> (tempfile::TempDir, PathBuf) {
 pub fn file_url(root: &std::path::Path) -> String {
     format!("file://{}", root.display())
 }
+
+/// The `seal` binary run from `cwd` (an empty folder, so no config/seal.toml of the checkout is
+/// read) with both judge slots pointed at `judge` and the given keys and salt.
+pub fn seal_cmd_with(
+    cwd: &std::path::Path,
+    judge: &Loopback,
+    key_a: &str,
+    key_b: &str,
+    salt: &str,
+) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_seal"));
+    c.current_dir(cwd)
+        .env("SEAL_JUDGE_A_URL", judge.url())
+        .env("SEAL_JUDGE_B_URL", judge.url())
+        .env("SEAL_JUDGE_A_MODEL", MODEL_A)
+        .env("SEAL_JUDGE_B_MODEL", MODEL_B)
+        .env("SEAL_JUDGE_A_KEY", key_a)
+        .env("SEAL_JUDGE_B_KEY", key_b)
+        .env("SEAL_SEED_SALT", salt);
+    c
+}
+
+/// Runs a command off the async runtime.
+pub async fn run(mut c: std::process::Command) -> std::process::Output {
+    tokio::task::spawn_blocking(move || c.output().unwrap())
+        .await
+        .unwrap()
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
