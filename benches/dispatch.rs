@@ -12,9 +12,9 @@
 use seal::config::Config;
 use seal::engine::Engine;
 use seal::ids::{RollId, RunId};
-use seal::loopback::{Loopback, Persona};
 use seal::sealing::SigningKey;
 use seal::store::Store;
+use seal_testkit::loopback::{Loopback, Persona};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -88,7 +88,7 @@ async fn corpus(engine: &Engine, prefix: &str, n: usize) -> Vec<RunId> {
         let run = RunId::parse(&format!("{prefix}-{i:04}")).expect("id");
         header["runId"] = Value::String(run.to_string());
         let bytes = serde_json::to_vec(&header).expect("json");
-        seal::intake::put_header(&engine.store, &run, &bytes)
+        seal::intake::put_header(&engine.store, &run, &bytes, seal::intake::Origin::Pipeline)
             .await
             .expect("header");
         seal::intake::put_brief(&engine.store, &run, &folder.brief)

@@ -11,7 +11,7 @@
 //! SEAL_BENCH_STORE=memory cargo bench --bench load  # seal alone, no disk
 //! ```
 
-use seal::loopback::{Loopback, Persona};
+use seal_testkit::loopback::{Loopback, Persona};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

@@ -38,10 +38,10 @@ use seal::config::Config;
 use seal::doc::{Evidence, ProofPackage};
 use seal::engine::Engine;
 use seal::ids::{RollId, RunId};
-use seal::loopback::Loopback;
 use seal::runfolder::RunFolder;
 use seal::sealing::SigningKey;
 use seal::store::{Key, Store};
+use seal_testkit::loopback::Loopback;
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * 1024;

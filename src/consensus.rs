@@ -80,6 +80,40 @@ fn from_judge(s: JudgeStatus) -> ObligationStatus {
     }
 }
 
+/// What a roll decision depends on besides the per-obligation statuses' identities.
+#[derive(Debug, Clone, Copy)]
+pub struct DecisionFacts<'a> {
+    pub independence_holds: bool,
+    pub floor_passed: bool,
+    /// Both slots failed (recorded as `slotFailed`, or as both `judge-<slot>:` roll errors).
+    pub both_failed: bool,
+    /// Exactly one slot failed.
+    pub degraded: bool,
+    /// The consensus statuses of the required obligations.
+    pub required: &'a [ObligationStatus],
+}
+
+/// The roll decision order of `dual-strict/1` (docs/DESIGN.md §5), written once: a void roll
+/// is `infra_error`; a failed floor is `fail`; both judges failed is `infra_error`; a failed
+/// required obligation is `fail`; all required satisfied is `pass` unless a judge failed (a
+/// single judge never passes); anything else is `inconclusive`.
+pub fn decision_order(f: &DecisionFacts<'_>) -> Outcome {
+    let any = |s: ObligationStatus| f.required.contains(&s);
+    if !f.independence_holds {
+        Outcome::InfraError
+    } else if !f.floor_passed {
+        Outcome::Fail
+    } else if f.both_failed {
+        Outcome::InfraError
+    } else if any(ObligationStatus::Failed) {
+        Outcome::Fail
+    } else if f.required.iter().all(|s| *s == ObligationStatus::Satisfied) && !f.degraded {
+        Outcome::Pass
+    } else {
+        Outcome::Inconclusive
+    }
+}
+
 /// Computes the consensus document of one roll.
 pub fn decide(input: &ConsensusInput<'_>) -> JudgeConsensus {
     let index = PackageIndex::new(input.package);
@@ -168,26 +202,14 @@ pub fn decide(input: &ConsensusInput<'_>) -> JudgeConsensus {
     let a_failed = input.a.slot_failed.is_some();
     let b_failed = input.b.slot_failed.is_some();
     let degraded = a_failed != b_failed;
-    let any_required = |s: ObligationStatus| required_status.values().any(|v| *v == s);
-    let mut decision = if !input.independence.all_required_hold() {
-        Outcome::InfraError
-    } else if !input.floor_passed {
-        Outcome::Fail
-    } else if a_failed && b_failed {
-        Outcome::InfraError
-    } else if any_required(ObligationStatus::Failed) {
-        Outcome::Fail
-    } else if required_status
-        .values()
-        .all(|s| *s == ObligationStatus::Satisfied)
-    {
-        Outcome::Pass
-    } else {
-        Outcome::Inconclusive
-    };
-    if decision == Outcome::Pass && degraded {
-        decision = Outcome::Inconclusive;
-    }
+    let required: Vec<ObligationStatus> = required_status.values().copied().collect();
+    let decision = decision_order(&DecisionFacts {
+        independence_holds: input.independence.all_required_hold(),
+        floor_passed: input.floor_passed,
+        both_failed: a_failed && b_failed,
+        degraded,
+        required: &required,
+    });
 
     let failure_signature = (decision != Outcome::Pass).then(|| {
         let mut parts: Vec<String> = required_status

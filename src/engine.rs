@@ -1,9 +1,12 @@
 //! The engine: what a command or a request handler needs to judge runs (store, config, judges,
 //! signing key), built once and shared. No global state: tests build as many as they like.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use tokio::sync::OwnedMutexGuard;
 
 use crate::config::Config;
+use crate::ids::RunId;
 use crate::judge::Judges;
 use crate::sealing::SigningKey;
 use crate::store::Store;
@@ -16,7 +19,14 @@ pub struct Engine {
     /// None for read-only uses (verify); finalizing needs it.
     pub key: Option<Arc<SigningKey>>,
     pub clock: Arc<dyn Clock>,
+    runs: Arc<RunLocks>,
 }
+
+/// One async lock per run id in this process: a roll, a finalize and an intake of the same run
+/// take turns, so a finalize never races a roll of the same run inside one daemon. (Replicas
+/// rely on create-only writes and the run's stored phase.) Entries die with their last guard.
+#[derive(Default)]
+struct RunLocks(Mutex<HashMap<RunId, Weak<tokio::sync::Mutex<()>>>>);
 
 /// The clock, injected so that the postguard's `decidedAt` is an input, not a side effect.
 pub trait Clock: Send + Sync {
@@ -55,7 +65,30 @@ impl Engine {
             judges: Arc::new(judges),
             key: key.map(Arc::new),
             clock: Arc::new(SystemClock),
+            runs: Arc::new(RunLocks::default()),
         })
+    }
+
+    /// Waits for this process's lock on `run` (see [`RunLocks`]).
+    pub async fn lock_run(&self, run: &RunId) -> OwnedMutexGuard<()> {
+        let lock = {
+            let mut map = match self.runs.0.lock() {
+                Ok(m) => m,
+                // A panic while holding this map lock left it poisoned; its data (weak
+                // pointers) is still consistent.
+                Err(p) => p.into_inner(),
+            };
+            map.retain(|_, w| w.strong_count() > 0);
+            match map.get(run).and_then(Weak::upgrade) {
+                Some(l) => l,
+                None => {
+                    let l = Arc::new(tokio::sync::Mutex::new(()));
+                    map.insert(run.clone(), Arc::downgrade(&l));
+                    l
+                }
+            }
+        };
+        lock.lock_owned().await
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Engine {

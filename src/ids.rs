@@ -60,6 +60,16 @@ impl RunId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+    /// Whether this id has the form `<id>.replay-<n>` that `seal replay` reserves.
+    pub fn is_replay_id(&self) -> bool {
+        self.0.rsplit_once(".replay-").is_some_and(|(base, n)| {
+            !base.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+        })
+    }
+    /// The `n`-th replay id of this run.
+    pub fn replay(&self, n: u32) -> Result<RunId, IdError> {
+        RunId::parse(&format!("{}.replay-{n}", self.0))
+    }
 }
 
 impl TryFrom<String> for RunId {

@@ -8,9 +8,26 @@ use serde_json::Value;
 use crate::canonical::Hash;
 use crate::contracts::{Finding, Kind};
 use crate::doc::*;
+use crate::fault::{Fault, HasFault};
 use crate::ids::{RollId, RunId};
+use crate::merge;
+use crate::run_state::{RunState, RunStateError};
 use crate::store::{Key, Store, StoreError, Stored};
 use crate::validate::{self, Report};
+
+/// Who submits a header, which decides what provenance it may claim. Replay and legacy
+/// provenance are facts only seal asserts: `historical_replay` headers and `<id>.replay-<n>`
+/// run ids are made by `seal replay` alone; `legacy-adapted` headers by `seal adapt`, whose
+/// run folders the operator judges with `seal judge`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The pipeline, over the HTTP API: native runs only.
+    Pipeline,
+    /// An operator's run folder (`seal judge`): native or adapted runs.
+    Operator,
+    /// `seal replay`, building a `historical_replay` run.
+    Replay,
+}
 
 /// Why a submission was refused. `object` names what was submitted.
 #[derive(Debug, thiserror::Error)]
@@ -37,8 +54,22 @@ pub enum IntakeError {
     Order { object: String, reason: String },
     #[error("{object}: not found: {reason}")]
     NotFound { object: String, reason: String },
+    #[error("{object}: {reason}")]
+    Provenance { object: String, reason: String },
+    #[error(transparent)]
+    State(#[from] RunStateError),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl HasFault for IntakeError {
+    fn fault(&self) -> Fault {
+        match self {
+            IntakeError::State(e) => e.fault(),
+            IntakeError::Store(e) => e.fault(),
+            _ => Fault::Caller,
+        }
+    }
 }
 
 /// What a put did: created, or found the same content already there.
@@ -104,20 +135,49 @@ fn canonical(object: &str, doc: &Value) -> Result<Bytes, IntakeError> {
         })
 }
 
-/// Loads a run's stored header.
-pub async fn header(store: &Store, run: &RunId) -> Result<(Evidence, Hash), IntakeError> {
-    match store.get_json::<Evidence>(&Key::header(run)).await? {
-        Some(h) => Ok(h),
-        None => Err(IntakeError::NotFound {
-            object: format!("run {run}"),
-            reason: "no header submitted".into(),
-        }),
+/// The header of a run that is still open (refuses a decided or finalizing run).
+async fn open_header(store: &Store, run: &RunId) -> Result<Evidence, IntakeError> {
+    Ok(RunState::load(store, run).await?.open()?.header)
+}
+
+/// What provenance `origin` may not claim.
+fn provenance_problem(origin: Origin, run: &RunId, h: &Evidence) -> Option<String> {
+    let replay_id = run.is_replay_id();
+    match origin {
+        Origin::Replay => (h.acceptance_mode != AcceptanceMode::HistoricalReplay)
+            .then(|| "a replay header must be historical_replay".to_string()),
+        Origin::Pipeline | Origin::Operator => {
+            if h.acceptance_mode == AcceptanceMode::HistoricalReplay {
+                Some("acceptanceMode historical_replay is made only by seal replay".into())
+            } else if replay_id {
+                Some(format!(
+                    "run ids of the form <id>.replay-<n> are reserved for seal replay ({run})"
+                ))
+            } else if origin == Origin::Pipeline && h.evidence_mode == EvidenceMode::LegacyAdapted {
+                Some("evidenceMode legacy-adapted is made only by seal adapt".into())
+            } else {
+                None
+            }
+        }
     }
 }
 
-/// Submits the run header: a playtest/3 document in phase JUDGING with no rolls yet.
-pub async fn put_header(store: &Store, run: &RunId, bytes: &[u8]) -> Result<Accepted, IntakeError> {
+/// Submits the run header: a playtest/3 document in phase JUDGING with no rolls yet, with
+/// the provenance `origin` may claim, for a run that is not decided.
+pub async fn put_header(
+    store: &Store,
+    run: &RunId,
+    bytes: &[u8],
+    origin: Origin,
+) -> Result<Accepted, IntakeError> {
     let object = format!("run {run} header");
+    match RunState::load(store, run).await {
+        Ok(state) => {
+            state.open()?;
+        }
+        Err(RunStateError::NotFound { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
     let doc = parse(&object, bytes, store.doc_limit())?;
     check(&object, Kind::PlaytestV3, &doc)?;
     let h: Evidence = serde_json::from_value(doc.clone()).map_err(|e| IntakeError::Json {
@@ -136,6 +196,9 @@ pub async fn put_header(store: &Store, run: &RunId, bytes: &[u8]) -> Result<Acce
             h.run_id
         ));
     }
+    if let Some(reason) = provenance_problem(origin, run, &h) {
+        return Err(IntakeError::Provenance { object, reason });
+    }
     if h.phase != Phase::Judging {
         return mismatch(format!(
             "phase must be JUDGING for a submitted header, found {:?}",
@@ -153,7 +216,7 @@ pub async fn put_header(store: &Store, run: &RunId, bytes: &[u8]) -> Result<Acce
 /// Submits the brief: its bytes must hash to the header's briefHash.
 pub async fn put_brief(store: &Store, run: &RunId, bytes: &[u8]) -> Result<Accepted, IntakeError> {
     let object = format!("run {run} brief");
-    let (h, _) = header(store, run).await?;
+    let h = open_header(store, run).await?;
     if bytes.len() as u64 > store.doc_limit() {
         return Err(IntakeError::Json {
             object,
@@ -222,7 +285,7 @@ pub async fn put_play_spec(
     bytes: &[u8],
 ) -> Result<Accepted, IntakeError> {
     let object = format!("run {run} play-spec");
-    let (h, _) = header(store, run).await?;
+    let h = open_header(store, run).await?;
     let doc = parse(&object, bytes, store.doc_limit())?;
     check(&object, Kind::PlaySpec, &doc)?;
     if let Some(reason) = play_spec_problems(&doc, &h).into_iter().next() {
@@ -246,7 +309,7 @@ pub async fn put_proof_package(
     bytes: &[u8],
 ) -> Result<(Accepted, ProofPackage), IntakeError> {
     let object = format!("run {run} {roll} proof package");
-    header(store, run).await?;
+    let open = RunState::load(store, run).await?.open()?;
     let doc = parse(&object, bytes, store.doc_limit())?;
     check(&object, Kind::ProofPackage, &doc)?;
     let p: ProofPackage = serde_json::from_value(doc.clone()).map_err(|e| IntakeError::Json {
@@ -259,28 +322,13 @@ pub async fn put_proof_package(
             reason: format!("rollId is {}, submitted as {roll}", p.roll_id),
         });
     }
-    if roll == RollId::R2 {
-        match store
-            .get_json::<Roll>(&Key::roll_file(run, RollId::R1, "roll.json"))
-            .await?
-        {
-            None => {
-                return Err(IntakeError::Order {
-                    object,
-                    reason: "roll-2 before roll-1 was judged".into(),
-                })
-            }
-            Some((r1, _)) if r1.roll_outcome.is_decisive() => {
-                return Err(IntakeError::Order {
-                    object,
-                    reason: format!(
-                        "roll-1 was decisive ({}): there is no roll-2",
-                        r1.roll_outcome
-                    ),
-                })
-            }
-            Some(_) => {}
-        }
+    let before = open.outcomes_before(roll);
+    if open.judged(roll).is_none() && !merge::may_follow(&before, roll) {
+        let reason = match before.first() {
+            None => "roll-2 before roll-1 was judged".to_string(),
+            Some(o) => format!("roll-1 was decisive ({o}): there is no roll-2"),
+        };
+        return Err(IntakeError::Order { object, reason });
     }
     let mut missing = Vec::new();
     let mut seen = std::collections::BTreeSet::new();

@@ -6,10 +6,12 @@
 use serde_json::Value;
 use std::collections::BTreeSet;
 
+use crate::consensus::{decision_order, DecisionFacts};
 use crate::contracts::{Finding, Kind};
+use crate::derive;
 use crate::doc::*;
 use crate::ids::RollId;
-use crate::store::Key;
+use crate::key::Key;
 
 fn f(pointer: impl Into<String>, rule: &str, message: impl Into<String>) -> Finding {
     Finding {
@@ -40,41 +42,6 @@ pub fn check(kind: Kind, doc: &Value) -> Vec<Finding> {
         | Kind::V3Roll => Ok(Vec::new()),
     };
     r.unwrap_or_else(|e| e)
-}
-
-/// The decision DESIGN §6 prescribes for an outcome (action only; reasons depend on detail).
-pub fn decision_action(outcome: Outcome, repair_round: u8) -> DecisionAction {
-    match outcome {
-        Outcome::Pass => DecisionAction::Accept,
-        Outcome::Fail if repair_round == 0 => DecisionAction::Repair,
-        Outcome::Fail => DecisionAction::Reject,
-        Outcome::Inconclusive | Outcome::InfraError => DecisionAction::Retry,
-    }
-}
-
-/// `first-decisive/1`: the first decisive roll, else the last roll.
-pub fn source_roll_index(outcomes: &[Outcome]) -> Option<usize> {
-    outcomes
-        .iter()
-        .position(|o| o.is_decisive())
-        .or_else(|| outcomes.len().checked_sub(1))
-}
-
-/// The compatibility block DESIGN §6 derives from the other fields.
-pub fn expected_compatibility(
-    outcome: Outcome,
-    postguard_passed: bool,
-    mode: AcceptanceMode,
-    source: Option<RollId>,
-) -> Compatibility {
-    Compatibility {
-        accepted: outcome == Outcome::Pass,
-        ok: postguard_passed,
-        acceptance_version: mode,
-        publish_frozen: !(mode == AcceptanceMode::V3 && outcome == Outcome::Pass),
-        schema_version: SCHEMA_VERSION.into(),
-        source_roll_id: source,
-    }
 }
 
 fn sorted_unique<'a>(ids: impl Iterator<Item = &'a str>) -> Result<(), String> {
@@ -228,8 +195,7 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
         ));
     }
 
-    let outcomes: Vec<Outcome> = d.rolls.iter().map(|r| r.roll_outcome).collect();
-    let src_idx = source_roll_index(&outcomes);
+    let src_idx = crate::merge::source_roll_index(&d.rolls);
     let src_id = src_idx.map(|i| d.rolls[i].roll_id);
 
     // Merge mirrors the rolls.
@@ -377,7 +343,7 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
                 }
             }
         }
-        projection_rules(d, j, &mut out);
+        projection_rules(d, j, src_idx.map(|i| &d.rolls[i]), &mut out);
         let ids: Vec<&str> = j.obligation_results.iter().map(|o| o.id.as_str()).collect();
         let want: Vec<&str> = {
             let mut v: Vec<&str> = d.proof_obligations.iter().map(|o| o.id.as_str()).collect();
@@ -410,7 +376,7 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
     if let (Some(outcome), Some(pg), Some(dec), Some(compat)) =
         (d.outcome, &d.final_postguard, &d.decision, &d.compatibility)
     {
-        decided_invariants(d, outcome, pg, dec, compat, src_idx, &mut out);
+        decided_invariants(d, outcome, pg, dec, compat, &mut out);
     }
     out
 }
@@ -450,7 +416,7 @@ fn signature_and_model(
 }
 
 /// The consensus rules (DESIGN §5) applied to the projection placed in the evidence.
-fn projection_rules(d: &Evidence, j: &Projection, out: &mut Vec<Finding>) {
+fn projection_rules(d: &Evidence, j: &Projection, source: Option<&Roll>, out: &mut Vec<Finding>) {
     if j.degraded && j.decision == Outcome::Pass {
         out.push(f(
             "/judge/decision",
@@ -466,7 +432,8 @@ fn projection_rules(d: &Evidence, j: &Projection, out: &mut Vec<Finding>) {
         j.independence_checks.same_model,
         out,
     );
-    // Re-derive the decision from the obligations and the floor.
+    // Re-derive the decision with the consensus's own decision order, from the obligations,
+    // the floor and the recorded slot facts (the source roll's `judge-<slot>:` errors).
     let required: BTreeSet<&str> = d
         .proof_obligations
         .iter()
@@ -479,20 +446,19 @@ fn projection_rules(d: &Evidence, j: &Projection, out: &mut Vec<Finding>) {
         .filter(|o| required.contains(o.id.as_str()))
         .map(|o| o.status)
         .collect();
-    let expected = if !d.floor.passed || statuses.contains(&ObligationStatus::Failed) {
-        Outcome::Fail
-    } else if statuses.iter().all(|s| *s == ObligationStatus::Satisfied) && !j.degraded {
-        Outcome::Pass
-    } else {
-        Outcome::Inconclusive
-    };
-    let both_failed = d.floor.passed && statuses.iter().all(|s| *s == ObligationStatus::Missing);
-    if j.decision != expected && !(j.decision == Outcome::InfraError && both_failed) {
+    let expected = decision_order(&DecisionFacts {
+        independence_holds: j.independence_checks.all_required_hold(),
+        floor_passed: d.floor.passed,
+        both_failed: source.is_some_and(|r| derive::both_judges_failed(&r.errors)),
+        degraded: j.degraded,
+        required: &statuses,
+    });
+    if j.decision != expected {
         out.push(f(
             "/judge/decision",
             "consensus_decision",
             format!(
-                "the obligations and the floor give {expected}, the projection says {}",
+                "the obligations, the floor and the recorded slot failures give {expected}, the projection says {}",
                 j.decision
             ),
         ));
@@ -505,7 +471,6 @@ fn decided_invariants(
     pg: &FinalPostguard,
     dec: &Decision,
     compat: &Compatibility,
-    src_idx: Option<usize>,
     out: &mut Vec<Finding>,
 ) {
     let all_ok = pg.checks.iter().all(|c| c.ok);
@@ -516,22 +481,15 @@ fn decided_invariants(
             "finalPostguard.passed must be true iff every check is ok",
         ));
     }
-    // The outcome follows the source roll (DESIGN §5), unless the postguard failed.
-    let expected = if !pg.passed {
-        Outcome::InfraError
-    } else {
-        match src_idx {
-            None => Outcome::InfraError,
-            Some(i) => {
-                let r = &d.rolls[i];
-                if d.judge.is_none() {
-                    Outcome::InfraError
-                } else {
-                    r.roll_outcome
-                }
-            }
-        }
-    };
+    // The outcome and reasons are the one derivation's (docs/DESIGN.md §6): the source roll's
+    // outcome, unless the postguard failed or the source roll is void.
+    let failed: Vec<&str> = pg
+        .checks
+        .iter()
+        .filter(|c| !c.ok)
+        .map(|c| c.id.as_str())
+        .collect();
+    let (expected, want_reasons) = derive::outcome_and_reasons(d, &failed);
     if outcome != expected {
         out.push(f(
             "/outcome",
@@ -561,7 +519,7 @@ fn decided_invariants(
             "without a judge projection the outcome must be infra_error",
         ));
     }
-    let want_action = decision_action(outcome, d.repair.round);
+    let want_action = derive::decision_action(outcome, d.repair.round);
     if dec.action != want_action {
         out.push(f(
             "/decision/action",
@@ -591,50 +549,27 @@ fn decided_invariants(
             "a failed postguard must be named in the reasons (postguard_<check>)",
         ));
     }
-    if pg.passed {
-        let required: BTreeSet<&str> = d
-            .proof_obligations
-            .iter()
-            .filter(|o| o.required)
-            .map(|o| o.id.as_str())
-            .collect();
-        let failed: BTreeSet<&str> = d
-            .judge
-            .iter()
-            .flat_map(|j| j.obligation_results.iter())
-            .filter(|o| o.status == ObligationStatus::Failed && required.contains(o.id.as_str()))
-            .map(|o| o.id.as_str())
-            .collect();
+    if outcome == expected {
+        let want: Vec<String> = want_reasons.iter().map(|r| r.to_string()).collect();
         for (i, r) in dec.reasons.iter().enumerate() {
-            let ok = match outcome {
-                Outcome::Pass => r == "accept",
-                Outcome::Fail => match r.split_once(':') {
-                    Some(("obligation_failed", id)) => failed.contains(id),
-                    Some(("floor_failed", check)) => {
-                        !d.floor.passed
-                            && (check == "floor"
-                                || d.floor
-                                    .checks
-                                    .iter()
-                                    .any(|c| c.id == check && c.status == FloorStatus::Fail))
-                    }
-                    _ => false,
-                },
-                Outcome::Inconclusive => {
-                    r.starts_with("obligation_disputed:") || r.starts_with("infra_")
-                }
-                Outcome::InfraError => r.starts_with("infra_"),
-            };
-            if !ok {
+            let known = r.parse::<crate::vocab::Reason>().is_ok();
+            if !known || !want.contains(r) {
                 out.push(f(
                     format!("/decision/reasons/{i}"),
                     "reason_follows_outcome",
-                    format!("reason {r:?} does not explain outcome {outcome}"),
+                    format!("reason {r:?} does not explain outcome {outcome} (reasons: {want:?})"),
                 ));
             }
         }
+        for w in want.iter().filter(|w| !dec.reasons.contains(w)) {
+            out.push(f(
+                "/decision/reasons",
+                "reason_follows_outcome",
+                format!("reason {w:?} is missing"),
+            ));
+        }
     }
-    let want = expected_compatibility(outcome, pg.passed, d.acceptance_mode, d.source_roll_id);
+    let want = derive::compatibility(outcome, pg.passed, d.acceptance_mode, d.source_roll_id);
     if compat != &want {
         out.push(f(
             "/compatibility",

@@ -4,14 +4,36 @@
 //! The source roll is the first decisive roll, else the last roll.
 
 use crate::doc::{Merge, Outcome, Roll, RollOutcome};
-use crate::invariants::source_roll_index;
 
 pub const STRATEGY: &str = "first-decisive/1";
+
+/// `first-decisive/1` over roll outcomes: the first decisive roll, else the last roll.
+pub fn source_index(outcomes: &[Outcome]) -> Option<usize> {
+    outcomes
+        .iter()
+        .position(|o| o.is_decisive())
+        .or_else(|| outcomes.len().checked_sub(1))
+}
+
+/// The source roll of a run's rolls (index into `rolls`).
+pub fn source_roll_index(rolls: &[Roll]) -> Option<usize> {
+    let outcomes: Vec<Outcome> = rolls.iter().map(|r| r.roll_outcome).collect();
+    source_index(&outcomes)
+}
+
+/// Whether roll `next` may follow the judged rolls `before` (in order): roll 1 first, roll 2
+/// only after an indecisive roll 1, never a third. The one home of the roll-order rule.
+pub fn may_follow(before: &[Outcome], next: crate::ids::RollId) -> bool {
+    match next {
+        crate::ids::RollId::R1 => before.is_empty(),
+        crate::ids::RollId::R2 => before.len() == 1 && !before[0].is_decisive(),
+    }
+}
 
 /// The merge record of a run's rolls.
 pub fn merge(rolls: &[Roll]) -> Merge {
     let outcomes: Vec<Outcome> = rolls.iter().map(|r| r.roll_outcome).collect();
-    let idx = source_roll_index(&outcomes);
+    let idx = source_index(&outcomes);
     let source = idx.map(|i| rolls[i].roll_id);
     let reason = match idx {
         None => "no roll was judged".to_string(),
@@ -51,8 +73,8 @@ pub enum Next {
     Finalize,
 }
 
-pub fn next_after(roll_number: u64, outcome: Outcome) -> Next {
-    if roll_number == 1 && !outcome.is_decisive() {
+pub fn next_after(roll: crate::ids::RollId, outcome: Outcome) -> Next {
+    if roll == crate::ids::RollId::R1 && may_follow(&[outcome], crate::ids::RollId::R2) {
         Next::Roll2
     } else {
         Next::Finalize

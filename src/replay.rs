@@ -15,11 +15,13 @@ use serde::Serialize;
 use crate::consensus;
 use crate::doc::*;
 use crate::engine::Engine;
+use crate::fault::{Fault, HasFault};
 use crate::ids::{RollId, RunId};
-use crate::intake::{self, IntakeError};
+use crate::intake::{self, IntakeError, Origin};
 use crate::postguard::{self, FinalizeError};
-use crate::roll::{self, RollError, Source};
+use crate::roll::{self, JudgingError, Source};
 use crate::store::{Key, Store, StoreError};
+use crate::verify::VerifiedRun;
 
 /// Where replayed judge answers come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -43,11 +45,26 @@ pub enum ReplayError {
     #[error(transparent)]
     Intake(#[from] IntakeError),
     #[error(transparent)]
-    Roll(#[from] RollError),
+    Roll(#[from] JudgingError),
     #[error(transparent)]
     Finalize(#[from] FinalizeError),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl HasFault for ReplayError {
+    fn fault(&self) -> Fault {
+        match self {
+            ReplayError::NotDecided { .. }
+            | ReplayError::Unsound { .. }
+            | ReplayError::Strategy(_)
+            | ReplayError::NoId { .. } => Fault::Caller,
+            ReplayError::Intake(e) => e.fault(),
+            ReplayError::Roll(e) => e.fault(),
+            ReplayError::Finalize(e) => e.fault(),
+            ReplayError::Store(e) => e.fault(),
+        }
+    }
 }
 
 /// What one replay did.
@@ -90,7 +107,7 @@ pub async fn import_run(from: &Store, to: &Store, run: &RunId) -> Result<(), Sto
 
 async fn next_replay_id(store: &Store, source: &RunId) -> Result<RunId, ReplayError> {
     for n in 1..10_000 {
-        let Ok(id) = RunId::parse(&format!("{source}.replay-{n}")) else {
+        let Ok(id) = source.replay(n) else {
             break;
         };
         if !store.exists(&Key::header(&id)).await? {
@@ -115,36 +132,66 @@ pub async fn replay(
         return Err(ReplayError::Strategy(s.to_string()));
     }
     let store = &engine.store;
-    let Some((old, _)) = store.get_json::<Evidence>(&Key::evidence(source)).await? else {
+    if !store.exists(&Key::evidence(source)).await? {
         return Err(ReplayError::NotDecided {
             run: source.clone(),
         });
-    };
-    let brief = store.get_opt(&Key::brief(source)).await?;
-    let report = crate::verify::verify_run(store, source, trusted).await?;
-    if !report.verified {
-        let problems = report.problems;
-        let text: Vec<String> = problems.iter().take(3).map(|p| p.to_string()).collect();
-        return Err(ReplayError::Unsound {
-            run: source.clone(),
-            problems: text.join("; "),
-        });
     }
+    let verified = match crate::verify::prove(store, source, trusted).await? {
+        Ok(v) => v,
+        Err(report) => {
+            let text: Vec<String> = report
+                .problems
+                .iter()
+                .take(3)
+                .map(|p| p.to_string())
+                .collect();
+            return Err(ReplayError::Unsound {
+                run: source.clone(),
+                problems: text.join("; "),
+            });
+        }
+    };
+    let id = start_replay(store, source).await?;
+    replay_rolls(engine, &verified, source, &id, judges).await
+}
 
-    let (mut header, _) = intake::header(store, source).await?;
+/// Stores the replay run's header (historical_replay, parent = the source), brief and
+/// play-spec, under the first free replay id.
+async fn start_replay(store: &Store, source: &RunId) -> Result<RunId, ReplayError> {
+    let (mut header, _) = store
+        .get_json::<Evidence>(&Key::header(source))
+        .await?
+        .ok_or_else(|| StoreError::NotFound {
+            key: Key::header(source),
+        })?;
     let id = next_replay_id(store, source).await?;
     header.run_id = id.to_string();
     header.parent_run_id = Some(source.to_string());
     header.acceptance_mode = AcceptanceMode::HistoricalReplay;
     let header_bytes = crate::canonical::canonical_bytes(&header)
         .map_err(|e| StoreError::Upload(e.to_string()))?;
-    intake::put_header(store, &id, &header_bytes).await?;
-    if let Some(b) = &brief {
-        intake::put_brief(store, &id, b).await?;
+    intake::put_header(store, &id, &header_bytes, Origin::Replay).await?;
+    if let Some(b) = store.get_opt(&Key::brief(source)).await? {
+        intake::put_brief(store, &id, &b).await?;
     }
     if let Some(spec) = store.get_opt(&Key::play_spec(source)).await? {
         intake::put_play_spec(store, &id, &spec).await?;
     }
+    Ok(id)
+}
+
+/// Judges the replay's rolls from the verified source's proof packages, then finalizes.
+async fn replay_rolls(
+    engine: &Engine,
+    verified: &VerifiedRun,
+    source: &RunId,
+    id: &RunId,
+    judges: JudgesFrom,
+) -> Result<Replayed, ReplayError> {
+    let store = &engine.store;
+    let old = verified.evidence();
+    let id = id.clone();
     let source_mode = match judges {
         JudgesFrom::Stored => Source::Stored {
             from: source.clone(),

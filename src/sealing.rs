@@ -258,6 +258,42 @@ impl Statement {
     }
 }
 
+/// The in-toto statement for a run's evidence (also what `seal verify` expects to find).
+/// Only a DECIDED document has one: anything else is refused, never sealed with blanks.
+pub fn statement_for(
+    run: &crate::ids::RunId,
+    evidence: &crate::doc::Evidence,
+    evidence_hash: &Hash,
+) -> Result<Statement, String> {
+    use crate::doc::Phase;
+    let (Phase::Decided, Some(outcome), Some(decision), Some(pg)) = (
+        evidence.phase,
+        evidence.outcome,
+        evidence.decision.as_ref(),
+        evidence.final_postguard.as_ref(),
+    ) else {
+        return Err(format!("run {run}: only a DECIDED document is sealed"));
+    };
+    Ok(Statement::new(
+        crate::key::Key::evidence(run).as_str(),
+        evidence_hash,
+        Predicate {
+            run_id: evidence.run_id.clone(),
+            outcome: outcome.as_str().to_string(),
+            decision: decision.action.as_str().to_string(),
+            source_roll_id: evidence.source_roll_id.map(|r| r.to_string()),
+            consensus_hash: evidence
+                .judge
+                .as_ref()
+                .and_then(|j| j.consensus_hash.as_ref())
+                .map(|h| h.to_string()),
+            strategy_version: evidence.judge.as_ref().map(|j| j.strategy_version.clone()),
+            acceptance_mode: evidence.acceptance_mode.as_str().to_string(),
+            decided_at: pg.decided_at.clone(),
+        },
+    ))
+}
+
 /// Signs a statement: canonical payload bytes, PAE, ed25519.
 pub fn sign(
     key: &SigningKey,
@@ -283,8 +319,10 @@ pub enum SealError {
     PayloadType(String),
     #[error("payload is not base64: {0}")]
     Encoding(String),
-    #[error("no signature by a trusted key (signed by: {0})")]
+    #[error("not signed by a trusted key (signed by: {0})")]
     Untrusted(String),
+    #[error("{0} signatures: a seal carries exactly one")]
+    SignatureCount(usize),
     #[error("signature by trusted key {0} does not verify")]
     BadSignature(String),
     #[error("payload is not an in-toto Statement v1 of this project: {0}")]
@@ -299,7 +337,12 @@ pub struct VerifiedSeal {
     pub key_id: String,
 }
 
-/// Verifies an envelope against trusted keys: one valid signature by a trusted key is needed.
+/// Verifies an envelope against trusted keys.
+///
+/// The rule, one and documented: a seal carries **exactly one** signature, and it must be by a
+/// trusted key and verify (strict ed25519). seal only ever writes one; an envelope with more
+/// is refused whatever their order, so no verifier can be steered by which signature it
+/// reads first.
 pub fn verify_envelope(env: &Envelope, trusted: &[PublicKey]) -> Result<VerifiedSeal, SealError> {
     if env.payload_type != PAYLOAD_TYPE {
         return Err(SealError::PayloadType(env.payload_type.clone()));
@@ -308,32 +351,23 @@ pub fn verify_envelope(env: &Envelope, trusted: &[PublicKey]) -> Result<Verified
     let payload = b64
         .decode(&env.payload)
         .map_err(|e| SealError::Encoding(e.to_string()))?;
-    let message = pae(&env.payload_type, &payload);
-    let mut verified_by = None;
-    for s in &env.signatures {
-        let Some(key) = trusted.iter().find(|k| k.key_id == s.keyid) else {
-            continue;
-        };
-        let raw = b64
-            .decode(&s.sig)
-            .map_err(|e| SealError::Encoding(e.to_string()))?;
-        let sig = ed25519_dalek::Signature::from_slice(&raw)
-            .map_err(|_| SealError::BadSignature(s.keyid.clone()))?;
-        key.inner
-            .verify(&message, &sig)
-            .and_then(|_| key.inner.verify_strict(&message, &sig))
-            .map_err(|_| SealError::BadSignature(s.keyid.clone()))?;
-        verified_by = Some(s.keyid.clone());
-        break;
-    }
-    let Some(key_id) = verified_by else {
-        let ids: Vec<&str> = env.signatures.iter().map(|s| s.keyid.as_str()).collect();
-        return Err(SealError::Untrusted(if ids.is_empty() {
-            "nobody".into()
-        } else {
-            ids.join(", ")
-        }));
+    let [s] = env.signatures.as_slice() else {
+        return Err(SealError::SignatureCount(env.signatures.len()));
     };
+    let Some(key) = trusted.iter().find(|k| k.key_id == s.keyid) else {
+        return Err(SealError::Untrusted(s.keyid.chars().take(80).collect()));
+    };
+    let raw = b64
+        .decode(&s.sig)
+        .map_err(|e| SealError::Encoding(e.to_string()))?;
+    let sig = ed25519_dalek::Signature::from_slice(&raw)
+        .map_err(|_| SealError::BadSignature(s.keyid.clone()))?;
+    let message = pae(&env.payload_type, &payload);
+    key.inner
+        .verify(&message, &sig)
+        .and_then(|_| key.inner.verify_strict(&message, &sig))
+        .map_err(|_| SealError::BadSignature(s.keyid.clone()))?;
+    let key_id = s.keyid.clone();
     let statement: Statement = crate::json::parse_as(&payload, 1 << 20)
         .map_err(|e| SealError::Statement(e.to_string()))?;
     if statement.statement_type != STATEMENT_TYPE || statement.predicate_type != PREDICATE_TYPE {

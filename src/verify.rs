@@ -17,10 +17,10 @@ use crate::canonical::{self, Hash};
 use crate::contracts::Kind;
 use crate::doc::*;
 use crate::ids::RunId;
-use crate::postguard::statement_for;
 use crate::sealing::{self, Envelope, PublicKey};
 use crate::store::{Key, Store, StoreError};
 use crate::validate::{validate_as, Report};
+use crate::vocab::GuardCheck;
 
 /// Check ids specific to the seal and the evidence (the audit adds its own).
 pub mod check {
@@ -64,12 +64,55 @@ pub async fn run_exists(store: &Store, run: &RunId) -> Result<bool, StoreError> 
     Ok(!store.list(&Key::run_dir(run)).await?.is_empty())
 }
 
+/// A run that verified: its seal by a trusted key and its evidence. Only [`prove`] makes one,
+/// so code that acts on history (replay, export) holds proof, not a boolean.
+#[derive(Debug, Clone)]
+pub struct VerifiedRun {
+    seal: sealing::VerifiedSeal,
+    evidence: Evidence,
+    evidence_hash: Hash,
+}
+
+impl VerifiedRun {
+    pub fn seal(&self) -> &sealing::VerifiedSeal {
+        &self.seal
+    }
+    pub fn evidence(&self) -> &Evidence {
+        &self.evidence
+    }
+    pub fn evidence_hash(&self) -> &Hash {
+        &self.evidence_hash
+    }
+}
+
 /// Verifies one run. Errors only when the store itself cannot be read.
 pub async fn verify_run(
     store: &Store,
     run: &RunId,
     trusted: &[PublicKey],
 ) -> Result<RunReport, StoreError> {
+    Ok(check_run(store, run, trusted).await?.0)
+}
+
+/// Verifies one run and, when it verifies, hands out the proof; else the report of why not.
+pub async fn prove(
+    store: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+) -> Result<Result<VerifiedRun, RunReport>, StoreError> {
+    let (report, proof) = check_run(store, run, trusted).await?;
+    Ok(match proof {
+        Some(p) if report.verified => Ok(p),
+        _ => Err(report),
+    })
+}
+
+async fn check_run(
+    store: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+) -> Result<(RunReport, Option<VerifiedRun>), StoreError> {
+    let mut verified_seal = None;
     let mut problems = Vec::new();
     let mut report = RunReport {
         run_id: run.to_string(),
@@ -87,7 +130,7 @@ pub async fn verify_run(
             ev_key.as_str(),
             "no evidence.json: the run is not decided or the evidence was deleted",
         ));
-        return Ok(report);
+        return Ok((report, None));
     };
     let ev_hash = Hash::of(&ev_bytes);
 
@@ -104,6 +147,7 @@ pub async fn verify_run(
                 Err(e) => problems.push(problem(check::SEAL, seal_key.as_str(), e.to_string())),
                 Ok(seal) => {
                     report.key_id = Some(seal.key_id.clone());
+                    verified_seal = Some(seal.clone());
                     let subject = &seal.statement.subject[0];
                     if subject.name != ev_key.as_str() {
                         problems.push(mismatch(
@@ -125,7 +169,7 @@ pub async fn verify_run(
                     }
                     if let Ok(ev) = crate::json::parse_as::<Evidence>(&ev_bytes, store.doc_limit())
                     {
-                        let want = statement_for(run, &ev, &ev_hash).ok();
+                        let want = sealing::statement_for(run, &ev, &ev_hash).ok();
                         if want.map(|w| w.predicate) != Some(seal.statement.predicate.clone()) {
                             problems.push(problem(
                                 check::PREDICATE,
@@ -149,7 +193,7 @@ pub async fn verify_run(
                 format!("not JSON: {e}"),
             ));
             report.problems = problems;
-            return Ok(report);
+            return Ok((report, None));
         }
     };
     match canonical::canonical_bytes(&value) {
@@ -175,7 +219,7 @@ pub async fn verify_run(
         Err(e) => {
             problems.push(problem(check::EVIDENCE, ev_key.as_str(), e.to_string()));
             report.problems = problems;
-            return Ok(report);
+            return Ok((report, None));
         }
     };
     report.outcome = ev.outcome.map(|o| o.as_str().to_string());
@@ -228,7 +272,7 @@ pub async fn verify_run(
     let header_hash = header_bytes.as_ref().map(|b| Hash::of(b));
     let mut header_bound = !ev.rolls.is_empty();
     for r in &ev.rolls {
-        let named = crate::roll::guard_named_hash(r, "header", crate::roll::GUARD_HEADER_PREFIX);
+        let named = crate::derive::guard_bound_hash(r, GuardCheck::Header);
         if named.is_none() || named != header_hash {
             header_bound = false;
             problems.push(Problem {
@@ -242,9 +286,7 @@ pub async fn verify_run(
             });
         }
         let spec_key = Key::play_spec(run);
-        if let Some(named) =
-            crate::roll::guard_named_hash(r, "play_spec_fresh", crate::roll::GUARD_SPEC_PREFIX)
-        {
+        if let Some(named) = crate::derive::guard_bound_hash(r, GuardCheck::PlaySpecFresh) {
             match store.get_opt(&spec_key).await? {
                 Some(b) if Hash::of(&b) == named => {}
                 Some(b) => problems.push(mismatch(
@@ -263,15 +305,6 @@ pub async fn verify_run(
                     format!("the play-spec {} was judged under is missing", r.roll_id),
                 )),
             }
-        } else if store.exists(&spec_key).await? {
-            problems.push(problem(
-                audit::check::REFS,
-                spec_key.as_str(),
-                format!(
-                    "a play-spec no roll was judged under: unbound object ({})",
-                    r.roll_id
-                ),
-            ));
         }
     }
     match header_bytes.map(|b| crate::json::parse_as::<Evidence>(&b, store.doc_limit())) {
@@ -343,5 +376,10 @@ pub async fn verify_run(
     problems.dedup();
     report.verified = problems.is_empty();
     report.problems = problems;
-    Ok(report)
+    let proof = verified_seal.map(|seal| VerifiedRun {
+        seal,
+        evidence: ev,
+        evidence_hash: ev_hash,
+    });
+    Ok((report, proof))
 }

@@ -495,7 +495,7 @@ fn missing_bindings_and_undecided_runs_are_refused() {
 /// come back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn adapted_verdicts_are_judged_and_map_back_to_their_decision() {
-    use seal::loopback::Loopback;
+    use seal_testkit::loopback::Loopback;
     use std::time::Duration;
 
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();

@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use seal::loopback::Loopback;
+use seal_testkit::loopback::Loopback;
 use std::process::Command;
 use std::time::Duration;
 

@@ -467,7 +467,7 @@ fn result(slot: Slot, pkg: &JudgePackage, judge: &Judge) -> JudgeResult {
             ids.iter().map(|id| missing(id)).collect(),
             vec![],
             Some(SlotFailed {
-                error_class: "timeout".into(),
+                error_class: seal::vocab::ErrorClass::Timeout,
                 attempts: 3,
             }),
             vec![attempt(1, false), attempt(2, false), attempt(3, false)],

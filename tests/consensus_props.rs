@@ -390,7 +390,7 @@ fn failed_result(slot: Slot, pkg: &JudgePackage, pkg_hash: &Hash) -> JudgeResult
         unknown_obligation_ids: vec![],
         warnings: vec![],
         slot_failed: Some(SlotFailed {
-            error_class: "http_5xx".into(),
+            error_class: seal::vocab::ErrorClass::Http5xx,
             attempts: 3,
         }),
         attempts: (1..=3).map(|n| attempt(slot, n, false)).collect(),

@@ -5,9 +5,9 @@ mod common;
 
 use common::*;
 use seal::engine::Engine;
-use seal::loopback::Loopback;
 use seal::sealing::SigningKey;
 use seal::store::Store;
+use seal_testkit::loopback::Loopback;
 use std::time::Duration;
 
 async fn race(store_url: &str) {

@@ -11,9 +11,9 @@ use base64::Engine as _;
 use common::*;
 use seal::canonical::{canonical_bytes, Hash};
 use seal::ids::RunId;
-use seal::loopback::{Fault, Loopback};
 use seal::runfolder::{judge, RunFolder};
 use seal::sealing::{self, Predicate, SigningKey, Statement};
+use seal_testkit::loopback::{Fault, Loopback};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -333,8 +333,7 @@ fn python_verifier_rejects_envelopes_not_signed_by_the_trusted_key() {
     let (run, done) = &s.runs[0];
     let seal_key = format!("runs/{run}/seal.dsse.json");
     let other = SigningKey::generate();
-    let statement =
-        seal::postguard::statement_for(run, &done.evidence, &done.evidence_hash).unwrap();
+    let statement = seal::sealing::statement_for(run, &done.evidence, &done.evidence_hash).unwrap();
     let scratch = tempfile::tempdir().unwrap();
 
     // The true statement, re-signed by another key.

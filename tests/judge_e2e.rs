@@ -5,9 +5,9 @@ mod common;
 use common::*;
 use seal::contracts::Kind;
 use seal::doc::{DecisionAction, Outcome};
-use seal::loopback::Loopback;
 use seal::runfolder::{judge, RunFolder};
 use seal::validate::{validate_as, Report};
+use seal_testkit::loopback::Loopback;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

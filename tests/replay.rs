@@ -10,10 +10,10 @@ mod common;
 use common::*;
 use seal::doc::{AcceptanceMode, Evidence, Outcome};
 use seal::ids::RunId;
-use seal::loopback::{Loopback, Persona};
 use seal::replay::{replay, JudgesFrom, ReplayError};
 use seal::sealing::{PublicKey, SigningKey};
 use seal::store::{Key, Store};
+use seal_testkit::loopback::{Loopback, Persona};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -677,7 +677,7 @@ async fn replay_refuses_sources_whose_seal_does_not_verify() {
     let resign = |root: &Path| {
         let bytes = edit_outcome(root);
         let ev: Evidence = serde_json::from_slice(&bytes).unwrap();
-        let statement = seal::postguard::statement_for(
+        let statement = seal::sealing::statement_for(
             &RunId::parse(run_id).unwrap(),
             &ev,
             &seal::canonical::Hash::of(&bytes),

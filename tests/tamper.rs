@@ -638,7 +638,7 @@ fn apply(root: &Path, run: &str, a: &Apply) {
             let bytes = edited_evidence(root, run);
             let ev: Evidence = serde_json::from_slice(&bytes).unwrap();
             let id = RunId::parse(run).unwrap();
-            let statement = seal::postguard::statement_for(&id, &ev, &Hash::of(&bytes)).unwrap();
+            let statement = seal::sealing::statement_for(&id, &ev, &Hash::of(&bytes)).unwrap();
             let untrusted = SigningKey::generate();
             let mut env = sealing::sign(&untrusted, &statement).unwrap();
             let seal_path = root.join(format!("runs/{run}/seal.dsse.json"));
@@ -1156,7 +1156,7 @@ fn the_binary_verifies_every_untouched_fixture_and_prints_readable_reports() {
     assert_eq!(code, Some(1), "{out}");
     assert!(
         out.contains(&format!(
-            "[signature] runs/{run}/seal.dsse.json: no signature by a trusted key"
+            "[signature] runs/{run}/seal.dsse.json: not signed by a trusted key"
         )),
         "{out}"
     );

@@ -145,7 +145,7 @@ pub struct Roll {
     pub cost_reservation_hash: Hash,
     pub roll_guard: Guard,
     pub roll_outcome: Outcome,
-    pub errors: Vec<String>,
+    pub errors: Vec<crate::vocab::RollError>,
     pub cost_rmb: f64,
 }
 

@@ -71,7 +71,7 @@ pub struct ResultObligation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SlotFailed {
-    pub error_class: String,
+    pub error_class: crate::vocab::ErrorClass,
     pub attempts: u32,
 }
 
@@ -118,7 +118,7 @@ pub struct AttemptFailure {
     pub session_id: String,
     pub attempt: u32,
     pub stage: FailureStage,
-    pub error_class: String,
+    pub error_class: crate::vocab::ErrorClass,
     pub detail: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,

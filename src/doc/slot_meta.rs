@@ -47,7 +47,7 @@ pub struct SlotMeta {
     pub latency_ms: u64,
     pub usage: Option<Usage>,
     pub cost_rmb: f64,
-    pub error_class: Option<String>,
+    pub error_class: Option<crate::vocab::ErrorClass>,
     pub error_detail: Option<String>,
     pub accepted: bool,
 }

@@ -13,8 +13,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
-use super::parse::{self, ParseFailure, MAX_RESPONSE_BYTES};
+use super::parse::{self, evaluate_raw, ErrorClass, ParseFailure, MAX_RESPONSE_BYTES};
 use super::request;
+use super::slot::{AttemptRecord, SlotRun};
 use crate::canonical::Hash;
 use crate::config::{Config, Secret, SlotConfig};
 use crate::doc::*;
@@ -32,42 +33,7 @@ pub struct SlotJob<'a> {
     /// hash → (media type, base64), loaded once per roll and shared by both slots.
     pub images: &'a HashMap<String, (String, String)>,
     pub seed: u64,
-    pub session_id: &'a str,
-}
-
-/// One stored attempt and how it ended.
-#[derive(Debug, Clone)]
-pub struct AttemptRecord {
-    pub attempt: u32,
-    pub request: Option<Stored>,
-    pub raw: Stored,
-    pub meta: SlotMeta,
-    /// The sha256 of `meta.json` as stored.
-    pub meta_hash: Hash,
-    pub outcome: Result<JudgeOutput, ParseFailure>,
-}
-
-/// All attempts of one slot in one roll.
-#[derive(Debug, Clone)]
-pub struct SlotRun {
-    pub slot: Slot,
-    pub attempts: Vec<AttemptRecord>,
-}
-
-impl SlotRun {
-    pub fn accepted(&self) -> Option<&AttemptRecord> {
-        self.attempts.iter().find(|a| a.outcome.is_ok())
-    }
-    /// The attempt the slot's refs point at: the accepted one, else the last one.
-    pub fn final_attempt(&self) -> Option<&AttemptRecord> {
-        self.accepted().or_else(|| self.attempts.last())
-    }
-    pub fn cost_micro(&self) -> u64 {
-        self.attempts
-            .iter()
-            .map(|a| rmb_to_micro(a.meta.cost_rmb))
-            .sum()
-    }
+    pub session_id: String,
 }
 
 /// One judge slot: its configuration, prompt, and its own HTTP client.
@@ -140,7 +106,7 @@ enum Exchange {
         body: Bytes,
     },
     Failed {
-        class: &'static str,
+        class: ErrorClass,
         detail: String,
     },
 }
@@ -149,19 +115,6 @@ fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
-}
-
-/// Decides what a stored attempt amounts to (pure; replay uses it too).
-pub fn evaluate_raw(raw: &[u8], http_status: Option<u16>) -> Result<JudgeOutput, ParseFailure> {
-    if let Ok(f) = serde_json::from_slice::<AttemptFailure>(raw) {
-        if f.schema_version == ATTEMPT_FAILURE {
-            return Err(ParseFailure::new(&f.error_class, f.detail));
-        }
-    }
-    if let Some(fail) = http_status.and_then(parse::status_failure) {
-        return Err(fail);
-    }
-    parse::parse_answer(raw)
 }
 
 impl JudgeClient {
@@ -197,7 +150,7 @@ impl JudgeClient {
             package_hash: job.package_hash,
             manifest: job.manifest,
             seed: job.seed,
-            session_id: job.session_id,
+            session_id: &job.session_id,
             max_tokens: self.config.max_tokens,
             temperature: self.config.temperature,
             structured_output: self.config.structured_output,
@@ -223,7 +176,7 @@ impl JudgeClient {
             Ok(v) => v,
             Err(e) => {
                 return Exchange::Failed {
-                    class: "request_build",
+                    class: ErrorClass::RequestBuild,
                     detail: e,
                 }
             }
@@ -232,7 +185,7 @@ impl JudgeClient {
             Ok(b) => b,
             Err(e) => {
                 return Exchange::Failed {
-                    class: "request_build",
+                    class: ErrorClass::RequestBuild,
                     detail: e.to_string(),
                 }
             }
@@ -242,7 +195,7 @@ impl JudgeClient {
             .http
             .post(self.config.endpoint())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header("X-Session-Id", job.session_id)
+            .header("X-Session-Id", job.session_id.as_str())
             .body(body);
         if let Some(key) = &self.config.api_key {
             req = req.bearer_auth(key.expose());
@@ -251,11 +204,11 @@ impl JudgeClient {
             Ok(r) => r,
             Err(e) => {
                 let class = if e.is_timeout() {
-                    "timeout"
+                    ErrorClass::Timeout
                 } else if e.is_connect() {
-                    "connect"
+                    ErrorClass::Connect
                 } else {
-                    "transport"
+                    ErrorClass::Transport
                 };
                 return Exchange::Failed {
                     class,
@@ -276,7 +229,7 @@ impl JudgeClient {
                 Ok(Some(chunk)) => {
                     if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
                         return Exchange::Failed {
-                            class: "response_too_large",
+                            class: ErrorClass::ResponseTooLarge,
                             detail: format!("response body over {MAX_RESPONSE_BYTES} bytes"),
                         };
                     }
@@ -285,9 +238,9 @@ impl JudgeClient {
                 Ok(None) => break,
                 Err(e) => {
                     let class = if e.is_timeout() {
-                        "timeout"
+                        ErrorClass::Timeout
                     } else {
-                        "connection_reset"
+                        ErrorClass::ConnectionReset
                     };
                     return Exchange::Failed {
                         class,
@@ -306,7 +259,7 @@ impl JudgeClient {
     /// Runs this slot for a job: resumes stored attempts, makes new ones up to the retry limit.
     pub async fn run_slot(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, StoreError> {
         use tracing::Instrument;
-        let span = tracing::info_span!("judge", slot = %self.slot, session = job.session_id);
+        let span = tracing::info_span!("judge", slot = %self.slot, session = %job.session_id);
         self.run_attempts(store, job).instrument(span).await
     }
 
@@ -367,7 +320,7 @@ impl JudgeClient {
                 let done = outcome
                     .as_ref()
                     .map(|_| true)
-                    .unwrap_or_else(|f| !parse::is_retryable(&f.class));
+                    .unwrap_or_else(|f| !f.class.is_retryable());
                 attempts.push(AttemptRecord {
                     attempt: k,
                     request: request_stored,
@@ -456,7 +409,7 @@ impl JudgeClient {
                         session_id: job.session_id.to_string(),
                         attempt: k,
                         stage: FailureStage::Transport,
-                        error_class: (*class).to_string(),
+                        error_class: *class,
                         detail: crate::contracts::shorten(detail, 1000),
                         started_at: Some(started_at.clone()),
                         ended_at: Some(ended_at.clone()),
@@ -520,7 +473,7 @@ impl JudgeClient {
             let done = outcome
                 .as_ref()
                 .map(|_| true)
-                .unwrap_or_else(|f| !parse::is_retryable(&f.class));
+                .unwrap_or_else(|f| !f.class.is_retryable());
             attempts.push(AttemptRecord {
                 attempt: k,
                 request: Some(request_stored),
@@ -592,7 +545,7 @@ impl JudgeClient {
         };
         let (error_class, error_detail) = match outcome {
             Ok(_) => (None, note.map(str::to_owned)),
-            Err(f) => (Some(f.class.clone()), Some(self.redact(&f.detail))),
+            Err(f) => (Some(f.class), Some(self.redact(&f.detail))),
         };
         SlotMeta {
             schema_version: SLOT_META.into(),

@@ -3,6 +3,7 @@
 //! - [`request`]: the request body (pure), stored with image placeholders.
 //! - [`parse`]: a response body → a validated JudgeOutput or a classified failure (pure).
 //! - [`normalize`]: JudgeOutput → JudgeResult/1 (pure).
+//! - [`slot`]: a slot's stored attempts → its parsed and normalized documents (pure).
 //! - [`client`]: the HTTP edge: one `reqwest::Client` per slot (the logical client), attempts,
 //!   retries with capped exponential backoff and jitter, every byte stored before it is used.
 //!
@@ -14,8 +15,10 @@ pub mod client;
 pub mod normalize;
 pub mod parse;
 pub mod request;
+pub mod slot;
 
-pub use client::{AttemptRecord, JudgeClient, Judges, SlotJob, SlotRun};
+pub use client::{JudgeClient, Judges, SlotJob};
+pub use slot::{AttemptRecord, SlotRun};
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;

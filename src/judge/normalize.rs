@@ -22,7 +22,7 @@ pub enum SlotAnswer<'a> {
         model: Option<String>,
     },
     Failed {
-        error_class: String,
+        error_class: crate::vocab::ErrorClass,
         attempts: u32,
         model: Option<String>,
     },

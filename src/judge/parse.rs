@@ -12,7 +12,8 @@
 use serde_json::Value;
 
 use crate::contracts::{self, Kind};
-use crate::doc::{JudgeOutput, Usage};
+use crate::doc::{AttemptFailure, JudgeOutput, Usage, ATTEMPT_FAILURE};
+pub use crate::vocab::ErrorClass;
 
 /// Most bytes of response body seal reads from a judge (a JudgeOutput is a few KiB).
 pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
@@ -20,14 +21,14 @@ pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 /// Why an attempt has no valid answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseFailure {
-    pub class: String,
+    pub class: ErrorClass,
     pub detail: String,
 }
 
 impl ParseFailure {
-    pub fn new(class: &str, detail: impl Into<String>) -> ParseFailure {
+    pub fn new(class: ErrorClass, detail: impl Into<String>) -> ParseFailure {
         ParseFailure {
-            class: class.to_string(),
+            class,
             detail: contracts::shorten(&detail.into(), 500),
         }
     }
@@ -71,62 +72,77 @@ pub fn response_facts(body: &[u8]) -> ResponseFacts {
 pub fn status_failure(status: u16) -> Option<ParseFailure> {
     match status {
         200..=299 => None,
-        429 => Some(ParseFailure::new("http_429", "rate limited (429)")),
+        429 => Some(ParseFailure::new(ErrorClass::Http429, "rate limited (429)")),
         500..=599 => Some(ParseFailure::new(
-            "http_5xx",
+            ErrorClass::Http5xx,
             format!("server error {status}"),
         )),
-        408 => Some(ParseFailure::new("http_408", "request timeout (408)")),
+        408 => Some(ParseFailure::new(
+            ErrorClass::Http408,
+            "request timeout (408)",
+        )),
         _ => Some(ParseFailure::new(
-            "http_4xx",
+            ErrorClass::Http4xx,
             format!("client error {status}"),
         )),
     }
 }
 
-/// Whether a failure class is worth another attempt. Client errors other than 408/429 are
-/// configuration faults (bad key, bad model) that a retry cannot fix.
-pub fn is_retryable(class: &str) -> bool {
-    class != "http_4xx"
+/// What a stored attempt amounts to: its recorded failure (a transport or guard record in
+/// place of an answer), its HTTP status's failure, or the parsed answer. Pure: the dispatcher,
+/// the audit and replay all read stored attempts through this one function.
+pub fn evaluate_raw(raw: &[u8], http_status: Option<u16>) -> Result<JudgeOutput, ParseFailure> {
+    if let Ok(f) = serde_json::from_slice::<AttemptFailure>(raw) {
+        if f.schema_version == ATTEMPT_FAILURE {
+            return Err(ParseFailure::new(f.error_class, f.detail));
+        }
+    }
+    if let Some(fail) = http_status.and_then(status_failure) {
+        return Err(fail);
+    }
+    parse_answer(raw)
 }
 
 /// Parses a 2xx chat-completions body into a validated JudgeOutput.
 pub fn parse_answer(body: &[u8]) -> Result<JudgeOutput, ParseFailure> {
     let v: Value = crate::json::parse(body, MAX_RESPONSE_BYTES as u64).map_err(|e| {
-        ParseFailure::new("body_not_json", format!("response body is not JSON: {e}"))
+        ParseFailure::new(
+            ErrorClass::BodyNotJson,
+            format!("response body is not JSON: {e}"),
+        )
     })?;
     if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
         return Err(ParseFailure::new(
-            "provider_error",
+            ErrorClass::ProviderError,
             format!("provider error: {err}"),
         ));
     }
     let choice = v
         .pointer("/choices/0")
-        .ok_or_else(|| ParseFailure::new("no_choices", "response has no choices[0]"))?;
+        .ok_or_else(|| ParseFailure::new(ErrorClass::NoChoices, "response has no choices[0]"))?;
     let message = choice
         .get("message")
-        .ok_or_else(|| ParseFailure::new("no_choices", "choices[0] has no message"))?;
+        .ok_or_else(|| ParseFailure::new(ErrorClass::NoChoices, "choices[0] has no message"))?;
     if let Some(r) = message
         .get("refusal")
         .and_then(Value::as_str)
         .filter(|r| !r.trim().is_empty())
     {
         return Err(ParseFailure::new(
-            "refusal",
+            ErrorClass::Refusal,
             format!("the model refused: {r}"),
         ));
     }
     if choice.get("finish_reason").and_then(Value::as_str) == Some("length") {
         return Err(ParseFailure::new(
-            "truncated",
+            ErrorClass::Truncated,
             "finish_reason is length: the answer was cut off",
         ));
     }
     let content = message_text(message.get("content"));
     if content.trim().is_empty() {
         return Err(ParseFailure::new(
-            "empty_content",
+            ErrorClass::EmptyContent,
             "the answer has no content",
         ));
     }
@@ -134,7 +150,7 @@ pub fn parse_answer(body: &[u8]) -> Result<JudgeOutput, ParseFailure> {
     let findings = contracts::validate(Kind::JudgeOutput, &object);
     if let Some(f) = findings.first() {
         return Err(ParseFailure::new(
-            "schema_mismatch",
+            ErrorClass::SchemaMismatch,
             format!(
                 "answer does not match JudgeOutput ({} problems), first: {f}",
                 findings.len()
@@ -142,7 +158,7 @@ pub fn parse_answer(body: &[u8]) -> Result<JudgeOutput, ParseFailure> {
         ));
     }
     let output: JudgeOutput = serde_json::from_value(object)
-        .map_err(|e| ParseFailure::new("schema_mismatch", e.to_string()))?;
+        .map_err(|e| ParseFailure::new(ErrorClass::SchemaMismatch, e.to_string()))?;
     let mut seen = std::collections::BTreeSet::new();
     if let Some(dup) = output
         .obligations
@@ -150,7 +166,7 @@ pub fn parse_answer(body: &[u8]) -> Result<JudgeOutput, ParseFailure> {
         .find(|o| !seen.insert(o.id.as_str()))
     {
         return Err(ParseFailure::new(
-            "duplicate_obligation",
+            ErrorClass::DuplicateObligation,
             format!(
                 "obligation {:?} is answered twice: the answer is ambiguous",
                 dup.id
@@ -186,7 +202,7 @@ pub fn extract_object(content: &str) -> Result<Value, ParseFailure> {
         return match v {
             Value::Object(_) => Ok(v),
             other => Err(ParseFailure::new(
-                "not_json_object",
+                ErrorClass::NotJsonObject,
                 format!(
                     "the answer is JSON {} , not an object",
                     contracts::type_name(&other)
@@ -197,7 +213,7 @@ pub fn extract_object(content: &str) -> Result<Value, ParseFailure> {
     let fences = fenced_blocks(trimmed);
     if fences.len() > 1 {
         return Err(ParseFailure::new(
-            "multiple_json",
+            ErrorClass::MultipleJson,
             format!("{} fenced blocks: ambiguous answer", fences.len()),
         ));
     }
@@ -205,11 +221,11 @@ pub fn extract_object(content: &str) -> Result<Value, ParseFailure> {
         return match crate::json::parse(block.trim().as_bytes(), MAX_RESPONSE_BYTES as u64) {
             Ok(v @ Value::Object(_)) => Ok(v),
             Ok(_) => Err(ParseFailure::new(
-                "not_json_object",
+                ErrorClass::NotJsonObject,
                 "the fenced block is not a JSON object",
             )),
             Err(e) => Err(ParseFailure::new(
-                "not_json",
+                ErrorClass::NotJson,
                 format!("the fenced block is not JSON: {e}"),
             )),
         };
@@ -217,12 +233,12 @@ pub fn extract_object(content: &str) -> Result<Value, ParseFailure> {
     let objects = embedded_objects(trimmed);
     match objects.len() {
         0 => Err(ParseFailure::new(
-            "not_json",
+            ErrorClass::NotJson,
             "no JSON object in the answer",
         )),
         1 => Ok(objects.into_iter().next().unwrap_or(Value::Null)),
         n => Err(ParseFailure::new(
-            "multiple_json",
+            ErrorClass::MultipleJson,
             format!("{n} JSON objects in the answer: ambiguous"),
         )),
     }
@@ -339,7 +355,7 @@ mod tests {
         ];
         for (b, class) in cases {
             assert_eq!(
-                parse_answer(&b).unwrap_err().class,
+                parse_answer(&b).unwrap_err().class.as_str(),
                 class,
                 "{}",
                 String::from_utf8_lossy(&b)
@@ -351,7 +367,7 @@ mod tests {
     fn duplicate_obligations_are_ambiguous() {
         let dup = r#"{"obligations":[{"id":"a.b","verdict":"satisfied","sequenceRefs":[],"frameHashes":[],"rationale":""},{"id":"a.b","verdict":"failed","sequenceRefs":[],"frameHashes":[],"rationale":""}]}"#;
         assert_eq!(
-            parse_answer(&body(json!(dup))).unwrap_err().class,
+            parse_answer(&body(json!(dup))).unwrap_err().class.as_str(),
             "duplicate_obligation"
         );
     }
@@ -359,7 +375,10 @@ mod tests {
     #[test]
     fn reasoning_content_is_never_the_answer() {
         let b = serde_json::to_vec(&json!({"choices":[{"message":{"content":"","reasoning_content":GOOD},"finish_reason":"stop"}]})).unwrap();
-        assert_eq!(parse_answer(&b).unwrap_err().class, "empty_content");
+        assert_eq!(
+            parse_answer(&b).unwrap_err().class.as_str(),
+            "empty_content"
+        );
     }
 
     #[test]

@@ -6,9 +6,11 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::fault::{Fault, HasFault};
 use crate::intake::IntakeError;
 use crate::postguard::FinalizeError;
-use crate::roll::RollError;
+use crate::roll::JudgingError;
+use crate::run_state::RunStateError;
 use crate::store::StoreError;
 
 #[derive(Debug)]
@@ -60,97 +62,115 @@ impl IntoResponse for ApiError {
     }
 }
 
+impl ApiError {
+    /// The one mapping from fault to status: corruption is 500 and infrastructure 503 whatever
+    /// the error; a caller's fault gets the 4xx status and code its error names.
+    fn by_fault(
+        fault: Fault,
+        caller: (StatusCode, &'static str),
+        message: String,
+        object: Option<String>,
+    ) -> ApiError {
+        let (status, code) = match fault {
+            Fault::Caller => caller,
+            Fault::Infrastructure => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            Fault::Corruption => (StatusCode::INTERNAL_SERVER_ERROR, "corrupt_store"),
+        };
+        let mut e = ApiError::new(status, code, message, object);
+        if fault.is_retryable() {
+            e.retry_after = Some(RETRY_AFTER_S);
+        }
+        e
+    }
+}
+
+/// Seconds a client should wait before retrying an infrastructure failure.
+const RETRY_AFTER_S: u64 = 2;
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> ApiError {
+        let caller = match &e {
+            StoreError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
+            StoreError::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found"),
+            StoreError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            StoreError::Reserved { .. } => (StatusCode::FORBIDDEN, "reserved"),
+            _ => (StatusCode::BAD_REQUEST, "bad_request"),
+        };
+        let object = match &e {
+            StoreError::Conflict { key, .. }
+            | StoreError::NotFound { key }
+            | StoreError::HashMismatch { key, .. }
+            | StoreError::Reserved { key }
+            | StoreError::Canonical { key, .. }
+            | StoreError::BadDocument { key, .. } => Some(key.to_string()),
+            StoreError::TooLarge { key, .. } | StoreError::Backend { key, .. } => Some(key.clone()),
+            StoreError::Url { .. } | StoreError::Upload(_) => None,
+        };
+        ApiError::by_fault(e.fault(), caller, e.to_string(), object)
+    }
+}
+
+impl From<RunStateError> for ApiError {
+    fn from(e: RunStateError) -> ApiError {
         let msg = e.to_string();
-        match &e {
-            StoreError::Conflict { key, .. } => {
-                ApiError::new(StatusCode::CONFLICT, "conflict", msg, Some(key.to_string()))
-            }
-            StoreError::HashMismatch { key, .. } => ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "corrupt",
-                msg,
-                Some(key.to_string()),
-            ),
-            StoreError::NotFound { key } => ApiError::new(
-                StatusCode::NOT_FOUND,
-                "not_found",
-                msg,
-                Some(key.to_string()),
-            ),
-            StoreError::TooLarge { key, .. } => ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "too_large",
-                msg,
-                Some(key.clone()),
-            ),
-            StoreError::BadDocument { key, .. } => ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "corrupt",
-                msg,
-                Some(key.to_string()),
-            ),
-            StoreError::Upload(_) => ApiError::new(StatusCode::BAD_REQUEST, "bad_body", msg, None),
-            _ => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "store_unavailable",
-                msg,
-                None,
-            ),
-        }
+        let fault = e.fault();
+        let (caller, run) = match e {
+            RunStateError::NotFound { run } => ((StatusCode::NOT_FOUND, "not_found"), run),
+            RunStateError::Decided { run, .. } => ((StatusCode::CONFLICT, "run_decided"), run),
+            RunStateError::Finalizing { run } => ((StatusCode::CONFLICT, "run_finalizing"), run),
+            RunStateError::Store(s) => return s.into(),
+        };
+        ApiError::by_fault(fault, caller, msg, Some(format!("run {run}")))
     }
 }
 
 impl From<IntakeError> for ApiError {
     fn from(e: IntakeError) -> ApiError {
         let msg = e.to_string();
-        match e {
-            IntakeError::Json { object, .. } => {
-                ApiError::new(StatusCode::BAD_REQUEST, "bad_json", msg, Some(object))
-            }
-            IntakeError::Invalid { object, .. } => ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_document",
-                msg,
-                Some(object),
+        let fault = e.fault();
+        let (caller, object) = match e {
+            IntakeError::Json { object, .. } => ((StatusCode::BAD_REQUEST, "bad_json"), object),
+            IntakeError::Invalid { object, .. } => (
+                (StatusCode::UNPROCESSABLE_ENTITY, "invalid_document"),
+                object,
             ),
-            IntakeError::Mismatch { object, .. } => ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "mismatch",
-                msg,
-                Some(object),
-            ),
-            IntakeError::MissingBlobs { object, .. } => ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "missing_blobs",
-                msg,
-                Some(object),
-            ),
-            IntakeError::Conflict { object, .. } => {
-                ApiError::new(StatusCode::CONFLICT, "conflict", msg, Some(object))
+            IntakeError::Mismatch { object, .. } => {
+                ((StatusCode::UNPROCESSABLE_ENTITY, "mismatch"), object)
             }
-            IntakeError::Order { object, .. } => {
-                ApiError::new(StatusCode::CONFLICT, "out_of_order", msg, Some(object))
+            IntakeError::Provenance { object, .. } => {
+                ((StatusCode::UNPROCESSABLE_ENTITY, "provenance"), object)
             }
-            IntakeError::NotFound { object, .. } => {
-                ApiError::new(StatusCode::NOT_FOUND, "not_found", msg, Some(object))
+            IntakeError::MissingBlobs { object, .. } => {
+                ((StatusCode::UNPROCESSABLE_ENTITY, "missing_blobs"), object)
             }
-            IntakeError::Store(s) => s.into(),
-        }
+            IntakeError::Conflict { object, .. } => ((StatusCode::CONFLICT, "conflict"), object),
+            IntakeError::Order { object, .. } => ((StatusCode::CONFLICT, "out_of_order"), object),
+            IntakeError::NotFound { object, .. } => ((StatusCode::NOT_FOUND, "not_found"), object),
+            IntakeError::State(s) => return s.into(),
+            IntakeError::Store(s) => return s.into(),
+        };
+        ApiError::by_fault(fault, caller, msg, Some(object))
     }
 }
 
-impl From<RollError> for ApiError {
-    fn from(e: RollError) -> ApiError {
+impl From<JudgingError> for ApiError {
+    fn from(e: JudgingError) -> ApiError {
+        let msg = e.to_string();
+        let fault = e.fault();
         match e {
-            RollError::Intake(i) => i.into(),
-            RollError::Store(s) => s.into(),
-            other => ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                other.to_string(),
-                None,
+            JudgingError::State(s) => s.into(),
+            JudgingError::Store(s) => s.into(),
+            JudgingError::NoProofPackage { run, roll } => ApiError::by_fault(
+                fault,
+                (StatusCode::NOT_FOUND, "not_found"),
+                msg,
+                Some(format!("run {run} {roll}")),
+            ),
+            JudgingError::Internal { run, roll, .. } => ApiError::by_fault(
+                fault,
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+                msg,
+                Some(format!("run {run} {roll}")),
             ),
         }
     }
@@ -159,22 +179,23 @@ impl From<RollError> for ApiError {
 impl From<FinalizeError> for ApiError {
     fn from(e: FinalizeError) -> ApiError {
         let msg = e.to_string();
+        let fault = e.fault();
         match e {
-            FinalizeError::NoRolls { run } => ApiError::new(
-                StatusCode::CONFLICT,
-                "no_rolls",
+            FinalizeError::NoRolls { run } => ApiError::by_fault(
+                fault,
+                (StatusCode::CONFLICT, "no_rolls"),
                 msg,
                 Some(format!("run {run}")),
             ),
             FinalizeError::NoKey { .. } => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no_signing_key", msg, None)
             }
-            FinalizeError::Intake(i) => i.into(),
+            FinalizeError::State(s) => s.into(),
             FinalizeError::Roll(r) => r.into(),
             FinalizeError::Store(s) => s.into(),
-            FinalizeError::Internal { run, .. } => ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
+            FinalizeError::Internal { run, .. } => ApiError::by_fault(
+                fault,
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
                 msg,
                 Some(format!("run {run}")),
             ),

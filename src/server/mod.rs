@@ -31,11 +31,12 @@ use tokio::sync::Semaphore;
 pub use error::ApiError;
 
 use crate::canonical::Hash;
-use crate::doc::Evidence;
 use crate::engine::Engine;
 use crate::ids::{RollId, RunId};
-use crate::intake;
+use crate::intake::{self, Origin};
 use crate::merge::Next as NextStep;
+use crate::roll;
+use crate::run_state::RunState;
 use crate::sealing::PublicKey;
 use crate::store::Key;
 
@@ -216,7 +217,8 @@ async fn put_header(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
-    let a = intake::put_header(&state.engine.store, &run, &body).await?;
+    let _run_lock = state.engine.lock_run(&run).await;
+    let a = intake::put_header(&state.engine.store, &run, &body, Origin::Pipeline).await?;
     Ok(created(
         a.created,
         json!({"runId": run, "key": a.stored.key.as_str(), "sha256": a.stored.hash}),
@@ -229,6 +231,7 @@ async fn put_brief(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
+    let _run_lock = state.engine.lock_run(&run).await;
     let a = intake::put_brief(&state.engine.store, &run, &body).await?;
     Ok(created(
         a.created,
@@ -242,6 +245,7 @@ async fn put_play_spec(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
+    let _run_lock = state.engine.lock_run(&run).await;
     let a = intake::put_play_spec(&state.engine.store, &run, &body).await?;
     Ok(created(
         a.created,
@@ -302,7 +306,7 @@ async fn put_blob(
     ))
 }
 
-fn roll_body(run: &RunId, r: &crate::roll::RollReport) -> Value {
+fn roll_body(run: &RunId, r: &roll::RollReport) -> Value {
     json!({
         "runId": run,
         "rollId": r.roll.roll_id,
@@ -336,40 +340,69 @@ async fn post_roll(
                 Some(format!("run {run} roll {n}")),
             )
         })?;
-    let store = &state.engine.store;
-    if let Some(done) = crate::roll::stored_roll(store, &run, roll).await? {
-        // Already judged: the same proof package gets the stored answer, another one a conflict.
-        let existing = store
-            .get(&Key::roll_file(&run, roll, "proof-package.json"))
-            .await?;
-        let submitted = crate::json::parse(&body, store.doc_limit())
-            .ok()
-            .and_then(|v| crate::canonical::canonical_bytes(&v).ok());
-        if submitted.as_deref() != Some(existing.as_ref()) {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "conflict",
-                format!("{roll} was judged with another proof package"),
-                Some(format!("run {run} {roll}")),
-            ));
-        }
-        return Ok((StatusCode::OK, Json(roll_body(&run, &done))).into_response());
-    }
     // Admission before any work: past the bound, the caller retries later.
     if state.admitted.fetch_add(1, Ordering::SeqCst) >= state.admit_limit {
         state.admitted.fetch_sub(1, Ordering::SeqCst);
         return Err(ApiError::busy(2));
     }
     let _admission = Admission(state.admitted.clone());
-    intake::put_proof_package(store, &run, roll, &body).await?;
+    let engine = &state.engine;
+    let _run_lock = engine.lock_run(&run).await;
+    let phase = RunState::load(&engine.store, &run).await?;
+    // A decided run takes no roll: only a retry of a roll it was sealed with gets its stored
+    // answer; nothing is judged, nothing is stored.
+    if let RunState::Decided(d) = &phase {
+        if d.evidence.rolls.iter().any(|r| r.roll_id == roll) {
+            return already_judged(engine, &run, roll, &body).await;
+        }
+    }
+    let open = phase.open()?;
+    if open.judged(roll).is_some() {
+        return already_judged(engine, &run, roll, &body).await;
+    }
+    intake::put_proof_package(&engine.store, &run, roll, &body).await?;
     let _permit = state.rolls.acquire().await.map_err(|_| ApiError::busy(2))?;
-    let report = crate::roll::judge_roll(&state.engine, &run, roll).await?;
-    state.engine.judges.metrics.add(
+    let report = roll::judge_open_roll(engine, &open, roll, &roll::Source::Live).await?;
+    engine.judges.metrics.add(
         "seal_rolls_total",
         &format!("outcome=\"{}\"", report.roll.roll_outcome),
         1.0,
     );
     Ok((StatusCode::OK, Json(roll_body(&run, &report))).into_response())
+}
+
+/// A roll that is already judged: the same proof package gets the stored answer, another one
+/// a conflict.
+async fn already_judged(
+    engine: &Engine,
+    run: &RunId,
+    roll: RollId,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let store = &engine.store;
+    let Some(done) = roll::stored_roll(store, run, roll).await? else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("{roll} has no stored roll record"),
+            Some(format!("run {run} {roll}")),
+        ));
+    };
+    let existing = store
+        .get(&Key::roll_file(run, roll, "proof-package.json"))
+        .await?;
+    let submitted = crate::json::parse(body, store.doc_limit())
+        .ok()
+        .and_then(|v| crate::canonical::canonical_bytes(&v).ok());
+    if submitted.as_deref() != Some(existing.as_ref()) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "conflict",
+            format!("{roll} was judged with another proof package"),
+            Some(format!("run {run} {roll}")),
+        ));
+    }
+    Ok((StatusCode::OK, Json(roll_body(run, &done))).into_response())
 }
 
 async fn post_finalize(
@@ -407,30 +440,36 @@ async fn get_run(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
-    let store = &state.engine.store;
-    if let Some((ev, h)) = store.get_json::<Evidence>(&Key::evidence(&run)).await? {
-        return Ok(Json(json!({
-            "runId": run, "phase": "DECIDED", "outcome": ev.outcome, "decision": ev.decision,
-            "rolls": ev.rolls.iter().map(|r| json!({"rollId": r.roll_id, "rollOutcome": r.roll_outcome})).collect::<Vec<_>>(),
-            "evidenceSha256": h, "next": null
-        }))
-        .into_response());
-    }
-    let (_, _) = intake::header(store, &run).await?;
-    let rolls = crate::audit::stored_rolls(store, &run).await?;
-    let next = match rolls.last() {
-        None => "roll-1",
-        Some(r) => match crate::merge::next_after(r.roll, r.roll_outcome) {
+    let rolls = |rolls: &[crate::doc::Roll]| -> Vec<Value> {
+        rolls
+            .iter()
+            .map(|r| json!({"rollId": r.roll_id, "rollOutcome": r.roll_outcome}))
+            .collect()
+    };
+    let (open, phase) = match RunState::load(&state.engine.store, &run).await? {
+        RunState::Decided(d) => {
+            let ev = &d.evidence;
+            return Ok(Json(json!({
+                "runId": run, "phase": "DECIDED", "outcome": ev.outcome, "decision": ev.decision,
+                "rolls": rolls(&ev.rolls), "evidenceSha256": d.evidence_hash, "next": null
+            }))
+            .into_response());
+        }
+        RunState::Open(o) => (o, "JUDGING"),
+        RunState::Finalizing(o) => (o, "FINALIZING"),
+    };
+    let next = match (phase, open.rolls.last()) {
+        ("FINALIZING", _) => "finalize",
+        (_, None) => "roll-1",
+        (_, Some(r)) => match crate::merge::next_after(r.roll_id, r.roll_outcome) {
             NextStep::Roll2 => "roll-2",
             NextStep::Finalize => "finalize",
         },
     };
-    Ok(Json(json!({
-        "runId": run, "phase": "JUDGING",
-        "rolls": rolls.iter().map(|r| json!({"rollId": r.roll_id, "rollOutcome": r.roll_outcome})).collect::<Vec<_>>(),
-        "next": next
-    }))
-    .into_response())
+    Ok(
+        Json(json!({"runId": run, "phase": phase, "rolls": rolls(&open.rolls), "next": next}))
+            .into_response(),
+    )
 }
 
 async fn get_verify(

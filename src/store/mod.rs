@@ -15,12 +15,13 @@
 //!   repaired.
 //! - **keys checked first**: a [`Key`] is validated at construction, before any I/O.
 //! - **reserved keys**: `runs/<id>/evidence.json` and `runs/<id>/seal.dsse.json` can only be
-//!   written through [`Store::put_decided`], which demands the postguard's proof token.
+//!   written through [`Store::put_decided`] and [`Store::put_seal`], which take types only the
+//!   postguard can construct.
 
-mod key;
 mod open;
 
-pub use key::Key;
+pub use crate::key::{Key, Stored};
+use crate::postguard::decided::{Decided, Seal};
 pub use open::{is_loopback_host, StoreUrl};
 
 use bytes::{Bytes, BytesMut};
@@ -48,14 +49,6 @@ const PART_SIZE: usize = 8 * 1024 * 1024;
 const HASH_BUF: usize = 1024 * 1024;
 /// How often a create that lost a race re-reads the winner before giving up.
 const RACE_REREADS: usize = 5;
-
-/// What a put stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stored {
-    pub key: Key,
-    pub hash: Hash,
-    pub size: u64,
-}
 
 /// Store failures. Each names the object key and the reason.
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +86,24 @@ pub enum StoreError {
     BadDocument { key: Key, detail: String },
     #[error("blob upload: {0}")]
     Upload(String),
+}
+
+impl crate::fault::HasFault for StoreError {
+    fn fault(&self) -> crate::fault::Fault {
+        use crate::fault::Fault;
+        match self {
+            StoreError::HashMismatch { .. }
+            | StoreError::BadDocument { .. }
+            | StoreError::Canonical { .. } => Fault::Corruption,
+            StoreError::Backend { .. } => Fault::Infrastructure,
+            StoreError::Url { .. }
+            | StoreError::Conflict { .. }
+            | StoreError::NotFound { .. }
+            | StoreError::TooLarge { .. }
+            | StoreError::Reserved { .. }
+            | StoreError::Upload(_) => Fault::Caller,
+        }
+    }
 }
 
 impl StoreError {
@@ -182,15 +193,18 @@ impl Store {
         self.put_bytes(key, Bytes::from(bytes)).await
     }
 
-    /// Writes a reserved key. Only the postguard can call this: it alone can make the proof.
-    /// Returns whether this call created the object (false: identical bytes were there).
-    pub async fn put_decided(
-        &self,
-        key: &Key,
-        bytes: Bytes,
-        _proof: &crate::postguard::DecidedWrite,
-    ) -> Result<(Stored, bool), StoreError> {
-        self.create_reporting(key, bytes).await
+    /// Writes `runs/<id>/evidence.json`. Only a [`Decided`] document can be written there, and
+    /// only the postguard can make one. Returns whether this call created the object (false:
+    /// identical bytes were there).
+    pub async fn put_decided(&self, decided: &Decided) -> Result<(Stored, bool), StoreError> {
+        let key = Key::evidence(decided.run());
+        self.create_reporting(&key, decided.bytes().clone()).await
+    }
+
+    /// Writes `runs/<id>/seal.dsse.json`, which only the postguard can make.
+    pub async fn put_seal(&self, seal: &Seal) -> Result<(Stored, bool), StoreError> {
+        let key = Key::seal(seal.run());
+        self.create_reporting(&key, seal.bytes().clone()).await
     }
 
     /// Like [`Store::put_bytes`], and says whether this call created the object.

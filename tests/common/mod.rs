@@ -47,8 +47,8 @@ fn s3_prefix(test: &str) -> String {
 
 use seal::config::Config;
 use seal::engine::Engine;
-use seal::loopback::{Loopback, Persona};
 use seal::sealing::SigningKey;
+use seal_testkit::loopback::{Loopback, Persona};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -130,9 +130,14 @@ pub async fn submit_inputs(engine: &Engine, dir: &std::path::Path) -> seal::runf
             .await
             .unwrap();
     }
-    seal::intake::put_header(&engine.store, &folder.run, &folder.header_bytes)
-        .await
-        .unwrap();
+    seal::intake::put_header(
+        &engine.store,
+        &folder.run,
+        &folder.header_bytes,
+        seal::intake::Origin::Operator,
+    )
+    .await
+    .unwrap();
     seal::intake::put_brief(&engine.store, &folder.run, &folder.brief)
         .await
         .unwrap();
@@ -192,7 +197,7 @@ pub async fn engine_edited(
     Engine::new(store, config, Some(SigningKey::generate())).expect("engine")
 }
 
-/// The committed sealed fixtures (`sealed-fixtures/`, made by `cargo run --bin seal-fixtures`).
+/// The committed sealed fixtures (`sealed-fixtures/`, made by `cargo run -p seal-testkit --bin seal-fixtures`).
 pub fn sealed_fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sealed-fixtures")
 }

@@ -2,7 +2,7 @@
 //! sealed runs judged by scripted loopback judges over real HTTP. Made by seal, never by hand:
 //!
 //! ```sh
-//! cargo run --bin seal-fixtures -- --out sealed-fixtures
+//! cargo run -p seal-testkit --bin seal-fixtures -- --out sealed-fixtures
 //! ```
 //!
 //! The three upstream example runs in `inputs/` are kept as they are; the other inputs are
@@ -17,9 +17,9 @@ use std::time::Duration;
 use seal::canonical::Hash;
 use seal::config::Config;
 use seal::engine::{Engine, FixedClock};
-use seal::loopback::{Fault, Loopback, Persona};
 use seal::sealing::SigningKey;
 use seal::store::Store;
+use seal_testkit::loopback::{Fault, Loopback, Persona};
 
 const MODEL_A: &str = "fixture-judge-a";
 const MODEL_B: &str = "fixture-judge-b";

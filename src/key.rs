@@ -13,6 +13,14 @@ use crate::ids::{check_segment, IdError, RollId, RunId, Slot};
 /// Deepest key in the layout is `runs/<run>/roll-<n>/judge-a/attempt-<k>/raw.json` (6).
 pub const MAX_SEGMENTS: usize = 8;
 
+/// What a put stored (or a read found): the key, the sha256 of its bytes, their length.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    pub key: Key,
+    pub hash: Hash,
+    pub size: u64,
+}
+
 /// A validated object key relative to the store root.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Key(String);

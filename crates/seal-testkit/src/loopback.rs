@@ -18,8 +18,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-use crate::assertions;
-use crate::doc::{JudgePackage, Stream};
+use seal::assertions;
+use seal::doc::{JudgePackage, Stream};
 
 /// How a judge reads a package when it answers by itself.
 #[derive(Debug, Clone)]
@@ -476,7 +476,7 @@ fn completion(
     let completion_tokens = (text.len() / 4) as u64 + 1;
     let id = format!(
         "chatcmpl-{}",
-        &crate::canonical::Hash::of(text.as_bytes()).to_string()[..24]
+        &seal::canonical::Hash::of(text.as_bytes()).to_string()[..24]
     );
     let usage = json!({"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens});
     let v = match p.flavor {

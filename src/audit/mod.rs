@@ -1,0 +1,200 @@
+//! The audit of a run's stored objects, shared by the finalPostguard (on the JUDGING snapshot,
+//! before it decides) and `seal verify` (on the sealed evidence, years later). Three steps:
+//!
+//! 1. [`load`]: read every object the document references, each re-hashed against its recorded
+//!    sha256 and schema-checked, and collect the set of keys the document binds;
+//! 2. derive: run the same pure functions the dispatcher ran ([`crate::judge::slot`],
+//!    [`crate::blinding`], [`crate::derive`]) on what was loaded;
+//! 3. [`compare`]: what is recorded against what was derived, and the run folder's listing
+//!    against the bound keys (an object nobody vouched for is named, never ignored).
+//!
+//! Each problem names its check, the object key, and the expected and actual values.
+
+mod compare;
+mod load;
+
+use std::collections::BTreeSet;
+
+use crate::canonical::Hash;
+use crate::doc::*;
+use crate::ids::RunId;
+use crate::store::{Key, Store, StoreError};
+
+pub use load::RollDocs;
+
+/// Check ids (also the postguard's `finalPostguard.checks[].id` and `postguard_<id>` reasons).
+pub mod check {
+    pub const REFS: &str = "refs_resolve";
+    pub const SCHEMA: &str = "schema_valid";
+    pub const NORMALIZATION: &str = "normalization_recomputes";
+    pub const CONSENSUS: &str = "consensus_recomputes";
+    pub const INDEPENDENCE: &str = "independence";
+    pub const BLINDING: &str = "blinding";
+    pub const COST: &str = "cost_within_budget";
+    pub const MIRROR: &str = "source_roll_mirrored";
+    pub const INVARIANTS: &str = "invariants";
+    pub const ALL: [&str; 9] = [
+        REFS,
+        SCHEMA,
+        NORMALIZATION,
+        CONSENSUS,
+        INDEPENDENCE,
+        BLINDING,
+        COST,
+        MIRROR,
+        INVARIANTS,
+    ];
+}
+
+/// One thing wrong, with the object at fault. `expected` is what the sealed records say,
+/// `actual` what is stored or recomputed now.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Problem {
+    pub check: &'static str,
+    pub object: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actual: Option<String>,
+    pub detail: String,
+}
+
+impl Problem {
+    pub fn new(
+        check: &'static str,
+        object: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Problem {
+        Problem {
+            check,
+            object: object.into(),
+            expected: None,
+            actual: None,
+            detail: detail.into(),
+        }
+    }
+
+    /// A problem with the sealed (`expected`) and the found or recomputed (`actual`) value.
+    pub fn mismatch(
+        check: &'static str,
+        object: impl Into<String>,
+        expected: impl ToString,
+        actual: impl ToString,
+        detail: impl Into<String>,
+    ) -> Problem {
+        Problem {
+            check,
+            object: object.into(),
+            expected: Some(expected.to_string()),
+            actual: Some(actual.to_string()),
+            detail: detail.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}] {}: {}", self.check, self.object, self.detail)?;
+        if let (Some(e), Some(a)) = (&self.expected, &self.actual) {
+            write!(f, " (expected {e}, actual {a})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Problems found so far, and the keys the audited document binds.
+#[derive(Default)]
+pub(crate) struct Audit {
+    problems: Vec<Problem>,
+    bound: BTreeSet<Key>,
+}
+
+impl Audit {
+    fn push(&mut self, check: &'static str, object: impl Into<String>, detail: impl Into<String>) {
+        self.problems.push(Problem::new(check, object, detail));
+    }
+    fn mismatch(
+        &mut self,
+        check: &'static str,
+        object: impl Into<String>,
+        expected: impl ToString,
+        actual: impl ToString,
+        detail: impl Into<String>,
+    ) {
+        self.problems
+            .push(Problem::mismatch(check, object, expected, actual, detail));
+    }
+    fn store_error(&mut self, e: StoreError) {
+        match e {
+            StoreError::HashMismatch {
+                key,
+                expected,
+                actual,
+            } => self.mismatch(
+                check::REFS,
+                key.as_str(),
+                expected,
+                actual,
+                "stored bytes do not hash to the recorded sha256",
+            ),
+            StoreError::NotFound { key } => {
+                self.push(check::REFS, key.as_str(), "object is missing")
+            }
+            other => self.push(check::REFS, other.to_string(), "cannot read the object"),
+        }
+    }
+}
+
+/// Audits every roll of `doc` against the store. `brief` is the stored brief bytes, if any.
+pub async fn audit(
+    store: &Store,
+    doc: &Evidence,
+    brief: Option<&[u8]>,
+) -> (Vec<Problem>, Vec<RollDocs>) {
+    let mut a = Audit::default();
+    let run = match RunId::parse(&doc.run_id) {
+        Ok(r) => r,
+        Err(e) => {
+            a.push(check::INVARIANTS, "runId", e.to_string());
+            return (a.problems, Vec::new());
+        }
+    };
+    compare::brief(&mut a, &run, doc, brief);
+    let brief_text = brief
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default();
+    let mut docs = Vec::new();
+    for r in &doc.rolls {
+        if let Some(loaded) = load::roll(&mut a, store, &run, r).await {
+            compare::roll(&mut a, doc, &run, r, &loaded, &brief_text);
+            docs.push(loaded.into_docs(r));
+        }
+    }
+    compare::mirror(&mut a, doc, &run, &docs);
+    compare::unbound(&mut a, store, &run, doc).await;
+    (a.problems, docs)
+}
+
+/// The run costs what the header said plus every roll.
+pub fn run_cost(object: &Key, header: &Evidence, doc: &Evidence) -> Option<Problem> {
+    let want = rmb_to_micro(header.cost_rmb)
+        + doc
+            .rolls
+            .iter()
+            .map(|r| rmb_to_micro(r.cost_rmb))
+            .sum::<u64>();
+    (want != rmb_to_micro(doc.cost_rmb)).then(|| {
+        Problem::mismatch(
+            check::COST,
+            format!("{object} costRmb"),
+            micro_to_rmb(want),
+            doc.cost_rmb,
+            "run cost is not the header's plus every roll's",
+        )
+    })
+}
+
+/// Sha256 of bytes, for messages.
+fn hash_of(b: &[u8]) -> Hash {
+    Hash::of(b)
+}

@@ -1,0 +1,138 @@
+//! A slot's stored attempts and what they amount to (pure): the accepted attempt, the final
+//! one, the cost, and the slot's `parsed.json` and `normalized.json` documents. The dispatcher
+//! builds these right after the calls; the audit and replay rebuild them from the store with
+//! the same functions, so a recomputed document is byte-identical or the store was changed.
+
+use serde_json::Value;
+
+use super::normalize::{self, SlotAnswer};
+use super::parse::{ErrorClass, ParseFailure};
+use crate::canonical::Hash;
+use crate::doc::*;
+use crate::ids::Slot;
+use crate::key::Stored;
+
+/// One stored attempt and how it ended.
+#[derive(Debug, Clone)]
+pub struct AttemptRecord {
+    pub attempt: u32,
+    pub request: Option<Stored>,
+    pub raw: Stored,
+    pub meta: SlotMeta,
+    /// The sha256 of `meta.json` as stored.
+    pub meta_hash: Hash,
+    pub outcome: Result<JudgeOutput, ParseFailure>,
+}
+
+/// All attempts of one slot in one roll.
+#[derive(Debug, Clone)]
+pub struct SlotRun {
+    pub slot: Slot,
+    pub attempts: Vec<AttemptRecord>,
+}
+
+impl SlotRun {
+    pub fn accepted(&self) -> Option<&AttemptRecord> {
+        self.attempts.iter().find(|a| a.outcome.is_ok())
+    }
+    /// The attempt the slot's refs point at: the accepted one, else the last one.
+    pub fn final_attempt(&self) -> Option<&AttemptRecord> {
+        self.accepted().or_else(|| self.attempts.last())
+    }
+    pub fn cost_micro(&self) -> u64 {
+        self.attempts
+            .iter()
+            .map(|a| rmb_to_micro(a.meta.cost_rmb))
+            .sum()
+    }
+}
+
+/// The parsed document and normalized result of a slot (pure; replay and verify use it on
+/// stored attempts). The prompt hash and session are the recorded ones of the final attempt.
+pub fn slot_documents(
+    slot: Slot,
+    run: &SlotRun,
+    package: &JudgePackage,
+    package_hash: &Hash,
+) -> (Value, JudgeResult) {
+    let final_meta = run.final_attempt().map(|a| &a.meta);
+    let prompt_hash = &final_meta
+        .map(|m| m.prompt_artifact.hash.clone())
+        .unwrap_or_else(|| Hash::of(b""));
+    let session_id = final_meta.map(|m| m.session_id.as_str()).unwrap_or("");
+    let hashes: Vec<AttemptHashes> = run
+        .attempts
+        .iter()
+        .map(|a| AttemptHashes {
+            attempt: a.attempt,
+            request_hash: a.request.as_ref().map(|r| r.hash.clone()),
+            raw_hash: a.raw.hash.clone(),
+            meta_hash: a.meta_hash.clone(),
+            accepted: a.outcome.is_ok(),
+        })
+        .collect();
+    match run.accepted() {
+        Some(a) => {
+            let output = a.outcome.as_ref().ok().cloned().unwrap_or(JudgeOutput {
+                obligations: Vec::new(),
+            });
+            let model = a.meta.model_answered.clone();
+            let result = normalize::normalize(
+                slot,
+                package,
+                package_hash,
+                prompt_hash,
+                SlotAnswer::Answered {
+                    output: &output,
+                    model,
+                },
+                hashes,
+            );
+            (serde_json::to_value(&output).unwrap_or(Value::Null), result)
+        }
+        None => {
+            let last = run.attempts.last();
+            let (class, detail, attempt) = match last.map(|a| &a.outcome) {
+                Some(Err(f)) => (
+                    f.class,
+                    f.detail.clone(),
+                    last.map(|a| a.attempt).unwrap_or(0),
+                ),
+                _ => (
+                    ErrorClass::NoAttempt,
+                    "the slot made no attempt".to_string(),
+                    0,
+                ),
+            };
+            let failure = AttemptFailure {
+                schema_version: ATTEMPT_FAILURE.into(),
+                slot,
+                session_id: session_id.to_string(),
+                attempt,
+                stage: FailureStage::Parse,
+                error_class: class,
+                detail,
+                started_at: None,
+                ended_at: None,
+            };
+            let attempts_made = run.attempts.iter().filter(|a| a.request.is_some()).count() as u32;
+            let model = last.and_then(|a| a.meta.model_answered.clone());
+            let result = normalize::normalize(
+                slot,
+                package,
+                package_hash,
+                prompt_hash,
+                SlotAnswer::Failed {
+                    error_class: class,
+                    attempts: attempts_made,
+                    model,
+                },
+                hashes,
+            );
+            (
+                serde_json::to_value(&failure).unwrap_or(Value::Null),
+                result,
+            )
+        }
+    }
+}

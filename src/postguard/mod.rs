@@ -1,0 +1,377 @@
+//! finalPostguard: the only code that writes an outcome (docs/DESIGN.md §6).
+//!
+//! [`finalize`] judges any roll whose proof package is stored but not judged, derives the
+//! JUDGING snapshot of the run from its judged rolls (`derive::judging_snapshot`) and stores
+//! it; then the postguard proper re-reads that snapshot from the store, re-runs every check
+//! (the [`crate::audit`] of all refs, documents, normalization, independence, consensus,
+//! blinding, costs and unbound objects, plus the schema and the cross-field invariants),
+//! records each one, decides, and writes `evidence.json` and the seal, both create-only.
+//!
+//! Enforced by construction, not convention: the store writes the two reserved keys only from
+//! a [`decided::Decided`] and a [`decided::Seal`], whose constructors only this module reaches.
+//! A failed check still decides (`infra_error` / `retry`, reason `postguard_<check>`), so no
+//! run is left hanging. Racing finalizers: exactly one create wins; the others return the
+//! stored result. A stored snapshot (an interrupted finalize) is decided as stored: once
+//! `judging.json` exists the run takes no more rolls, so the snapshot cannot go stale.
+
+pub mod decided;
+
+use tracing::Instrument;
+
+use crate::audit::{self, check, Problem};
+use crate::canonical::{self, Hash};
+use crate::contracts::Kind;
+use crate::derive::{self, JudgedRoll};
+use crate::doc::*;
+use crate::engine::Engine;
+use crate::fault::{Fault, HasFault};
+use crate::ids::{RollId, RunId};
+use crate::invariants;
+use crate::merge;
+use crate::roll::{self, JudgingError, Source};
+use crate::run_state::{OpenRun, RunState, RunStateError};
+use crate::sealing::{self, Envelope};
+use crate::store::{Key, Store, StoreError};
+use crate::validate::{validate_as, Report};
+use decided::{Decided, Seal};
+
+/// Version of the postguard's rules, recorded in every decision.
+pub const VERSION: &str = "finalPostguard/1";
+
+/// A sealed run.
+#[derive(Debug, Clone)]
+pub struct Finalized {
+    pub evidence: Evidence,
+    pub evidence_hash: Hash,
+    pub envelope: Envelope,
+    pub envelope_hash: Hash,
+    /// False when another finalizer had already written this run's evidence.
+    pub wrote: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FinalizeError {
+    #[error("run {run}: no roll has been judged; submit roll 1 first")]
+    NoRolls { run: RunId },
+    #[error(
+        "run {run}: no signing key configured (seal keygen --out DIR, then --key DIR/seal.key.pem)"
+    )]
+    NoKey { run: RunId },
+    #[error(transparent)]
+    State(#[from] RunStateError),
+    #[error(transparent)]
+    Roll(#[from] JudgingError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("run {run}: {reason}")]
+    Internal { run: RunId, reason: String },
+}
+
+impl HasFault for FinalizeError {
+    fn fault(&self) -> Fault {
+        match self {
+            FinalizeError::NoRolls { .. } => Fault::Caller,
+            FinalizeError::NoKey { .. } => Fault::Infrastructure,
+            FinalizeError::State(e) => e.fault(),
+            FinalizeError::Roll(e) => e.fault(),
+            FinalizeError::Store(e) => e.fault(),
+            FinalizeError::Internal { .. } => Fault::Corruption,
+        }
+    }
+}
+
+fn internal(run: &RunId, reason: impl std::fmt::Display) -> FinalizeError {
+    FinalizeError::Internal {
+        run: run.clone(),
+        reason: reason.to_string(),
+    }
+}
+
+/// Finalizes a run: snapshot, postguard, evidence, seal. Idempotent and race-safe.
+pub async fn finalize(engine: &Engine, run: &RunId) -> Result<Finalized, FinalizeError> {
+    let span = tracing::info_span!("finalize", run = %run);
+    finalize_inner(engine, run).instrument(span).await
+}
+
+async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, FinalizeError> {
+    let store = &engine.store;
+    let key = engine
+        .key
+        .clone()
+        .ok_or_else(|| FinalizeError::NoKey { run: run.clone() })?;
+    // One finalize or roll of a run at a time in this process (replicas: create-only writes).
+    let _run_lock = engine.lock_run(run).await;
+    let (open, finalizing) = match RunState::load(store, run).await? {
+        RunState::Decided(d) => {
+            return ensure_seal(store, run, d.evidence, d.evidence_hash, &key, false).await
+        }
+        RunState::Open(o) => (o, false),
+        RunState::Finalizing(o) => (o, true),
+    };
+    let rolls = if finalizing {
+        open.rolls
+    } else {
+        judge_pending(engine, open).await?
+    };
+    if rolls.is_empty() {
+        return Err(FinalizeError::NoRolls { run: run.clone() });
+    }
+    let (snapshot, snapshot_hash) = stored_snapshot(store, run, &rolls).await?;
+    let checks = postguard_checks(store, run, &snapshot).await?;
+    let decided = decide(
+        run,
+        snapshot,
+        checks,
+        snapshot_hash,
+        engine.clock.now_rfc3339(),
+    )?;
+    let wrote = match store.put_decided(&decided).await {
+        Ok((_, created)) => created,
+        Err(StoreError::Conflict { .. }) => false,
+        Err(e) => return Err(e.into()),
+    };
+    let Some((evidence, evidence_hash)) = read_decided(store, run).await? else {
+        return Err(internal(run, "evidence.json vanished after it was written"));
+    };
+    tracing::info!(outcome = ?evidence.outcome, wrote, "run decided");
+    ensure_seal(store, run, evidence, evidence_hash, &key, wrote).await
+}
+
+/// Judges every roll whose proof package is stored but whose judging was interrupted, in the
+/// order the roll-order rule allows; returns the judged rolls.
+async fn judge_pending(engine: &Engine, mut open: OpenRun) -> Result<Vec<Roll>, FinalizeError> {
+    for roll in RollId::ALL {
+        let before: Vec<Outcome> = open.rolls.iter().map(|r| r.roll_outcome).collect();
+        if open.judged(roll).is_some() || !merge::may_follow(&before, roll) {
+            continue;
+        }
+        let proof = Key::roll_file(&open.run, roll, "proof-package.json");
+        if engine.store.exists(&proof).await? {
+            let report = roll::judge_open_roll(engine, &open, roll, &Source::Live).await?;
+            open.rolls.push(report.roll);
+        }
+    }
+    Ok(open.rolls)
+}
+
+/// The JUDGING snapshot the postguard decides from: the stored one if an earlier finalize
+/// wrote it, else derived from the judged rolls and stored; always read back from the store.
+async fn stored_snapshot(
+    store: &Store,
+    run: &RunId,
+    rolls: &[Roll],
+) -> Result<(Evidence, Hash), FinalizeError> {
+    let snap_key = Key::judging(run);
+    if let Some(found) = store.get_json::<Evidence>(&snap_key).await? {
+        return Ok(found);
+    }
+    let (header, _) = store
+        .get_json::<Evidence>(&Key::header(run))
+        .await?
+        .ok_or_else(|| internal(run, "the header vanished"))?;
+    let snapshot = derive_snapshot(store, run, &header, rolls).await?;
+    match store.put_json(&snap_key, &snapshot).await {
+        // A racing finalizer stored its snapshot first: it is the one decided on.
+        Ok(_) | Err(StoreError::Conflict { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
+    store
+        .get_json::<Evidence>(&snap_key)
+        .await?
+        .ok_or_else(|| internal(run, "the JUDGING snapshot vanished"))
+}
+
+async fn read_decided(store: &Store, run: &RunId) -> Result<Option<(Evidence, Hash)>, StoreError> {
+    store.get_json::<Evidence>(&Key::evidence(run)).await
+}
+
+/// Writes the seal of stored evidence unless one exists (a crash between the two writes, or a
+/// racing finalizer, leaves at most this step to do).
+async fn ensure_seal(
+    store: &Store,
+    run: &RunId,
+    evidence: Evidence,
+    evidence_hash: Hash,
+    key: &sealing::SigningKey,
+    wrote: bool,
+) -> Result<Finalized, FinalizeError> {
+    let seal_key = Key::seal(run);
+    let envelope = match store.get_json::<Envelope>(&seal_key).await? {
+        Some((env, _)) => env,
+        None => {
+            let statement = sealing::statement_for(run, &evidence, &evidence_hash)
+                .map_err(|e| internal(run, e))?;
+            let env = sealing::sign(key, &statement).map_err(|e| internal(run, e))?;
+            let bytes = canonical::canonical_bytes(&env).map_err(|e| internal(run, e))?;
+            match store.put_seal(&Seal::new(run.clone(), bytes)).await {
+                Ok(_) | Err(StoreError::Conflict { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+            store
+                .get_json::<Envelope>(&seal_key)
+                .await?
+                .map(|(e, _)| e)
+                .ok_or_else(|| internal(run, "seal vanished"))?
+        }
+    };
+    let envelope_hash = canonical::canonical_with_hash(&envelope)
+        .map(|(_, h)| h)
+        .map_err(|e| internal(run, e))?;
+    Ok(Finalized {
+        evidence,
+        evidence_hash,
+        envelope,
+        envelope_hash,
+        wrote,
+    })
+}
+
+/// Loads the proof package and consensus of every roll (verified by hash) and derives the
+/// JUDGING document from them.
+async fn derive_snapshot(
+    store: &Store,
+    run: &RunId,
+    header: &Evidence,
+    rolls: &[Roll],
+) -> Result<Evidence, FinalizeError> {
+    let mut docs = Vec::with_capacity(rolls.len());
+    for r in rolls {
+        let key = |reference: &str| {
+            Key::parse(reference).map_err(|e| internal(run, format!("{reference}: {e}")))
+        };
+        let proof: ProofPackage = store
+            .get_json_verified(&key(&r.proof_package_ref)?, &r.proof_package_hash)
+            .await?;
+        let consensus: JudgeConsensus = store
+            .get_json_verified(&key(&r.judge_consensus_ref)?, &r.judge_consensus_hash)
+            .await?;
+        docs.push((proof, consensus));
+    }
+    let judged: Vec<JudgedRoll<'_>> = rolls
+        .iter()
+        .zip(&docs)
+        .map(|(roll, (proof, consensus))| JudgedRoll {
+            roll,
+            proof,
+            consensus,
+        })
+        .collect();
+    Ok(derive::judging_snapshot(header, &judged))
+}
+
+/// Every postguard check on the stored snapshot, each recorded whether it passed or not.
+async fn postguard_checks(
+    store: &Store,
+    run: &RunId,
+    snap: &Evidence,
+) -> Result<Vec<Check>, FinalizeError> {
+    let brief = store.get_opt(&Key::brief(run)).await?;
+    let (mut problems, docs) = audit::audit(store, snap, brief.as_deref()).await;
+    problems.extend(document_problems(run, snap)?);
+    if let Some((header, _)) = store.get_json::<Evidence>(&Key::header(run)).await? {
+        problems.extend(audit::run_cost(&Key::judging(run), &header, snap));
+    }
+    // Independence holds for the source roll, if it was dispatched.
+    if let Some(r) = merge::source_roll_index(&snap.rolls).map(|i| &snap.rolls[i]) {
+        if let Some(d) = docs.iter().find(|d| d.roll.roll_id == r.roll_id) {
+            let failed = d.consensus.independence_checks.failed();
+            if r.roll_guard.status == GuardStatus::Pass && !failed.is_empty() {
+                problems.push(Problem::new(
+                    check::INDEPENDENCE,
+                    r.judge_consensus_ref.clone(),
+                    format!(
+                        "source roll {} failed required independence checks: {}",
+                        r.roll_id,
+                        failed.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(check::ALL
+        .iter()
+        .map(|id| record_check(id, &problems))
+        .collect())
+}
+
+/// The snapshot's schema and cross-field invariants.
+fn document_problems(run: &RunId, snap: &Evidence) -> Result<Vec<Problem>, FinalizeError> {
+    let value = serde_json::to_value(snap).map_err(|e| internal(run, e))?;
+    let mut problems = Vec::new();
+    for f in crate::contracts::validate(Kind::PlaytestV3, &value) {
+        let object = format!("{} {}", Key::judging(run), f.pointer);
+        problems.push(Problem::new(check::SCHEMA, object, f.message));
+    }
+    for f in invariants::evidence(snap) {
+        let object = format!("{} {}", Key::judging(run), f.pointer);
+        let detail = format!("{} {}", f.rule, f.message);
+        problems.push(Problem::new(check::INVARIANTS, object, detail));
+    }
+    Ok(problems)
+}
+
+/// One `finalPostguard.checks` entry: ok, or the first problems of that check.
+fn record_check(id: &'static str, problems: &[Problem]) -> Check {
+    let mine: Vec<&Problem> = problems.iter().filter(|p| p.check == id).collect();
+    if mine.is_empty() {
+        return Check::new(id, true, "ok");
+    }
+    let text: Vec<String> = mine.iter().take(5).map(|p| p.to_string()).collect();
+    let more = if mine.len() > 5 {
+        format!(" (+{} more)", mine.len() - 5)
+    } else {
+        String::new()
+    };
+    Check::new(id, false, format!("{}{more}", text.join("; ")))
+}
+
+/// The postguard's transition JUDGING → DECIDED: outcome, reasons, compatibility and the
+/// postguard record from the one derivation, then the gates auditors will apply to it.
+fn decide(
+    run: &RunId,
+    mut snap: Evidence,
+    checks: Vec<Check>,
+    snapshot_hash: Hash,
+    decided_at: String,
+) -> Result<Decided, FinalizeError> {
+    let failed: Vec<&str> = checks
+        .iter()
+        .filter(|c| !c.ok)
+        .map(|c| c.id.as_str())
+        .collect();
+    let passed = failed.is_empty();
+    let (outcome, reasons) = derive::outcome_and_reasons(&snap, &failed);
+    snap.compatibility = Some(derive::compatibility(
+        outcome,
+        passed,
+        snap.acceptance_mode,
+        snap.source_roll_id,
+    ));
+    snap.decision = Some(Decision {
+        action: derive::decision_action(outcome, snap.repair.round),
+        reasons: reasons.iter().map(|r| r.to_string()).collect(),
+    });
+    snap.final_postguard = Some(FinalPostguard {
+        stage: "finalPostguard".into(),
+        version: VERSION.into(),
+        passed,
+        checks,
+        judging_snapshot_hash: snapshot_hash,
+        decided_at,
+    });
+    snap.outcome = Some(outcome);
+    snap.phase = Phase::Decided;
+    // Our own decided document must pass the gates auditors will apply.
+    let value = serde_json::to_value(&snap).map_err(|e| internal(run, e))?;
+    if let Report::Invalid(_, findings) = validate_as(Kind::PlaytestV3, &value) {
+        let text: Vec<String> = findings.iter().map(|f| f.to_string()).collect();
+        return Err(internal(
+            run,
+            format!(
+                "decided evidence fails validation (a bug): {}",
+                text.join("; ")
+            ),
+        ));
+    }
+    Decided::new(run.clone(), snap).map_err(|e| internal(run, e))
+}

@@ -1,0 +1,57 @@
+//! Stage 2: the ONE blinded judge package of a roll and its image manifest (both derived from
+//! the header, the brief and the proof package by [`crate::blinding`], stored together).
+
+use bytes::Bytes;
+
+use super::guard::Guarded;
+use super::{internal, put_or_keep, JudgingError};
+use crate::blinding;
+use crate::canonical::{canonical_with_hash, Hash};
+use crate::doc::*;
+use crate::store::{Key, Store, Stored};
+
+pub(super) struct Packaged {
+    pub manifest: ImageManifest,
+    pub package: JudgePackage,
+    /// The canonical bytes both judges are sent.
+    pub package_bytes: Bytes,
+    pub package_hash: Hash,
+    pub package_stored: Stored,
+}
+
+pub(super) async fn build(store: &Store, g: &Guarded) -> Result<Packaged, JudgingError> {
+    let (run, roll) = (&g.run, g.roll);
+    let manifest = blinding::image_manifest(g.frames.entries.clone());
+    let (_, manifest_hash) = canonical_with_hash(&manifest).map_err(|e| internal(run, roll, e))?;
+    let package = blinding::judge_package(&g.header, &g.brief_text, &g.proof, &manifest_hash);
+    let (package_canonical, computed_hash) =
+        canonical_with_hash(&package).map_err(|e| internal(run, roll, e))?;
+    let manifest_key = Key::roll_file(run, roll, "image-manifest.json");
+    let package_key = Key::roll_file(run, roll, "judge-package.json");
+    let ((manifest, manifest_stored), (package, package_stored)) = tokio::try_join!(
+        put_or_keep(store, &manifest_key, &manifest),
+        put_or_keep(store, &package_key, &package)
+    )?;
+    if manifest_stored.hash != manifest_hash {
+        return Err(internal(
+            run,
+            roll,
+            "the stored image manifest differs from this roll's frames",
+        ));
+    }
+    // An earlier run of this roll stored the package: that is the one the judges were sent.
+    let package_bytes = if package_stored.hash == computed_hash {
+        Bytes::from(package_canonical)
+    } else {
+        store
+            .get_verified(&package_stored.key, &package_stored.hash)
+            .await?
+    };
+    Ok(Packaged {
+        manifest,
+        package,
+        package_bytes,
+        package_hash: package_stored.hash.clone(),
+        package_stored,
+    })
+}
