@@ -6,6 +6,7 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::process::ExitCode;
 
 use crate::config::Config;
@@ -572,16 +573,10 @@ fn cmd_verify(
         Ok(c) => c,
         Err(code) => return code,
     };
-    let mut trusted = Vec::new();
-    for p in config.trusted_keys.iter().chain(trust) {
-        match crate::sealing::PublicKey::load(p) {
-            Ok(k) => trusted.push(k),
-            Err(e) => return fail(e),
-        }
-    }
-    if trusted.is_empty() {
-        return fail("no trusted public key: give --trust PEM (or keys.trusted in the config)");
-    }
+    let trusted = match trusted_keys(&config, trust) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
     let rt = match runtime() {
         Ok(r) => r,
         Err(code) => return code,
@@ -592,78 +587,132 @@ fn cmd_verify(
             Ok(s) => s.with_doc_limit(config.max_document_bytes),
             Err(e) => return fail(e),
         };
-        let ids = if all {
-            match store.list_runs().await {
-                Ok(r) if r.is_empty() => return fail(format!("no runs in {url}")),
-                Ok(r) => r,
-                Err(e) => return fail(e),
-            }
-        } else {
-            match run_ids(runs) {
-                Ok(r) => r,
-                Err(code) => return code,
-            }
+        let (ids, mut reports) = match verify_targets(&store, &url, all, runs).await {
+            Ok(t) => t,
+            Err(code) => return code,
         };
-        // Named runs must exist (ids from --all came from the listing itself).
-        if !all {
-            for id in &ids {
-                match crate::verify::run_exists(&store, id).await {
-                    Ok(true) => {}
-                    Ok(false) => return fail(format!("no run {id} in {url}")),
-                    Err(e) => return fail(e),
-                }
+        let jobs = jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2))
+            .max(1);
+        match verify_in_parallel(&store, ids, Arc::new(trusted), jobs, all).await {
+            Ok(mut r) => {
+                r.append(&mut reports);
+                print_verify(&r, json)
             }
+            Err(e) => fail(e),
         }
-        let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)).max(1);
-        let bar = progress(ids.len() as u64, all);
-        let trusted = std::sync::Arc::new(trusted);
-        // Each run is its own task, so parsing and hashing of `jobs` runs spread over the
-        // runtime's threads; results come back in the order of `ids`.
-        let mut results = Vec::with_capacity(ids.len());
-        let mut pending = std::collections::VecDeque::new();
-        for id in ids.iter().cloned() {
-            if pending.len() >= jobs {
-                if let Some(h) = pending.pop_front() {
-                    results.push(join_verify(h).await);
-                }
-            }
-            let (store, trusted, bar) = (store.clone(), trusted.clone(), bar.clone());
-            pending.push_back(tokio::spawn(async move {
-                let r = crate::verify::verify_run(&store, &id, &trusted).await;
-                bar.inc(1);
-                (id, r)
-            }));
-        }
-        while let Some(h) = pending.pop_front() {
-            results.push(join_verify(h).await);
-        }
-        bar.finish_and_clear();
-        let mut reports = Vec::new();
-        for joined in results {
-            match joined {
-                Ok((_, Ok(rep))) => reports.push(rep),
-                Ok((id, Err(e))) => return fail(format!("run {id}: {e}")),
-                Err(e) => return fail(e),
-            }
-        }
-        let failed = reports.iter().filter(|r| !r.verified).count();
-        if json {
-            println!("{}", serde_json::to_string_pretty(&serde_json::json!({"runs": reports, "verified": reports.len() - failed, "notVerified": failed})).unwrap_or_default());
-        } else {
-            for r in &reports {
-                if r.verified {
-                    println!("verified      {} ({}, keyid {})", r.run_id, r.outcome.as_deref().unwrap_or("?"), r.key_id.as_deref().unwrap_or("?"));
-                } else {
-                    println!("NOT VERIFIED  {}: {} problem{}", r.run_id, r.problems.len(), if r.problems.len() == 1 { "" } else { "s" });
-                    for p in &r.problems {
-                        println!("    {p}");
-                    }
-                }
-            }
-            println!("{} run{}: {} verified, {} not verified", reports.len(), if reports.len() == 1 { "" } else { "s" }, reports.len() - failed, failed);
-        }
-        if failed > 0 { 1 } else { 0 }
     })
+}
+
+/// The config's trusted keys plus `--trust`; at least one.
+fn trusted_keys(config: &Config, trust: &[PathBuf]) -> Result<Vec<crate::sealing::PublicKey>, u8> {
+    let mut trusted = Vec::new();
+    for p in config.trusted_keys.iter().chain(trust) {
+        trusted.push(crate::sealing::PublicKey::load(p).map_err(fail)?);
+    }
+    if trusted.is_empty() {
+        return Err(fail(
+            "no trusted public key: give --trust PEM (or keys.trusted in the config)",
+        ));
+    }
+    Ok(trusted)
+}
+
+/// The runs to verify, and a report for every folder under `runs/` that cannot be (a name
+/// that is not a run id is listed as not verified, never skipped).
+async fn verify_targets(
+    store: &Store,
+    url: &str,
+    all: bool,
+    runs: &[String],
+) -> Result<(Vec<crate::ids::RunId>, Vec<crate::verify::RunReport>), u8> {
+    if all {
+        let (ids, invalid) = store.list_run_folders().await.map_err(fail)?;
+        if ids.is_empty() && invalid.is_empty() {
+            return Err(fail(format!("no runs in {url}")));
+        }
+        let reports = invalid
+            .into_iter()
+            .map(crate::verify::RunReport::unverifiable_folder)
+            .collect();
+        return Ok((ids, reports));
+    }
+    let ids = run_ids(runs)?;
+    // Named runs must exist (ids from --all came from the listing itself).
+    for id in &ids {
+        match crate::verify::run_exists(store, id).await {
+            Ok(true) => {}
+            Ok(false) => return Err(fail(format!("no run {id} in {url}"))),
+            Err(e) => return Err(fail(e)),
+        }
+    }
+    Ok((ids, Vec::new()))
+}
+
+/// Verifies runs as tasks, at most `jobs` at once, so parsing and hashing spread over the
+/// runtime's threads; reports come back in the order of `ids`.
+async fn verify_in_parallel(
+    store: &Store,
+    ids: Vec<crate::ids::RunId>,
+    trusted: Arc<Vec<crate::sealing::PublicKey>>,
+    jobs: usize,
+    show_progress: bool,
+) -> Result<Vec<crate::verify::RunReport>, String> {
+    let bar = progress(ids.len() as u64, show_progress);
+    let mut results = Vec::with_capacity(ids.len());
+    let mut pending = std::collections::VecDeque::new();
+    for id in ids {
+        if pending.len() >= jobs {
+            if let Some(h) = pending.pop_front() {
+                results.push(join_verify(h).await?);
+            }
+        }
+        let (store, trusted, bar) = (store.clone(), trusted.clone(), bar.clone());
+        pending.push_back(tokio::spawn(async move {
+            let r = crate::verify::verify_run(&store, &id, &trusted).await;
+            bar.inc(1);
+            (id, r)
+        }));
+    }
+    while let Some(h) = pending.pop_front() {
+        results.push(join_verify(h).await?);
+    }
+    bar.finish_and_clear();
+    results
+        .into_iter()
+        .map(|(id, r)| r.map_err(|e| format!("run {id}: {e}")))
+        .collect()
+}
+
+fn print_verify(reports: &[crate::verify::RunReport], json: bool) -> u8 {
+    let failed = reports.iter().filter(|r| !r.verified).count();
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    if json {
+        let doc = serde_json::json!({"runs": reports, "verified": reports.len() - failed, "notVerified": failed});
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    } else {
+        for r in reports {
+            let run = crate::report::terminal_safe(&r.run_id);
+            if r.verified {
+                let outcome = r.outcome.as_deref().unwrap_or("?");
+                let key = r.key_id.as_deref().unwrap_or("?");
+                println!("verified      {run} ({outcome}, keyid {key})");
+            } else {
+                let n = r.problems.len();
+                println!("NOT VERIFIED  {run}: {n} problem{}", plural(n));
+                for p in &r.problems {
+                    println!("    {}", crate::report::terminal_safe(&p.to_string()));
+                }
+            }
+        }
+        let n = reports.len();
+        println!("{n} run{}: {} verified, {failed} not verified", plural(n), n - failed);
+    }
+    if failed > 0 {
+        1
+    } else {
+        0
+    }
 }
 
 type VerifyOutcome = (

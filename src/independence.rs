@@ -39,6 +39,15 @@ fn shows_manifest(r: &SlotRecord<'_>, manifest: &ImageManifest) -> bool {
     got == want
 }
 
+/// Whether the slot's final attempt was its accepted answer.
+fn accepted(r: &SlotRecord<'_>) -> bool {
+    r.meta.is_some_and(|m| m.accepted)
+}
+
+/// The checks of docs/DESIGN.md §4. `differentRawFile` is about answers: byte-identical
+/// accepted answers mean a cache or proxy answered both judges; two failed slots that got
+/// the same gateway error body (a 503 page, a 401 message) judged nothing, so their bytes
+/// being equal says nothing about the independence of judgments.
 pub fn checks(
     a: SlotRecord<'_>,
     b: SlotRecord<'_>,
@@ -61,7 +70,8 @@ pub fn checks(
         different_prompt_artifact: both(&|x, y| x.prompt_artifact.hash != y.prompt_artifact.hash),
         different_evidence_dir: dir(a.raw_ref) != dir(b.raw_ref)
             && dir(dir(a.raw_ref)) != dir(dir(b.raw_ref)),
-        different_raw_file: a.raw_ref != b.raw_ref && a.raw_hash != b.raw_hash,
+        different_raw_file: a.raw_ref != b.raw_ref
+            && (a.raw_hash != b.raw_hash || !(accepted(&a) && accepted(&b))),
         same_judge_package: carries(&a, package_hash) && carries(&b, package_hash),
         same_image_manifest: shows_manifest(&a, manifest) && shows_manifest(&b, manifest),
         same_model: both(&|x, y| model(x) == model(y)),

@@ -16,6 +16,7 @@ use crate::audit::{self, Problem};
 use crate::canonical::{self, Hash};
 use crate::contracts::Kind;
 use crate::doc::*;
+use crate::fault::{Fault, HasFault};
 use crate::ids::RunId;
 use crate::sealing::{self, Envelope, PublicKey};
 use crate::store::{Key, Store, StoreError};
@@ -43,6 +44,44 @@ pub struct RunReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key_id: Option<String>,
     pub problems: Vec<Problem>,
+}
+
+/// Reads an object the verdict depends on. A stored object that cannot be what seal wrote (a
+/// FIFO, a symlink, over the size limit) is a problem of this run, named; only a store that
+/// cannot be reached stops the verification.
+async fn readable(
+    store: &Store,
+    key: &Key,
+    check: &'static str,
+    problems: &mut Vec<Problem>,
+) -> Result<Option<bytes::Bytes>, StoreError> {
+    match store.get_opt(key).await {
+        Ok(b) => Ok(b),
+        Err(e) if e.fault() == Fault::Infrastructure => Err(e),
+        Err(e) => {
+            problems.push(problem(check, key.as_str(), e.to_string()));
+            Ok(None)
+        }
+    }
+}
+
+impl RunReport {
+    /// The report for a folder under `runs/` whose name is not a run id: never skipped,
+    /// always listed as not verified.
+    pub fn unverifiable_folder(name: String) -> RunReport {
+        let object = format!("runs/{name}");
+        RunReport {
+            run_id: name,
+            verified: false,
+            outcome: None,
+            key_id: None,
+            problems: vec![Problem::new(
+                check::RUN_ID,
+                object,
+                "not a valid run id: this folder was not verified",
+            )],
+        }
+    }
 }
 
 fn problem(check: &'static str, object: impl Into<String>, detail: impl Into<String>) -> Problem {
@@ -124,7 +163,7 @@ async fn check_run(
     let ev_key = Key::evidence(run);
     let seal_key = Key::seal(run);
 
-    let Some(ev_bytes) = store.get_opt(&ev_key).await? else {
+    let Some(ev_bytes) = readable(store, &ev_key, check::EVIDENCE, &mut report.problems).await? else {
         report.problems.push(problem(
             check::EVIDENCE,
             ev_key.as_str(),
@@ -135,7 +174,7 @@ async fn check_run(
     let ev_hash = Hash::of(&ev_bytes);
 
     // 1. The seal.
-    match store.get_opt(&seal_key).await? {
+    match readable(store, &seal_key, check::SEAL, &mut problems).await? {
         None => problems.push(problem(check::SEAL, seal_key.as_str(), "no seal.dsse.json")),
         Some(bytes) => match crate::json::parse_as::<Envelope>(&bytes, store.doc_limit()) {
             Err(e) => problems.push(problem(
@@ -268,7 +307,7 @@ async fn check_run(
     // The submitted header and play-spec: every roll's guard names their sha256, so the sealed
     // rolls bind them; the header must also be the evidence before judging.
     let header_key = Key::header(run);
-    let header_bytes = store.get_opt(&header_key).await?;
+    let header_bytes = readable(store, &header_key, audit::check::REFS, &mut problems).await?;
     let header_hash = header_bytes.as_ref().map(|b| Hash::of(b));
     let mut header_bound = !ev.rolls.is_empty();
     for r in &ev.rolls {
@@ -287,7 +326,7 @@ async fn check_run(
         }
         let spec_key = Key::play_spec(run);
         if let Some(named) = crate::derive::guard_bound_hash(r, GuardCheck::PlaySpecFresh) {
-            match store.get_opt(&spec_key).await? {
+            match readable(store, &spec_key, audit::check::REFS, &mut problems).await? {
                 Some(b) if Hash::of(&b) == named => {}
                 Some(b) => problems.push(mismatch(
                     audit::check::REFS,
@@ -369,7 +408,7 @@ async fn check_run(
     }
 
     // 4. Everything the evidence references.
-    let brief = store.get_opt(&Key::brief(run)).await?;
+    let brief = readable(store, &Key::brief(run), audit::check::REFS, &mut problems).await?;
     let (audit_problems, _) = audit::audit(store, &ev, brief.as_deref()).await;
     problems.extend(audit_problems);
 

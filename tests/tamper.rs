@@ -10,9 +10,7 @@
 //! the `--json` report, and checks that the binary and the library report the same problems.
 //!
 //! A mutation that passes verification is a bug in `src/`, never a reason to weaken this file:
-//! it is listed in [`KNOWN_GAPS`], and `known_gaps_in_verify_are_closed` keeps failing, naming
-//! the mutation, the runs, the object and what verify said, until `src/` is fixed. The matrix
-//! test fails on any gap not listed there.
+//! the matrix test fails on it, naming the mutation, the run, the object and what verify said.
 //!
 //! The matrix is printed to stderr on every run (mutation x run -> the check that caught it).
 
@@ -32,19 +30,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// Mutations `seal verify` does not catch as it should: bugs in `src/`, found by this suite.
-/// [`known_gaps_in_verify_are_closed`] fails while any of them is open, printing what verify
-/// said; the matrix test fails on any gap that is not listed here, and on a listed one that is
-/// now caught (so that its entry goes). A gap applies to every fixture run.
-struct Gap {
-    /// Matrix rows (mutations) this gap covers.
-    rows: &'static [&'static str],
-    what: &'static str,
-}
-
-/// (Empty: the gaps this suite found in `seal verify` are closed; it fails on any new one.)
-const KNOWN_GAPS: &[Gap] = &[];
 
 /// The object kinds the issue names (and the other objects of a sealed run folder), each of
 /// which must be damaged in at least one run.
@@ -732,12 +717,6 @@ async fn run_case(case: Case, run: Arc<FixtureRun>, trusted: Arc<Vec<PublicKey>>
     }
 }
 
-fn gap_for(case: &Case) -> Option<&'static Gap> {
-    KNOWN_GAPS
-        .iter()
-        .find(|g| g.rows.contains(&case.row.as_str()))
-}
-
 fn render_matrix(runs: &[FixtureRun], results: &[(Case, Verdict)]) -> String {
     // row -> run -> verdict cells
     let mut rows: Vec<String> = Vec::new();
@@ -749,9 +728,6 @@ fn render_matrix(runs: &[FixtureRun], results: &[(Case, Verdict)]) -> String {
         let cell = match v {
             Verdict::Caught(c) => short(c).to_string(),
             Verdict::Clean => "ok".into(),
-            // Known gaps (KNOWN_GAPS) in lower case, new ones shouting.
-            Verdict::Passed if gap_for(case).is_some() => "gap:passed".into(),
-            Verdict::Wrong(_) if gap_for(case).is_some() => "gap:object".into(),
             Verdict::Passed => "PASSED!".into(),
             Verdict::Wrong(_) => "WRONG!".into(),
             Verdict::Error(_) => "ERROR!".into(),
@@ -875,12 +851,11 @@ fn every_mutation_of_every_sealed_fixture_is_caught_by_verify() {
         .filter(|(c, _)| !matches!(c.apply, Apply::Nothing))
         .count();
     let summary = format!(
-        "{}{mutations} mutations over {} runs (+{} controls) in {:.1?}; {} cases are known gaps\n",
+        "{}{mutations} mutations over {} runs (+{} controls) in {:.1?}\n",
         render_matrix(&runs, &results),
         runs.len(),
         results.len() - mutations,
         started.elapsed(),
-        results.iter().filter(|(c, _)| gap_for(c).is_some()).count(),
     );
     // Straight to stderr, past the harness's capture: the matrix belongs in every CI log.
     {
@@ -896,31 +871,24 @@ fn every_mutation_of_every_sealed_fixture_is_caught_by_verify() {
     let mut failures = Vec::new();
     for (case, v) in &results {
         let what = what(case);
-        let gap = gap_for(case);
-        match (v, gap) {
-            // Known gaps fail in known_gaps_in_verify_are_closed.
-            (Verdict::Passed | Verdict::Wrong(_), Some(_)) => {}
-            (Verdict::Caught(_) | Verdict::Clean, Some(g)) => failures.push(format!(
-                "FIXED known gap {what}: now caught; remove it from KNOWN_GAPS ({})",
-                g.what
+        match v {
+            Verdict::Caught(_) | Verdict::Clean => {}
+            Verdict::Passed => failures.push(format!(
+                "GAP {what}: verify says VERIFIED (exit 0) after the mutation"
             )),
-            (Verdict::Caught(_) | Verdict::Clean, None) => {}
-            (Verdict::Passed, None) => failures.push(format!(
-                "NEW GAP {what}: verify says VERIFIED (exit 0) after the mutation"
-            )),
-            (Verdict::Wrong(ps), None) if matches!(case.apply, Apply::Nothing) => {
+            Verdict::Wrong(ps) if matches!(case.apply, Apply::Nothing) => {
                 failures.push(format!(
                     "CONTROL {what}: the untouched copy does not verify:\n{}",
                     describe_problems(ps)
                 ))
             }
-            (Verdict::Wrong(ps), None) => failures.push(format!(
+            Verdict::Wrong(ps) => failures.push(format!(
                 "WRONG REPORT {what}: not verified, but no problem with check {:?} names {}:\n{}",
                 case.checks,
                 case.object,
                 describe_problems(ps)
             )),
-            (Verdict::Error(e), _) => failures.push(format!("ERROR {what}: {e}")),
+            Verdict::Error(e) => failures.push(format!("ERROR {what}: {e}")),
         }
     }
     assert!(
@@ -929,58 +897,6 @@ fn every_mutation_of_every_sealed_fixture_is_caught_by_verify() {
         failures.len(),
         results.len(),
         failures.join("\n")
-    );
-}
-
-/// Fails while any of [`KNOWN_GAPS`] is open: each gap, every run and object it affects, and
-/// what verify said.
-#[test]
-fn known_gaps_in_verify_are_closed() {
-    let runs = fixture_runs();
-    let cases: Vec<Case> = matrix(&runs)
-        .into_iter()
-        .filter(|c| gap_for(c).is_some())
-        .collect();
-    let results = run_cases(cases);
-    let mut open = Vec::new();
-    for g in KNOWN_GAPS {
-        let hits: Vec<&(Case, Verdict)> = results
-            .iter()
-            .filter(|(c, v)| {
-                g.rows.contains(&c.row.as_str()) && matches!(v, Verdict::Passed | Verdict::Wrong(_))
-            })
-            .collect();
-        if hits.is_empty() {
-            continue;
-        }
-        let runs: BTreeSet<&str> = hits.iter().map(|(c, _)| c.run.as_str()).collect();
-        // One example per mutation, with what verify said.
-        let mut shown = BTreeSet::new();
-        let examples: Vec<String> = hits
-            .iter()
-            .filter(|(c, _)| shown.insert(c.row.clone()))
-            .map(|(c, v)| match v {
-                Verdict::Wrong(ps) => format!(
-                    "    {}: not verified, but only:\n{}",
-                    what(c),
-                    describe_problems(ps)
-                ),
-                _ => format!("    {}: VERIFIED, no problem", what(c)),
-            })
-            .collect();
-        open.push(format!(
-            "KNOWN GAP: {}\n  open in {} cases, on runs {:?}:\n{}",
-            g.what,
-            hits.len(),
-            runs,
-            examples.join("\n")
-        ));
-    }
-    assert!(
-        open.is_empty(),
-        "{} known gaps in seal verify are open (bugs in src/, see KNOWN_GAPS in tests/tamper.rs):\n\n{}",
-        open.len(),
-        open.join("\n\n")
     );
 }
 
@@ -1048,7 +964,6 @@ fn the_binary_exits_1_naming_the_check_and_object() {
         .iter()
         .filter(|c| c.run == "run-heritage-0017-disputed-font")
         .filter(|c| !c.row.starts_with("flip header.") && !c.row.starts_with("edit header"))
-        .filter(|c| gap_for(c).is_none())
         .filter(|c| seen.insert(c.row.clone()))
         .collect();
     assert!(subset.len() > 50, "{}", subset.len());

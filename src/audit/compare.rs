@@ -322,8 +322,8 @@ pub(super) async fn unbound(a: &mut Audit, store: &Store, run: &RunId, doc: &Evi
     {
         bound.insert(Key::play_spec(run));
     }
-    let listed = match store.list(&Key::run_dir(run)).await {
-        Ok(keys) => keys,
+    let (listed, odd) = match store.list_everything(&Key::run_dir(run)).await {
+        Ok(found) => found,
         Err(e) => {
             a.push(
                 check::REFS,
@@ -333,6 +333,13 @@ pub(super) async fn unbound(a: &mut Audit, store: &Store, run: &RunId, doc: &Evi
             return;
         }
     };
+    for entry in &odd {
+        a.push(
+            check::REFS,
+            entry.as_str(),
+            "not an object seal writes: the run folder holds it but nothing binds it",
+        );
+    }
     for key in listed.iter().filter(|k| !bound.contains(*k)) {
         a.push(
             check::REFS,

@@ -102,7 +102,8 @@ impl From<StoreError> for ApiError {
             | StoreError::HashMismatch { key, .. }
             | StoreError::Reserved { key }
             | StoreError::Canonical { key, .. }
-            | StoreError::BadDocument { key, .. } => Some(key.to_string()),
+            | StoreError::BadDocument { key, .. }
+            | StoreError::NotRegular { key, .. } => Some(key.to_string()),
             StoreError::TooLarge { key, .. } | StoreError::Backend { key, .. } => Some(key.clone()),
             StoreError::Url { .. } | StoreError::Upload(_) => None,
         };

@@ -86,6 +86,8 @@ pub enum StoreError {
     BadDocument { key: Key, detail: String },
     #[error("blob upload: {0}")]
     Upload(String),
+    #[error("{key}: not a regular file ({kind}): refused")]
+    NotRegular { key: Key, kind: &'static str },
 }
 
 impl crate::fault::HasFault for StoreError {
@@ -94,7 +96,8 @@ impl crate::fault::HasFault for StoreError {
         match self {
             StoreError::HashMismatch { .. }
             | StoreError::BadDocument { .. }
-            | StoreError::Canonical { .. } => Fault::Corruption,
+            | StoreError::Canonical { .. }
+            | StoreError::NotRegular { .. } => Fault::Corruption,
             StoreError::Backend { .. } => Fault::Infrastructure,
             StoreError::Url { .. }
             | StoreError::Conflict { .. }
@@ -433,19 +436,41 @@ impl Store {
     }
 
     /// Streams an object without holding it (for copies between stores).
+    /// Opens an object for reading. On a file store the object must be a regular file: a
+    /// FIFO, device, socket, directory or symlink in the store is not something seal wrote,
+    /// and reading one could hang or never end (its stat size says nothing).
+    async fn open_object(&self, key: &Key) -> Result<object_store::GetResult, StoreError> {
+        if let StoreUrl::File(root) = &self.url {
+            let file = root.join(key.as_str());
+            match tokio::fs::symlink_metadata(&file).await {
+                Ok(m) if m.file_type().is_file() => {}
+                Ok(m) => {
+                    return Err(StoreError::NotRegular {
+                        key: key.clone(),
+                        kind: file_kind(&m.file_type()),
+                    })
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(StoreError::NotFound { key: key.clone() })
+                }
+                Err(e) => return Err(backend_io(key, "stat", e)),
+            }
+        }
+        let r = self.inner.get_opts(&path(key), GetOptions::default()).await;
+        r.map_err(|e| backend(key, "get", e))
+    }
+
     pub async fn get_stream(
         &self,
         key: &Key,
     ) -> Result<futures::stream::BoxStream<'static, Result<Bytes, String>>, StoreError> {
-        let r = self.inner.get_opts(&path(key), GetOptions::default()).await;
-        let r = r.map_err(|e| backend(key, "get", e))?;
+        let r = self.open_object(key).await?;
         Ok(r.into_stream().map_err(|e| e.to_string()).boxed())
     }
 
     /// Reads a whole object (at most the document limit) into memory.
     pub async fn get(&self, key: &Key) -> Result<Bytes, StoreError> {
-        let r = self.inner.get_opts(&path(key), GetOptions::default()).await;
-        let r = r.map_err(|e| backend(key, "get", e))?;
+        let r = self.open_object(key).await?;
         if r.meta.size > self.doc_limit {
             return Err(StoreError::TooLarge {
                 key: key.to_string(),
@@ -494,8 +519,7 @@ impl Store {
 
     /// Streams an object through SHA-256: its hash and size.
     pub async fn hash_object(&self, key: &Key) -> Result<(Hash, u64), StoreError> {
-        let r = self.inner.get_opts(&path(key), GetOptions::default()).await;
-        let r = r.map_err(|e| backend(key, "get", e))?;
+        let r = self.open_object(key).await?;
         match r.payload {
             // Local files: hash on a blocking thread with a large buffer (object_store's own
             // stream reads 8 KiB per blocking hop, far below SHA-256 speed).
@@ -580,6 +604,30 @@ impl Store {
 
     /// Every run id with a folder under `runs/`, sorted.
     pub async fn list_runs(&self) -> Result<Vec<RunId>, StoreError> {
+        Ok(self.list_run_folders().await?.0)
+    }
+
+    /// Everything under `dir`: the keys of objects, and the entries that are not objects seal
+    /// could have written (on a file store: symlinks, FIFOs, devices, sockets, names that are
+    /// not valid keys), each named, so that an audit can report them instead of skipping them.
+    pub async fn list_everything(&self, dir: &str) -> Result<(Vec<Key>, Vec<String>), StoreError> {
+        let StoreUrl::File(root) = &self.url else {
+            return Ok((self.list(dir).await?, Vec::new()));
+        };
+        let base = root.join(dir);
+        let dir_owned = dir.to_string();
+        tokio::task::spawn_blocking(move || walk_file_store(&base, &dir_owned))
+            .await
+            .map_err(|e| StoreError::Backend {
+                key: dir.to_string(),
+                op: "list",
+                detail: e.to_string(),
+            })?
+    }
+
+    /// Every folder under `runs/`: the valid run ids, and the names that are not (listed so
+    /// that an auditor sees every folder it could not verify).
+    pub async fn list_run_folders(&self) -> Result<(Vec<RunId>, Vec<String>), StoreError> {
         let prefix = Path::from("runs");
         let listing = self
             .inner
@@ -590,13 +638,22 @@ impl Store {
                 op: "list",
                 detail: e.to_string(),
             })?;
-        let mut runs: Vec<RunId> = listing
+        let mut runs = Vec::new();
+        let mut invalid = Vec::new();
+        let names = listing
             .common_prefixes
             .iter()
-            .filter_map(|p| p.filename().and_then(|n| RunId::parse(n).ok()))
-            .collect();
+            .filter_map(|p| p.filename().map(str::to_owned))
+            .chain(listing.objects.iter().filter_map(|o| o.location.filename().map(str::to_owned)));
+        for name in names {
+            match RunId::parse(&name) {
+                Ok(r) => runs.push(r),
+                Err(_) => invalid.push(name.chars().take(200).collect()),
+            }
+        }
         runs.sort();
-        Ok(runs)
+        invalid.sort();
+        Ok((runs, invalid))
     }
 
     /// Every key under a folder (recursive), sorted.
@@ -618,6 +675,76 @@ impl Store {
             .collect();
         keys.sort();
         Ok(keys)
+    }
+}
+
+/// Walks a file store folder without following links (blocking; see
+/// [`Store::list_everything`]).
+fn walk_file_store(base: &std::path::Path, dir: &str) -> Result<(Vec<Key>, Vec<String>), StoreError> {
+    let mut keys = Vec::new();
+    let mut odd = Vec::new();
+    let mut stack = vec![(base.to_path_buf(), dir.to_string())];
+    while let Some((path, rel)) = stack.pop() {
+        let entries = match std::fs::read_dir(&path) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                return Err(StoreError::Backend {
+                    key: rel,
+                    op: "list",
+                    detail: e.to_string(),
+                })
+            }
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let child = format!("{rel}/{name}");
+            let Ok(t) = entry.file_type() else {
+                odd.push(format!("{child} (unreadable)"));
+                continue;
+            };
+            if t.is_dir() {
+                stack.push((entry.path(), child));
+            } else if !t.is_file() {
+                odd.push(format!("{child} ({})", file_kind(&t)));
+            } else if name.starts_with('#') || name.ends_with(".tmp") {
+                // object_store's own in-flight staging files; not objects.
+                continue;
+            } else {
+                match Key::parse(&child) {
+                    Ok(k) => keys.push(k),
+                    Err(_) => odd.push(format!("{child} (not a valid object key)")),
+                }
+            }
+        }
+    }
+    keys.sort();
+    odd.sort();
+    Ok((keys, odd))
+}
+
+fn backend_io(key: &Key, op: &'static str, e: std::io::Error) -> StoreError {
+    StoreError::Backend {
+        key: key.to_string(),
+        op,
+        detail: e.to_string(),
+    }
+}
+
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a named pipe"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device"
+    } else {
+        "not a file"
     }
 }
 
