@@ -6,8 +6,8 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use crate::config::Config;
 use crate::engine::Engine;
@@ -582,7 +582,9 @@ fn cmd_verify(
         Err(code) => return code,
     };
     rt.block_on(async {
-        let url = store.map(str::to_owned).unwrap_or_else(|| config.store.clone());
+        let url = store
+            .map(str::to_owned)
+            .unwrap_or_else(|| config.store.clone());
         let store = match Store::open(&url).await {
             Ok(s) => s.with_doc_limit(config.max_document_bytes),
             Err(e) => return fail(e),
@@ -592,7 +594,11 @@ fn cmd_verify(
             Err(code) => return code,
         };
         let jobs = jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2))
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(2)
+            })
             .max(1);
         match verify_in_parallel(&store, ids, Arc::new(trusted), jobs, all).await {
             Ok(mut r) => {
@@ -706,7 +712,11 @@ fn print_verify(reports: &[crate::verify::RunReport], json: bool) -> u8 {
             }
         }
         let n = reports.len();
-        println!("{n} run{}: {} verified, {failed} not verified", plural(n), n - failed);
+        println!(
+            "{n} run{}: {} verified, {failed} not verified",
+            plural(n),
+            n - failed
+        );
     }
     if failed > 0 {
         1

@@ -69,6 +69,34 @@ fn micro(x: f64) -> i128 {
 
 pub fn evidence(d: &Evidence) -> Vec<Finding> {
     let mut out = Vec::new();
+    decided_fields(d, &mut out);
+    ids_and_obligations(d, &mut out);
+    roll_records(d, &mut out);
+    source_roll_rules(d, &mut out);
+    // Cost: the run costs at least what its rolls cost.
+    let rolls_micro: i128 = d.rolls.iter().map(|r| micro(r.cost_rmb)).sum();
+    if micro(d.cost_rmb) < rolls_micro {
+        out.push(f(
+            "/costRmb",
+            "cost_covers_rolls",
+            format!(
+                "costRmb {} is below the sum of roll costs {}",
+                d.cost_rmb,
+                rolls_micro as f64 / 1e6
+            ),
+        ));
+    }
+
+    if let (Some(outcome), Some(pg), Some(dec), Some(compat)) =
+        (d.outcome, &d.final_postguard, &d.decision, &d.compatibility)
+    {
+        decided_invariants(d, outcome, pg, dec, compat, &mut out);
+    }
+    out
+}
+
+/// The four DECIDED fields are present exactly when the phase is DECIDED.
+fn decided_fields(d: &Evidence, out: &mut Vec<Finding>) {
     let decided = d.phase == Phase::Decided;
     for (name, present) in [
         ("outcome", d.outcome.is_some()),
@@ -87,7 +115,10 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
             ));
         }
     }
+}
 
+/// Run ids are valid ids; obligation ids are unique; a play-spec obligation carries its check; a replay names its parent.
+fn ids_and_obligations(d: &Evidence, out: &mut Vec<Finding>) {
     if let Err(e) = crate::ids::check_segment("runId", &d.run_id) {
         out.push(f("/runId", "run_id", e.to_string()));
     }
@@ -127,7 +158,10 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
             "historical_replay requires parentRunId",
         ));
     }
+}
 
+/// Rolls: ids in order, blocked rolls void, slot hashes agree, refs inside the roll folder, roll 2 only after an indecisive roll 1.
+fn roll_records(d: &Evidence, out: &mut Vec<Finding>) {
     // Rolls: ids in order, roll 2 only after an indecisive roll 1.
     for (i, r) in d.rolls.iter().enumerate() {
         let want = format!("roll-{}", i + 1);
@@ -194,10 +228,20 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
             ),
         ));
     }
+}
 
+/// Merge, sourceRollId, compatibility and judge all name the first-decisive source roll; judge is its projection or null when void.
+fn source_roll_rules(d: &Evidence, out: &mut Vec<Finding>) {
+    merge_rules(d, out);
+    source_agreement(d, out);
+    judge_rules(d, out);
+}
+
+/// merge lists every roll outcome in order and names the first-decisive source roll.
+fn merge_rules(d: &Evidence, out: &mut Vec<Finding>) {
+    let decided = d.phase == Phase::Decided;
     let src_idx = crate::merge::source_roll_index(&d.rolls);
     let src_id = src_idx.map(|i| d.rolls[i].roll_id);
-
     // Merge mirrors the rolls.
     match &d.merge {
         None if !d.rolls.is_empty() && decided => out.push(f(
@@ -237,7 +281,13 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
         }
         None => {}
     }
+}
 
+/// sourceRollId agrees everywhere; judge is null only for a void source roll.
+fn source_agreement(d: &Evidence, out: &mut Vec<Finding>) {
+    let decided = d.phase == Phase::Decided;
+    let src_idx = crate::merge::source_roll_index(&d.rolls);
+    let src_id = src_idx.map(|i| d.rolls[i].roll_id);
     // sourceRollId agrees everywhere.
     if d.merge.is_some() || decided {
         if d.source_roll_id != src_id {
@@ -301,7 +351,11 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
             ));
         }
     }
+}
 
+/// judge is the source roll's projection and follows the consensus rules.
+fn judge_rules(d: &Evidence, out: &mut Vec<Finding>) {
+    let src_idx = crate::merge::source_roll_index(&d.rolls);
     // judge is the source roll's projection, or null if that roll is void.
     if let Some(j) = &d.judge {
         if j.source_roll_id != d.source_roll_id {
@@ -343,7 +397,7 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
                 }
             }
         }
-        projection_rules(d, j, src_idx.map(|i| &d.rolls[i]), &mut out);
+        projection_rules(d, j, src_idx.map(|i| &d.rolls[i]), out);
         let ids: Vec<&str> = j.obligation_results.iter().map(|o| o.id.as_str()).collect();
         let want: Vec<&str> = {
             let mut v: Vec<&str> = d.proof_obligations.iter().map(|o| o.id.as_str()).collect();
@@ -358,27 +412,6 @@ pub fn evidence(d: &Evidence) -> Vec<Finding> {
             ));
         }
     }
-
-    // Cost: the run costs at least what its rolls cost.
-    let rolls_micro: i128 = d.rolls.iter().map(|r| micro(r.cost_rmb)).sum();
-    if micro(d.cost_rmb) < rolls_micro {
-        out.push(f(
-            "/costRmb",
-            "cost_covers_rolls",
-            format!(
-                "costRmb {} is below the sum of roll costs {}",
-                d.cost_rmb,
-                rolls_micro as f64 / 1e6
-            ),
-        ));
-    }
-
-    if let (Some(outcome), Some(pg), Some(dec), Some(compat)) =
-        (d.outcome, &d.final_postguard, &d.decision, &d.compatibility)
-    {
-        decided_invariants(d, outcome, pg, dec, compat, &mut out);
-    }
-    out
 }
 
 /// failureSignature is null exactly on pass and starts with the decision; sameModel agrees
@@ -473,6 +506,18 @@ fn decided_invariants(
     compat: &Compatibility,
     out: &mut Vec<Finding>,
 ) {
+    let (expected, want_reasons) = postguard_and_outcome(d, outcome, pg, out);
+    decision_rules(d, outcome, expected, &want_reasons, pg, dec, out);
+    compatibility_rules(d, outcome, pg, compat, out);
+}
+
+/// finalPostguard.passed agrees with its checks; the outcome is the one derivation's.
+fn postguard_and_outcome(
+    d: &Evidence,
+    outcome: Outcome,
+    pg: &FinalPostguard,
+    out: &mut Vec<Finding>,
+) -> (Outcome, Vec<crate::vocab::Reason>) {
     let all_ok = pg.checks.iter().all(|c| c.ok);
     if pg.passed != all_ok {
         out.push(f(
@@ -519,6 +564,19 @@ fn decided_invariants(
             "without a judge projection the outcome must be infra_error",
         ));
     }
+    (expected, want_reasons)
+}
+
+/// The decision's action and reasons follow the outcome.
+fn decision_rules(
+    d: &Evidence,
+    outcome: Outcome,
+    expected: Outcome,
+    want_reasons: &[crate::vocab::Reason],
+    pg: &FinalPostguard,
+    dec: &Decision,
+    out: &mut Vec<Finding>,
+) {
     let want_action = derive::decision_action(outcome, d.repair.round);
     if dec.action != want_action {
         out.push(f(
@@ -569,6 +627,16 @@ fn decided_invariants(
             ));
         }
     }
+}
+
+/// compatibility is derived from the other fields; decidedAt is RFC 3339.
+fn compatibility_rules(
+    d: &Evidence,
+    outcome: Outcome,
+    pg: &FinalPostguard,
+    compat: &Compatibility,
+    out: &mut Vec<Finding>,
+) {
     let want = derive::compatibility(outcome, pg.passed, d.acceptance_mode, d.source_roll_id);
     if compat != &want {
         out.push(f(

@@ -210,9 +210,8 @@ pub fn render(s: &Summary) -> String {
 /// DEL: an ESC would let a judge's rationale repaint the screen) and bidirectional overrides
 /// (U+202A–U+202E, U+2066–U+2069: they reorder what a reviewer reads) are written as `\u{…}`.
 pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
-    let hostile = |c: char| {
-        c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    };
+    let hostile =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
     if !s.chars().any(hostile) {
         return std::borrow::Cow::Borrowed(s);
     }

@@ -151,8 +151,6 @@ async fn check_run(
     run: &RunId,
     trusted: &[PublicKey],
 ) -> Result<(RunReport, Option<VerifiedRun>), StoreError> {
-    let mut verified_seal = None;
-    let mut problems = Vec::new();
     let mut report = RunReport {
         run_id: run.to_string(),
         verified: false,
@@ -161,20 +159,57 @@ async fn check_run(
         problems: Vec::new(),
     };
     let ev_key = Key::evidence(run);
-    let seal_key = Key::seal(run);
-
-    let Some(ev_bytes) = readable(store, &ev_key, check::EVIDENCE, &mut report.problems).await? else {
-        report.problems.push(problem(
-            check::EVIDENCE,
-            ev_key.as_str(),
-            "no evidence.json: the run is not decided or the evidence was deleted",
-        ));
+    let Some(ev_bytes) = readable(store, &ev_key, check::EVIDENCE, &mut report.problems).await?
+    else {
+        if report.problems.is_empty() {
+            report.problems.push(problem(
+                check::EVIDENCE,
+                ev_key.as_str(),
+                "no evidence.json: the run is not decided or the evidence was deleted",
+            ));
+        }
         return Ok((report, None));
     };
     let ev_hash = Hash::of(&ev_bytes);
+    let mut problems = Vec::new();
+    // 1. The seal; 2. the evidence document; 3. the snapshot and the submitted documents it
+    // was judged from; 4. everything the evidence references (the audit).
+    let seal = check_seal(store, run, trusted, &ev_bytes, &ev_hash, &mut problems).await?;
+    report.key_id = seal.as_ref().map(|s| s.key_id.clone());
+    let Some(ev) = check_evidence(store, run, &ev_bytes, &mut problems) else {
+        report.problems = problems;
+        return Ok((report, None));
+    };
+    report.outcome = ev.outcome.map(|o| o.as_str().to_string());
+    check_snapshot(store, run, &ev, &mut problems).await;
+    check_submitted(store, run, &ev, &mut problems).await?;
+    let brief = readable(store, &Key::brief(run), audit::check::REFS, &mut problems).await?;
+    problems.extend(audit::audit(store, &ev, brief.as_deref()).await.0);
+    problems.dedup();
+    report.verified = problems.is_empty();
+    report.problems = problems;
+    let proof = seal.map(|seal| VerifiedRun {
+        seal,
+        evidence: ev,
+        evidence_hash: ev_hash,
+    });
+    Ok((report, proof))
+}
 
-    // 1. The seal.
-    match readable(store, &seal_key, check::SEAL, &mut problems).await? {
+/// The seal: one signature by a trusted key over a statement whose subject is exactly these
+/// evidence bytes and whose predicate states this evidence's decision.
+async fn check_seal(
+    store: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+    ev_bytes: &[u8],
+    ev_hash: &Hash,
+    problems: &mut Vec<Problem>,
+) -> Result<Option<sealing::VerifiedSeal>, StoreError> {
+    let ev_key = Key::evidence(run);
+    let seal_key = Key::seal(run);
+    let mut verified_seal = None;
+    match readable(store, &seal_key, check::SEAL, problems).await? {
         None => problems.push(problem(check::SEAL, seal_key.as_str(), "no seal.dsse.json")),
         Some(bytes) => match crate::json::parse_as::<Envelope>(&bytes, store.doc_limit()) {
             Err(e) => problems.push(problem(
@@ -185,7 +220,6 @@ async fn check_run(
             Ok(env) => match sealing::verify_envelope(&env, trusted) {
                 Err(e) => problems.push(problem(check::SEAL, seal_key.as_str(), e.to_string())),
                 Ok(seal) => {
-                    report.key_id = Some(seal.key_id.clone());
                     verified_seal = Some(seal.clone());
                     let subject = &seal.statement.subject[0];
                     if subject.name != ev_key.as_str() {
@@ -202,13 +236,12 @@ async fn check_run(
                             check::SUBJECT,
                             ev_key.as_str(),
                             &subject.digest.sha256,
-                            &ev_hash,
+                            ev_hash,
                             "evidence.json is not the object that was sealed",
                         ));
                     }
-                    if let Ok(ev) = crate::json::parse_as::<Evidence>(&ev_bytes, store.doc_limit())
-                    {
-                        let want = sealing::statement_for(run, &ev, &ev_hash).ok();
+                    if let Ok(ev) = crate::json::parse_as::<Evidence>(ev_bytes, store.doc_limit()) {
+                        let want = sealing::statement_for(run, &ev, ev_hash).ok();
                         if want.map(|w| w.predicate) != Some(seal.statement.predicate.clone()) {
                             problems.push(problem(
                                 check::PREDICATE,
@@ -222,8 +255,18 @@ async fn check_run(
         },
     }
 
-    // 2. The evidence document.
-    let value = match crate::json::parse(&ev_bytes, store.doc_limit()) {
+    Ok(verified_seal)
+}
+
+/// The evidence document: canonical bytes, schema and invariants, this run's, DECIDED.
+fn check_evidence(
+    store: &Store,
+    run: &RunId,
+    ev_bytes: &[u8],
+    problems: &mut Vec<Problem>,
+) -> Option<Evidence> {
+    let ev_key = Key::evidence(run);
+    let value = match crate::json::parse(ev_bytes, store.doc_limit()) {
         Ok(v) => v,
         Err(e) => {
             problems.push(problem(
@@ -231,12 +274,11 @@ async fn check_run(
                 ev_key.as_str(),
                 format!("not JSON: {e}"),
             ));
-            report.problems = problems;
-            return Ok((report, None));
+            return None;
         }
     };
     match canonical::canonical_bytes(&value) {
-        Ok(c) if c == ev_bytes.as_ref() => {}
+        Ok(c) if c == ev_bytes => {}
         Ok(_) => problems.push(problem(
             check::EVIDENCE,
             ev_key.as_str(),
@@ -257,11 +299,9 @@ async fn check_run(
         Ok(e) => e,
         Err(e) => {
             problems.push(problem(check::EVIDENCE, ev_key.as_str(), e.to_string()));
-            report.problems = problems;
-            return Ok((report, None));
+            return None;
         }
     };
-    report.outcome = ev.outcome.map(|o| o.as_str().to_string());
     if ev.run_id != run.as_str() {
         problems.push(mismatch(
             check::RUN_ID,
@@ -279,7 +319,11 @@ async fn check_run(
         ));
     }
 
-    // 3. The JUDGING snapshot the postguard decided from, and the submitted header.
+    Some(ev)
+}
+
+/// The JUDGING snapshot the postguard decided from: the evidence minus the decision.
+async fn check_snapshot(store: &Store, run: &RunId, ev: &Evidence, problems: &mut Vec<Problem>) {
     if let Some(pg) = &ev.final_postguard {
         let snap_key = Key::judging(run);
         match store
@@ -304,10 +348,18 @@ async fn check_run(
             }
         }
     }
-    // The submitted header and play-spec: every roll's guard names their sha256, so the sealed
-    // rolls bind them; the header must also be the evidence before judging.
+}
+
+/// The submitted header and play-spec: every roll's guard names their sha256, so the sealed
+/// rolls bind them; the header must also be the evidence before judging.
+async fn check_submitted(
+    store: &Store,
+    run: &RunId,
+    ev: &Evidence,
+    problems: &mut Vec<Problem>,
+) -> Result<(), StoreError> {
     let header_key = Key::header(run);
-    let header_bytes = readable(store, &header_key, audit::check::REFS, &mut problems).await?;
+    let header_bytes = readable(store, &header_key, audit::check::REFS, problems).await?;
     let header_hash = header_bytes.as_ref().map(|b| Hash::of(b));
     let mut header_bound = !ev.rolls.is_empty();
     for r in &ev.rolls {
@@ -326,7 +378,7 @@ async fn check_run(
         }
         let spec_key = Key::play_spec(run);
         if let Some(named) = crate::derive::guard_bound_hash(r, GuardCheck::PlaySpecFresh) {
-            match readable(store, &spec_key, audit::check::REFS, &mut problems).await? {
+            match readable(store, &spec_key, audit::check::REFS, problems).await? {
                 Some(b) if Hash::of(&b) == named => {}
                 Some(b) => problems.push(mismatch(
                     audit::check::REFS,
@@ -346,6 +398,22 @@ async fn check_run(
             }
         }
     }
+    header_fields(store, run, ev, header_bytes, header_bound, problems);
+    Ok(())
+}
+
+/// The evidence is the submitted header plus what judging writes, and costs the header's
+/// cost plus every roll's.
+fn header_fields(
+    store: &Store,
+    run: &RunId,
+    ev: &Evidence,
+    header_bytes: Option<bytes::Bytes>,
+    header_bound: bool,
+    problems: &mut Vec<Problem>,
+) {
+    let ev_key = Key::evidence(run);
+    let header_key = Key::header(run);
     match header_bytes.map(|b| crate::json::parse_as::<Evidence>(&b, store.doc_limit())) {
         Some(Ok(header)) if header_bound => {
             let want = rmb_to_micro(header.cost_rmb)
@@ -379,7 +447,7 @@ async fn check_run(
             judged.final_postguard = ev.final_postguard.clone();
             judged.decision = ev.decision.clone();
             judged.compatibility = ev.compatibility.clone();
-            if judged != ev {
+            if &judged != ev {
                 problems.push(problem(
                     check::EVIDENCE,
                     ev_key.as_str(),
@@ -406,19 +474,4 @@ async fn check_run(
             "the submitted header is missing",
         )),
     }
-
-    // 4. Everything the evidence references.
-    let brief = readable(store, &Key::brief(run), audit::check::REFS, &mut problems).await?;
-    let (audit_problems, _) = audit::audit(store, &ev, brief.as_deref()).await;
-    problems.extend(audit_problems);
-
-    problems.dedup();
-    report.verified = problems.is_empty();
-    report.problems = problems;
-    let proof = verified_seal.map(|seal| VerifiedRun {
-        seal,
-        evidence: ev,
-        evidence_hash: ev_hash,
-    });
-    Ok((report, proof))
 }

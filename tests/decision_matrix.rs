@@ -126,7 +126,8 @@ async fn case(a: Slot, b: Slot, floor_passes: bool, with_checks: bool) -> Result
     let dir = tempfile::tempdir().unwrap();
     folder(dir.path(), floor_passes, with_checks);
     let what = format!("A={a:?} B={b:?} floor_passes={floor_passes} checks={with_checks}");
-    let run = seal::runfolder::RunFolder::read(dir.path(), 1 << 26).map_err(|e| format!("{what}: {e}"))?;
+    let run = seal::runfolder::RunFolder::read(dir.path(), 1 << 26)
+        .map_err(|e| format!("{what}: {e}"))?;
     let done = seal::runfolder::judge(&engine, &run)
         .await
         .map_err(|e| format!("{what}: not sealed: {e}"))?;

@@ -62,7 +62,12 @@ async fn post(c: &reqwest::Client, url: String, body: Vec<u8>) -> (StatusCode, V
 /// Header, brief, play-spec and blobs of a folder, over the API.
 async fn submit(c: &reqwest::Client, base: &str, f: &RunFolder) {
     for (hash, path) in &f.blobs {
-        let (s, b) = put(c, format!("{base}/v1/blobs/sha256/{hash}"), std::fs::read(path).unwrap()).await;
+        let (s, b) = put(
+            c,
+            format!("{base}/v1/blobs/sha256/{hash}"),
+            std::fs::read(path).unwrap(),
+        )
+        .await;
         assert!(s.is_success(), "{b}");
     }
     let run = &f.run;
@@ -97,7 +102,10 @@ async fn keys_under(engine: &Engine, run: &str) -> Vec<String> {
 async fn both_judges_failing_on_a_passing_floor_is_sealed_as_infra_error_over_http() {
     for (fa, fb) in [
         (Fault::Length, Fault::Length),
-        (Fault::Content("prose, no JSON".into()), Fault::Content("also prose".into())),
+        (
+            Fault::Content("prose, no JSON".into()),
+            Fault::Content("also prose".into()),
+        ),
         (
             Fault::Status {
                 code: 401,
@@ -118,15 +126,27 @@ async fn both_judges_failing_on_a_passing_floor_is_sealed_as_infra_error_over_ht
         // The narrative example carries a play-spec `check`: a deterministic status exists.
         let f = RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
         submit(&c, &base, &f).await;
-        let (s, b) = post(&c, format!("{base}/v1/runs/{}/rolls/1", f.run), roll_bytes(&f, 1)).await;
+        let (s, b) = post(
+            &c,
+            format!("{base}/v1/runs/{}/rolls/1", f.run),
+            roll_bytes(&f, 1),
+        )
+        .await;
         assert_eq!(s, StatusCode::OK, "{b}");
         assert_eq!(b["rollOutcome"], "infra_error", "{fa:?}/{fb:?}: {b}");
         let (s, b) = post(&c, format!("{base}/v1/runs/{}/finalize", f.run), vec![]).await;
         assert_eq!(s, StatusCode::OK, "{fa:?}/{fb:?}: {b}");
         assert_eq!(b["outcome"], "infra_error");
         assert_eq!(b["decision"]["action"], "retry");
-        assert_eq!(b["decision"]["reasons"], serde_json::json!(["infra_judges_failed"]));
-        let r = c.get(format!("{base}/v1/runs/{}/verify", f.run)).send().await.unwrap();
+        assert_eq!(
+            b["decision"]["reasons"],
+            serde_json::json!(["infra_judges_failed"])
+        );
+        let r = c
+            .get(format!("{base}/v1/runs/{}/verify", f.run))
+            .send()
+            .await
+            .unwrap();
         let v: Value = r.json().await.unwrap();
         assert_eq!(v["verified"], true, "{v}");
     }
@@ -147,24 +167,67 @@ async fn a_decided_run_refuses_roll_2_over_http_without_calling_a_judge_or_stori
     let c = http();
     let f = inconclusive_with_roll2(dir.path());
     submit(&c, &base, &f).await;
-    let (s, b) = post(&c, format!("{base}/v1/runs/{}/rolls/1", f.run), roll_bytes(&f, 1)).await;
-    assert_eq!((s, b["next"].as_str()), (StatusCode::OK, Some("roll-2")), "{b}");
+    let (s, b) = post(
+        &c,
+        format!("{base}/v1/runs/{}/rolls/1", f.run),
+        roll_bytes(&f, 1),
+    )
+    .await;
+    assert_eq!(
+        (s, b["next"].as_str()),
+        (StatusCode::OK, Some("roll-2")),
+        "{b}"
+    );
     let (s, b) = post(&c, format!("{base}/v1/runs/{}/finalize", f.run), vec![]).await;
-    assert_eq!((s, b["outcome"].as_str()), (StatusCode::OK, Some("inconclusive")), "{b}");
+    assert_eq!(
+        (s, b["outcome"].as_str()),
+        (StatusCode::OK, Some("inconclusive")),
+        "{b}"
+    );
 
     let calls = judge.calls().len();
     let before = keys_under(&probe, f.run.as_str()).await;
-    let (s, b) = post(&c, format!("{base}/v1/runs/{}/rolls/2", f.run), roll_bytes(&f, 2)).await;
+    let (s, b) = post(
+        &c,
+        format!("{base}/v1/runs/{}/rolls/2", f.run),
+        roll_bytes(&f, 2),
+    )
+    .await;
     assert_eq!(s, StatusCode::CONFLICT, "{b}");
     assert_eq!(b["error"]["code"], "run_decided", "{b}");
-    assert_eq!(judge.calls().len(), calls, "a judge was called for a decided run");
-    assert_eq!(keys_under(&probe, f.run.as_str()).await, before, "bytes were stored");
+    assert_eq!(
+        judge.calls().len(),
+        calls,
+        "a judge was called for a decided run"
+    );
+    assert_eq!(
+        keys_under(&probe, f.run.as_str()).await,
+        before,
+        "bytes were stored"
+    );
     // Header, brief and play-spec of a decided run are refused too.
-    let (s, b) = put(&c, format!("{base}/v1/runs/{}/brief", f.run), f.brief.clone()).await;
-    assert_eq!((s, b["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("run_decided")));
+    let (s, b) = put(
+        &c,
+        format!("{base}/v1/runs/{}/brief", f.run),
+        f.brief.clone(),
+    )
+    .await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("run_decided"))
+    );
     // A worker retrying the sealed roll 1 gets the stored answer.
-    let (s, b) = post(&c, format!("{base}/v1/runs/{}/rolls/1", f.run), roll_bytes(&f, 1)).await;
-    assert_eq!((s, b["rollOutcome"].as_str()), (StatusCode::OK, Some("inconclusive")), "{b}");
+    let (s, b) = post(
+        &c,
+        format!("{base}/v1/runs/{}/rolls/1", f.run),
+        roll_bytes(&f, 1),
+    )
+    .await;
+    assert_eq!(
+        (s, b["rollOutcome"].as_str()),
+        (StatusCode::OK, Some("inconclusive")),
+        "{b}"
+    );
     assert_eq!(judge.calls().len(), calls);
 }
 
@@ -183,7 +246,9 @@ async fn seal_judge_refuses_to_add_a_roll_to_a_decided_run() {
     assert_eq!(again.evidence_hash, sealed.evidence_hash);
     let calls = judge.calls().len();
     let two_rolls = inconclusive_with_roll2(dir.path());
-    let err = seal::runfolder::judge(&engine, &two_rolls).await.unwrap_err();
+    let err = seal::runfolder::judge(&engine, &two_rolls)
+        .await
+        .unwrap_err();
     use seal::fault::HasFault;
     assert_eq!(err.fault().exit_code(), 1, "{err}");
     assert!(err.to_string().contains("already decided"), "{err}");
@@ -211,27 +276,49 @@ async fn finalize_racing_roll_2_never_answers_for_an_unsealed_roll() {
         f.header_bytes = serde_json::to_vec(&h).unwrap();
         f.run = seal::ids::RunId::parse(&id).unwrap();
         submit(&c, &base, &f).await;
-        let (s, _) = post(&c, format!("{base}/v1/runs/{id}/rolls/1"), roll_bytes(&f, 1)).await;
+        let (s, _) = post(
+            &c,
+            format!("{base}/v1/runs/{id}/rolls/1"),
+            roll_bytes(&f, 1),
+        )
+        .await;
         assert_eq!(s, StatusCode::OK);
-        let roll2 = post(&c, format!("{base}/v1/runs/{id}/rolls/2"), roll_bytes(&f, 2));
+        let roll2 = post(
+            &c,
+            format!("{base}/v1/runs/{id}/rolls/2"),
+            roll_bytes(&f, 2),
+        );
         let fin = post(&c, format!("{base}/v1/runs/{id}/finalize"), vec![]);
         let ((s2, b2), (sf, bf)) = tokio::join!(roll2, fin);
         assert_eq!(sf, StatusCode::OK, "{bf}");
         let rolls_sealed = bf["sourceRollId"].as_str().map(|_| ()).and(Some(()));
         assert!(rolls_sealed.is_some());
         let run = seal::ids::RunId::parse(&id).unwrap();
-        let report = seal::verify::verify_run(&probe.store, &run, &trusted).await.unwrap();
+        let report = seal::verify::verify_run(&probe.store, &run, &trusted)
+            .await
+            .unwrap();
         assert!(report.verified, "round {i}: {:?}", report.problems);
-        let ev = seal::run_state::RunState::load(&probe.store, &run).await.unwrap();
+        let ev = seal::run_state::RunState::load(&probe.store, &run)
+            .await
+            .unwrap();
         let seal::run_state::RunState::Decided(d) = ev else {
             panic!("round {i}: not decided")
         };
         let has_roll2 = d.evidence.rolls.len() == 2;
         match s2 {
-            StatusCode::OK => assert!(has_roll2, "round {i}: 200 for roll 2, sealed without it: {b2}"),
+            StatusCode::OK => assert!(
+                has_roll2,
+                "round {i}: 200 for roll 2, sealed without it: {b2}"
+            ),
             StatusCode::CONFLICT => {
                 assert!(!has_roll2, "round {i}: {b2}");
-                assert!(matches!(b2["error"]["code"].as_str(), Some("run_decided" | "run_finalizing")), "{b2}");
+                assert!(
+                    matches!(
+                        b2["error"]["code"].as_str(),
+                        Some("run_decided" | "run_finalizing")
+                    ),
+                    "{b2}"
+                );
             }
             other => panic!("round {i}: roll 2 answered {other}: {b2}"),
         }
@@ -268,7 +355,12 @@ async fn the_api_refuses_headers_claiming_replay_or_legacy_provenance() {
     ];
     for (what, h) in cases {
         let id = h["runId"].as_str().unwrap().to_string();
-        let (s, b) = put(&c, format!("{base}/v1/runs/{id}"), serde_json::to_vec(&h).unwrap()).await;
+        let (s, b) = put(
+            &c,
+            format!("{base}/v1/runs/{id}"),
+            serde_json::to_vec(&h).unwrap(),
+        )
+        .await;
         assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{what}: {b}");
         assert_eq!(b["error"]["code"], "provenance", "{what}: {b}");
         assert!(keys_under(&probe, &id).await.is_empty(), "{what}: stored");
@@ -283,9 +375,18 @@ fn verify_names_unbound_objects_and_lists_every_folder_it_could_not_verify() {
     let run = "run-narrative-0010-pass";
     let runs = root.join("runs");
     // A copied roll-2, a roll-3, a judge-c and an attempt-01 inside a one-roll sealed run.
-    copy_tree(&runs.join(run).join("roll-1"), &runs.join(run).join("roll-2"));
-    copy_tree(&runs.join(run).join("roll-1/judge-a"), &runs.join(run).join("roll-1/judge-c"));
-    copy_tree(&runs.join(run).join("roll-1/judge-a/attempt-1"), &runs.join(run).join("roll-1/judge-a/attempt-01"));
+    copy_tree(
+        &runs.join(run).join("roll-1"),
+        &runs.join(run).join("roll-2"),
+    );
+    copy_tree(
+        &runs.join(run).join("roll-1/judge-a"),
+        &runs.join(run).join("roll-1/judge-c"),
+    );
+    copy_tree(
+        &runs.join(run).join("roll-1/judge-a/attempt-1"),
+        &runs.join(run).join("roll-1/judge-a/attempt-01"),
+    );
     std::fs::create_dir_all(runs.join(run).join("roll-3")).unwrap();
     std::fs::write(runs.join(run).join("roll-3/notes.json"), b"{}").unwrap();
     // A folder that is not a run id, and a run whose evidence.json is a FIFO.
@@ -294,7 +395,10 @@ fn verify_names_unbound_objects_and_lists_every_folder_it_could_not_verify() {
     let fifo_run = "run-puzzle-0013-fail-end";
     let ev = runs.join(fifo_run).join("evidence.json");
     std::fs::remove_file(&ev).unwrap();
-    let status = std::process::Command::new("mkfifo").arg(&ev).status().unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(&ev)
+        .status()
+        .unwrap();
     assert!(status.success());
 
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_seal"))
@@ -304,7 +408,12 @@ fn verify_names_unbound_objects_and_lists_every_folder_it_could_not_verify() {
         .output()
         .unwrap();
     let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
     for named in [
         format!("runs/{run}/roll-2/roll.json"),
         format!("runs/{run}/roll-3/notes.json"),
@@ -362,21 +471,53 @@ async fn a_stored_snapshot_closes_the_run_to_rolls_and_is_decided_as_stored() {
     let (_, report) = judge_roll1(&engine, &example("run-narrative-0011-inconclusive")).await;
     assert_eq!(report.roll.roll_outcome, seal::doc::Outcome::Inconclusive);
     // What an interrupted finalize leaves: the snapshot of roll 1.
-    let header: seal::doc::Evidence = serde_json::from_slice(&engine.store.get(&seal::store::Key::header(&f.run)).await.unwrap()).unwrap();
-    let proof: seal::doc::ProofPackage = serde_json::from_slice(&engine.store.get(&seal::store::Key::parse(&report.roll.proof_package_ref).unwrap()).await.unwrap()).unwrap();
+    let header: seal::doc::Evidence = serde_json::from_slice(
+        &engine
+            .store
+            .get(&seal::store::Key::header(&f.run))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let proof: seal::doc::ProofPackage = serde_json::from_slice(
+        &engine
+            .store
+            .get(&seal::store::Key::parse(&report.roll.proof_package_ref).unwrap())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     let snapshot = seal::derive::judging_snapshot(
         &header,
-        &[seal::derive::JudgedRoll { roll: &report.roll, proof: &proof, consensus: &report.consensus }],
+        &[seal::derive::JudgedRoll {
+            roll: &report.roll,
+            proof: &proof,
+            consensus: &report.consensus,
+        }],
     );
-    engine.store.put_json(&seal::store::Key::judging(&f.run), &snapshot).await.unwrap();
-    let err = seal::intake::put_proof_package(&engine.store, &f.run, seal::ids::RollId::R2, &roll_bytes(&f, 2))
+    engine
+        .store
+        .put_json(&seal::store::Key::judging(&f.run), &snapshot)
         .await
-        .unwrap_err();
+        .unwrap();
+    let err = seal::intake::put_proof_package(
+        &engine.store,
+        &f.run,
+        seal::ids::RollId::R2,
+        &roll_bytes(&f, 2),
+    )
+    .await
+    .unwrap_err();
     assert!(err.to_string().contains("being finalized"), "{err}");
     let done = seal::postguard::finalize(&engine, &f.run).await.unwrap();
     assert_eq!(done.evidence.rolls.len(), 1);
-    assert_eq!(done.evidence.outcome, Some(seal::doc::Outcome::Inconclusive));
+    assert_eq!(
+        done.evidence.outcome,
+        Some(seal::doc::Outcome::Inconclusive)
+    );
     let trusted = [engine.key.as_ref().unwrap().public()];
-    let r = seal::verify::verify_run(&engine.store, &f.run, &trusted).await.unwrap();
+    let r = seal::verify::verify_run(&engine.store, &f.run, &trusted)
+        .await
+        .unwrap();
     assert!(r.verified, "{:?}", r.problems);
 }

@@ -876,12 +876,10 @@ fn every_mutation_of_every_sealed_fixture_is_caught_by_verify() {
             Verdict::Passed => failures.push(format!(
                 "GAP {what}: verify says VERIFIED (exit 0) after the mutation"
             )),
-            Verdict::Wrong(ps) if matches!(case.apply, Apply::Nothing) => {
-                failures.push(format!(
-                    "CONTROL {what}: the untouched copy does not verify:\n{}",
-                    describe_problems(ps)
-                ))
-            }
+            Verdict::Wrong(ps) if matches!(case.apply, Apply::Nothing) => failures.push(format!(
+                "CONTROL {what}: the untouched copy does not verify:\n{}",
+                describe_problems(ps)
+            )),
             Verdict::Wrong(ps) => failures.push(format!(
                 "WRONG REPORT {what}: not verified, but no problem with check {:?} names {}:\n{}",
                 case.checks,

@@ -644,7 +644,12 @@ impl Store {
             .common_prefixes
             .iter()
             .filter_map(|p| p.filename().map(str::to_owned))
-            .chain(listing.objects.iter().filter_map(|o| o.location.filename().map(str::to_owned)));
+            .chain(
+                listing
+                    .objects
+                    .iter()
+                    .filter_map(|o| o.location.filename().map(str::to_owned)),
+            );
         for name in names {
             match RunId::parse(&name) {
                 Ok(r) => runs.push(r),
@@ -680,7 +685,10 @@ impl Store {
 
 /// Walks a file store folder without following links (blocking; see
 /// [`Store::list_everything`]).
-fn walk_file_store(base: &std::path::Path, dir: &str) -> Result<(Vec<Key>, Vec<String>), StoreError> {
+fn walk_file_store(
+    base: &std::path::Path,
+    dir: &str,
+) -> Result<(Vec<Key>, Vec<String>), StoreError> {
     let mut keys = Vec::new();
     let mut odd = Vec::new();
     let mut stack = vec![(base.to_path_buf(), dir.to_string())];
@@ -707,8 +715,9 @@ fn walk_file_store(base: &std::path::Path, dir: &str) -> Result<(Vec<Key>, Vec<S
                 stack.push((entry.path(), child));
             } else if !t.is_file() {
                 odd.push(format!("{child} ({})", file_kind(&t)));
-            } else if name.starts_with('#') || name.ends_with(".tmp") {
-                // object_store's own in-flight staging files; not objects.
+            } else if name.contains('#') {
+                // object_store's staging file of a put (`<name>#<n>`), left behind when a
+                // process is killed mid-write: never an object, renamed into place or not.
                 continue;
             } else {
                 match Key::parse(&child) {
