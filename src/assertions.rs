@@ -83,11 +83,6 @@ fn point(seq: u64) -> SequenceRef {
 /// Evaluates `a` over `events`.
 pub fn evaluate(a: &Assertion, events: &[GameEvent]) -> Evaluation {
     let states: Vec<&GameEvent> = events.iter().filter(|e| e.name == "state").collect();
-    let fail = |detail: String, refs: Vec<SequenceRef>| Evaluation {
-        holds: false,
-        sequence_refs: refs,
-        detail,
-    };
     let (Some(first), Some(last)) = (states.first(), states.last()) else {
         return fail(
             format!("no state events: {} cannot be read", a.path),
@@ -98,94 +93,157 @@ pub fn evaluate(a: &Assertion, events: &[GameEvent]) -> Evaluation {
     if last.seq != first.seq {
         refs.push(point(last.seq));
     }
-    let before = lookup(&first.data, &a.path);
-    let after = lookup(&last.data, &a.path);
-    let show = |v: Option<&Value>| v.map(|v| v.to_string()).unwrap_or_else(|| "absent".into());
-    let cmp = |f: fn(f64, f64) -> bool, what: &str| -> Evaluation {
-        let Some(threshold) = a.value.as_ref().and_then(num) else {
-            return fail(
-                format!("{} {what} needs a numeric value", a.path),
-                refs.clone(),
-            );
-        };
-        match after.and_then(num) {
-            Some(x) => Evaluation {
-                holds: f(x, threshold),
-                sequence_refs: refs.clone(),
-                detail: format!("{} after = {x}, {what} {threshold}", a.path),
-            },
-            None => fail(
-                format!("{} after is {} (not a number)", a.path, show(after)),
-                refs.clone(),
-            ),
-        }
+    let r = Reading {
+        a,
+        states: &states,
+        before: lookup(&first.data, &a.path),
+        after: lookup(&last.data, &a.path),
+        refs,
     };
     match a.op.as_str() {
-        "increased" | "decreased" => match (before.and_then(num), after.and_then(num)) {
-            (Some(b), Some(x)) => Evaluation {
-                holds: if a.op == "increased" { x > b } else { x < b },
-                sequence_refs: refs,
-                detail: format!("{} {b} -> {x}", a.path),
-            },
-            _ => fail(
-                format!(
-                    "{} before {} after {}: not numbers",
-                    a.path,
-                    show(before),
-                    show(after)
-                ),
-                refs,
+        "increased" | "decreased" => moved(&r),
+        "changed" => changed(&r),
+        ">" => compare(&r, |x, t| x > t, ">"),
+        ">=" => compare(&r, |x, t| x >= t, ">="),
+        "<" => compare(&r, |x, t| x < t, "<"),
+        "<=" => compare(&r, |x, t| x <= t, "<="),
+        "==" => equals(&r),
+        "in" => member(&r),
+        "reached" => reached(&r),
+        other => fail(format!("unknown assertion op {other:?}"), r.refs),
+    }
+}
+
+/// What every operator reads: the assertion, the `state` events, the value at `path` before
+/// (first event) and after (last event), and the refs of those two events.
+struct Reading<'a> {
+    a: &'a Assertion,
+    states: &'a [&'a GameEvent],
+    before: Option<&'a Value>,
+    after: Option<&'a Value>,
+    refs: Vec<SequenceRef>,
+}
+
+fn fail(detail: String, refs: Vec<SequenceRef>) -> Evaluation {
+    Evaluation {
+        holds: false,
+        sequence_refs: refs,
+        detail,
+    }
+}
+
+fn show(v: Option<&Value>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "absent".into())
+}
+
+/// `>`, `>=`, `<`, `<=`: the after value against the numeric threshold.
+fn compare(r: &Reading<'_>, f: fn(f64, f64) -> bool, what: &str) -> Evaluation {
+    let a = r.a;
+    let Some(threshold) = a.value.as_ref().and_then(num) else {
+        return fail(
+            format!("{} {what} needs a numeric value", a.path),
+            r.refs.clone(),
+        );
+    };
+    match r.after.and_then(num) {
+        Some(x) => Evaluation {
+            holds: f(x, threshold),
+            sequence_refs: r.refs.clone(),
+            detail: format!("{} after = {x}, {what} {threshold}", a.path),
+        },
+        None => fail(
+            format!("{} after is {} (not a number)", a.path, show(r.after)),
+            r.refs.clone(),
+        ),
+    }
+}
+
+/// `increased` / `decreased`: before and after as numbers.
+fn moved(r: &Reading<'_>) -> Evaluation {
+    let a = r.a;
+    match (r.before.and_then(num), r.after.and_then(num)) {
+        (Some(b), Some(x)) => Evaluation {
+            holds: if a.op == "increased" { x > b } else { x < b },
+            sequence_refs: r.refs.clone(),
+            detail: format!("{} {b} -> {x}", a.path),
+        },
+        _ => fail(
+            format!(
+                "{} before {} after {}: not numbers",
+                a.path,
+                show(r.before),
+                show(r.after)
             ),
+            r.refs.clone(),
+        ),
+    }
+}
+
+fn changed(r: &Reading<'_>) -> Evaluation {
+    match (r.before, r.after) {
+        (Some(b), Some(x)) => Evaluation {
+            holds: !json_eq(b, x),
+            sequence_refs: r.refs.clone(),
+            detail: format!("{} {b} -> {x}", r.a.path),
         },
-        "changed" => match (before, after) {
-            (Some(b), Some(x)) => Evaluation {
-                holds: !json_eq(b, x),
-                sequence_refs: refs,
-                detail: format!("{} {b} -> {x}", a.path),
-            },
-            _ => fail(
-                format!("{} before {} after {}", a.path, show(before), show(after)),
-                refs,
+        _ => fail(
+            format!(
+                "{} before {} after {}",
+                r.a.path,
+                show(r.before),
+                show(r.after)
             ),
+            r.refs.clone(),
+        ),
+    }
+}
+
+/// `==`: the after value equals the value.
+fn equals(r: &Reading<'_>) -> Evaluation {
+    match (r.after, r.a.value.as_ref()) {
+        (Some(x), Some(v)) => Evaluation {
+            holds: json_eq(x, v),
+            sequence_refs: r.refs.clone(),
+            detail: format!("{} after = {x}, expected {v}", r.a.path),
         },
-        ">" => cmp(|x, t| x > t, ">"),
-        ">=" => cmp(|x, t| x >= t, ">="),
-        "<" => cmp(|x, t| x < t, "<"),
-        "<=" => cmp(|x, t| x <= t, "<="),
-        "==" => match (after, a.value.as_ref()) {
-            (Some(x), Some(v)) => Evaluation {
-                holds: json_eq(x, v),
-                sequence_refs: refs,
-                detail: format!("{} after = {x}, expected {v}", a.path),
-            },
-            (None, _) => fail(format!("{} after is absent", a.path), refs),
-            (_, None) => fail("== needs a value".into(), refs),
+        (None, _) => fail(format!("{} after is absent", r.a.path), r.refs.clone()),
+        (_, None) => fail("== needs a value".into(), r.refs.clone()),
+    }
+}
+
+/// `in`: the after value is in the set.
+fn member(r: &Reading<'_>) -> Evaluation {
+    match (r.after, set_of(r.a.value.as_ref())) {
+        (Some(x), Some(set)) => Evaluation {
+            holds: set.iter().any(|v| json_eq(x, v)),
+            sequence_refs: r.refs.clone(),
+            detail: format!("{} after = {x}", r.a.path),
         },
-        "in" => match (after, set_of(a.value.as_ref())) {
-            (Some(x), Some(set)) => Evaluation {
-                holds: set.iter().any(|v| json_eq(x, v)),
-                sequence_refs: refs,
-                detail: format!("{} after = {x}", a.path),
-            },
-            (None, _) => fail(format!("{} after is absent", a.path), refs),
-            (_, None) => fail("in needs a set of values".into(), refs),
+        (None, _) => fail(format!("{} after is absent", r.a.path), r.refs.clone()),
+        (_, None) => fail("in needs a set of values".into(), r.refs.clone()),
+    }
+}
+
+/// `reached`: some state event has a value in the set; it cites the first such event only.
+fn reached(r: &Reading<'_>) -> Evaluation {
+    let a = r.a;
+    let Some(set) = set_of(a.value.as_ref()) else {
+        return fail("reached needs a set of values".into(), r.refs.clone());
+    };
+    match r
+        .states
+        .iter()
+        .find(|e| lookup(&e.data, &a.path).is_some_and(|v| set.iter().any(|s| json_eq(v, s))))
+    {
+        Some(e) => Evaluation {
+            holds: true,
+            sequence_refs: vec![point(e.seq)],
+            detail: format!("{} reached at event {}", a.path, e.seq),
         },
-        "reached" => {
-            let Some(set) = set_of(a.value.as_ref()) else {
-                return fail("reached needs a set of values".into(), refs);
-            };
-            match states.iter().find(|e| {
-                lookup(&e.data, &a.path).is_some_and(|v| set.iter().any(|s| json_eq(v, s)))
-            }) {
-                Some(e) => Evaluation {
-                    holds: true,
-                    sequence_refs: vec![point(e.seq)],
-                    detail: format!("{} reached at event {}", a.path, e.seq),
-                },
-                None => fail(format!("{} never reached any of the values", a.path), refs),
-            }
-        }
-        other => fail(format!("unknown assertion op {other:?}"), refs),
+        None => fail(
+            format!("{} never reached any of the values", a.path),
+            r.refs.clone(),
+        ),
     }
 }
 

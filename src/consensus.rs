@@ -126,77 +126,12 @@ pub fn decide(input: &ConsensusInput<'_>) -> JudgeConsensus {
     let mut required_status: BTreeMap<&str, ObligationStatus> = BTreeMap::new();
 
     for ob in &obligations {
-        let a = claim(input.a, &ob.id, &index);
-        let b = claim(input.b, &ob.id, &index);
-        let unsupported: Vec<&str> = [("A", &a), ("B", &b)]
-            .iter()
-            .filter(|(_, c)| c.status.is_claim() && !c.supported)
-            .map(|(n, _)| *n)
-            .collect();
-        let check = ob
-            .check
-            .as_ref()
-            .map(|c| assertions::evaluate(c, &input.package.events));
-        let check_status = check.as_ref().map(|e| {
-            if e.holds {
-                JudgeStatus::Satisfied
-            } else {
-                JudgeStatus::Failed
-            }
-        });
-
-        let status = if !unsupported.is_empty() {
-            ObligationStatus::Contradicted
-        } else if let Some(cs) = check_status {
-            let against = [a.status, b.status]
-                .iter()
-                .any(|s| s.is_claim() && *s != cs);
-            if against {
-                ObligationStatus::Contradicted
-            } else {
-                from_judge(cs)
-            }
-        } else if a.status == b.status {
-            from_judge(a.status)
-        } else {
-            ObligationStatus::Disputed
-        };
-
-        // Citations: the check's own reads, plus every supported claim's citations.
-        let mut seq = check
-            .as_ref()
-            .map(|e| e.sequence_refs.clone())
-            .unwrap_or_default();
-        let mut frames = Vec::new();
-        for c in [&a, &b] {
-            if let (true, true, Some(r)) = (c.status.is_claim(), c.supported, c.result) {
-                seq.extend(r.sequence_refs.iter().copied());
-                frames.extend(r.frame_hashes.iter().cloned());
-            }
-        }
-
-        if matches!(
-            status,
-            ObligationStatus::Contradicted | ObligationStatus::Disputed
-        ) {
-            let mut line = format!("{}: A={} B={}", ob.id, a.status.as_str(), b.status.as_str());
-            if let Some(cs) = check_status {
-                line.push_str(&format!(" check={}", cs.as_str()));
-            }
-            if !unsupported.is_empty() {
-                line.push_str(&format!(" unsupported={}", unsupported.join(",")));
-            }
-            conflicts.push(line);
-        }
+        let (result, conflict) = decide_obligation(input, ob, &index);
+        conflicts.extend(conflict);
         if ob.required {
-            required_status.insert(ob.id.as_str(), status);
+            required_status.insert(ob.id.as_str(), result.status);
         }
-        results.push(ConsensusObligation {
-            id: ob.id.clone(),
-            status,
-            sequence_refs: merge_ranges(&seq),
-            evidence_refs: sort_hashes(&frames),
-        });
+        results.push(result);
     }
 
     let a_failed = input.a.slot_failed.is_some();
@@ -209,16 +144,6 @@ pub fn decide(input: &ConsensusInput<'_>) -> JudgeConsensus {
         both_failed: a_failed && b_failed,
         degraded,
         required: &required,
-    });
-
-    let failure_signature = (decision != Outcome::Pass).then(|| {
-        let mut parts: Vec<String> = required_status
-            .iter()
-            .filter(|(_, s)| **s != ObligationStatus::Satisfied)
-            .map(|(id, s)| format!("{}:{id}", s.as_str()))
-            .collect();
-        parts.sort();
-        format!("{}:{}", decision.as_str(), parts.join("|"))
     });
 
     JudgeConsensus {
@@ -235,6 +160,134 @@ pub fn decide(input: &ConsensusInput<'_>) -> JudgeConsensus {
         judge_b_result_hash: input.b_hash.clone(),
         obligation_results: results,
         conflicts,
-        failure_signature,
+        failure_signature: failure_signature(decision, &required_status),
     }
+}
+
+/// One obligation's consensus result, and its conflict line if it is contradicted or
+/// disputed.
+fn decide_obligation(
+    input: &ConsensusInput<'_>,
+    ob: &PackageObligation,
+    index: &PackageIndex,
+) -> (ConsensusObligation, Option<String>) {
+    let a = claim(input.a, &ob.id, index);
+    let b = claim(input.b, &ob.id, index);
+    let unsupported = unsupported_slots(&a, &b);
+    let check = ob
+        .check
+        .as_ref()
+        .map(|c| assertions::evaluate(c, &input.package.events));
+    let check_status = check.as_ref().map(|e| {
+        if e.holds {
+            JudgeStatus::Satisfied
+        } else {
+            JudgeStatus::Failed
+        }
+    });
+    let status = obligation_status(&a, &b, &unsupported, check_status);
+    let (seq, frames) = citations(check.as_ref(), &a, &b);
+    let conflict = conflict_line(&ob.id, status, &a, &b, check_status, &unsupported);
+    let result = ConsensusObligation {
+        id: ob.id.clone(),
+        status,
+        sequence_refs: merge_ranges(&seq),
+        evidence_refs: sort_hashes(&frames),
+    };
+    (result, conflict)
+}
+
+/// The slots ("A", "B") whose satisfied/failed claim cites something not in the package.
+fn unsupported_slots(a: &Claim<'_>, b: &Claim<'_>) -> Vec<&'static str> {
+    [("A", a), ("B", b)]
+        .iter()
+        .filter(|(_, c)| c.status.is_claim() && !c.supported)
+        .map(|(n, _)| *n)
+        .collect()
+}
+
+/// The obligation's status: an unsupported claim contradicts; a check decides and any claim
+/// against it contradicts; otherwise the judges agree or it is disputed.
+fn obligation_status(
+    a: &Claim<'_>,
+    b: &Claim<'_>,
+    unsupported: &[&str],
+    check_status: Option<JudgeStatus>,
+) -> ObligationStatus {
+    if !unsupported.is_empty() {
+        ObligationStatus::Contradicted
+    } else if let Some(cs) = check_status {
+        let against = [a.status, b.status]
+            .iter()
+            .any(|s| s.is_claim() && *s != cs);
+        if against {
+            ObligationStatus::Contradicted
+        } else {
+            from_judge(cs)
+        }
+    } else if a.status == b.status {
+        from_judge(a.status)
+    } else {
+        ObligationStatus::Disputed
+    }
+}
+
+/// Citations: the check's own reads, plus every supported claim's citations (unmerged,
+/// unsorted).
+fn citations(
+    check: Option<&assertions::Evaluation>,
+    a: &Claim<'_>,
+    b: &Claim<'_>,
+) -> (Vec<SequenceRef>, Vec<String>) {
+    let mut seq = check.map(|e| e.sequence_refs.clone()).unwrap_or_default();
+    let mut frames = Vec::new();
+    for c in [a, b] {
+        if let (true, true, Some(r)) = (c.status.is_claim(), c.supported, c.result) {
+            seq.extend(r.sequence_refs.iter().copied());
+            frames.extend(r.frame_hashes.iter().cloned());
+        }
+    }
+    (seq, frames)
+}
+
+/// The line `conflicts` lists for a contradicted or disputed obligation.
+fn conflict_line(
+    id: &str,
+    status: ObligationStatus,
+    a: &Claim<'_>,
+    b: &Claim<'_>,
+    check_status: Option<JudgeStatus>,
+    unsupported: &[&str],
+) -> Option<String> {
+    if !matches!(
+        status,
+        ObligationStatus::Contradicted | ObligationStatus::Disputed
+    ) {
+        return None;
+    }
+    let mut line = format!("{}: A={} B={}", id, a.status.as_str(), b.status.as_str());
+    if let Some(cs) = check_status {
+        line.push_str(&format!(" check={}", cs.as_str()));
+    }
+    if !unsupported.is_empty() {
+        line.push_str(&format!(" unsupported={}", unsupported.join(",")));
+    }
+    Some(line)
+}
+
+/// The failure signature of a roll that did not pass: the decision and every required
+/// obligation not satisfied, sorted.
+fn failure_signature(
+    decision: Outcome,
+    required_status: &BTreeMap<&str, ObligationStatus>,
+) -> Option<String> {
+    (decision != Outcome::Pass).then(|| {
+        let mut parts: Vec<String> = required_status
+            .iter()
+            .filter(|(_, s)| **s != ObligationStatus::Satisfied)
+            .map(|(id, s)| format!("{}:{id}", s.as_str()))
+            .collect();
+        parts.sort();
+        format!("{}:{}", decision.as_str(), parts.join("|"))
+    })
 }

@@ -172,35 +172,12 @@ impl JudgeClient {
     }
 
     async fn send(&self, job: &SlotJob<'_>, stored_request: &Value) -> Exchange {
-        let live = match request::materialize(stored_request, job.images) {
-            Ok(v) => v,
-            Err(e) => {
-                return Exchange::Failed {
-                    class: ErrorClass::RequestBuild,
-                    detail: e,
-                }
-            }
-        };
-        let body = match serde_json::to_vec(&live) {
+        let body = match live_body(job, stored_request) {
             Ok(b) => b,
-            Err(e) => {
-                return Exchange::Failed {
-                    class: ErrorClass::RequestBuild,
-                    detail: e.to_string(),
-                }
-            }
+            Err(failed) => return failed,
         };
         let _permit = self.inflight.acquire().await;
-        let mut req = self
-            .http
-            .post(self.config.endpoint())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header("X-Session-Id", job.session_id.as_str())
-            .body(body);
-        if let Some(key) = &self.config.api_key {
-            req = req.bearer_auth(key.expose());
-        }
-        let mut resp = match req.send().await {
+        let resp = match self.post(job, body).send().await {
             Ok(r) => r,
             Err(e) => {
                 let class = if e.is_timeout() {
@@ -210,49 +187,67 @@ impl JudgeClient {
                 } else {
                     ErrorClass::Transport
                 };
-                return Exchange::Failed {
-                    class,
-                    detail: self.redact(&error_chain(&e)),
-                };
+                return self.transport_failure(class, &e);
             }
         };
         let status = resp.status().as_u16();
-        let retry_after = resp
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = retry_after(resp.headers());
+        match self.read_body(resp).await {
+            Ok(body) => Exchange::Answered {
+                status,
+                retry_after,
+                body: Bytes::from(body),
+            },
+            Err(failed) => failed,
+        }
+    }
+
+    /// The HTTP request of one attempt: the live body, the session header and the API key.
+    fn post(&self, job: &SlotJob<'_>, body: Vec<u8>) -> reqwest::RequestBuilder {
+        let req = self
+            .http
+            .post(self.config.endpoint())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("X-Session-Id", job.session_id.as_str())
+            .body(body);
+        match &self.config.api_key {
+            Some(key) => req.bearer_auth(key.expose()),
+            None => req,
+        }
+    }
+
+    /// Reads the response body, refusing more than [`MAX_RESPONSE_BYTES`].
+    async fn read_body(&self, mut resp: reqwest::Response) -> Result<Vec<u8>, Exchange> {
         let mut body = Vec::new();
         loop {
             match resp.chunk().await {
                 Ok(Some(chunk)) => {
                     if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                        return Exchange::Failed {
+                        return Err(Exchange::Failed {
                             class: ErrorClass::ResponseTooLarge,
                             detail: format!("response body over {MAX_RESPONSE_BYTES} bytes"),
-                        };
+                        });
                     }
                     body.extend_from_slice(&chunk);
                 }
-                Ok(None) => break,
+                Ok(None) => return Ok(body),
                 Err(e) => {
                     let class = if e.is_timeout() {
                         ErrorClass::Timeout
                     } else {
                         ErrorClass::ConnectionReset
                     };
-                    return Exchange::Failed {
-                        class,
-                        detail: self.redact(&error_chain(&e)),
-                    };
+                    return Err(self.transport_failure(class, &e));
                 }
             }
         }
-        Exchange::Answered {
-            status,
-            retry_after,
-            body: Bytes::from(body),
+    }
+
+    /// A transport error as an exchange, its text without the API key.
+    fn transport_failure(&self, class: ErrorClass, e: &reqwest::Error) -> Exchange {
+        Exchange::Failed {
+            class,
+            detail: self.redact(&error_chain(e)),
         }
     }
 
@@ -268,220 +263,26 @@ impl JudgeClient {
         let mut attempts: Vec<AttemptRecord> = Vec::new();
         let mut last_retry_after = None;
         for k in 1..=max {
-            let key = |file: &str| Key::attempt_file(job.run, job.roll, self.slot, k, file);
-            let (req_key, raw_key, meta_key) =
-                (key("request.json"), key("raw.json"), key("meta.json"));
+            let keys = AttemptKeys::new(job, self.slot, k);
 
             // An answer seal already holds is never asked for again.
-            if let Some(raw) = store.get_opt(&raw_key).await? {
-                let raw_stored = Stored {
-                    key: raw_key.clone(),
-                    hash: Hash::of(&raw),
-                    size: raw.len() as u64,
-                };
-                let request_stored = store.get_opt(&req_key).await?.map(|b| Stored {
-                    key: req_key.clone(),
-                    hash: Hash::of(&b),
-                    size: b.len() as u64,
-                });
-                let (meta, meta_hash) = match store.get_json::<SlotMeta>(&meta_key).await? {
-                    Some(found) => found,
-                    None => {
-                        let status = if parse::response_facts(&raw).finish_reason.is_some() {
-                            Some(200)
-                        } else {
-                            None
-                        };
-                        let outcome = evaluate_raw(&raw, status);
-                        let now = now_rfc3339();
-                        let m = self.meta(
-                            job,
-                            k,
-                            request_stored.as_ref(),
-                            &raw_stored,
-                            status,
-                            &raw,
-                            &now,
-                            &now,
-                            0,
-                            &outcome,
-                            Some("meta recovered after a restart: timings unknown"),
-                        );
-                        self.put_meta(store, &meta_key, &m).await?
-                    }
-                };
-                let outcome = evaluate_raw(&raw, meta.http_status);
-                tracing::info!(
-                    attempt = k,
-                    held = true,
-                    ok = outcome.is_ok(),
-                    "attempt answer already stored"
-                );
-                let done = outcome
-                    .as_ref()
-                    .map(|_| true)
-                    .unwrap_or_else(|f| !f.class.is_retryable());
-                attempts.push(AttemptRecord {
-                    attempt: k,
-                    request: request_stored,
-                    raw: raw_stored,
-                    meta,
-                    meta_hash,
-                    outcome,
-                });
-                if done {
-                    break;
+            let record = if let Some(raw) = store.get_opt(&keys.raw).await? {
+                self.held_attempt(store, job, k, &keys, raw).await?
+            } else {
+                let (request_value, request_stored) =
+                    self.attempt_request(store, job, &keys.request).await?;
+                if let Some(prev) = attempts.last() {
+                    self.back_off(k, prev.attempt, last_retry_after.take())
+                        .await;
                 }
-                continue;
-            }
-
-            // The request: the stored one if this attempt was started before, else a new one.
-            let (request_value, request_stored) = match store.get_opt(&req_key).await? {
-                Some(b) => {
-                    let v = crate::json::parse(&b, store.doc_limit()).map_err(|e| {
-                        StoreError::BadDocument {
-                            key: req_key.clone(),
-                            detail: e.to_string(),
-                        }
-                    })?;
-                    let s = Stored {
-                        key: req_key.clone(),
-                        hash: Hash::of(&b),
-                        size: b.len() as u64,
-                    };
-                    (v, s)
-                }
-                None => {
-                    let v = self.build_request(job);
-                    match store.put_json(&req_key, &v).await {
-                        Ok(s) => (v, s),
-                        Err(StoreError::Conflict { .. }) => {
-                            let b = store.get(&req_key).await?;
-                            let v = crate::json::parse(&b, store.doc_limit()).map_err(|e| {
-                                StoreError::BadDocument {
-                                    key: req_key.clone(),
-                                    detail: e.to_string(),
-                                }
-                            })?;
-                            (
-                                v,
-                                Stored {
-                                    key: req_key.clone(),
-                                    hash: Hash::of(&b),
-                                    size: b.len() as u64,
-                                },
-                            )
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
+                let (record, retry_after) = self
+                    .new_attempt(store, job, k, &keys, &request_value, request_stored)
+                    .await?;
+                last_retry_after = retry_after;
+                record
             };
-
-            if let Some(prev) = attempts.last() {
-                let wait = self.backoff(prev.attempt, last_retry_after.take());
-                tracing::info!(
-                    attempt = k,
-                    wait_ms = wait.as_millis() as u64,
-                    "backing off before retry"
-                );
-                tokio::time::sleep(wait).await;
-            }
-
-            let started_at = now_rfc3339();
-            let t0 = Instant::now();
-            let exchange = self.send(job, &request_value).await;
-            let latency_ms = t0.elapsed().as_millis() as u64;
-            let ended_at = now_rfc3339();
-
-            let (raw_bytes, status) = match &exchange {
-                Exchange::Answered {
-                    status,
-                    retry_after,
-                    body,
-                } => {
-                    last_retry_after = *retry_after;
-                    (body.clone(), Some(*status))
-                }
-                Exchange::Failed { class, detail } => {
-                    let record = AttemptFailure {
-                        schema_version: ATTEMPT_FAILURE.into(),
-                        slot: self.slot,
-                        session_id: job.session_id.to_string(),
-                        attempt: k,
-                        stage: FailureStage::Transport,
-                        error_class: *class,
-                        detail: crate::contracts::shorten(detail, 1000),
-                        started_at: Some(started_at.clone()),
-                        ended_at: Some(ended_at.clone()),
-                    };
-                    let bytes = crate::canonical::canonical_bytes(&record).map_err(|source| {
-                        StoreError::Canonical {
-                            key: raw_key.clone(),
-                            source,
-                        }
-                    })?;
-                    (Bytes::from(bytes), None)
-                }
-            };
-            // Another replica may have stored an answer for this attempt meanwhile: theirs wins.
-            let (raw_stored, raw_bytes, status) =
-                match store.put_bytes(&raw_key, raw_bytes.clone()).await {
-                    Ok(s) => (s, raw_bytes, status),
-                    Err(StoreError::Conflict { .. }) => {
-                        let theirs = store.get(&raw_key).await?;
-                        let s = Stored {
-                            key: raw_key.clone(),
-                            hash: Hash::of(&theirs),
-                            size: theirs.len() as u64,
-                        };
-                        let their_status = store
-                            .get_json::<SlotMeta>(&meta_key)
-                            .await?
-                            .and_then(|(m, _)| m.http_status);
-                        (s, theirs, their_status)
-                    }
-                    Err(e) => return Err(e),
-                };
-            let outcome = evaluate_raw(&raw_bytes, status);
-            let meta = self.meta(
-                job,
-                k,
-                Some(&request_stored),
-                &raw_stored,
-                status,
-                &raw_bytes,
-                &started_at,
-                &ended_at,
-                latency_ms,
-                &outcome,
-                None,
-            );
-            let (meta, meta_hash) = self.put_meta(store, &meta_key, &meta).await?;
-            self.metrics.judge_attempt(
-                self.slot.as_str(),
-                k,
-                latency_ms as f64 / 1000.0,
-                outcome.as_ref().err().map(|f| f.class.as_str()),
-                meta.cost_rmb,
-            );
-            match &outcome {
-                Ok(_) => tracing::info!(attempt = k, latency_ms, status, "judge answered"),
-                Err(f) => {
-                    tracing::warn!(attempt = k, latency_ms, status, class = %f.class, detail = %f.detail, "judge attempt failed")
-                }
-            }
-            let done = outcome
-                .as_ref()
-                .map(|_| true)
-                .unwrap_or_else(|f| !f.class.is_retryable());
-            attempts.push(AttemptRecord {
-                attempt: k,
-                request: Some(request_stored),
-                raw: raw_stored,
-                meta,
-                meta_hash,
-                outcome,
-            });
+            let done = is_final(&record.outcome);
+            attempts.push(record);
             if done {
                 break;
             }
@@ -490,6 +291,235 @@ impl JudgeClient {
             slot: self.slot,
             attempts,
         })
+    }
+
+    /// An attempt whose answer is already stored: its record, with its meta recovered if a
+    /// crash came between `raw.json` and `meta.json`.
+    async fn held_attempt(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+        k: u32,
+        keys: &AttemptKeys,
+        raw: Bytes,
+    ) -> Result<AttemptRecord, StoreError> {
+        let raw_stored = stored(&keys.raw, &raw);
+        let request_stored = store
+            .get_opt(&keys.request)
+            .await?
+            .map(|b| stored(&keys.request, &b));
+        let (meta, meta_hash) = match store.get_json::<SlotMeta>(&keys.meta).await? {
+            Some(found) => found,
+            None => {
+                self.recover_meta(
+                    store,
+                    job,
+                    k,
+                    keys,
+                    request_stored.as_ref(),
+                    &raw_stored,
+                    &raw,
+                )
+                .await?
+            }
+        };
+        let outcome = evaluate_raw(&raw, meta.http_status);
+        tracing::info!(
+            attempt = k,
+            held = true,
+            ok = outcome.is_ok(),
+            "attempt answer already stored"
+        );
+        Ok(AttemptRecord {
+            attempt: k,
+            request: request_stored,
+            raw: raw_stored,
+            meta,
+            meta_hash,
+            outcome,
+        })
+    }
+
+    /// Writes the meta of a held answer that has none; the HTTP status is inferred from the
+    /// body (a `finish_reason` means the judge answered 200) and the timings are unknown.
+    #[allow(clippy::too_many_arguments)]
+    async fn recover_meta(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+        k: u32,
+        keys: &AttemptKeys,
+        request_stored: Option<&Stored>,
+        raw_stored: &Stored,
+        raw: &[u8],
+    ) -> Result<(SlotMeta, Hash), StoreError> {
+        let status = if parse::response_facts(raw).finish_reason.is_some() {
+            Some(200)
+        } else {
+            None
+        };
+        let outcome = evaluate_raw(raw, status);
+        let now = now_rfc3339();
+        let m = self.meta(
+            job,
+            k,
+            request_stored,
+            raw_stored,
+            status,
+            raw,
+            &now,
+            &now,
+            0,
+            &outcome,
+            Some("meta recovered after a restart: timings unknown"),
+        );
+        self.put_meta(store, &keys.meta, &m).await
+    }
+
+    /// The request: the stored one if this attempt was started before, else a new one.
+    async fn attempt_request(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+        req_key: &Key,
+    ) -> Result<(Value, Stored), StoreError> {
+        match store.get_opt(req_key).await? {
+            Some(b) => parse_request(store, req_key, &b),
+            None => {
+                let v = self.build_request(job);
+                match store.put_json(req_key, &v).await {
+                    Ok(s) => Ok((v, s)),
+                    Err(StoreError::Conflict { .. }) => {
+                        let b = store.get(req_key).await?;
+                        parse_request(store, req_key, &b)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+
+    /// Sleeps the backoff before attempt `k` (the previous attempt was `prev_attempt`).
+    async fn back_off(&self, k: u32, prev_attempt: u32, retry_after: Option<Duration>) {
+        let wait = self.backoff(prev_attempt, retry_after);
+        tracing::info!(
+            attempt = k,
+            wait_ms = wait.as_millis() as u64,
+            "backing off before retry"
+        );
+        tokio::time::sleep(wait).await;
+    }
+
+    /// Sends attempt `k` and stores its answer and meta; also returns the judge's
+    /// Retry-After, if it answered.
+    async fn new_attempt(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+        k: u32,
+        keys: &AttemptKeys,
+        request_value: &Value,
+        request_stored: Stored,
+    ) -> Result<(AttemptRecord, Option<Duration>), StoreError> {
+        let started_at = now_rfc3339();
+        let t0 = Instant::now();
+        let exchange = self.send(job, request_value).await;
+        let latency_ms = t0.elapsed().as_millis() as u64;
+        let ended_at = now_rfc3339();
+
+        let (raw_bytes, status, retry_after) =
+            self.exchange_raw(job, k, keys, exchange, &started_at, &ended_at)?;
+        let (raw_stored, raw_bytes, status) = store_raw(store, keys, raw_bytes, status).await?;
+        let outcome = evaluate_raw(&raw_bytes, status);
+        let meta = self.meta(
+            job,
+            k,
+            Some(&request_stored),
+            &raw_stored,
+            status,
+            &raw_bytes,
+            &started_at,
+            &ended_at,
+            latency_ms,
+            &outcome,
+            None,
+        );
+        let (meta, meta_hash) = self.put_meta(store, &keys.meta, &meta).await?;
+        self.report_attempt(k, latency_ms, status, &outcome, &meta);
+        let record = AttemptRecord {
+            attempt: k,
+            request: Some(request_stored),
+            raw: raw_stored,
+            meta,
+            meta_hash,
+            outcome,
+        };
+        Ok((record, retry_after))
+    }
+
+    /// The bytes `raw.json` gets for an exchange: the answer as received, or a
+    /// JudgeAttemptFailure/1 record of the transport error. Also the HTTP status and
+    /// Retry-After of an answer.
+    fn exchange_raw(
+        &self,
+        job: &SlotJob<'_>,
+        k: u32,
+        keys: &AttemptKeys,
+        exchange: Exchange,
+        started_at: &str,
+        ended_at: &str,
+    ) -> Result<(Bytes, Option<u16>, Option<Duration>), StoreError> {
+        match exchange {
+            Exchange::Answered {
+                status,
+                retry_after,
+                body,
+            } => Ok((body, Some(status), retry_after)),
+            Exchange::Failed { class, detail } => {
+                let record = AttemptFailure {
+                    schema_version: ATTEMPT_FAILURE.into(),
+                    slot: self.slot,
+                    session_id: job.session_id.to_string(),
+                    attempt: k,
+                    stage: FailureStage::Transport,
+                    error_class: class,
+                    detail: crate::contracts::shorten(&detail, 1000),
+                    started_at: Some(started_at.to_string()),
+                    ended_at: Some(ended_at.to_string()),
+                };
+                let bytes = crate::canonical::canonical_bytes(&record).map_err(|source| {
+                    StoreError::Canonical {
+                        key: keys.raw.clone(),
+                        source,
+                    }
+                })?;
+                Ok((Bytes::from(bytes), None, None))
+            }
+        }
+    }
+
+    /// Metrics and the log line of a finished attempt.
+    fn report_attempt(
+        &self,
+        k: u32,
+        latency_ms: u64,
+        status: Option<u16>,
+        outcome: &Result<JudgeOutput, ParseFailure>,
+        meta: &SlotMeta,
+    ) {
+        self.metrics.judge_attempt(
+            self.slot.as_str(),
+            k,
+            latency_ms as f64 / 1000.0,
+            outcome.as_ref().err().map(|f| f.class.as_str()),
+            meta.cost_rmb,
+        );
+        match outcome {
+            Ok(_) => tracing::info!(attempt = k, latency_ms, status, "judge answered"),
+            Err(f) => {
+                tracing::warn!(attempt = k, latency_ms, status, class = %f.class, detail = %f.detail, "judge attempt failed")
+            }
+        }
     }
 
     async fn put_meta(
@@ -590,4 +620,92 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         src = inner.source();
     }
     s
+}
+
+/// The keys of one attempt's three files.
+struct AttemptKeys {
+    request: Key,
+    raw: Key,
+    meta: Key,
+}
+
+impl AttemptKeys {
+    fn new(job: &SlotJob<'_>, slot: Slot, k: u32) -> AttemptKeys {
+        let key = |file: &str| Key::attempt_file(job.run, job.roll, slot, k, file);
+        AttemptKeys {
+            request: key("request.json"),
+            raw: key("raw.json"),
+            meta: key("meta.json"),
+        }
+    }
+}
+
+/// What a read found at `key`: its hash and size.
+fn stored(key: &Key, bytes: &[u8]) -> Stored {
+    Stored {
+        key: key.clone(),
+        hash: Hash::of(bytes),
+        size: bytes.len() as u64,
+    }
+}
+
+/// A stored request, parsed strictly.
+fn parse_request(store: &Store, key: &Key, bytes: &[u8]) -> Result<(Value, Stored), StoreError> {
+    let v = crate::json::parse(bytes, store.doc_limit()).map_err(|e| StoreError::BadDocument {
+        key: key.clone(),
+        detail: e.to_string(),
+    })?;
+    Ok((v, stored(key, bytes)))
+}
+
+/// Stores `raw.json`. Another replica may have stored an answer for this attempt meanwhile:
+/// theirs wins, with the HTTP status their meta recorded.
+async fn store_raw(
+    store: &Store,
+    keys: &AttemptKeys,
+    raw_bytes: Bytes,
+    status: Option<u16>,
+) -> Result<(Stored, Bytes, Option<u16>), StoreError> {
+    match store.put_bytes(&keys.raw, raw_bytes.clone()).await {
+        Ok(s) => Ok((s, raw_bytes, status)),
+        Err(StoreError::Conflict { .. }) => {
+            let theirs = store.get(&keys.raw).await?;
+            let s = stored(&keys.raw, &theirs);
+            let their_status = store
+                .get_json::<SlotMeta>(&keys.meta)
+                .await?
+                .and_then(|(m, _)| m.http_status);
+            Ok((s, theirs, their_status))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether the slot stops after this outcome: an answer, or a failure not worth retrying.
+fn is_final(outcome: &Result<JudgeOutput, ParseFailure>) -> bool {
+    outcome
+        .as_ref()
+        .map(|_| true)
+        .unwrap_or_else(|f| !f.class.is_retryable())
+}
+
+/// The body sent to the judge: the stored request with its image placeholders filled in.
+fn live_body(job: &SlotJob<'_>, stored_request: &Value) -> Result<Vec<u8>, Exchange> {
+    let live = request::materialize(stored_request, job.images).map_err(|e| Exchange::Failed {
+        class: ErrorClass::RequestBuild,
+        detail: e,
+    })?;
+    serde_json::to_vec(&live).map_err(|e| Exchange::Failed {
+        class: ErrorClass::RequestBuild,
+        detail: e.to_string(),
+    })
+}
+
+/// A Retry-After header in seconds (the HTTP-date form is ignored).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
 }

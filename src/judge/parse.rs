@@ -273,48 +273,50 @@ fn embedded_objects(s: &str) -> Vec<Value> {
             i += 1;
             continue;
         }
-        let mut depth = 0usize;
-        let mut in_str = false;
-        let mut escaped = false;
-        let mut end = None;
-        for (j, &c) in bytes.iter().enumerate().skip(i) {
-            if in_str {
-                match (escaped, c) {
-                    (true, _) => escaped = false,
-                    (false, b'\\') => escaped = true,
-                    (false, b'"') => in_str = false,
-                    _ => {}
-                }
-                continue;
-            }
-            match c {
-                b'"' => in_str = true,
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        end = Some(j);
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        match end {
-            Some(j) => {
-                if let Ok(v @ Value::Object(_)) =
-                    crate::json::parse(&bytes[i..=j], MAX_RESPONSE_BYTES as u64)
-                {
-                    out.push(v);
-                    i = j + 1;
-                } else {
-                    i += 1;
-                }
-            }
-            None => break,
+        let Some(j) = balanced_end(bytes, i) else {
+            break;
+        };
+        if let Ok(v @ Value::Object(_)) =
+            crate::json::parse(&bytes[i..=j], MAX_RESPONSE_BYTES as u64)
+        {
+            out.push(v);
+            i = j + 1;
+        } else {
+            i += 1;
         }
     }
     out
+}
+
+/// The index of the `}` closing the `{` at `open`, skipping braces inside JSON strings;
+/// `None` when it is never closed.
+fn balanced_end(bytes: &[u8], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_str = false;
+    let mut escaped = false;
+    for (j, &c) in bytes.iter().enumerate().skip(open) {
+        if in_str {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(j);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 #[cfg(test)]

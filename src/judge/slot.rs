@@ -60,8 +60,37 @@ pub fn slot_documents(
         .map(|m| m.prompt_artifact.hash.clone())
         .unwrap_or_else(|| Hash::of(b""));
     let session_id = final_meta.map(|m| m.session_id.as_str()).unwrap_or("");
-    let hashes: Vec<AttemptHashes> = run
+    let hashes = attempt_hashes(run);
+    if let Some(a) = run.accepted() {
+        return accepted_documents(slot, a, package, package_hash, prompt_hash, hashes);
+    }
+    let failure = slot_failure(slot, run, session_id);
+    let attempts_made = run.attempts.iter().filter(|a| a.request.is_some()).count() as u32;
+    let model = run
         .attempts
+        .last()
+        .and_then(|a| a.meta.model_answered.clone());
+    let result = normalize::normalize(
+        slot,
+        package,
+        package_hash,
+        prompt_hash,
+        SlotAnswer::Failed {
+            error_class: failure.error_class,
+            attempts: attempts_made,
+            model,
+        },
+        hashes,
+    );
+    (
+        serde_json::to_value(&failure).unwrap_or(Value::Null),
+        result,
+    )
+}
+
+/// The hashes of every attempt's files, as JudgeResult/1 lists them.
+fn attempt_hashes(run: &SlotRun) -> Vec<AttemptHashes> {
+    run.attempts
         .iter()
         .map(|a| AttemptHashes {
             attempt: a.attempt,
@@ -70,69 +99,62 @@ pub fn slot_documents(
             meta_hash: a.meta_hash.clone(),
             accepted: a.outcome.is_ok(),
         })
-        .collect();
-    match run.accepted() {
-        Some(a) => {
-            let output = a.outcome.as_ref().ok().cloned().unwrap_or(JudgeOutput {
-                obligations: Vec::new(),
-            });
-            let model = a.meta.model_answered.clone();
-            let result = normalize::normalize(
-                slot,
-                package,
-                package_hash,
-                prompt_hash,
-                SlotAnswer::Answered {
-                    output: &output,
-                    model,
-                },
-                hashes,
-            );
-            (serde_json::to_value(&output).unwrap_or(Value::Null), result)
-        }
-        None => {
-            let last = run.attempts.last();
-            let (class, detail, attempt) = match last.map(|a| &a.outcome) {
-                Some(Err(f)) => (
-                    f.class,
-                    f.detail.clone(),
-                    last.map(|a| a.attempt).unwrap_or(0),
-                ),
-                _ => (
-                    ErrorClass::NoAttempt,
-                    "the slot made no attempt".to_string(),
-                    0,
-                ),
-            };
-            let failure = AttemptFailure {
-                schema_version: ATTEMPT_FAILURE.into(),
-                slot,
-                session_id: session_id.to_string(),
-                attempt,
-                stage: FailureStage::Parse,
-                error_class: class,
-                detail,
-                started_at: None,
-                ended_at: None,
-            };
-            let attempts_made = run.attempts.iter().filter(|a| a.request.is_some()).count() as u32;
-            let model = last.and_then(|a| a.meta.model_answered.clone());
-            let result = normalize::normalize(
-                slot,
-                package,
-                package_hash,
-                prompt_hash,
-                SlotAnswer::Failed {
-                    error_class: class,
-                    attempts: attempts_made,
-                    model,
-                },
-                hashes,
-            );
-            (
-                serde_json::to_value(&failure).unwrap_or(Value::Null),
-                result,
-            )
-        }
+        .collect()
+}
+
+/// The documents of a slot with an accepted attempt: its JudgeOutput and the normalized
+/// answer.
+fn accepted_documents(
+    slot: Slot,
+    a: &AttemptRecord,
+    package: &JudgePackage,
+    package_hash: &Hash,
+    prompt_hash: &Hash,
+    hashes: Vec<AttemptHashes>,
+) -> (Value, JudgeResult) {
+    let output = a.outcome.as_ref().ok().cloned().unwrap_or(JudgeOutput {
+        obligations: Vec::new(),
+    });
+    let model = a.meta.model_answered.clone();
+    let result = normalize::normalize(
+        slot,
+        package,
+        package_hash,
+        prompt_hash,
+        SlotAnswer::Answered {
+            output: &output,
+            model,
+        },
+        hashes,
+    );
+    (serde_json::to_value(&output).unwrap_or(Value::Null), result)
+}
+
+/// The `parsed.json` of a slot with no accepted attempt: why its last attempt failed, or
+/// that it made none.
+fn slot_failure(slot: Slot, run: &SlotRun, session_id: &str) -> AttemptFailure {
+    let last = run.attempts.last();
+    let (class, detail, attempt) = match last.map(|a| &a.outcome) {
+        Some(Err(f)) => (
+            f.class,
+            f.detail.clone(),
+            last.map(|a| a.attempt).unwrap_or(0),
+        ),
+        _ => (
+            ErrorClass::NoAttempt,
+            "the slot made no attempt".to_string(),
+            0,
+        ),
+    };
+    AttemptFailure {
+        schema_version: ATTEMPT_FAILURE.into(),
+        slot,
+        session_id: session_id.to_string(),
+        attempt,
+        stage: FailureStage::Parse,
+        error_class: class,
+        detail,
+        started_at: None,
+        ended_at: None,
     }
 }

@@ -328,64 +328,63 @@ impl Store {
         E: std::fmt::Display,
     {
         let mut stream = stream;
-        let mut hasher = Sha256::new();
-        let mut size: u64 = 0;
+        let mut tally = Tally {
+            hasher: Sha256::new(),
+            size: 0,
+            limit,
+        };
         let mut head = BytesMut::new();
         // Small blobs: buffer, then one create-only put.
-        loop {
-            match stream.next().await {
-                None => {
-                    let hash = Hash::from_hasher(hasher);
-                    check_expected(expected, &hash)?;
-                    return self
-                        .create_hashed(&Key::cas(&hash), head.freeze(), hash.clone())
-                        .await
-                        .map(|(s, _)| s);
-                }
-                Some(Err(e)) => return Err(StoreError::Upload(e.to_string())),
-                Some(Ok(chunk)) => {
-                    size += chunk.len() as u64;
-                    if size > limit {
-                        return Err(StoreError::TooLarge {
-                            key: "blob".into(),
-                            size,
-                            limit,
-                        });
-                    }
-                    hasher.update(&chunk);
-                    head.extend_from_slice(&chunk);
-                    if head.len() > SINGLE_PUT_MAX {
-                        break;
-                    }
-                }
-            }
+        if read_head(&mut stream, &mut tally, &mut head).await? {
+            let hash = Hash::from_hasher(tally.hasher);
+            check_expected(expected, &hash)?;
+            return self
+                .create_hashed(&Key::cas(&hash), head.freeze(), hash.clone())
+                .await
+                .map(|(s, _)| s);
         }
         // Large blobs: stream to a unique staging key, then link it into place create-only.
         let staging = Key::parse(&format!("tmp/uploads/{}", random_hex(16)))
             .map_err(|e| StoreError::Upload(e.to_string()))?;
+        self.upload_staging(&staging, head.freeze(), &mut stream, &mut tally)
+            .await?;
+        let Tally { hasher, size, .. } = tally;
+        let result = self
+            .link_staged(&staging, Hash::from_hasher(hasher), size, expected)
+            .await;
+        // Staging objects are scratch space, not evidence: removing them rewrites nothing.
+        let _ = self.inner.delete(&path(&staging)).await;
+        result
+    }
+
+    /// Streams the rest of a large blob to `staging` as one multipart upload, `head` first.
+    /// A failed stream aborts the upload.
+    async fn upload_staging<S, E>(
+        &self,
+        staging: &Key,
+        head: Bytes,
+        stream: &mut S,
+        tally: &mut Tally,
+    ) -> Result<(), StoreError>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Unpin,
+        E: std::fmt::Display,
+    {
         let upload = self
             .inner
-            .put_multipart(&path(&staging))
+            .put_multipart(&path(staging))
             .await
-            .map_err(|e| backend(&staging, "start multipart upload", e))?;
+            .map_err(|e| backend(staging, "start multipart upload", e))?;
         let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
-        writer.put(head.freeze());
+        writer.put(head);
         let streamed: Result<(), StoreError> = async {
             while let Some(chunk) = stream.next().await {
                 let chunk = chunk.map_err(|e| StoreError::Upload(e.to_string()))?;
-                size += chunk.len() as u64;
-                if size > limit {
-                    return Err(StoreError::TooLarge {
-                        key: "blob".into(),
-                        size,
-                        limit,
-                    });
-                }
-                hasher.update(&chunk);
+                tally.add(&chunk)?;
                 writer
                     .wait_for_capacity(2)
                     .await
-                    .map_err(|e| backend(&staging, "upload part", e))?;
+                    .map_err(|e| backend(staging, "upload part", e))?;
                 writer.put(chunk);
             }
             Ok(())
@@ -398,41 +397,41 @@ impl Store {
         writer
             .finish()
             .await
-            .map_err(|e| backend(&staging, "finish multipart upload", e))?;
-        let hash = Hash::from_hasher(hasher);
-        let result = async {
-            check_expected(expected, &hash)?;
-            let key = Key::cas(&hash);
-            let linked_ours = match self
-                .inner
-                .copy_if_not_exists(&path(&staging), &path(&key))
-                .await
-            {
-                Ok(()) => true,
-                Err(object_store::Error::AlreadyExists { .. })
-                | Err(object_store::Error::Precondition { .. }) => false,
-                Err(e) => return Err(backend(&key, "create-only copy", e)),
-            };
-            // A local hard link is the very file just hashed; anything else (someone else's
-            // object, a server-side copy) is re-hashed: a CAS key must hash to its name.
-            if linked_ours && matches!(self.url, StoreUrl::File(_)) {
-                return Ok(Stored {
-                    key,
-                    hash: hash.clone(),
-                    size,
-                });
-            }
-            let stored_size = self.verify(&key, &hash).await?;
-            Ok(Stored {
-                key,
-                hash: hash.clone(),
-                size: stored_size,
-            })
+            .map_err(|e| backend(staging, "finish multipart upload", e))?;
+        Ok(())
+    }
+
+    /// Links an uploaded staging object into place at its CAS key, create-only.
+    async fn link_staged(
+        &self,
+        staging: &Key,
+        hash: Hash,
+        size: u64,
+        expected: Option<&Hash>,
+    ) -> Result<Stored, StoreError> {
+        check_expected(expected, &hash)?;
+        let key = Key::cas(&hash);
+        let linked_ours = match self
+            .inner
+            .copy_if_not_exists(&path(staging), &path(&key))
+            .await
+        {
+            Ok(()) => true,
+            Err(object_store::Error::AlreadyExists { .. })
+            | Err(object_store::Error::Precondition { .. }) => false,
+            Err(e) => return Err(backend(&key, "create-only copy", e)),
+        };
+        // A local hard link is the very file just hashed; anything else (someone else's
+        // object, a server-side copy) is re-hashed: a CAS key must hash to its name.
+        if linked_ours && matches!(self.url, StoreUrl::File(_)) {
+            return Ok(Stored { key, hash, size });
         }
-        .await;
-        // Staging objects are scratch space, not evidence: removing them rewrites nothing.
-        let _ = self.inner.delete(&path(&staging)).await;
-        result
+        let stored_size = self.verify(&key, &hash).await?;
+        Ok(Stored {
+            key,
+            hash,
+            size: stored_size,
+        })
     }
 
     /// Streams an object without holding it (for copies between stores).
@@ -754,6 +753,54 @@ fn file_kind(t: &std::fs::FileType) -> &'static str {
         "a device"
     } else {
         "not a file"
+    }
+}
+
+/// The hash and size of a blob as it streams in; past `limit` bytes it is refused.
+struct Tally {
+    hasher: Sha256,
+    size: u64,
+    limit: u64,
+}
+
+impl Tally {
+    fn add(&mut self, chunk: &[u8]) -> Result<(), StoreError> {
+        self.size += chunk.len() as u64;
+        if self.size > self.limit {
+            return Err(StoreError::TooLarge {
+                key: "blob".into(),
+                size: self.size,
+                limit: self.limit,
+            });
+        }
+        self.hasher.update(chunk);
+        Ok(())
+    }
+}
+
+/// Buffers the start of a blob into `head`: `true` when the stream ended there (the whole
+/// blob is in `head`), `false` as soon as `head` is over [`SINGLE_PUT_MAX`].
+async fn read_head<S, E>(
+    stream: &mut S,
+    tally: &mut Tally,
+    head: &mut BytesMut,
+) -> Result<bool, StoreError>
+where
+    S: Stream<Item = Result<Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    loop {
+        match stream.next().await {
+            None => return Ok(true),
+            Some(Err(e)) => return Err(StoreError::Upload(e.to_string())),
+            Some(Ok(chunk)) => {
+                tally.add(&chunk)?;
+                head.extend_from_slice(&chunk);
+                if head.len() > SINGLE_PUT_MAX {
+                    return Ok(false);
+                }
+            }
+        }
     }
 }
 
