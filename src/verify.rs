@@ -69,6 +69,7 @@ pub async fn run_exists(store: &Store, run: &RunId) -> Result<bool, StoreError> 
 #[derive(Debug, Clone)]
 pub struct VerifiedRun {
     seal: sealing::VerifiedSeal,
+    seal_hash: Hash,
     evidence: Evidence,
     evidence_hash: Hash,
 }
@@ -82,6 +83,10 @@ impl VerifiedRun {
     }
     pub fn evidence_hash(&self) -> &Hash {
         &self.evidence_hash
+    }
+    /// The sha256 of the envelope bytes whose signature verified.
+    pub fn seal_hash(&self) -> &Hash {
+        &self.seal_hash
     }
 }
 
@@ -147,7 +152,7 @@ async fn check_run(
                 Err(e) => problems.push(problem(check::SEAL, seal_key.as_str(), e.to_string())),
                 Ok(seal) => {
                     report.key_id = Some(seal.key_id.clone());
-                    verified_seal = Some(seal.clone());
+                    verified_seal = Some((seal.clone(), Hash::of(&bytes)));
                     let subject = &seal.statement.subject[0];
                     if subject.name != ev_key.as_str() {
                         problems.push(mismatch(
@@ -376,8 +381,9 @@ async fn check_run(
     problems.dedup();
     report.verified = problems.is_empty();
     report.problems = problems;
-    let proof = verified_seal.map(|seal| VerifiedRun {
+    let proof = verified_seal.map(|(seal, seal_hash)| VerifiedRun {
         seal,
+        seal_hash,
         evidence: ev,
         evidence_hash: ev_hash,
     });
