@@ -710,7 +710,7 @@ table.obs td{min-width:9rem}
 .desc,.cites{color:var(--mute);font-size:.85rem;margin-top:.2rem}
 .rationale{margin-top:.2rem;white-space:pre-wrap;overflow-wrap:anywhere}
 .st{font-weight:600}.st.satisfied{color:var(--pass)}.st.failed,.st.contradicted{color:var(--blocked)}.st.missing,.st.disputed{color:var(--guard)}
-.ok{color:var(--pass);font-weight:600}.no{color:var(--blocked);font-weight:600}
+.ok{color:var(--pass);font-weight:600;white-space:nowrap}.no{color:var(--blocked);font-weight:600;white-space:nowrap}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;border:1px solid var(--line);border-radius:6px;padding:.5rem .7rem;max-height:18rem;overflow:auto}
 pre.cmd{max-height:none}
 .judges{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:0 1rem}

@@ -156,11 +156,12 @@ fn edge(e: &TreeEdge, a: Cell, b: Cell, branch: bool, width: i64, lane: &mut i64
     } else if b.row == a.row + 1 {
         let (x1, y1, x2, y2) = (a.x + W / 2, a.y + H, b.x + W / 2, b.y - 2);
         let my = (y1 + y2) / 2;
+        // The label sits above the target box, where no other edge's label goes.
         (
             format!("M{x1} {y1} C{x1} {my} {x2} {my} {x2} {y2}"),
-            (x1 + x2) / 2,
-            my + 4,
-            "middle",
+            b.x + 4,
+            b.y - 7,
+            "start",
         )
     } else {
         *lane += 1;
@@ -176,7 +177,7 @@ fn edge(e: &TreeEdge, a: Cell, b: Cell, branch: bool, width: i64, lane: &mut i64
     let label = if branch || e.selected && a.row + 1 < b.row {
         format!(
             "<text x=\"{lx}\" y=\"{ly}\" text-anchor=\"{anchor}\" class=\"lbl\">{}</text>",
-            esc(&crate::contracts::shorten(&e.label, 44))
+            esc(&crate::contracts::shorten(&e.label, 30))
         )
     } else {
         String::new()
