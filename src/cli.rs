@@ -84,6 +84,28 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Explain a sealed run: its evidence-bound decision tree (seal.decision-tree/1) as JSON,
+    /// or as a self-contained HTML page. The run is verified first. Exit 0 explained, 1 the run
+    /// does not verify, 2 could not run.
+    Explain {
+        /// The run id.
+        run_id: String,
+        /// Store URL (default: the config's).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
+        /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
+        #[arg(long, value_name = "PEM")]
+        trust: Vec<PathBuf>,
+        /// Write the tree as canonical JSON (the default).
+        #[arg(long, conflicts_with = "html")]
+        json: bool,
+        /// Write the page (HTML) instead of the JSON.
+        #[arg(long)]
+        html: bool,
+        /// Write to this file instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Re-judge decided runs into new historical_replay runs.
     Replay {
         /// Run ids to replay.
@@ -289,6 +311,23 @@ pub fn run(cli: Cli) -> u8 {
             jobs,
             json,
         } => cmd_verify(&cli, runs, *all, store.as_deref(), trust, *jobs, *json),
+        Command::Explain {
+            run_id,
+            store,
+            trust,
+            json: _,
+            html,
+            out,
+        } => cmd_explain(
+            &cli,
+            ExplainArgs {
+                run_id,
+                store: store.as_deref(),
+                trust,
+                html: *html,
+                out: out.as_deref(),
+            },
+        ),
         Command::Replay {
             runs,
             all,
@@ -746,6 +785,116 @@ fn progress(len: u64, wanted: bool) -> indicatif::ProgressBar {
         bar
     } else {
         indicatif::ProgressBar::hidden()
+    }
+}
+
+struct ExplainArgs<'a> {
+    run_id: &'a str,
+    store: Option<&'a str>,
+    trust: &'a [PathBuf],
+    html: bool,
+    out: Option<&'a Path>,
+}
+
+/// Quotes a word for a POSIX shell when it needs quoting.
+fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn cmd_explain(cli: &Cli, args: ExplainArgs<'_>) -> u8 {
+    use crate::fault::HasFault;
+    init_logging(cli.log_format, "warn");
+    let config = match load_config(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let run = match crate::ids::RunId::parse(args.run_id) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    let paths: Vec<&PathBuf> = config.trusted_keys.iter().chain(args.trust).collect();
+    let mut trusted = Vec::new();
+    for p in &paths {
+        match crate::sealing::PublicKey::load(p) {
+            Ok(k) => trusted.push(k),
+            Err(e) => return fail(e),
+        }
+    }
+    if trusted.is_empty() {
+        return fail("no trusted public key: give --trust PEM (or keys.trusted in the config)");
+    }
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let url = args
+        .store
+        .map(str::to_owned)
+        .unwrap_or_else(|| config.store.clone());
+    let result = rt.block_on(async {
+        let store = Store::open(&url)
+            .await?
+            .with_doc_limit(config.max_document_bytes);
+        crate::explain::explain(&store, &run, &trusted).await
+    });
+    let explained = match result {
+        Ok(e) => e,
+        Err(crate::explain::ExplainError::NotVerified(report)) => {
+            eprintln!("seal: run {run} does not verify; it is not explained:");
+            for p in &report.problems {
+                eprintln!("    {p}");
+            }
+            return 1;
+        }
+        Err(e @ crate::explain::ExplainError::NotFound { .. }) => return fail(e),
+        Err(e) => {
+            eprintln!("seal: {e}");
+            return e.fault().exit_code();
+        }
+    };
+    let bytes = if args.html {
+        let mut cmd = format!(
+            "seal verify {} --store {}",
+            shell_word(run.as_str()),
+            shell_word(&url)
+        );
+        for p in &paths {
+            cmd.push_str(&format!(
+                " --trust {}",
+                shell_word(&p.display().to_string())
+            ));
+        }
+        explained.html(&cmd).into_bytes()
+    } else {
+        let mut b = explained.tree_bytes.clone();
+        b.push(b'\n');
+        b
+    };
+    write_output(args.out, &bytes)
+}
+
+/// Writes `bytes` to `out`, or to stdout.
+fn write_output(out: Option<&Path>, bytes: &[u8]) -> u8 {
+    use std::io::Write;
+    match out {
+        Some(p) => match std::fs::write(p, bytes) {
+            Ok(()) => {
+                eprintln!("wrote {}", p.display());
+                0
+            }
+            Err(e) => fail(format!("{}: {e}", p.display())),
+        },
+        None => match std::io::stdout().write_all(bytes) {
+            Ok(()) => 0,
+            Err(e) => fail(e),
+        },
     }
 }
 

@@ -93,25 +93,74 @@ pub struct DecisionFacts<'a> {
     pub required: &'a [ObligationStatus],
 }
 
+/// The rule of the `dual-strict/1` decision order that decides a roll (docs/DESIGN.md §5), in
+/// the order they are tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecisionRule {
+    /// A required independence check is false: the roll is void.
+    Void,
+    /// The deterministic floor failed.
+    FloorFailed,
+    /// Both judge slots failed.
+    BothJudgesFailed,
+    /// A required obligation failed.
+    ObligationFailed,
+    /// Every required obligation is satisfied by two judges.
+    AllSatisfied,
+    /// Anything else: disputed, contradicted, missing, or one judge failed.
+    Otherwise,
+}
+
+impl DecisionRule {
+    /// The outcome this rule decides.
+    pub fn outcome(self) -> Outcome {
+        match self {
+            DecisionRule::Void | DecisionRule::BothJudgesFailed => Outcome::InfraError,
+            DecisionRule::FloorFailed | DecisionRule::ObligationFailed => Outcome::Fail,
+            DecisionRule::AllSatisfied => Outcome::Pass,
+            DecisionRule::Otherwise => Outcome::Inconclusive,
+        }
+    }
+
+    /// The rule in words, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            DecisionRule::Void => "a required independence check is false: the roll is void",
+            DecisionRule::FloorFailed => "the floor failed: fail, whatever the judges said",
+            DecisionRule::BothJudgesFailed => "both judges failed",
+            DecisionRule::ObligationFailed => "a required obligation failed",
+            DecisionRule::AllSatisfied => "every required obligation is satisfied",
+            DecisionRule::Otherwise => {
+                "a required obligation is disputed, contradicted or missing, or one judge failed"
+            }
+        }
+    }
+}
+
 /// The roll decision order of `dual-strict/1` (docs/DESIGN.md §5), written once: a void roll
 /// is `infra_error`; a failed floor is `fail`; both judges failed is `infra_error`; a failed
 /// required obligation is `fail`; all required satisfied is `pass` unless a judge failed (a
 /// single judge never passes); anything else is `inconclusive`.
-pub fn decision_order(f: &DecisionFacts<'_>) -> Outcome {
+pub fn decision_rule(f: &DecisionFacts<'_>) -> DecisionRule {
     let any = |s: ObligationStatus| f.required.contains(&s);
     if !f.independence_holds {
-        Outcome::InfraError
+        DecisionRule::Void
     } else if !f.floor_passed {
-        Outcome::Fail
+        DecisionRule::FloorFailed
     } else if f.both_failed {
-        Outcome::InfraError
+        DecisionRule::BothJudgesFailed
     } else if any(ObligationStatus::Failed) {
-        Outcome::Fail
+        DecisionRule::ObligationFailed
     } else if f.required.iter().all(|s| *s == ObligationStatus::Satisfied) && !f.degraded {
-        Outcome::Pass
+        DecisionRule::AllSatisfied
     } else {
-        Outcome::Inconclusive
+        DecisionRule::Otherwise
     }
+}
+
+/// The outcome of [`decision_rule`].
+pub fn decision_order(f: &DecisionFacts<'_>) -> Outcome {
+    decision_rule(f).outcome()
 }
 
 /// Computes the consensus document of one roll.

@@ -34,6 +34,7 @@ pub fn check(kind: Kind, doc: &Value) -> Vec<Finding> {
         Kind::JudgeConsensus => typed::<JudgeConsensus>(doc).map(|d| consensus(&d)),
         Kind::CostReservation => typed::<CostReservation>(doc).map(|d| cost_reservation(&d)),
         Kind::ImageManifest => typed::<ImageManifest>(doc).map(|d| image_manifest(&d)),
+        Kind::DecisionTree => typed::<DecisionTree>(doc).map(|d| decision_tree(&d)),
         Kind::SlotMeta
         | Kind::JudgeAttemptFailure
         | Kind::JudgeOutput
@@ -855,6 +856,40 @@ pub fn image_manifest(m: &ImageManifest) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Err(e) = sorted_unique(m.frames.iter().map(|e| e.hash.as_str())) {
         out.push(f("/frames", "manifest_sorted", e));
+    }
+    out
+}
+
+/// A decision tree has one selected path from its root to the outcome node of its observed
+/// outcome, and binds every roll of `observed.rollOutcomes`, in order.
+pub fn decision_tree(t: &DecisionTree) -> Vec<Finding> {
+    let mut out = Vec::new();
+    match t.selected_path() {
+        Err(e) => out.push(f("/edges", "one_selected_path", e)),
+        Ok(path) => {
+            let want = outcome_node_id(t.observed.outcome);
+            if path.last().map(|n| n.id.as_str()) != Some(want.as_str()) {
+                out.push(f(
+                    "/edges",
+                    "path_ends_at_observed_outcome",
+                    format!("the selected path must end at {want}"),
+                ));
+            }
+        }
+    }
+    let bound: Vec<RollId> = t
+        .evidence_bindings
+        .rolls
+        .iter()
+        .map(|r| r.roll_id)
+        .collect();
+    let observed: Vec<RollId> = t.observed.roll_outcomes.iter().map(|r| r.roll_id).collect();
+    if bound != observed {
+        out.push(f(
+            "/evidenceBindings/rolls",
+            "every_roll_bound",
+            "evidenceBindings.rolls must bind exactly the rolls of observed.rollOutcomes, in order",
+        ));
     }
     out
 }

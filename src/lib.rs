@@ -39,6 +39,7 @@ pub mod contracts;
 pub mod derive;
 pub mod doc;
 pub mod engine;
+pub mod explain;
 pub mod fault;
 pub mod ids;
 pub mod independence;

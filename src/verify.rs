@@ -108,6 +108,7 @@ pub async fn run_exists(store: &Store, run: &RunId) -> Result<bool, StoreError> 
 #[derive(Debug, Clone)]
 pub struct VerifiedRun {
     seal: sealing::VerifiedSeal,
+    seal_hash: Hash,
     evidence: Evidence,
     evidence_hash: Hash,
 }
@@ -121,6 +122,10 @@ impl VerifiedRun {
     }
     pub fn evidence_hash(&self) -> &Hash {
         &self.evidence_hash
+    }
+    /// The sha256 of the envelope bytes whose signature verified.
+    pub fn seal_hash(&self) -> &Hash {
+        &self.seal_hash
     }
 }
 
@@ -175,7 +180,7 @@ async fn check_run(
     // 1. The seal; 2. the evidence document; 3. the snapshot and the submitted documents it
     // was judged from; 4. everything the evidence references (the audit).
     let seal = check_seal(store, run, trusted, &ev_bytes, &ev_hash, &mut problems).await?;
-    report.key_id = seal.as_ref().map(|s| s.key_id.clone());
+    report.key_id = seal.as_ref().map(|(s, _)| s.key_id.clone());
     let Some(ev) = check_evidence(store, run, &ev_bytes, &mut problems) else {
         report.problems = problems;
         return Ok((report, None));
@@ -188,8 +193,9 @@ async fn check_run(
     problems.dedup();
     report.verified = problems.is_empty();
     report.problems = problems;
-    let proof = seal.map(|seal| VerifiedRun {
+    let proof = seal.map(|(seal, seal_hash)| VerifiedRun {
         seal,
+        seal_hash,
         evidence: ev,
         evidence_hash: ev_hash,
     });
@@ -205,7 +211,7 @@ async fn check_seal(
     ev_bytes: &[u8],
     ev_hash: &Hash,
     problems: &mut Vec<Problem>,
-) -> Result<Option<sealing::VerifiedSeal>, StoreError> {
+) -> Result<Option<(sealing::VerifiedSeal, Hash)>, StoreError> {
     let ev_key = Key::evidence(run);
     let seal_key = Key::seal(run);
     let mut verified_seal = None;
@@ -220,7 +226,7 @@ async fn check_seal(
             Ok(env) => match sealing::verify_envelope(&env, trusted) {
                 Err(e) => problems.push(problem(check::SEAL, seal_key.as_str(), e.to_string())),
                 Ok(seal) => {
-                    verified_seal = Some(seal.clone());
+                    verified_seal = Some((seal.clone(), Hash::of(&bytes)));
                     let subject = &seal.statement.subject[0];
                     if subject.name != ev_key.as_str() {
                         problems.push(mismatch(

@@ -142,6 +142,33 @@ async fn example_runs_go_through_the_api_to_verified_seals() {
             .await
             .unwrap();
         assert_eq!(v["verified"], true, "{v}");
+        // Explain: the JSON tree, or the page for a browser.
+        let tree: Value = c
+            .get(format!("{base}/v1/runs/{name}/explain"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(tree["schemaVersion"], "seal.decision-tree/1", "{tree}");
+        assert_eq!(tree["observed"]["outcome"], outcome);
+        let page = c
+            .get(format!("{base}/v1/runs/{name}/explain"))
+            .header("accept", "text/html,application/xhtml+xml")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), StatusCode::OK);
+        assert!(page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html"));
+        assert!(page.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("default-src 'none'"));
+        assert!(page.text().await.unwrap().contains("<svg"));
         let s: Value = c
             .get(format!("{base}/v1/runs/{name}"))
             .send()
@@ -162,6 +189,12 @@ async fn example_runs_go_through_the_api_to_verified_seals() {
             .unwrap();
         assert_eq!(again["evidenceSha256"], done["evidenceSha256"]);
     }
+    let missing = c
+        .get(format!("{base}/v1/runs/run-nope/explain"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
     let health = c.get(format!("{base}/healthz")).send().await.unwrap();
     assert_eq!(health.status(), StatusCode::OK);
     let metrics = c

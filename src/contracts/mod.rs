@@ -84,6 +84,10 @@ pub const AUTHORED: &[(&str, &str)] = &[
         "judge-attempt-failure.schema.json",
         include_str!("schemas/judge-attempt-failure.schema.json"),
     ),
+    (
+        "decision-tree.schema.json",
+        include_str!("schemas/decision-tree.schema.json"),
+    ),
 ];
 
 /// The kinds of document seal validates.
@@ -103,10 +107,12 @@ pub enum Kind {
     Verdict,
     /// One element of playtest/3 `rolls` (seal stores each finished roll on its own).
     V3Roll,
+    /// The decision tree of a sealed run (`seal explain --json`).
+    DecisionTree,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 14] = [
         Kind::PlaytestV3,
         Kind::ProofPackage,
         Kind::JudgePackage,
@@ -120,6 +126,7 @@ impl Kind {
         Kind::PlaySpec,
         Kind::Verdict,
         Kind::V3Roll,
+        Kind::DecisionTree,
     ];
 
     pub fn name(self) -> &'static str {
@@ -137,6 +144,7 @@ impl Kind {
             Kind::PlaySpec => "PlaySpec",
             Kind::Verdict => "Verdict",
             Kind::V3Roll => "playtest/3 roll",
+            Kind::DecisionTree => "seal.decision-tree/1",
         }
     }
 
@@ -159,6 +167,9 @@ impl Kind {
             Kind::Verdict => "https://wanxiang.ai/contracts/agent-loop/verdict.schema.json",
             Kind::V3Roll => {
                 "https://wanxiang.ai/contracts/play-loop/playtest-evidence-v3.schema.json#/$defs/roll"
+            }
+            Kind::DecisionTree => {
+                "https://wanxiang.ai/contracts/play-loop/decision-tree.schema.json"
             }
         }
     }
@@ -183,6 +194,7 @@ impl Kind {
                 "JudgeConsensus/1" => Ok(Kind::JudgeConsensus),
                 "CostReservation/1" => Ok(Kind::CostReservation),
                 "JudgeAttemptFailure/1" => Ok(Kind::JudgeAttemptFailure),
+                "seal.decision-tree/1" => Ok(Kind::DecisionTree),
                 v if v.starts_with("play-spec/") => Ok(Kind::PlaySpec),
                 other => Err(format!(
                     "unknown schemaVersion {:?}",

@@ -10,6 +10,7 @@
 pub mod common;
 pub mod consensus;
 pub mod cost;
+pub mod decision_tree;
 pub mod evidence;
 pub mod judge_package;
 pub mod judge_result;
@@ -19,6 +20,7 @@ pub mod slot_meta;
 pub use common::*;
 pub use consensus::*;
 pub use cost::*;
+pub use decision_tree::*;
 pub use evidence::*;
 pub use judge_package::*;
 pub use judge_result::*;

@@ -6,6 +6,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::explain::ExplainError;
 use crate::fault::{Fault, HasFault};
 use crate::intake::IntakeError;
 use crate::postguard::FinalizeError;
@@ -195,6 +196,46 @@ impl From<FinalizeError> for ApiError {
             FinalizeError::Roll(r) => r.into(),
             FinalizeError::Store(s) => s.into(),
             FinalizeError::Internal { run, .. } => ApiError::by_fault(
+                fault,
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+                msg,
+                Some(format!("run {run}")),
+            ),
+        }
+    }
+}
+
+impl From<ExplainError> for ApiError {
+    fn from(e: ExplainError) -> ApiError {
+        let msg = e.to_string();
+        let fault = e.fault();
+        match e {
+            ExplainError::Store(s) => s.into(),
+            ExplainError::NotFound { run } => ApiError::by_fault(
+                fault,
+                (StatusCode::NOT_FOUND, "not_found"),
+                msg,
+                Some(format!("run {run}")),
+            ),
+            ExplainError::NotVerified(report) => {
+                let first = report.problems.first().map(|p| p.to_string());
+                ApiError::by_fault(
+                    fault,
+                    (StatusCode::CONFLICT, "not_verified"),
+                    match first {
+                        Some(p) => format!("{msg}; first: {p}"),
+                        None => msg,
+                    },
+                    Some(format!("run {}", report.run_id)),
+                )
+            }
+            ExplainError::Corrupt { key, .. } => ApiError::by_fault(
+                fault,
+                (StatusCode::INTERNAL_SERVER_ERROR, "corrupt_store"),
+                msg,
+                Some(key),
+            ),
+            ExplainError::Invalid { run, .. } => ApiError::by_fault(
                 fault,
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
                 msg,

@@ -94,6 +94,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/runs/{run_id}/rolls/{n}", post(post_roll))
         .route("/v1/runs/{run_id}/finalize", post(post_finalize))
         .route("/v1/runs/{run_id}/verify", get(get_verify))
+        .route("/v1/runs/{run_id}/explain", get(get_explain))
         .layer(DefaultBodyLimit::max(doc_limit));
     let blobs = Router::new()
         .route("/v1/blobs/sha256/{hex}", put(put_blob))
@@ -487,6 +488,41 @@ async fn get_verify(
     }
     let report = crate::verify::verify_run(&state.engine.store, &run, &state.trusted).await?;
     Ok(Json(report).into_response())
+}
+
+/// The decision tree of a sealed run: the page for `Accept: text/html`, else the JSON.
+async fn get_explain(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    let explained = crate::explain::explain(&state.engine.store, &run, &state.trusted).await?;
+    let wants_html = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/html"));
+    if wants_html {
+        let cmd = format!(
+            "seal verify {run} --store {} --trust seal.pub.pem",
+            state.engine.store.url()
+        );
+        Ok((
+            [
+                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                (header::CONTENT_SECURITY_POLICY, crate::explain::html::CSP),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            explained.html(&cmd),
+        )
+            .into_response())
+    } else {
+        Ok((
+            [(header::CONTENT_TYPE, "application/json")],
+            explained.tree_bytes,
+        )
+            .into_response())
+    }
 }
 
 /// How long a client should wait after a 429 (seconds).

@@ -281,3 +281,97 @@ pub async fn run(mut c: std::process::Command) -> std::process::Output {
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// Text a game or a model could send to break a page: a script, a `javascript:` URL, an
+/// element that closes the SVG, and attribute-breaking quotes of both kinds.
+pub const HOSTILE: [&str; 5] = [
+    "<script>document.title='pwned'</script>",
+    "javascript:document.title='pwned'",
+    "</svg></a><img src=x onerror=\"document.title='pwned'\">",
+    "\" onmouseover=\"document.title='pwned'\" x=\"",
+    "' autofocus onfocus='document.title=`pwned`' x='",
+];
+
+pub fn hostile_text() -> String {
+    HOSTILE.join(" | ")
+}
+
+/// A sealed run of the pass example whose game text (brief, an obligation description, a
+/// floor check, event data and keys) and both judges' rationales are [`HOSTILE`]:
+/// (its temp folder, store URL, public key PEM, run id).
+pub async fn hostile_sealed_run() -> (tempfile::TempDir, String, PathBuf, String) {
+    use serde_json::{json, Value};
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    copy_tree(&example("run-narrative-0010-pass"), &input);
+    let evil = hostile_text();
+    let brief = format!(
+        "{}\n\n{evil}\n",
+        std::fs::read_to_string(input.join("brief.md")).unwrap()
+    );
+    std::fs::write(input.join("brief.md"), &brief).unwrap();
+    let read = |p: &std::path::Path| -> Value {
+        serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+    };
+    let mut header = read(&input.join("header.json"));
+    header["briefHash"] = json!(seal::canonical::Hash::of(brief.as_bytes()).to_string());
+    for o in header["proofObligations"].as_array_mut().unwrap() {
+        if o["id"] == "polish.no-placeholder" {
+            o["description"] = json!(format!("No placeholder text. {evil}"));
+        }
+    }
+    std::fs::write(
+        input.join("header.json"),
+        serde_json::to_vec(&header).unwrap(),
+    )
+    .unwrap();
+    let pp = input.join("roll-1/proof-package.json");
+    let mut proof = read(&pp);
+    proof["floor"]["checks"][0]["detail"] = json!(evil);
+    let events = proof["events"].as_array_mut().unwrap();
+    let seq = events.len();
+    events.push(json!({"seq": seq, "name": "render", "tMs": 5900,
+        "data": {"visibleText": evil, "<script>alert(1)</script>": "javascript:alert(1)"}}));
+    let frame = proof["frames"][0]["hash"].clone();
+    std::fs::write(&pp, serde_json::to_vec(&proof).unwrap()).unwrap();
+
+    let lb = Loopback::start(std::time::Duration::from_millis(1))
+        .await
+        .unwrap();
+    let ids = [
+        "brief.theme-visible",
+        "core.loop-reached",
+        "polish.no-placeholder",
+        "progress.score-increased",
+        "ui.text-readable",
+    ];
+    let answer = json!({"obligations": ids.iter().map(|id| json!({
+        "id": id, "verdict": "satisfied",
+        "sequenceRefs": [{"stream": "events", "from": 11, "to": seq}],
+        "frameHashes": [frame],
+        "rationale": format!("{id}: {evil}"),
+    })).collect::<Vec<_>>()});
+    for model in [MODEL_A, MODEL_B] {
+        lb.script(
+            model,
+            [seal_testkit::loopback::Fault::Content(answer.to_string())],
+        );
+    }
+    let key = SigningKey::generate();
+    let (_, pem) = key.write_pair(&dir.path().join("keys")).unwrap();
+    let url = file_url(&dir.path().join("store"));
+    let store = Store::open(&url).await.unwrap();
+    let engine = Engine::new(store, config_for(&lb, &[]), Some(key)).unwrap();
+    let folder = seal::runfolder::RunFolder::read(&input, 1 << 26).unwrap();
+    let done = seal::runfolder::judge(&engine, &folder)
+        .await
+        .expect("hostile run seals");
+    assert_eq!(
+        done.evidence.outcome,
+        Some(seal::doc::Outcome::Pass),
+        "{:?}",
+        done.evidence.decision
+    );
+    let run = folder.run.to_string();
+    (dir, url, pem, run)
+}
