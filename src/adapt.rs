@@ -235,18 +235,16 @@ pub fn verdict_file_to_run_folder(
     out: &Path,
 ) -> Result<RunId, AdaptError> {
     let object = path.display().to_string();
-    let io = |e: std::io::Error| AdaptError::Io {
-        path: object.clone(),
-        reason: format!("cannot read: {e}"),
-    };
-    let meta = std::fs::metadata(path).map_err(io)?;
-    if meta.len() > VERDICT_LIMIT {
-        return Err(AdaptError::InvalidVerdict {
-            object,
-            reason: format!("{} bytes is over the limit of {VERDICT_LIMIT}", meta.len()),
-        });
-    }
-    let bytes = std::fs::read(path).map_err(io)?;
+    let bytes = crate::fsio::read(path, VERDICT_LIMIT).map_err(|e| match e {
+        crate::fsio::FsError::TooLarge { .. } => AdaptError::InvalidVerdict {
+            object: object.clone(),
+            reason: format!("over the limit of {VERDICT_LIMIT} bytes"),
+        },
+        other => AdaptError::Io {
+            path: object.clone(),
+            reason: format!("cannot read: {other}"),
+        },
+    })?;
     let adapted = adapt_verdict(&object, &bytes, genre)?;
     write_run_folder(&adapted, out)?;
     Ok(adapted.run)

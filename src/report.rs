@@ -2,6 +2,7 @@
 //! outcome, the obligations × (A, B, consensus) of the source roll, the cost and the seal.
 
 use serde::Serialize;
+use std::collections::HashMap;
 
 use crate::doc::*;
 use crate::ids::Slot;
@@ -63,18 +64,33 @@ pub async fn summarize(store: &Store, done: &Finalized) -> Result<Summary, Store
                 .ok();
         }
     }
-    let status_of = |res: &Option<JudgeResult>, id: &str| -> String {
+    // One index per source, so the table is linear in the number of obligations.
+    let index = |res: &Option<JudgeResult>| -> HashMap<String, String> {
         match res {
-            None => "-".into(),
-            Some(r) if r.slot_failed.is_some() => "(failed)".into(),
+            None => HashMap::new(),
+            Some(r) if r.slot_failed.is_some() => HashMap::new(),
             Some(r) => r
                 .obligations
                 .iter()
-                .find(|o| o.id == id)
-                .map(|o| o.status.as_str().to_string())
-                .unwrap_or_else(|| "-".into()),
+                .map(|o| (o.id.clone(), o.status.as_str().to_string()))
+                .collect(),
         }
     };
+    let status_of = |res: &Option<JudgeResult>, map: &HashMap<String, String>, id: &str| match res {
+        None => "-".to_string(),
+        Some(r) if r.slot_failed.is_some() => "(failed)".into(),
+        Some(_) => map.get(id).cloned().unwrap_or_else(|| "-".into()),
+    };
+    let (index_a, index_b) = (index(&slots[0]), index(&slots[1]));
+    let index_c: HashMap<&str, &str> = consensus
+        .as_ref()
+        .map(|c| {
+            c.obligation_results
+                .iter()
+                .map(|x| (x.id.as_str(), x.status.as_str()))
+                .collect()
+        })
+        .unwrap_or_default();
     let mut ids: Vec<&ProofObligation> = e.proof_obligations.iter().collect();
     ids.sort_by(|a, b| a.id.cmp(&b.id));
     let obligations = ids
@@ -82,12 +98,11 @@ pub async fn summarize(store: &Store, done: &Finalized) -> Result<Summary, Store
         .map(|o| ObligationRow {
             id: o.id.clone(),
             required: o.required,
-            a: status_of(&slots[0], &o.id),
-            b: status_of(&slots[1], &o.id),
-            consensus: consensus
-                .as_ref()
-                .and_then(|c| c.obligation_results.iter().find(|x| x.id == o.id))
-                .map(|x| x.status.as_str().to_string())
+            a: status_of(&slots[0], &index_a, &o.id),
+            b: status_of(&slots[1], &index_b, &o.id),
+            consensus: index_c
+                .get(o.id.as_str())
+                .map(|s| s.to_string())
                 .unwrap_or_else(|| "-".into()),
         })
         .collect();

@@ -11,6 +11,7 @@
 //! later replay's inputs cannot change what was sealed).
 
 use serde::Serialize;
+use std::collections::BTreeSet;
 
 use crate::audit::{self, Problem};
 use crate::canonical::{self, Hash};
@@ -71,6 +72,7 @@ pub struct VerifiedRun {
     seal: sealing::VerifiedSeal,
     evidence: Evidence,
     evidence_hash: Hash,
+    bound: BTreeSet<Key>,
 }
 
 impl VerifiedRun {
@@ -82,6 +84,11 @@ impl VerifiedRun {
     }
     pub fn evidence_hash(&self) -> &Hash {
         &self.evidence_hash
+    }
+    /// Every object the sealed evidence binds (run documents, refs, attempts, frames): what
+    /// an import copies, and nothing else.
+    pub fn bound(&self) -> &BTreeSet<Key> {
+        &self.bound
     }
 }
 
@@ -370,8 +377,8 @@ async fn check_run(
 
     // 4. Everything the evidence references.
     let brief = store.get_opt(&Key::brief(run)).await?;
-    let (audit_problems, _) = audit::audit(store, &ev, brief.as_deref()).await;
-    problems.extend(audit_problems);
+    let audited = audit::audit_bound(store, &ev, brief.as_deref()).await;
+    problems.extend(audited.problems);
 
     problems.dedup();
     report.verified = problems.is_empty();
@@ -380,6 +387,7 @@ async fn check_run(
         seal,
         evidence: ev,
         evidence_hash: ev_hash,
+        bound: audited.bound,
     });
     Ok((report, proof))
 }

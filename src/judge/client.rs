@@ -21,6 +21,7 @@ use crate::config::{Config, Secret, SlotConfig};
 use crate::doc::*;
 use crate::ids::{RollId, RunId, Slot};
 use crate::prompts::{self, PromptArtifact};
+use crate::resume::{self, AttemptId, ResumeError};
 use crate::store::{Key, Store, StoreError, Stored};
 
 /// A slot job: what one slot is asked to judge in one roll.
@@ -34,7 +35,12 @@ pub struct SlotJob<'a> {
     pub images: &'a HashMap<String, (String, String)>,
     pub seed: u64,
     pub session_id: String,
+    /// The secret seed salt: seeds, sessions and the attempt MAC derive from it.
+    pub salt: &'a [u8],
 }
+
+/// How often to look for the meta of an attempt another replica answered first.
+const THEIR_META_POLLS: u32 = 40;
 
 /// One judge slot: its configuration, prompt, and its own HTTP client.
 pub struct JudgeClient {
@@ -256,232 +262,72 @@ impl JudgeClient {
         }
     }
 
-    /// Runs this slot for a job: resumes stored attempts, makes new ones up to the retry limit.
-    pub async fn run_slot(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, StoreError> {
+    /// Runs this slot for a job: resumes stored attempts (only those [`resume::check`]
+    /// authenticates), makes new ones up to the retry limit.
+    pub async fn run_slot(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, ResumeError> {
         use tracing::Instrument;
         let span = tracing::info_span!("judge", slot = %self.slot, session = %job.session_id);
         self.run_attempts(store, job).instrument(span).await
     }
 
-    async fn run_attempts(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, StoreError> {
+    fn attempt_id<'a>(&self, job: &SlotJob<'a>, attempt: u32) -> AttemptId<'a> {
+        AttemptId {
+            run: job.run,
+            roll: job.roll,
+            slot: self.slot,
+            attempt,
+        }
+    }
+
+    async fn run_attempts(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, ResumeError> {
         let max = self.config.max_attempts();
+        let request_value = self.build_request(job);
+        let expected = Bytes::from(crate::canonical::canonical_bytes(&request_value).map_err(
+            |source| StoreError::Canonical {
+                key: Key::attempt_file(job.run, job.roll, self.slot, 1, "request.json"),
+                source,
+            },
+        )?);
         let mut attempts: Vec<AttemptRecord> = Vec::new();
         let mut last_retry_after = None;
         for k in 1..=max {
-            let key = |file: &str| Key::attempt_file(job.run, job.roll, self.slot, k, file);
-            let (req_key, raw_key, meta_key) =
-                (key("request.json"), key("raw.json"), key("meta.json"));
-
-            // An answer seal already holds is never asked for again.
-            if let Some(raw) = store.get_opt(&raw_key).await? {
-                let raw_stored = Stored {
-                    key: raw_key.clone(),
-                    hash: Hash::of(&raw),
-                    size: raw.len() as u64,
-                };
-                let request_stored = store.get_opt(&req_key).await?.map(|b| Stored {
-                    key: req_key.clone(),
-                    hash: Hash::of(&b),
-                    size: b.len() as u64,
-                });
-                let (meta, meta_hash) = match store.get_json::<SlotMeta>(&meta_key).await? {
-                    Some(found) => found,
-                    None => {
-                        let status = if parse::response_facts(&raw).finish_reason.is_some() {
-                            Some(200)
-                        } else {
-                            None
-                        };
-                        let outcome = evaluate_raw(&raw, status);
-                        let now = now_rfc3339();
-                        let m = self.meta(
-                            job,
-                            k,
-                            request_stored.as_ref(),
-                            &raw_stored,
-                            status,
-                            &raw,
-                            &now,
-                            &now,
-                            0,
-                            &outcome,
-                            Some("meta recovered after a restart: timings unknown"),
-                        );
-                        self.put_meta(store, &meta_key, &m).await?
-                    }
-                };
-                let outcome = evaluate_raw(&raw, meta.http_status);
-                tracing::info!(
-                    attempt = k,
-                    held = true,
-                    ok = outcome.is_ok(),
-                    "attempt answer already stored"
-                );
-                let done = outcome
-                    .as_ref()
-                    .map(|_| true)
-                    .unwrap_or_else(|f| !f.class.is_retryable());
-                attempts.push(AttemptRecord {
-                    attempt: k,
-                    request: request_stored,
-                    raw: raw_stored,
-                    meta,
-                    meta_hash,
-                    outcome,
-                });
-                if done {
-                    break;
-                }
-                continue;
-            }
-
-            // The request: the stored one if this attempt was started before, else a new one.
-            let (request_value, request_stored) = match store.get_opt(&req_key).await? {
-                Some(b) => {
-                    let v = crate::json::parse(&b, store.doc_limit()).map_err(|e| {
-                        StoreError::BadDocument {
-                            key: req_key.clone(),
-                            detail: e.to_string(),
-                        }
-                    })?;
-                    let s = Stored {
-                        key: req_key.clone(),
-                        hash: Hash::of(&b),
-                        size: b.len() as u64,
-                    };
-                    (v, s)
+            let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
+            // An answer seal already holds is never asked for again, and used only if ours.
+            let record = match store.get_opt(&raw_key).await? {
+                Some(raw) => {
+                    let record = self.resume_stored(store, job, k, &expected, raw).await?;
+                    tracing::info!(
+                        attempt = k,
+                        held = true,
+                        ok = record.outcome.is_ok(),
+                        "attempt answer already stored"
+                    );
+                    record
                 }
                 None => {
-                    let v = self.build_request(job);
-                    match store.put_json(&req_key, &v).await {
-                        Ok(s) => (v, s),
-                        Err(StoreError::Conflict { .. }) => {
-                            let b = store.get(&req_key).await?;
-                            let v = crate::json::parse(&b, store.doc_limit()).map_err(|e| {
-                                StoreError::BadDocument {
-                                    key: req_key.clone(),
-                                    detail: e.to_string(),
-                                }
-                            })?;
-                            (
-                                v,
-                                Stored {
-                                    key: req_key.clone(),
-                                    hash: Hash::of(&b),
-                                    size: b.len() as u64,
-                                },
-                            )
-                        }
-                        Err(e) => return Err(e),
+                    let request_stored = self.stored_request(store, job, k, &expected).await?;
+                    if let Some(prev) = attempts.last() {
+                        let wait = self.backoff(prev.attempt, last_retry_after.take());
+                        tracing::info!(
+                            attempt = k,
+                            wait_ms = wait.as_millis() as u64,
+                            "backing off before retry"
+                        );
+                        tokio::time::sleep(wait).await;
                     }
+                    let (record, retry_after) = self
+                        .attempt(store, job, k, &request_value, request_stored)
+                        .await?;
+                    last_retry_after = retry_after;
+                    record
                 }
             };
-
-            if let Some(prev) = attempts.last() {
-                let wait = self.backoff(prev.attempt, last_retry_after.take());
-                tracing::info!(
-                    attempt = k,
-                    wait_ms = wait.as_millis() as u64,
-                    "backing off before retry"
-                );
-                tokio::time::sleep(wait).await;
-            }
-
-            let started_at = now_rfc3339();
-            let t0 = Instant::now();
-            let exchange = self.send(job, &request_value).await;
-            let latency_ms = t0.elapsed().as_millis() as u64;
-            let ended_at = now_rfc3339();
-
-            let (raw_bytes, status) = match &exchange {
-                Exchange::Answered {
-                    status,
-                    retry_after,
-                    body,
-                } => {
-                    last_retry_after = *retry_after;
-                    (body.clone(), Some(*status))
-                }
-                Exchange::Failed { class, detail } => {
-                    let record = AttemptFailure {
-                        schema_version: ATTEMPT_FAILURE.into(),
-                        slot: self.slot,
-                        session_id: job.session_id.to_string(),
-                        attempt: k,
-                        stage: FailureStage::Transport,
-                        error_class: *class,
-                        detail: crate::contracts::shorten(detail, 1000),
-                        started_at: Some(started_at.clone()),
-                        ended_at: Some(ended_at.clone()),
-                    };
-                    let bytes = crate::canonical::canonical_bytes(&record).map_err(|source| {
-                        StoreError::Canonical {
-                            key: raw_key.clone(),
-                            source,
-                        }
-                    })?;
-                    (Bytes::from(bytes), None)
-                }
-            };
-            // Another replica may have stored an answer for this attempt meanwhile: theirs wins.
-            let (raw_stored, raw_bytes, status) =
-                match store.put_bytes(&raw_key, raw_bytes.clone()).await {
-                    Ok(s) => (s, raw_bytes, status),
-                    Err(StoreError::Conflict { .. }) => {
-                        let theirs = store.get(&raw_key).await?;
-                        let s = Stored {
-                            key: raw_key.clone(),
-                            hash: Hash::of(&theirs),
-                            size: theirs.len() as u64,
-                        };
-                        let their_status = store
-                            .get_json::<SlotMeta>(&meta_key)
-                            .await?
-                            .and_then(|(m, _)| m.http_status);
-                        (s, theirs, their_status)
-                    }
-                    Err(e) => return Err(e),
-                };
-            let outcome = evaluate_raw(&raw_bytes, status);
-            let meta = self.meta(
-                job,
-                k,
-                Some(&request_stored),
-                &raw_stored,
-                status,
-                &raw_bytes,
-                &started_at,
-                &ended_at,
-                latency_ms,
-                &outcome,
-                None,
-            );
-            let (meta, meta_hash) = self.put_meta(store, &meta_key, &meta).await?;
-            self.metrics.judge_attempt(
-                self.slot.as_str(),
-                k,
-                latency_ms as f64 / 1000.0,
-                outcome.as_ref().err().map(|f| f.class.as_str()),
-                meta.cost_rmb,
-            );
-            match &outcome {
-                Ok(_) => tracing::info!(attempt = k, latency_ms, status, "judge answered"),
-                Err(f) => {
-                    tracing::warn!(attempt = k, latency_ms, status, class = %f.class, detail = %f.detail, "judge attempt failed")
-                }
-            }
-            let done = outcome
+            let done = record
+                .outcome
                 .as_ref()
                 .map(|_| true)
                 .unwrap_or_else(|f| !f.class.is_retryable());
-            attempts.push(AttemptRecord {
-                attempt: k,
-                request: Some(request_stored),
-                raw: raw_stored,
-                meta,
-                meta_hash,
-                outcome,
-            });
+            attempts.push(record);
             if done {
                 break;
             }
@@ -492,20 +338,232 @@ impl JudgeClient {
         })
     }
 
+    /// A stored attempt: its request must be the one this configuration builds and its meta's
+    /// MAC must verify (see [`resume`]); else it is planted.
+    async fn resume_stored(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+        k: u32,
+        expected: &Bytes,
+        raw: Bytes,
+    ) -> Result<AttemptRecord, ResumeError> {
+        let key = |file: &str| Key::attempt_file(job.run, job.roll, self.slot, k, file);
+        let request = store.get_opt(&key("request.json")).await?;
+        let meta = store.get_json::<SlotMeta>(&key("meta.json")).await?;
+        resume::check(
+            job.salt,
+            self.attempt_id(job, k),
+            Some(expected),
+            &resume::Stored {
+                request: request.as_deref(),
+                raw: &raw,
+                meta: meta.as_ref().map(|(m, _)| m),
+            },
+        )?;
+        let (meta, meta_hash) = meta.ok_or_else(|| StoreError::NotFound {
+            key: key("meta.json"),
+        })?;
+        Ok(AttemptRecord {
+            attempt: k,
+            request: request.map(|b| Stored {
+                key: key("request.json"),
+                hash: Hash::of(&b),
+                size: b.len() as u64,
+            }),
+            raw: Stored {
+                key: key("raw.json"),
+                hash: Hash::of(&raw),
+                size: raw.len() as u64,
+            },
+            outcome: evaluate_raw(&raw, meta.http_status),
+            meta,
+            meta_hash,
+        })
+    }
+
+    /// The attempt's request: stored now, or (started before a restart) the stored one, which
+    /// must be byte-identical to what this configuration builds.
+    async fn stored_request(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+        k: u32,
+        expected: &Bytes,
+    ) -> Result<Stored, ResumeError> {
+        let req_key = Key::attempt_file(job.run, job.roll, self.slot, k, "request.json");
+        let id = self.attempt_id(job, k);
+        if let Some(b) = store.get_opt(&req_key).await? {
+            resume::check_request(id, expected, &b)?;
+        }
+        match store.put_bytes(&req_key, expected.clone()).await {
+            Ok(s) => Ok(s),
+            Err(StoreError::Conflict { .. }) => Err(ResumeError::Planted {
+                key: req_key.to_string(),
+                reason: "the stored request is not the one this configuration and seed salt build"
+                    .into(),
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Sends one attempt and stores its raw answer and signed meta.
+    async fn attempt(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+        k: u32,
+        request_value: &Value,
+        request_stored: Stored,
+    ) -> Result<(AttemptRecord, Option<Duration>), ResumeError> {
+        let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
+        let started_at = now_rfc3339();
+        let t0 = Instant::now();
+        let exchange = self.send(job, request_value).await;
+        let latency_ms = t0.elapsed().as_millis() as u64;
+        let ended_at = now_rfc3339();
+        let (raw_bytes, status, retry_after) = match &exchange {
+            Exchange::Answered {
+                status,
+                retry_after,
+                body,
+            } => (body.clone(), Some(*status), *retry_after),
+            Exchange::Failed { class, detail } => {
+                let record = AttemptFailure {
+                    schema_version: ATTEMPT_FAILURE.into(),
+                    slot: self.slot,
+                    session_id: job.session_id.to_string(),
+                    attempt: k,
+                    stage: FailureStage::Transport,
+                    error_class: *class,
+                    detail: crate::contracts::shorten(detail, 1000),
+                    started_at: Some(started_at.clone()),
+                    ended_at: Some(ended_at.clone()),
+                };
+                let bytes = crate::canonical::canonical_bytes(&record).map_err(|source| {
+                    StoreError::Canonical {
+                        key: raw_key.clone(),
+                        source,
+                    }
+                })?;
+                (Bytes::from(bytes), None, None)
+            }
+        };
+        let raw_stored = match store.put_bytes(&raw_key, raw_bytes.clone()).await {
+            Ok(s) => s,
+            // Another replica stored an answer for this attempt meanwhile: theirs wins, if
+            // theirs authenticates.
+            Err(StoreError::Conflict { .. }) => {
+                let record = self.their_attempt(store, job, k, &request_stored).await?;
+                return Ok((record, None));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let outcome = evaluate_raw(&raw_bytes, status);
+        let meta = self.meta(
+            job,
+            k,
+            Some(&request_stored),
+            &raw_stored,
+            status,
+            &raw_bytes,
+            (&started_at, &ended_at, latency_ms),
+            &outcome,
+            None,
+        );
+        let (meta, meta_hash) = self.put_meta(store, job, k, &meta, &raw_bytes).await?;
+        self.metrics.judge_attempt(
+            self.slot.as_str(),
+            k,
+            latency_ms as f64 / 1000.0,
+            outcome.as_ref().err().map(|f| f.class.as_str()),
+            meta.cost_rmb,
+        );
+        match &outcome {
+            Ok(_) => tracing::info!(attempt = k, latency_ms, status, "judge answered"),
+            Err(f) => {
+                tracing::warn!(attempt = k, latency_ms, status, class = %f.class, detail = %f.detail, "judge attempt failed")
+            }
+        }
+        let record = AttemptRecord {
+            attempt: k,
+            request: Some(request_stored),
+            raw: raw_stored,
+            meta,
+            meta_hash,
+            outcome,
+        };
+        Ok((record, retry_after))
+    }
+
+    /// The attempt another replica stored first: used once its signed meta is there too.
+    async fn their_attempt(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+        k: u32,
+        request: &Stored,
+    ) -> Result<AttemptRecord, ResumeError> {
+        let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
+        let meta_key = Key::attempt_file(job.run, job.roll, self.slot, k, "meta.json");
+        let theirs = store.get(&raw_key).await?;
+        // The winner writes its meta right after its raw answer; give it a moment.
+        for _ in 0..THEIR_META_POLLS {
+            if store.exists(&meta_key).await? {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let expected = store.get(&request.key).await?;
+        self.resume_stored(store, job, k, &expected, theirs).await
+    }
+
+    /// Signs and stores an attempt's meta; an earlier record of this attempt stands only if
+    /// it authenticates.
     async fn put_meta(
         &self,
         store: &Store,
-        key: &Key,
+        job: &SlotJob<'_>,
+        k: u32,
         meta: &SlotMeta,
-    ) -> Result<(SlotMeta, Hash), StoreError> {
-        match store.put_json(key, meta).await {
-            Ok(s) => Ok((meta.clone(), s.hash)),
-            // Written by an earlier run of this attempt: the first record stands.
-            Err(StoreError::Conflict { .. }) => match store.get_json::<SlotMeta>(key).await? {
-                Some(found) => Ok(found),
-                None => Err(StoreError::NotFound { key: key.clone() }),
-            },
-            Err(e) => Err(e),
+        raw: &[u8],
+    ) -> Result<(SlotMeta, Hash), ResumeError> {
+        let key = Key::attempt_file(job.run, job.roll, self.slot, k, "meta.json");
+        let meta = resume::sign_meta(job.salt, self.attempt_id(job, k), meta.clone());
+        match store.put_json(&key, &meta).await {
+            Ok(s) => Ok((meta, s.hash)),
+            Err(StoreError::Conflict { .. }) => {
+                let (found, hash) = store
+                    .get_json::<SlotMeta>(&key)
+                    .await?
+                    .ok_or_else(|| StoreError::NotFound { key: key.clone() })?;
+                let request = match &found.request_ref {
+                    Some(_) => {
+                        store
+                            .get_opt(&Key::attempt_file(
+                                job.run,
+                                job.roll,
+                                self.slot,
+                                k,
+                                "request.json",
+                            ))
+                            .await?
+                    }
+                    None => None,
+                };
+                resume::check(
+                    job.salt,
+                    self.attempt_id(job, k),
+                    request.as_deref(),
+                    &resume::Stored {
+                        request: request.as_deref(),
+                        raw,
+                        meta: Some(&found),
+                    },
+                )?;
+                Ok((found, hash))
+            }
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -518,9 +576,7 @@ impl JudgeClient {
         raw: &Stored,
         status: Option<u16>,
         raw_bytes: &[u8],
-        started_at: &str,
-        ended_at: &str,
-        latency_ms: u64,
+        (started_at, ended_at, latency_ms): (&str, &str, u64),
         outcome: &Result<JudgeOutput, ParseFailure>,
         note: Option<&str>,
     ) -> SlotMeta {
@@ -577,6 +633,7 @@ impl JudgeClient {
             error_class,
             error_detail,
             accepted: outcome.is_ok(),
+            attempt_mac: None,
         }
     }
 }
