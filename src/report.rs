@@ -131,13 +131,15 @@ pub fn obligation_rows(
                 .collect(),
         )
     }
-    let status_of = |res: Option<&JudgeResult>, map: &Option<HashMap<&str, &str>>, id: &str| {
-        match (res, map) {
+    let status_of =
+        |res: Option<&JudgeResult>, map: &Option<HashMap<&str, &str>>, id: &str| match (res, map) {
             (Some(r), _) if r.slot_failed.is_some() => "(failed)".to_string(),
-            (Some(_), Some(m)) => m.get(id).map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
+            (Some(_), Some(m)) => m
+                .get(id)
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "-".into()),
             _ => "-".to_string(),
-        }
-    };
+        };
     let (index_a, index_b) = (index(a), index(b));
     let index_c: HashMap<&str, &str> = consensus
         .map(|c| {
