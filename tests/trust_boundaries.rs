@@ -577,6 +577,9 @@ async fn export_out_refuses_to_overwrite_or_follow_a_symlink() {
 // ---------------------------------------------------------------------------------------------
 // 5: special files and links as inputs
 
+/// A change made to a run folder copy.
+type Mutation = Box<dyn Fn(&Path)>;
+
 /// A copy of an example run folder.
 fn folder_copy() -> (tempfile::TempDir, PathBuf) {
     let d = tempfile::tempdir().unwrap();
@@ -597,7 +600,7 @@ async fn special_files_and_links_in_a_run_folder_are_refused_without_hanging() {
             .unwrap()
             .path()
     };
-    let cases: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+    let cases: Vec<(&str, Mutation)> = vec![
         (
             "brief FIFO",
             Box::new(|d: &Path| mkfifo(&d.join("brief.md"))),
