@@ -429,24 +429,9 @@ impl JudgeClient {
                 body,
             } => (body.clone(), Some(*status), *retry_after),
             Exchange::Failed { class, detail } => {
-                let record = AttemptFailure {
-                    schema_version: ATTEMPT_FAILURE.into(),
-                    slot: self.slot,
-                    session_id: job.session_id.to_string(),
-                    attempt: k,
-                    stage: FailureStage::Transport,
-                    error_class: *class,
-                    detail: crate::contracts::shorten(detail, 1000),
-                    started_at: Some(started_at.clone()),
-                    ended_at: Some(ended_at.clone()),
-                };
-                let bytes = crate::canonical::canonical_bytes(&record).map_err(|source| {
-                    StoreError::Canonical {
-                        key: raw_key.clone(),
-                        source,
-                    }
-                })?;
-                (Bytes::from(bytes), None, None)
+                let bytes =
+                    self.failure_record(job, k, *class, detail, (&started_at, &ended_at))?;
+                (bytes, None, None)
             }
         };
         let raw_stored = match store.put_bytes(&raw_key, raw_bytes.clone()).await {
@@ -494,6 +479,34 @@ impl JudgeClient {
             outcome,
         };
         Ok((record, retry_after))
+    }
+
+    /// The raw record of an attempt that got no HTTP answer.
+    fn failure_record(
+        &self,
+        job: &SlotJob<'_>,
+        k: u32,
+        class: ErrorClass,
+        detail: &str,
+        (started_at, ended_at): (&str, &str),
+    ) -> Result<Bytes, StoreError> {
+        let record = AttemptFailure {
+            schema_version: ATTEMPT_FAILURE.into(),
+            slot: self.slot,
+            session_id: job.session_id.to_string(),
+            attempt: k,
+            stage: FailureStage::Transport,
+            error_class: class,
+            detail: crate::contracts::shorten(detail, 1000),
+            started_at: Some(started_at.to_string()),
+            ended_at: Some(ended_at.to_string()),
+        };
+        crate::canonical::canonical_bytes(&record)
+            .map(Bytes::from)
+            .map_err(|source| StoreError::Canonical {
+                key: Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json"),
+                source,
+            })
     }
 
     /// The attempt another replica stored first: used once its signed meta is there too.
