@@ -235,18 +235,16 @@ pub fn verdict_file_to_run_folder(
     out: &Path,
 ) -> Result<RunId, AdaptError> {
     let object = path.display().to_string();
-    let io = |e: std::io::Error| AdaptError::Io {
-        path: object.clone(),
-        reason: format!("cannot read: {e}"),
-    };
-    let meta = std::fs::metadata(path).map_err(io)?;
-    if meta.len() > VERDICT_LIMIT {
-        return Err(AdaptError::InvalidVerdict {
-            object,
-            reason: format!("{} bytes is over the limit of {VERDICT_LIMIT}", meta.len()),
-        });
-    }
-    let bytes = std::fs::read(path).map_err(io)?;
+    let bytes = crate::fsio::read(path, VERDICT_LIMIT).map_err(|e| match e {
+        crate::fsio::FsError::TooLarge { .. } => AdaptError::InvalidVerdict {
+            object: object.clone(),
+            reason: format!("over the limit of {VERDICT_LIMIT} bytes"),
+        },
+        other => AdaptError::Io {
+            path: object.clone(),
+            reason: format!("cannot read: {other}"),
+        },
+    })?;
     let adapted = adapt_verdict(&object, &bytes, genre)?;
     write_run_folder(&adapted, out)?;
     Ok(adapted.run)
@@ -635,7 +633,7 @@ fn obligations_of(v: &AgentLoopVerdict) -> Vec<ProofObligation> {
         counts[i] += 1;
         out.push(ProofObligation {
             id: format!("finding.{sev}-{}", counts[i]),
-            description: format!("{FINDING_PREFIX}{}", f.issue),
+            description: format!("{FINDING_PREFIX}{}", prompt_text(&f.issue)),
             required: i < 2,
             source: ObligationSource::Brief,
             check: None,
@@ -666,9 +664,9 @@ fn brief_of(v: &AgentLoopVerdict, genre: Genre) -> String {
         s.push_str("The review found no problem.\n");
     } else {
         for f in &v.findings {
-            s.push_str(&format!("- {}", one_line(&f.issue)));
+            s.push_str(&format!("- {}", prompt_text(&f.issue)));
             if !f.suggestion.trim().is_empty() {
-                s.push_str(&format!(" (suggested: {})", one_line(&f.suggestion)));
+                s.push_str(&format!(" (suggested: {})", prompt_text(&f.suggestion)));
             }
             s.push('\n');
         }
@@ -689,6 +687,29 @@ fn brief_of(v: &AgentLoopVerdict, genre: Genre) -> String {
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Finding text as it may appear in a prompt: one line; no control characters (NUL), no
+/// bidirectional or invisible format characters (U+202E would reorder what a reviewer reads);
+/// markup characters escaped, so that the text cannot open a tag, a code span or a heading.
+pub fn prompt_text(s: &str) -> String {
+    let invisible = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+    };
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '`' => out.push('\''),
+            c if c.is_whitespace() => out.push(' '),
+            c if invisible(c) => {}
+            c => out.push(c),
+        }
+    }
+    one_line(&out)
 }
 
 // ---------------------------------------------------------------------------------------------

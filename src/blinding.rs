@@ -20,6 +20,9 @@ use crate::canonical::Hash;
 use crate::doc::*;
 
 pub const REDACTED: &str = "[redacted]";
+
+/// Extension fields of an adapted legacy Verdict that identify the design: scrubbed like ids.
+pub const LEGACY_ID_FIELDS: [&str; 4] = ["_designId", "_taskId", "_traceId", "_versionId"];
 /// Seeds below this are too likely to collide with ordinary game numbers to be scrubbed.
 const MIN_SCRUBBED_SEED: u64 = 65_536;
 /// Identity strings shorter than this are not searched for (they would match by chance).
@@ -83,6 +86,14 @@ impl Secrets {
         ];
         strings.extend(header.parent_run_id.clone());
         strings.extend(header.repair.from_run_id.clone());
+        // An adapted legacy Verdict's identities ride along as extension fields.
+        for field in LEGACY_ID_FIELDS {
+            match header.extensions.0.get(field) {
+                Some(serde_json::Value::String(s)) => strings.push(s.clone()),
+                Some(serde_json::Value::Number(n)) => strings.push(n.to_string()),
+                _ => {}
+            }
+        }
         if let Some(actor) = &header.actor {
             strings.extend([
                 actor.session_id.clone(),

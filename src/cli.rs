@@ -172,6 +172,10 @@ pub enum Command {
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
+        /// Allow a `memory://` store: the evidence vanishes when seal exits, although the
+        /// judges are called (and paid) for real.
+        #[arg(long)]
+        allow_ephemeral_store: bool,
     },
 }
 
@@ -199,9 +203,14 @@ pub enum ExportCommand {
         /// Store URL (default: the config's).
         #[arg(long, value_name = "URL")]
         store: Option<String>,
-        /// Write the Verdict here instead of stdout.
+        /// Write the Verdict here instead of stdout (a new file: never overwritten, never
+        /// written through a link).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+        /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config. The
+        /// run must verify under one of them before anything is exported.
+        #[arg(long, value_name = "PEM")]
+        trust: Vec<PathBuf>,
     },
 }
 
@@ -283,8 +292,12 @@ pub fn run(cli: Cli) -> u8 {
         }
         Command::Keygen { out, if_missing } => {
             if *if_missing
-                && out.join("seal.key.pem").is_file()
-                && out.join("seal.pub.pem").is_file()
+                && ["seal.key.pem", "seal.pub.pem"].iter().all(|f| {
+                    matches!(
+                        crate::fsio::kind(&out.join(f)),
+                        Ok(Some(crate::fsio::Kind::File))
+                    )
+                })
             {
                 println!("key pair already in {}", out.display());
                 return 0;
@@ -376,9 +389,12 @@ pub fn run(cli: Cli) -> u8 {
                 }
             }
         }
-        Command::Export(ExportCommand::Verdict { run_id, store, out }) => {
-            cmd_export_verdict(&cli, run_id, store.as_deref(), out.as_deref())
-        }
+        Command::Export(ExportCommand::Verdict {
+            run_id,
+            store,
+            out,
+            trust,
+        }) => cmd_export_verdict(&cli, run_id, store.as_deref(), out.as_deref(), trust),
         Command::Serve { listen, store, key } => {
             cmd_serve(&cli, listen.as_deref(), store.as_deref(), key.as_deref())
         }
@@ -387,12 +403,25 @@ pub fn run(cli: Cli) -> u8 {
             store,
             key,
             json,
+            allow_ephemeral_store,
         } => {
             init_logging(cli.log_format, "warn");
             let config = match load_config(cli.config.as_deref()) {
                 Ok(c) => c,
                 Err(code) => return code,
             };
+            let url = store.as_deref().unwrap_or(&config.store);
+            if !allow_ephemeral_store
+                && matches!(
+                    crate::store::StoreUrl::parse(url),
+                    Ok(crate::store::StoreUrl::Memory)
+                )
+            {
+                return fail(
+                    "refusing to judge into memory://: the sealed evidence would vanish at exit \
+                     while the judges are paid; pass --allow-ephemeral-store if that is meant",
+                );
+            }
             let key_path = key.clone().unwrap_or_else(|| config.signing_key.clone());
             let key = match load_key(&key_path) {
                 Ok(k) => k,
@@ -532,7 +561,13 @@ async fn shutdown_signal() {
     }
 }
 
-fn cmd_export_verdict(cli: &Cli, run_id: &str, store: Option<&str>, out: Option<&Path>) -> u8 {
+fn cmd_export_verdict(
+    cli: &Cli,
+    run_id: &str,
+    store: Option<&str>,
+    out: Option<&Path>,
+    trust: &[PathBuf],
+) -> u8 {
     let config = match load_config(cli.config.as_deref()) {
         Ok(c) => c,
         Err(code) => return code,
@@ -540,6 +575,13 @@ fn cmd_export_verdict(cli: &Cli, run_id: &str, store: Option<&str>, out: Option<
     let run = match crate::ids::RunId::parse(run_id) {
         Ok(r) => r,
         Err(e) => return fail(e),
+    };
+    let trusted = match trusted_keys(&config, trust) {
+        Ok(t) if t.is_empty() => {
+            return fail("no trusted public key: give --trust PEM (or keys.trusted in the config)")
+        }
+        Ok(t) => t,
+        Err(code) => return code,
     };
     let rt = match runtime() {
         Ok(r) => r,
@@ -549,40 +591,45 @@ fn cmd_export_verdict(cli: &Cli, run_id: &str, store: Option<&str>, out: Option<
         let url = store
             .map(str::to_owned)
             .unwrap_or_else(|| config.store.clone());
-        let store = match Store::open(&url).await {
+        // Read-only: a store that does not exist is an error, never created.
+        let store = match Store::open_existing(&url).await {
             Ok(s) => s.with_doc_limit(config.max_document_bytes),
             Err(e) => return fail(e),
         };
-        let ev = match store
-            .get_json::<crate::doc::Evidence>(&crate::store::Key::evidence(&run))
-            .await
-        {
-            Ok(Some((ev, _))) => ev,
-            Ok(None) => {
-                return fail(format!(
-                    "run {run}: not decided (no evidence.json in {url})"
-                ))
+        let verified = match crate::verify::prove(&store, &run, &trusted).await {
+            Ok(Ok(v)) => v,
+            Ok(Err(report)) => {
+                eprintln!("seal: run {run} does NOT VERIFY; nothing exported");
+                for p in &report.problems {
+                    eprintln!("    {p}");
+                }
+                return 1;
             }
             Err(e) => return fail(e),
         };
-        let verdict = match crate::adapt::evidence_to_verdict(&ev) {
-            Ok(v) => v,
+        let text = match crate::adapt::evidence_to_verdict(verified.evidence()).and_then(|v| {
+            serde_json::to_string_pretty(&v).map_err(|e| crate::adapt::AdaptError::Output {
+                path: run.to_string(),
+                reason: e.to_string(),
+            })
+        }) {
+            Ok(t) => t + "\n",
             Err(e) => {
                 eprintln!("seal: {e}");
                 return 1;
             }
         };
-        let text = match serde_json::to_string_pretty(&verdict) {
-            Ok(t) => t + "\n",
-            Err(e) => return fail(e),
-        };
         match out {
-            Some(p) => match std::fs::write(p, text) {
+            Some(p) => match crate::fsio::write_new(p, text.as_bytes(), 0o644) {
                 Ok(()) => {
                     println!("wrote {}", p.display());
                     0
                 }
-                Err(e) => fail(format!("{}: {e}", p.display())),
+                Err(e @ crate::fsio::FsError::Exists { .. }) => {
+                    eprintln!("seal: {e}");
+                    1
+                }
+                Err(e) => fail(e),
             },
             None => {
                 print!("{text}");
@@ -624,7 +671,7 @@ fn cmd_verify(
         let url = store
             .map(str::to_owned)
             .unwrap_or_else(|| config.store.clone());
-        let store = match Store::open(&url).await {
+        let store = match Store::open_existing(&url).await {
             Ok(s) => s.with_doc_limit(config.max_document_bytes),
             Err(e) => return fail(e),
         };
@@ -947,25 +994,38 @@ fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
             Err(e) => return fail(e),
         }
     }
+    let limits = crate::import::Limits {
+        document: config.max_document_bytes,
+        blob: config.max_blob_bytes,
+    };
     let rt = match runtime() {
         Ok(r) => r,
         Err(code) => return code,
     };
     rt.block_on(async {
-        let engine = match engine(config, store, Some(key)).await {
-            Ok(e) => e,
-            Err(code) => return code,
-        };
-        let source_store = match from {
-            Some(url) => match Store::open(url).await {
-                Ok(s) => Some(s),
+        let archive = match from {
+            Some(url) => match crate::import::Archive::open(url).await {
+                Ok(a) => Some(a),
                 Err(e) => return fail(e),
             },
             None => None,
         };
-        let listing = source_store.as_ref().unwrap_or(&engine.store);
+        let engine = match engine(config, store, Some(key)).await {
+            Ok(e) => e,
+            Err(code) => return code,
+        };
+        let mut errors = Vec::new();
         let ids = if all {
-            match crate::replay::replayable_runs(listing).await {
+            let listed = match &archive {
+                Some(a) => a.runs().await.map(|(ids, problems)| {
+                    errors.extend(problems);
+                    ids
+                }),
+                None => crate::replay::replayable_runs(&engine.store)
+                    .await
+                    .map_err(crate::import::ImportError::from),
+            };
+            match listed {
                 Ok(r) => r,
                 Err(e) => return fail(e),
             }
@@ -977,20 +1037,24 @@ fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
         };
         let bar = progress(ids.len() as u64, all);
         let mut done = Vec::new();
-        let mut errors = Vec::new();
         for id in &ids {
-            if let Some(src) = &source_store {
-                if let Err(e) = crate::replay::import_run(src, &engine.store, id).await {
-                    errors.push(format!("{id}: import: {e}"));
-                    bar.inc(1);
-                    continue;
+            bar.inc(1);
+            if let Some(src) = &archive {
+                match crate::import::import_run(src, &engine.store, id, &trusted, limits, all).await {
+                    Ok(crate::import::Imported::Copied { .. }) => {}
+                    Ok(crate::import::Imported::IsReplay) => continue,
+                    // --all takes decided runs only; an undecided one is not an error there.
+                    Err(crate::import::ImportError::NotDecided { .. }) if all => continue,
+                    Err(e) => {
+                        errors.push(format!("{id}: import: {e}"));
+                        continue;
+                    }
                 }
             }
             match crate::replay::replay(&engine, id, judges, strategy, &trusted).await {
                 Ok(r) => done.push(r),
                 Err(e) => errors.push(e.to_string()),
             }
-            bar.inc(1);
         }
         bar.finish_and_clear();
         let reproduced = done.iter().filter(|r| r.consensus_reproduced).count();

@@ -415,14 +415,11 @@ impl Config {
 }
 
 fn read_limited(p: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(p).map_err(|e| format!("cannot read: {e}"))?;
-    if meta.len() > 1024 * 1024 {
-        return Err(format!(
-            "{} bytes: a config file is at most 1 MiB",
-            meta.len()
-        ));
-    }
-    std::fs::read_to_string(p).map_err(|e| format!("cannot read: {e}"))
+    // No link, no FIFO or device, at most 1 MiB read (see `fsio`).
+    crate::fsio::read_string(p, 1024 * 1024).map_err(|e| match e {
+        crate::fsio::FsError::TooLarge { .. } => "a config file is at most 1 MiB".to_string(),
+        other => format!("cannot read: {other}"),
+    })
 }
 
 #[cfg(test)]

@@ -302,6 +302,38 @@ pub async fn put_play_spec(
 
 /// Submits a proof package for roll `roll`: valid, for that roll, every frame already stored,
 /// and roll 2 only after an indecisive roll 1.
+/// Room the JUDGING snapshot and the evidence need beyond the header and the source roll's
+/// proof package (roll records, merge, consensus projection, decision): an eighth of the
+/// document limit, at most 1 MiB (a sealed two-roll run needs a few KiB).
+pub fn snapshot_reserve(doc_limit: u64) -> u64 {
+    (doc_limit / 8).min(1024 * 1024)
+}
+
+/// The JUDGING snapshot (and the evidence) hold the header plus the source roll's proof
+/// package: a roll whose documents could not fit in one readable document is refused before
+/// anything is judged, so that every accepted roll can be decided.
+async fn snapshot_fits(
+    store: &Store,
+    run: &RunId,
+    roll: RollId,
+    proof_len: u64,
+) -> Result<(), IntakeError> {
+    let header_len = store.get(&Key::header(run)).await?.len() as u64;
+    let reserve = snapshot_reserve(store.doc_limit());
+    let size = header_len + proof_len + reserve;
+    if size > store.doc_limit() {
+        return Err(IntakeError::Store(StoreError::TooLarge {
+            key: format!(
+                "run {run} {roll}: header ({header_len} bytes) + proof package ({proof_len} bytes) \
+                 + {reserve} bytes of snapshot records, which judging.json must hold,"
+            ),
+            size,
+            limit: store.doc_limit(),
+        }));
+    }
+    Ok(())
+}
+
 pub async fn put_proof_package(
     store: &Store,
     run: &RunId,
@@ -340,11 +372,13 @@ pub async fn put_proof_package(
     if !missing.is_empty() {
         return Err(IntakeError::MissingBlobs { object, missing });
     }
+    let bytes = canonical(&object, &doc)?;
+    snapshot_fits(store, run, roll, bytes.len() as u64).await?;
     let accepted = create(
         store,
         &object,
         &Key::roll_file(run, roll, "proof-package.json"),
-        canonical(&object, &doc)?,
+        bytes,
     )
     .await?;
     Ok((accepted, p))

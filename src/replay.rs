@@ -7,8 +7,9 @@
 //! both judges again over HTTP with the same blinded package (fresh sessions and seeds).
 //!
 //! The source is verified first (`seal verify`: seal by a trusted key, every ref re-hashed):
-//! history that does not verify is not replayed. With `--from`, the source run is first imported from another store (an archive
-//! bucket, the committed fixtures) into the working store, so the result is self-contained.
+//! history that does not verify is not replayed. With `--from`, the source run is first imported
+//! from an archive (an archive bucket, the committed fixtures) by [`crate::import`]: staged,
+//! verified there, and only then copied, so the result is self-contained.
 
 use serde::Serialize;
 
@@ -16,7 +17,7 @@ use crate::consensus;
 use crate::doc::*;
 use crate::engine::Engine;
 use crate::fault::{Fault, HasFault};
-use crate::ids::{RollId, RunId};
+use crate::ids::RunId;
 use crate::intake::{self, IntakeError, Origin};
 use crate::postguard::{self, FinalizeError};
 use crate::roll::{self, JudgingError, Source};
@@ -79,30 +80,6 @@ pub struct Replayed {
     pub consensus_reproduced: bool,
     /// Money spent by this replay (0 for stored answers).
     pub new_cost_rmb: f64,
-}
-
-/// Copies a run's objects and the frames it references from `from` into `to` (create-only;
-/// objects already there with the same bytes are fine).
-pub async fn import_run(from: &Store, to: &Store, run: &RunId) -> Result<(), StoreError> {
-    for key in from.list(&Key::run_dir(run)).await? {
-        to.import_from(from, &key).await?;
-    }
-    for roll in RollId::ALL {
-        let Some((proof, _)) = from
-            .get_json::<ProofPackage>(&Key::roll_file(run, roll, "proof-package.json"))
-            .await?
-        else {
-            continue;
-        };
-        for f in &proof.frames {
-            let key = Key::cas(&f.hash);
-            if !to.exists(&key).await? {
-                let stream = from.get_stream(&key).await?;
-                to.put_blob(stream, Some(&f.hash), u64::MAX).await?;
-            }
-        }
-    }
-    Ok(())
 }
 
 async fn next_replay_id(store: &Store, source: &RunId) -> Result<RunId, ReplayError> {
@@ -245,14 +222,18 @@ async fn replay_rolls(
     })
 }
 
-/// The runs `--all` replays: every decided run that is not itself a replay.
+/// The runs `--all` replays: every run with an `evidence.json` that does not say it is a
+/// replay. A run whose evidence cannot be read is included, so that its replay reports it
+/// (and the others go on).
 pub async fn replayable_runs(store: &Store) -> Result<Vec<RunId>, StoreError> {
     let mut out = Vec::new();
     for run in store.list_runs().await? {
-        if let Some((ev, _)) = store.get_json::<Evidence>(&Key::evidence(&run)).await? {
-            if ev.acceptance_mode != AcceptanceMode::HistoricalReplay {
-                out.push(run);
-            }
+        match store.get_json::<Evidence>(&Key::evidence(&run)).await {
+            Ok(None) => {}
+            Ok(Some((ev, _))) if ev.acceptance_mode == AcceptanceMode::HistoricalReplay => {}
+            Ok(Some(_)) => out.push(run),
+            Err(e) if e.fault() == Fault::Infrastructure => return Err(e),
+            Err(_) => out.push(run),
         }
     }
     Ok(out)

@@ -2,6 +2,7 @@
 //! outcome, the obligations × (A, B, consensus) of the source roll, the cost and the seal.
 
 use serde::Serialize;
+use std::collections::HashMap;
 
 use crate::doc::*;
 use crate::ids::Slot;
@@ -63,34 +64,12 @@ pub async fn summarize(store: &Store, done: &Finalized) -> Result<Summary, Store
                 .ok();
         }
     }
-    let status_of = |res: &Option<JudgeResult>, id: &str| -> String {
-        match res {
-            None => "-".into(),
-            Some(r) if r.slot_failed.is_some() => "(failed)".into(),
-            Some(r) => r
-                .obligations
-                .iter()
-                .find(|o| o.id == id)
-                .map(|o| o.status.as_str().to_string())
-                .unwrap_or_else(|| "-".into()),
-        }
-    };
-    let mut ids: Vec<&ProofObligation> = e.proof_obligations.iter().collect();
-    ids.sort_by(|a, b| a.id.cmp(&b.id));
-    let obligations = ids
-        .iter()
-        .map(|o| ObligationRow {
-            id: o.id.clone(),
-            required: o.required,
-            a: status_of(&slots[0], &o.id),
-            b: status_of(&slots[1], &o.id),
-            consensus: consensus
-                .as_ref()
-                .and_then(|c| c.obligation_results.iter().find(|x| x.id == o.id))
-                .map(|x| x.status.as_str().to_string())
-                .unwrap_or_else(|| "-".into()),
-        })
-        .collect();
+    let obligations = obligation_rows(
+        &e.proof_obligations,
+        slots[0].as_ref(),
+        slots[1].as_ref(),
+        consensus.as_ref(),
+    );
     Ok(Summary {
         run_id: e.run_id.clone(),
         outcome: e
@@ -133,6 +112,57 @@ pub async fn summarize(store: &Store, done: &Finalized) -> Result<Summary, Store
             .unwrap_or_default(),
         wrote: done.wrote,
     })
+}
+
+/// The obligations × (A, B, consensus) table, sorted by id. One index per source, so it is
+/// linear in the number of obligations (a lookup per row would be quadratic).
+pub fn obligation_rows(
+    obligations: &[ProofObligation],
+    a: Option<&JudgeResult>,
+    b: Option<&JudgeResult>,
+    consensus: Option<&JudgeConsensus>,
+) -> Vec<ObligationRow> {
+    fn index(res: Option<&JudgeResult>) -> Option<HashMap<&str, &str>> {
+        let r = res?;
+        Some(
+            r.obligations
+                .iter()
+                .map(|o| (o.id.as_str(), o.status.as_str()))
+                .collect(),
+        )
+    }
+    let status_of =
+        |res: Option<&JudgeResult>, map: &Option<HashMap<&str, &str>>, id: &str| match (res, map) {
+            (Some(r), _) if r.slot_failed.is_some() => "(failed)".to_string(),
+            (Some(_), Some(m)) => m
+                .get(id)
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "-".into()),
+            _ => "-".to_string(),
+        };
+    let (index_a, index_b) = (index(a), index(b));
+    let index_c: HashMap<&str, &str> = consensus
+        .map(|c| {
+            c.obligation_results
+                .iter()
+                .map(|x| (x.id.as_str(), x.status.as_str()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut ids: Vec<&ProofObligation> = obligations.iter().collect();
+    ids.sort_by(|x, y| x.id.cmp(&y.id));
+    ids.iter()
+        .map(|o| ObligationRow {
+            id: o.id.clone(),
+            required: o.required,
+            a: status_of(a, &index_a, &o.id),
+            b: status_of(b, &index_b, &o.id),
+            consensus: index_c
+                .get(o.id.as_str())
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "-".into()),
+        })
+        .collect()
 }
 
 /// The one-screen text form.

@@ -16,11 +16,12 @@ use std::path::{Path, PathBuf};
 use crate::canonical::Hash;
 use crate::doc::{Evidence, ProofPackage};
 use crate::fault::{Fault, HasFault};
+use crate::fsio::{describe, FsError, Kind};
 use crate::ids::{RollId, RunId};
 use crate::intake::{self, Origin};
 use crate::run_state::{decided_error, DecidedRun, RunState, RunStateError};
 use crate::store::Key;
-use crate::validate::{validate_file, Report};
+use crate::validate::{validate_bytes, Report};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FolderError {
@@ -49,19 +50,44 @@ pub struct RunFolder {
 }
 
 fn read_checked(path: &Path, limit: u64) -> Result<Vec<u8>, FolderError> {
-    let meta = std::fs::metadata(path).map_err(|e| bad(path, format!("cannot read: {e}")))?;
-    if meta.len() > limit {
-        return Err(bad(
-            path,
-            format!("{} bytes is over the limit of {limit}", meta.len()),
-        ));
-    }
-    std::fs::read(path).map_err(|e| bad(path, format!("cannot read: {e}")))
+    crate::fsio::read(path, limit).map_err(|e| bad(path, fs_reason(e)))
 }
 
-fn valid(path: &Path, limit: u64) -> Result<(), FolderError> {
-    match validate_file(path, limit) {
-        Report::Valid(_) => Ok(()),
+/// The reason of an [`FsError`] without its path (the folder error names the path).
+fn fs_reason(e: FsError) -> String {
+    let text = e.to_string();
+    let shown = match &e {
+        FsError::Missing { path }
+        | FsError::Symlink { path }
+        | FsError::NotRegular { path, .. }
+        | FsError::NotFolder { path, .. }
+        | FsError::TooLarge { path, .. }
+        | FsError::Exists { path }
+        | FsError::Io { path, .. } => path.clone(),
+    };
+    text.strip_prefix(&format!("{shown}: "))
+        .map(str::to_owned)
+        .unwrap_or(text)
+}
+
+/// Whether an optional entry of the folder is present: absent is `false`, a regular file or
+/// real folder (as `want`) is `true`, anything else (a link, a FIFO) is refused.
+fn present(path: &Path, want: Kind) -> Result<bool, FolderError> {
+    match crate::fsio::kind(path).map_err(|e| bad(path, fs_reason(e)))? {
+        None => Ok(false),
+        Some(k) if k == want => Ok(true),
+        Some(k) => Err(bad(
+            path,
+            format!("is {}, not {}", describe(k), describe(want)),
+        )),
+    }
+}
+
+/// Reads a document once and validates those bytes (kind, schema, invariants).
+fn valid(path: &Path, limit: u64) -> Result<Vec<u8>, FolderError> {
+    let bytes = read_checked(path, limit)?;
+    match validate_bytes(&bytes, limit) {
+        Report::Valid(_) => Ok(bytes),
         Report::Invalid(kind, findings) => Err(bad(
             path,
             format!(
@@ -81,12 +107,9 @@ fn valid(path: &Path, limit: u64) -> Result<(), FolderError> {
 impl RunFolder {
     /// Reads and checks a run folder (no I/O beyond the folder).
     pub fn read(dir: &Path, limit: u64) -> Result<RunFolder, FolderError> {
-        if !dir.is_dir() {
-            return Err(bad(dir, "not a folder"));
-        }
+        crate::fsio::require_folder(dir).map_err(|e| bad(dir, fs_reason(e)))?;
         let header_path = dir.join("header.json");
-        valid(&header_path, limit)?;
-        let header_bytes = read_checked(&header_path, limit)?;
+        let header_bytes = valid(&header_path, limit)?;
         let header: Evidence = crate::json::parse_as(&header_bytes, limit)
             .map_err(|e| bad(&header_path, e.to_string()))?;
         let run = RunId::parse(&header.run_id).map_err(|e| bad(&header_path, e.to_string()))?;
@@ -105,9 +128,8 @@ impl RunFolder {
         }
 
         let spec_path = dir.join("play-spec.json");
-        let play_spec = if spec_path.exists() {
-            valid(&spec_path, limit)?;
-            let bytes = read_checked(&spec_path, limit)?;
+        let play_spec = if present(&spec_path, Kind::File)? {
+            let bytes = valid(&spec_path, limit)?;
             let v =
                 crate::json::parse(&bytes, limit).map_err(|e| bad(&spec_path, e.to_string()))?;
             if let Some(problem) = intake::play_spec_problems(&v, &header).into_iter().next() {
@@ -120,12 +142,12 @@ impl RunFolder {
 
         let mut rolls = Vec::new();
         for roll in RollId::ALL {
-            let p = dir.join(roll.as_str()).join("proof-package.json");
-            if !p.exists() {
+            let roll_dir = dir.join(roll.as_str());
+            if !present(&roll_dir, Kind::Folder)? {
                 break;
             }
-            valid(&p, limit)?;
-            let bytes = read_checked(&p, limit)?;
+            let p = roll_dir.join("proof-package.json");
+            let bytes = valid(&p, limit)?;
             let proof: ProofPackage =
                 crate::json::parse_as(&bytes, limit).map_err(|e| bad(&p, e.to_string()))?;
             if proof.roll_id != roll {
@@ -139,36 +161,14 @@ impl RunFolder {
         if rolls.is_empty() {
             return Err(bad(dir, "no roll-1/proof-package.json"));
         }
-        if dir.join("roll-3").exists() {
+        if crate::fsio::kind(&dir.join("roll-3"))
+            .map_err(|e| bad(dir, fs_reason(e)))?
+            .is_some()
+        {
             return Err(bad(&dir.join("roll-3"), "a run has at most two rolls"));
         }
 
-        let mut blobs = Vec::new();
-        let blob_dir = dir.join("blobs");
-        if blob_dir.is_dir() {
-            let entries =
-                std::fs::read_dir(&blob_dir).map_err(|e| bad(&blob_dir, e.to_string()))?;
-            for entry in entries {
-                let entry = entry.map_err(|e| bad(&blob_dir, e.to_string()))?;
-                let path = entry.path();
-                let name = entry.file_name().to_string_lossy().to_string();
-                let stem = name.split('.').next().unwrap_or("");
-                let hash =
-                    Hash::parse(stem).map_err(|_| bad(&path, "a blob is named <sha256>.<ext>"))?;
-                blobs.push((hash, path));
-            }
-        }
-        blobs.sort();
-        for (_, _, proof) in &rolls {
-            for f in &proof.frames {
-                if !blobs.iter().any(|(h, _)| h == &f.hash) {
-                    return Err(bad(
-                        &blob_dir,
-                        format!("frame {} of {} has no blob", f.hash, proof.roll_id),
-                    ));
-                }
-            }
-        }
+        let blobs = read_blobs(dir, &rolls)?;
         Ok(RunFolder {
             dir: dir.to_path_buf(),
             run,
@@ -180,6 +180,50 @@ impl RunFolder {
             blobs,
         })
     }
+}
+
+type Rolls = [(RollId, Vec<u8>, ProofPackage)];
+
+/// The blobs the proof packages reference: each a regular file `blobs/<sha256>.<ext>`. Files
+/// nothing references are left alone (never stored); a frame without a blob is refused.
+fn read_blobs(dir: &Path, rolls: &Rolls) -> Result<Vec<(Hash, PathBuf)>, FolderError> {
+    let blob_dir = dir.join("blobs");
+    let mut found: Vec<(Hash, PathBuf)> = Vec::new();
+    if present(&blob_dir, Kind::Folder)? {
+        for entry in crate::fsio::entries(&blob_dir).map_err(|e| bad(&blob_dir, fs_reason(e)))? {
+            let stem = entry
+                .name
+                .as_deref()
+                .and_then(|n| n.split('.').next())
+                .unwrap_or("");
+            let hash = Hash::parse(stem)
+                .map_err(|_| bad(&entry.path, "a blob is named <sha256>.<ext>"))?;
+            found.push((hash, entry.path));
+        }
+    }
+    let mut wanted = std::collections::BTreeSet::new();
+    for (_, _, proof) in rolls {
+        for f in &proof.frames {
+            if !found.iter().any(|(h, _)| h == &f.hash) {
+                return Err(bad(
+                    &blob_dir,
+                    format!("frame {} of {} has no blob", f.hash, proof.roll_id),
+                ));
+            }
+            wanted.insert(f.hash.clone());
+        }
+    }
+    let mut blobs: Vec<(Hash, PathBuf)> = Vec::new();
+    for (hash, path) in found {
+        if !wanted.contains(&hash) || blobs.iter().any(|(h, _)| h == &hash) {
+            continue;
+        }
+        // Each referenced blob must be a regular file (no link, FIFO or device).
+        crate::fsio::open(&path).map_err(|e| bad(&path, fs_reason(e)))?;
+        blobs.push((hash, path));
+    }
+    blobs.sort();
+    Ok(blobs)
 }
 
 /// Why `seal judge` could not seal a run.
@@ -273,9 +317,9 @@ pub async fn judge(
         Err(e) => return Err(e.into()),
     }
     for (hash, path) in &folder.blobs {
-        let file = tokio::fs::File::open(path)
-            .await
-            .map_err(|e| bad(path, e.to_string()))?;
+        let file = tokio::fs::File::from_std(
+            crate::fsio::open(path).map_err(|e| bad(path, fs_reason(e)))?,
+        );
         let stream =
             tokio_util::io::ReaderStream::with_capacity(file, 1 << 20).map_err(|e| e.to_string());
         store

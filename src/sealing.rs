@@ -71,9 +71,11 @@ impl std::fmt::Debug for SigningKey {
 impl SigningKey {
     /// Loads a PKCS#8 PEM private key, refusing one that group or others can read.
     pub fn load(path: &Path) -> Result<SigningKey, KeyError> {
-        let meta =
-            std::fs::metadata(path).map_err(|e| key_err(path, format!("cannot read: {e}")))?;
-        #[cfg(unix)]
+        let file = crate::fsio::open(path).map_err(|e| key_err(path, e.to_string()))?;
+        // The mode of the file actually opened, not of whatever the path names now.
+        let meta = file
+            .metadata()
+            .map_err(|e| key_err(path, format!("cannot read: {e}")))?;
         {
             use std::os::unix::fs::PermissionsExt;
             let mode = meta.permissions().mode() & 0o777;
@@ -83,11 +85,11 @@ impl SigningKey {
                 )));
             }
         }
-        if meta.len() > MAX_KEY_FILE {
-            return Err(key_err(path, "not a key: file is too large"));
-        }
-        let pem = std::fs::read_to_string(path)
-            .map_err(|e| key_err(path, format!("cannot read: {e}")))?;
+        let bytes = crate::fsio::read_open(path, file, MAX_KEY_FILE).map_err(|e| match e {
+            crate::fsio::FsError::TooLarge { .. } => key_err(path, "not a key: file is too large"),
+            other => key_err(path, other.to_string()),
+        })?;
+        let pem = String::from_utf8(bytes).map_err(|_| key_err(path, "not a PEM text file"))?;
         let inner = ed25519_dalek::SigningKey::from_pkcs8_pem(&pem)
             .map_err(|e| key_err(path, format!("not a PKCS#8 PEM ed25519 private key: {e}")))?;
         Ok(SigningKey::from_dalek(inner))
@@ -126,28 +128,19 @@ impl SigningKey {
             .verifying_key()
             .to_public_key_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF)
             .map_err(|e| key_err(&pub_path, e.to_string()))?;
-        let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600);
+        // Neither file may exist (or be a link): a half-written pair is worse than none.
+        for p in [&key_path, &pub_path] {
+            if crate::fsio::kind(p)
+                .map_err(|e| key_err(p, e.to_string()))?
+                .is_some()
+            {
+                return Err(key_err(p, "already exists: refusing to overwrite a key"));
+            }
         }
-        {
-            use std::io::Write;
-            let mut f = opts.open(&key_path).map_err(|e| {
-                key_err(
-                    &key_path,
-                    format!("cannot create (refusing to overwrite a key): {e}"),
-                )
-            })?;
-            f.write_all(private.as_bytes())
-                .map_err(|e| key_err(&key_path, e.to_string()))?;
-            f.sync_all()
-                .map_err(|e| key_err(&key_path, e.to_string()))?;
-        }
-        std::fs::write(&pub_path, public.as_bytes())
-            .map_err(|e| key_err(&pub_path, e.to_string()))?;
+        crate::fsio::write_new(&key_path, private.as_bytes(), 0o600)
+            .map_err(|e| key_err(&key_path, format!("cannot create: {e}")))?;
+        crate::fsio::write_new(&pub_path, public.as_bytes(), 0o644)
+            .map_err(|e| key_err(&pub_path, format!("cannot create: {e}")))?;
         Ok((key_path, pub_path))
     }
 
@@ -172,13 +165,10 @@ impl std::fmt::Debug for PublicKey {
 impl PublicKey {
     /// Loads an SPKI PEM ed25519 public key.
     pub fn load(path: &Path) -> Result<PublicKey, KeyError> {
-        let meta =
-            std::fs::metadata(path).map_err(|e| key_err(path, format!("cannot read: {e}")))?;
-        if meta.len() > MAX_KEY_FILE {
-            return Err(key_err(path, "not a key: file is too large"));
-        }
-        let pem = std::fs::read_to_string(path)
-            .map_err(|e| key_err(path, format!("cannot read: {e}")))?;
+        let pem = crate::fsio::read_string(path, MAX_KEY_FILE).map_err(|e| match e {
+            crate::fsio::FsError::TooLarge { .. } => key_err(path, "not a key: file is too large"),
+            other => key_err(path, other.to_string()),
+        })?;
         let inner = ed25519_dalek::VerifyingKey::from_public_key_pem(&pem)
             .map_err(|e| key_err(path, format!("not an SPKI PEM ed25519 public key: {e}")))?;
         Ok(PublicKey {

@@ -49,27 +49,30 @@ pub fn validate_as(kind: Kind, doc: &Value) -> Report {
     }
 }
 
-/// Reads and validates one file, refusing files over `limit` bytes before reading them whole.
+/// Reads (through [`crate::fsio`]: no link, no special file, at most `limit` bytes read) and
+/// validates one file.
 pub fn validate_file(path: &Path, limit: u64) -> Report {
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) => return Report::Unusable(format!("cannot read: {e}")),
-    };
-    if !meta.is_file() {
-        return Report::Unusable("not a regular file".into());
+    match crate::fsio::read(path, limit) {
+        Ok(bytes) => validate_bytes(&bytes, limit),
+        Err(e) => Report::Unusable(unusable(e)),
     }
-    if meta.len() > limit {
-        return Report::Unusable(format!(
-            "{} bytes is over the size limit of {limit} bytes",
-            meta.len()
-        ));
-    }
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) => return Report::Unusable(format!("cannot read: {e}")),
-    };
-    match crate::json::parse(&bytes, limit) {
+}
+
+/// Parses (strictly) and validates bytes already read.
+pub fn validate_bytes(bytes: &[u8], limit: u64) -> Report {
+    match crate::json::parse(bytes, limit) {
         Ok(v) => validate_value(&v),
         Err(e) => Report::Unusable(e.to_string()),
+    }
+}
+
+fn unusable(e: crate::fsio::FsError) -> String {
+    use crate::fsio::FsError;
+    match e {
+        FsError::NotRegular { kind, .. } => format!("not a regular file ({kind})"),
+        FsError::Symlink { .. } => "not a regular file (a symbolic link)".into(),
+        FsError::TooLarge { limit, .. } => format!("over the size limit of {limit} bytes"),
+        FsError::Missing { .. } => "cannot read: no such file".into(),
+        other => format!("cannot read: {other}"),
     }
 }

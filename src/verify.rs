@@ -11,6 +11,7 @@
 //! later replay's inputs cannot change what was sealed).
 
 use serde::Serialize;
+use std::collections::BTreeSet;
 
 use crate::audit::{self, Problem};
 use crate::canonical::{self, Hash};
@@ -111,6 +112,7 @@ pub struct VerifiedRun {
     seal_hash: Hash,
     evidence: Evidence,
     evidence_hash: Hash,
+    bound: BTreeSet<Key>,
 }
 
 impl VerifiedRun {
@@ -126,6 +128,11 @@ impl VerifiedRun {
     /// The sha256 of the envelope bytes whose signature verified.
     pub fn seal_hash(&self) -> &Hash {
         &self.seal_hash
+    }
+    /// Every object the sealed evidence binds (run documents, refs, attempts, frames): what
+    /// an import copies, and nothing else.
+    pub fn bound(&self) -> &BTreeSet<Key> {
+        &self.bound
     }
 }
 
@@ -189,7 +196,8 @@ async fn check_run(
     check_snapshot(store, run, &ev, &mut problems).await;
     check_submitted(store, run, &ev, &mut problems).await?;
     let brief = readable(store, &Key::brief(run), audit::check::REFS, &mut problems).await?;
-    problems.extend(audit::audit(store, &ev, brief.as_deref()).await.0);
+    let audited = audit::audit_bound(store, &ev, brief.as_deref()).await;
+    problems.extend(audited.problems);
     problems.dedup();
     report.verified = problems.is_empty();
     report.problems = problems;
@@ -198,6 +206,7 @@ async fn check_run(
         seal_hash,
         evidence: ev,
         evidence_hash: ev_hash,
+        bound: audited.bound,
     });
     Ok((report, proof))
 }

@@ -304,9 +304,10 @@ pub(super) fn mirror(a: &mut Audit, doc: &Evidence, run: &RunId, docs: &[RollDoc
 }
 
 /// Every object under `runs/<id>/` is bound by the document (or is one of the run's own
-/// documents); anything else is named: nobody vouched for it.
+/// documents); anything else is named: nobody vouched for it. The run's own documents join
+/// the bound set, which is then exactly what an import copies.
 pub(super) async fn unbound(a: &mut Audit, store: &Store, run: &RunId, doc: &Evidence) {
-    let mut bound = a.bound.clone();
+    let bound = &mut a.bound;
     for key in [
         Key::header(run),
         Key::judging(run),
@@ -322,6 +323,7 @@ pub(super) async fn unbound(a: &mut Audit, store: &Store, run: &RunId, doc: &Evi
     {
         bound.insert(Key::play_spec(run));
     }
+    let bound = bound.clone();
     let (listed, odd) = match store.list_everything(&Key::run_dir(run)).await {
         Ok(found) => found,
         Err(e) => {

@@ -206,6 +206,7 @@ async fn frames(a: &mut Audit, store: &Store, proof: &ProofPackage) {
     let mut seen = BTreeSet::new();
     for f in &proof.frames {
         if seen.insert(f.hash.clone()) {
+            a.bound.insert(Key::cas(&f.hash));
             if let Err(e) = store.verify(&Key::cas(&f.hash), &f.hash).await {
                 a.store_error(e);
             }

@@ -151,12 +151,31 @@ pub async fn audit(
     doc: &Evidence,
     brief: Option<&[u8]>,
 ) -> (Vec<Problem>, Vec<RollDocs>) {
+    let done = audit_bound(store, doc, brief).await;
+    (done.problems, done.docs)
+}
+
+/// What an audit found, and every key the audited document binds: the run's own documents,
+/// each ref of each roll and attempt, and the frames (`cas/…`). When `problems` is empty,
+/// `bound` is exactly the run (an import copies these and nothing else).
+pub struct Audited {
+    pub problems: Vec<Problem>,
+    pub docs: Vec<RollDocs>,
+    pub bound: BTreeSet<Key>,
+}
+
+/// [`audit`], also handing out the bound keys.
+pub async fn audit_bound(store: &Store, doc: &Evidence, brief: Option<&[u8]>) -> Audited {
     let mut a = Audit::default();
     let run = match RunId::parse(&doc.run_id) {
         Ok(r) => r,
         Err(e) => {
             a.push(check::INVARIANTS, "runId", e.to_string());
-            return (a.problems, Vec::new());
+            return Audited {
+                problems: a.problems,
+                docs: Vec::new(),
+                bound: a.bound,
+            };
         }
     };
     compare::brief(&mut a, &run, doc, brief);
@@ -172,7 +191,11 @@ pub async fn audit(
     }
     compare::mirror(&mut a, doc, &run, &docs);
     compare::unbound(&mut a, store, &run, doc).await;
-    (a.problems, docs)
+    Audited {
+        problems: a.problems,
+        docs,
+        bound: a.bound,
+    }
 }
 
 /// The run costs what the header said plus every roll.

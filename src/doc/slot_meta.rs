@@ -50,4 +50,8 @@ pub struct SlotMeta {
     pub error_class: Option<crate::vocab::ErrorClass>,
     pub error_detail: Option<String>,
     pub accepted: bool,
+    /// `hmac-sha256:<hex>`: the MAC of the daemon that stored the attempt (see `resume`).
+    /// Absent in attempts stored before it existed; only resume checks it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt_mac: Option<String>,
 }

@@ -21,6 +21,7 @@ use crate::config::{Config, Secret, SlotConfig};
 use crate::doc::*;
 use crate::ids::{RollId, RunId, Slot};
 use crate::prompts::{self, PromptArtifact};
+use crate::resume::{self, AttemptId, ResumeError};
 use crate::store::{Key, Store, StoreError, Stored};
 
 /// A slot job: what one slot is asked to judge in one roll.
@@ -34,7 +35,12 @@ pub struct SlotJob<'a> {
     pub images: &'a HashMap<String, (String, String)>,
     pub seed: u64,
     pub session_id: String,
+    /// The secret seed salt: seeds, sessions and the attempt MAC derive from it.
+    pub salt: &'a [u8],
 }
+
+/// How often to look for the meta of an attempt another replica answered first.
+const THEIR_META_POLLS: u32 = 40;
 
 /// One judge slot: its configuration, prompt, and its own HTTP client.
 pub struct JudgeClient {
@@ -172,12 +178,35 @@ impl JudgeClient {
     }
 
     async fn send(&self, job: &SlotJob<'_>, stored_request: &Value) -> Exchange {
-        let body = match live_body(job, stored_request) {
+        let live = match request::materialize(stored_request, job.images) {
+            Ok(v) => v,
+            Err(e) => {
+                return Exchange::Failed {
+                    class: ErrorClass::RequestBuild,
+                    detail: e,
+                }
+            }
+        };
+        let body = match serde_json::to_vec(&live) {
             Ok(b) => b,
-            Err(failed) => return failed,
+            Err(e) => {
+                return Exchange::Failed {
+                    class: ErrorClass::RequestBuild,
+                    detail: e.to_string(),
+                }
+            }
         };
         let _permit = self.inflight.acquire().await;
-        let resp = match self.post(job, body).send().await {
+        let mut req = self
+            .http
+            .post(self.config.endpoint())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("X-Session-Id", job.session_id.as_str())
+            .body(body);
+        if let Some(key) = &self.config.api_key {
+            req = req.bearer_auth(key.expose());
+        }
+        let mut resp = match req.send().await {
             Ok(r) => r,
             Err(e) => {
                 let class = if e.is_timeout() {
@@ -187,101 +216,117 @@ impl JudgeClient {
                 } else {
                     ErrorClass::Transport
                 };
-                return self.transport_failure(class, &e);
+                return Exchange::Failed {
+                    class,
+                    detail: self.redact(&error_chain(&e)),
+                };
             }
         };
         let status = resp.status().as_u16();
-        let retry_after = retry_after(resp.headers());
-        match self.read_body(resp).await {
-            Ok(body) => Exchange::Answered {
-                status,
-                retry_after,
-                body: Bytes::from(body),
-            },
-            Err(failed) => failed,
-        }
-    }
-
-    /// The HTTP request of one attempt: the live body, the session header and the API key.
-    fn post(&self, job: &SlotJob<'_>, body: Vec<u8>) -> reqwest::RequestBuilder {
-        let req = self
-            .http
-            .post(self.config.endpoint())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header("X-Session-Id", job.session_id.as_str())
-            .body(body);
-        match &self.config.api_key {
-            Some(key) => req.bearer_auth(key.expose()),
-            None => req,
-        }
-    }
-
-    /// Reads the response body, refusing more than [`MAX_RESPONSE_BYTES`].
-    async fn read_body(&self, mut resp: reqwest::Response) -> Result<Vec<u8>, Exchange> {
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
         let mut body = Vec::new();
         loop {
             match resp.chunk().await {
                 Ok(Some(chunk)) => {
                     if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                        return Err(Exchange::Failed {
+                        return Exchange::Failed {
                             class: ErrorClass::ResponseTooLarge,
                             detail: format!("response body over {MAX_RESPONSE_BYTES} bytes"),
-                        });
+                        };
                     }
                     body.extend_from_slice(&chunk);
                 }
-                Ok(None) => return Ok(body),
+                Ok(None) => break,
                 Err(e) => {
                     let class = if e.is_timeout() {
                         ErrorClass::Timeout
                     } else {
                         ErrorClass::ConnectionReset
                     };
-                    return Err(self.transport_failure(class, &e));
+                    return Exchange::Failed {
+                        class,
+                        detail: self.redact(&error_chain(&e)),
+                    };
                 }
             }
         }
-    }
-
-    /// A transport error as an exchange, its text without the API key.
-    fn transport_failure(&self, class: ErrorClass, e: &reqwest::Error) -> Exchange {
-        Exchange::Failed {
-            class,
-            detail: self.redact(&error_chain(e)),
+        Exchange::Answered {
+            status,
+            retry_after,
+            body: Bytes::from(body),
         }
     }
 
-    /// Runs this slot for a job: resumes stored attempts, makes new ones up to the retry limit.
-    pub async fn run_slot(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, StoreError> {
+    /// Runs this slot for a job: resumes stored attempts (only those [`resume::check`]
+    /// authenticates), makes new ones up to the retry limit.
+    pub async fn run_slot(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, ResumeError> {
         use tracing::Instrument;
         let span = tracing::info_span!("judge", slot = %self.slot, session = %job.session_id);
         self.run_attempts(store, job).instrument(span).await
     }
 
-    async fn run_attempts(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, StoreError> {
+    fn attempt_id<'a>(&self, job: &SlotJob<'a>, attempt: u32) -> AttemptId<'a> {
+        AttemptId {
+            run: job.run,
+            roll: job.roll,
+            slot: self.slot,
+            attempt,
+        }
+    }
+
+    async fn run_attempts(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, ResumeError> {
         let max = self.config.max_attempts();
+        let request_value = self.build_request(job);
+        let expected = Bytes::from(crate::canonical::canonical_bytes(&request_value).map_err(
+            |source| StoreError::Canonical {
+                key: Key::attempt_file(job.run, job.roll, self.slot, 1, "request.json"),
+                source,
+            },
+        )?);
         let mut attempts: Vec<AttemptRecord> = Vec::new();
         let mut last_retry_after = None;
         for k in 1..=max {
-            let keys = AttemptKeys::new(job, self.slot, k);
-
-            // An answer seal already holds is never asked for again.
-            let record = if let Some(raw) = store.get_opt(&keys.raw).await? {
-                self.held_attempt(store, job, k, &keys, raw).await?
-            } else {
-                let (request_value, request_stored) =
-                    self.attempt_request(store, job, &keys.request).await?;
-                if let Some(prev) = attempts.last() {
-                    self.back_off(k, prev.attempt, last_retry_after.take())
-                        .await;
+            let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
+            // An answer seal already holds is never asked for again, and used only if ours.
+            let record = match store.get_opt(&raw_key).await? {
+                Some(raw) => {
+                    let record = self.resume_stored(store, job, k, &expected, raw).await?;
+                    tracing::info!(
+                        attempt = k,
+                        held = true,
+                        ok = record.outcome.is_ok(),
+                        "attempt answer already stored"
+                    );
+                    record
                 }
-                let (record, retry_after) = self
-                    .new_attempt(store, job, k, &keys, &request_value, request_stored)
-                    .await?;
-                last_retry_after = retry_after;
-                record
+                None => {
+                    let request_stored = self.stored_request(store, job, k, &expected).await?;
+                    if let Some(prev) = attempts.last() {
+                        let wait = self.backoff(prev.attempt, last_retry_after.take());
+                        tracing::info!(
+                            attempt = k,
+                            wait_ms = wait.as_millis() as u64,
+                            "backing off before retry"
+                        );
+                        tokio::time::sleep(wait).await;
+                    }
+                    let (record, retry_after) = self
+                        .attempt(store, job, k, &request_value, request_stored)
+                        .await?;
+                    last_retry_after = retry_after;
+                    record
+                }
             };
-            let done = is_final(&record.outcome);
+            let done = record
+                .outcome
+                .as_ref()
+                .map(|_| true)
+                .unwrap_or_else(|f| !f.class.is_retryable());
             attempts.push(record);
             if done {
                 break;
@@ -293,143 +338,112 @@ impl JudgeClient {
         })
     }
 
-    /// An attempt whose answer is already stored: its record, with its meta recovered if a
-    /// crash came between `raw.json` and `meta.json`.
-    async fn held_attempt(
+    /// A stored attempt: its request must be the one this configuration builds and its meta's
+    /// MAC must verify (see [`resume`]); else it is planted.
+    async fn resume_stored(
         &self,
         store: &Store,
         job: &SlotJob<'_>,
         k: u32,
-        keys: &AttemptKeys,
+        expected: &Bytes,
         raw: Bytes,
-    ) -> Result<AttemptRecord, StoreError> {
-        let raw_stored = stored(&keys.raw, &raw);
-        let request_stored = store
-            .get_opt(&keys.request)
-            .await?
-            .map(|b| stored(&keys.request, &b));
-        let (meta, meta_hash) = match store.get_json::<SlotMeta>(&keys.meta).await? {
-            Some(found) => found,
-            None => {
-                self.recover_meta(
-                    store,
-                    job,
-                    k,
-                    keys,
-                    request_stored.as_ref(),
-                    &raw_stored,
-                    &raw,
-                )
-                .await?
-            }
-        };
-        let outcome = evaluate_raw(&raw, meta.http_status);
-        tracing::info!(
-            attempt = k,
-            held = true,
-            ok = outcome.is_ok(),
-            "attempt answer already stored"
-        );
+    ) -> Result<AttemptRecord, ResumeError> {
+        let key = |file: &str| Key::attempt_file(job.run, job.roll, self.slot, k, file);
+        let request = store.get_opt(&key("request.json")).await?;
+        let meta = store.get_json::<SlotMeta>(&key("meta.json")).await?;
+        resume::check(
+            job.salt,
+            self.attempt_id(job, k),
+            Some(expected),
+            &resume::Stored {
+                request: request.as_deref(),
+                raw: &raw,
+                meta: meta.as_ref().map(|(m, _)| m),
+            },
+        )?;
+        let (meta, meta_hash) = meta.ok_or_else(|| StoreError::NotFound {
+            key: key("meta.json"),
+        })?;
         Ok(AttemptRecord {
             attempt: k,
-            request: request_stored,
-            raw: raw_stored,
+            request: request.map(|b| Stored {
+                key: key("request.json"),
+                hash: Hash::of(&b),
+                size: b.len() as u64,
+            }),
+            raw: Stored {
+                key: key("raw.json"),
+                hash: Hash::of(&raw),
+                size: raw.len() as u64,
+            },
+            outcome: evaluate_raw(&raw, meta.http_status),
             meta,
             meta_hash,
-            outcome,
         })
     }
 
-    /// Writes the meta of a held answer that has none; the HTTP status is inferred from the
-    /// body (a `finish_reason` means the judge answered 200) and the timings are unknown.
-    #[allow(clippy::too_many_arguments)]
-    async fn recover_meta(
+    /// The attempt's request: stored now, or (started before a restart) the stored one, which
+    /// must be byte-identical to what this configuration builds.
+    async fn stored_request(
         &self,
         store: &Store,
         job: &SlotJob<'_>,
         k: u32,
-        keys: &AttemptKeys,
-        request_stored: Option<&Stored>,
-        raw_stored: &Stored,
-        raw: &[u8],
-    ) -> Result<(SlotMeta, Hash), StoreError> {
-        let status = if parse::response_facts(raw).finish_reason.is_some() {
-            Some(200)
-        } else {
-            None
-        };
-        let outcome = evaluate_raw(raw, status);
-        let now = now_rfc3339();
-        let m = self.meta(
-            job,
-            k,
-            request_stored,
-            raw_stored,
-            status,
-            raw,
-            &now,
-            &now,
-            0,
-            &outcome,
-            Some("meta recovered after a restart: timings unknown"),
-        );
-        self.put_meta(store, &keys.meta, &m).await
-    }
-
-    /// The request: the stored one if this attempt was started before, else a new one.
-    async fn attempt_request(
-        &self,
-        store: &Store,
-        job: &SlotJob<'_>,
-        req_key: &Key,
-    ) -> Result<(Value, Stored), StoreError> {
-        match store.get_opt(req_key).await? {
-            Some(b) => parse_request(store, req_key, &b),
-            None => {
-                let v = self.build_request(job);
-                match store.put_json(req_key, &v).await {
-                    Ok(s) => Ok((v, s)),
-                    Err(StoreError::Conflict { .. }) => {
-                        let b = store.get(req_key).await?;
-                        parse_request(store, req_key, &b)
-                    }
-                    Err(e) => Err(e),
-                }
-            }
+        expected: &Bytes,
+    ) -> Result<Stored, ResumeError> {
+        let req_key = Key::attempt_file(job.run, job.roll, self.slot, k, "request.json");
+        let id = self.attempt_id(job, k);
+        if let Some(b) = store.get_opt(&req_key).await? {
+            resume::check_request(id, expected, &b)?;
+        }
+        match store.put_bytes(&req_key, expected.clone()).await {
+            Ok(s) => Ok(s),
+            Err(StoreError::Conflict { .. }) => Err(ResumeError::Planted {
+                key: req_key.to_string(),
+                reason: "the stored request is not the one this configuration and seed salt build"
+                    .into(),
+            }),
+            Err(e) => Err(e.into()),
         }
     }
 
-    /// Sleeps the backoff before attempt `k` (the previous attempt was `prev_attempt`).
-    async fn back_off(&self, k: u32, prev_attempt: u32, retry_after: Option<Duration>) {
-        let wait = self.backoff(prev_attempt, retry_after);
-        tracing::info!(
-            attempt = k,
-            wait_ms = wait.as_millis() as u64,
-            "backing off before retry"
-        );
-        tokio::time::sleep(wait).await;
-    }
-
-    /// Sends attempt `k` and stores its answer and meta; also returns the judge's
-    /// Retry-After, if it answered.
-    async fn new_attempt(
+    /// Sends one attempt and stores its raw answer and signed meta.
+    async fn attempt(
         &self,
         store: &Store,
         job: &SlotJob<'_>,
         k: u32,
-        keys: &AttemptKeys,
         request_value: &Value,
         request_stored: Stored,
-    ) -> Result<(AttemptRecord, Option<Duration>), StoreError> {
+    ) -> Result<(AttemptRecord, Option<Duration>), ResumeError> {
+        let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
         let started_at = now_rfc3339();
         let t0 = Instant::now();
         let exchange = self.send(job, request_value).await;
         let latency_ms = t0.elapsed().as_millis() as u64;
         let ended_at = now_rfc3339();
-
-        let (raw_bytes, status, retry_after) =
-            self.exchange_raw(job, k, keys, exchange, &started_at, &ended_at)?;
-        let (raw_stored, raw_bytes, status) = store_raw(store, keys, raw_bytes, status).await?;
+        let (raw_bytes, status, retry_after) = match &exchange {
+            Exchange::Answered {
+                status,
+                retry_after,
+                body,
+            } => (body.clone(), Some(*status), *retry_after),
+            Exchange::Failed { class, detail } => {
+                let bytes =
+                    self.failure_record(job, k, *class, detail, (&started_at, &ended_at))?;
+                (bytes, None, None)
+            }
+        };
+        let raw_stored = match store.put_bytes(&raw_key, raw_bytes.clone()).await {
+            Ok(s) => s,
+            // Another replica stored an answer for this attempt meanwhile: theirs wins, if
+            // theirs authenticates.
+            Err(StoreError::Conflict { .. }) => {
+                let record = self.their_attempt(store, job, k, &request_stored).await?;
+                return Ok((record, None));
+            }
+            Err(e) => return Err(e.into()),
+        };
         let outcome = evaluate_raw(&raw_bytes, status);
         let meta = self.meta(
             job,
@@ -438,14 +452,24 @@ impl JudgeClient {
             &raw_stored,
             status,
             &raw_bytes,
-            &started_at,
-            &ended_at,
-            latency_ms,
+            (&started_at, &ended_at, latency_ms),
             &outcome,
             None,
         );
-        let (meta, meta_hash) = self.put_meta(store, &keys.meta, &meta).await?;
-        self.report_attempt(k, latency_ms, status, &outcome, &meta);
+        let (meta, meta_hash) = self.put_meta(store, job, k, &meta, &raw_bytes).await?;
+        self.metrics.judge_attempt(
+            self.slot.as_str(),
+            k,
+            latency_ms as f64 / 1000.0,
+            outcome.as_ref().err().map(|f| f.class.as_str()),
+            meta.cost_rmb,
+        );
+        match &outcome {
+            Ok(_) => tracing::info!(attempt = k, latency_ms, status, "judge answered"),
+            Err(f) => {
+                tracing::warn!(attempt = k, latency_ms, status, class = %f.class, detail = %f.detail, "judge attempt failed")
+            }
+        }
         let record = AttemptRecord {
             attempt: k,
             request: Some(request_stored),
@@ -457,85 +481,102 @@ impl JudgeClient {
         Ok((record, retry_after))
     }
 
-    /// The bytes `raw.json` gets for an exchange: the answer as received, or a
-    /// JudgeAttemptFailure/1 record of the transport error. Also the HTTP status and
-    /// Retry-After of an answer.
-    fn exchange_raw(
+    /// The raw record of an attempt that got no HTTP answer.
+    fn failure_record(
         &self,
         job: &SlotJob<'_>,
         k: u32,
-        keys: &AttemptKeys,
-        exchange: Exchange,
-        started_at: &str,
-        ended_at: &str,
-    ) -> Result<(Bytes, Option<u16>, Option<Duration>), StoreError> {
-        match exchange {
-            Exchange::Answered {
-                status,
-                retry_after,
-                body,
-            } => Ok((body, Some(status), retry_after)),
-            Exchange::Failed { class, detail } => {
-                let record = AttemptFailure {
-                    schema_version: ATTEMPT_FAILURE.into(),
-                    slot: self.slot,
-                    session_id: job.session_id.to_string(),
-                    attempt: k,
-                    stage: FailureStage::Transport,
-                    error_class: class,
-                    detail: crate::contracts::shorten(&detail, 1000),
-                    started_at: Some(started_at.to_string()),
-                    ended_at: Some(ended_at.to_string()),
-                };
-                let bytes = crate::canonical::canonical_bytes(&record).map_err(|source| {
-                    StoreError::Canonical {
-                        key: keys.raw.clone(),
-                        source,
-                    }
-                })?;
-                Ok((Bytes::from(bytes), None, None))
-            }
-        }
+        class: ErrorClass,
+        detail: &str,
+        (started_at, ended_at): (&str, &str),
+    ) -> Result<Bytes, StoreError> {
+        let record = AttemptFailure {
+            schema_version: ATTEMPT_FAILURE.into(),
+            slot: self.slot,
+            session_id: job.session_id.to_string(),
+            attempt: k,
+            stage: FailureStage::Transport,
+            error_class: class,
+            detail: crate::contracts::shorten(detail, 1000),
+            started_at: Some(started_at.to_string()),
+            ended_at: Some(ended_at.to_string()),
+        };
+        crate::canonical::canonical_bytes(&record)
+            .map(Bytes::from)
+            .map_err(|source| StoreError::Canonical {
+                key: Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json"),
+                source,
+            })
     }
 
-    /// Metrics and the log line of a finished attempt.
-    fn report_attempt(
+    /// The attempt another replica stored first: used once its signed meta is there too.
+    async fn their_attempt(
         &self,
+        store: &Store,
+        job: &SlotJob<'_>,
         k: u32,
-        latency_ms: u64,
-        status: Option<u16>,
-        outcome: &Result<JudgeOutput, ParseFailure>,
-        meta: &SlotMeta,
-    ) {
-        self.metrics.judge_attempt(
-            self.slot.as_str(),
-            k,
-            latency_ms as f64 / 1000.0,
-            outcome.as_ref().err().map(|f| f.class.as_str()),
-            meta.cost_rmb,
-        );
-        match outcome {
-            Ok(_) => tracing::info!(attempt = k, latency_ms, status, "judge answered"),
-            Err(f) => {
-                tracing::warn!(attempt = k, latency_ms, status, class = %f.class, detail = %f.detail, "judge attempt failed")
+        request: &Stored,
+    ) -> Result<AttemptRecord, ResumeError> {
+        let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
+        let meta_key = Key::attempt_file(job.run, job.roll, self.slot, k, "meta.json");
+        let theirs = store.get(&raw_key).await?;
+        // The winner writes its meta right after its raw answer; give it a moment.
+        for _ in 0..THEIR_META_POLLS {
+            if store.exists(&meta_key).await? {
+                break;
             }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        let expected = store.get(&request.key).await?;
+        self.resume_stored(store, job, k, &expected, theirs).await
     }
 
+    /// Signs and stores an attempt's meta; an earlier record of this attempt stands only if
+    /// it authenticates.
     async fn put_meta(
         &self,
         store: &Store,
-        key: &Key,
+        job: &SlotJob<'_>,
+        k: u32,
         meta: &SlotMeta,
-    ) -> Result<(SlotMeta, Hash), StoreError> {
-        match store.put_json(key, meta).await {
-            Ok(s) => Ok((meta.clone(), s.hash)),
-            // Written by an earlier run of this attempt: the first record stands.
-            Err(StoreError::Conflict { .. }) => match store.get_json::<SlotMeta>(key).await? {
-                Some(found) => Ok(found),
-                None => Err(StoreError::NotFound { key: key.clone() }),
-            },
-            Err(e) => Err(e),
+        raw: &[u8],
+    ) -> Result<(SlotMeta, Hash), ResumeError> {
+        let key = Key::attempt_file(job.run, job.roll, self.slot, k, "meta.json");
+        let meta = resume::sign_meta(job.salt, self.attempt_id(job, k), meta.clone());
+        match store.put_json(&key, &meta).await {
+            Ok(s) => Ok((meta, s.hash)),
+            Err(StoreError::Conflict { .. }) => {
+                let (found, hash) = store
+                    .get_json::<SlotMeta>(&key)
+                    .await?
+                    .ok_or_else(|| StoreError::NotFound { key: key.clone() })?;
+                let request = match &found.request_ref {
+                    Some(_) => {
+                        store
+                            .get_opt(&Key::attempt_file(
+                                job.run,
+                                job.roll,
+                                self.slot,
+                                k,
+                                "request.json",
+                            ))
+                            .await?
+                    }
+                    None => None,
+                };
+                resume::check(
+                    job.salt,
+                    self.attempt_id(job, k),
+                    request.as_deref(),
+                    &resume::Stored {
+                        request: request.as_deref(),
+                        raw,
+                        meta: Some(&found),
+                    },
+                )?;
+                Ok((found, hash))
+            }
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -548,9 +589,7 @@ impl JudgeClient {
         raw: &Stored,
         status: Option<u16>,
         raw_bytes: &[u8],
-        started_at: &str,
-        ended_at: &str,
-        latency_ms: u64,
+        (started_at, ended_at, latency_ms): (&str, &str, u64),
         outcome: &Result<JudgeOutput, ParseFailure>,
         note: Option<&str>,
     ) -> SlotMeta {
@@ -607,6 +646,7 @@ impl JudgeClient {
             error_class,
             error_detail,
             accepted: outcome.is_ok(),
+            attempt_mac: None,
         }
     }
 }
@@ -620,92 +660,4 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         src = inner.source();
     }
     s
-}
-
-/// The keys of one attempt's three files.
-struct AttemptKeys {
-    request: Key,
-    raw: Key,
-    meta: Key,
-}
-
-impl AttemptKeys {
-    fn new(job: &SlotJob<'_>, slot: Slot, k: u32) -> AttemptKeys {
-        let key = |file: &str| Key::attempt_file(job.run, job.roll, slot, k, file);
-        AttemptKeys {
-            request: key("request.json"),
-            raw: key("raw.json"),
-            meta: key("meta.json"),
-        }
-    }
-}
-
-/// What a read found at `key`: its hash and size.
-fn stored(key: &Key, bytes: &[u8]) -> Stored {
-    Stored {
-        key: key.clone(),
-        hash: Hash::of(bytes),
-        size: bytes.len() as u64,
-    }
-}
-
-/// A stored request, parsed strictly.
-fn parse_request(store: &Store, key: &Key, bytes: &[u8]) -> Result<(Value, Stored), StoreError> {
-    let v = crate::json::parse(bytes, store.doc_limit()).map_err(|e| StoreError::BadDocument {
-        key: key.clone(),
-        detail: e.to_string(),
-    })?;
-    Ok((v, stored(key, bytes)))
-}
-
-/// Stores `raw.json`. Another replica may have stored an answer for this attempt meanwhile:
-/// theirs wins, with the HTTP status their meta recorded.
-async fn store_raw(
-    store: &Store,
-    keys: &AttemptKeys,
-    raw_bytes: Bytes,
-    status: Option<u16>,
-) -> Result<(Stored, Bytes, Option<u16>), StoreError> {
-    match store.put_bytes(&keys.raw, raw_bytes.clone()).await {
-        Ok(s) => Ok((s, raw_bytes, status)),
-        Err(StoreError::Conflict { .. }) => {
-            let theirs = store.get(&keys.raw).await?;
-            let s = stored(&keys.raw, &theirs);
-            let their_status = store
-                .get_json::<SlotMeta>(&keys.meta)
-                .await?
-                .and_then(|(m, _)| m.http_status);
-            Ok((s, theirs, their_status))
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// Whether the slot stops after this outcome: an answer, or a failure not worth retrying.
-fn is_final(outcome: &Result<JudgeOutput, ParseFailure>) -> bool {
-    outcome
-        .as_ref()
-        .map(|_| true)
-        .unwrap_or_else(|f| !f.class.is_retryable())
-}
-
-/// The body sent to the judge: the stored request with its image placeholders filled in.
-fn live_body(job: &SlotJob<'_>, stored_request: &Value) -> Result<Vec<u8>, Exchange> {
-    let live = request::materialize(stored_request, job.images).map_err(|e| Exchange::Failed {
-        class: ErrorClass::RequestBuild,
-        detail: e,
-    })?;
-    serde_json::to_vec(&live).map_err(|e| Exchange::Failed {
-        class: ErrorClass::RequestBuild,
-        detail: e.to_string(),
-    })
-}
-
-/// A Retry-After header in seconds (the HTTP-date form is ignored).
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    headers
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .map(Duration::from_secs)
 }

@@ -25,7 +25,7 @@ use sha2::Sha256;
 
 use crate::ids::{RollId, RunId, Slot};
 
-fn derive(
+pub(crate) fn derive(
     salt: &[u8],
     label: &str,
     run: &RunId,

@@ -170,6 +170,18 @@ async fn stored_snapshot(
         .await?
         .ok_or_else(|| internal(run, "the header vanished"))?;
     let snapshot = derive_snapshot(store, run, &header, rolls).await?;
+    // Never store a snapshot the postguard (or verify) could not read back.
+    let size = crate::canonical::canonical_bytes(&snapshot)
+        .map(|b| b.len() as u64)
+        .map_err(|e| internal(run, e))?;
+    if size > store.doc_limit() {
+        return Err(StoreError::TooLarge {
+            key: snap_key.to_string(),
+            size,
+            limit: store.doc_limit(),
+        }
+        .into());
+    }
     match store.put_json(&snap_key, &snapshot).await {
         // A racing finalizer stored its snapshot first: it is the one decided on.
         Ok(_) | Err(StoreError::Conflict { .. }) => {}

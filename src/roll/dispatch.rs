@@ -12,6 +12,7 @@ use crate::engine::Engine;
 use crate::ids::{RollId, RunId, Slot};
 use crate::judge::parse::{evaluate_raw, ErrorClass, ParseFailure};
 use crate::judge::{self, AttemptRecord, JudgeClient, SlotJob, SlotRun};
+use crate::resume::{self, ResumeError};
 use crate::store::{Key, Store, StoreError, Stored};
 use crate::vocab::GuardCheck;
 
@@ -22,7 +23,7 @@ pub(super) struct Jobs<'a> {
 }
 
 impl<'a> Jobs<'a> {
-    pub fn new(engine: &Engine, g: &'a Guarded, p: &'a Packaged) -> Jobs<'a> {
+    pub fn new(engine: &'a Engine, g: &'a Guarded, p: &'a Packaged) -> Jobs<'a> {
         let salt = engine.judges.salt();
         let (seed_a, seed_b) = judge::policy_seeds(salt, &g.run, g.roll);
         let job = |slot, seed| SlotJob {
@@ -34,6 +35,7 @@ impl<'a> Jobs<'a> {
             images: &g.frames.images,
             seed,
             session_id: judge::session_id(salt, &g.run, g.roll, slot),
+            salt,
         };
         Jobs {
             a: job(Slot::A, seed_a),
@@ -114,7 +116,7 @@ async fn not_dispatched(
     client: &JudgeClient,
     job: &SlotJob<'_>,
     why: &str,
-) -> Result<SlotRun, StoreError> {
+) -> Result<SlotRun, ResumeError> {
     let raw_key = Key::attempt_file(job.run, job.roll, client.slot, 1, "raw.json");
     let record = AttemptFailure {
         schema_version: ATTEMPT_FAILURE.into(),
@@ -158,13 +160,33 @@ async fn not_dispatched(
         error_class: Some(ErrorClass::NotDispatched),
         error_detail: Some(record.detail.clone()),
         accepted: false,
+        attempt_mac: None,
     };
+    let id = resume::AttemptId {
+        run: job.run,
+        roll: job.roll,
+        slot: client.slot,
+        attempt: 1,
+    };
+    let meta = resume::sign_meta(job.salt, id, meta);
     let (meta, meta_stored) = put_or_keep(
         store,
         &Key::attempt_file(job.run, job.roll, client.slot, 1, "meta.json"),
         &meta,
     )
     .await?;
+    // Records kept from an earlier run of this roll must be this daemon's.
+    let raw_bytes = store.get(&raw.key).await?;
+    resume::check(
+        job.salt,
+        id,
+        None,
+        &resume::Stored {
+            request: None,
+            raw: &raw_bytes,
+            meta: Some(&meta),
+        },
+    )?;
     let outcome = Err(ParseFailure::new(ErrorClass::NotDispatched, record.detail));
     Ok(SlotRun {
         slot: client.slot,

@@ -39,6 +39,9 @@ pub enum JudgingError {
     NoProofPackage { run: RunId, roll: RollId },
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A stored judge attempt this daemon did not write (see [`crate::resume`]).
+    #[error(transparent)]
+    Resume(#[from] crate::resume::ResumeError),
     #[error("run {run} {roll}: {reason}")]
     Internal {
         run: RunId,
@@ -53,6 +56,7 @@ impl HasFault for JudgingError {
             JudgingError::State(e) => e.fault(),
             JudgingError::NoProofPackage { .. } => Fault::Caller,
             JudgingError::Store(e) => e.fault(),
+            JudgingError::Resume(e) => e.fault(),
             // What the store holds contradicts what this roll derives: not the caller's doing.
             JudgingError::Internal { .. } => Fault::Corruption,
         }

@@ -174,6 +174,15 @@ impl From<JudgingError> for ApiError {
                 msg,
                 Some(format!("run {run} {roll}")),
             ),
+            JudgingError::Resume(crate::resume::ResumeError::Store(s)) => s.into(),
+            JudgingError::Resume(crate::resume::ResumeError::Planted { key, .. }) => {
+                ApiError::by_fault(
+                    fault,
+                    (StatusCode::INTERNAL_SERVER_ERROR, "planted_attempt"),
+                    msg,
+                    Some(key),
+                )
+            }
         }
     }
 }

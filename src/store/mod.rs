@@ -125,6 +125,9 @@ pub struct Store {
     inner: Arc<dyn ObjectStore>,
     url: StoreUrl,
     doc_limit: u64,
+    /// A private in-memory staging area ([`Store::staging`]): the only store that takes
+    /// arbitrary bytes at reserved keys, because nothing in it is evidence until verified.
+    staging: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -158,7 +161,48 @@ impl Store {
             inner,
             url,
             doc_limit: DEFAULT_DOC_LIMIT,
+            staging: false,
         })
+    }
+
+    /// Opens an existing store for reading: a `file://` folder must already exist (nothing is
+    /// created), and `memory://` is refused (a fresh one is always empty).
+    pub async fn open_existing(url: &str) -> Result<Store, StoreError> {
+        let parsed = StoreUrl::parse(url)?;
+        match &parsed {
+            StoreUrl::File(p) => crate::fsio::require_folder(p).map_err(|e| StoreError::Url {
+                url: url.chars().take(200).collect(),
+                reason: format!("no store there: {e}"),
+            })?,
+            StoreUrl::Memory => {
+                return Err(StoreError::Url {
+                    url: url.into(),
+                    reason: "a memory:// store opened here would be empty".into(),
+                })
+            }
+            StoreUrl::S3 { .. } => {}
+        }
+        Store::open(url).await
+    }
+
+    /// A private, empty in-memory staging area for an import (see `staging`).
+    pub fn staging(doc_limit: u64) -> Store {
+        Store {
+            inner: Arc::new(object_store::memory::InMemory::new()),
+            url: StoreUrl::Memory,
+            doc_limit,
+            staging: true,
+        }
+    }
+
+    /// Puts bytes from an archive into a staging area, reserved keys included. Refused on
+    /// any other store: outside bytes reach a real store only through [`Store::import_from`]
+    /// after verification.
+    pub async fn put_staged(&self, key: &Key, bytes: Bytes) -> Result<Stored, StoreError> {
+        if !self.staging {
+            return Err(StoreError::Reserved { key: key.clone() });
+        }
+        self.create(key, bytes).await
     }
 
     /// Sets the size limit for documents read into memory.
@@ -222,12 +266,24 @@ impl Store {
         self.create_reporting(key, bytes).await
     }
 
-    /// Copies an object, reserved keys included, from another store byte for byte (importing
-    /// archived runs). Nothing is decided here: it takes no bytes from the caller, only what
-    /// the other store holds, and `seal verify` checks an imported run like any other.
+    /// Copies an object, reserved keys included, from a staging area byte for byte (importing
+    /// archived runs; `crate::import` calls it only for the keys of a run that verified there).
+    /// Nothing is decided here: it takes no bytes from the caller, only what the staging area
+    /// holds.
     pub async fn import_from(&self, from: &Store, key: &Key) -> Result<Stored, StoreError> {
-        let bytes = from.get(key).await?;
+        if !from.staging {
+            return Err(StoreError::Reserved { key: key.clone() });
+        }
+        let bytes = from.get_unbounded(key).await?;
         self.create(key, bytes).await
+    }
+
+    /// Reads a whole object whatever its size (staging areas only hold what an import read
+    /// through its own limits).
+    async fn get_unbounded(&self, key: &Key) -> Result<Bytes, StoreError> {
+        let r = self.inner.get_opts(&path(key), GetOptions::default()).await;
+        let r = r.map_err(|e| backend(key, "get", e))?;
+        r.bytes().await.map_err(|e| backend(key, "read", e))
     }
 
     async fn create(&self, key: &Key, bytes: Bytes) -> Result<Stored, StoreError> {

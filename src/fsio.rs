@@ -1,0 +1,262 @@
+//! The one way in for files: every path seal reads from outside (run folders, blobs, keys,
+//! trust anchors, config, Verdicts, source stores) is opened here, and every file seal creates
+//! next to an operator's files (keys, exports) is created here.
+//!
+//! Reading: the last path component is opened with `O_NOFOLLOW | O_NONBLOCK` (a symbolic link
+//! is refused, a FIFO does not block the open), `fstat` on the open descriptor refuses anything
+//! that is not a regular file (FIFO, device, socket, folder), and the bytes go through
+//! `Read::take(limit + 1)`, so the limit holds on bytes read, whatever the stat size says
+//! (`/dev/zero` and `/proc` files report 0). Folders are walked without following links:
+//! [`entries`] reports each entry's own type. Creating: `O_CREAT | O_EXCL | O_NOFOLLOW`, so an
+//! existing file or a link at the path is never written through.
+//!
+//! Decision: refuse links rather than resolve them and check where they point. Resolving is a
+//! check-then-use race (the link can change between the check and the open) and needs a notion
+//! of "allowed" targets; refusing on the descriptor itself has neither problem, at the price
+//! that an operator must name real files (e.g. not a Kubernetes `..data` link).
+
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Why a file could not be read or created.
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    #[error("{path}: does not exist")]
+    Missing { path: String },
+    #[error("{path}: is a symbolic link (seal does not follow links)")]
+    Symlink { path: String },
+    #[error("{path}: not a regular file ({kind})")]
+    NotRegular { path: String, kind: &'static str },
+    #[error("{path}: not a folder ({kind})")]
+    NotFolder { path: String, kind: &'static str },
+    #[error("{path}: over the limit of {limit} bytes")]
+    TooLarge { path: String, limit: u64 },
+    #[error("{path}: already exists (refusing to overwrite it or write through a link)")]
+    Exists { path: String },
+    #[error("{path}: {detail}")]
+    Io { path: String, detail: String },
+}
+
+impl crate::fault::HasFault for FsError {
+    fn fault(&self) -> crate::fault::Fault {
+        // Every path here was named by an operator or lies inside an archive they gave.
+        crate::fault::Fault::Caller
+    }
+}
+
+/// What a folder entry or path is, without following a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Folder,
+    Symlink,
+    Other(&'static str),
+}
+
+fn shown(path: &Path) -> String {
+    path.display().to_string()
+}
+
+fn kind_of(t: std::fs::FileType) -> Kind {
+    if t.is_symlink() {
+        Kind::Symlink
+    } else if t.is_file() {
+        Kind::File
+    } else if t.is_dir() {
+        Kind::Folder
+    } else if t.is_fifo() {
+        Kind::Other("a FIFO")
+    } else if t.is_char_device() {
+        Kind::Other("a character device")
+    } else if t.is_block_device() {
+        Kind::Other("a block device")
+    } else if t.is_socket() {
+        Kind::Other("a socket")
+    } else {
+        Kind::Other("a special file")
+    }
+}
+
+fn kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::File => "a regular file",
+        Kind::Folder => "a folder",
+        Kind::Symlink => "a symbolic link",
+        Kind::Other(name) => name,
+    }
+}
+
+fn io(path: &Path, e: std::io::Error) -> FsError {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => FsError::Missing { path: shown(path) },
+        _ if e.raw_os_error() == Some(libc::ELOOP) => FsError::Symlink { path: shown(path) },
+        _ => FsError::Io {
+            path: shown(path),
+            detail: e.to_string(),
+        },
+    }
+}
+
+/// The type of `path` itself (a link is reported as a link); `None` when absent.
+pub fn kind(path: &Path) -> Result<Option<Kind>, FsError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => Ok(Some(kind_of(m.file_type()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io(path, e)),
+    }
+}
+
+/// Opens a regular file for reading: no link, no FIFO, no device, no folder.
+pub fn open(path: &Path) -> Result<File, FsError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| io(path, e))?;
+    let meta = file.metadata().map_err(|e| io(path, e))?;
+    match kind_of(meta.file_type()) {
+        Kind::File => Ok(file),
+        other => Err(FsError::NotRegular {
+            path: shown(path),
+            kind: kind_name(other),
+        }),
+    }
+}
+
+/// Reads a whole regular file of at most `limit` bytes (counted while reading).
+pub fn read(path: &Path, limit: u64) -> Result<Vec<u8>, FsError> {
+    let file = open(path)?;
+    read_open(path, file, limit)
+}
+
+/// Reads an opened file through a reader bounded at `limit + 1` bytes.
+pub fn read_open(path: &Path, file: File, limit: u64) -> Result<Vec<u8>, FsError> {
+    let too_large = || FsError::TooLarge {
+        path: shown(path),
+        limit,
+    };
+    if file.metadata().map(|m| m.len() > limit).unwrap_or(false) {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| io(path, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// Reads a regular UTF-8 text file of at most `limit` bytes.
+pub fn read_string(path: &Path, limit: u64) -> Result<String, FsError> {
+    String::from_utf8(read(path, limit)?).map_err(|_| FsError::Io {
+        path: shown(path),
+        detail: "not UTF-8 text".into(),
+    })
+}
+
+/// `path` is a real folder (not a link to one).
+pub fn require_folder(path: &Path) -> Result<(), FsError> {
+    match kind(path)? {
+        Some(Kind::Folder) => Ok(()),
+        Some(Kind::Symlink) => Err(FsError::Symlink { path: shown(path) }),
+        Some(other) => Err(FsError::NotFolder {
+            path: shown(path),
+            kind: kind_name(other),
+        }),
+        None => Err(FsError::Missing { path: shown(path) }),
+    }
+}
+
+/// One entry of a folder, typed without following links.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The name, or `None` when it is not UTF-8 (nothing seal names can be).
+    pub name: Option<String>,
+    pub path: PathBuf,
+    pub kind: Kind,
+}
+
+/// The entries of a real folder, sorted by path.
+pub fn entries(dir: &Path) -> Result<Vec<Entry>, FsError> {
+    require_folder(dir)?;
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
+        let e = e.map_err(|e| io(dir, e))?;
+        let kind = kind_of(e.file_type().map_err(|err| io(&e.path(), err))?);
+        out.push(Entry {
+            name: e.file_name().to_str().map(str::to_owned),
+            path: e.path(),
+            kind,
+        });
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// Describes a path that is not what a reader wanted (for messages about folder entries).
+pub fn describe(k: Kind) -> &'static str {
+    kind_name(k)
+}
+
+/// Creates a new file with `mode`: never overwrites, never writes through a link.
+pub fn create_new(path: &Path, mode: u32) -> Result<File, FsError> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => FsError::Exists { path: shown(path) },
+            _ => io(path, e),
+        })
+}
+
+/// Creates `path` with `bytes` (see [`create_new`]) and syncs it.
+pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsError> {
+    use std::io::Write;
+    let mut f = create_new(path, mode)?;
+    f.write_all(bytes).map_err(|e| io(path, e))?;
+    f.sync_all().map_err(|e| io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_fifos_devices_and_folders_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"hello").unwrap();
+        assert_eq!(read(&file, 5).unwrap(), b"hello");
+        assert!(matches!(read(&file, 4), Err(FsError::TooLarge { .. })));
+        let link = dir.path().join("l");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(matches!(read(&link, 10), Err(FsError::Symlink { .. })));
+        assert!(matches!(
+            read(Path::new("/dev/zero"), 10),
+            Err(FsError::NotRegular { .. })
+        ));
+        assert!(matches!(
+            read(dir.path(), 10),
+            Err(FsError::NotRegular { .. })
+        ));
+        assert!(matches!(
+            create_new(&link, 0o644),
+            Err(FsError::Exists { .. })
+        ));
+        assert!(matches!(
+            create_new(&file, 0o644),
+            Err(FsError::Exists { .. })
+        ));
+        assert!(matches!(
+            read(&dir.path().join("none"), 1),
+            Err(FsError::Missing { .. })
+        ));
+    }
+}
