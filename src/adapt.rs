@@ -1,5 +1,5 @@
 //! Legacy adapter: agent-loop `Verdict` records (upstream `verdict.schema.json`) to seal run
-//! folders, and DECIDED playtest/3 evidence back to a `Verdict` (DESIGN §7, "Legacy").
+//! folders, and DECIDED playtest/3 evidence back to a `Verdict` (docs/DESIGN.md §7, "Legacy").
 //!
 //! # Verdict → run folder ([`verdict_to_run_folder`])
 //!
@@ -41,7 +41,7 @@
 //! The brief goes to the judges (scrubbed, but verbatim otherwise), so it names the design only
 //! as "a legacy agent-loop design" and lists the review findings to check: the designId,
 //! taskId, the legacy decision and reasons, the severities and the round stay in the header
-//! (DESIGN §1, principle 1: no identity, no expected outcome).
+//! (docs/DESIGN.md §1, principle 1: no identity, no expected outcome).
 //!
 //! # DECIDED evidence → Verdict ([`evidence_to_verdict`])
 //!

@@ -1,4 +1,4 @@
-//! Play-spec assertions evaluated over the game's `state` events (DESIGN §5, §8). Pure.
+//! Play-spec assertions evaluated over the game's `state` events (docs/DESIGN.md §5, §8). Pure.
 //!
 //! `data` of the first `state` event is *before*, of the last one *after*. `path` is a dotted
 //! path into `data` (`score`, `paddle.x`). `reached` holds when some `state` event has a value

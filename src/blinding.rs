@@ -1,6 +1,6 @@
 //! Blinding: header + brief + ProofPackage/1 → the one JudgePackage/1 both judges see. Pure.
 //!
-//! The package is built field by field from an allow-list (DESIGN §3.2): genre, brief text,
+//! The package is built field by field from an allow-list (docs/DESIGN.md §3.2): genre, brief text,
 //! obligations sorted by id (with the play-spec `check` where there is one), normalized
 //! actions, events, frames by hash, and the image manifest hash. Nothing else is copied, so
 //! the actor's words (`request.raw`, `request.parsed`), seeds, session, model, costs, the

@@ -41,7 +41,7 @@ pub enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Validate documents: kind by schemaVersion, JSON Schema 2020-12, then DESIGN §6 invariants.
+    /// Validate documents: kind by schemaVersion, JSON Schema 2020-12, then the cross-field invariants.
     Validate {
         /// Files to validate.
         #[arg(required = true, value_name = "FILE")]
@@ -141,7 +141,7 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run the HTTP/JSON daemon for the pipeline's workers (DESIGN §8).
+    /// Run the HTTP/JSON daemon for the pipeline's workers.
     Serve {
         /// Address to listen on (default: server.listen of the config, 127.0.0.1:7878).
         #[arg(long, value_name = "ADDR")]

@@ -301,7 +301,7 @@ impl Config {
             };
             if r.max_retries > 2 {
                 return Err(err(format!(
-                    "{}: {} > 2 (DESIGN §4: at most 2 retries)",
+                    "{}: {} > 2 (docs/DESIGN.md §4: at most 2 retries)",
                     field("max_retries"),
                     r.max_retries
                 )));

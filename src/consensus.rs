@@ -1,4 +1,4 @@
-//! JudgeConsensus/1, strategy `dual-strict/1` (DESIGN §5): a pure function from the judge
+//! JudgeConsensus/1, strategy `dual-strict/1` (docs/DESIGN.md §5): a pure function from the judge
 //! package, the floor, both judges' normalized results and the recorded independence facts to
 //! one canonical document. No I/O, no clock, no randomness: the same inputs give the same
 //! bytes, today or in five years.

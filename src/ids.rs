@@ -1,12 +1,12 @@
 //! Identifiers that come from outside: run ids, roll ids, judge slots.
 //!
 //! Each is a checked type: once you hold a [`RunId`] it is safe to put in an object key, a log
-//! line or a URL. The rule is DESIGN §2: `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$` and never `..`.
+//! line or a URL. The rule is docs/DESIGN.md §2: `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$` and never `..`.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// Longest id segment accepted (DESIGN §2).
+/// Longest id segment accepted (docs/DESIGN.md §2).
 pub const MAX_SEGMENT_LEN: usize = 128;
 
 /// Why a string is not a valid id or key segment.
@@ -18,7 +18,7 @@ pub struct IdError {
     pub reason: &'static str,
 }
 
-/// Checks one path segment or id against DESIGN §2. Pure, no allocation on success.
+/// Checks one path segment or id against docs/DESIGN.md §2. Pure, no allocation on success.
 pub fn check_segment(what: &'static str, s: &str) -> Result<(), IdError> {
     let fail = |reason| {
         Err(IdError {
@@ -47,7 +47,7 @@ pub fn check_segment(what: &'static str, s: &str) -> Result<(), IdError> {
     Ok(())
 }
 
-/// A run id, valid per DESIGN §2.
+/// A run id, valid per docs/DESIGN.md §2.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct RunId(String);

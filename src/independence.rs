@@ -1,4 +1,4 @@
-//! Independence checks (DESIGN §4), computed from what was recorded, never asserted. Pure.
+//! Independence checks (docs/DESIGN.md §4), computed from what was recorded, never asserted. Pure.
 //!
 //! The inputs are the stored SlotMeta/1 and request of each slot's final attempt and the
 //! refs and hashes of their raw answers; the roll, `seal verify` and replay all call

@@ -1,4 +1,4 @@
-//! Cross-field invariants (DESIGN §6) that a JSON Schema cannot express. Pure: no I/O.
+//! Cross-field invariants (docs/DESIGN.md §6) that a JSON Schema cannot express. Pure: no I/O.
 //!
 //! `seal validate`, the finalPostguard and `seal verify` all call [`check`], so a rule is
 //! written once and enforced at every gate. Each violation names the JSON pointer and the rule.
@@ -449,7 +449,7 @@ fn signature_and_model(
     }
 }
 
-/// The consensus rules (DESIGN §5) applied to the projection placed in the evidence.
+/// The consensus rules (docs/DESIGN.md §5) applied to the projection placed in the evidence.
 fn projection_rules(d: &Evidence, j: &Projection, source: Option<&Roll>, out: &mut Vec<Finding>) {
     if j.degraded && j.decision == Outcome::Pass {
         out.push(f(

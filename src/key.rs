@@ -1,9 +1,9 @@
 //! [`Key`]: the only way to name an object in the store.
 //!
 //! Invariants, checked before any I/O: at most [`MAX_SEGMENTS`] segments joined by `/`, each a
-//! valid id segment (DESIGN §2: letters, digits, `.`, `_`, `-`, starts alphanumeric, at most
+//! valid id segment (docs/DESIGN.md §2: letters, digits, `.`, `_`, `-`, starts alphanumeric, at most
 //! 128 bytes, never `..`), so no key is absolute, empty, contains NUL or climbs out of the root.
-//! The layout helpers below are the store layout of DESIGN §2, written once.
+//! The layout helpers below are the store layout of docs/DESIGN.md §2, written once.
 
 use std::fmt;
 

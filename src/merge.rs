@@ -1,4 +1,4 @@
-//! Rolls and merge, strategy `first-decisive/1` (DESIGN §5). Pure.
+//! Rolls and merge, strategy `first-decisive/1` (docs/DESIGN.md §5). Pure.
 //!
 //! At most two rolls. Roll 1 `pass`/`fail` is final; an indecisive roll 1 asks for roll 2.
 //! The source roll is the first decisive roll, else the last roll.

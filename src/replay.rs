@@ -1,4 +1,4 @@
-//! `seal replay`: re-judge decided runs into new `historical_replay` runs (DESIGN §7).
+//! `seal replay`: re-judge decided runs into new `historical_replay` runs (docs/DESIGN.md §7).
 //!
 //! A replay is a new run (`<source>.replay-<n>`, `parentRunId` = the source, publishFrozen) made
 //! from the source's stored inputs. `stored` copies every stored judge attempt byte for byte and

@@ -1,4 +1,4 @@
-//! Run folders (DESIGN §8), what `seal judge` reads:
+//! Run folders (docs/DESIGN.md §8), what `seal judge` reads:
 //!
 //! ```text
 //! <run-dir>/header.json                 playtest/3, phase JUDGING, rolls []

@@ -1,5 +1,5 @@
 //! The seal: an in-toto Statement v1 about `runs/<runId>/evidence.json`, in a DSSE envelope,
-//! signed with ed25519 (DESIGN §6). Open formats so that an auditor needs nothing from us but
+//! signed with ed25519 (docs/DESIGN.md §6). Open formats so that an auditor needs nothing from us but
 //! the public key (docs/VERIFYING.md does it in Python).
 //!
 //! The signature is over the DSSE pre-authentication encoding (PAE) of the payload bytes,

@@ -1,4 +1,4 @@
-//! `seal verify`: re-prove a sealed run from the store and a trusted public key (DESIGN §7).
+//! `seal verify`: re-prove a sealed run from the store and a trusted public key (docs/DESIGN.md §7).
 //!
 //! In order: the seal (DSSE signature by a trusted key, in-toto subject = the exact bytes of
 //! `evidence.json`, predicate = the evidence's decision), the evidence itself (canonical bytes,

@@ -1,4 +1,4 @@
-//! Property tests of the blinding (DESIGN §1 principle 1, §3.2 JudgePackage/1): whatever the
+//! Property tests of the blinding (docs/DESIGN.md §1 principle 1, §3.2 JudgePackage/1): whatever the
 //! header and the proof package carry, the package both judges see never contains the run's
 //! identity (runId, gameId, parentRunId, repair.fromRunId, templateRoute), a seed, the actor's
 //! session, model or prompt, the actor's own words (`request.raw`) or a cost, even when the

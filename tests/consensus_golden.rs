@@ -1,12 +1,12 @@
-//! Golden vectors for `JudgeConsensus/1`, strategy `dual-strict/1` (DESIGN §5).
+//! Golden vectors for `JudgeConsensus/1`, strategy `dual-strict/1` (docs/DESIGN.md §5).
 //!
 //! Each file in `tests/data/consensus/*.json` holds one case: the inputs of
 //! `seal::consensus::decide` (a judge package, `floorPassed`, the `JudgeResult/1` of A and B with
-//! their hashes, the independence facts) and what DESIGN §5 says must come out: the decision,
+//! their hashes, the independence facts) and what docs/DESIGN.md §5 says must come out: the decision,
 //! `degraded`, the status of every obligation, `conflicts`, `failureSignature`, and the sha256 of
 //! the canonical consensus bytes (the whole document is kept next to it for review).
 //!
-//! The expectations were written by hand from DESIGN §5 (each case says `why`); the generator
+//! The expectations were written by hand from docs/DESIGN.md §5 (each case says `why`); the generator
 //! only fills in the hashes and the full document, and refuses to write a case whose hand-written
 //! expectation the code does not meet unless that case is declared to disagree with the code
 //! (`disagrees_with_code: true` plus a `note`). Such cases are skipped here with a message.
@@ -211,7 +211,7 @@ fn golden_vectors() {
         if v.disagrees_with_code {
             let note = v.note.as_deref().unwrap_or("(no note)");
             eprintln!(
-                "SKIPPED golden vector {}: the code disagrees with DESIGN §5 here: {note}",
+                "SKIPPED golden vector {}: the code disagrees with docs/DESIGN.md §5 here: {note}",
                 v.name
             );
             skipped.push(v.name.clone());
@@ -534,7 +534,7 @@ struct Case {
     statuses: Vec<(&'static str, ObligationStatus)>,
     conflicts: Vec<String>,
     failure_signature: Option<String>,
-    /// Set when the code is believed to disagree with DESIGN §5 on this case.
+    /// Set when the code is believed to disagree with docs/DESIGN.md §5 on this case.
     disagrees: Option<String>,
 }
 
@@ -633,7 +633,7 @@ fn cases() -> Vec<Case> {
                 vec![]
             };
             let why = format!(
-                "DESIGN §5 rule 3 (no check): A={} B={} → {}; the only obligation is required, so the \
+                "docs/DESIGN.md §5 rule 3 (no check): A={} B={} → {}; the only obligation is required, so the \
                  roll is {} (§5 decision: all required satisfied → pass; required failed → fail; \
                  disputed/missing → inconclusive). Both judges cite only what is in the package.",
                 status_name(a),
@@ -1520,7 +1520,7 @@ fn cases() -> Vec<Case> {
 
 const ROLL_2_CASES: [&str; 1] = ["roll-2-everything-agrees-pass"];
 
-/// Cases in which the code is believed to disagree with DESIGN §5: (name, note).
+/// Cases in which the code is believed to disagree with docs/DESIGN.md §5: (name, note).
 const DISAGREEMENTS: [(&str, &str); 0] = [];
 
 #[test]

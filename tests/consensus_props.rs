@@ -1,5 +1,5 @@
 //! Property tests of `seal::consensus::decide` (JudgeConsensus/1, strategy dual-strict/1,
-//! DESIGN §5) over random judge packages and random normalized judge results.
+//! docs/DESIGN.md §5) over random judge packages and random normalized judge results.
 //!
 //! The generator makes well-formed inputs (a valid JudgePackage/1, valid JudgeResult/1 documents
 //! as normalization would produce them) whose citations are sometimes in the package and
@@ -10,7 +10,7 @@
 //! permutation of the package's obligations, of each result's obligations and of every citation
 //! list; symmetry in A and B; a single judge never passes; pass only with both judges answering
 //! and every required obligation satisfied; the output validates as JudgeConsensus/1; and the
-//! statuses, decision and failureSignature equal an independent reading of DESIGN §5 written
+//! statuses, decision and failureSignature equal an independent reading of docs/DESIGN.md §5 written
 //! here (the oracle).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -542,7 +542,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The oracle: DESIGN §5 read independently of src/consensus.rs
+// The oracle: docs/DESIGN.md §5 read independently of src/consensus.rs
 // ---------------------------------------------------------------------------------------------
 
 struct Oracle {
@@ -868,7 +868,7 @@ proptest! {
         prop_assert_eq!(&c.judge_b_result_hash, &s.b_hash);
     }
 
-    /// Statuses, decision, degraded and failureSignature are DESIGN §5 as read by the oracle;
+    /// Statuses, decision, degraded and failureSignature are docs/DESIGN.md §5 as read by the oracle;
     /// conflicts name exactly the disputed and contradicted obligations.
     #[test]
     fn agrees_with_design_oracle(s in scenario()) {

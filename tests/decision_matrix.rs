@@ -75,7 +75,7 @@ impl Slot {
     }
 }
 
-/// The outcome DESIGN §5 prescribes for this example run (both judges, when they answer,
+/// The outcome docs/DESIGN.md §5 prescribes for this example run (both judges, when they answer,
 /// satisfy every obligation; every check holds).
 fn expected(a: Slot, b: Slot, floor_passes: bool) -> Outcome {
     let (a_failed, b_failed) = (a != Slot::Answers, b != Slot::Answers);

@@ -8,7 +8,7 @@
 //!
 //! Every vector goes through seal's own path: `seal::json::parse` (strict input), then
 //! `seal::canonical::canonical_bytes`. JCS numbers are IEEE doubles, so seal deliberately refuses
-//! any number whose magnitude exceeds 2^53 - 1 (DESIGN §2): for such vectors the test checks that
+//! any number whose magnitude exceeds 2^53 - 1 (docs/DESIGN.md §2): for such vectors the test checks that
 //! seal refuses them, and checks the expected text on the underlying JCS engine instead.
 
 use proptest::prelude::*;

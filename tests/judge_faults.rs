@@ -1,4 +1,4 @@
-//! Judge dispatch against a loopback chat-completions server: every fault of DESIGN §4, each
+//! Judge dispatch against a loopback chat-completions server: every fault of docs/DESIGN.md §4, each
 //! with its own test, over real HTTP.
 
 mod common;

@@ -1,4 +1,4 @@
-//! `seal replay` (DESIGN §7) over the committed sealed fixtures: `--judges stored` reproduces
+//! `seal replay` (docs/DESIGN.md §7) over the committed sealed fixtures: `--judges stored` reproduces
 //! every consensus hash and outcome at no cost, into new `historical_replay` runs that verify;
 //! `--judges live` asks the judges again (a loopback judge here), costs money, and reports the
 //! outcomes that flip; an unknown strategy and a source that does not verify are refused.
@@ -666,7 +666,7 @@ async fn a_source_with_a_tampered_raw_answer_is_refused() {
     assert!(lb.calls().is_empty());
 }
 
-/// A source whose seal does not match its evidence "does not verify" either (DESIGN §7: replay
+/// A source whose seal does not match its evidence "does not verify" either (docs/DESIGN.md §7: replay
 /// re-judges decided runs; `seal verify` is the definition of a sound one). Each case here is a
 /// run `seal verify` rejects; `seal replay` must refuse it rather than re-judge forged history.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

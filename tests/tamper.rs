@@ -1,4 +1,4 @@
-//! The tamper suite (DESIGN §9, security): on copies of every sealed fixture run, damage every
+//! The tamper suite (docs/DESIGN.md §9, security): on copies of every sealed fixture run, damage every
 //! kind of stored object (flip a byte in the middle, truncate to half, delete) and attack the
 //! structure (swap judge A/B, swap rolls, edit the outcome and re-sign with an untrusted key,
 //! copy a valid seal onto another run, rename a run folder to another runId, edit any field of

@@ -1,4 +1,4 @@
-//! The upstream contracts are vendored byte-for-byte (DESIGN §3.1).
+//! The upstream contracts are vendored byte-for-byte (docs/DESIGN.md §3.1).
 //!
 //! `tests/data/upstream-sha256.txt` is `sha256sum *.json` run in the pipeline's published
 //! `upstream-contracts` folder. This test compares it with the files in `src/contracts/upstream/`

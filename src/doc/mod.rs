@@ -1,4 +1,4 @@
-//! Serde types for every document seal reads or writes (DESIGN §3).
+//! Serde types for every document seal reads or writes (docs/DESIGN.md §3).
 //!
 //! The JSON Schemas in `src/contracts/schemas` are the authority on shape; these types are how
 //! Rust code holds a document once it passed them. Every struct rejects unknown fields, except

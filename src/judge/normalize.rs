@@ -1,4 +1,4 @@
-//! Normalization of a judge's answer into JudgeResult/1 (DESIGN §4). Pure.
+//! Normalization of a judge's answer into JudgeResult/1 (docs/DESIGN.md §4). Pure.
 //!
 //! One entry per package obligation, sorted by id; `not_observed` and skipped obligations are
 //! `missing`; a satisfied/failed verdict that cites nothing is `missing` with a warning

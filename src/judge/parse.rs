@@ -1,4 +1,4 @@
-//! Parsing a chat-completions response into a JudgeOutput (DESIGN §4). Pure.
+//! Parsing a chat-completions response into a JudgeOutput (docs/DESIGN.md §4). Pure.
 //!
 //! The answer is the assistant message `content` only (a string, or text parts joined), never
 //! `reasoning_content`, never anything from the request: a fake verdict a game hid in its text

@@ -1,4 +1,4 @@
-//! The chat-completions request a judge receives (DESIGN §4, §8). Pure.
+//! The chat-completions request a judge receives (docs/DESIGN.md §4, §8). Pure.
 //!
 //! system = the slot's prompt artifact; user = the canonical JudgePackage/1 verbatim between
 //! two marker lines that carry its sha256 (so the data block cannot be closed early by game

@@ -1,4 +1,4 @@
-//! `seal serve`: the HTTP/JSON API the pipeline's workers call (DESIGN §8).
+//! `seal serve`: the HTTP/JSON API the pipeline's workers call (docs/DESIGN.md §8).
 //!
 //! Stateless besides the store: any number of replicas can share one S3 bucket, and a restart
 //! resumes from what is stored (a resubmitted roll continues where it stopped; a judge answer

@@ -38,7 +38,7 @@ use std::sync::Arc;
 use crate::canonical::{self, CanonicalError, Hash};
 use crate::ids::RunId;
 
-/// Default size limit for a document read into memory (DESIGN: 64 MiB, configurable).
+/// Default size limit for a document read into memory (docs/DESIGN.md: 64 MiB, configurable).
 pub const DEFAULT_DOC_LIMIT: u64 = 64 * 1024 * 1024;
 /// Blobs up to this size are put in one request; larger ones stream as multipart uploads.
 const SINGLE_PUT_MAX: usize = 8 * 1024 * 1024;
