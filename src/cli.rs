@@ -136,6 +136,9 @@ pub enum Command {
     /// Export a decided run as an agent-loop Verdict record.
     #[command(subcommand)]
     Export(ExportCommand),
+    /// The transparency log of seals: latest checkpoint, inclusion proofs, append-only checks.
+    #[command(subcommand)]
+    Log(crate::cli_log::LogCommand),
     /// Judge a run folder end to end: rolls, finalPostguard, seal.
     Judge {
         /// The run folder (header.json, brief.md, roll-1/…, blobs/…).
@@ -339,6 +342,17 @@ pub fn run(cli: Cli) -> u8 {
         Command::Export(ExportCommand::Verdict { run_id, store, out }) => {
             cmd_export_verdict(&cli, run_id, store.as_deref(), out.as_deref())
         }
+        Command::Log(cmd) => {
+            init_logging(cli.log_format, "warn");
+            let config = match load_config(cli.config.as_deref()) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            match runtime() {
+                Ok(rt) => rt.block_on(crate::cli_log::run(&config, cmd)),
+                Err(code) => code,
+            }
+        }
         Command::Serve { listen, store, key } => {
             cmd_serve(&cli, listen.as_deref(), store.as_deref(), key.as_deref())
         }
@@ -439,6 +453,16 @@ fn cmd_serve(cli: &Cli, listen: Option<&str>, store: Option<&str>, key: Option<&
             Ok(e) => e,
             Err(code) => return code,
         };
+        // A crash between a seal and its log append is repaired before serving.
+        if let Some(key) = engine.key.clone() {
+            match engine.log.repair(&key).await {
+                Ok(added) if !added.is_empty() => {
+                    tracing::warn!(runs = added.len(), "appended sealed runs missing from the log")
+                }
+                Ok(_) => {}
+                Err(e) => tracing::error!(error = %e, "log repair failed (the next append retries it)"),
+            }
+        }
         let listener = match tokio::net::TcpListener::bind(&addr).await {
             Ok(l) => l,
             Err(e) => return fail(format!("cannot listen on {addr}: {e}")),
@@ -614,6 +638,10 @@ fn cmd_verify(
                 }
             }
         }
+        let log = match crate::verify::load_log(&store, &trusted).await {
+            Ok(v) => std::sync::Arc::new(v),
+            Err(e) => return fail(e),
+        };
         let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)).max(1);
         let bar = progress(ids.len() as u64, all);
         let trusted = std::sync::Arc::new(trusted);
@@ -627,9 +655,9 @@ fn cmd_verify(
                     results.push(join_verify(h).await);
                 }
             }
-            let (store, trusted, bar) = (store.clone(), trusted.clone(), bar.clone());
+            let (store, trusted, bar, log) = (store.clone(), trusted.clone(), bar.clone(), log.clone());
             pending.push_back(tokio::spawn(async move {
-                let r = crate::verify::verify_run(&store, &id, &trusted).await;
+                let r = crate::verify::verify_run_logged(&store, &id, &trusted, &log).await;
                 bar.inc(1);
                 (id, r)
             }));

@@ -24,13 +24,14 @@ fn layer(module: &str) -> Option<(u8, &'static str)> {
         | "prompts" | "metrics" | "postguard::decided" => bottom,
         "blinding" | "assertions" | "consensus" | "independence" | "invariants" | "merge"
         | "derive" | "validate" | "judge::parse" | "judge::normalize" | "judge::request"
-        | "judge::slot" | "unbound" => pure,
+        | "judge::slot" | "unbound" | "tlog" => pure,
         "store" | "store::open" | "store::key" | "fsio" => store,
         "config" | "engine" | "run_state" | "judge" | "judge::client" | "roll" | "roll::guard"
         | "roll::package" | "roll::cost" | "roll::dispatch" | "roll::record" | "audit"
         | "audit::load" | "audit::compare" | "postguard" | "postguard::decide" | "sealing"
-        | "verify" | "replay" | "intake" | "runfolder" | "adapt" | "import" | "resume" => work,
-        "server" | "server::error" | "cli" | "report" => edge,
+        | "verify" | "replay" | "intake" | "runfolder" | "adapt" | "import" | "resume"
+        | "transparency" | "transparency::view" => work,
+        "server" | "server::error" | "cli" | "cli_log" | "report" => edge,
         _ => return None,
     })
 }
