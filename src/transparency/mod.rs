@@ -163,12 +163,12 @@ impl Log {
         trusted: &[PublicKey],
     ) -> Result<Appended, LogError> {
         append_delay().await;
+        let entry = trusted_entry(&self.store, run, trusted).await?;
         let mut cache = self.cache.lock().await;
         if !cache.swept {
             self.sweep(&mut cache, key).await?;
             cache.swept = true;
         }
-        let entry = trusted_entry(&self.store, run, trusted).await?;
         let (index, created) = self.append_locked(&mut cache, run, entry).await?;
         let tree_size = self.publish(&cache, key).await?;
         Ok(Appended {
