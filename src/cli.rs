@@ -457,10 +457,15 @@ fn cmd_serve(cli: &Cli, listen: Option<&str>, store: Option<&str>, key: Option<&
         if let Some(key) = engine.key.clone() {
             match engine.log.repair(&key).await {
                 Ok(added) if !added.is_empty() => {
-                    tracing::warn!(runs = added.len(), "appended sealed runs missing from the log")
+                    tracing::warn!(
+                        runs = added.len(),
+                        "appended sealed runs missing from the log"
+                    )
                 }
                 Ok(_) => {}
-                Err(e) => tracing::error!(error = %e, "log repair failed (the next append retries it)"),
+                Err(e) => {
+                    tracing::error!(error = %e, "log repair failed (the next append retries it)")
+                }
             }
         }
         let listener = match tokio::net::TcpListener::bind(&addr).await {

@@ -83,7 +83,16 @@ pub async fn run(config: &Config, cmd: &LogCommand) -> u8 {
             checkpoint,
             trust,
             json,
-        } => verify(config, store.as_deref(), checkpoint.as_deref(), trust, *json).await,
+        } => {
+            verify(
+                config,
+                store.as_deref(),
+                checkpoint.as_deref(),
+                trust,
+                *json,
+            )
+            .await
+        }
     }
 }
 

@@ -136,12 +136,9 @@ impl Tree {
 
     /// Appends a leaf by its leaf hash.
     pub fn push_leaf_hash(&mut self, leaf: NodeHash) -> Result<(), TlogError> {
-        let new = tlog_tiles::stored_hashes_for_record_hash(
-            self.size,
-            tlog_tiles::Hash(leaf),
-            self,
-        )
-        .map_err(tree_err)?;
+        let new =
+            tlog_tiles::stored_hashes_for_record_hash(self.size, tlog_tiles::Hash(leaf), self)
+                .map_err(tree_err)?;
         self.stored.extend(new);
         self.size += 1;
         Ok(())
@@ -232,7 +229,8 @@ pub fn check_consistency(
     new_size: u64,
     new_root: &NodeHash,
 ) -> Result<(), TlogError> {
-    let fail = |why: String| TlogError::Proof(format!("consistency {old_size} → {new_size}: {why}"));
+    let fail =
+        |why: String| TlogError::Proof(format!("consistency {old_size} → {new_size}: {why}"));
     if old_size > new_size {
         return Err(fail("the old tree is larger".into()));
     }
@@ -329,8 +327,7 @@ pub fn sign_checkpoint(
         id: note_key_id(origin, public),
         sign,
     };
-    let mut note =
-        Note::new(body.as_bytes(), &[]).map_err(|e| TlogError::Note(e.to_string()))?;
+    let mut note = Note::new(body.as_bytes(), &[]).map_err(|e| TlogError::Note(e.to_string()))?;
     note.add_sigs(&[&signer as &dyn signed_note::Signer])
         .map_err(|e| TlogError::Note(e.to_string()))?;
     String::from_utf8(note.to_bytes()).map_err(|e| TlogError::Note(e.to_string()))
@@ -418,8 +415,8 @@ pub fn open_checkpoint(note: &[u8], trusted: &[[u8; 32]]) -> Result<SignedCheckp
 /// Parses a checkpoint note without verifying any signature (for reporting what a store holds).
 pub fn parse_checkpoint_unverified(note: &[u8]) -> Result<(String, u64, NodeHash), TlogError> {
     let parsed = Note::from_bytes(note).map_err(|e| TlogError::Note(e.to_string()))?;
-    let c = Checkpoint::from_bytes(parsed.text())
-        .map_err(|e| TlogError::Checkpoint(e.to_string()))?;
+    let c =
+        Checkpoint::from_bytes(parsed.text()).map_err(|e| TlogError::Checkpoint(e.to_string()))?;
     Ok((c.origin().to_string(), c.size(), c.hash().0))
 }
 

@@ -1180,7 +1180,11 @@ use seal_testkit::loopback::Loopback;
 /// The test-only signing key of the fixtures (copied to a 0600 file: a checkout keeps no modes).
 fn fixture_signing_key(dir: &Path) -> SigningKey {
     let p = dir.join("fixture.key.pem");
-    std::fs::write(&p, read(&sealed_fixtures().join("keys/test-only/seal.key.pem"))).unwrap();
+    std::fs::write(
+        &p,
+        read(&sealed_fixtures().join("keys/test-only/seal.key.pem")),
+    )
+    .unwrap();
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -1218,7 +1222,9 @@ async fn seal_run(engine: &seal::engine::Engine, input: &str, run: &str) {
 
 async fn log_report(root: &Path, old: Option<&[u8]>) -> LogReport {
     let store = Store::open(&file_url(root)).await.unwrap();
-    transparency::verify_log(&store, &raw_trusted(), old).await.unwrap()
+    transparency::verify_log(&store, &raw_trusted(), old)
+        .await
+        .unwrap()
 }
 
 fn latest_note(root: &Path) -> Vec<u8> {
@@ -1322,7 +1328,10 @@ async fn log_dropping_a_log_entry_is_named() {
         .await
         .unwrap();
     assert!(!rep.verified);
-    assert!(rep.problems.iter().any(|p| p.check == lcheck::INCLUSION), "{rep:?}");
+    assert!(
+        rep.problems.iter().any(|p| p.check == lcheck::INCLUSION),
+        "{rep:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

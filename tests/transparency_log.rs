@@ -49,14 +49,20 @@ fn merkle_and_note_code_meet_the_rfc6962_and_c2sp_vectors() {
     for t in v["inclusion"].as_array().unwrap() {
         let (size, index) = (t["size"].as_u64().unwrap(), t["index"].as_u64().unwrap());
         let proof = tree.inclusion(index, size).unwrap();
-        assert_eq!(proof.iter().map(tlog::hex).collect::<Vec<_>>(), hexes(&t["path"]));
+        assert_eq!(
+            proof.iter().map(tlog::hex).collect::<Vec<_>>(),
+            hexes(&t["path"])
+        );
         let leaf = tlog::leaf_hash(&leaves[index as usize]);
         tlog::check_inclusion(&proof, size, &tree.root(size).unwrap(), index, &leaf).unwrap();
     }
     for t in v["consistency"].as_array().unwrap() {
         let (old, new) = (t["old"].as_u64().unwrap(), t["new"].as_u64().unwrap());
         let proof = tree.consistency(old, new).unwrap();
-        assert_eq!(proof.iter().map(tlog::hex).collect::<Vec<_>>(), hexes(&t["proof"]));
+        assert_eq!(
+            proof.iter().map(tlog::hex).collect::<Vec<_>>(),
+            hexes(&t["proof"])
+        );
         let (o, n) = (tree.root(old).unwrap(), tree.root(new).unwrap());
         tlog::check_consistency(&proof, old, &o, new, &n).unwrap();
         if old < new {
@@ -68,16 +74,24 @@ fn merkle_and_note_code_meet_the_rfc6962_and_c2sp_vectors() {
     let (name, rest) = vkey.split_once('+').unwrap();
     let (_, b64) = rest.split_once('+').unwrap();
     use base64::Engine as _;
-    let raw = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap();
     let public: [u8; 32] = raw[1..].try_into().unwrap();
     assert_eq!(tlog::verifier_key(name, &public), vkey);
-    assert_eq!(format!("{:08x}", tlog::note_key_id(name, &public)), "c74f20a3");
+    assert_eq!(
+        format!("{:08x}", tlog::note_key_id(name, &public)),
+        "c74f20a3"
+    );
 }
 
 /// Whether `python3` can import `cryptography`; panics in CI (`SEAL_REQUIRE_PYTHON=1`) if not.
 fn python_ready(test: &str) -> bool {
     let ok = Command::new("python3")
-        .args(["-c", "import cryptography.hazmat.primitives.asymmetric.ed25519"])
+        .args([
+            "-c",
+            "import cryptography.hazmat.primitives.asymmetric.ed25519",
+        ])
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
@@ -91,14 +105,25 @@ fn python_ready(test: &str) -> bool {
 
 fn python(args: &[&str]) -> (i32, String) {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/verify_log.py");
-    let out = Command::new("python3").arg(script).args(args).output().unwrap();
+    let out = Command::new("python3")
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap();
     let text = format!("{}{}", text(&out.stdout), text(&out.stderr));
     (out.status.code().unwrap_or(-1), text)
 }
 
 fn seal_bin(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_seal")).args(args).output().unwrap();
-    assert!(out.stderr.is_empty() || out.status.code() != Some(0), "{}", text(&out.stderr));
+    let out = Command::new(env!("CARGO_BIN_EXE_seal"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.stderr.is_empty() || out.status.code() != Some(0),
+        "{}",
+        text(&out.stderr)
+    );
     (out.status.code().unwrap_or(-1), text(&out.stdout))
 }
 
@@ -123,8 +148,9 @@ fn the_independent_script_agrees_with_seal_on_every_proof() {
     assert_eq!(code, 0, "{out}");
     // Every run's inclusion proof.
     for run in fixture_run_ids() {
-        let (code, json) =
-            seal_bin(&["log", "prove", &run, "--store", &store, "--trust", pem, "--json"]);
+        let (code, json) = seal_bin(&[
+            "log", "prove", &run, "--store", &store, "--trust", pem, "--json",
+        ]);
         assert_eq!(code, 0, "{run}");
         let p = dir.path().join(format!("{run}.json"));
         std::fs::write(&p, &json).unwrap();
@@ -142,22 +168,42 @@ fn the_independent_script_agrees_with_seal_on_every_proof() {
     for e in std::fs::read_dir(&cps).unwrap() {
         let old = e.unwrap().path();
         let (code, json) = seal_bin(&[
-            "log", "verify", "--store", &store, "--trust", pem, "--json", "--checkpoint",
+            "log",
+            "verify",
+            "--store",
+            &store,
+            "--trust",
+            pem,
+            "--json",
+            "--checkpoint",
             old.to_str().unwrap(),
         ]);
         assert_eq!(code, 0, "{json}");
         let rep = dir.path().join("report.json");
         std::fs::write(&rep, &json).unwrap();
-        let (code, out) = python(&["consistency", old.to_str().unwrap(), rep.to_str().unwrap(), "--pub", pem]);
+        let (code, out) = python(&[
+            "consistency",
+            old.to_str().unwrap(),
+            rep.to_str().unwrap(),
+            "--pub",
+            pem,
+        ]);
         assert_eq!(code, 0, "{}: {out}", old.display());
     }
     let (code, out) = python(&["tree", fixture_store_dir().to_str().unwrap(), "--pub", pem]);
     assert_eq!(code, 0, "{out}");
     // A checkpoint signed by another key is refused.
     let other = tempfile::tempdir().unwrap();
-    seal::sealing::SigningKey::generate().write_pair(other.path()).unwrap();
+    seal::sealing::SigningKey::generate()
+        .write_pair(other.path())
+        .unwrap();
     let other_pem = other.path().join("seal.pub.pem");
-    let (code, out) = python(&["checkpoint", cp.to_str().unwrap(), "--pub", other_pem.to_str().unwrap()]);
+    let (code, out) = python(&[
+        "checkpoint",
+        cp.to_str().unwrap(),
+        "--pub",
+        other_pem.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1, "{out}");
 }
 
@@ -175,9 +221,17 @@ impl Drop for Daemon {
 
 fn spawn_daemon(dir: &Path, lb: &Loopback, store: &str) -> Daemon {
     let mut cmd = seal_cmd_with(dir, lb, "sk-a", "sk-b", "log-salt");
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--store", store, "--key", "keys/seal.key.pem"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        store,
+        "--key",
+        "keys/seal.key.pem",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
     let mut child = cmd.spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
@@ -234,7 +288,11 @@ async fn kill_9_between_seal_and_append_is_repaired_once() {
     for _ in 0..2 {
         let d = spawn_daemon(dir.path(), &lb, "file://./store");
         let c = reqwest::Client::new();
-        let note = c.get(format!("{}/v1/log/checkpoint", d.base)).send().await.unwrap();
+        let note = c
+            .get(format!("{}/v1/log/checkpoint", d.base))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(note.status(), 200);
         let proof: Value = c
             .get(format!("{}/v1/runs/{run}/log-proof", d.base))
@@ -244,13 +302,22 @@ async fn kill_9_between_seal_and_append_is_repaired_once() {
             .json()
             .await
             .unwrap();
-        assert_eq!((proof["leafIndex"].as_u64(), proof["treeSize"].as_u64()), (Some(0), Some(1)), "{proof}");
+        assert_eq!(
+            (proof["leafIndex"].as_u64(), proof["treeSize"].as_u64()),
+            (Some(0), Some(1)),
+            "{proof}"
+        );
         assert_eq!(entries(&store), 1);
         drop(d);
     }
     let pem = dir.path().join("keys/seal.pub.pem");
     let (code, out) = seal_bin(&[
-        "log", "verify", "--store", &file_url(&store), "--trust", pem.to_str().unwrap(),
+        "log",
+        "verify",
+        "--store",
+        &file_url(&store),
+        "--trust",
+        pem.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("1 entries, 1 runs"), "{out}");
@@ -271,11 +338,17 @@ fn renamed_copy(from: &Path, to: &Path, run: &str) -> RunFolder {
 async fn drive(c: &reqwest::Client, base: &str, f: &RunFolder) -> Value {
     let run = &f.run;
     let put = |url: String, body: Vec<u8>| c.put(url).body(body).send();
-    let r = put(format!("{base}/v1/runs/{run}"), f.header_bytes.to_vec()).await.unwrap();
+    let r = put(format!("{base}/v1/runs/{run}"), f.header_bytes.to_vec())
+        .await
+        .unwrap();
     assert!(r.status().is_success(), "{}", r.text().await.unwrap());
-    put(format!("{base}/v1/runs/{run}/brief"), f.brief.to_vec()).await.unwrap();
+    put(format!("{base}/v1/runs/{run}/brief"), f.brief.to_vec())
+        .await
+        .unwrap();
     if let Some(spec) = &f.play_spec {
-        put(format!("{base}/v1/runs/{run}/play-spec"), spec.to_vec()).await.unwrap();
+        put(format!("{base}/v1/runs/{run}/play-spec"), spec.to_vec())
+            .await
+            .unwrap();
     }
     let (_, proof, _) = &f.rolls[0];
     let r = c
@@ -285,7 +358,11 @@ async fn drive(c: &reqwest::Client, base: &str, f: &RunFolder) -> Value {
         .await
         .unwrap();
     assert!(r.status().is_success(), "{}", r.text().await.unwrap());
-    let r = c.post(format!("{base}/v1/runs/{run}/finalize")).send().await.unwrap();
+    let r = c
+        .post(format!("{base}/v1/runs/{run}/finalize"))
+        .send()
+        .await
+        .unwrap();
     assert!(r.status().is_success(), "{}", r.text().await.unwrap());
     r.json().await.unwrap()
 }
@@ -304,11 +381,22 @@ async fn three_replicas_seal_300_runs_into_one_consistent_log() {
     personas(&lb);
     let dir = tempfile::tempdir().unwrap();
     keygen(dir.path());
-    let replicas: Vec<Daemon> = (0..3).map(|_| spawn_daemon(dir.path(), &lb, &url)).collect();
-    let c = reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap();
+    let replicas: Vec<Daemon> = (0..3)
+        .map(|_| spawn_daemon(dir.path(), &lb, &url))
+        .collect();
+    let c = reqwest::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .build()
+        .unwrap();
     let src = example("run-narrative-0010-pass");
     let folders: Vec<RunFolder> = (0..RUNS)
-        .map(|i| renamed_copy(&src, &dir.path().join(format!("in/{i}")), &format!("log-run-{i:03}")))
+        .map(|i| {
+            renamed_copy(
+                &src,
+                &dir.path().join(format!("in/{i}")),
+                &format!("log-run-{i:03}"),
+            )
+        })
         .collect();
     // Frames are shared: upload them once.
     for (hash, path) in &folders[0].blobs {
@@ -331,11 +419,16 @@ async fn three_replicas_seal_300_runs_into_one_consistent_log() {
     .await;
     let took = t0.elapsed();
     assert_eq!(results.len(), RUNS);
-    eprintln!("3 replicas sealed {RUNS} runs in {:.1} s", took.as_secs_f64());
+    eprintln!(
+        "3 replicas sealed {RUNS} runs in {:.1} s",
+        took.as_secs_f64()
+    );
     // One log: RUNS entries, each run once, consistent, every run proven.
     let store = seal::store::Store::open(&url).await.unwrap();
     let pem = seal::sealing::PublicKey::load(&dir.path().join("keys/seal.pub.pem")).unwrap();
-    let report = seal::transparency::verify_log(&store, &[pem.raw()], None).await.unwrap();
+    let report = seal::transparency::verify_log(&store, &[pem.raw()], None)
+        .await
+        .unwrap();
     assert!(report.verified, "{:?}", report.problems);
     assert_eq!((report.entries, report.runs_logged), (RUNS as u64, RUNS));
     assert_eq!(report.checkpoint_size, Some(RUNS as u64));

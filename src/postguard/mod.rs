@@ -163,7 +163,11 @@ async fn logged(
             run: run.clone(),
             source,
         })?;
-    tracing::debug!(index = appended.index, created = appended.created, "seal logged");
+    tracing::debug!(
+        index = appended.index,
+        created = appended.created,
+        "seal logged"
+    );
     Ok(done)
 }
 

@@ -494,11 +494,9 @@ async fn get_verify(
 /// The latest signed checkpoint of the transparency log, the note text exactly as stored.
 async fn get_log_checkpoint(State(state): State<AppState>) -> Result<Response, ApiError> {
     match crate::transparency::latest_checkpoint(&state.engine.store).await? {
-        Some(note) => Ok((
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            note,
-        )
-            .into_response()),
+        Some(note) => {
+            Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], note).into_response())
+        }
         None => Err(crate::transparency::LogError::NoCheckpoint.into()),
     }
 }

@@ -192,7 +192,9 @@ impl Log {
         self.sync(cache).await?;
         let mut added = Vec::new();
         for run in self.store.list_runs().await? {
-            if cache.by_run.contains_key(run.as_str()) || !self.store.exists(&Key::seal(&run)).await? {
+            if cache.by_run.contains_key(run.as_str())
+                || !self.store.exists(&Key::seal(&run)).await?
+            {
                 continue;
             }
             let appended = match trusted_entry(&self.store, &run, &[key.public()]).await {
@@ -345,7 +347,7 @@ pub async fn checkpoint_keys(store: &Store) -> Result<Vec<(u64, Key)>, StoreErro
         .into_iter()
         .filter_map(|k| k.log_number(LOG_CHECKPOINTS).map(|n| (n, k)))
         .collect();
-    keys.sort_by(|a, b| b.0.cmp(&a.0));
+    keys.sort_by_key(|k| std::cmp::Reverse(k.0));
     Ok(keys)
 }
 
@@ -416,7 +418,9 @@ async fn trusted_entry(
     let subject = &verified.statement.subject[0];
     if subject.name != Key::evidence(run).as_str() || subject.digest.sha256 != entry.evidence_sha256
     {
-        return Err(not_sealed("the seal is not over this run's evidence".into()));
+        return Err(not_sealed(
+            "the seal is not over this run's evidence".into(),
+        ));
     }
     Ok(entry)
 }

@@ -148,7 +148,11 @@ impl LogView {
                 ),
             ));
         }
-        let keys: Vec<Key> = numbered.into_iter().take(contiguous).map(|(_, k)| k).collect();
+        let keys: Vec<Key> = numbered
+            .into_iter()
+            .take(contiguous)
+            .map(|(_, k)| k)
+            .collect();
         let fetched: Vec<(Key, Bytes)> = futures::stream::iter(keys.into_iter().map(|k| {
             let store = store.clone();
             async move { store.get(&k).await.map(|b| (k, b)) }
@@ -381,7 +385,11 @@ async fn runs_against_log(store: &Store, view: &LogView) -> Result<Vec<Problem>,
         let Some(entry) = entry else { continue };
         let object = Key::log_entry(index as u64).to_string();
         let Ok(run) = RunId::parse(&entry.run_id) else {
-            problems.push(Problem::new(check::ENTRIES, object, "the run id is not valid"));
+            problems.push(Problem::new(
+                check::ENTRIES,
+                object,
+                "the run id is not valid",
+            ));
             continue;
         };
         if !stored.contains_key(run.as_str()) {
@@ -389,7 +397,11 @@ async fn runs_against_log(store: &Store, view: &LogView) -> Result<Vec<Problem>,
                 Ok(e) => e,
                 Err(LogError::Store(e)) => return Err(e),
                 Err(e) => {
-                    problems.push(Problem::new(check::REPLACED, Key::seal(&run).as_str(), e.to_string()));
+                    problems.push(Problem::new(
+                        check::REPLACED,
+                        Key::seal(&run).as_str(),
+                        e.to_string(),
+                    ));
                     continue;
                 }
             };
@@ -417,7 +429,11 @@ async fn runs_against_log(store: &Store, view: &LogView) -> Result<Vec<Problem>,
             problems.push(Problem::new(
                 check::RELOGGED,
                 format!("runs/{run}"),
-                format!("logged {} times (leaves {}): a decided run was judged again under the same id", indices.len(), at.join(", ")),
+                format!(
+                    "logged {} times (leaves {}): a decided run was judged again under the same id",
+                    indices.len(),
+                    at.join(", ")
+                ),
             ));
         }
     }
@@ -445,13 +461,23 @@ fn against_old(
     let old = match tlog::open_checkpoint(old, trusted) {
         Ok(c) => c,
         Err(e) => {
-            problems.push(Problem::new(check::CONSISTENCY, object, format!("the older checkpoint does not verify: {e}")));
+            problems.push(Problem::new(
+                check::CONSISTENCY,
+                object,
+                format!("the older checkpoint does not verify: {e}"),
+            ));
             return None;
         }
     };
     if let Some(latest) = &view.latest {
         if latest.origin != old.origin {
-            problems.push(Problem::mismatch(check::CONSISTENCY, object, &old.origin, &latest.origin, "the store's log has another origin"));
+            problems.push(Problem::mismatch(
+                check::CONSISTENCY,
+                object,
+                &old.origin,
+                &latest.origin,
+                "the store's log has another origin",
+            ));
             return None;
         }
     }
@@ -483,7 +509,8 @@ fn against_old(
         return None;
     }
     let proof = view.tree.consistency(old.size, latest.size).ok()?;
-    if let Err(e) = tlog::check_consistency(&proof, old.size, &old.root, latest.size, &latest.root) {
+    if let Err(e) = tlog::check_consistency(&proof, old.size, &old.root, latest.size, &latest.root)
+    {
         problems.push(Problem::new(check::CONSISTENCY, object, e.to_string()));
         return None;
     }
