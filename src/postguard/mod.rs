@@ -155,19 +155,20 @@ async fn logged(
     key: &sealing::SigningKey,
     done: Finalized,
 ) -> Result<Finalized, FinalizeError> {
-    let appended = engine
-        .log
-        .append(run, key)
-        .await
-        .map_err(|source| FinalizeError::Log {
-            run: run.clone(),
-            source,
-        })?;
-    tracing::debug!(
-        index = appended.index,
-        created = appended.created,
-        "seal logged"
-    );
+    match engine.log.append(run, key).await {
+        Ok(a) => tracing::debug!(index = a.index, created = a.created, "seal logged"),
+        // A racing finalizer holding another key sealed the run: its signer logs it (a process
+        // appends only seals it can verify under its own key).
+        Err(crate::transparency::LogError::NotSealed { detail, .. }) if !done.wrote => {
+            tracing::warn!(%detail, "seal not appended by this process")
+        }
+        Err(source) => {
+            return Err(FinalizeError::Log {
+                run: run.clone(),
+                source,
+            })
+        }
+    }
     Ok(done)
 }
 
