@@ -159,6 +159,9 @@ pub enum Command {
     /// Export a decided run as an agent-loop Verdict record.
     #[command(subcommand)]
     Export(ExportCommand),
+    /// The transparency log of seals: latest checkpoint, inclusion proofs, append-only checks.
+    #[command(subcommand)]
+    Log(crate::cli_log::LogCommand),
     /// Judge a run folder end to end: rolls, finalPostguard, seal.
     Judge {
         /// The run folder (header.json, brief.md, roll-1/…, blobs/…).
@@ -395,6 +398,17 @@ pub fn run(cli: Cli) -> u8 {
             out,
             trust,
         }) => cmd_export_verdict(&cli, run_id, store.as_deref(), out.as_deref(), trust),
+        Command::Log(cmd) => {
+            init_logging(cli.log_format, "warn");
+            let config = match load_config(cli.config.as_deref()) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            match runtime() {
+                Ok(rt) => rt.block_on(crate::cli_log::run(&config, cmd)),
+                Err(code) => code,
+            }
+        }
         Command::Serve { listen, store, key } => {
             cmd_serve(&cli, listen.as_deref(), store.as_deref(), key.as_deref())
         }
@@ -508,6 +522,21 @@ fn cmd_serve(cli: &Cli, listen: Option<&str>, store: Option<&str>, key: Option<&
             Ok(e) => e,
             Err(code) => return code,
         };
+        // A crash between a seal and its log append is repaired before serving.
+        if let Some(key) = engine.key.clone() {
+            match engine.log.repair(&key).await {
+                Ok(added) if !added.is_empty() => {
+                    tracing::warn!(
+                        runs = added.len(),
+                        "appended sealed runs missing from the log"
+                    )
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!(error = %e, "log repair failed (the next append retries it)")
+                }
+            }
+        }
         let listener = match tokio::net::TcpListener::bind(&addr).await {
             Ok(l) => l,
             Err(e) => return fail(format!("cannot listen on {addr}: {e}")),
@@ -686,7 +715,12 @@ fn cmd_verify(
                     .unwrap_or(2)
             })
             .max(1);
-        match verify_in_parallel(&store, ids, Arc::new(trusted), jobs, all).await {
+        // The transparency log is read once for all runs (each run's inclusion is checked).
+        let log = match crate::verify::load_log(&store, &trusted).await {
+            Ok(v) => Arc::new(v),
+            Err(e) => return fail(e),
+        };
+        match verify_in_parallel(&store, ids, Arc::new(trusted), log, jobs, all).await {
             Ok(mut r) => {
                 r.append(&mut reports);
                 print_verify(&r, json)
@@ -747,6 +781,7 @@ async fn verify_in_parallel(
     store: &Store,
     ids: Vec<crate::ids::RunId>,
     trusted: Arc<Vec<crate::sealing::PublicKey>>,
+    log: Arc<crate::transparency::LogView>,
     jobs: usize,
     show_progress: bool,
 ) -> Result<Vec<crate::verify::RunReport>, String> {
@@ -759,9 +794,9 @@ async fn verify_in_parallel(
                 results.push(join_verify(h).await?);
             }
         }
-        let (store, trusted, bar) = (store.clone(), trusted.clone(), bar.clone());
+        let (store, trusted, bar, log) = (store.clone(), trusted.clone(), bar.clone(), log.clone());
         pending.push_back(tokio::spawn(async move {
-            let r = crate::verify::verify_run(&store, &id, &trusted).await;
+            let r = crate::verify::verify_run_logged(&store, &id, &trusted, &log).await;
             bar.inc(1);
             (id, r)
         }));

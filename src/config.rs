@@ -51,6 +51,14 @@ struct RawConfig {
     policy: RawPolicy,
     server: RawServer,
     judges: RawJudges,
+    #[serde(default)]
+    log: Option<RawLog>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLog {
+    origin: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -205,6 +213,8 @@ pub struct Config {
     pub trusted_keys: Vec<PathBuf>,
     pub seed_salt: Secret,
     pub seed_salt_is_default: bool,
+    /// The transparency log's origin line and signed-note key name (`log.origin`).
+    pub log_origin: String,
     pub server: ServerConfig,
     pub a: SlotConfig,
     pub b: SlotConfig,
@@ -381,6 +391,15 @@ impl Config {
             Some(s) => (Secret::new(s), false),
             None => (Secret::new(DEV_SALT.into()), true),
         };
+        let log_origin = raw
+            .log
+            .map(|l| l.origin)
+            .unwrap_or_else(|| crate::transparency::DEFAULT_ORIGIN.to_string());
+        if !crate::tlog::is_origin_valid(&log_origin) {
+            return Err(err(format!(
+                "log.origin: {log_origin:?} must be non-empty, without spaces or '+' (e.g. seal.example.com/log)"
+            )));
+        }
         Ok(Config {
             source: source.to_string(),
             store: raw.store,
@@ -392,6 +411,7 @@ impl Config {
             trusted_keys: raw.keys.trusted.into_iter().map(PathBuf::from).collect(),
             seed_salt,
             seed_salt_is_default,
+            log_origin,
             server: ServerConfig {
                 listen: s.listen.clone(),
                 bearer_token: nonempty(env(&s.bearer_token_env)).map(Secret::new),

@@ -19,6 +19,8 @@ pub struct Engine {
     /// None for read-only uses (verify); finalizing needs it.
     pub key: Option<Arc<SigningKey>>,
     pub clock: Arc<dyn Clock>,
+    /// The transparency log of seals in `store` (appended by the postguard).
+    pub log: crate::transparency::Log,
     runs: Arc<RunLocks>,
 }
 
@@ -59,8 +61,10 @@ impl Clock for FixedClock {
 impl Engine {
     pub fn new(store: Store, config: Config, key: Option<SigningKey>) -> Result<Engine, String> {
         let judges = Judges::new(&config)?;
+        let store = store.with_doc_limit(config.max_document_bytes);
         Ok(Engine {
-            store: store.with_doc_limit(config.max_document_bytes),
+            log: crate::transparency::Log::new(store.clone(), &config.log_origin),
+            store,
             config: Arc::new(config),
             judges: Arc::new(judges),
             key: key.map(Arc::new),

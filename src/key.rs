@@ -13,6 +13,11 @@ use crate::ids::{check_segment, IdError, RollId, RunId, Slot};
 /// Deepest key in the layout is `runs/<run>/roll-<n>/judge-a/attempt-<k>/raw.json` (6).
 pub const MAX_SEGMENTS: usize = 8;
 
+/// Folder of the transparency log's entries.
+pub const LOG_ENTRIES: &str = "log/entries";
+/// Folder of the transparency log's signed checkpoints.
+pub const LOG_CHECKPOINTS: &str = "log/checkpoints";
+
 /// What a put stored (or a read found): the key, the sha256 of its bytes, their length.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored {
@@ -104,6 +109,22 @@ impl Key {
         let dir = format!("judge-{slot}");
         let att = format!("attempt-{attempt}");
         Key::join(&["runs", run.as_str(), roll.as_str(), &dir, &att, file])
+    }
+
+    /// `log/entries/<index, 20 digits>`: leaf `index` of the transparency log (create-only).
+    pub fn log_entry(index: u64) -> Key {
+        Key(format!("{LOG_ENTRIES}/{index:020}"))
+    }
+    /// `log/checkpoints/<size, 20 digits>`: the signed checkpoint of the tree of `size` leaves.
+    pub fn log_checkpoint(size: u64) -> Key {
+        Key(format!("{LOG_CHECKPOINTS}/{size:020}"))
+    }
+    /// The number a `log/entries/<n>` or `log/checkpoints/<n>` key names, if it is one.
+    pub fn log_number(&self, folder: &str) -> Option<u64> {
+        let rest = self.0.strip_prefix(folder)?.strip_prefix('/')?;
+        (rest.len() == 20 && rest.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| rest.parse().ok())
+            .flatten()
     }
 
     /// The folder part of the key (everything before the last `/`).

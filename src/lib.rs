@@ -13,7 +13,9 @@
 //!                   ─▶ roll, merge             rolls and first-decisive/1
 //!                   ─▶ postguard               the ONLY writer of a DECIDED document
 //!                   ─▶ sealing                 in-toto statement in a DSSE envelope, ed25519
+//!                   ─▶ transparency, tlog      the seal appended to an RFC 6962 log, C2SP checkpoint
 //! auditor           ─▶ verify                  re-hash, re-verify, recompute everything
+//!                   ─▶ transparency::view      nothing deleted, replaced or rolled back
 //! operator          ─▶ replay                  historical_replay from stored or live judges
 //! ```
 //!
@@ -33,6 +35,7 @@ pub mod audit;
 pub mod blinding;
 pub mod canonical;
 pub mod cli;
+pub mod cli_log;
 pub mod config;
 pub mod consensus;
 pub mod contracts;
@@ -64,6 +67,8 @@ pub mod runfolder;
 pub mod sealing;
 pub mod server;
 pub mod store;
+pub mod tlog;
+pub mod transparency;
 pub mod validate;
 pub mod verify;
 pub mod vocab;

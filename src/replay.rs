@@ -51,6 +51,8 @@ pub enum ReplayError {
     Finalize(#[from] FinalizeError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Log(#[from] crate::transparency::LogError),
 }
 
 impl HasFault for ReplayError {
@@ -64,6 +66,7 @@ impl HasFault for ReplayError {
             ReplayError::Roll(e) => e.fault(),
             ReplayError::Finalize(e) => e.fault(),
             ReplayError::Store(e) => e.fault(),
+            ReplayError::Log(e) => e.fault(),
         }
     }
 }
@@ -129,6 +132,11 @@ pub async fn replay(
             });
         }
     };
+    // A verified source from an archive is sealed run of this store now: log it (a no-op
+    // when it is logged already), so that the log accounts for every sealed run.
+    if let Some(key) = &engine.key {
+        engine.log.append_trusted(source, key, trusted).await?;
+    }
     let id = start_replay(store, source).await?;
     replay_rolls(engine, &verified, source, &id, judges).await
 }

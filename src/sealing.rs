@@ -163,6 +163,11 @@ impl std::fmt::Debug for PublicKey {
 }
 
 impl PublicKey {
+    /// The raw 32-byte ed25519 public key.
+    pub fn raw(&self) -> [u8; 32] {
+        self.inner.to_bytes()
+    }
+
     /// Loads an SPKI PEM ed25519 public key.
     pub fn load(path: &Path) -> Result<PublicKey, KeyError> {
         let pem = crate::fsio::read_string(path, MAX_KEY_FILE).map_err(|e| match e {

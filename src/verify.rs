@@ -6,6 +6,9 @@
 //! decided from, then the full [`crate::audit`]: every ref re-hashed (streaming), every project
 //! document schema-checked, normalization, independence and consensus recomputed, blinding.
 //!
+//! Then the run's inclusion in the transparency log (`log_inclusion`): its stored seal is the
+//! one last logged for it, proven in the latest checkpoint signed by a trusted key.
+//!
 //! What it ignores, and why: extra signatures by untrusted keys (one trusted valid signature is
 //! the rule); objects in the run folder that the evidence does not reference (scratch or a
 //! later replay's inputs cannot change what was sealed).
@@ -21,6 +24,7 @@ use crate::fault::{Fault, HasFault};
 use crate::ids::RunId;
 use crate::sealing::{self, Envelope, PublicKey};
 use crate::store::{Key, Store, StoreError};
+use crate::transparency::LogView;
 use crate::validate::{validate_as, Report};
 use crate::vocab::GuardCheck;
 
@@ -136,16 +140,44 @@ impl VerifiedRun {
     }
 }
 
-/// Verifies one run. Errors only when the store itself cannot be read.
+/// Verifies one run, its inclusion in the transparency log included. Errors only when the
+/// store itself cannot be read.
 pub async fn verify_run(
     store: &Store,
     run: &RunId,
     trusted: &[PublicKey],
 ) -> Result<RunReport, StoreError> {
-    Ok(check_run(store, run, trusted).await?.0)
+    let view = load_log(store, trusted).await?;
+    verify_run_logged(store, run, trusted, &view).await
+}
+
+/// The transparency log as `seal verify` checks it (the latest trusted checkpoint); load it
+/// once for many runs.
+pub async fn load_log(store: &Store, trusted: &[PublicKey]) -> Result<LogView, StoreError> {
+    let raw: Vec<[u8; 32]> = trusted.iter().map(PublicKey::raw).collect();
+    LogView::load(store, &raw, false).await
+}
+
+/// [`verify_run`] against a log loaded once ([`load_log`]): the run's checks, then the
+/// `log_inclusion` check (its stored seal is the one logged, proven in the latest checkpoint).
+pub async fn verify_run_logged(
+    store: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+    log: &LogView,
+) -> Result<RunReport, StoreError> {
+    let mut report = check_run(store, run, trusted).await?.0;
+    if store.exists(&Key::evidence(run)).await? {
+        report.problems.extend(log.check_run(store, run).await?);
+    }
+    report.verified = report.problems.is_empty();
+    Ok(report)
 }
 
 /// Verifies one run and, when it verifies, hands out the proof; else the report of why not.
+/// The proof is about the run itself (seal, evidence, everything bound); whether the store's
+/// log accounts for it is `seal verify`'s and `seal log verify`'s question, so that a run
+/// imported from an archive can be proven before it is logged here.
 pub async fn prove(
     store: &Store,
     run: &RunId,

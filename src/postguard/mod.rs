@@ -63,6 +63,11 @@ pub enum FinalizeError {
     Roll(#[from] JudgingError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("run {run}: sealed, but not yet in the transparency log (finalize again to append it): {source}")]
+    Log {
+        run: RunId,
+        source: crate::transparency::LogError,
+    },
     #[error("run {run}: {reason}")]
     Internal { run: RunId, reason: String },
 }
@@ -75,6 +80,7 @@ impl HasFault for FinalizeError {
             FinalizeError::State(e) => e.fault(),
             FinalizeError::Roll(e) => e.fault(),
             FinalizeError::Store(e) => e.fault(),
+            FinalizeError::Log { source, .. } => source.fault(),
             FinalizeError::Internal { .. } => Fault::Corruption,
         }
     }
@@ -103,7 +109,8 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
     let _run_lock = engine.lock_run(run).await;
     let (open, finalizing) = match RunState::load(store, run).await? {
         RunState::Decided(d) => {
-            return ensure_seal(store, run, d.evidence, d.evidence_hash, &key, false).await
+            let done = ensure_seal(store, run, d.evidence, d.evidence_hash, &key, false).await?;
+            return logged(engine, run, &key, done).await;
         }
         RunState::Open(o) => (o, false),
         RunState::Finalizing(o) => (o, true),
@@ -134,7 +141,35 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
         return Err(internal(run, "evidence.json vanished after it was written"));
     };
     tracing::info!(outcome = ?evidence.outcome, wrote, "run decided");
-    ensure_seal(store, run, evidence, evidence_hash, &key, wrote).await
+    let done = ensure_seal(store, run, evidence, evidence_hash, &key, wrote).await?;
+    logged(engine, run, &key, done).await
+}
+
+/// Appends the stored seal to the transparency log (a no-op when it is logged already), so a
+/// finalize answers only once the run cannot vanish unnoticed. A crash before this step is
+/// repaired by the next finalize of the run, the next append of any process, or `seal serve`
+/// at start.
+async fn logged(
+    engine: &Engine,
+    run: &RunId,
+    key: &sealing::SigningKey,
+    done: Finalized,
+) -> Result<Finalized, FinalizeError> {
+    match engine.log.append(run, key).await {
+        Ok(a) => tracing::debug!(index = a.index, created = a.created, "seal logged"),
+        // A racing finalizer holding another key sealed the run: its signer logs it (a process
+        // appends only seals it can verify under its own key).
+        Err(crate::transparency::LogError::NotSealed { detail, .. }) if !done.wrote => {
+            tracing::warn!(%detail, "seal not appended by this process")
+        }
+        Err(source) => {
+            return Err(FinalizeError::Log {
+                run: run.clone(),
+                source,
+            })
+        }
+    }
+    Ok(done)
 }
 
 /// Judges every roll whose proof package is stored but whose judging was interrupted, in the

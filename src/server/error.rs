@@ -13,6 +13,7 @@ use crate::postguard::FinalizeError;
 use crate::roll::JudgingError;
 use crate::run_state::RunStateError;
 use crate::store::StoreError;
+use crate::transparency::LogError;
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -204,6 +205,12 @@ impl From<FinalizeError> for ApiError {
             FinalizeError::State(s) => s.into(),
             FinalizeError::Roll(r) => r.into(),
             FinalizeError::Store(s) => s.into(),
+            FinalizeError::Log { run, source } => {
+                let mut e = ApiError::from(source);
+                e.message = msg;
+                e.object = Some(format!("run {run}"));
+                e
+            }
             FinalizeError::Internal { run, .. } => ApiError::by_fault(
                 fault,
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
@@ -249,6 +256,46 @@ impl From<ExplainError> for ApiError {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
                 msg,
                 Some(format!("run {run}")),
+            ),
+        }
+    }
+}
+
+impl From<LogError> for ApiError {
+    fn from(e: LogError) -> ApiError {
+        let msg = e.to_string();
+        let fault = e.fault();
+        match e {
+            LogError::Store(s) => s.into(),
+            LogError::NotLogged { run } => ApiError::by_fault(
+                fault,
+                (StatusCode::NOT_FOUND, "not_logged"),
+                msg,
+                Some(format!("run {run}")),
+            ),
+            LogError::NoCheckpoint => ApiError::by_fault(
+                fault,
+                (StatusCode::NOT_FOUND, "no_checkpoint"),
+                msg,
+                Some(crate::transparency::LOG_CHECKPOINTS.into()),
+            ),
+            LogError::NotSealed { run, .. } => ApiError::by_fault(
+                fault,
+                (StatusCode::CONFLICT, "not_sealed"),
+                msg,
+                Some(format!("run {run}")),
+            ),
+            LogError::Corrupt { key, .. } => ApiError::by_fault(
+                fault,
+                (StatusCode::INTERNAL_SERVER_ERROR, "corrupt_store"),
+                msg,
+                Some(key),
+            ),
+            LogError::Format(_) => ApiError::by_fault(
+                fault,
+                (StatusCode::INTERNAL_SERVER_ERROR, "corrupt_store"),
+                msg,
+                None,
             ),
         }
     }

@@ -95,6 +95,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/runs/{run_id}/finalize", post(post_finalize))
         .route("/v1/runs/{run_id}/verify", get(get_verify))
         .route("/v1/runs/{run_id}/explain", get(get_explain))
+        .route("/v1/runs/{run_id}/log-proof", get(get_log_proof))
+        .route("/v1/log/checkpoint", get(get_log_checkpoint))
         .layer(DefaultBodyLimit::max(doc_limit));
     let blobs = Router::new()
         .route("/v1/blobs/sha256/{hex}", put(put_blob))
@@ -523,6 +525,27 @@ async fn get_explain(
         )
             .into_response())
     }
+}
+
+/// The latest signed checkpoint of the transparency log, the note text exactly as stored.
+async fn get_log_checkpoint(State(state): State<AppState>) -> Result<Response, ApiError> {
+    match crate::transparency::latest_checkpoint(&state.engine.store).await? {
+        Some(note) => {
+            Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], note).into_response())
+        }
+        None => Err(crate::transparency::LogError::NoCheckpoint.into()),
+    }
+}
+
+/// The inclusion proof of a run's seal against the latest checkpoint (`seal log prove --json`).
+async fn get_log_proof(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    let view = crate::verify::load_log(&state.engine.store, &state.trusted).await?;
+    let proof = view.proof(&run)?;
+    Ok(Json(proof).into_response())
 }
 
 /// How long a client should wait after a 429 (seconds).

@@ -1,0 +1,272 @@
+//! `seal log …`: the transparency log on the command line (docs/DESIGN.md §13).
+//!
+//! `checkpoint` prints the latest signed checkpoint exactly as stored (a note is signed bytes:
+//! nothing may be added, not even a newline); `prove` prints a run's inclusion proof; `verify`
+//! checks the whole log against the store and, given one, an older checkpoint.
+//!
+//! Decision: checkpoints are trusted under the same keys as seals (`keys.trusted`, `--trust`),
+//! because the log is signed with the seal signing key; `prove` also trusts the public half of
+//! the configured signing key, so an operator on the signing host needs no extra flag.
+
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+
+use crate::config::Config;
+use crate::ids::RunId;
+use crate::sealing::{PublicKey, SigningKey};
+use crate::store::Store;
+use crate::transparency::{self, LogReport};
+
+/// Largest older-checkpoint file read (a note is a few hundred bytes).
+const MAX_NOTE_FILE: u64 = 1 << 20;
+
+#[derive(Debug, Subcommand)]
+pub enum LogCommand {
+    /// Print the latest signed checkpoint (a C2SP signed note), exactly as stored.
+    Checkpoint {
+        /// Store URL (default: the config's).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
+    },
+    /// Print the inclusion proof of a run's seal against the latest checkpoint.
+    Prove {
+        /// The run id.
+        run_id: String,
+        /// Store URL (default: the config's).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
+        /// Public key trusted to sign checkpoints (SPKI PEM); repeatable; adds to keys.trusted
+        /// and the public half of keys.signing_key when readable.
+        #[arg(long, value_name = "PEM")]
+        trust: Vec<PathBuf>,
+        /// Print {runId, leafIndex, treeSize, entry, auditPath, checkpoint} as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the log: entries and checkpoints agree, append-only since an older checkpoint,
+    /// every logged run present with the logged seal, every sealed run logged. Exit 0 verified,
+    /// 1 not, 2 could not run.
+    Verify {
+        /// Store URL (default: the config's).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
+        /// An older signed checkpoint (note text) the log must be consistent with.
+        #[arg(long, value_name = "FILE")]
+        checkpoint: Option<PathBuf>,
+        /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
+        #[arg(long, value_name = "PEM")]
+        trust: Vec<PathBuf>,
+        /// Print the report (with the consistency proof) as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn fail(msg: impl std::fmt::Display) -> u8 {
+    eprintln!("seal: {msg}");
+    2
+}
+
+/// Runs a `seal log` command (on the caller's runtime); returns the exit code.
+pub async fn run(config: &Config, cmd: &LogCommand) -> u8 {
+    match cmd {
+        LogCommand::Checkpoint { store } => checkpoint(config, store.as_deref()).await,
+        LogCommand::Prove {
+            run_id,
+            store,
+            trust,
+            json,
+        } => prove(config, run_id, store.as_deref(), trust, *json).await,
+        LogCommand::Verify {
+            store,
+            checkpoint,
+            trust,
+            json,
+        } => {
+            verify(
+                config,
+                store.as_deref(),
+                checkpoint.as_deref(),
+                trust,
+                *json,
+            )
+            .await
+        }
+    }
+}
+
+async fn open(config: &Config, store: Option<&str>) -> Result<Store, u8> {
+    let url = store.unwrap_or(&config.store);
+    Store::open(url)
+        .await
+        .map(|s| s.with_doc_limit(config.max_document_bytes))
+        .map_err(fail)
+}
+
+/// Trusted keys: `keys.trusted`, every `--trust`, and (with `signer`) the public half of the
+/// configured signing key when it loads.
+fn trusted(config: &Config, trust: &[PathBuf], signer: bool) -> Result<Vec<PublicKey>, u8> {
+    let mut keys = Vec::new();
+    for p in config.trusted_keys.iter().chain(trust) {
+        keys.push(PublicKey::load(p).map_err(fail)?);
+    }
+    if signer {
+        if let Ok(k) = SigningKey::load(&config.signing_key) {
+            keys.push(k.public());
+        }
+    }
+    if keys.is_empty() {
+        return Err(fail(
+            "no trusted public key: give --trust PEM (or keys.trusted in the config)",
+        ));
+    }
+    Ok(keys)
+}
+
+async fn checkpoint(config: &Config, store: Option<&str>) -> u8 {
+    let store = match open(config, store).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    match transparency::latest_checkpoint(&store).await {
+        Ok(Some(note)) => {
+            use std::io::Write;
+            let mut out = std::io::stdout();
+            match out.write_all(&note).and_then(|_| out.flush()) {
+                Ok(()) => 0,
+                Err(e) => fail(e),
+            }
+        }
+        Ok(None) => {
+            eprintln!("seal: {}", transparency::LogError::NoCheckpoint);
+            1
+        }
+        Err(e) => fail(e),
+    }
+}
+
+async fn prove(
+    config: &Config,
+    run_id: &str,
+    store: Option<&str>,
+    trust: &[PathBuf],
+    json: bool,
+) -> u8 {
+    let run = match RunId::parse(run_id) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    let (store, keys) = match (open(config, store).await, trusted(config, trust, true)) {
+        (Ok(s), Ok(k)) => (s, k),
+        (Err(code), _) | (_, Err(code)) => return code,
+    };
+    let view = match crate::verify::load_log(&store, &keys).await {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    let proof = match view.proof(&run) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("seal: {e}");
+            return 1;
+        }
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&proof).unwrap_or_default()
+        );
+    } else {
+        println!(
+            "run {}: leaf {} of a tree of {}",
+            proof.run_id, proof.leaf_index, proof.tree_size
+        );
+        println!("entry {}", proof.entry);
+        println!("audit path (leaf to root, RFC 9162):");
+        for h in &proof.audit_path {
+            println!("  {h}");
+        }
+        print!("checkpoint:\n{}", proof.checkpoint);
+    }
+    0
+}
+
+fn read_note(path: &Path) -> Result<Vec<u8>, u8> {
+    let meta = std::fs::metadata(path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
+    if meta.len() > MAX_NOTE_FILE {
+        return Err(fail(format!(
+            "{}: not a checkpoint (over {MAX_NOTE_FILE} bytes)",
+            path.display()
+        )));
+    }
+    std::fs::read(path).map_err(|e| fail(format!("{}: {e}", path.display())))
+}
+
+async fn verify(
+    config: &Config,
+    store: Option<&str>,
+    old: Option<&Path>,
+    trust: &[PathBuf],
+    json: bool,
+) -> u8 {
+    let (store, keys) = match (open(config, store).await, trusted(config, trust, false)) {
+        (Ok(s), Ok(k)) => (s, k),
+        (Err(code), _) | (_, Err(code)) => return code,
+    };
+    let old = match old.map(read_note).transpose() {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let raw: Vec<[u8; 32]> = keys.iter().map(PublicKey::raw).collect();
+    let report = match transparency::verify_log(&store, &raw, old.as_deref()).await {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        print!("{}", render(&report));
+    }
+    if report.verified {
+        0
+    } else {
+        1
+    }
+}
+
+fn render(r: &LogReport) -> String {
+    let mut out = format!(
+        "log {}: {} entries, {} runs, latest checkpoint {}\n",
+        r.origin.as_deref().unwrap_or("(no checkpoint)"),
+        r.entries,
+        r.runs_logged,
+        r.checkpoint_size
+            .map(|s| format!("of size {s}"))
+            .unwrap_or_else(|| "none".into())
+    );
+    if let Some(c) = &r.consistency {
+        out.push_str(&format!(
+            "append-only since the checkpoint of size {} (consistency proof of {} hashes to size {})\n",
+            c.old_size,
+            c.proof.len(),
+            c.new_size
+        ));
+    }
+    if r.verified {
+        out.push_str("verified\n");
+    } else {
+        let n = r.problems.len();
+        out.push_str(&format!(
+            "NOT VERIFIED: {n} problem{}\n",
+            if n == 1 { "" } else { "s" }
+        ));
+        for p in &r.problems {
+            out.push_str(&format!("    {p}\n"));
+        }
+    }
+    out
+}
