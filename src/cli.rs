@@ -293,32 +293,7 @@ pub fn run(cli: Cli) -> u8 {
             };
             cmd_validate(files, limit)
         }
-        Command::Keygen { out, if_missing } => {
-            if *if_missing
-                && ["seal.key.pem", "seal.pub.pem"].iter().all(|f| {
-                    matches!(
-                        crate::fsio::kind(&out.join(f)),
-                        Ok(Some(crate::fsio::Kind::File))
-                    )
-                })
-            {
-                println!("key pair already in {}", out.display());
-                return 0;
-            }
-            let key = SigningKey::generate();
-            match key.write_pair(out) {
-                Ok((k, p)) => {
-                    println!(
-                        "private key {} (mode 0600)\npublic key  {}\nkeyid       {}",
-                        k.display(),
-                        p.display(),
-                        key.key_id
-                    );
-                    0
-                }
-                Err(e) => fail(e),
-            }
-        }
+        Command::Keygen { out, if_missing } => cmd_keygen(out, *if_missing),
         Command::Verify {
             runs,
             all,
@@ -368,47 +343,14 @@ pub fn run(cli: Cli) -> u8 {
                 json: *json,
             },
         ),
-        Command::Adapt(AdaptCommand::Verdict { file, out, genre }) => {
-            let genre: crate::doc::Genre =
-                match serde_json::from_value(serde_json::Value::String(genre.clone())) {
-                    Ok(g) => g,
-                    Err(_) => {
-                        return fail(format!(
-                    "unknown genre {genre:?}: narrative, trpg, heritage, puzzle or sim-business"
-                ))
-                    }
-                };
-            match crate::adapt::verdict_file_to_run_folder(file, genre, out) {
-                Ok(run) => {
-                    println!(
-                        "wrote run folder {} (run {run}, evidenceMode legacy-adapted)",
-                        out.display()
-                    );
-                    0
-                }
-                Err(e) => {
-                    eprintln!("seal: {e}");
-                    1
-                }
-            }
-        }
+        Command::Adapt(AdaptCommand::Verdict { file, out, genre }) => cmd_adapt(file, out, genre),
         Command::Export(ExportCommand::Verdict {
             run_id,
             store,
             out,
             trust,
         }) => cmd_export_verdict(&cli, run_id, store.as_deref(), out.as_deref(), trust),
-        Command::Log(cmd) => {
-            init_logging(cli.log_format, "warn");
-            let config = match load_config(cli.config.as_deref()) {
-                Ok(c) => c,
-                Err(code) => return code,
-            };
-            match runtime() {
-                Ok(rt) => rt.block_on(crate::cli_log::run(&config, cmd)),
-                Err(code) => code,
-            }
-        }
+        Command::Log(cmd) => cmd_log(&cli, cmd),
         Command::Serve { listen, store, key } => {
             cmd_serve(&cli, listen.as_deref(), store.as_deref(), key.as_deref())
         }
@@ -418,72 +360,155 @@ pub fn run(cli: Cli) -> u8 {
             key,
             json,
             allow_ephemeral_store,
-        } => {
-            init_logging(cli.log_format, "warn");
-            let config = match load_config(cli.config.as_deref()) {
-                Ok(c) => c,
-                Err(code) => return code,
-            };
-            let url = store.as_deref().unwrap_or(&config.store);
-            if !allow_ephemeral_store
-                && matches!(
-                    crate::store::StoreUrl::parse(url),
-                    Ok(crate::store::StoreUrl::Memory)
-                )
-            {
-                return fail(
-                    "refusing to judge into memory://: the sealed evidence would vanish at exit \
-                     while the judges are paid; pass --allow-ephemeral-store if that is meant",
-                );
+        } => cmd_judge(
+            &cli,
+            run_dir,
+            store.as_deref(),
+            key.as_deref(),
+            *json,
+            *allow_ephemeral_store,
+        ),
+    }
+}
+
+/// Prints an error and returns the exit code its fault calls for (1 the caller's, 2 else).
+fn fail_by_fault<E: crate::fault::HasFault + std::fmt::Display>(e: E) -> u8 {
+    eprintln!("seal: {}", report::terminal_safe(&e.to_string()));
+    e.fault().exit_code()
+}
+
+fn cmd_keygen(out: &Path, if_missing: bool) -> u8 {
+    if if_missing
+        && ["seal.key.pem", "seal.pub.pem"].iter().all(|f| {
+            matches!(
+                crate::fsio::kind(&out.join(f)),
+                Ok(Some(crate::fsio::Kind::File))
+            )
+        })
+    {
+        println!("key pair already in {}", out.display());
+        return 0;
+    }
+    let key = SigningKey::generate();
+    match key.write_pair(out) {
+        Ok((k, p)) => {
+            println!(
+                "private key {} (mode 0600)\npublic key  {}\nkeyid       {}",
+                k.display(),
+                p.display(),
+                key.key_id
+            );
+            0
+        }
+        Err(e) => fail(e),
+    }
+}
+
+fn cmd_adapt(file: &Path, out: &Path, genre: &str) -> u8 {
+    let genre: crate::doc::Genre =
+        match serde_json::from_value(serde_json::Value::String(genre.to_string())) {
+            Ok(g) => g,
+            Err(_) => {
+                return fail(format!(
+                    "unknown genre {genre:?}: narrative, trpg, heritage, puzzle or sim-business"
+                ))
             }
-            let key_path = key.clone().unwrap_or_else(|| config.signing_key.clone());
-            let key = match load_key(&key_path) {
-                Ok(k) => k,
-                Err(code) => return code,
-            };
-            let rt = match runtime() {
-                Ok(r) => r,
-                Err(code) => return code,
-            };
-            rt.block_on(async {
-                let folder =
-                    match crate::runfolder::RunFolder::read(run_dir, config.max_document_bytes) {
-                        Ok(f) => f,
-                        Err(e) => {
-                            eprintln!("seal: {e}");
-                            return 1;
-                        }
-                    };
-                warn_default_salt(&config);
-                let engine = match engine(config, store.as_deref(), Some(key)).await {
-                    Ok(e) => e,
-                    Err(code) => return code,
-                };
-                match crate::runfolder::judge(&engine, &folder).await {
-                    Ok(done) => {
-                        let summary = match report::summarize(&engine.store, &done).await {
-                            Ok(s) => s,
-                            Err(e) => return fail(e),
-                        };
-                        if *json {
-                            println!(
-                                "{}",
-                                serde_json::to_string_pretty(&summary).unwrap_or_default()
-                            );
-                        } else {
-                            print!("{}", report::render(&summary));
-                        }
-                        0
-                    }
-                    Err(crate::runfolder::JudgeRunError::Intake(e)) => {
-                        eprintln!("seal: {e}");
-                        1
-                    }
-                    Err(e) => fail(e),
-                }
-            })
+        };
+    match crate::adapt::verdict_file_to_run_folder(file, genre, out) {
+        Ok(run) => {
+            println!(
+                "wrote run folder {} (run {run}, evidenceMode legacy-adapted)",
+                out.display()
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("seal: {e}");
+            1
         }
     }
+}
+
+fn cmd_log(cli: &Cli, cmd: &crate::cli_log::LogCommand) -> u8 {
+    init_logging(cli.log_format, "warn");
+    let config = match load_config(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    match runtime() {
+        Ok(rt) => rt.block_on(crate::cli_log::run(&config, cmd)),
+        Err(code) => code,
+    }
+}
+
+fn cmd_judge(
+    cli: &Cli,
+    run_dir: &Path,
+    store: Option<&str>,
+    key: Option<&Path>,
+    json: bool,
+    allow_ephemeral_store: bool,
+) -> u8 {
+    init_logging(cli.log_format, "warn");
+    let config = match load_config(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let url = store.unwrap_or(&config.store);
+    if !allow_ephemeral_store
+        && matches!(
+            crate::store::StoreUrl::parse(url),
+            Ok(crate::store::StoreUrl::Memory)
+        )
+    {
+        return fail(
+            "refusing to judge into memory://: the sealed evidence would vanish at exit \
+             while the judges are paid; pass --allow-ephemeral-store if that is meant",
+        );
+    }
+    let key_path = key
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| config.signing_key.clone());
+    let key = match load_key(&key_path) {
+        Ok(k) => k,
+        Err(code) => return code,
+    };
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    rt.block_on(async {
+        let folder = match crate::runfolder::RunFolder::read(run_dir, config.max_document_bytes) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("seal: {e}");
+                return 1;
+            }
+        };
+        warn_default_salt(&config);
+        let engine = match engine(config, store, Some(key)).await {
+            Ok(e) => e,
+            Err(code) => return code,
+        };
+        match crate::runfolder::judge(&engine, &folder).await {
+            Ok(done) => {
+                let summary = match report::summarize(&engine.store, &done).await {
+                    Ok(s) => s,
+                    Err(e) => return fail(e),
+                };
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&summary).unwrap_or_default()
+                    );
+                } else {
+                    print!("{}", report::render(&summary));
+                }
+                0
+            }
+            Err(e) => fail_by_fault(e),
+        }
+    })
 }
 
 fn cmd_serve(cli: &Cli, listen: Option<&str>, store: Option<&str>, key: Option<&Path>) -> u8 {

@@ -276,95 +276,8 @@ impl Config {
             )?),
             None => None,
         };
-        let slot = |slot: Slot, r: &RawSlot| -> Result<SlotConfig, ConfigError> {
-            let up = slot.upper();
-            let field = |name: &str| format!("judges.{}.{name}", slot.as_str());
-            let url_text = nonempty(env(&format!("SEAL_JUDGE_{up}_URL")))
-                .unwrap_or_else(|| r.base_url.clone());
-            let base_url = url::Url::parse(&url_text)
-                .map_err(|e| err(format!("{}: {url_text:?}: {e}", field("base_url"))))?;
-            if !matches!(base_url.scheme(), "http" | "https") {
-                return Err(err(format!(
-                    "{}: scheme must be http or https",
-                    field("base_url")
-                )));
-            }
-            if base_url.scheme() == "http"
-                && !crate::store::is_loopback_host(base_url.host_str().unwrap_or(""))
-            {
-                return Err(err(format!(
-                    "{}: plain http is allowed only for a loopback judge (API keys would travel in clear)",
-                    field("base_url")
-                )));
-            }
-            let model =
-                nonempty(env(&format!("SEAL_JUDGE_{up}_MODEL"))).unwrap_or_else(|| r.model.clone());
-            if model.is_empty() {
-                return Err(err(format!("{}: empty", field("model"))));
-            }
-            let (api_key, api_key_source) = match nonempty(env(&format!("SEAL_JUDGE_{up}_KEY"))) {
-                Some(k) => (Some(Secret::new(k)), format!("SEAL_JUDGE_{up}_KEY")),
-                None => (
-                    nonempty(env(&r.api_key_env)).map(Secret::new),
-                    r.api_key_env.clone(),
-                ),
-            };
-            if r.max_retries > 2 {
-                return Err(err(format!(
-                    "{}: {} > 2 (docs/DESIGN.md §4: at most 2 retries)",
-                    field("max_retries"),
-                    r.max_retries
-                )));
-            }
-            if r.max_tokens == 0 || r.max_tokens > 1_000_000 {
-                return Err(err(format!(
-                    "{}: must be in 1..=1000000",
-                    field("max_tokens")
-                )));
-            }
-            if !(0.0..=2.0).contains(&r.temperature) {
-                return Err(err(format!("{}: must be in 0..=2", field("temperature"))));
-            }
-            let p = &r.prices;
-            for (name, v) in [
-                ("input_rmb_per_mtok", p.input_rmb_per_mtok),
-                ("output_rmb_per_mtok", p.output_rmb_per_mtok),
-                ("image_rmb", p.image_rmb),
-            ] {
-                if !v.is_finite() || v < 0.0 {
-                    return Err(err(format!(
-                        "{}: must be a non-negative number",
-                        field(&format!("prices.{name}"))
-                    )));
-                }
-            }
-            let timeout_ms = timeout_override.unwrap_or(r.timeout_ms);
-            if timeout_ms == 0 {
-                return Err(err(format!("{}: must be positive", field("timeout_ms"))));
-            }
-            Ok(SlotConfig {
-                slot,
-                base_url,
-                model,
-                api_key,
-                api_key_source,
-                prompt: r.prompt.clone(),
-                timeout: Duration::from_millis(timeout_ms),
-                max_retries: r.max_retries,
-                structured_output: r.structured_output,
-                max_tokens: r.max_tokens,
-                temperature: r.temperature,
-                backoff_base: Duration::from_millis(r.backoff_base_ms),
-                backoff_cap: Duration::from_millis(r.backoff_cap_ms.max(r.backoff_base_ms)),
-                prices: Prices {
-                    input_rmb_per_mtok: p.input_rmb_per_mtok,
-                    output_rmb_per_mtok: p.output_rmb_per_mtok,
-                    image_rmb: p.image_rmb,
-                },
-            })
-        };
-        let a = slot(Slot::A, &raw.judges.a)?;
-        let b = slot(Slot::B, &raw.judges.b)?;
+        let a = slot_config(source, Slot::A, &raw.judges.a, env, timeout_override)?;
+        let b = slot_config(source, Slot::B, &raw.judges.b, env, timeout_override)?;
         if a.prompt == b.prompt {
             return Err(err(
                 "judges.a.prompt and judges.b.prompt must differ (independent prompt artifacts)"
@@ -439,6 +352,106 @@ fn read_limited(p: &Path) -> Result<String, String> {
     crate::fsio::read_string(p, 1024 * 1024).map_err(|e| match e {
         crate::fsio::FsError::TooLarge { .. } => "a config file is at most 1 MiB".to_string(),
         other => format!("cannot read: {other}"),
+    })
+}
+
+/// One judge slot's configuration: the file's values under the environment's overrides,
+/// each checked (a loopback judge alone may speak plain http; at most 2 retries; sane limits).
+fn slot_config(
+    source: &str,
+    slot: Slot,
+    r: &RawSlot,
+    env: &dyn Fn(&str) -> Option<String>,
+    timeout_override: Option<u64>,
+) -> Result<SlotConfig, ConfigError> {
+    let err = |reason: String| ConfigError::Invalid {
+        path: source.to_string(),
+        reason,
+    };
+    let nonempty = |v: Option<String>| v.filter(|s| !s.is_empty());
+    let up = slot.upper();
+    let field = |name: &str| format!("judges.{}.{name}", slot.as_str());
+    let url_text =
+        nonempty(env(&format!("SEAL_JUDGE_{up}_URL"))).unwrap_or_else(|| r.base_url.clone());
+    let base_url = url::Url::parse(&url_text)
+        .map_err(|e| err(format!("{}: {url_text:?}: {e}", field("base_url"))))?;
+    if !matches!(base_url.scheme(), "http" | "https") {
+        return Err(err(format!(
+            "{}: scheme must be http or https",
+            field("base_url")
+        )));
+    }
+    if base_url.scheme() == "http"
+        && !crate::store::is_loopback_host(base_url.host_str().unwrap_or(""))
+    {
+        return Err(err(format!(
+            "{}: plain http is allowed only for a loopback judge (API keys would travel in clear)",
+            field("base_url")
+        )));
+    }
+    let model = nonempty(env(&format!("SEAL_JUDGE_{up}_MODEL"))).unwrap_or_else(|| r.model.clone());
+    if model.is_empty() {
+        return Err(err(format!("{}: empty", field("model"))));
+    }
+    let (api_key, api_key_source) = match nonempty(env(&format!("SEAL_JUDGE_{up}_KEY"))) {
+        Some(k) => (Some(Secret::new(k)), format!("SEAL_JUDGE_{up}_KEY")),
+        None => (
+            nonempty(env(&r.api_key_env)).map(Secret::new),
+            r.api_key_env.clone(),
+        ),
+    };
+    if r.max_retries > 2 {
+        return Err(err(format!(
+            "{}: {} > 2 (docs/DESIGN.md §4: at most 2 retries)",
+            field("max_retries"),
+            r.max_retries
+        )));
+    }
+    if r.max_tokens == 0 || r.max_tokens > 1_000_000 {
+        return Err(err(format!(
+            "{}: must be in 1..=1000000",
+            field("max_tokens")
+        )));
+    }
+    if !(0.0..=2.0).contains(&r.temperature) {
+        return Err(err(format!("{}: must be in 0..=2", field("temperature"))));
+    }
+    let p = &r.prices;
+    for (name, v) in [
+        ("input_rmb_per_mtok", p.input_rmb_per_mtok),
+        ("output_rmb_per_mtok", p.output_rmb_per_mtok),
+        ("image_rmb", p.image_rmb),
+    ] {
+        if !v.is_finite() || v < 0.0 {
+            return Err(err(format!(
+                "{}: must be a non-negative number",
+                field(&format!("prices.{name}"))
+            )));
+        }
+    }
+    let timeout_ms = timeout_override.unwrap_or(r.timeout_ms);
+    if timeout_ms == 0 {
+        return Err(err(format!("{}: must be positive", field("timeout_ms"))));
+    }
+    Ok(SlotConfig {
+        slot,
+        base_url,
+        model,
+        api_key,
+        api_key_source,
+        prompt: r.prompt.clone(),
+        timeout: Duration::from_millis(timeout_ms),
+        max_retries: r.max_retries,
+        structured_output: r.structured_output,
+        max_tokens: r.max_tokens,
+        temperature: r.temperature,
+        backoff_base: Duration::from_millis(r.backoff_base_ms),
+        backoff_cap: Duration::from_millis(r.backoff_cap_ms.max(r.backoff_base_ms)),
+        prices: Prices {
+            input_rmb_per_mtok: p.input_rmb_per_mtok,
+            output_rmb_per_mtok: p.output_rmb_per_mtok,
+            image_rmb: p.image_rmb,
+        },
     })
 }
 

@@ -167,8 +167,18 @@ pub async fn verify_run_logged(
     log: &LogView,
 ) -> Result<RunReport, StoreError> {
     let mut report = check_run(store, run, trusted).await?.0;
-    if store.exists(&Key::evidence(run)).await? {
-        report.problems.extend(log.check_run(store, run).await?);
+    // Only a run whose evidence reads as an object has a seal to find in the log (an
+    // unreadable one is already a problem of the report).
+    if matches!(store.exists(&Key::evidence(run)).await, Ok(true)) {
+        match log.check_run(store, run).await {
+            Ok(problems) => report.problems.extend(problems),
+            Err(e) if e.fault() == Fault::Infrastructure => return Err(e),
+            Err(e) => report.problems.push(problem(
+                check::EVIDENCE,
+                Key::seal(run).as_str(),
+                e.to_string(),
+            )),
+        }
     }
     report.verified = report.problems.is_empty();
     Ok(report)

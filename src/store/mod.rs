@@ -495,24 +495,30 @@ impl Store {
     /// FIFO, device, socket, directory or symlink in the store is not something seal wrote,
     /// and reading one could hang or never end (its stat size says nothing).
     async fn open_object(&self, key: &Key) -> Result<object_store::GetResult, StoreError> {
-        if let StoreUrl::File(root) = &self.url {
-            let file = root.join(key.as_str());
-            match tokio::fs::symlink_metadata(&file).await {
-                Ok(m) if m.file_type().is_file() => {}
-                Ok(m) => {
-                    return Err(StoreError::NotRegular {
-                        key: key.clone(),
-                        kind: file_kind(&m.file_type()),
-                    })
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(StoreError::NotFound { key: key.clone() })
-                }
-                Err(e) => return Err(backend_io(key, "stat", e)),
-            }
+        if let StoreUrl::File(_) = &self.url {
+            self.regular_file(key).await?;
         }
         let r = self.inner.get_opts(&path(key), GetOptions::default()).await;
         r.map_err(|e| backend(key, "get", e))
+    }
+
+    /// On a file store: the object is a regular file (not followed if a link), else
+    /// [`StoreError::NotRegular`] or [`StoreError::NotFound`].
+    async fn regular_file(&self, key: &Key) -> Result<(), StoreError> {
+        let StoreUrl::File(root) = &self.url else {
+            return Ok(());
+        };
+        match tokio::fs::symlink_metadata(root.join(key.as_str())).await {
+            Ok(m) if m.file_type().is_file() => Ok(()),
+            Ok(m) => Err(StoreError::NotRegular {
+                key: key.clone(),
+                kind: file_kind(&m.file_type()),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(StoreError::NotFound { key: key.clone() })
+            }
+            Err(e) => Err(backend_io(key, "stat", e)),
+        }
     }
 
     pub async fn get_stream(
@@ -650,6 +656,15 @@ impl Store {
     }
 
     pub async fn exists(&self, key: &Key) -> Result<bool, StoreError> {
+        // On a file store, object_store's HEAD opens the file: a FIFO there would block it
+        // forever. The regular-file check of reads answers without opening anything.
+        if let StoreUrl::File(_) = &self.url {
+            return match self.regular_file(key).await {
+                Ok(()) => Ok(true),
+                Err(StoreError::NotFound { .. }) => Ok(false),
+                Err(e) => Err(e),
+            };
+        }
         match self.inner.head(&path(key)).await {
             Ok(_) => Ok(true),
             Err(object_store::Error::NotFound { .. }) => Ok(false),
