@@ -122,7 +122,13 @@ async fn case(a: Slot, b: Slot, floor_passes: bool, with_checks: bool) -> Result
             judge.script(model, [f.clone(), f.clone(), f]);
         }
     }
-    let engine = engine_with(&judge, "memory://", &[("SEAL_JUDGE_TIMEOUT_MS", "300")]).await;
+    // Short only where a slot must time out; elsewhere long enough for a loaded machine.
+    let timeout = if a == Slot::Timeout || b == Slot::Timeout {
+        "1000"
+    } else {
+        "15000"
+    };
+    let engine = engine_with(&judge, "memory://", &[("SEAL_JUDGE_TIMEOUT_MS", timeout)]).await;
     let dir = tempfile::tempdir().unwrap();
     folder(dir.path(), floor_passes, with_checks);
     let what = format!("A={a:?} B={b:?} floor_passes={floor_passes} checks={with_checks}");

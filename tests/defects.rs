@@ -120,7 +120,7 @@ async fn both_judges_failing_on_a_passing_floor_is_sealed_as_infra_error_over_ht
         personas(&judge);
         judge.script(MODEL_A, [fa.clone(), fa.clone(), fa.clone()]);
         judge.script(MODEL_B, [fb.clone(), fb.clone(), fb.clone()]);
-        let engine = engine_with(&judge, "memory://", &[("SEAL_JUDGE_TIMEOUT_MS", "300")]).await;
+        let engine = engine_with(&judge, "memory://", &[("SEAL_JUDGE_TIMEOUT_MS", "1000")]).await;
         let (base, _stop) = start(engine).await;
         let c = http();
         // The narrative example carries a play-spec `check`: a deterministic status exists.
