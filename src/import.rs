@@ -301,15 +301,9 @@ pub async fn import_run(
     let verified = match verify::prove(&staging, run, trusted).await? {
         Ok(v) => v,
         Err(report) => {
-            let text: Vec<String> = report
-                .problems
-                .iter()
-                .take(3)
-                .map(|p| p.to_string())
-                .collect();
             return Err(ImportError::NotVerified {
                 run: run.clone(),
-                problems: text.join("; "),
+                problems: report.summary(3),
             });
         }
     };

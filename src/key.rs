@@ -26,6 +26,17 @@ pub struct Stored {
     pub size: u64,
 }
 
+impl Stored {
+    /// What `bytes` stored at `key` amount to.
+    pub fn of(key: Key, bytes: &[u8]) -> Stored {
+        Stored {
+            key,
+            hash: Hash::of(bytes),
+            size: bytes.len() as u64,
+        }
+    }
+}
+
 /// A validated object key relative to the store root.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Key(String);

@@ -120,15 +120,9 @@ pub async fn replay(
     let verified = match crate::verify::prove(store, source, trusted).await? {
         Ok(v) => v,
         Err(report) => {
-            let text: Vec<String> = report
-                .problems
-                .iter()
-                .take(3)
-                .map(|p| p.to_string())
-                .collect();
             return Err(ReplayError::Unsound {
                 run: source.clone(),
-                problems: text.join("; "),
+                problems: report.summary(3),
             });
         }
     };

@@ -71,6 +71,17 @@ async fn readable(
 }
 
 impl RunReport {
+    /// The first `n` problems, one line (for error messages that name why a run was refused).
+    pub fn summary(&self, n: usize) -> String {
+        let text: Vec<String> = self
+            .problems
+            .iter()
+            .take(n)
+            .map(|p| p.to_string())
+            .collect();
+        text.join("; ")
+    }
+
     /// The report for a folder under `runs/` whose name is not a run id: never skipped,
     /// always listed as not verified.
     pub fn unverifiable_folder(name: String) -> RunReport {

@@ -13,25 +13,6 @@ use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
-async fn start(engine: Engine) -> (String, tokio::sync::oneshot::Sender<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let trusted = vec![engine.key.as_ref().unwrap().public()];
-    let state = seal::server::AppState::new(engine, trusted);
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(seal::server::run(listener, state, async move {
-        let _ = rx.await;
-    }));
-    (base, tx)
-}
-
-fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap()
-}
-
 /// The inconclusive example with a roll 2 (a copy of roll 1's play under the roll-2 id).
 fn inconclusive_with_roll2(dir: &Path) -> RunFolder {
     copy_tree(&example("run-narrative-0011-inconclusive"), dir);

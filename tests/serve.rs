@@ -5,32 +5,12 @@ mod common;
 
 use common::*;
 use reqwest::StatusCode;
-use seal::engine::Engine;
 use seal::runfolder::RunFolder;
 use seal_testkit::loopback::{Fault, Loopback};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-async fn start(engine: Engine) -> (String, tokio::sync::oneshot::Sender<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let trusted = vec![engine.key.as_ref().unwrap().public()];
-    let state = seal::server::AppState::new(engine, trusted);
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(seal::server::run(listener, state, async move {
-        let _ = rx.await;
-    }));
-    (base, tx)
-}
-
-fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap()
-}
 
 /// PUTs header, brief, play-spec and every blob of a run folder.
 async fn submit(c: &reqwest::Client, base: &str, folder: &RunFolder) {

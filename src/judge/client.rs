@@ -366,16 +366,8 @@ impl JudgeClient {
         })?;
         Ok(AttemptRecord {
             attempt: k,
-            request: request.map(|b| Stored {
-                key: key("request.json"),
-                hash: Hash::of(&b),
-                size: b.len() as u64,
-            }),
-            raw: Stored {
-                key: key("raw.json"),
-                hash: Hash::of(&raw),
-                size: raw.len() as u64,
-            },
+            request: request.map(|b| Stored::of(key("request.json"), &b)),
+            raw: Stored::of(key("raw.json"), &raw),
             outcome: evaluate_raw(&raw, meta.http_status),
             meta,
             meta_hash,

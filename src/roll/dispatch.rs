@@ -6,7 +6,6 @@
 use super::guard::Guarded;
 use super::package::Packaged;
 use super::{put_or_keep, JudgingError, Source};
-use crate::canonical::Hash;
 use crate::doc::*;
 use crate::engine::Engine;
 use crate::ids::{RollId, RunId, Slot};
@@ -249,19 +248,14 @@ pub async fn load_slot_run(
                 key: key("meta.json"),
             });
         };
-        let request = store.get_opt(&key("request.json")).await?.map(|b| Stored {
-            key: key("request.json"),
-            hash: Hash::of(&b),
-            size: b.len() as u64,
-        });
+        let request = store
+            .get_opt(&key("request.json"))
+            .await?
+            .map(|b| Stored::of(key("request.json"), &b));
         attempts.push(AttemptRecord {
             attempt: k,
             request,
-            raw: Stored {
-                key: key("raw.json"),
-                hash: Hash::of(&raw),
-                size: raw.len() as u64,
-            },
+            raw: Stored::of(key("raw.json"), &raw),
             outcome: evaluate_raw(&raw, meta.http_status),
             meta,
             meta_hash,

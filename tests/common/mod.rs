@@ -375,3 +375,25 @@ pub async fn hostile_sealed_run() -> (tempfile::TempDir, String, PathBuf, String
     let run = folder.run.to_string();
     (dir, url, pem, run)
 }
+
+/// Serves `engine`'s API in this process on a loopback port: (base URL, stop sender). The
+/// engine's own key is the trusted key.
+pub async fn start(engine: Engine) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let trusted = vec![engine.key.as_ref().unwrap().public()];
+    let state = seal::server::AppState::new(engine, trusted);
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(seal::server::run(listener, state, async move {
+        let _ = rx.await;
+    }));
+    (base, tx)
+}
+
+/// An HTTP client for the tests' daemons.
+pub fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
