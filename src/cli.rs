@@ -1101,7 +1101,16 @@ fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
             bar.inc(1);
             if let Some(src) = &archive {
                 match crate::import::import_run(src, &engine.store, id, &trusted, limits, all).await {
-                    Ok(crate::import::Imported::Copied { .. }) => {}
+                    // The imported run verified against the trusted keys: this store's log
+                    // now accounts for it (a checkpoint signed by this process's key).
+                    Ok(crate::import::Imported::Copied { .. }) => {
+                        if let Some(key) = &engine.key {
+                            if let Err(e) = engine.log.append_trusted(id, key, &trusted).await {
+                                errors.push(format!("{id}: log: {e}"));
+                                continue;
+                            }
+                        }
+                    }
                     Ok(crate::import::Imported::IsReplay) => continue,
                     // --all takes decided runs only; an undecided one is not an error there.
                     Err(crate::import::ImportError::NotDecided { .. }) if all => continue,

@@ -215,7 +215,7 @@ async fn replay_from_refuses_fifos_in_a_source_run_and_its_frames() {
 async fn replay_from_extra_objects_never_make_an_imported_run_stop_verifying() {
     let (_d, dest) = empty_dest();
     let work = tempfile::tempdir().unwrap();
-    let (_k, key, _) = key_pair();
+    let (_k, key, public) = key_pair();
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
     let out = run_async(
         replay_from(work.path(), &lb, &fixture_store_dir(), &dest, &key, RUN),
@@ -232,10 +232,13 @@ async fn replay_from_extra_objects_never_make_an_imported_run_stop_verifying() {
     .await;
     assert!(out.contains("unbound object"), "{out}");
     let mut c = seal_at(work.path(), &lb);
+    // The run's seal is the fixture key's; the destination's log is signed by the importer's.
     c.args(["verify", RUN, "--store"])
         .arg(file_url(&dest))
         .arg("--trust")
-        .arg(fixture_trust_pem());
+        .arg(fixture_trust_pem())
+        .arg("--trust")
+        .arg(&public);
     let v = run_async(c, 60).await;
     assert_eq!(v.status.code(), Some(0), "{}", text(&v.stdout));
 }
