@@ -9,9 +9,11 @@
 //! Then the run's inclusion in the transparency log (`log_inclusion`): its stored seal is the
 //! one last logged for it, proven in the latest checkpoint signed by a trusted key.
 //!
-//! What it ignores, and why: extra signatures by untrusted keys (one trusted valid signature is
-//! the rule); objects in the run folder that the evidence does not reference (scratch or a
-//! later replay's inputs cannot change what was sealed).
+//! What it ignores, and why: nothing under `runs/<id>/`. An envelope must carry exactly one
+//! signature, by a trusted key (an order-dependent rule could be steered); every object of the
+//! run folder must be bound by the evidence (the audit names any other one), and a folder
+//! under `runs/` that is not a run id is reported as not verified. Only object_store's
+//! staging files of a killed put (`<name>#<n>`) are skipped: they are never objects.
 
 use serde::Serialize;
 use std::collections::BTreeSet;
