@@ -268,19 +268,7 @@ pub fn adapt_verdict(object: &str, bytes: &[u8], genre: Genre) -> Result<Adapted
     let events = events_of(&v).map_err(unmappable)?;
     let brief = brief_of(&v, genre);
 
-    let mut extensions = BTreeMap::new();
-    extensions.insert("_designId".to_string(), json!(v.design_id));
-    extensions.insert("_taskId".to_string(), v.task_id.clone());
-    extensions.insert("_traceId".to_string(), json!(v.evidence.trace_id));
-    extensions.insert(
-        "_promptVersions".to_string(),
-        json!(v.evidence.prompt_versions),
-    );
-    if let Some(version) = &v.version_id {
-        extensions.insert("_versionId".to_string(), version.clone());
-    }
-    extensions.insert("_legacyVerdict".to_string(), value.clone());
-
+    let extensions = extensions_of(&v, &value);
     let header = Evidence {
         schema_version: SCHEMA_VERSION.into(),
         run_id,
@@ -320,7 +308,47 @@ pub fn adapt_verdict(object: &str, bytes: &[u8], genre: Genre) -> Result<Adapted
         compatibility: None,
         extensions: Extensions(extensions),
     };
-    let proof = ProofPackage {
+    let proof = proof_of(&v, floor, first_play, events);
+    check_output(HEADER_FILE, Kind::PlaytestV3, &header)?;
+    check_output(PROOF_FILE, Kind::ProofPackage, &proof)?;
+    Ok(Adapted {
+        run,
+        header,
+        brief,
+        proof,
+    })
+}
+
+/// The `^_` extension fields that carry the Verdict's identity through the evidence (never to
+/// the judges: blinding scrubs them).
+fn extensions_of(
+    v: &AgentLoopVerdict,
+    value: &serde_json::Value,
+) -> BTreeMap<String, serde_json::Value> {
+    let mut extensions = BTreeMap::new();
+    extensions.insert("_designId".to_string(), json!(v.design_id));
+    extensions.insert("_taskId".to_string(), v.task_id.clone());
+    extensions.insert("_traceId".to_string(), json!(v.evidence.trace_id));
+    extensions.insert(
+        "_promptVersions".to_string(),
+        json!(v.evidence.prompt_versions),
+    );
+    if let Some(version) = &v.version_id {
+        extensions.insert("_versionId".to_string(), version.clone());
+    }
+    extensions.insert("_legacyVerdict".to_string(), value.clone());
+
+    extensions
+}
+
+/// The single roll of an adapted run: the Verdict's floor, first play and events, no seeds.
+fn proof_of(
+    v: &AgentLoopVerdict,
+    floor: Floor,
+    first_play: FirstPlay,
+    events: Vec<GameEvent>,
+) -> ProofPackage {
+    ProofPackage {
         schema_version: PROOF_PACKAGE.into(),
         roll_id: RollId::R1,
         requested_game_seed: 0,
@@ -334,15 +362,7 @@ pub fn adapt_verdict(object: &str, bytes: &[u8], genre: Genre) -> Result<Adapted
         events,
         frames: Vec::new(),
         actor_cost_rmb: 0.0,
-    };
-    check_output(HEADER_FILE, Kind::PlaytestV3, &header)?;
-    check_output(PROOF_FILE, Kind::ProofPackage, &proof)?;
-    Ok(Adapted {
-        run,
-        header,
-        brief,
-        proof,
-    })
+    }
 }
 
 /// Writes an adapted run folder at `out`: built under a hidden sibling, read back with

@@ -1075,49 +1075,17 @@ fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
             Err(code) => return code,
         };
         let mut errors = Vec::new();
-        let ids = if all {
-            let listed = match &archive {
-                Some(a) => a.runs().await.map(|(ids, problems)| {
-                    errors.extend(problems);
-                    ids
-                }),
-                None => crate::replay::replayable_runs(&engine.store)
-                    .await
-                    .map_err(crate::import::ImportError::from),
-            };
-            match listed {
-                Ok(r) => r,
-                Err(e) => return fail(e),
-            }
-        } else {
-            match run_ids(runs) {
-                Ok(r) => r,
-                Err(code) => return code,
-            }
+        let ids = match replay_ids(archive.as_ref(), &engine, all, runs, &mut errors).await {
+            Ok(ids) => ids,
+            Err(code) => return code,
         };
         let bar = progress(ids.len() as u64, all);
         let mut done = Vec::new();
         for id in &ids {
             bar.inc(1);
             if let Some(src) = &archive {
-                match crate::import::import_run(src, &engine.store, id, &trusted, limits, all).await {
-                    // The imported run verified against the trusted keys: this store's log
-                    // now accounts for it (a checkpoint signed by this process's key).
-                    Ok(crate::import::Imported::Copied { .. }) => {
-                        if let Some(key) = &engine.key {
-                            if let Err(e) = engine.log.append_trusted(id, key, &trusted).await {
-                                errors.push(format!("{id}: log: {e}"));
-                                continue;
-                            }
-                        }
-                    }
-                    Ok(crate::import::Imported::IsReplay) => continue,
-                    // --all takes decided runs only; an undecided one is not an error there.
-                    Err(crate::import::ImportError::NotDecided { .. }) if all => continue,
-                    Err(e) => {
-                        errors.push(format!("{id}: import: {e}"));
-                        continue;
-                    }
+                if !import_one(src, &engine, id, &trusted, limits, all, &mut errors).await {
+                    continue;
                 }
             }
             match crate::replay::replay(&engine, id, judges, strategy, &trusted).await {
@@ -1126,32 +1094,122 @@ fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
             }
         }
         bar.finish_and_clear();
-        let reproduced = done.iter().filter(|r| r.consensus_reproduced).count();
-        let flipped: Vec<&crate::replay::Replayed> = done.iter().filter(|r| r.old_outcome != r.new_outcome).collect();
-        let cost: f64 = done.iter().map(|r| r.new_cost_rmb).sum();
-        if json {
-            println!("{}", serde_json::to_string_pretty(&serde_json::json!({
-                "runs": done.len(), "consensusReproduced": reproduced, "flipped": flipped, "costRmb": cost, "replays": done, "errors": errors
-            })).unwrap_or_default());
+        print_replays(&done, &errors, judges, json);
+        if errors.is_empty() {
+            0
         } else {
-            for r in &done {
-                let show = |o: Option<crate::doc::Outcome>| o.map(|o| o.as_str()).unwrap_or("?");
-                println!("{} -> {}: {} -> {}{}", r.source, r.replay, show(r.old_outcome), show(r.new_outcome), if r.consensus_reproduced { ", consensus reproduced" } else { ", consensus CHANGED" });
-            }
-            for e in &errors {
-                println!("ERROR {e}");
-            }
-            println!(
-                "replayed {} run{} ({:?} judges): {} consensus reproduced, {} outcome{} flipped, cost {:.4} RMB",
-                done.len(), if done.len() == 1 { "" } else { "s" }, judges, reproduced, flipped.len(), if flipped.len() == 1 { "" } else { "s" }, cost
-            );
-            let show = |o: Option<crate::doc::Outcome>| o.map(|o| o.as_str()).unwrap_or("?");
-            for r in &flipped {
-                println!("  flipped {}: {} -> {}", r.source, show(r.old_outcome), show(r.new_outcome));
-            }
+            1
         }
-        if errors.is_empty() { 0 } else { 1 }
     })
+}
+
+/// The runs to replay: the named ones, or with `--all` every decided run of the archive (its
+/// unreadable entries go to `errors`) or of the store.
+async fn replay_ids(
+    archive: Option<&crate::import::Archive>,
+    engine: &Engine,
+    all: bool,
+    runs: &[String],
+    errors: &mut Vec<String>,
+) -> Result<Vec<crate::ids::RunId>, u8> {
+    if !all {
+        return run_ids(runs);
+    }
+    let listed = match archive {
+        Some(a) => a.runs().await.map(|(ids, problems)| {
+            errors.extend(problems);
+            ids
+        }),
+        None => crate::replay::replayable_runs(&engine.store)
+            .await
+            .map_err(crate::import::ImportError::from),
+    };
+    listed.map_err(fail)
+}
+
+/// Imports one run from an archive before its replay; false when it is not to be replayed
+/// (already a replay, undecided under `--all`, or refused: the reason is in `errors`).
+async fn import_one(
+    src: &crate::import::Archive,
+    engine: &Engine,
+    id: &crate::ids::RunId,
+    trusted: &[crate::sealing::PublicKey],
+    limits: crate::import::Limits,
+    all: bool,
+    errors: &mut Vec<String>,
+) -> bool {
+    match crate::import::import_run(src, &engine.store, id, trusted, limits, all).await {
+        // The imported run verified against the trusted keys: this store's log now accounts
+        // for it (a checkpoint signed by this process's key).
+        Ok(crate::import::Imported::Copied { .. }) => {
+            if let Some(key) = &engine.key {
+                if let Err(e) = engine.log.append_trusted(id, key, trusted).await {
+                    errors.push(format!("{id}: log: {e}"));
+                    return false;
+                }
+            }
+            true
+        }
+        Ok(crate::import::Imported::IsReplay) => false,
+        // --all takes decided runs only; an undecided one is not an error there.
+        Err(crate::import::ImportError::NotDecided { .. }) if all => false,
+        Err(e) => {
+            errors.push(format!("{id}: import: {e}"));
+            false
+        }
+    }
+}
+
+/// The replay summary: JSON, or one line a replay, the errors and the flipped outcomes.
+fn print_replays(
+    done: &[crate::replay::Replayed],
+    errors: &[String],
+    judges: crate::replay::JudgesFrom,
+    json: bool,
+) {
+    let reproduced = done.iter().filter(|r| r.consensus_reproduced).count();
+    let flipped: Vec<&crate::replay::Replayed> = done
+        .iter()
+        .filter(|r| r.old_outcome != r.new_outcome)
+        .collect();
+    let cost: f64 = done.iter().map(|r| r.new_cost_rmb).sum();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({
+            "runs": done.len(), "consensusReproduced": reproduced, "flipped": flipped, "costRmb": cost, "replays": done, "errors": errors
+        })).unwrap_or_default());
+    } else {
+        for r in done {
+            let show = |o: Option<crate::doc::Outcome>| o.map(|o| o.as_str()).unwrap_or("?");
+            println!(
+                "{} -> {}: {} -> {}{}",
+                r.source,
+                r.replay,
+                show(r.old_outcome),
+                show(r.new_outcome),
+                if r.consensus_reproduced {
+                    ", consensus reproduced"
+                } else {
+                    ", consensus CHANGED"
+                }
+            );
+        }
+        for e in errors {
+            println!("ERROR {e}");
+        }
+        println!(
+            "replayed {} run{} ({:?} judges): {} consensus reproduced, {} outcome{} flipped, cost {:.4} RMB",
+            done.len(), if done.len() == 1 { "" } else { "s" }, judges, reproduced, flipped.len(), if flipped.len() == 1 { "" } else { "s" }, cost
+        );
+        let show = |o: Option<crate::doc::Outcome>| o.map(|o| o.as_str()).unwrap_or("?");
+        for r in &flipped {
+            println!(
+                "  flipped {}: {} -> {}",
+                r.source,
+                show(r.old_outcome),
+                show(r.new_outcome)
+            );
+        }
+    }
 }
 
 fn cmd_validate(files: &[PathBuf], limit: u64) -> u8 {

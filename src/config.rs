@@ -355,6 +355,37 @@ fn read_limited(p: &Path) -> Result<String, String> {
     })
 }
 
+/// A slot's retry, token, temperature and price settings are in range (the reason, else).
+fn slot_limits(r: &RawSlot, field: &dyn Fn(&str) -> String) -> Result<(), String> {
+    if r.max_retries > 2 {
+        return Err(format!(
+            "{}: {} > 2 (docs/DESIGN.md §4: at most 2 retries)",
+            field("max_retries"),
+            r.max_retries
+        ));
+    }
+    if r.max_tokens == 0 || r.max_tokens > 1_000_000 {
+        return Err(format!("{}: must be in 1..=1000000", field("max_tokens")));
+    }
+    if !(0.0..=2.0).contains(&r.temperature) {
+        return Err(format!("{}: must be in 0..=2", field("temperature")));
+    }
+    let p = &r.prices;
+    for (name, v) in [
+        ("input_rmb_per_mtok", p.input_rmb_per_mtok),
+        ("output_rmb_per_mtok", p.output_rmb_per_mtok),
+        ("image_rmb", p.image_rmb),
+    ] {
+        if !v.is_finite() || v < 0.0 {
+            return Err(format!(
+                "{}: must be a non-negative number",
+                field(&format!("prices.{name}"))
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// One judge slot's configuration: the file's values under the environment's overrides,
 /// each checked (a loopback judge alone may speak plain http; at most 2 retries; sane limits).
 fn slot_config(
@@ -400,35 +431,8 @@ fn slot_config(
             r.api_key_env.clone(),
         ),
     };
-    if r.max_retries > 2 {
-        return Err(err(format!(
-            "{}: {} > 2 (docs/DESIGN.md §4: at most 2 retries)",
-            field("max_retries"),
-            r.max_retries
-        )));
-    }
-    if r.max_tokens == 0 || r.max_tokens > 1_000_000 {
-        return Err(err(format!(
-            "{}: must be in 1..=1000000",
-            field("max_tokens")
-        )));
-    }
-    if !(0.0..=2.0).contains(&r.temperature) {
-        return Err(err(format!("{}: must be in 0..=2", field("temperature"))));
-    }
+    slot_limits(r, &field).map_err(err)?;
     let p = &r.prices;
-    for (name, v) in [
-        ("input_rmb_per_mtok", p.input_rmb_per_mtok),
-        ("output_rmb_per_mtok", p.output_rmb_per_mtok),
-        ("image_rmb", p.image_rmb),
-    ] {
-        if !v.is_finite() || v < 0.0 {
-            return Err(err(format!(
-                "{}: must be a non-negative number",
-                field(&format!("prices.{name}"))
-            )));
-        }
-    }
     let timeout_ms = timeout_override.unwrap_or(r.timeout_ms);
     if timeout_ms == 0 {
         return Err(err(format!("{}: must be positive", field("timeout_ms"))));
