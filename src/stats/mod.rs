@@ -150,8 +150,9 @@ pub async fn stats(
         let r = crate::verify::RunReport::unverifiable_folder(name);
         agg.unverified(unverified(&r));
     }
-    let mut visits = futures::stream::iter(runs.iter())
-        .map(|run| visit(store, run, trusted, &w))
+    let w = &w;
+    let mut visits = futures::stream::iter(runs)
+        .map(|run| async move { visit(store, &run, trusted, w).await })
         .buffered(JOBS);
     while let Some(v) = visits.next().await {
         match v? {
