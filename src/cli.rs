@@ -106,6 +106,33 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+    /// Figures over the decided runs that verify: judge agreement (confusion matrices, Cohen's
+    /// kappa with a seeded 95% bootstrap interval) per obligation, genre and day; outcomes,
+    /// roll 2, infra causes; slot attempts, latency and cost; replay flips. Runs that do not
+    /// verify are counted and listed, never used. Exit 0, 1 bad options, 2 could not run.
+    Stats {
+        /// Store URL (default: the config's).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
+        /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
+        #[arg(long, value_name = "PEM")]
+        trust: Vec<PathBuf>,
+        /// Only runs decided at or after this time (RFC 3339).
+        #[arg(long, value_name = "RFC3339")]
+        since: Option<String>,
+        /// Only runs decided before this time (RFC 3339).
+        #[arg(long, value_name = "RFC3339")]
+        until: Option<String>,
+        /// Only runs of this genre.
+        #[arg(long, value_name = "G")]
+        genre: Option<String>,
+        /// Print the figures as canonical JSON (seal.stats/1).
+        #[arg(long, conflicts_with = "html")]
+        json: bool,
+        /// Write the page (HTML with SVG charts) to FILE.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+    },
     /// Re-judge decided runs into new historical_replay runs.
     Replay {
         /// Run ids to replay.
@@ -317,6 +344,28 @@ pub fn run(cli: Cli) -> u8 {
                 trust,
                 html: *html,
                 out: out.as_deref(),
+            },
+        ),
+        Command::Stats {
+            store,
+            trust,
+            since,
+            until,
+            genre,
+            json,
+            html,
+        } => cmd_stats(
+            &cli,
+            StatsArgs {
+                store: store.as_deref(),
+                trust,
+                query: crate::stats::Query {
+                    since: since.clone(),
+                    until: until.clone(),
+                    genre: genre.clone(),
+                },
+                json: *json,
+                html: html.as_deref(),
             },
         ),
         Command::Replay {
@@ -1002,6 +1051,62 @@ fn write_output(out: Option<&Path>, bytes: &[u8]) -> u8 {
             Ok(()) => 0,
             Err(e) => fail(e),
         },
+    }
+}
+
+struct StatsArgs<'a> {
+    store: Option<&'a str>,
+    trust: &'a [PathBuf],
+    query: crate::stats::Query,
+    json: bool,
+    html: Option<&'a Path>,
+}
+
+fn cmd_stats(cli: &Cli, args: StatsArgs<'_>) -> u8 {
+    use crate::fault::HasFault;
+    init_logging(cli.log_format, "warn");
+    let config = match load_config(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let trusted = match trusted_keys(&config, args.trust) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let url = args
+        .store
+        .map(str::to_owned)
+        .unwrap_or_else(|| config.store.clone());
+    let result = rt.block_on(async {
+        let store = Store::open_existing(&url)
+            .await?
+            .with_doc_limit(config.max_document_bytes);
+        crate::stats::stats(&store, &trusted, args.query).await
+    });
+    let stats = match result {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("seal: {e}");
+            return e.fault().exit_code();
+        }
+    };
+    if stats.report.runs.not_verified > 0 {
+        eprintln!(
+            "seal: {} decided run(s) do not verify and are not counted (listed in the report)",
+            stats.report.runs.not_verified
+        );
+    }
+    if let Some(path) = args.html {
+        return write_output(Some(path), stats.html().as_bytes());
+    }
+    if args.json {
+        write_output(None, &stats.bytes)
+    } else {
+        write_output(None, stats.text().as_bytes())
     }
 }
 

@@ -66,6 +66,7 @@ pub mod run_state;
 pub mod runfolder;
 pub mod sealing;
 pub mod server;
+pub mod stats;
 pub mod store;
 pub mod tlog;
 pub mod transparency;

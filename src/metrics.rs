@@ -83,6 +83,34 @@ impl Metrics {
         );
     }
 
+    /// Records one judged roll: the running counters behind `seal stats` (rolls by id and
+    /// outcome, degraded rolls, consensus status per obligation), so a dashboard sees disputes
+    /// and roll-2 rates between two `seal stats` reports.
+    pub fn roll_judged<'a>(
+        &self,
+        roll_id: &str,
+        outcome: &str,
+        degraded: bool,
+        statuses: impl IntoIterator<Item = &'a str>,
+    ) {
+        self.add("seal_rolls_total", &format!("outcome=\"{outcome}\""), 1.0);
+        self.add(
+            "seal_rolls_by_id_total",
+            &format!("roll=\"{roll_id}\""),
+            1.0,
+        );
+        if degraded {
+            self.add("seal_rolls_degraded_total", "", 1.0);
+        }
+        for status in statuses {
+            self.add(
+                "seal_consensus_obligations_total",
+                &format!("status=\"{status}\""),
+                1.0,
+            );
+        }
+    }
+
     /// The text exposition.
     pub fn render(&self, gauges: &[(&str, &str, f64)]) -> String {
         let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -93,7 +121,11 @@ impl Metrics {
                 let _ = writeln!(out, "# TYPE {name} counter");
                 last = name;
             }
-            let _ = writeln!(out, "{name}{{{labels}}} {v}");
+            if labels.is_empty() {
+                let _ = writeln!(out, "{name} {v}");
+            } else {
+                let _ = writeln!(out, "{name}{{{labels}}} {v}");
+            }
         }
         let _ = writeln!(out, "# TYPE seal_judge_latency_seconds histogram");
         for (slot, h) in &g.latency {

@@ -25,13 +25,14 @@ fn layer(module: &str) -> Option<(u8, &'static str)> {
         "blinding" | "assertions" | "consensus" | "independence" | "invariants" | "merge"
         | "derive" | "validate" | "judge::parse" | "judge::normalize" | "judge::request"
         | "judge::slot" | "unbound" | "explain::tree" | "explain::html" | "explain::svg"
-        | "explain::escape" | "tlog" => pure,
+        | "explain::escape" | "tlog" | "stats::kappa" | "stats::facts" | "stats::aggregate"
+        | "stats::text" | "stats::html" => pure,
         "store" | "store::open" | "store::key" => store,
         "config" | "engine" | "run_state" | "judge" | "judge::client" | "roll" | "roll::guard"
         | "roll::package" | "roll::cost" | "roll::dispatch" | "roll::record" | "audit"
         | "audit::load" | "audit::compare" | "postguard" | "postguard::decide" | "sealing"
         | "verify" | "replay" | "intake" | "runfolder" | "adapt" | "import" | "resume"
-        | "explain" | "transparency" | "transparency::view" => work,
+        | "explain" | "transparency" | "transparency::view" | "stats" => work,
         "server" | "server::error" | "cli" | "cli_log" | "report" => edge,
         _ => return None,
     })

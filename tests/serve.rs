@@ -177,6 +177,44 @@ async fn example_runs_go_through_the_api_to_verified_seals() {
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
     let health = c.get(format!("{base}/healthz")).send().await.unwrap();
     assert_eq!(health.status(), StatusCode::OK);
+    // Stats over the three decided runs: JSON (seal.stats/1), the page, a bad query.
+    let stats: Value = c
+        .get(format!("{base}/v1/stats"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stats["schemaVersion"], "seal.stats/1", "{stats}");
+    assert_eq!(stats["runs"]["used"], 3, "{stats}");
+    assert_eq!(stats["outcomes"]["outcome"]["pass"], 2, "{stats}");
+    let narrow: Value = c
+        .get(format!("{base}/v1/stats?genre=puzzle"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(narrow["runs"]["used"], 1, "{narrow}");
+    let page = c
+        .get(format!("{base}/v1/stats"))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .unwrap();
+    assert!(page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .contains("default-src 'none'"));
+    assert!(page.text().await.unwrap().contains("<svg"));
+    let bad = c
+        .get(format!("{base}/v1/stats?since=yesterday"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
     let metrics = c
         .get(format!("{base}/metrics"))
         .send()
@@ -191,6 +229,8 @@ async fn example_runs_go_through_the_api_to_verified_seals() {
         "seal_judge_attempts_total",
         "seal_judge_cost_rmb_total",
         "seal_runs_decided_total",
+        "seal_consensus_obligations_total{status=\"satisfied\"}",
+        "seal_rolls_by_id_total{roll=\"roll-1\"}",
     ] {
         assert!(
             metrics.contains(needle),

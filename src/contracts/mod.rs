@@ -88,6 +88,10 @@ pub const AUTHORED: &[(&str, &str)] = &[
         "decision-tree.schema.json",
         include_str!("schemas/decision-tree.schema.json"),
     ),
+    (
+        "stats.schema.json",
+        include_str!("schemas/stats.schema.json"),
+    ),
 ];
 
 /// The kinds of document seal validates.
@@ -109,10 +113,12 @@ pub enum Kind {
     V3Roll,
     /// The decision tree of a sealed run (`seal explain --json`).
     DecisionTree,
+    /// The figures of `seal stats --json`.
+    Stats,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 14] = [
+    pub const ALL: [Kind; 15] = [
         Kind::PlaytestV3,
         Kind::ProofPackage,
         Kind::JudgePackage,
@@ -127,6 +133,7 @@ impl Kind {
         Kind::Verdict,
         Kind::V3Roll,
         Kind::DecisionTree,
+        Kind::Stats,
     ];
 
     pub fn name(self) -> &'static str {
@@ -145,6 +152,7 @@ impl Kind {
             Kind::Verdict => "Verdict",
             Kind::V3Roll => "playtest/3 roll",
             Kind::DecisionTree => "seal.decision-tree/1",
+            Kind::Stats => "seal.stats/1",
         }
     }
 
@@ -171,6 +179,7 @@ impl Kind {
             Kind::DecisionTree => {
                 "https://wanxiang.ai/contracts/play-loop/decision-tree.schema.json"
             }
+            Kind::Stats => "https://wanxiang.ai/contracts/play-loop/stats.schema.json",
         }
     }
 
@@ -195,6 +204,7 @@ impl Kind {
                 "CostReservation/1" => Ok(Kind::CostReservation),
                 "JudgeAttemptFailure/1" => Ok(Kind::JudgeAttemptFailure),
                 "seal.decision-tree/1" => Ok(Kind::DecisionTree),
+                "seal.stats/1" => Ok(Kind::Stats),
                 v if v.starts_with("play-spec/") => Ok(Kind::PlaySpec),
                 other => Err(format!(
                     "unknown schemaVersion {:?}",

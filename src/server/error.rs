@@ -12,6 +12,7 @@ use crate::intake::IntakeError;
 use crate::postguard::FinalizeError;
 use crate::roll::JudgingError;
 use crate::run_state::RunStateError;
+use crate::stats::StatsError;
 use crate::store::StoreError;
 use crate::transparency::LogError;
 
@@ -294,6 +295,31 @@ impl From<LogError> for ApiError {
             LogError::Format(_) => ApiError::by_fault(
                 fault,
                 (StatusCode::INTERNAL_SERVER_ERROR, "corrupt_store"),
+                msg,
+                None,
+            ),
+        }
+    }
+}
+
+impl From<StatsError> for ApiError {
+    fn from(e: StatsError) -> ApiError {
+        let msg = e.to_string();
+        let fault = e.fault();
+        match e {
+            StatsError::Store(s) => s.into(),
+            StatsError::BadTime { .. } | StatsError::BadGenre(_) => {
+                ApiError::by_fault(fault, (StatusCode::BAD_REQUEST, "bad_query"), msg, None)
+            }
+            StatsError::Corrupt { key, .. } => ApiError::by_fault(
+                fault,
+                (StatusCode::INTERNAL_SERVER_ERROR, "corrupt_store"),
+                msg,
+                Some(key),
+            ),
+            StatsError::Invalid(_) => ApiError::by_fault(
+                fault,
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
                 msg,
                 None,
             ),

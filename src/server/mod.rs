@@ -97,6 +97,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/runs/{run_id}/explain", get(get_explain))
         .route("/v1/runs/{run_id}/log-proof", get(get_log_proof))
         .route("/v1/log/checkpoint", get(get_log_checkpoint))
+        .route("/v1/stats", get(get_stats))
         .layer(DefaultBodyLimit::max(doc_limit));
     let blobs = Router::new()
         .route("/v1/blobs/sha256/{hex}", put(put_blob))
@@ -366,10 +367,15 @@ async fn post_roll(
     intake::put_proof_package(&engine.store, &run, roll, &body).await?;
     let _permit = state.rolls.acquire().await.map_err(|_| ApiError::busy(2))?;
     let report = roll::judge_open_roll(engine, &open, roll, &roll::Source::Live).await?;
-    engine.judges.metrics.add(
-        "seal_rolls_total",
-        &format!("outcome=\"{}\"", report.roll.roll_outcome),
-        1.0,
+    engine.judges.metrics.roll_judged(
+        &report.roll.roll_id.to_string(),
+        report.roll.roll_outcome.as_str(),
+        report.consensus.degraded,
+        report
+            .consensus
+            .obligation_results
+            .iter()
+            .map(|o| o.status.as_str()),
     );
     Ok((StatusCode::OK, Json(roll_body(&run, &report))).into_response())
 }
@@ -546,6 +552,57 @@ async fn get_log_proof(
     let view = crate::verify::load_log(&state.engine.store, &state.trusted).await?;
     let proof = view.proof(&run)?;
     Ok(Json(proof).into_response())
+}
+
+/// The query of `GET /v1/stats`: `since`, `until`, `genre` (each at most once); anything else
+/// is refused.
+fn stats_query(raw: Option<&str>) -> Result<crate::stats::Query, ApiError> {
+    let mut q = crate::stats::Query::default();
+    let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "bad_query", m, None);
+    for (k, v) in url::form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
+        let slot = match k.as_ref() {
+            "since" => &mut q.since,
+            "until" => &mut q.until,
+            "genre" => &mut q.genre,
+            other => {
+                let name: String = other.chars().take(64).collect();
+                return Err(bad(format!(
+                    "unknown query parameter {name:?} (since, until, genre)"
+                )));
+            }
+        };
+        if slot.replace(v.into_owned()).is_some() {
+            return Err(bad(format!("query parameter {k} given twice")));
+        }
+    }
+    Ok(q)
+}
+
+/// The figures of `seal stats`: the page for `Accept: text/html`, else the JSON (seal.stats/1).
+async fn get_stats(
+    State(state): State<AppState>,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, ApiError> {
+    let query = stats_query(raw.as_deref())?;
+    let stats = crate::stats::stats(&state.engine.store, &state.trusted, query).await?;
+    let wants_html = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/html"));
+    if wants_html {
+        Ok((
+            [
+                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                (header::CONTENT_SECURITY_POLICY, crate::explain::html::CSP),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            stats.html(),
+        )
+            .into_response())
+    } else {
+        Ok(([(header::CONTENT_TYPE, "application/json")], stats.bytes).into_response())
+    }
 }
 
 /// How long a client should wait after a 429 (seconds).
