@@ -28,7 +28,7 @@ fn package_with_events(n: usize) -> Vec<u8> {
     let path = example("run-narrative-0010-pass").join("roll-1/proof-package.json");
     let mut p: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let events: Vec<Value> = (0..n)
-        .map(|i| serde_json::json!({"seq": i, "name": "tick", "tMs": i, "data": {"k": "v"}}))
+        .map(|i| serde_json::json!({"seq": i, "name": "tick", "tMs": i, "data": {"k": "v".repeat(80)}}))
         .collect();
     p["events"] = Value::Array(events);
     serde_json::to_vec(&p).unwrap()

@@ -41,26 +41,21 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// Raises the soft limit of open files to the hard limit; answers the (soft, hard) limits now in
 /// force, or None where they cannot be read.
 pub fn raise_fd_limit() -> Option<(u64, u64)> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit only read and write the struct passed by pointer.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return None;
-        }
-        if lim.rlim_cur < lim.rlim_max {
-            let raised = libc::rlimit {
-                rlim_cur: lim.rlim_max,
-                rlim_max: lim.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                lim = raised;
-            }
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let lim = getrlimit(Resource::Nofile);
+    let (soft, hard) = (lim.current?, lim.maximum);
+    // An unlimited hard limit: raise to a bound the kernel accepts everywhere.
+    let target = hard.unwrap_or(1 << 20);
+    if soft < target {
+        let raised = Rlimit {
+            current: Some(target),
+            maximum: hard,
+        };
+        if setrlimit(Resource::Nofile, raised).is_ok() {
+            return Some((target, hard.unwrap_or(u64::MAX)));
         }
     }
-    Some((lim.rlim_cur as u64, lim.rlim_max as u64))
+    Some((soft, hard.unwrap_or(u64::MAX)))
 }
 
 /// Answers 503 to a connection past the bound and closes it (best effort, bounded in time).
