@@ -67,7 +67,18 @@ struct RawLimits {
     max_document_bytes: u64,
     max_blob_bytes: u64,
     max_request_image_bytes: u64,
+    #[serde(default)]
+    max_events: Option<usize>,
+    #[serde(default)]
+    max_actions: Option<usize>,
+    #[serde(default)]
+    max_frames: Option<usize>,
+    #[serde(default)]
+    admission_bytes: Option<u64>,
 }
+
+/// Default memory budget of the roll requests in progress (1 GiB).
+pub const DEFAULT_ADMISSION_BYTES: u64 = 1 << 30;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -98,6 +109,22 @@ struct RawServer {
     max_inflight_per_slot: usize,
     request_timeout_ms: u64,
     shutdown_grace_ms: u64,
+    #[serde(default = "default_max_connections")]
+    max_connections: usize,
+    #[serde(default = "default_header_timeout_ms")]
+    header_timeout_ms: u64,
+    #[serde(default = "default_body_timeout_ms")]
+    body_timeout_ms: u64,
+}
+
+fn default_max_connections() -> usize {
+    1024
+}
+fn default_header_timeout_ms() -> u64 {
+    10_000
+}
+fn default_body_timeout_ms() -> u64 {
+    30_000
 }
 
 #[derive(Debug, Deserialize)]
@@ -198,6 +225,12 @@ pub struct ServerConfig {
     pub max_inflight_per_slot: usize,
     pub request_timeout: Duration,
     pub shutdown_grace: Duration,
+    /// Open connections served at once; past it a new connection gets 503 and is closed.
+    pub max_connections: usize,
+    /// Longest wait for a request's head, also the idle keep-alive time.
+    pub header_timeout: Duration,
+    /// Longest a request body may stall between two chunks.
+    pub body_timeout: Duration,
 }
 
 /// The checked configuration.
@@ -208,6 +241,11 @@ pub struct Config {
     pub max_document_bytes: u64,
     pub max_blob_bytes: u64,
     pub max_request_image_bytes: u64,
+    /// Most events, actions and frames of one proof package.
+    pub package_limits: crate::limits::PackageLimits,
+    /// Memory budget of the roll requests in progress: each is charged its body size times
+    /// `server::ROLL_AMPLIFICATION`; past the budget the API answers 429.
+    pub admission_bytes: u64,
     pub budget_run_micro: u64,
     pub signing_key: PathBuf,
     pub trusted_keys: Vec<PathBuf>,
@@ -319,6 +357,15 @@ impl Config {
             max_document_bytes: l.max_document_bytes,
             max_blob_bytes: l.max_blob_bytes,
             max_request_image_bytes: l.max_request_image_bytes,
+            package_limits: {
+                let d = crate::limits::PackageLimits::default();
+                crate::limits::PackageLimits {
+                    max_events: l.max_events.unwrap_or(d.max_events),
+                    max_actions: l.max_actions.unwrap_or(d.max_actions),
+                    max_frames: l.max_frames.unwrap_or(d.max_frames),
+                }
+            },
+            admission_bytes: l.admission_bytes.unwrap_or(DEFAULT_ADMISSION_BYTES),
             budget_run_micro: crate::doc::rmb_to_micro(raw.budget.run_rmb),
             signing_key: PathBuf::from(raw.keys.signing_key),
             trusted_keys: raw.keys.trusted.into_iter().map(PathBuf::from).collect(),
@@ -333,6 +380,9 @@ impl Config {
                 max_inflight_per_slot: s.max_inflight_per_slot,
                 request_timeout: Duration::from_millis(s.request_timeout_ms.max(1)),
                 shutdown_grace: Duration::from_millis(s.shutdown_grace_ms),
+                max_connections: s.max_connections.max(1),
+                header_timeout: Duration::from_millis(s.header_timeout_ms.max(1)),
+                body_timeout: Duration::from_millis(s.body_timeout_ms.max(1)),
             },
             a,
             b,

@@ -344,7 +344,9 @@ pub async fn put_proof_package(
     let open = RunState::load(store, run).await?.open()?;
     let doc = parse(&object, bytes, store.doc_limit())?;
     check(&object, Kind::ProofPackage, &doc)?;
-    let p: ProofPackage = serde_json::from_value(doc.clone()).map_err(|e| IntakeError::Json {
+    // The canonical bytes first, then the tree moves into the typed package: one copy less.
+    let bytes = canonical(&object, &doc)?;
+    let p: ProofPackage = serde_json::from_value(doc).map_err(|e| IntakeError::Json {
         object: object.clone(),
         reason: e.to_string(),
     })?;
@@ -372,7 +374,6 @@ pub async fn put_proof_package(
     if !missing.is_empty() {
         return Err(IntakeError::MissingBlobs { object, missing });
     }
-    let bytes = canonical(&object, &doc)?;
     snapshot_fits(store, run, roll, bytes.len() as u64).await?;
     let accepted = create(
         store,

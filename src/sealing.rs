@@ -13,7 +13,7 @@
 //! field by field by `seal verify`).
 
 use base64::Engine as _;
-use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey};
+use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey};
 use ed25519_dalek::{Signer, Verifier};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -119,10 +119,7 @@ impl SigningKey {
             .map_err(|e| key_err(dir, format!("cannot create folder: {e}")))?;
         let key_path = dir.join("seal.key.pem");
         let pub_path = dir.join("seal.pub.pem");
-        let private = self
-            .inner
-            .to_pkcs8_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF)
-            .map_err(|e| key_err(&key_path, e.to_string()))?;
+        let private = self.to_pkcs8_v1_pem();
         let public = self
             .inner
             .verifying_key()
@@ -147,7 +144,39 @@ impl SigningKey {
     pub fn sign(&self, message: &[u8]) -> [u8; 64] {
         self.inner.sign(message).to_bytes()
     }
+
+    /// The private key as PKCS#8 v1 (RFC 8410 §7: `PrivateKeyInfo` without the public key), the
+    /// form `openssl genpkey -algorithm ed25519` writes and OpenSSL 3.0, Python `cryptography`
+    /// and Go's `x509.ParsePKCS8PrivateKey` read. (A v2 `OneAsymmetricKey` with the public key
+    /// is refused by some of them.) Loading accepts both.
+    pub fn to_pkcs8_v1_der(&self) -> zeroize::Zeroizing<Vec<u8>> {
+        let mut der = zeroize::Zeroizing::new(Vec::with_capacity(48));
+        der.extend_from_slice(&PKCS8_V1_ED25519_PREFIX);
+        der.extend_from_slice(self.inner.as_bytes());
+        der
+    }
+
+    /// [`SigningKey::to_pkcs8_v1_der`] as a `PRIVATE KEY` PEM (64-column base64, LF).
+    pub fn to_pkcs8_v1_pem(&self) -> zeroize::Zeroizing<String> {
+        let b64 = zeroize::Zeroizing::new(
+            base64::engine::general_purpose::STANDARD.encode(self.to_pkcs8_v1_der().as_slice()),
+        );
+        let mut pem = zeroize::Zeroizing::new(String::from("-----BEGIN PRIVATE KEY-----\n"));
+        for line in b64.as_bytes().chunks(64) {
+            // base64 output is ASCII: every chunk is valid UTF-8.
+            pem.push_str(std::str::from_utf8(line).unwrap_or_default());
+            pem.push('\n');
+        }
+        pem.push_str("-----END PRIVATE KEY-----\n");
+        pem
+    }
 }
+
+/// DER of RFC 8410's `PrivateKeyInfo` up to the 32 key bytes: SEQUENCE(46) { INTEGER 0 (v1),
+/// SEQUENCE { OID 1.3.101.112 (id-Ed25519) }, OCTET STRING(34) { OCTET STRING(32) … } }.
+const PKCS8_V1_ED25519_PREFIX: [u8; 16] = [
+    0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
+];
 
 /// A trusted public key.
 #[derive(Clone)]
@@ -180,6 +209,11 @@ impl PublicKey {
             key_id: key_id(&inner),
             inner,
         })
+    }
+
+    /// The raw 32-byte ed25519 public key.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        self.inner.to_bytes()
     }
 }
 

@@ -21,19 +21,21 @@ fn layer(module: &str) -> Option<(u8, &'static str)> {
         "ids" | "canonical" | "json" | "contracts" | "doc" | "doc::common" | "doc::evidence"
         | "doc::judge_package" | "doc::judge_result" | "doc::proof_package" | "doc::slot_meta"
         | "doc::consensus" | "doc::cost" | "refs" | "key" | "vocab" | "money" | "fault"
-        | "prompts" | "metrics" | "postguard::decided" | "doc::decision_tree" | "fsio" => bottom,
+        | "prompts" | "metrics" | "postguard::decided" | "doc::decision_tree" | "fsio"
+        | "limits" => bottom,
         "blinding" | "assertions" | "consensus" | "independence" | "invariants" | "merge"
         | "derive" | "validate" | "judge::parse" | "judge::normalize" | "judge::request"
-        | "judge::slot" | "unbound" | "explain::tree" | "explain::html" | "explain::svg"
-        | "explain::escape" | "tlog" | "stats::kappa" | "stats::facts" | "stats::aggregate"
-        | "stats::text" | "stats::html" => pure,
+        | "judge::slot" | "judge::redact" | "unbound" | "explain::tree" | "explain::html"
+        | "explain::svg" | "explain::escape" | "tlog" | "stats::kappa" | "stats::facts"
+        | "stats::aggregate" | "stats::text" | "stats::html" => pure,
         "store" | "store::open" | "store::key" => store,
         "config" | "engine" | "run_state" | "judge" | "judge::client" | "roll" | "roll::guard"
         | "roll::package" | "roll::cost" | "roll::dispatch" | "roll::record" | "audit"
         | "audit::load" | "audit::compare" | "postguard" | "postguard::decide" | "sealing"
         | "verify" | "replay" | "intake" | "runfolder" | "adapt" | "import" | "resume"
         | "explain" | "transparency" | "transparency::view" | "stats" => work,
-        "server" | "server::error" | "cli" | "cli_log" | "report" => edge,
+        "server" | "server::error" | "server::uniform" | "server::listen" | "cli" | "cli_log"
+        | "report" => edge,
         _ => return None,
     })
 }

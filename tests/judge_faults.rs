@@ -782,3 +782,50 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
         }
     }
 }
+
+/// Endpoints that echo the API key (slot A: a 401; slot B: a 200 that is no answer): no key
+/// reaches the store; each SlotMeta records the redaction and the hash of the bytes received.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_echoing_the_api_key_gets_it_redacted_before_storing() {
+    let lb = setup(1).await;
+    let (key_a, key_b) = ("sk-test-a-0123456789", "sk-test-b-9876543210");
+    let echo401 =
+        format!(r#"{{"error":{{"message":"Incorrect API key provided: Bearer {key_a}"}}}}"#);
+    let echo200 = format!(r#"{{"echo":{{"authorization":"Bearer {key_b}"}}}}"#);
+    let status = |code: u16, body: &str| Fault::Status {
+        code,
+        body: body.to_string(),
+        retry_after: None,
+    };
+    lb.script(MODEL_A, [status(401, &echo401)]);
+    lb.script(MODEL_B, [status(200, &echo200)]);
+    let engine = engine_edited(&lb, &[], &|t| t).await;
+    let (folder, _report) = judge_roll1(&engine, &example(PASS)).await;
+    for (slot, echo) in [(Slot::A, &echo401), (Slot::B, &echo200)] {
+        let raw_key = Key::attempt_file(&folder.run, RollId::R1, slot, 1, "raw.json");
+        let raw = engine.store.get(&raw_key).await.unwrap();
+        let text = String::from_utf8_lossy(&raw).to_string();
+        assert!(text.contains("Bearer [redacted]"), "{slot:?}: {text}");
+        let m = meta(&engine, &folder.run, slot, 1).await;
+        assert_eq!(
+            m.unredacted_raw_hash,
+            Some(seal::canonical::Hash::of(echo.as_bytes())),
+            "{slot:?}"
+        );
+        assert_eq!(m.raw_hash, seal::canonical::Hash::of(&raw));
+    }
+    let m2 = meta(&engine, &folder.run, Slot::B, 2).await;
+    assert_eq!(
+        m2.unredacted_raw_hash, None,
+        "an answer without secrets is kept as is"
+    );
+    // Nothing anywhere in the store holds a key.
+    for obj in engine.store.list("runs").await.unwrap() {
+        let bytes = engine.store.get(&obj).await.unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains(key_a) && !text.contains(key_b),
+            "{obj} holds a key"
+        );
+    }
+}

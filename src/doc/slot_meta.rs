@@ -54,4 +54,8 @@ pub struct SlotMeta {
     /// Absent in attempts stored before it existed; only resume checks it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt_mac: Option<String>,
+    /// Present when a configured secret was scrubbed from the raw answer before it was stored:
+    /// the sha256 of the bytes as received (`judge::redact`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unredacted_raw_hash: Option<Hash>,
 }

@@ -52,6 +52,8 @@ pub struct JudgeClient {
     http: reqwest::Client,
     inflight: Arc<Semaphore>,
     metrics: Arc<crate::metrics::Metrics>,
+    /// Every configured secret, scrubbed from answers before they are stored.
+    redactor: Arc<super::redact::Redactor>,
 }
 
 /// Both slots and the secret salt their seeds and sessions derive from.
@@ -66,6 +68,7 @@ impl Judges {
     pub fn new(config: &Config) -> Result<Judges, String> {
         let instance = crate::store::random_hex(6);
         let metrics = Arc::new(crate::metrics::Metrics::default());
+        let redactor = Arc::new(secrets_of(config));
         let make = |c: &SlotConfig| -> Result<JudgeClient, String> {
             let http = reqwest::Client::builder()
                 .timeout(c.timeout)
@@ -82,6 +85,7 @@ impl Judges {
                 http,
                 inflight: Arc::new(Semaphore::new(config.server.max_inflight_per_slot)),
                 metrics: metrics.clone(),
+                redactor: redactor.clone(),
             })
         };
         Ok(Judges {
@@ -115,6 +119,25 @@ enum Exchange {
         class: ErrorClass,
         detail: String,
     },
+}
+
+/// A redactor for every secret of the configuration (DESIGN §4).
+fn secrets_of(config: &Config) -> super::redact::Redactor {
+    let mut secrets: Vec<&str> = Vec::new();
+    for k in [
+        &config.a.api_key,
+        &config.b.api_key,
+        &config.server.bearer_token,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        secrets.push(k.expose());
+    }
+    if !config.seed_salt_is_default {
+        secrets.push(config.seed_salt.expose());
+    }
+    super::redact::Redactor::new(secrets)
 }
 
 fn now_rfc3339() -> String {
@@ -414,12 +437,17 @@ impl JudgeClient {
         let exchange = self.send(job, request_value).await;
         let latency_ms = t0.elapsed().as_millis() as u64;
         let ended_at = now_rfc3339();
+        let mut unredacted = None;
         let (raw_bytes, status, retry_after) = match &exchange {
             Exchange::Answered {
                 status,
                 retry_after,
                 body,
-            } => (body.clone(), Some(*status), *retry_after),
+            } => {
+                let (scrubbed, original) = self.redactor.scrub(body);
+                unredacted = original;
+                (scrubbed.into(), Some(*status), *retry_after)
+            }
             Exchange::Failed { class, detail } => {
                 let bytes =
                     self.failure_record(job, k, *class, detail, (&started_at, &ended_at))?;
@@ -437,7 +465,7 @@ impl JudgeClient {
             Err(e) => return Err(e.into()),
         };
         let outcome = evaluate_raw(&raw_bytes, status);
-        let meta = self.meta(
+        let mut meta = self.meta(
             job,
             k,
             Some(&request_stored),
@@ -448,6 +476,13 @@ impl JudgeClient {
             &outcome,
             None,
         );
+        if unredacted.is_some() {
+            tracing::warn!(
+                attempt = k,
+                "a configured secret was echoed by the judge endpoint: redacted before storing"
+            );
+        }
+        meta.unredacted_raw_hash = unredacted;
         let (meta, meta_hash) = self.put_meta(store, job, k, &meta, &raw_bytes).await?;
         self.metrics.judge_attempt(
             self.slot.as_str(),
@@ -639,6 +674,7 @@ impl JudgeClient {
             error_detail,
             accepted: outcome.is_ok(),
             attempt_mac: None,
+            unredacted_raw_hash: None,
         }
     }
 }

@@ -14,6 +14,7 @@
 pub mod client;
 pub mod normalize;
 pub mod parse;
+pub mod redact;
 pub mod request;
 pub mod slot;
 

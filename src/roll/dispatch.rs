@@ -160,6 +160,7 @@ async fn not_dispatched(
         error_detail: Some(record.detail.clone()),
         accepted: false,
         attempt_mac: None,
+        unredacted_raw_hash: None,
     };
     let id = resume::AttemptId {
         run: job.run,

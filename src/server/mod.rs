@@ -10,6 +10,8 @@
 //! Retry-After, so memory stays flat whatever the load. Judge calls are bounded per slot too.
 
 mod error;
+pub mod listen;
+pub mod uniform;
 
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
@@ -47,14 +49,26 @@ pub struct AppState {
     rolls: Arc<Semaphore>,
     admitted: Arc<AtomicUsize>,
     admit_limit: usize,
+    /// Memory budget of roll requests in progress, in KiB permits.
+    memory: Arc<Semaphore>,
+    memory_kib: u32,
     trusted: Arc<Vec<PublicKey>>,
 }
+
+/// What a roll request may take in memory per byte of its proof package, at peak (parse tree,
+/// typed copy, canonical bytes, judge packages): measured in docs/BENCHMARKS.md.
+pub const ROLL_AMPLIFICATION: u64 = 16;
 
 impl AppState {
     pub fn new(engine: Engine, trusted: Vec<PublicKey>) -> AppState {
         let s = &engine.config.server;
         let admit_limit = s.max_rolls_in_progress + s.queue_bound;
+        let memory_kib = u32::try_from((engine.config.admission_bytes / 1024).max(1))
+            .unwrap_or(Semaphore::MAX_PERMITS as u32)
+            .min(Semaphore::MAX_PERMITS as u32);
         AppState {
+            memory: Arc::new(Semaphore::new(memory_kib as usize)),
+            memory_kib,
             rolls: Arc::new(Semaphore::new(s.max_rolls_in_progress)),
             admitted: Arc::new(AtomicUsize::new(0)),
             admit_limit,
@@ -89,7 +103,6 @@ pub fn router(state: AppState) -> Router {
     let timeout = state.engine.config.server.request_timeout;
     let docs = Router::new()
         .route("/v1/runs/{run_id}", put(put_header).get(get_run))
-        .route("/v1/runs/{run_id}/brief", put(put_brief))
         .route("/v1/runs/{run_id}/play-spec", put(put_play_spec))
         .route("/v1/runs/{run_id}/rolls/{n}", post(post_roll))
         .route("/v1/runs/{run_id}/finalize", post(post_finalize))
@@ -98,6 +111,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/runs/{run_id}/log-proof", get(get_log_proof))
         .route("/v1/log/checkpoint", get(get_log_checkpoint))
         .route("/v1/stats", get(get_stats))
+        .route_layer(middleware::from_fn(uniform::json_only))
+        .route("/v1/runs/{run_id}/brief", put(put_brief))
         .layer(DefaultBodyLimit::max(doc_limit));
     let blobs = Router::new()
         .route("/v1/blobs/sha256/{hex}", put(put_blob))
@@ -106,6 +121,7 @@ pub fn router(state: AppState) -> Router {
         .merge(docs)
         .merge(blobs)
         .route("/metrics", get(get_metrics))
+        .route("/openapi.json", get(get_openapi))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth))
         .route("/healthz", get(healthz))
         .fallback(|| async {
@@ -115,7 +131,13 @@ pub fn router(state: AppState) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             timeout,
         ))
+        .layer(middleware::from_fn_with_state(
+            state.engine.config.server.body_timeout,
+            uniform::body_timeout,
+        ))
         .layer(tower_http::trace::TraceLayer::new_for_http())
+        .layer(middleware::from_fn(uniform::uri_bound))
+        .layer(middleware::from_fn(uniform::uniform_errors))
         .with_state(state)
 }
 
@@ -126,10 +148,18 @@ pub async fn run(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let grace = state.engine.config.server.shutdown_grace;
+    let server_cfg = &state.engine.config.server;
+    let grace = server_cfg.shutdown_grace;
+    let limits = listen::ConnLimits {
+        max_connections: server_cfg.max_connections,
+        header_timeout: server_cfg.header_timeout,
+    };
+    if let Some((soft, hard)) = listen::raise_fd_limit() {
+        tracing::info!(soft, hard, "open-file limit");
+    }
     let (tx, rx) = tokio::sync::watch::channel(false);
     let app = router(state);
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+    let server = listen::serve(listener, app, limits, async move {
         shutdown.await;
         let _ = tx.send(true);
         tracing::info!("shutting down: no new connections, finishing in-flight work");
@@ -182,6 +212,13 @@ async fn healthz(State(state): State<AppState>) -> Response {
             .into_response(),
         Err(e) => ApiError::from(e).into_response(),
     }
+}
+
+/// The API description (docs/openapi.yaml, as JSON).
+pub const OPENAPI_JSON: &str = include_str!("openapi.json");
+
+async fn get_openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI_JSON).into_response()
 }
 
 async fn get_metrics(State(state): State<AppState>) -> Response {
@@ -350,6 +387,15 @@ async fn post_roll(
         return Err(ApiError::busy(2));
     }
     let _admission = Admission(state.admitted.clone());
+    let _memory = admit_memory(&state, body.len())?;
+    crate::limits::check_package(&body, &state.engine.config.package_limits).map_err(|e| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "limit_exceeded",
+            e.to_string(),
+            Some(format!("run {run} {roll} proof package")),
+        )
+    })?;
     let engine = &state.engine;
     let _run_lock = engine.lock_run(&run).await;
     let phase = RunState::load(&engine.store, &run).await?;
@@ -378,6 +424,25 @@ async fn post_roll(
             .map(|o| o.status.as_str()),
     );
     Ok((StatusCode::OK, Json(roll_body(&run, &report))).into_response())
+}
+
+/// Charges a roll request its expected peak memory against the budget (never more than the
+/// whole budget, so that one largest package still runs alone); 429 when it does not fit.
+fn admit_memory(
+    state: &AppState,
+    body_len: usize,
+) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
+    let kib = (body_len as u64).saturating_mul(ROLL_AMPLIFICATION) / 1024 + 1;
+    let kib = u32::try_from(kib).unwrap_or(u32::MAX).min(state.memory_kib);
+    state
+        .memory
+        .clone()
+        .try_acquire_many_owned(kib)
+        .map_err(|_| {
+            let mut e = ApiError::busy(2);
+            e.message = "the memory budget of rolls in progress is spent; retry later".into();
+            e
+        })
 }
 
 /// A roll that is already judged: the same proof package gets the stored answer, another one

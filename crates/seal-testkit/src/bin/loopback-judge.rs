@@ -1,0 +1,21 @@
+//! A loopback judge on a fixed address, for CI steps that drive a real `seal serve` (the
+//! schemathesis run of `.ci/run`). Prints `loopback judge on http://ADDR/v1` and serves until
+//! killed; each model answers by itself with the default persona.
+//!
+//! ```sh
+//! cargo run -p seal-testkit --bin loopback-judge -- 127.0.0.1:49200
+//! ```
+
+use std::time::Duration;
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:0".to_string());
+    let lb = seal_testkit::loopback::Loopback::start_on(&addr, Duration::from_millis(1)).await?;
+    println!("loopback judge on {}", lb.url());
+    tokio::signal::ctrl_c().await?;
+    drop(lb);
+    Ok(())
+}

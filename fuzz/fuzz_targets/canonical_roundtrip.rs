@@ -1,0 +1,16 @@
+//! RFC 8785 canonicalization: canonical bytes parse back to the same value and are a fixed
+//! point (canonicalizing them again changes nothing).
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(v) = seal::json::parse(data, 1 << 20) else {
+        return;
+    };
+    let Ok(c) = seal::canonical::canonical_bytes(&v) else {
+        return;
+    };
+    let back = seal::json::parse(&c, 1 << 22).expect("canonical bytes parse");
+    let again = seal::canonical::canonical_bytes(&back).expect("canonical again");
+    assert_eq!(c, again, "canonicalization is not a fixed point");
+});

@@ -1,0 +1,15 @@
+//! Store key parsing: an accepted key is relative, has no empty, `.` or `..` segment, and
+//! round-trips through its own text.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|s: &str| {
+    if let Ok(k) = seal::key::Key::parse(s) {
+        let t = k.as_str();
+        assert!(!t.starts_with('/') && !t.contains('\0') && !t.contains('\\'));
+        assert!(t.split('/').all(|p| !p.is_empty() && p != "." && p != ".."));
+        assert_eq!(seal::key::Key::parse(t).ok(), Some(k.clone()));
+        let _ = k.cas_hash();
+        let _ = k.run_id();
+    }
+});
