@@ -53,6 +53,35 @@ struct RawConfig {
     judges: RawJudges,
     #[serde(default)]
     log: Option<RawLog>,
+    #[serde(default)]
+    leases: Option<RawLeases>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLeases {
+    #[serde(default = "default_lease_margin_ms")]
+    margin_ms: u64,
+    #[serde(default = "default_max_clock_skew_ms")]
+    max_clock_skew_ms: u64,
+}
+
+fn default_lease_margin_ms() -> u64 {
+    5_000
+}
+fn default_max_clock_skew_ms() -> u64 {
+    10_000
+}
+
+/// Attempt leases across replicas (`[leases]`, see `crate::lease`).
+#[derive(Debug, Clone)]
+pub struct LeaseSettings {
+    /// Added to a slot's timeout for a lease's lifetime.
+    pub margin: Duration,
+    /// Clock disagreement between replicas that leases tolerate.
+    pub max_clock_skew: Duration,
+    /// `SEAL_REPLICA_ID`: this replica's stable name (else one is made per process).
+    pub replica_id: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -253,6 +282,7 @@ pub struct Config {
     pub seed_salt_is_default: bool,
     /// The transparency log's origin line and signed-note key name (`log.origin`).
     pub log_origin: String,
+    pub leases: LeaseSettings,
     pub server: ServerConfig,
     pub a: SlotConfig,
     pub b: SlotConfig,
@@ -351,6 +381,7 @@ impl Config {
                 "log.origin: {log_origin:?} must be non-empty, without spaces or '+' (e.g. seal.example.com/log)"
             )));
         }
+        let leases = lease_settings(raw.leases.as_ref(), env).map_err(err)?;
         Ok(Config {
             source: source.to_string(),
             store: raw.store,
@@ -372,6 +403,7 @@ impl Config {
             seed_salt,
             seed_salt_is_default,
             log_origin,
+            leases,
             server: ServerConfig {
                 listen: s.listen.clone(),
                 bearer_token: nonempty(env(&s.bearer_token_env)).map(Secret::new),
@@ -509,6 +541,40 @@ fn slot_config(
     })
 }
 
+/// `[leases]` and `SEAL_REPLICA_ID`, checked.
+fn lease_settings(
+    raw: Option<&RawLeases>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<LeaseSettings, String> {
+    let (margin_ms, skew_ms) = raw
+        .map(|r| (r.margin_ms, r.max_clock_skew_ms))
+        .unwrap_or((default_lease_margin_ms(), default_max_clock_skew_ms()));
+    if margin_ms > 3_600_000 || skew_ms > 3_600_000 {
+        return Err("leases: margin_ms and max_clock_skew_ms must be at most 3600000 (1 h)".into());
+    }
+    let replica_id = match env("SEAL_REPLICA_ID").filter(|s| !s.is_empty()) {
+        Some(id) => {
+            let ok = id.len() <= 128
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-:".contains(&b));
+            if !ok {
+                let shown: String = id.chars().take(40).flat_map(char::escape_default).collect();
+                return Err(format!(
+                    "SEAL_REPLICA_ID={shown:?}: at most 128 of letters, digits, '.', '_', '-', ':'"
+                ));
+            }
+            Some(id)
+        }
+        None => None,
+    };
+    Ok(LeaseSettings {
+        margin: Duration::from_millis(margin_ms),
+        max_clock_skew: Duration::from_millis(skew_ms),
+        replica_id,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -549,6 +615,35 @@ mod tests {
         assert_eq!(c.a.timeout, Duration::from_millis(1500));
         assert_eq!(c.b.timeout, Duration::from_millis(1500));
         assert!(!format!("{c:?}").contains("sk-very-secret"));
+    }
+
+    #[test]
+    fn lease_settings_and_replica_ids_are_checked() {
+        let c = Config::parse("embedded", EMBEDDED, &env(&[])).unwrap();
+        assert_eq!(c.leases.margin, Duration::from_millis(5_000));
+        assert_eq!(c.leases.max_clock_skew, Duration::from_millis(10_000));
+        assert_eq!(c.leases.replica_id, None);
+        let ok = Config::parse("e", EMBEDDED, &env(&[("SEAL_REPLICA_ID", "seal-7f9c:0")])).unwrap();
+        assert_eq!(ok.leases.replica_id.as_deref(), Some("seal-7f9c:0"));
+        // Hostile or oversized replica ids and lease times are refused, naming the field.
+        let long = "r".repeat(129);
+        for (id, field) in [
+            ("bad id\u{1b}[31m", "SEAL_REPLICA_ID"),
+            ("a/b", "SEAL_REPLICA_ID"),
+            (long.as_str(), "SEAL_REPLICA_ID"),
+        ] {
+            let e = Config::parse("e", EMBEDDED, &env(&[("SEAL_REPLICA_ID", id)])).unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.contains(field) && !msg.contains('\u{1b}'), "{msg}");
+        }
+        let big = EMBEDDED.replace("max_clock_skew_ms = 10000", "max_clock_skew_ms = 99999999");
+        let e = Config::parse("e", &big, &env(&[])).unwrap_err();
+        assert!(e.to_string().contains("max_clock_skew_ms"), "{e}");
+        let unknown = EMBEDDED.replace("margin_ms = 5000", "margin_ms = 5000\nttl_ms = 1");
+        assert!(Config::parse("e", &unknown, &env(&[]))
+            .unwrap_err()
+            .to_string()
+            .contains("ttl_ms"));
     }
 
     #[test]

@@ -122,6 +122,15 @@ impl Key {
         Key::join(&["runs", run.as_str(), roll.as_str(), &dir, &att, file])
     }
 
+    /// `leases/<run>/<roll>/judge-<slot>/attempt-<k>/<epoch, 6 digits>`: who calls the judge
+    /// for that attempt (see `crate::lease`). Outside `runs/`: leases are not evidence.
+    pub fn lease(run: &RunId, roll: RollId, slot: Slot, attempt: u32, epoch: u32) -> Key {
+        let dir = format!("judge-{slot}");
+        let att = format!("attempt-{attempt}");
+        let ep = format!("{epoch:06}");
+        Key::join(&["leases", run.as_str(), roll.as_str(), &dir, &att, &ep])
+    }
+
     /// `log/entries/<index, 20 digits>`: leaf `index` of the transparency log (create-only).
     pub fn log_entry(index: u64) -> Key {
         Key(format!("{LOG_ENTRIES}/{index:020}"))

@@ -53,6 +53,7 @@ pub mod invariants;
 pub mod json;
 pub mod judge;
 pub mod key;
+pub mod lease;
 pub mod limits;
 pub mod merge;
 pub mod metrics;

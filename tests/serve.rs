@@ -8,72 +8,8 @@ use reqwest::StatusCode;
 use seal::runfolder::RunFolder;
 use seal_testkit::loopback::{Fault, Loopback};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// PUTs header, brief, play-spec and every blob of a run folder.
-async fn submit(c: &reqwest::Client, base: &str, folder: &RunFolder) {
-    for (hash, path) in &folder.blobs {
-        let r = c
-            .put(format!("{base}/v1/blobs/sha256/{hash}"))
-            .body(std::fs::read(path).unwrap())
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            r.status().is_success(),
-            "blob {hash}: {}",
-            r.text().await.unwrap()
-        );
-    }
-    let run = &folder.run;
-    let r = c
-        .put(format!("{base}/v1/runs/{run}"))
-        .body(folder.header_bytes.clone())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        r.status(),
-        StatusCode::CREATED,
-        "{}",
-        r.text().await.unwrap()
-    );
-    let r = c
-        .put(format!("{base}/v1/runs/{run}/brief"))
-        .body(folder.brief.clone())
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success());
-    if let Some(spec) = &folder.play_spec {
-        let r = c
-            .put(format!("{base}/v1/runs/{run}/play-spec"))
-            .body(spec.clone())
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success());
-    }
-}
-
-async fn post_roll(
-    c: &reqwest::Client,
-    base: &str,
-    folder: &RunFolder,
-    n: usize,
-) -> (StatusCode, Value) {
-    let (_, bytes, _) = &folder.rolls[n - 1];
-    let r = c
-        .post(format!("{base}/v1/runs/{}/rolls/{n}", folder.run))
-        .body(bytes.clone())
-        .send()
-        .await
-        .unwrap();
-    let status = r.status();
-    (status, r.json().await.unwrap_or(Value::Null))
-}
 
 /// The pipeline worker's loop for one run: rolls until `next` is finalize, then finalize.
 async fn drive(c: &reqwest::Client, base: &str, folder: &RunFolder) -> Value {
@@ -586,95 +522,7 @@ async fn past_the_queue_bound_the_api_answers_429() {
     assert!(busy[0].1.is_some(), "429 carries Retry-After");
 }
 
-/// A copy of a run folder under another run id.
-fn renamed_copy(from: &std::path::Path, to: &std::path::Path, run: &str) -> RunFolder {
-    copy_tree(from, to);
-    let h = to.join("header.json");
-    let mut v: Value = serde_json::from_slice(&std::fs::read(&h).unwrap()).unwrap();
-    v["runId"] = run.into();
-    std::fs::write(&h, serde_json::to_vec(&v).unwrap()).unwrap();
-    RunFolder::read(to, 1 << 26).unwrap()
-}
-
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_tree(&e.path(), &target);
-        } else {
-            std::fs::write(&target, std::fs::read(e.path()).unwrap()).unwrap();
-        }
-    }
-}
-
 // ---- the real binary ----
-
-struct Daemon {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn spawn_daemon(
-    dir: &std::path::Path,
-    lb: &Loopback,
-    store: &str,
-    extra_env: &[(&str, &str)],
-) -> Daemon {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_seal"));
-    cmd.current_dir(dir)
-        .args([
-            "--log-format",
-            "json",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--store",
-            store,
-            "--key",
-            "keys/seal.key.pem",
-        ])
-        .env("SEAL_JUDGE_A_URL", lb.url())
-        .env("SEAL_JUDGE_B_URL", lb.url())
-        .env("SEAL_JUDGE_A_MODEL", MODEL_A)
-        .env("SEAL_JUDGE_B_MODEL", MODEL_B)
-        .env("SEAL_JUDGE_A_KEY", "sk-daemon-secret-a")
-        .env("SEAL_JUDGE_B_KEY", "sk-daemon-secret-b")
-        .env("SEAL_SEED_SALT", "daemon-salt")
-        .env("SEAL_JUDGE_TIMEOUT_MS", "20000")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in extra_env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let base = line.trim().rsplit(' ').next().unwrap().to_string();
-    assert!(
-        base.starts_with("http://127.0.0.1:"),
-        "unexpected first line {line:?}"
-    );
-    Daemon { child, base }
-}
-
-fn keygen(dir: &std::path::Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_seal"))
-        .current_dir(dir)
-        .args(["keygen", "--out", "keys"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-}
 
 fn count_session(lb: &Loopback, model: &str) -> usize {
     lb.calls().iter().filter(|c| c.model == model).count()
@@ -868,18 +716,10 @@ async fn two_replicas_on_one_s3_bucket_seal_each_run_once() {
         assert_eq!(v["verified"], true, "{v}");
     }
     // No secret in either replica's logs.
-    r1.child.kill().unwrap();
-    r1.child.wait().unwrap();
-    let mut logs = String::new();
-    use std::io::Read;
-    r1.child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut logs)
-        .unwrap();
+    r1.kill_9();
+    let logs = r1.log_text();
     assert!(logs.contains("seal serve listening"));
-    for secret in ["sk-daemon-secret-a", "sk-daemon-secret-b", "daemon-salt"] {
+    for secret in DAEMON_SECRETS {
         assert!(!logs.contains(secret), "a log line contains {secret}");
     }
     drop(r2);

@@ -20,6 +20,7 @@ use crate::canonical::Hash;
 use crate::config::{Config, Secret, SlotConfig};
 use crate::doc::*;
 use crate::ids::{RollId, RunId, Slot};
+use crate::lease::{self, AttemptRef, LeasePolicy, Taken};
 use crate::prompts::{self, PromptArtifact};
 use crate::resume::{self, AttemptId, ResumeError};
 use crate::store::{Key, Store, StoreError, Stored};
@@ -40,7 +41,8 @@ pub struct SlotJob<'a> {
 }
 
 /// How often to look for the meta of an attempt another replica answered first.
-const THEIR_META_POLLS: u32 = 40;
+/// How long a raw answer may wait for its meta when no live lease says someone is writing it.
+const META_GRACE_MS: u64 = 2_000;
 
 /// One judge slot: its configuration, prompt, and its own HTTP client.
 pub struct JudgeClient {
@@ -54,6 +56,8 @@ pub struct JudgeClient {
     metrics: Arc<crate::metrics::Metrics>,
     /// Every configured secret, scrubbed from answers before they are stored.
     redactor: Arc<super::redact::Redactor>,
+    /// Who calls the judge for an attempt when replicas share the store.
+    lease: Arc<LeasePolicy>,
 }
 
 /// Both slots and the secret salt their seeds and sessions derive from.
@@ -69,6 +73,15 @@ impl Judges {
         let instance = crate::store::random_hex(6);
         let metrics = Arc::new(crate::metrics::Metrics::default());
         let redactor = Arc::new(secrets_of(config));
+        let lease = Arc::new(LeasePolicy {
+            holder: config
+                .leases
+                .replica_id
+                .clone()
+                .unwrap_or_else(|| default_replica_id(&instance)),
+            margin: config.leases.margin,
+            max_clock_skew: config.leases.max_clock_skew,
+        });
         let make = |c: &SlotConfig| -> Result<JudgeClient, String> {
             let http = reqwest::Client::builder()
                 .timeout(c.timeout)
@@ -86,6 +99,7 @@ impl Judges {
                 inflight: Arc::new(Semaphore::new(config.server.max_inflight_per_slot)),
                 metrics: metrics.clone(),
                 redactor: redactor.clone(),
+                lease: lease.clone(),
             })
         };
         Ok(Judges {
@@ -138,6 +152,38 @@ fn secrets_of(config: &Config) -> super::redact::Redactor {
         secrets.push(config.seed_salt.expose());
     }
     super::redact::Redactor::new(secrets)
+}
+
+/// A replica name unique to this process: host, pid and the client instance's random bits.
+fn default_replica_id(instance: &str) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_default();
+    let host: String = host
+        .trim()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        .take(64)
+        .collect();
+    format!("{host}:{}:{instance}", std::process::id())
+}
+
+/// Polls for `key` until it exists (true) or the lease clock passes `until_ms` (false).
+async fn wait_for(store: &Store, key: &Key, until_ms: u64) -> Result<bool, StoreError> {
+    let mut polls = 0;
+    loop {
+        if store.exists(key).await? {
+            return Ok(true);
+        }
+        let now = lease::now_ms();
+        if now > until_ms {
+            return Ok(false);
+        }
+        let left = Duration::from_millis(until_ms - now + 1);
+        tokio::time::sleep(lease::poll_delay(polls).min(left)).await;
+        polls += 1;
+    }
 }
 
 fn now_rfc3339() -> String {
@@ -318,6 +364,8 @@ impl JudgeClient {
             // An answer seal already holds is never asked for again, and used only if ours.
             let record = match store.get_opt(&raw_key).await? {
                 Some(raw) => {
+                    // Its writer may still be storing the meta that goes with it.
+                    self.settle_meta(store, job, k).await?;
                     let record = self.resume_stored(store, job, k, &expected, raw).await?;
                     tracing::info!(
                         attempt = k,
@@ -339,7 +387,7 @@ impl JudgeClient {
                         tokio::time::sleep(wait).await;
                     }
                     let (record, retry_after) = self
-                        .attempt(store, job, k, &request_value, request_stored)
+                        .call_or_wait(store, job, k, &request_value, request_stored)
                         .await?;
                     last_retry_after = retry_after;
                     record
@@ -359,6 +407,58 @@ impl JudgeClient {
             slot: self.slot,
             attempts,
         })
+    }
+
+    /// An attempt with no stored answer: call the judge under the attempt's lease, or, while
+    /// another replica holds a live lease, wait for the answer it stores (see [`lease`]). A
+    /// lease that expires without an answer is taken over.
+    async fn call_or_wait(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+        k: u32,
+        request_value: &Value,
+        request_stored: Stored,
+    ) -> Result<(AttemptRecord, Option<Duration>), ResumeError> {
+        let at = AttemptRef {
+            run: job.run,
+            roll: job.roll,
+            slot: self.slot,
+            attempt: k,
+        };
+        let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
+        let count = |result: &str| {
+            let labels = format!("slot=\"{}\",result=\"{result}\"", self.slot);
+            self.metrics.add("seal_judge_leases_total", &labels, 1.0);
+        };
+        loop {
+            match lease::take(store, &self.lease, at, self.config.timeout).await? {
+                Taken::Held { epoch, takeover } => {
+                    count(if takeover { "takeover" } else { "held" });
+                    // A crashed holder's answer may have landed just before we took over.
+                    if takeover && store.exists(&raw_key).await? {
+                        let record = self.their_attempt(store, job, k, &request_stored).await?;
+                        return Ok((record, None));
+                    }
+                    tracing::debug!(attempt = k, epoch, "attempt lease held: calling the judge");
+                    return self
+                        .attempt(store, job, k, request_value, request_stored)
+                        .await;
+                }
+                Taken::Busy { holder, until_ms } => {
+                    count("waited");
+                    tracing::info!(
+                        attempt = k,
+                        holder = ?holder,
+                        "another replica is calling this judge: waiting for its answer"
+                    );
+                    if wait_for(store, &raw_key, until_ms).await? {
+                        let record = self.their_attempt(store, job, k, &request_stored).await?;
+                        return Ok((record, None));
+                    }
+                }
+            }
+        }
     }
 
     /// A stored attempt: its request must be the one this configuration builds and its meta's
@@ -536,6 +636,32 @@ impl JudgeClient {
             })
     }
 
+    /// Waits for an attempt's meta.json, which its writer stores right after raw.json: while
+    /// another replica's lease on the attempt is live, or else a moment. A raw answer still
+    /// without its meta afterwards is judged by [`resume::check`] (planted).
+    async fn settle_meta(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+        k: u32,
+    ) -> Result<(), StoreError> {
+        let meta_key = Key::attempt_file(job.run, job.roll, self.slot, k, "meta.json");
+        if store.exists(&meta_key).await? {
+            return Ok(());
+        }
+        let at = AttemptRef {
+            run: job.run,
+            roll: job.roll,
+            slot: self.slot,
+            attempt: k,
+        };
+        let until = match lease::live_until(store, &self.lease, at, self.config.timeout).await? {
+            Some(until) => until,
+            None => lease::now_ms().saturating_add(META_GRACE_MS),
+        };
+        wait_for(store, &meta_key, until).await.map(|_| ())
+    }
+
     /// The attempt another replica stored first: used once its signed meta is there too.
     async fn their_attempt(
         &self,
@@ -545,15 +671,8 @@ impl JudgeClient {
         request: &Stored,
     ) -> Result<AttemptRecord, ResumeError> {
         let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
-        let meta_key = Key::attempt_file(job.run, job.roll, self.slot, k, "meta.json");
         let theirs = store.get(&raw_key).await?;
-        // The winner writes its meta right after its raw answer; give it a moment.
-        for _ in 0..THEIR_META_POLLS {
-            if store.exists(&meta_key).await? {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        self.settle_meta(store, job, k).await?;
         let expected = store.get(&request.key).await?;
         self.resume_stored(store, job, k, &expected, theirs).await
     }

@@ -1,6 +1,10 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod daemon;
+#[allow(unused_imports)]
+pub use daemon::*;
+
 use seal::store::Store;
 
 /// The S3-compatible endpoint CI starts (moto), if any.

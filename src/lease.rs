@@ -1,0 +1,336 @@
+//! Attempt leases: across replicas sharing one store, one replica calls a judge for one
+//! attempt of one slot; the others wait for its stored answer.
+//!
+//! Judge calls are the only money seal spends, and a retrying worker or a load balancer that
+//! fails over can hand the same roll to several replicas at once. The answers are create-only
+//! already (the first stored answer wins), so correctness never depended on this module; the
+//! bill does.
+//!
+//! A lease is a small create-only object `leases/<run>/<roll>/judge-<slot>/attempt-<k>/<epoch>`
+//! (`seal.lease/1`: holder, epoch, taken and expiry times in Unix milliseconds). Taking epoch 0
+//! is a create-only put, which exactly one replica wins on every backend (S3 `If-None-Match:
+//! *`, a local link, memory). A live lease held by another replica means: wait for the answer.
+//! An expired one (its holder crashed, or is so slow that its answer would come after the
+//! slot's timeout anyway) is taken over by creating epoch + 1, which again exactly one replica
+//! wins; no conditional update of an existing object is needed anywhere.
+//!
+//! Time: a lease expires at the holder's clock + the slot's timeout + `leases.margin_ms`, and
+//! another replica takes it over only once its own clock is past that + `max_clock_skew_ms`.
+//! So replicas whose clocks agree within the skew bound never take over a live lease; beyond
+//! it, two replicas may call the same attempt, and the create-only answer still decides which
+//! answer counts (only money is lost). Leases are not evidence: they sit outside `runs/`, are
+//! never bound by a document, and may be expired by a bucket lifecycle rule after a few days.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{RollId, RunId, Slot};
+use crate::store::{Key, Store, StoreError};
+
+pub const LEASE_SCHEMA: &str = "seal.lease/1";
+/// Leases are a few hundred bytes; anything larger is not one.
+const MAX_LEASE_BYTES: u64 = 4096;
+/// Epochs probed per acquisition: each takeover of a crashed holder adds one.
+const MAX_EPOCHS: u32 = 64;
+
+/// The lease document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LeaseDoc {
+    pub schema_version: String,
+    pub holder: String,
+    pub epoch: u32,
+    pub taken_at_ms: u64,
+    pub expires_at_ms: u64,
+}
+
+/// How leases are taken and judged, from `[leases]` and the process.
+#[derive(Debug, Clone)]
+pub struct LeasePolicy {
+    /// This replica (`SEAL_REPLICA_ID`, else host, pid and random bits).
+    pub holder: String,
+    /// Added to the slot's timeout: storing the answer and meta after the call.
+    pub margin: Duration,
+    /// The clock disagreement between replicas that leases tolerate.
+    pub max_clock_skew: Duration,
+}
+
+impl LeasePolicy {
+    /// The lifetime of a lease for a call bounded by `timeout`.
+    pub fn ttl(&self, timeout: Duration) -> Duration {
+        timeout + self.margin
+    }
+}
+
+/// The identity of one attempt of one slot.
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptRef<'a> {
+    pub run: &'a RunId,
+    pub roll: RollId,
+    pub slot: Slot,
+    pub attempt: u32,
+}
+
+impl AttemptRef<'_> {
+    pub fn lease_key(&self, epoch: u32) -> Key {
+        Key::lease(self.run, self.roll, self.slot, self.attempt, epoch)
+    }
+}
+
+/// What a stored lease means to this replica now (pure).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// Ours (a restart of this replica id): go on.
+    Mine,
+    /// Another replica's, live until `until_ms` (its expiry + the skew bound, our clock).
+    Live { holder: String, until_ms: u64 },
+    /// Expired, or not a lease we can honour: the next epoch may be taken.
+    Expired { why: &'static str },
+}
+
+/// Judges a stored lease's bytes at `now_ms`. A malformed lease, one for another epoch, or one
+/// whose lifetime exceeds `max_ttl` (a planted lease that would block judging forever) does not
+/// hold anyone back.
+pub fn standing(
+    bytes: &[u8],
+    epoch: u32,
+    now_ms: u64,
+    me: &str,
+    max_ttl: Duration,
+    skew: Duration,
+) -> Standing {
+    let doc: LeaseDoc = match crate::json::parse_as(bytes, MAX_LEASE_BYTES) {
+        Ok(d) => d,
+        Err(_) => {
+            return Standing::Expired {
+                why: "not a lease document",
+            }
+        }
+    };
+    if doc.schema_version != LEASE_SCHEMA || doc.epoch != epoch {
+        return Standing::Expired {
+            why: "lease of another version or epoch",
+        };
+    }
+    let max_ttl_ms = u64::try_from(max_ttl.as_millis()).unwrap_or(u64::MAX);
+    let skew_ms = u64::try_from(skew.as_millis()).unwrap_or(u64::MAX);
+    if doc.expires_at_ms < doc.taken_at_ms || doc.expires_at_ms - doc.taken_at_ms > max_ttl_ms {
+        return Standing::Expired {
+            why: "lease lifetime out of bounds",
+        };
+    }
+    if doc.holder == me {
+        return Standing::Mine;
+    }
+    // A lease taken "in the future" beyond the skew bound comes from a clock we do not trust.
+    if doc.taken_at_ms > now_ms.saturating_add(skew_ms) {
+        return Standing::Expired {
+            why: "lease taken in the future",
+        };
+    }
+    let until_ms = doc.expires_at_ms.saturating_add(skew_ms);
+    if now_ms > until_ms {
+        return Standing::Expired {
+            why: "lease expired",
+        };
+    }
+    Standing::Live {
+        holder: doc.holder,
+        until_ms,
+    }
+}
+
+/// The outcome of trying to take an attempt's lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Taken {
+    /// This replica holds the lease: call the judge.
+    Held { epoch: u32, takeover: bool },
+    /// Another replica holds a live lease: wait for its answer until `until_ms`.
+    Busy { holder: String, until_ms: u64 },
+}
+
+/// Unix time in milliseconds (the lease clock).
+pub fn now_ms() -> u64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Takes the attempt's lease, or reports who holds it. `timeout` bounds the call the lease
+/// covers.
+pub async fn take(
+    store: &Store,
+    policy: &LeasePolicy,
+    at: AttemptRef<'_>,
+    timeout: Duration,
+) -> Result<Taken, StoreError> {
+    let ttl = policy.ttl(timeout);
+    // Leases longer than this are not ours to honour (see `standing`); generous, so that a
+    // replica with a longer configured timeout is still honoured.
+    let max_ttl = (ttl * 4).max(Duration::from_secs(3600));
+    let mut epoch = 0;
+    while epoch < MAX_EPOCHS {
+        let key = at.lease_key(epoch);
+        let now = now_ms();
+        let doc = LeaseDoc {
+            schema_version: LEASE_SCHEMA.into(),
+            holder: policy.holder.clone(),
+            epoch,
+            taken_at_ms: now,
+            expires_at_ms: now.saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
+        };
+        let bytes = crate::canonical::canonical_bytes(&doc)
+            .map(Bytes::from)
+            .map_err(|source| StoreError::Canonical {
+                key: key.clone(),
+                source,
+            })?;
+        match store.put_bytes(&key, bytes).await {
+            Ok(_) => {
+                return Ok(Taken::Held {
+                    epoch,
+                    takeover: epoch > 0,
+                })
+            }
+            Err(StoreError::Conflict { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        let theirs = store.get(&key).await?;
+        match standing(
+            &theirs,
+            epoch,
+            now_ms(),
+            &policy.holder,
+            max_ttl,
+            policy.max_clock_skew,
+        ) {
+            Standing::Mine => {
+                return Ok(Taken::Held {
+                    epoch,
+                    takeover: epoch > 0,
+                })
+            }
+            Standing::Live { holder, until_ms } => return Ok(Taken::Busy { holder, until_ms }),
+            Standing::Expired { why } => {
+                tracing::info!(
+                    attempt = at.attempt,
+                    epoch,
+                    why,
+                    "lease not live: taking the next epoch"
+                );
+                epoch += 1;
+            }
+        }
+    }
+    Err(StoreError::BadDocument {
+        key: at.lease_key(MAX_EPOCHS),
+        detail: format!("more than {MAX_EPOCHS} lease epochs for one attempt"),
+    })
+}
+
+/// Until when (lease clock) another replica's lease on the attempt is live, if one is: the
+/// time to wait for the rest of an answer it is writing.
+pub async fn live_until(
+    store: &Store,
+    policy: &LeasePolicy,
+    at: AttemptRef<'_>,
+    timeout: Duration,
+) -> Result<Option<u64>, StoreError> {
+    let max_ttl = (policy.ttl(timeout) * 4).max(Duration::from_secs(3600));
+    let mut last = None;
+    for epoch in 0..MAX_EPOCHS {
+        match store.get_opt(&at.lease_key(epoch)).await? {
+            Some(bytes) => last = Some((epoch, bytes)),
+            None => break,
+        }
+    }
+    let Some((epoch, bytes)) = last else {
+        return Ok(None);
+    };
+    Ok(
+        match standing(
+            &bytes,
+            epoch,
+            now_ms(),
+            &policy.holder,
+            max_ttl,
+            policy.max_clock_skew,
+        ) {
+            Standing::Live { until_ms, .. } => Some(until_ms),
+            Standing::Mine | Standing::Expired { .. } => None,
+        },
+    )
+}
+
+/// The poll interval while waiting for another replica's answer: 25 ms doubling to 500 ms.
+pub fn poll_delay(polls: u32) -> Duration {
+    Duration::from_millis(25u64.saturating_mul(1 << polls.min(5)).min(500))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(holder: &str, epoch: u32, taken: u64, expires: u64) -> Vec<u8> {
+        crate::canonical::canonical_bytes(&LeaseDoc {
+            schema_version: LEASE_SCHEMA.into(),
+            holder: holder.into(),
+            epoch,
+            taken_at_ms: taken,
+            expires_at_ms: expires,
+        })
+        .unwrap()
+    }
+    const HOUR: Duration = Duration::from_secs(3600);
+    const SKEW: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn live_until_expiry_plus_skew_then_expired() {
+        let d = doc("r2", 0, 1_000, 61_000);
+        let live = Standing::Live {
+            holder: "r2".into(),
+            until_ms: 71_000,
+        };
+        assert_eq!(standing(&d, 0, 30_000, "r1", HOUR, SKEW), live);
+        assert_eq!(standing(&d, 0, 71_000, "r1", HOUR, SKEW), live);
+        assert!(matches!(
+            standing(&d, 0, 71_001, "r1", HOUR, SKEW),
+            Standing::Expired { .. }
+        ));
+    }
+
+    #[test]
+    fn own_lease_is_mine_and_hostile_leases_hold_nobody_back() {
+        assert_eq!(
+            standing(&doc("r1", 0, 1_000, 61_000), 0, 2_000, "r1", HOUR, SKEW),
+            Standing::Mine
+        );
+        // Forever, negative, wrong epoch, garbage, taken far in the future.
+        for (bytes, epoch) in [
+            (doc("r2", 0, 1_000, (1 << 53) - 1), 0),
+            (doc("r2", 0, 61_000, 1_000), 0),
+            (doc("r2", 3, 1_000, 61_000), 0),
+            (b"{\"holder\":".to_vec(), 0),
+            (doc("r2", 0, 999_000, 1_000_000), 0),
+        ] {
+            assert!(
+                matches!(
+                    standing(&bytes, epoch, 2_000, "r1", HOUR, SKEW),
+                    Standing::Expired { .. }
+                ),
+                "{}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+    }
+
+    #[test]
+    fn poll_delay_is_bounded() {
+        assert_eq!(poll_delay(0), Duration::from_millis(25));
+        assert_eq!(poll_delay(1), Duration::from_millis(50));
+        assert_eq!(poll_delay(30), Duration::from_millis(500));
+    }
+}
