@@ -121,7 +121,20 @@ async fn verify_all(cwd: &Path, lb: &Loopback, store: &Path, trust: &[&Path]) ->
         c.arg("--trust").arg(t);
     }
     let out = run(c).await;
-    (out.status.code().unwrap_or(-1), json_out(&out))
+    (out.status.code().unwrap_or(-1), ndjson_summary(&out))
+}
+
+/// `verify --json` prints NDJSON: one report a run as it finishes, then the summary line.
+/// The summary, after checking that it counts the run lines before it.
+fn ndjson_summary(out: &Output) -> Value {
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not an NDJSON line ({e}): {l}")))
+        .collect();
+    let (summary, runs) = lines.split_last().expect("a summary line");
+    assert_eq!(summary["runs"], runs.len(), "{summary}");
+    assert!(runs.iter().all(|r| r["runId"].is_string()), "{runs:?}");
+    summary.clone()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -943,9 +943,10 @@ fn seal_verify(
 
 /// `(check, object)` pairs of a `--json` report's one run.
 fn json_problems(stdout: &str) -> (Value, Vec<(String, String)>) {
-    let v: Value = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("--json output is not JSON ({e}): {stdout}"));
-    let report = v["runs"][0].clone();
+    // NDJSON: the run's report, then the summary line.
+    let first = stdout.lines().next().unwrap_or_default();
+    let report: Value = serde_json::from_str(first)
+        .unwrap_or_else(|e| panic!("--json output is not NDJSON ({e}): {stdout}"));
     let ps = report["problems"]
         .as_array()
         .unwrap()
@@ -1034,7 +1035,7 @@ fn the_binary_verifies_every_untouched_fixture_and_prints_readable_reports() {
     let (dir, root) = copy_fixture_store();
     let (code, out, _) = seal_verify(dir.path(), &root, &["--all"], &["--json"]);
     assert_eq!(code, Some(0), "{out}");
-    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let v: Value = serde_json::from_str(out.lines().last().unwrap_or_default()).unwrap();
     assert_eq!(v["notVerified"], 0, "{out}");
     assert_eq!(v["verified"], fixture_run_ids().len(), "{out}");
 
@@ -1050,7 +1051,7 @@ fn the_binary_verifies_every_untouched_fixture_and_prints_readable_reports() {
     // --all over a store with one damaged run: exit 1, the others still verified.
     let (code, out, _) = seal_verify(dir.path(), &root, &["--all"], &["--json"]);
     assert_eq!(code, Some(1), "{out}");
-    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let v: Value = serde_json::from_str(out.lines().last().unwrap_or_default()).unwrap();
     assert_eq!(v["notVerified"], 1, "{out}");
 
     // Could not run (exit 2): no such run; no trusted key.
