@@ -1,17 +1,19 @@
 //! Many runs at once, for `seal verify --all` and `seal replay --all` (docs/DESIGN.md §7).
 //!
-//! Each item is worked on a blocking thread of its own, which drives the item's async work
-//! with the runtime's handle: the work may then read a `file://` store on that thread
+//! `jobs` worker threads of their own each take the next item and drive its async work with
+//! the runtime's handle: the work may then read a `file://` store on that thread
 //! ([`crate::store::Store::direct_io`]) without a hand-off per object, and the items spread
-//! over every core. At most `jobs` items run at once; results are handed to the caller in the
-//! order of the items, and at most `4 × jobs` finished results wait for an earlier one, so
-//! memory stays bounded whatever the number of items.
+//! over every core. Exactly `jobs` threads exist (not one per item: each thread's buffers and
+//! allocator arena stay few); results are handed to the caller in the order of the items, and
+//! at most `4 × jobs` finished results wait for an earlier one, so memory stays bounded
+//! whatever the number of items.
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, oneshot};
 
-/// A job that could not be run to its end (it panicked, or the runtime is shutting down).
+/// A job that could not be run to its end (it panicked, or its thread could not start).
 #[derive(Debug, thiserror::Error)]
 #[error("a job of the batch failed: {0}")]
 pub struct BulkError(String);
@@ -21,6 +23,38 @@ pub fn default_jobs() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2)
+}
+
+type Queue<T, R> = Arc<Mutex<mpsc::Receiver<(T, oneshot::Sender<R>)>>>;
+
+/// Starts `jobs` threads that run `work` on what the queue hands them.
+fn workers<T, R, F, Fut>(jobs: usize, queue: Queue<T, R>, work: F) -> Result<(), BulkError>
+where
+    T: Send + 'static,
+    R: Send + 'static,
+    F: Fn(T) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R>,
+{
+    let handle = tokio::runtime::Handle::current();
+    let work = Arc::new(work);
+    for n in 0..jobs {
+        let (queue, work, handle) = (queue.clone(), work.clone(), handle.clone());
+        std::thread::Builder::new()
+            .name(format!("seal-job-{n}"))
+            .spawn(move || loop {
+                let next = match queue.lock() {
+                    Ok(mut q) => q.blocking_recv(),
+                    Err(_) => None,
+                };
+                let Some((item, done)) = next else {
+                    return;
+                };
+                // The caller may have stopped waiting: its result is then dropped.
+                let _ = done.send(handle.block_on(work(item)));
+            })
+            .map_err(|e| BulkError(format!("cannot start a job thread: {e}")))?;
+    }
+    Ok(())
 }
 
 /// Runs `work` on every item, at most `jobs` at once, and hands each result to `sink` in the
@@ -39,9 +73,8 @@ where
     S: FnMut(R) -> Result<(), E>,
 {
     let jobs = jobs.max(1);
-    let handle = tokio::runtime::Handle::current();
-    let slots = Arc::new(tokio::sync::Semaphore::new(jobs));
-    let work = Arc::new(work);
+    let (tx, rx) = mpsc::channel(jobs);
+    workers(jobs, Arc::new(Mutex::new(rx)), work)?;
     let mut pending = VecDeque::new();
     for item in items {
         if pending.len() >= 4 * jobs {
@@ -51,17 +84,14 @@ where
                 }
             }
         }
-        let permit = slots
-            .clone()
-            .acquire_owned()
+        let (done, result) = oneshot::channel();
+        tx.send((item, done))
             .await
-            .map_err(|e| BulkError(e.to_string()))?;
-        let (work, handle) = (work.clone(), handle.clone());
-        pending.push_back(tokio::task::spawn_blocking(move || {
-            let _slot = permit;
-            handle.block_on(work(item))
-        }));
+            .map_err(|_| BulkError("every job thread has stopped".into()))?;
+        pending.push_back(result);
     }
+    // No more items: the threads end when the queue is empty.
+    drop(tx);
     while let Some(h) = pending.pop_front() {
         if let Err(e) = sink(join(h).await?) {
             return Ok(Err(e));
@@ -70,8 +100,9 @@ where
     Ok(Ok(()))
 }
 
-async fn join<R>(h: tokio::task::JoinHandle<R>) -> Result<R, BulkError> {
-    h.await.map_err(|e| BulkError(e.to_string()))
+async fn join<R>(h: oneshot::Receiver<R>) -> Result<R, BulkError> {
+    h.await
+        .map_err(|_| BulkError("a job panicked before it finished".into()))
 }
 
 #[cfg(test)]

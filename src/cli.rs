@@ -164,6 +164,11 @@ pub enum Command {
         /// Signing key (default: keys.signing_key of the config).
         #[arg(long, value_name = "PEM")]
         key: Option<PathBuf>,
+        /// With --all: replay every source into a new replay id, also those replayed before.
+        /// Without it, --all resumes: a source whose last replay is decided is skipped, and an
+        /// interrupted replay (killed) is finished under its own id.
+        #[arg(long, requires = "all")]
+        again: bool,
         /// Runs replayed at once (default: the number of cores).
         #[arg(long, value_name = "N")]
         jobs: Option<usize>,
@@ -380,6 +385,7 @@ pub fn run(cli: Cli) -> u8 {
             from,
             trust,
             key,
+            again,
             jobs,
             json,
         } => cmd_replay(
@@ -393,6 +399,7 @@ pub fn run(cli: Cli) -> u8 {
                 from: from.as_deref(),
                 trust,
                 key: key.as_deref(),
+                resume: *all && !*again,
                 jobs: *jobs,
                 json: *json,
             },
@@ -1136,6 +1143,7 @@ struct ReplayArgs<'a> {
     from: Option<&'a str>,
     trust: &'a [PathBuf],
     key: Option<&'a Path>,
+    resume: bool,
     jobs: Option<usize>,
     json: bool,
 }
@@ -1150,6 +1158,7 @@ fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
         from,
         trust,
         key,
+        resume,
         jobs,
         json,
     } = args;
@@ -1209,6 +1218,7 @@ fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
             trusted,
             limits,
             all,
+            resume,
             judges,
             strategy: strategy.map(str::to_owned),
         };
@@ -1228,6 +1238,8 @@ struct ReplayJob {
     trusted: Vec<crate::sealing::PublicKey>,
     limits: crate::import::Limits,
     all: bool,
+    /// `--all` without `--again`: see [`crate::replay::replay_resumable`].
+    resume: bool,
     judges: crate::replay::JudgesFrom,
     strategy: Option<String>,
 }
@@ -1257,7 +1269,7 @@ async fn replay_one(
         }
     }
     let strategy = job.strategy.as_deref();
-    let done = if job.all {
+    let done = if job.resume {
         crate::replay::replay_resumable(engine, &id, job.judges, strategy, &job.trusted).await
     } else {
         crate::replay::replay(engine, &id, job.judges, strategy, &job.trusted)
@@ -1440,7 +1452,8 @@ fn print_replays(
         .iter()
         .filter(|r| r.old_outcome != r.new_outcome)
         .collect();
-    let cost: f64 = done.iter().map(|r| r.new_cost_rmb).sum();
+    // Summed from +0.0: an empty f64 sum is -0.0, printed "-0.0000".
+    let cost = done.iter().fold(0.0, |sum, r| sum + r.new_cost_rmb);
     if json {
         let already: Vec<serde_json::Value> = already
             .iter()
