@@ -927,7 +927,10 @@ impl VerifyPrinter {
             println!("{doc}");
         } else {
             let plural = if n == 1 { "" } else { "s" };
-            println!("{n} run{plural}: {} verified, {failed} not verified", n - failed);
+            println!(
+                "{n} run{plural}: {} verified, {failed} not verified",
+                n - failed
+            );
         }
         u8::from(failed > 0)
     }
@@ -1357,7 +1360,13 @@ impl ReplayTally {
 
     fn finish(self) -> u8 {
         self.bar.finish_and_clear();
-        print_replays(&self.done, &self.already, &self.errors, self.judges, self.json);
+        print_replays(
+            &self.done,
+            &self.already,
+            &self.errors,
+            self.judges,
+            self.json,
+        );
         u8::from(!self.errors.is_empty())
     }
 }

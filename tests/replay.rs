@@ -129,7 +129,9 @@ async fn verify_all(cwd: &Path, lb: &Loopback, store: &Path, trust: &[&Path]) ->
 fn ndjson_summary(out: &Output) -> Value {
     let lines: Vec<Value> = text(&out.stdout)
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not an NDJSON line ({e}): {l}")))
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("not an NDJSON line ({e}): {l}"))
+        })
         .collect();
     let (summary, runs) = lines.split_last().expect("a summary line");
     assert_eq!(summary["runs"], runs.len(), "{summary}");
@@ -853,7 +855,10 @@ async fn replay_all_killed_midway_resumes_and_replays_every_source_exactly_once(
     child.wait().unwrap();
     let (started, decided, extra) = replay_state(&store, &expected);
     println!("at the kill: {started} replays started, {decided} decided of {n}");
-    assert!(decided < n, "the kill came after the last replay: nothing to resume");
+    assert!(
+        decided < n,
+        "the kill came after the last replay: nothing to resume"
+    );
     assert!(extra.is_empty(), "{extra:?}");
 
     // The rerun: what was decided is skipped, the rest is (re)done under the same ids.

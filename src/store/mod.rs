@@ -29,8 +29,7 @@ use bytes::{Bytes, BytesMut};
 use futures::{Stream, StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{
-    GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
-    WriteMultipart,
+    GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart,
 };
 use serde::{de::DeserializeOwned, Serialize};
 use sha2::{Digest as _, Sha256};
