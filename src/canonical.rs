@@ -98,6 +98,13 @@ pub fn canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Cano
     serde_json_canonicalizer::to_vec(&v).map_err(|e| CanonicalError::Serialize(e.to_string()))
 }
 
+/// [`canonical_bytes`] of a parsed document, without first copying it into a new `Value`
+/// (what `serde_json::to_value` does for a `&Value`).
+pub fn canonical_value_bytes(v: &Value) -> Result<Vec<u8>, CanonicalError> {
+    check_numbers(v, &mut String::new())?;
+    serde_json_canonicalizer::to_vec(v).map_err(|e| CanonicalError::Serialize(e.to_string()))
+}
+
 /// Canonical bytes and their hash, computed together because callers always need both.
 pub fn canonical_with_hash<T: Serialize + ?Sized>(
     value: &T,

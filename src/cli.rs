@@ -164,6 +164,14 @@ pub enum Command {
         /// Signing key (default: keys.signing_key of the config).
         #[arg(long, value_name = "PEM")]
         key: Option<PathBuf>,
+        /// With --all: replay every source into a new replay id, also those replayed before.
+        /// Without it, --all resumes: a source whose last replay is decided is skipped, and an
+        /// interrupted replay (killed) is finished under its own id.
+        #[arg(long, requires = "all")]
+        again: bool,
+        /// Runs replayed at once (default: the number of cores).
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -377,6 +385,8 @@ pub fn run(cli: Cli) -> u8 {
             from,
             trust,
             key,
+            again,
+            jobs,
             json,
         } => cmd_replay(
             &cli,
@@ -389,6 +399,8 @@ pub fn run(cli: Cli) -> u8 {
                 from: from.as_deref(),
                 trust,
                 key: key.as_deref(),
+                resume: *all && !*again,
+                jobs: *jobs,
                 json: *json,
             },
         ),
@@ -782,25 +794,22 @@ fn cmd_verify(
             Ok(t) => t,
             Err(code) => return code,
         };
-        let jobs = jobs
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(2)
-            })
-            .max(1);
+        let jobs = jobs.unwrap_or_else(crate::bulk::default_jobs).max(1);
         // The transparency log is read once for all runs (each run's inclusion is checked).
         let log = match crate::verify::load_log(&store, &trusted).await {
             Ok(v) => Arc::new(v),
             Err(e) => return fail(e),
         };
-        match verify_in_parallel(&store, ids, Arc::new(trusted), log, jobs, all).await {
-            Ok(mut r) => {
-                r.append(&mut reports);
-                print_verify(&r, json)
-            }
-            Err(e) => fail(e),
+        let mut printer = VerifyPrinter::new(json, progress(ids.len() as u64, all));
+        let run = verify_in_parallel(&store, ids, Arc::new(trusted), log, jobs, &mut printer);
+        if let Err(e) = run.await {
+            printer.bar.finish_and_clear();
+            return fail(e);
         }
+        for r in reports.drain(..) {
+            printer.print(&r);
+        }
+        printer.finish()
     })
 }
 
@@ -849,84 +858,102 @@ async fn verify_targets(
     Ok((ids, Vec::new()))
 }
 
-/// Verifies runs as tasks, at most `jobs` at once, so parsing and hashing spread over the
-/// runtime's threads; reports come back in the order of `ids`.
+/// Verifies runs on their own threads, at most `jobs` at once (see [`crate::bulk`]), each
+/// reading a `file://` store directly; reports are printed in the order of `ids` as they
+/// finish, and none is kept.
 async fn verify_in_parallel(
     store: &Store,
     ids: Vec<crate::ids::RunId>,
     trusted: Arc<Vec<crate::sealing::PublicKey>>,
     log: Arc<crate::transparency::LogView>,
     jobs: usize,
-    show_progress: bool,
-) -> Result<Vec<crate::verify::RunReport>, String> {
-    let bar = progress(ids.len() as u64, show_progress);
-    let mut results = Vec::with_capacity(ids.len());
-    let mut pending = std::collections::VecDeque::new();
-    for id in ids {
-        if pending.len() >= jobs {
-            if let Some(h) = pending.pop_front() {
-                results.push(join_verify(h).await?);
-            }
+    printer: &mut VerifyPrinter,
+) -> Result<(), String> {
+    let store = store.clone().direct_io();
+    let work = move |id: crate::ids::RunId| {
+        let (store, trusted, log) = (store.clone(), trusted.clone(), log.clone());
+        async move {
+            crate::verify::verify_run_logged(&store, &id, &trusted, &log)
+                .await
+                .map_err(|e| format!("run {id}: {e}"))
         }
-        let (store, trusted, bar, log) = (store.clone(), trusted.clone(), bar.clone(), log.clone());
-        pending.push_back(tokio::spawn(async move {
-            let r = crate::verify::verify_run_logged(&store, &id, &trusted, &log).await;
-            bar.inc(1);
-            (id, r)
-        }));
-    }
-    while let Some(h) = pending.pop_front() {
-        results.push(join_verify(h).await?);
-    }
-    bar.finish_and_clear();
-    results
-        .into_iter()
-        .map(|(id, r)| r.map_err(|e| format!("run {id}: {e}")))
-        .collect()
+    };
+    let sink = |r: Result<crate::verify::RunReport, String>| {
+        printer.bar.inc(1);
+        r.map(|report| printer.print(&report))
+    };
+    crate::bulk::in_order(ids, jobs, work, sink)
+        .await
+        .map_err(|e| e.to_string())?
 }
 
-fn print_verify(reports: &[crate::verify::RunReport], json: bool) -> u8 {
-    let failed = reports.iter().filter(|r| !r.verified).count();
-    let plural = |n: usize| if n == 1 { "" } else { "s" };
-    if json {
-        let doc = serde_json::json!({"runs": reports, "verified": reports.len() - failed, "notVerified": failed});
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
-    } else {
-        for r in reports {
-            let run = crate::report::terminal_safe(&r.run_id);
-            if r.verified {
-                let outcome = r.outcome.as_deref().unwrap_or("?");
-                let key = r.key_id.as_deref().unwrap_or("?");
-                println!("verified      {run} ({outcome}, keyid {key})");
-            } else {
-                let n = r.problems.len();
-                println!("NOT VERIFIED  {run}: {n} problem{}", plural(n));
-                for p in &r.problems {
-                    println!("    {}", crate::report::terminal_safe(&p.to_string()));
-                }
-            }
+/// Prints verify reports as they come: a block of lines a run, or with `--json` one JSON
+/// line a run (NDJSON); [`VerifyPrinter::finish`] prints the summary and gives the exit code.
+struct VerifyPrinter {
+    json: bool,
+    bar: indicatif::ProgressBar,
+    runs: usize,
+    failed: usize,
+}
+
+impl VerifyPrinter {
+    fn new(json: bool, bar: indicatif::ProgressBar) -> VerifyPrinter {
+        VerifyPrinter {
+            json,
+            bar,
+            runs: 0,
+            failed: 0,
         }
-        let n = reports.len();
-        println!(
-            "{n} run{}: {} verified, {failed} not verified",
-            plural(n),
-            n - failed
-        );
     }
-    if failed > 0 {
-        1
-    } else {
-        0
+
+    fn print(&mut self, r: &crate::verify::RunReport) {
+        self.runs += 1;
+        if !r.verified {
+            self.failed += 1;
+        }
+        let text = if self.json {
+            serde_json::to_string(r).unwrap_or_default()
+        } else {
+            verify_lines(r)
+        };
+        self.bar.suspend(|| println!("{text}"));
+    }
+
+    fn finish(self) -> u8 {
+        self.bar.finish_and_clear();
+        let (n, failed) = (self.runs, self.failed);
+        if self.json {
+            let doc = serde_json::json!({"runs": n, "verified": n - failed, "notVerified": failed});
+            println!("{doc}");
+        } else {
+            let plural = if n == 1 { "" } else { "s" };
+            println!(
+                "{n} run{plural}: {} verified, {failed} not verified",
+                n - failed
+            );
+        }
+        u8::from(failed > 0)
     }
 }
 
-type VerifyOutcome = (
-    crate::ids::RunId,
-    Result<crate::verify::RunReport, crate::store::StoreError>,
-);
-
-async fn join_verify(h: tokio::task::JoinHandle<VerifyOutcome>) -> Result<VerifyOutcome, String> {
-    h.await.map_err(|e| format!("a verify task failed: {e}"))
+/// One run's report for a terminal (every problem on a line of its own).
+fn verify_lines(r: &crate::verify::RunReport) -> String {
+    let run = crate::report::terminal_safe(&r.run_id);
+    if r.verified {
+        let outcome = r.outcome.as_deref().unwrap_or("?");
+        let key = r.key_id.as_deref().unwrap_or("?");
+        return format!("verified      {run} ({outcome}, keyid {key})");
+    }
+    let n = r.problems.len();
+    let mut text = format!(
+        "NOT VERIFIED  {run}: {n} problem{}",
+        if n == 1 { "" } else { "s" }
+    );
+    for p in &r.problems {
+        text.push_str("\n    ");
+        text.push_str(&crate::report::terminal_safe(&p.to_string()));
+    }
+    text
 }
 
 fn progress(len: u64, wanted: bool) -> indicatif::ProgressBar {
@@ -1119,6 +1146,8 @@ struct ReplayArgs<'a> {
     from: Option<&'a str>,
     trust: &'a [PathBuf],
     key: Option<&'a Path>,
+    resume: bool,
+    jobs: Option<usize>,
     json: bool,
 }
 
@@ -1132,6 +1161,8 @@ fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
         from,
         trust,
         key,
+        resume,
+        jobs,
         json,
     } = args;
     init_logging(cli.log_format, "warn");
@@ -1184,28 +1215,176 @@ fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
             Ok(ids) => ids,
             Err(code) => return code,
         };
-        let bar = progress(ids.len() as u64, all);
-        let mut done = Vec::new();
-        for id in &ids {
-            bar.inc(1);
-            if let Some(src) = &archive {
-                if !import_one(src, &engine, id, &trusted, limits, all, &mut errors).await {
-                    continue;
-                }
-            }
-            match crate::replay::replay(&engine, id, judges, strategy, &trusted).await {
-                Ok(r) => done.push(r),
-                Err(e) => errors.push(e.to_string()),
-            }
-        }
-        bar.finish_and_clear();
-        print_replays(&done, &errors, judges, json);
-        if errors.is_empty() {
-            0
-        } else {
-            1
+        let job = ReplayJob {
+            engine,
+            archive,
+            trusted,
+            limits,
+            all,
+            resume,
+            judges,
+            strategy: strategy.map(str::to_owned),
+        };
+        let jobs = jobs.unwrap_or_else(crate::bulk::default_jobs);
+        let mut tally = ReplayTally::new(judges, json, errors, progress(ids.len() as u64, all));
+        match replay_in_parallel(job, ids, jobs, &mut tally).await {
+            Ok(()) => tally.finish(),
+            Err(e) => fail(e),
         }
     })
+}
+
+/// What every replay of a batch shares.
+struct ReplayJob {
+    engine: Engine,
+    archive: Option<crate::import::Archive>,
+    trusted: Vec<crate::sealing::PublicKey>,
+    limits: crate::import::Limits,
+    all: bool,
+    /// `--all` without `--again`: see [`crate::replay::replay_resumable`].
+    resume: bool,
+    judges: crate::replay::JudgesFrom,
+    strategy: Option<String>,
+}
+
+/// One source run: import it when `--from`, then replay it (with `--all`, resumably: see
+/// [`crate::replay::replay_resumable`]). None when there is nothing to replay.
+async fn replay_one(
+    job: &ReplayJob,
+    id: crate::ids::RunId,
+    errors: &mut Vec<String>,
+) -> Option<crate::replay::Resumed> {
+    let engine = &job.engine;
+    if let Some(src) = &job.archive {
+        let (trusted, limits) = (&job.trusted, job.limits);
+        if !import_one(src, engine, &id, trusted, limits, job.all, errors).await {
+            return None;
+        }
+    }
+    if job.all && job.archive.is_none() {
+        match crate::replay::is_replayable(&engine.store, &id).await {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(e) => {
+                errors.push(e.to_string());
+                return None;
+            }
+        }
+    }
+    let strategy = job.strategy.as_deref();
+    let done = if job.resume {
+        crate::replay::replay_resumable(engine, &id, job.judges, strategy, &job.trusted).await
+    } else {
+        crate::replay::replay(engine, &id, job.judges, strategy, &job.trusted)
+            .await
+            .map(crate::replay::Resumed::Replayed)
+    };
+    done.map_err(|e| errors.push(e.to_string())).ok()
+}
+
+/// Replays runs on their own threads, at most `jobs` at once (see [`crate::bulk`]), reading
+/// a `file://` store directly; results are tallied in the order of `ids`.
+async fn replay_in_parallel(
+    mut job: ReplayJob,
+    ids: Vec<crate::ids::RunId>,
+    jobs: usize,
+    tally: &mut ReplayTally,
+) -> Result<(), String> {
+    job.engine.store = job.engine.store.clone().direct_io();
+    let job = Arc::new(job);
+    let work = move |id: crate::ids::RunId| {
+        let job = job.clone();
+        async move {
+            let mut errors = Vec::new();
+            let done = replay_one(&job, id, &mut errors).await;
+            (done, errors)
+        }
+    };
+    let sink = |(done, errors): (Option<crate::replay::Resumed>, Vec<String>)| {
+        tally.add(done, errors);
+        Ok::<(), String>(())
+    };
+    crate::bulk::in_order(ids, jobs, work, sink)
+        .await
+        .map_err(|e| e.to_string())?
+}
+
+/// The replays of a batch as they finish: a line each on a terminal (streamed), and what
+/// the summary needs.
+struct ReplayTally {
+    judges: crate::replay::JudgesFrom,
+    json: bool,
+    bar: indicatif::ProgressBar,
+    done: Vec<crate::replay::Replayed>,
+    already: Vec<(String, String)>,
+    errors: Vec<String>,
+}
+
+impl ReplayTally {
+    fn new(
+        judges: crate::replay::JudgesFrom,
+        json: bool,
+        errors: Vec<String>,
+        bar: indicatif::ProgressBar,
+    ) -> ReplayTally {
+        ReplayTally {
+            judges,
+            json,
+            bar,
+            done: Vec::new(),
+            already: Vec::new(),
+            errors,
+        }
+    }
+
+    fn add(&mut self, done: Option<crate::replay::Resumed>, mut errors: Vec<String>) {
+        self.bar.inc(1);
+        self.errors.append(&mut errors);
+        match done {
+            Some(crate::replay::Resumed::Replayed(r)) => {
+                if !self.json {
+                    self.bar.suspend(|| println!("{}", replay_line(&r)));
+                }
+                self.done.push(r);
+            }
+            Some(crate::replay::Resumed::AlreadyReplayed { source, replay }) => {
+                if !self.json {
+                    self.bar
+                        .suspend(|| println!("{source} -> {replay}: already replayed, skipped"));
+                }
+                self.already.push((source.to_string(), replay.to_string()));
+            }
+            None => {}
+        }
+    }
+
+    fn finish(self) -> u8 {
+        self.bar.finish_and_clear();
+        print_replays(
+            &self.done,
+            &self.already,
+            &self.errors,
+            self.judges,
+            self.json,
+        );
+        u8::from(!self.errors.is_empty())
+    }
+}
+
+fn replay_line(r: &crate::replay::Replayed) -> String {
+    let show = |o: Option<crate::doc::Outcome>| o.map(|o| o.as_str()).unwrap_or("?");
+    format!(
+        "{} -> {}: {} -> {}{}",
+        r.source,
+        r.replay,
+        show(r.old_outcome),
+        show(r.new_outcome),
+        if r.consensus_reproduced {
+            ", consensus reproduced"
+        } else {
+            ", consensus CHANGED"
+        }
+    )
 }
 
 /// The runs to replay: the named ones, or with `--all` every decided run of the archive (its
@@ -1225,7 +1404,10 @@ async fn replay_ids(
             errors.extend(problems);
             ids
         }),
-        None => crate::replay::replayable_runs(&engine.store)
+        // Which of them are decided sources is asked in each run's job (replay_one).
+        None => engine
+            .store
+            .list_runs()
             .await
             .map_err(crate::import::ImportError::from),
     };
@@ -1265,9 +1447,11 @@ async fn import_one(
     }
 }
 
-/// The replay summary: JSON, or one line a replay, the errors and the flipped outcomes.
+/// The replay summary: JSON, or (the replay lines were streamed) the errors, the totals and
+/// the flipped outcomes.
 fn print_replays(
     done: &[crate::replay::Replayed],
+    already: &[(String, String)],
     errors: &[String],
     judges: crate::replay::JudgesFrom,
     json: bool,
@@ -1277,43 +1461,41 @@ fn print_replays(
         .iter()
         .filter(|r| r.old_outcome != r.new_outcome)
         .collect();
-    let cost: f64 = done.iter().map(|r| r.new_cost_rmb).sum();
+    // Summed from +0.0: an empty f64 sum is -0.0, printed "-0.0000".
+    let cost = done.iter().fold(0.0, |sum, r| sum + r.new_cost_rmb);
     if json {
+        let already: Vec<serde_json::Value> = already
+            .iter()
+            .map(|(s, r)| serde_json::json!({"source": s, "replay": r}))
+            .collect();
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({
-            "runs": done.len(), "consensusReproduced": reproduced, "flipped": flipped, "costRmb": cost, "replays": done, "errors": errors
+            "runs": done.len(), "consensusReproduced": reproduced, "flipped": flipped, "costRmb": cost, "replays": done, "alreadyReplayed": already, "errors": errors
         })).unwrap_or_default());
-    } else {
-        for r in done {
-            let show = |o: Option<crate::doc::Outcome>| o.map(|o| o.as_str()).unwrap_or("?");
-            println!(
-                "{} -> {}: {} -> {}{}",
-                r.source,
-                r.replay,
-                show(r.old_outcome),
-                show(r.new_outcome),
-                if r.consensus_reproduced {
-                    ", consensus reproduced"
-                } else {
-                    ", consensus CHANGED"
-                }
-            );
-        }
-        for e in errors {
-            println!("ERROR {e}");
-        }
+        return;
+    }
+    for e in errors {
+        println!("ERROR {e}");
+    }
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    println!(
+        "replayed {} run{} ({:?} judges): {} consensus reproduced, {} outcome{} flipped, cost {:.4} RMB",
+        done.len(), plural(done.len()), judges, reproduced, flipped.len(), plural(flipped.len()), cost
+    );
+    if !already.is_empty() {
         println!(
-            "replayed {} run{} ({:?} judges): {} consensus reproduced, {} outcome{} flipped, cost {:.4} RMB",
-            done.len(), if done.len() == 1 { "" } else { "s" }, judges, reproduced, flipped.len(), if flipped.len() == 1 { "" } else { "s" }, cost
+            "{} run{} already replayed before, skipped",
+            already.len(),
+            plural(already.len())
         );
-        let show = |o: Option<crate::doc::Outcome>| o.map(|o| o.as_str()).unwrap_or("?");
-        for r in &flipped {
-            println!(
-                "  flipped {}: {} -> {}",
-                r.source,
-                show(r.old_outcome),
-                show(r.new_outcome)
-            );
-        }
+    }
+    let show = |o: Option<crate::doc::Outcome>| o.map(|o| o.as_str()).unwrap_or("?");
+    for r in &flipped {
+        println!(
+            "  flipped {}: {} -> {}",
+            r.source,
+            show(r.old_outcome),
+            show(r.new_outcome)
+        );
     }
 }
 

@@ -33,6 +33,7 @@ pub mod adapt;
 pub mod assertions;
 pub mod audit;
 pub mod blinding;
+pub mod bulk;
 pub mod canonical;
 pub mod cli;
 pub mod cli_log;

@@ -99,8 +99,66 @@ async fn next_replay_id(store: &Store, source: &RunId) -> Result<RunId, ReplayEr
     })
 }
 
-/// Replays one decided run. The source must verify under `trusted` (signature, subject,
-/// every ref): history that does not verify is not replayed.
+/// The last replay of `source` in the store (the highest `<source>.replay-<n>` with a
+/// header), if any.
+async fn last_replay(store: &Store, source: &RunId) -> Result<Option<RunId>, ReplayError> {
+    let mut last = None;
+    for n in 1..10_000 {
+        let Ok(id) = source.replay(n) else {
+            break;
+        };
+        if !store.exists(&Key::header(&id)).await? {
+            break;
+        }
+        last = Some(id);
+    }
+    Ok(last)
+}
+
+/// What a resumable replay ([`replay_resumable`]) did.
+#[derive(Debug, Clone)]
+pub enum Resumed {
+    /// The source was replayed now (or an interrupted replay of it was finished).
+    Replayed(Replayed),
+    /// A decided replay of the source was already there: it was not replayed again.
+    AlreadyReplayed { source: RunId, replay: RunId },
+}
+
+/// Replays one decided run the way `seal replay --all` does, so that a rerun after a kill
+/// goes on where it stopped: when the source's last replay is decided it is not replayed
+/// again (its seal and log entry are completed if the kill came between them); when it is
+/// not decided, that same replay id is continued (every step is create-only and idempotent,
+/// and judge attempts found in the store are copies of the source's, byte for byte); else a
+/// new replay starts. The source is verified in every case but the first.
+pub async fn replay_resumable(
+    engine: &Engine,
+    source: &RunId,
+    judges: JudgesFrom,
+    strategy: Option<&str>,
+    trusted: &[crate::sealing::PublicKey],
+) -> Result<Resumed, ReplayError> {
+    let last = last_replay(&engine.store, source).await?;
+    if let Some(id) = &last {
+        if engine.store.exists(&Key::evidence(id)).await? {
+            postguard::finalize(engine, id).await?;
+            return Ok(Resumed::AlreadyReplayed {
+                source: source.clone(),
+                replay: id.clone(),
+            });
+        }
+    }
+    let verified = prove_source(engine, source, strategy, trusted).await?;
+    let id = match last {
+        Some(id) => id,
+        None => next_replay_id(&engine.store, source).await?,
+    };
+    start_replay(&engine.store, source, &id).await?;
+    let done = replay_rolls(engine, &verified, source, &id, judges).await?;
+    Ok(Resumed::Replayed(done))
+}
+
+/// Replays one decided run into a new replay id. The source must verify under `trusted`
+/// (signature, subject, every ref): history that does not verify is not replayed.
 pub async fn replay(
     engine: &Engine,
     source: &RunId,
@@ -108,6 +166,19 @@ pub async fn replay(
     strategy: Option<&str>,
     trusted: &[crate::sealing::PublicKey],
 ) -> Result<Replayed, ReplayError> {
+    let verified = prove_source(engine, source, strategy, trusted).await?;
+    let id = next_replay_id(&engine.store, source).await?;
+    start_replay(&engine.store, source, &id).await?;
+    replay_rolls(engine, &verified, source, &id, judges).await
+}
+
+/// The source must be decided and verify under `trusted`; it is then logged here.
+async fn prove_source(
+    engine: &Engine,
+    source: &RunId,
+    strategy: Option<&str>,
+    trusted: &[crate::sealing::PublicKey],
+) -> Result<VerifiedRun, ReplayError> {
     if let Some(s) = strategy.filter(|s| *s != consensus::STRATEGY) {
         return Err(ReplayError::Strategy(s.to_string()));
     }
@@ -131,33 +202,38 @@ pub async fn replay(
     if let Some(key) = &engine.key {
         engine.log.append_trusted(source, key, trusted).await?;
     }
-    let id = start_replay(store, source).await?;
-    replay_rolls(engine, &verified, source, &id, judges).await
+    Ok(verified)
 }
 
 /// Stores the replay run's header (historical_replay, parent = the source), brief and
-/// play-spec, under the first free replay id.
-async fn start_replay(store: &Store, source: &RunId) -> Result<RunId, ReplayError> {
+/// play-spec under `id`. The header's bytes depend on the source only, so storing them again
+/// for an interrupted replay is a no-op; a replay already finalizing has nothing to add.
+async fn start_replay(store: &Store, source: &RunId, id: &RunId) -> Result<(), ReplayError> {
+    if matches!(
+        crate::run_state::RunState::load(store, id).await,
+        Ok(crate::run_state::RunState::Finalizing(_))
+    ) {
+        return Ok(());
+    }
     let (mut header, _) = store
         .get_json::<Evidence>(&Key::header(source))
         .await?
         .ok_or_else(|| StoreError::NotFound {
             key: Key::header(source),
         })?;
-    let id = next_replay_id(store, source).await?;
     header.run_id = id.to_string();
     header.parent_run_id = Some(source.to_string());
     header.acceptance_mode = AcceptanceMode::HistoricalReplay;
     let header_bytes = crate::canonical::canonical_bytes(&header)
         .map_err(|e| StoreError::Upload(e.to_string()))?;
-    intake::put_header(store, &id, &header_bytes, Origin::Replay).await?;
+    intake::put_header(store, id, &header_bytes, Origin::Replay).await?;
     if let Some(b) = store.get_opt(&Key::brief(source)).await? {
-        intake::put_brief(store, &id, &b).await?;
+        intake::put_brief(store, id, &b).await?;
     }
     if let Some(spec) = store.get_opt(&Key::play_spec(source)).await? {
-        intake::put_play_spec(store, &id, &spec).await?;
+        intake::put_play_spec(store, id, &spec).await?;
     }
-    Ok(id)
+    Ok(())
 }
 
 /// Judges the replay's rolls from the verified source's proof packages, then finalizes.
@@ -177,8 +253,13 @@ async fn replay_rolls(
         },
         JudgesFrom::Live => Source::Live,
     };
+    let finalizing = matches!(
+        crate::run_state::RunState::load(store, &id).await,
+        Ok(crate::run_state::RunState::Finalizing(_))
+    );
+    let rolls = if finalizing { &[][..] } else { &old.rolls[..] };
     let mut reproduced = true;
-    for old_roll in &old.rolls {
+    for old_roll in rolls {
         let proof = store
             .get_verified(
                 &Key::parse(&old_roll.proof_package_ref)
@@ -213,7 +294,13 @@ async fn replay_rolls(
             new_cost += rmb_to_micro(r.cost_rmb).saturating_sub(rmb_to_micro(proof.actor_cost_rmb));
         }
     }
-    reproduced &= done.evidence.rolls.len() == old.rolls.len();
+    reproduced &= done.evidence.rolls.len() == old.rolls.len()
+        && done
+            .evidence
+            .rolls
+            .iter()
+            .zip(&old.rolls)
+            .all(|(new, old)| new.judge_consensus_hash == old.judge_consensus_hash);
     Ok(Replayed {
         source: source.to_string(),
         replay: id.to_string(),
@@ -230,13 +317,20 @@ async fn replay_rolls(
 pub async fn replayable_runs(store: &Store) -> Result<Vec<RunId>, StoreError> {
     let mut out = Vec::new();
     for run in store.list_runs().await? {
-        match store.get_json::<Evidence>(&Key::evidence(&run)).await {
-            Ok(None) => {}
-            Ok(Some((ev, _))) if ev.acceptance_mode == AcceptanceMode::HistoricalReplay => {}
-            Ok(Some(_)) => out.push(run),
-            Err(e) if e.fault() == Fault::Infrastructure => return Err(e),
-            Err(_) => out.push(run),
+        if is_replayable(store, &run).await? {
+            out.push(run);
         }
     }
     Ok(out)
+}
+
+/// Whether `--all` replays `run` (see [`replayable_runs`]); `seal replay --all` asks it of
+/// each listed run inside that run's job, not in a serial pass before the first replay.
+pub async fn is_replayable(store: &Store, run: &RunId) -> Result<bool, StoreError> {
+    match store.get_json::<Evidence>(&Key::evidence(run)).await {
+        Ok(None) => Ok(false),
+        Ok(Some((ev, _))) => Ok(ev.acceptance_mode != AcceptanceMode::HistoricalReplay),
+        Err(e) if e.fault() == Fault::Infrastructure => Err(e),
+        Err(_) => Ok(true),
+    }
 }

@@ -241,9 +241,13 @@ async fn check_run(
     let mut problems = Vec::new();
     // 1. The seal; 2. the evidence document; 3. the snapshot and the submitted documents it
     // was judged from; 4. everything the evidence references (the audit).
-    let seal = check_seal(store, run, trusted, &ev_bytes, &ev_hash, &mut problems).await?;
+    // The evidence is parsed once, here; the seal's predicate is checked against it.
+    let mut ev_problems = Vec::new();
+    let ev = check_evidence(store, run, &ev_bytes, &mut ev_problems);
+    let seal = check_seal(store, run, trusted, ev.as_ref(), &ev_hash, &mut problems).await?;
+    problems.append(&mut ev_problems);
     report.key_id = seal.as_ref().map(|(s, _)| s.key_id.clone());
-    let Some(ev) = check_evidence(store, run, &ev_bytes, &mut problems) else {
+    let Some(ev) = ev else {
         report.problems = problems;
         return Ok((report, None));
     };
@@ -272,7 +276,7 @@ async fn check_seal(
     store: &Store,
     run: &RunId,
     trusted: &[PublicKey],
-    ev_bytes: &[u8],
+    ev: Option<&Evidence>,
     ev_hash: &Hash,
     problems: &mut Vec<Problem>,
 ) -> Result<Option<(sealing::VerifiedSeal, Hash)>, StoreError> {
@@ -310,8 +314,8 @@ async fn check_seal(
                             "evidence.json is not the object that was sealed",
                         ));
                     }
-                    if let Ok(ev) = crate::json::parse_as::<Evidence>(ev_bytes, store.doc_limit()) {
-                        let want = sealing::statement_for(run, &ev, ev_hash).ok();
+                    if let Some(ev) = ev {
+                        let want = sealing::statement_for(run, ev, ev_hash).ok();
                         if want.map(|w| w.predicate) != Some(seal.statement.predicate.clone()) {
                             problems.push(problem(
                                 check::PREDICATE,
@@ -347,7 +351,7 @@ fn check_evidence(
             return None;
         }
     };
-    match canonical::canonical_bytes(&value) {
+    match canonical::canonical_value_bytes(&value) {
         Ok(c) if c == ev_bytes => {}
         Ok(_) => problems.push(problem(
             check::EVIDENCE,

@@ -22,13 +22,13 @@ fn layer(module: &str) -> Option<(u8, &'static str)> {
         | "doc::judge_package" | "doc::judge_result" | "doc::proof_package" | "doc::slot_meta"
         | "doc::consensus" | "doc::cost" | "refs" | "key" | "vocab" | "money" | "fault"
         | "prompts" | "metrics" | "postguard::decided" | "doc::decision_tree" | "fsio"
-        | "limits" => bottom,
+        | "limits" | "bulk" => bottom,
         "blinding" | "assertions" | "consensus" | "independence" | "invariants" | "merge"
         | "derive" | "validate" | "judge::parse" | "judge::normalize" | "judge::request"
         | "judge::slot" | "judge::redact" | "unbound" | "explain::tree" | "explain::html"
         | "explain::svg" | "explain::escape" | "tlog" | "stats::kappa" | "stats::facts"
         | "stats::aggregate" | "stats::text" | "stats::html" => pure,
-        "store" | "store::open" | "store::key" => store,
+        "store" | "store::open" | "store::key" | "store::local" => store,
         "config" | "engine" | "run_state" | "judge" | "judge::client" | "roll" | "roll::guard"
         | "roll::package" | "roll::cost" | "roll::dispatch" | "roll::record" | "audit"
         | "audit::load" | "audit::compare" | "postguard" | "postguard::decide" | "sealing"

@@ -121,7 +121,22 @@ async fn verify_all(cwd: &Path, lb: &Loopback, store: &Path, trust: &[&Path]) ->
         c.arg("--trust").arg(t);
     }
     let out = run(c).await;
-    (out.status.code().unwrap_or(-1), json_out(&out))
+    (out.status.code().unwrap_or(-1), ndjson_summary(&out))
+}
+
+/// `verify --json` prints NDJSON: one report a run as it finishes, then the summary line.
+/// The summary, after checking that it counts the run lines before it.
+fn ndjson_summary(out: &Output) -> Value {
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("not an NDJSON line ({e}): {l}"))
+        })
+        .collect();
+    let (summary, runs) = lines.split_last().expect("a summary line");
+    assert_eq!(summary["runs"], runs.len(), "{summary}");
+    assert!(runs.iter().all(|r| r["runId"].is_string()), "{runs:?}");
+    summary.clone()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -299,11 +314,32 @@ async fn binary_stored_replay_all_reproduces_and_the_result_verifies() {
     assert_eq!(report["verified"], 2 * expected.len(), "{report:#}");
     assert_eq!(report["notVerified"], 0);
 
-    // Again, human output: a second generation of replays, the same summary.
+    // Again: a plain rerun resumes, so every source is already replayed and skipped.
     let out = run(replay_cmd(
         work.path(),
         &lb,
         &["--all", "--judges", "stored"],
+        Some(&src),
+        &store,
+        &key,
+        false,
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "replayed 0 runs (Stored judges): 0 consensus reproduced, 0 outcomes flipped, cost 0.0000 RMB\n{} runs already replayed before, skipped",
+            expected.len()
+        )),
+        "{stdout}"
+    );
+
+    // --again, human output: a second generation of replays, the same summary.
+    let out = run(replay_cmd(
+        work.path(),
+        &lb,
+        &["--all", "--again", "--judges", "stored"],
         Some(&src),
         &store,
         &key,
@@ -770,4 +806,90 @@ async fn replay_refuses_sources_whose_seal_does_not_verify() {
          it audits the refs but never checks the seal against the evidence):\n{}",
         open.join("\n")
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// (g) --all --jobs 2 killed midway: a rerun finishes, every source replayed exactly once
+
+/// (replays started, replays decided) of `sources` in `store`, and any second generation.
+fn replay_state(store: &Path, sources: &[String]) -> (usize, usize, Vec<String>) {
+    let (mut started, mut decided, mut extra) = (0, 0, Vec::new());
+    for s in sources {
+        let first = store.join(format!("runs/{s}.replay-1"));
+        started += usize::from(first.join("header.json").is_file());
+        decided += usize::from(first.join("evidence.json").is_file());
+        if store.join(format!("runs/{s}.replay-2")).exists() {
+            extra.push(format!("{s}.replay-2"));
+        }
+    }
+    (started, decided, extra)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_all_killed_midway_resumes_and_replays_every_source_exactly_once() {
+    let (_src_dir, src) = copy_fixture_store();
+    let work = tempfile::tempdir().unwrap();
+    let store = work.path().join("store");
+    let (_keys, key, public) = key_pair();
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    let expected = replayable_fixtures();
+    let n = expected.len();
+    let args = ["--all", "--judges", "stored", "--jobs", "2"];
+
+    // Kill -9 as soon as the first replay is decided: the others are not, or half done.
+    let mut child = replay_cmd(work.path(), &lb, &args, Some(&src), &store, &key, false)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while replay_state(&store, &expected).1 == 0 {
+        assert!(Instant::now() < deadline, "no replay decided in 120 s");
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("replay ended before it could be killed: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let (started, decided, extra) = replay_state(&store, &expected);
+    println!("at the kill: {started} replays started, {decided} decided of {n}");
+    assert!(
+        decided < n,
+        "the kill came after the last replay: nothing to resume"
+    );
+    assert!(extra.is_empty(), "{extra:?}");
+
+    // The rerun: what was decided is skipped, the rest is (re)done under the same ids.
+    let out = run(replay_cmd(
+        work.path(),
+        &lb,
+        &args,
+        Some(&src),
+        &store,
+        &key,
+        true,
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v = json_out(&out);
+    assert_eq!(v["errors"], serde_json::json!([]), "{v:#}");
+    let already = v["alreadyReplayed"].as_array().unwrap().len();
+    assert_eq!(already, decided, "{v:#}");
+    assert_eq!(v["runs"], n - decided, "{v:#}");
+    assert_eq!(v["consensusReproduced"], n - decided, "{v:#}");
+    for r in v["replays"].as_array().unwrap() {
+        assert!(r["replay"].as_str().unwrap().ends_with(".replay-1"), "{r}");
+    }
+    let (started, decided, extra) = replay_state(&store, &expected);
+    assert_eq!((started, decided), (n, n));
+    assert!(extra.is_empty(), "a source was replayed twice: {extra:?}");
+
+    // Everything verifies: the imported sources and exactly one replay of each.
+    let (code, report) =
+        verify_all(work.path(), &lb, &store, &[&public, &fixture_trust_pem()]).await;
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["verified"], 2 * n, "{report:#}");
+    assert!(lb.calls().is_empty(), "stored replay called a judge");
 }

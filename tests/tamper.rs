@@ -943,9 +943,10 @@ fn seal_verify(
 
 /// `(check, object)` pairs of a `--json` report's one run.
 fn json_problems(stdout: &str) -> (Value, Vec<(String, String)>) {
-    let v: Value = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("--json output is not JSON ({e}): {stdout}"));
-    let report = v["runs"][0].clone();
+    // NDJSON: the run's report, then the summary line.
+    let first = stdout.lines().next().unwrap_or_default();
+    let report: Value = serde_json::from_str(first)
+        .unwrap_or_else(|e| panic!("--json output is not NDJSON ({e}): {stdout}"));
     let ps = report["problems"]
         .as_array()
         .unwrap()
@@ -1034,7 +1035,7 @@ fn the_binary_verifies_every_untouched_fixture_and_prints_readable_reports() {
     let (dir, root) = copy_fixture_store();
     let (code, out, _) = seal_verify(dir.path(), &root, &["--all"], &["--json"]);
     assert_eq!(code, Some(0), "{out}");
-    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let v: Value = serde_json::from_str(out.lines().last().unwrap_or_default()).unwrap();
     assert_eq!(v["notVerified"], 0, "{out}");
     assert_eq!(v["verified"], fixture_run_ids().len(), "{out}");
 
@@ -1050,7 +1051,7 @@ fn the_binary_verifies_every_untouched_fixture_and_prints_readable_reports() {
     // --all over a store with one damaged run: exit 1, the others still verified.
     let (code, out, _) = seal_verify(dir.path(), &root, &["--all"], &["--json"]);
     assert_eq!(code, Some(1), "{out}");
-    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let v: Value = serde_json::from_str(out.lines().last().unwrap_or_default()).unwrap();
     assert_eq!(v["notVerified"], 1, "{out}");
 
     // Could not run (exit 2): no such run; no trusted key.
@@ -1259,4 +1260,40 @@ async fn log_a_fork_two_checkpoints_of_one_size_with_different_roots_is_named() 
     assert!(log_report(&b_root, None).await.verified);
     let r = log_report(&b_root, Some(&left)).await;
     assert_named(&r, lcheck::FORK, "--checkpoint");
+}
+
+#[test]
+fn verify_all_streams_ndjson_in_run_order_whatever_the_jobs() {
+    let (dir, root) = copy_fixture_store();
+    let key = "runs/run-trpg-0021-pass/roll-1/judge-b/attempt-1/raw.json";
+    apply(&root, "run-trpg-0021-pass", &Apply::Flip(key.into()));
+    let mut outputs = Vec::new();
+    for jobs in ["1", "3", "8"] {
+        let (code, out, err) =
+            seal_verify(dir.path(), &root, &["--all"], &["--json", "--jobs", jobs]);
+        assert_eq!(code, Some(1), "--jobs {jobs}: {out}{err}");
+        outputs.push(out);
+    }
+    // The same bytes at any --jobs: one report a run in run-id order, then the summary.
+    assert_eq!(outputs[0], outputs[1]);
+    assert_eq!(outputs[0], outputs[2]);
+    let lines: Vec<Value> = outputs[0]
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not NDJSON ({e}): {l}")))
+        .collect();
+    let (summary, runs) = lines.split_last().unwrap();
+    let ids: Vec<&str> = runs.iter().map(|r| r["runId"].as_str().unwrap()).collect();
+    let mut want = fixture_run_ids();
+    want.sort();
+    assert_eq!(ids, want);
+    assert_eq!(summary["runs"], want.len());
+    assert_eq!(summary["notVerified"], 1);
+    assert_eq!(summary["verified"], want.len() - 1);
+    let bad = runs.iter().find(|r| r["verified"] == false).unwrap();
+    assert_eq!(bad["runId"], "run-trpg-0021-pass");
+    assert!(bad["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["object"] == key));
 }

@@ -109,8 +109,9 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
     let _run_lock = engine.lock_run(run).await;
     let (open, finalizing) = match RunState::load(store, run).await? {
         RunState::Decided(d) => {
-            let done = ensure_seal(store, run, d.evidence, d.evidence_hash, &key, false).await?;
-            return logged(engine, run, &key, done).await;
+            let (done, sealed) =
+                ensure_seal(store, run, d.evidence, d.evidence_hash, &key, false).await?;
+            return logged(engine, run, &key, done, sealed).await;
         }
         RunState::Open(o) => (o, false),
         RunState::Finalizing(o) => (o, true),
@@ -141,8 +142,8 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
         return Err(internal(run, "evidence.json vanished after it was written"));
     };
     tracing::info!(outcome = ?evidence.outcome, wrote, "run decided");
-    let done = ensure_seal(store, run, evidence, evidence_hash, &key, wrote).await?;
-    logged(engine, run, &key, done).await
+    let (done, sealed) = ensure_seal(store, run, evidence, evidence_hash, &key, wrote).await?;
+    logged(engine, run, &key, done, sealed).await
 }
 
 /// Appends the stored seal to the transparency log (a no-op when it is logged already), so a
@@ -154,12 +155,15 @@ async fn logged(
     run: &RunId,
     key: &sealing::SigningKey,
     done: Finalized,
+    sealed_here: bool,
 ) -> Result<Finalized, FinalizeError> {
     match engine.log.append(run, key).await {
         Ok(a) => tracing::debug!(index = a.index, created = a.created, "seal logged"),
         // A racing finalizer holding another key sealed the run: its signer logs it (a process
-        // appends only seals it can verify under its own key).
-        Err(crate::transparency::LogError::NotSealed { detail, .. }) if !done.wrote => {
+        // appends only seals it can verify under its own key). That can happen to the
+        // finalizer that wrote the evidence too: another one may seal it first; what counts is
+        // whether this call created the seal.
+        Err(crate::transparency::LogError::NotSealed { detail, .. }) if !sealed_here => {
             tracing::warn!(%detail, "seal not appended by this process")
         }
         Err(source) => {
@@ -241,8 +245,9 @@ async fn ensure_seal(
     evidence_hash: Hash,
     key: &sealing::SigningKey,
     wrote: bool,
-) -> Result<Finalized, FinalizeError> {
+) -> Result<(Finalized, bool), FinalizeError> {
     let seal_key = Key::seal(run);
+    let mut sealed_here = false;
     let envelope = match store.get_json::<Envelope>(&seal_key).await? {
         Some((env, _)) => env,
         None => {
@@ -251,7 +256,8 @@ async fn ensure_seal(
             let env = sealing::sign(key, &statement).map_err(|e| internal(run, e))?;
             let bytes = canonical::canonical_bytes(&env).map_err(|e| internal(run, e))?;
             match store.put_seal(&Seal::new(run.clone(), bytes)).await {
-                Ok(_) | Err(StoreError::Conflict { .. }) => {}
+                Ok((_, created)) => sealed_here = created,
+                Err(StoreError::Conflict { .. }) => {}
                 Err(e) => return Err(e.into()),
             }
             store
@@ -264,13 +270,14 @@ async fn ensure_seal(
     let envelope_hash = canonical::canonical_with_hash(&envelope)
         .map(|(_, h)| h)
         .map_err(|e| internal(run, e))?;
-    Ok(Finalized {
+    let done = Finalized {
         evidence,
         evidence_hash,
         envelope,
         envelope_hash,
         wrote,
-    })
+    };
+    Ok((done, sealed_here))
 }
 
 /// Loads the proof package and consensus of every roll (verified by hash) and derives the

@@ -18,6 +18,7 @@
 //!   written through [`Store::put_decided`] and [`Store::put_seal`], which take types only the
 //!   postguard can construct.
 
+mod local;
 mod open;
 
 pub use crate::key::{Key, Stored};
@@ -28,8 +29,7 @@ use bytes::{Bytes, BytesMut};
 use futures::{Stream, StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{
-    GetOptions, GetResultPayload, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
-    WriteMultipart,
+    GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart,
 };
 use serde::{de::DeserializeOwned, Serialize};
 use sha2::{Digest as _, Sha256};
@@ -128,6 +128,8 @@ pub struct Store {
     /// A private in-memory staging area ([`Store::staging`]): the only store that takes
     /// arbitrary bytes at reserved keys, because nothing in it is evidence until verified.
     staging: bool,
+    /// Reads of a `file://` store run on the calling thread ([`Store::direct_io`]).
+    direct: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -162,6 +164,7 @@ impl Store {
             url,
             doc_limit: DEFAULT_DOC_LIMIT,
             staging: false,
+            direct: false,
         })
     }
 
@@ -192,6 +195,7 @@ impl Store {
             url: StoreUrl::Memory,
             doc_limit,
             staging: true,
+            direct: false,
         }
     }
 
@@ -209,6 +213,41 @@ impl Store {
     pub fn with_doc_limit(mut self, limit: u64) -> Store {
         self.doc_limit = limit;
         self
+    }
+
+    /// The same store, whose `file://` reads (get, hash, exists, listing a run folder) run on
+    /// the calling thread instead of the blocking pool. Only for callers that are on a thread
+    /// of their own already, such as one blocking task per verified run: on an async worker
+    /// it would stall the other tasks. Other backends are unchanged.
+    pub fn direct_io(mut self) -> Store {
+        self.direct = true;
+        self
+    }
+
+    /// Runs a blocking file operation: here when [`Store::direct_io`], else as one task of
+    /// the blocking pool (one hop for the whole operation).
+    async fn on_disk<T, F>(&self, key: &str, op: &'static str, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> Result<T, StoreError> + Send + 'static,
+    {
+        if self.direct {
+            return f();
+        }
+        tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| StoreError::Backend {
+                key: key.to_string(),
+                op,
+                detail: e.to_string(),
+            })?
+    }
+
+    fn file_root(&self) -> Option<&std::path::Path> {
+        match &self.url {
+            StoreUrl::File(root) => Some(root.as_path()),
+            _ => None,
+        }
     }
 
     pub fn doc_limit(&self) -> u64 {
@@ -531,6 +570,12 @@ impl Store {
 
     /// Reads a whole object (at most the document limit) into memory.
     pub async fn get(&self, key: &Key) -> Result<Bytes, StoreError> {
+        if let Some(root) = self.file_root() {
+            let (root, k, limit) = (root.to_path_buf(), key.clone(), self.doc_limit);
+            return self
+                .on_disk(key.as_str(), "read", move || local::read(&root, &k, limit))
+                .await;
+        }
         let r = self.open_object(key).await?;
         if r.meta.size > self.doc_limit {
             return Err(StoreError::TooLarge {
@@ -580,49 +625,22 @@ impl Store {
 
     /// Streams an object through SHA-256: its hash and size.
     pub async fn hash_object(&self, key: &Key) -> Result<(Hash, u64), StoreError> {
-        let r = self.open_object(key).await?;
-        match r.payload {
-            // Local files: hash on a blocking thread with a large buffer (object_store's own
-            // stream reads 8 KiB per blocking hop, far below SHA-256 speed).
-            GetResultPayload::File(mut file, _) => {
-                let k = key.clone();
-                tokio::task::spawn_blocking(move || {
-                    use std::io::Read;
-                    let mut hasher = Sha256::new();
-                    let mut buf = vec![0u8; HASH_BUF];
-                    let mut size = 0u64;
-                    loop {
-                        let n = file.read(&mut buf).map_err(|e| StoreError::Backend {
-                            key: k.to_string(),
-                            op: "read",
-                            detail: e.to_string(),
-                        })?;
-                        if n == 0 {
-                            break;
-                        }
-                        size += n as u64;
-                        hasher.update(&buf[..n]);
-                    }
-                    Ok((Hash::from_hasher(hasher), size))
-                })
-                .await
-                .map_err(|e| StoreError::Backend {
-                    key: key.to_string(),
-                    op: "read",
-                    detail: e.to_string(),
-                })?
-            }
-            GetResultPayload::Stream(s) => {
-                let mut hasher = Sha256::new();
-                let mut size = 0u64;
-                let mut s = s.map_err(|e| backend(key, "read", e));
-                while let Some(chunk) = s.try_next().await? {
-                    size += chunk.len() as u64;
-                    hasher.update(&chunk);
-                }
-                Ok((Hash::from_hasher(hasher), size))
-            }
+        if let Some(root) = self.file_root() {
+            let (root, k) = (root.to_path_buf(), key.clone());
+            return self
+                .on_disk(key.as_str(), "read", move || local::hash(&root, &k))
+                .await;
         }
+        let r = self.open_object(key).await?;
+        // Local files took the direct path above; other backends stream.
+        let mut hasher = Sha256::new();
+        let mut size = 0u64;
+        let mut s = r.into_stream().map_err(|e| backend(key, "read", e));
+        while let Some(chunk) = s.try_next().await? {
+            size += chunk.len() as u64;
+            hasher.update(&chunk);
+        }
+        Ok((Hash::from_hasher(hasher), size))
     }
 
     /// Reads and strictly parses a JSON document; `None` when absent.
@@ -658,12 +676,11 @@ impl Store {
     pub async fn exists(&self, key: &Key) -> Result<bool, StoreError> {
         // On a file store, object_store's HEAD opens the file: a FIFO there would block it
         // forever. The regular-file check of reads answers without opening anything.
-        if let StoreUrl::File(_) = &self.url {
-            return match self.regular_file(key).await {
-                Ok(()) => Ok(true),
-                Err(StoreError::NotFound { .. }) => Ok(false),
-                Err(e) => Err(e),
-            };
+        if let Some(root) = self.file_root() {
+            let (root, k) = (root.to_path_buf(), key.clone());
+            return self
+                .on_disk(key.as_str(), "stat", move || local::exists(&root, &k))
+                .await;
         }
         match self.inner.head(&path(key)).await {
             Ok(_) => Ok(true),
@@ -686,13 +703,8 @@ impl Store {
         };
         let base = root.join(dir);
         let dir_owned = dir.to_string();
-        tokio::task::spawn_blocking(move || walk_file_store(&base, &dir_owned))
+        self.on_disk(dir, "list", move || walk_file_store(&base, &dir_owned))
             .await
-            .map_err(|e| StoreError::Backend {
-                key: dir.to_string(),
-                op: "list",
-                detail: e.to_string(),
-            })?
     }
 
     /// Every folder under `runs/`: the valid run ids, and the names that are not (listed so
