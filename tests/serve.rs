@@ -547,11 +547,13 @@ async fn kill_9_mid_judging_then_resubmit_seals_once_without_paying_twice() {
         let (c, proof) = (c.clone(), proof.clone());
         async move { c.post(url).body(proof).send().await }
     });
-    let raw_a = dir
+    // Judge A's attempt is complete once its meta is stored (after raw.json): killing between
+    // the two would leave an attempt seal refuses to resume (docs/DESIGN.md §12).
+    let meta_a = dir
         .path()
-        .join("store/runs/run-narrative-0010-pass/roll-1/judge-a/attempt-1/raw.json");
+        .join("store/runs/run-narrative-0010-pass/roll-1/judge-a/attempt-1/meta.json");
     let t0 = Instant::now();
-    while !(raw_a.exists() && count_session(&lb, MODEL_B) == 1) {
+    while !(meta_a.exists() && count_session(&lb, MODEL_B) == 1) {
         assert!(
             t0.elapsed() < Duration::from_secs(20),
             "judges never got going"
