@@ -337,73 +337,9 @@ pub fn run(cli: Cli) -> u8 {
             jobs,
             json,
         } => cmd_verify(&cli, runs, *all, store.as_deref(), trust, *jobs, *json),
-        Command::Explain {
-            run_id,
-            store,
-            trust,
-            json: _,
-            html,
-            out,
-        } => cmd_explain(
-            &cli,
-            ExplainArgs {
-                run_id,
-                store: store.as_deref(),
-                trust,
-                html: *html,
-                out: out.as_deref(),
-            },
-        ),
-        Command::Stats {
-            store,
-            trust,
-            since,
-            until,
-            genre,
-            json,
-            html,
-        } => cmd_stats(
-            &cli,
-            StatsArgs {
-                store: store.as_deref(),
-                trust,
-                query: crate::stats::Query {
-                    since: since.clone(),
-                    until: until.clone(),
-                    genre: genre.clone(),
-                },
-                json: *json,
-                html: html.as_deref(),
-            },
-        ),
-        Command::Replay {
-            runs,
-            all,
-            judges,
-            strategy,
-            store,
-            from,
-            trust,
-            key,
-            again,
-            jobs,
-            json,
-        } => cmd_replay(
-            &cli,
-            ReplayArgs {
-                runs,
-                all: *all,
-                judges: *judges,
-                strategy: strategy.as_deref(),
-                store: store.as_deref(),
-                from: from.as_deref(),
-                trust,
-                key: key.as_deref(),
-                resume: *all && !*again,
-                jobs: *jobs,
-                json: *json,
-            },
-        ),
+        Command::Explain { .. } | Command::Stats { .. } | Command::Replay { .. } => {
+            run_history(&cli)
+        }
         Command::Adapt(AdaptCommand::Verdict { file, out, genre }) => cmd_adapt(file, out, genre),
         Command::Export(ExportCommand::Verdict {
             run_id,
@@ -429,6 +365,81 @@ pub fn run(cli: Cli) -> u8 {
             *json,
             *allow_ephemeral_store,
         ),
+    }
+}
+
+/// The commands that read decided history: explain, stats and replay.
+fn run_history(cli: &Cli) -> u8 {
+    match &cli.command {
+        Command::Explain {
+            run_id,
+            store,
+            trust,
+            json: _,
+            html,
+            out,
+        } => cmd_explain(
+            cli,
+            ExplainArgs {
+                run_id,
+                store: store.as_deref(),
+                trust,
+                html: *html,
+                out: out.as_deref(),
+            },
+        ),
+        Command::Stats {
+            store,
+            trust,
+            since,
+            until,
+            genre,
+            json,
+            html,
+        } => cmd_stats(
+            cli,
+            StatsArgs {
+                store: store.as_deref(),
+                trust,
+                query: crate::stats::Query {
+                    since: since.clone(),
+                    until: until.clone(),
+                    genre: genre.clone(),
+                },
+                json: *json,
+                html: html.as_deref(),
+            },
+        ),
+        Command::Replay {
+            runs,
+            all,
+            judges,
+            strategy,
+            store,
+            from,
+            trust,
+            key,
+            again,
+            jobs,
+            json,
+        } => cmd_replay(
+            cli,
+            ReplayArgs {
+                runs,
+                all: *all,
+                judges: *judges,
+                strategy: strategy.as_deref(),
+                store: store.as_deref(),
+                from: from.as_deref(),
+                trust,
+                key: key.as_deref(),
+                resume: *all && !*again,
+                jobs: *jobs,
+                json: *json,
+            },
+        ),
+        // `run` sends only the three commands above here.
+        _ => 2,
     }
 }
 
@@ -1002,17 +1013,10 @@ fn cmd_explain(cli: &Cli, args: ExplainArgs<'_>) -> u8 {
         Ok(r) => r,
         Err(e) => return fail(e),
     };
-    let paths: Vec<&PathBuf> = config.trusted_keys.iter().chain(args.trust).collect();
-    let mut trusted = Vec::new();
-    for p in &paths {
-        match crate::sealing::PublicKey::load(p) {
-            Ok(k) => trusted.push(k),
-            Err(e) => return fail(e),
-        }
-    }
-    if trusted.is_empty() {
-        return fail("no trusted public key: give --trust PEM (or keys.trusted in the config)");
-    }
+    let trusted = match trusted_keys(&config, args.trust) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
     let rt = match runtime() {
         Ok(r) => r,
         Err(code) => return code,
@@ -1048,7 +1052,7 @@ fn cmd_explain(cli: &Cli, args: ExplainArgs<'_>) -> u8 {
             shell_word(run.as_str()),
             shell_word(&url)
         );
-        for p in &paths {
+        for p in config.trusted_keys.iter().chain(args.trust) {
             cmd.push_str(&format!(
                 " --trust {}",
                 shell_word(&p.display().to_string())

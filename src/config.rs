@@ -352,35 +352,13 @@ impl Config {
                     .into(),
             ));
         }
-        if !raw.budget.run_rmb.is_finite() || raw.budget.run_rmb < 0.0 {
-            return Err(err("budget.run_rmb: must be a non-negative number".into()));
-        }
-        let l = &raw.limits;
-        if l.max_document_bytes < 1024 || l.max_blob_bytes < 1024 {
-            return Err(err(
-                "limits: max_document_bytes and max_blob_bytes must be at least 1024".into(),
-            ));
-        }
-        let s = &raw.server;
-        if s.max_rolls_in_progress == 0 || s.max_inflight_per_slot == 0 {
-            return Err(err(
-                "server: max_rolls_in_progress and max_inflight_per_slot must be positive".into(),
-            ));
-        }
-        crate::store::StoreUrl::parse(&raw.store).map_err(|e| err(format!("store: {e}")))?;
+        check_bounds(&raw).map_err(err)?;
+        let (l, s) = (&raw.limits, &raw.server);
         let (seed_salt, seed_salt_is_default) = match nonempty(env(&raw.policy.seed_salt_env)) {
             Some(s) => (Secret::new(s), false),
             None => (Secret::new(DEV_SALT.into()), true),
         };
-        let log_origin = raw
-            .log
-            .map(|l| l.origin)
-            .unwrap_or_else(|| crate::transparency::DEFAULT_ORIGIN.to_string());
-        if !crate::tlog::is_origin_valid(&log_origin) {
-            return Err(err(format!(
-                "log.origin: {log_origin:?} must be non-empty, without spaces or '+' (e.g. seal.example.com/log)"
-            )));
-        }
+        let log_origin = log_origin(raw.log.as_ref()).map_err(err)?;
         let leases = lease_settings(raw.leases.as_ref(), env).map_err(err)?;
         Ok(Config {
             source: source.to_string(),
@@ -539,6 +517,38 @@ fn slot_config(
             image_rmb: p.image_rmb,
         },
     })
+}
+
+/// The numeric and URL bounds of a parsed config file, each naming its field.
+fn check_bounds(raw: &RawConfig) -> Result<(), String> {
+    if !raw.budget.run_rmb.is_finite() || raw.budget.run_rmb < 0.0 {
+        return Err("budget.run_rmb: must be a non-negative number".into());
+    }
+    let l = &raw.limits;
+    if l.max_document_bytes < 1024 || l.max_blob_bytes < 1024 {
+        return Err("limits: max_document_bytes and max_blob_bytes must be at least 1024".into());
+    }
+    let s = &raw.server;
+    if s.max_rolls_in_progress == 0 || s.max_inflight_per_slot == 0 {
+        return Err(
+            "server: max_rolls_in_progress and max_inflight_per_slot must be positive".into(),
+        );
+    }
+    crate::store::StoreUrl::parse(&raw.store).map_err(|e| format!("store: {e}"))?;
+    Ok(())
+}
+
+/// `log.origin`, or the default, checked.
+fn log_origin(raw: Option<&RawLog>) -> Result<String, String> {
+    let origin = raw
+        .map(|l| l.origin.clone())
+        .unwrap_or_else(|| crate::transparency::DEFAULT_ORIGIN.to_string());
+    if !crate::tlog::is_origin_valid(&origin) {
+        return Err(format!(
+            "log.origin: {origin:?} must be non-empty, without spaces or '+' (e.g. seal.example.com/log)"
+        ));
+    }
+    Ok(origin)
 }
 
 /// `[leases]` and `SEAL_REPLICA_ID`, checked.

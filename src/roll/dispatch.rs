@@ -129,39 +129,7 @@ async fn not_dispatched(
         ended_at: None,
     };
     let (_, raw) = put_or_keep(store, &raw_key, &record).await?;
-    let meta = SlotMeta {
-        schema_version: SLOT_META.into(),
-        slot: client.slot,
-        attempt: 1,
-        logical_client_id: client.logical_client_id.clone(),
-        session_id: job.session_id.clone(),
-        policy_seed: job.seed,
-        endpoint_host: client.config.host(),
-        model_requested: client.config.model.clone(),
-        model_answered: None,
-        system_fingerprint: None,
-        prompt_artifact: PromptArtifactRef {
-            id: client.prompt.id.clone(),
-            version: client.prompt.version.clone(),
-            hash: client.prompt.hash.clone(),
-        },
-        package_hash: job.package_hash.clone(),
-        request_ref: None,
-        request_hash: None,
-        raw_ref: raw.key.to_string(),
-        raw_hash: raw.hash.clone(),
-        http_status: None,
-        started_at: "1970-01-01T00:00:00Z".into(),
-        ended_at: "1970-01-01T00:00:00Z".into(),
-        latency_ms: 0,
-        usage: None,
-        cost_rmb: 0.0,
-        error_class: Some(ErrorClass::NotDispatched),
-        error_detail: Some(record.detail.clone()),
-        accepted: false,
-        attempt_mac: None,
-        unredacted_raw_hash: None,
-    };
+    let meta = not_dispatched_meta(client, job, &raw, &record.detail);
     let id = resume::AttemptId {
         run: job.run,
         roll: job.roll,
@@ -199,6 +167,48 @@ async fn not_dispatched(
             outcome,
         }],
     })
+}
+
+/// The SlotMeta of a slot the guard kept from being called: no request, no answer, no cost.
+fn not_dispatched_meta(
+    client: &JudgeClient,
+    job: &SlotJob<'_>,
+    raw: &Stored,
+    detail: &str,
+) -> SlotMeta {
+    SlotMeta {
+        schema_version: SLOT_META.into(),
+        slot: client.slot,
+        attempt: 1,
+        logical_client_id: client.logical_client_id.clone(),
+        session_id: job.session_id.clone(),
+        policy_seed: job.seed,
+        endpoint_host: client.config.host(),
+        model_requested: client.config.model.clone(),
+        model_answered: None,
+        system_fingerprint: None,
+        prompt_artifact: PromptArtifactRef {
+            id: client.prompt.id.clone(),
+            version: client.prompt.version.clone(),
+            hash: client.prompt.hash.clone(),
+        },
+        package_hash: job.package_hash.clone(),
+        request_ref: None,
+        request_hash: None,
+        raw_ref: raw.key.to_string(),
+        raw_hash: raw.hash.clone(),
+        http_status: None,
+        started_at: "1970-01-01T00:00:00Z".into(),
+        ended_at: "1970-01-01T00:00:00Z".into(),
+        latency_ms: 0,
+        usage: None,
+        cost_rmb: 0.0,
+        error_class: Some(ErrorClass::NotDispatched),
+        error_detail: Some(detail.to_string()),
+        accepted: false,
+        attempt_mac: None,
+        unredacted_raw_hash: None,
+    }
 }
 
 /// Copies a slot's stored attempts from another run, then reads them back as a [`SlotRun`].

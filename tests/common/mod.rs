@@ -1,7 +1,10 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod daemon;
+#[allow(unused_imports)]
+pub use browser::*;
 #[allow(unused_imports)]
 pub use daemon::*;
 
