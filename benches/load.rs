@@ -39,6 +39,28 @@ fn vm_hwm_mib(pid: u32) -> f64 {
         / 1024.0
 }
 
+/// The daemon's CPU time so far (user + system), from `/proc/<pid>/stat`.
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at the last ')'.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line; `rest` starts at field 3 (the state).
+    let field = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = field(11) + field(12);
+    ticks / clock_ticks()
+}
+
+fn clock_ticks() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
 fn pct(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -166,8 +188,11 @@ fn main() {
         });
         let client = reqwest::Client::builder().pool_max_idle_per_host(512).timeout(Duration::from_secs(600)).build().expect("client");
         println!("load benchmark: seal serve ({store}) at {base}, loopback judge L = {} ms, each run = 6 blob PUTs + header + brief + play-spec + roll + finalize", L.as_millis());
-        println!("{:>11} {:>6} {:>10} {:>9} {:>10} {:>14} {:>14} {:>12}", "concurrency", "runs", "runs/s", "ideal/s", "fraction", "added p50 ms", "added p99 ms", "daemon RSS");
-        for (conc, n) in [(1usize, 20usize), (32, 192), (256, 1024)] {
+        println!("{:>11} {:>6} {:>10} {:>9} {:>10} {:>14} {:>14} {:>12} {:>12} {:>12}", "concurrency", "runs", "runs/s", "ideal/s", "fraction", "added p50 ms", "added p99 ms", "daemon RSS", "CPU/run ms", "wall/ideal");
+        // The last row is issue 12's case: 256 whole runs started at once, one wave; its ideal
+        // wall time is L (one roll a run), so wall/ideal says how far seal is from it.
+        for (conc, n) in [(1usize, 20usize), (32, 192), (256, 1024), (256, 256)] {
+            let cpu0 = cpu_secs(pid);
             let next = Arc::new(AtomicUsize::new(0));
             let t0 = Instant::now();
             let workers: Vec<_> = (0..conc)
@@ -195,13 +220,15 @@ fn main() {
                 lat.extend(w.await.expect("worker"));
             }
             let wall = t0.elapsed().as_secs_f64();
+            let cpu_ms = (cpu_secs(pid) - cpu0) * 1000.0 / n as f64;
             let mut added: Vec<f64> = lat.iter().map(|d| (d.as_secs_f64() - L.as_secs_f64()) * 1000.0).collect();
             added.sort_by(|a, b| a.total_cmp(b));
             let rate = lat.len() as f64 / wall;
             let ideal = conc as f64 / L.as_secs_f64();
             println!(
-                "{:>11} {:>6} {:>10.1} {:>9.1} {:>10.3} {:>14.1} {:>14.1} {:>9.1} MiB",
-                conc, lat.len(), rate, ideal, rate / ideal, pct(&added, 0.5), pct(&added, 0.99), vm_hwm_mib(pid)
+                "{:>11} {:>6} {:>10.1} {:>9.1} {:>10.3} {:>14.1} {:>14.1} {:>8.1} MiB {:>12.2} {:>12.2}",
+                conc, lat.len(), rate, ideal, rate / ideal, pct(&added, 0.5), pct(&added, 0.99), vm_hwm_mib(pid),
+                cpu_ms, wall / (L.as_secs_f64() * (n / conc) as f64)
             );
         }
         let _ = child.kill();
