@@ -191,7 +191,7 @@ fn main() {
         println!("{:>11} {:>6} {:>10} {:>9} {:>10} {:>14} {:>14} {:>12} {:>12} {:>12}", "concurrency", "runs", "runs/s", "ideal/s", "fraction", "added p50 ms", "added p99 ms", "daemon RSS", "CPU/run ms", "wall/ideal");
         // The last row is issue 12's case: 256 whole runs started at once, one wave; its ideal
         // wall time is L (one roll a run), so wall/ideal says how far seal is from it.
-        for (conc, n) in [(1usize, 20usize), (32, 192), (256, 1024), (256, 256)] {
+        for (row, (conc, n)) in [(1usize, 20usize), (32, 192), (256, 1024), (256, 256)].into_iter().enumerate() {
             let cpu0 = cpu_secs(pid);
             let next = Arc::new(AtomicUsize::new(0));
             let t0 = Instant::now();
@@ -205,7 +205,7 @@ fn main() {
                             if i >= n {
                                 break;
                             }
-                            let run = format!("load-c{conc}-{i:05}");
+                            let run = format!("load-r{row}-c{conc}-{i:05}");
                             match one_run(&client, &base, &inputs, &run).await {
                                 Ok(d) => lat.push(d),
                                 Err(e) => panic!("worker {w}: {e}"),
