@@ -18,8 +18,11 @@
 //!   written through [`Store::put_decided`] and [`Store::put_seal`], which take types only the
 //!   postguard can construct.
 
+mod durable;
 mod local;
 mod open;
+
+pub use durable::fsync_counts;
 
 pub use crate::key::{Key, Stored};
 use crate::postguard::decided::{Decided, Seal};
@@ -346,6 +349,29 @@ impl Store {
         hash: Hash,
     ) -> Result<(Stored, bool), StoreError> {
         let size = bytes.len() as u64;
+        if let Some(root) = self.file_root() {
+            let (root, k) = (root.to_path_buf(), key.clone());
+            let payload = bytes.clone();
+            let created = self
+                .on_disk(key.as_str(), "create-only put", move || {
+                    durable::create(&root, &k, &payload)
+                })
+                .await?;
+            if created {
+                return Ok((
+                    Stored {
+                        key: key.clone(),
+                        hash,
+                        size,
+                    },
+                    true,
+                ));
+            }
+            return self
+                .settle_existing(key, hash, size)
+                .await
+                .map(|s| (s, false));
+        }
         let opts = PutOptions {
             mode: PutMode::Create,
             ..Default::default()
