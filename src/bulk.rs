@@ -25,6 +25,14 @@ pub fn default_jobs() -> usize {
         .unwrap_or(2)
 }
 
+/// The default number of jobs for work that waits on durable writes (`seal replay --all`):
+/// four per core. A replay spends most of its wall time in fsyncs (measured: 2 jobs used 30%
+/// of 2 cores on `file://`), so more writes in flight than cores let the disk batch them; past
+/// ~4 per core the CPU is the limit and each job only adds memory (docs/BENCHMARKS.md).
+pub fn default_write_jobs() -> usize {
+    default_jobs().saturating_mul(4)
+}
+
 type Queue<T, R> = Arc<Mutex<mpsc::Receiver<(T, oneshot::Sender<R>)>>>;
 
 /// Starts `jobs` threads that run `work` on what the queue hands them.

@@ -169,7 +169,7 @@ pub enum Command {
         /// interrupted replay (killed) is finished under its own id.
         #[arg(long, requires = "all")]
         again: bool,
-        /// Runs replayed at once (default: the number of cores).
+        /// Runs replayed at once (default: four per core; replay waits on fsyncs).
         #[arg(long, value_name = "N")]
         jobs: Option<usize>,
         /// Print the summary as JSON.
@@ -1229,7 +1229,7 @@ fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
             judges,
             strategy: strategy.map(str::to_owned),
         };
-        let jobs = jobs.unwrap_or_else(crate::bulk::default_jobs);
+        let jobs = jobs.unwrap_or_else(crate::bulk::default_write_jobs);
         let mut tally = ReplayTally::new(judges, json, errors, progress(ids.len() as u64, all));
         match replay_in_parallel(job, ids, jobs, &mut tally).await {
             Ok(()) => tally.finish(),
