@@ -11,7 +11,9 @@
 //! `SEAL_BENCH_GEN_TASKS` runs at a time (default 4). Then, with `SEAL_BENCH_ROUNDS` rounds per
 //! measurement (default 3, the median is reported), interleaved: openssl, sha256sum, `seal
 //! verify --all --jobs 1` and `--jobs 2`; last, one `seal replay --all --judges stored` in a
-//! hard-linked copy of the store (replay adds one run per run; the original stays as it was).
+//! hard-linked copy of the store (replay adds one run per run; the original stays as it was),
+//! once per `SEAL_BENCH_REPLAY_JOBS` (default `2,8`), next to a plain copy + fsync of the
+//! objects replay added (the disk's price for them) and a replay into `memory://`.
 //! `SEAL_BENCH_KEEP=1` keeps the temp folder (store, keys) for profiling by hand. Without
 //! `--bench` (as under `cargo test --all-targets`) it runs a tiny smoke pass.
 //!
@@ -661,7 +663,17 @@ fn main() {
         a
     };
     let mut replays = Vec::new();
-    for jobs in [2usize, 8] {
+    let replay_jobs: Vec<usize> = std::env::var("SEAL_BENCH_REPLAY_JOBS")
+        .unwrap_or_else(|_| "2,8".into())
+        .split(',')
+        .map(|j| {
+            j.trim()
+                .parse()
+                .expect("SEAL_BENCH_REPLAY_JOBS: whole numbers")
+        })
+        .collect();
+    assert!(!replay_jobs.is_empty(), "SEAL_BENCH_REPLAY_JOBS is empty");
+    for &jobs in &replay_jobs {
         eprintln!("replay --all --judges stored --jobs {jobs}…");
         let dir = root.path().join(format!("store-replay-j{jobs}"));
         link_tree(&store_dir, &dir);
@@ -834,16 +846,19 @@ fn main() {
     println!();
     println!(
         "replay's writes: {} new objects, {} in all; plain copy + fsync (file and \
-         folder, 2 threads) of the same files: {:.3} s = {:.1} runs/s; replay --jobs 2 takes \
-         {:.2}x that, --jobs 8 {:.2}x; memory:// replay runs at {:.2}x the file store's speed",
+         folder, 2 threads) of the same files: {:.3} s = {:.1} runs/s",
         added.len(),
         mib(added_bytes),
         copy_time.as_secs_f64(),
         runs as f64 / copy_time.as_secs_f64(),
-        replays[0].2.elapsed.as_secs_f64() / copy_time.as_secs_f64(),
-        replays[1].2.elapsed.as_secs_f64() / copy_time.as_secs_f64(),
-        replays[0].2.elapsed.as_secs_f64() / replay_memory.elapsed.as_secs_f64(),
     );
+    for (jobs, _, r, _) in &replays {
+        println!(
+            "  replay --jobs {jobs}: {:.2}x the copy's time; {:.2}x the memory:// replay's time",
+            r.elapsed.as_secs_f64() / copy_time.as_secs_f64(),
+            r.elapsed.as_secs_f64() / replay_memory.elapsed.as_secs_f64(),
+        );
+    }
     println!();
     println!("replay: {replay_summary}");
     let list = |v: &[Duration]| {

@@ -237,6 +237,15 @@ async fn get_metrics(State(state): State<AppState>) -> Response {
             admitted,
         ),
     ]);
+    // The file store's durable writes: how many fsyncs the disk is asked for (folder fsyncs
+    // are shared by concurrent writers, so `folder` grows slower than `file` under load).
+    let (folder, file) = crate::store::fsync_counts();
+    let text = format!(
+        "{text}# HELP seal_store_fsyncs_total fsyncs of the file store's durable writes\n\
+         # TYPE seal_store_fsyncs_total counter\n\
+         seal_store_fsyncs_total{{kind=\"file\"}} {file}\n\
+         seal_store_fsyncs_total{{kind=\"folder\"}} {folder}\n"
+    );
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 

@@ -1,7 +1,8 @@
 //! The write-once, content-addressed evidence store: one facade over `object_store`.
 //!
-//! Backends: `file://PATH` (the embedded default, `file://./var/store`; every write is fsynced
-//! with its parent folder), `memory://` (tests) and `s3://BUCKET[/PREFIX]` (production and
+//! Backends: `file://PATH` (the embedded default, `file://./var/store`; every write is durable
+//! before the put returns, through seal's own write path in [`durable`]: staging file,
+//! `fdatasync`, `renameat2(RENAME_NOREPLACE)`, a folder fsync shared by concurrent writers), `memory://` (tests) and `s3://BUCKET[/PREFIX]` (production and
 //! replicas; endpoint and region from the URL query or the standard AWS env vars, credentials
 //! from the AWS env vars, plain http only for a loopback endpoint).
 //!
