@@ -41,7 +41,7 @@ fn make_content(i: usize) -> Vec<u8> {
 /// folder, which exercises the folder group commit), blobs under their hash.
 fn key_of(i: usize) -> Key {
     if i % 3 == 0 {
-        Key::cas(&Hash::of(&content(i)))
+        Key::cas(&Hash::of(content(i)))
     } else {
         Key::parse(&format!("runs/kill-{}/roll-1/obj-{i}.bin", i % 5)).unwrap()
     }
@@ -144,7 +144,7 @@ async fn kill_9_mid_write_never_leaves_a_missing_or_torn_object() {
         for &i in &acked {
             let k = key_of(i);
             let got = store.get(&k).await.unwrap_or_else(|e| panic!("{k}: {e}"));
-            assert_eq!(Hash::of(&got), Hash::of(&content(i)), "round {round}: {k}");
+            assert_eq!(Hash::of(&got), Hash::of(content(i)), "round {round}: {k}");
         }
         // Every object in the store is exactly what its writer meant; leftovers are staging
         // files only, and no listing shows them.
