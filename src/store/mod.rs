@@ -20,10 +20,12 @@
 
 mod local;
 mod open;
+mod recent;
 
 pub use crate::key::{Key, Stored};
 use crate::postguard::decided::{Decided, Seal};
 pub use open::{is_loopback_host, StoreUrl};
+pub use recent::{OwnWrites, Reads};
 
 use bytes::{Bytes, BytesMut};
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -130,6 +132,9 @@ pub struct Store {
     staging: bool,
     /// Reads of a `file://` store run on the calling thread ([`Store::direct_io`]).
     direct: bool,
+    /// What this process stored through this open store (`recent`): read only by
+    /// [`OwnWrites`], never by the reads of `Store` itself.
+    recent: Arc<recent::WriteSet>,
 }
 
 impl std::fmt::Debug for Store {
@@ -165,6 +170,7 @@ impl Store {
             doc_limit: DEFAULT_DOC_LIMIT,
             staging: false,
             direct: false,
+            recent: Arc::new(recent::WriteSet::default()),
         })
     }
 
@@ -196,6 +202,7 @@ impl Store {
             doc_limit,
             staging: true,
             direct: false,
+            recent: Arc::new(recent::WriteSet::default()),
         }
     }
 
@@ -335,7 +342,7 @@ impl Store {
         bytes: Bytes,
     ) -> Result<(Stored, bool), StoreError> {
         let hash = Hash::of(&bytes);
-        self.create_hashed(key, bytes, hash).await
+        self.create_recorded(key, bytes, hash).await
     }
 
     /// Create-only put of bytes whose hash the caller already computed.
@@ -434,7 +441,7 @@ impl Store {
             let hash = Hash::from_hasher(tally.hasher);
             check_expected(expected, &hash)?;
             return self
-                .create_hashed(&Key::cas(&hash), head.freeze(), hash.clone())
+                .create_recorded(&Key::cas(&hash), head.freeze(), hash.clone())
                 .await
                 .map(|(s, _)| s);
         }
@@ -449,7 +456,7 @@ impl Store {
             .await;
         // Staging objects are scratch space, not evidence: removing them rewrites nothing.
         let _ = self.inner.delete(&path(&staging)).await;
-        result
+        self.recorded_link(result)
     }
 
     /// Streams the rest of a large blob to `staging` as one multipart upload, `head` first.
