@@ -148,7 +148,8 @@ impl Audit {
 /// Audits every roll of `doc` against the store. `brief` is the stored brief bytes, if any.
 ///
 /// `store` is a [`crate::store::Store`] (every object re-read and re-hashed: `seal verify`) or
-/// the postguard's [`crate::store::OwnWrites`] (this process's own writes taken as written).
+/// the postguard's trusted reads (`crate::store::recent`: this process's own writes taken as
+/// written).
 pub async fn audit<R: Reads>(
     store: &R,
     doc: &Evidence,

@@ -315,3 +315,107 @@ fn mismatch(key: &Key, expected: &Hash, actual: Hash) -> Result<(), StoreError> 
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(i: usize) -> Key {
+        Key::parse(&format!("runs/r/obj-{i}.json")).unwrap()
+    }
+
+    fn put(set: &WriteSet, i: usize, len: usize) -> Hash {
+        let bytes = Bytes::from(vec![i as u8; len]);
+        let hash = Hash::of(&bytes);
+        set.record(&key(i), &hash, &bytes);
+        hash
+    }
+
+    #[test]
+    fn the_byte_budget_holds_and_the_oldest_go_first() {
+        let set = WriteSet::new(1000, 1_000);
+        for i in 0..50 {
+            put(&set, i, 100);
+            let (_, held) = set.usage();
+            assert!(held <= 1000, "held {held} bytes after {i} puts");
+        }
+        assert_eq!(set.usage(), (10, 1000));
+        assert!(set.get(&key(39)).is_none(), "an old entry survived");
+        assert!(set.get(&key(40)).is_some() && set.get(&key(49)).is_some());
+    }
+
+    #[test]
+    fn the_entry_bound_holds_for_hash_only_entries_too() {
+        let set = WriteSet::new(1000, 8);
+        for i in 0..40 {
+            let h = Hash::of(&[i as u8]);
+            set.record_hash(&key(i), &h, 5_000_000);
+            assert!(set.usage().0 <= 8);
+        }
+        assert!(set.get(&key(31)).is_none() && set.get(&key(32)).is_some());
+    }
+
+    #[test]
+    fn large_objects_keep_only_their_hash() {
+        let set = WriteSet::new(BYTE_BUDGET, 16);
+        let h = put(&set, 1, MAX_HELD_OBJECT + 1);
+        let r = set.get(&key(1)).unwrap();
+        assert_eq!(
+            (r.hash, r.size, r.bytes),
+            (h, MAX_HELD_OBJECT as u64 + 1, None)
+        );
+        assert_eq!(set.usage(), (1, 0));
+    }
+
+    #[test]
+    fn two_hashes_for_one_key_forget_the_key() {
+        let set = WriteSet::new(1000, 16);
+        put(&set, 1, 10);
+        let other = Bytes::from_static(b"other bytes");
+        set.record(&key(1), &Hash::of(&other), &other);
+        assert!(set.get(&key(1)).is_none());
+        assert_eq!(set.usage(), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_recorded_object_never_stands_for_other_bytes() {
+        let store = Store::open("memory://").await.unwrap();
+        let k = key(7);
+        let mine = Bytes::from_static(b"{\"a\":1}");
+        store.put_bytes(&k, mine.clone()).await.unwrap();
+        let own = store.trusting_own_writes();
+        // The recorded bytes answer for their own hash only.
+        assert_eq!(own.get_verified(&k, &Hash::of(&mine)).await.unwrap(), mine);
+        let theirs = Hash::of(b"{\"a\":2}");
+        assert!(matches!(
+            own.get_verified(&k, &theirs).await,
+            Err(StoreError::HashMismatch { .. })
+        ));
+        assert!(matches!(
+            own.verify(&k, &theirs).await,
+            Err(StoreError::HashMismatch { .. })
+        ));
+        // A put of other bytes at the key is still a conflict, and is not recorded.
+        let err = store
+            .put_bytes(&k, Bytes::from_static(b"{\"a\":2}"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
+        assert_eq!(own.get_verified(&k, &Hash::of(&mine)).await.unwrap(), mine);
+    }
+
+    #[tokio::test]
+    async fn held_bytes_keep_the_document_limit() {
+        let store = Store::open("memory://").await.unwrap();
+        let k = key(8);
+        let bytes = Bytes::from(vec![b' '; 100]);
+        store.put_bytes(&k, bytes.clone()).await.unwrap();
+        let small = store.clone().with_doc_limit(10);
+        let err = small
+            .trusting_own_writes()
+            .get_verified(&k, &Hash::of(&bytes))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::TooLarge { .. }), "{err}");
+    }
+}
