@@ -115,7 +115,12 @@ impl WriteSet {
         g.held += entry.bytes.as_ref().map_or(0, Bytes::len);
         g.map.insert(key.clone(), entry);
         g.order.push_back(key.clone());
-        while g.held > self.byte_budget || g.map.len() > self.max_entries {
+        // The queue may also hold keys already forgotten (two hashes for one key): it is
+        // bounded like the map, so that it cannot grow past it either.
+        while g.held > self.byte_budget
+            || g.map.len() > self.max_entries
+            || g.order.len() > self.max_entries
+        {
             let Some(oldest) = g.order.pop_front() else {
                 break;
             };
@@ -140,7 +145,7 @@ impl WriteSet {
             },
         );
         g.order.push_back(key.clone());
-        while g.map.len() > self.max_entries {
+        while g.map.len() > self.max_entries || g.order.len() > self.max_entries {
             let Some(oldest) = g.order.pop_front() else {
                 break;
             };
@@ -156,6 +161,11 @@ impl WriteSet {
             size: e.size,
             bytes: e.bytes.clone(),
         })
+    }
+
+    #[cfg(test)]
+    fn queued(&self) -> usize {
+        self.lock().order.len()
     }
 
     /// Keys recorded and bytes held now (tests of the bound).
@@ -375,6 +385,13 @@ mod tests {
         set.record(&key(1), &Hash::of(&other), &other);
         assert!(set.get(&key(1)).is_none());
         assert_eq!(set.usage(), (0, 0));
+        // Forgotten keys do not pile up in the eviction queue either.
+        for i in 0..100 {
+            let (a, b) = (Bytes::from(vec![1u8; i + 1]), Bytes::from(vec![2u8; i + 1]));
+            set.record(&key(1000 + i), &Hash::of(&a), &a);
+            set.record(&key(1000 + i), &Hash::of(&b), &b);
+            assert!(set.queued() <= 16, "queue of {} keys", set.queued());
+        }
     }
 
     #[tokio::test]
