@@ -1,8 +1,12 @@
 //! Canonical bytes and content hashes: one JSON value, one byte string, one sha256.
 //!
-//! Every JSON document seal stores is written as its RFC 8785 (JCS) canonical form, produced by
-//! the maintained `serde_json_canonicalizer` crate, so that a value has exactly one hash on any
-//! machine. JCS numbers are IEEE doubles: an integer beyond 2^53 would be rewritten silently, so
+//! Every JSON document seal stores is written as its RFC 8785 (JCS) canonical form, so that a
+//! value has exactly one hash on any machine. The writer ([`write_jcs`]) walks the parsed value
+//! once into one buffer; numbers are formatted by `ryu-js` (ECMAScript's Number-to-String, what
+//! JCS prescribes). It replaced the `serde_json_canonicalizer` crate's serializer, which re-parsed
+//! every object key and buffered every member separately (a quarter of the daemon's CPU per run,
+//! docs/BENCHMARKS.md); that crate stays the reference the tests compare against byte for byte.
+//! JCS numbers are IEEE doubles: an integer beyond 2^53 would be rewritten silently, so
 //! [`canonical_bytes`] refuses any number whose magnitude exceeds 2^53 instead of changing it.
 
 use serde::Serialize;
@@ -94,15 +98,67 @@ fn truncate_for_message(s: &str) -> String {
 /// The RFC 8785 canonical bytes of `value`.
 pub fn canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
     let v = serde_json::to_value(value).map_err(|e| CanonicalError::Serialize(e.to_string()))?;
-    check_numbers(&v, &mut String::new())?;
-    serde_json_canonicalizer::to_vec(&v).map_err(|e| CanonicalError::Serialize(e.to_string()))
+    canonical_value_bytes(&v)
 }
 
 /// [`canonical_bytes`] of a parsed document, without first copying it into a new `Value`
 /// (what `serde_json::to_value` does for a `&Value`).
 pub fn canonical_value_bytes(v: &Value) -> Result<Vec<u8>, CanonicalError> {
     check_numbers(v, &mut String::new())?;
-    serde_json_canonicalizer::to_vec(v).map_err(|e| CanonicalError::Serialize(e.to_string()))
+    let mut out = Vec::with_capacity(256);
+    write_jcs(v, &mut out)?;
+    Ok(out)
+}
+
+/// Appends the JCS form of `v` to `out` (RFC 8785 §3.2): no whitespace; literals as is;
+/// numbers as IEEE doubles in ECMAScript form; strings with only `"`, `\\` and control
+/// characters escaped (`\b \t \n \f \r`, else `\u00xx` in lowercase hex), exactly serde_json's
+/// escaping; object members sorted by the UTF-16 code units of their keys.
+fn write_jcs(v: &Value, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+    match v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => {
+            let f = n
+                .as_f64()
+                .filter(|f| f.is_finite())
+                .ok_or_else(|| CanonicalError::Serialize(format!("number {n} is not a double")))?;
+            out.extend_from_slice(ryu_js::Buffer::new().format_finite(f).as_bytes());
+        }
+        Value::String(s) => write_string(s, out)?,
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_jcs(item, out)?;
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            // A map iterates in UTF-8 byte order (or insertion order); JCS wants UTF-16 code
+            // unit order, which differs for keys with characters from U+E000 up.
+            members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            out.push(b'{');
+            for (i, (k, item)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_string(k, out)?;
+                out.push(b':');
+                write_jcs(item, out)?;
+            }
+            out.push(b'}');
+        }
+    }
+    Ok(())
+}
+
+fn write_string(s: &str, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+    serde_json::to_writer(&mut *out, s).map_err(|e| CanonicalError::Serialize(e.to_string()))
 }
 
 /// Canonical bytes and their hash, computed together because callers always need both.

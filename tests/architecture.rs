@@ -28,7 +28,8 @@ fn layer(module: &str) -> Option<(u8, &'static str)> {
         | "judge::slot" | "judge::redact" | "unbound" | "explain::tree" | "explain::html"
         | "explain::svg" | "explain::escape" | "tlog" | "stats::kappa" | "stats::facts"
         | "stats::aggregate" | "stats::text" | "stats::html" => pure,
-        "store" | "store::open" | "store::key" | "store::local" | "store::durable" => store,
+        "store" | "store::open" | "store::key" | "store::local" | "store::durable"
+        | "store::recent" => store,
         "config" | "engine" | "run_state" | "judge" | "judge::client" | "roll" | "roll::guard"
         | "roll::package" | "roll::cost" | "roll::dispatch" | "roll::record" | "audit"
         | "audit::load" | "audit::compare" | "postguard" | "postguard::decide" | "sealing"

@@ -406,6 +406,17 @@ proptest! {
         prop_assert_eq!(Hash::of(&bytes).to_string(), hex::encode(Sha256::digest(&bytes)));
     }
 
+    /// seal's own JCS writer gives, byte for byte, what the `serde_json_canonicalizer` crate
+    /// (the engine it replaced) gives: keys that sort differently in UTF-8 and UTF-16, every
+    /// escape, every kind of number.
+    #[test]
+    fn the_writer_matches_the_reference_engine(v in json_value()) {
+        let engine = serde_json_canonicalizer::to_vec(&v).unwrap();
+        let ours = canonical_bytes(&v).unwrap();
+        prop_assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&engine));
+        prop_assert_eq!(canonical::canonical_value_bytes(&v).unwrap(), engine);
+    }
+
     /// Numbers: every finite double within 2^53 round-trips through canonical text exactly.
     #[test]
     fn safe_doubles_round_trip(f in any::<f64>().prop_filter("safe", |f| f.is_finite() && f.abs() <= MAX_SAFE)) {

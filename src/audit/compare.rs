@@ -10,7 +10,7 @@ use crate::doc::*;
 use crate::ids::{RunId, Slot};
 use crate::judge::slot::slot_documents;
 use crate::merge;
-use crate::store::{Key, Store};
+use crate::store::{Key, Reads};
 use crate::vocab::GuardCheck;
 
 /// The brief is stored and hashes to `briefHash`.
@@ -306,7 +306,7 @@ pub(super) fn mirror(a: &mut Audit, doc: &Evidence, run: &RunId, docs: &[RollDoc
 /// Every object under `runs/<id>/` is bound by the document (or is one of the run's own
 /// documents); anything else is named: nobody vouched for it. The run's own documents join
 /// the bound set, which is then exactly what an import copies.
-pub(super) async fn unbound(a: &mut Audit, store: &Store, run: &RunId, doc: &Evidence) {
+pub(super) async fn unbound<R: Reads>(a: &mut Audit, store: &R, run: &RunId, doc: &Evidence) {
     let bound = &mut a.bound;
     for key in [
         Key::header(run),
@@ -324,7 +324,7 @@ pub(super) async fn unbound(a: &mut Audit, store: &Store, run: &RunId, doc: &Evi
         bound.insert(Key::play_spec(run));
     }
     let bound = bound.clone();
-    let (listed, odd) = match store.list_everything(&Key::run_dir(run)).await {
+    let (listed, odd) = match store.store().list_everything(&Key::run_dir(run)).await {
         Ok(found) => found,
         Err(e) => {
             a.push(

@@ -12,7 +12,7 @@ use crate::doc::*;
 use crate::ids::{RunId, Slot};
 use crate::judge::parse::evaluate_raw;
 use crate::judge::{AttemptRecord, SlotRun};
-use crate::store::{Key, Store, Stored};
+use crate::store::{Key, Reads, Stored};
 use crate::validate::{validate_as, Report};
 
 /// Everything audited about one roll, for callers that need the documents.
@@ -64,9 +64,9 @@ impl LoadedRoll {
 
 impl Audit {
     /// Reads, verifies and schema-checks a JSON document; None (with a problem) if unusable.
-    async fn doc<T: serde::de::DeserializeOwned>(
+    async fn doc<T: serde::de::DeserializeOwned, R: Reads>(
         &mut self,
-        store: &Store,
+        store: &R,
         reference: &str,
         hash: &Hash,
         kind: Option<Kind>,
@@ -86,7 +86,7 @@ impl Audit {
                 return None;
             }
         };
-        let value = match crate::json::parse(&bytes, store.doc_limit()) {
+        let value = match crate::json::parse(&bytes, store.store().doc_limit()) {
             Ok(v) => v,
             Err(e) => {
                 self.push(check::SCHEMA, key.as_str(), format!("not JSON: {e}"));
@@ -119,15 +119,15 @@ impl Audit {
 }
 
 /// Loads every object roll `r` references; None (with problems) when one is unusable.
-pub(super) async fn roll(
+pub(super) async fn roll<R: Reads>(
     a: &mut Audit,
-    store: &Store,
+    store: &R,
     run: &RunId,
     r: &Roll,
 ) -> Option<LoadedRoll> {
     record(a, store, run, r).await;
     let (proof, _) = a
-        .doc::<ProofPackage>(
+        .doc::<ProofPackage, R>(
             store,
             &r.proof_package_ref,
             &r.proof_package_hash,
@@ -136,7 +136,7 @@ pub(super) async fn roll(
         .await?;
     frames(a, store, &proof).await;
     let (package, package_bytes) = a
-        .doc::<JudgePackage>(
+        .doc::<JudgePackage, R>(
             store,
             &r.judge_package_ref,
             &r.judge_package_hash,
@@ -145,7 +145,7 @@ pub(super) async fn roll(
         .await?;
     let manifest_key = Key::roll_file(run, r.roll_id, "image-manifest.json");
     let (manifest, _) = a
-        .doc::<ImageManifest>(
+        .doc::<ImageManifest, R>(
             store,
             manifest_key.as_str(),
             &package.image_manifest_hash,
@@ -153,7 +153,7 @@ pub(super) async fn roll(
         )
         .await?;
     let (reservation, _) = a
-        .doc::<CostReservation>(
+        .doc::<CostReservation, R>(
             store,
             &r.cost_reservation_ref,
             &r.cost_reservation_hash,
@@ -161,7 +161,7 @@ pub(super) async fn roll(
         )
         .await?;
     let (consensus, _) = a
-        .doc::<JudgeConsensus>(
+        .doc::<JudgeConsensus, R>(
             store,
             &r.judge_consensus_ref,
             &r.judge_consensus_hash,
@@ -182,11 +182,24 @@ pub(super) async fn roll(
 }
 
 /// The roll record as stored must be this roll (a swapped roll folder is caught here).
-async fn record(a: &mut Audit, store: &Store, run: &RunId, r: &Roll) {
+async fn record<R: Reads>(a: &mut Audit, store: &R, run: &RunId, r: &Roll) {
     let roll_key = Key::roll_file(run, r.roll_id, "roll.json");
     a.bound.insert(roll_key.clone());
-    match store.get_json::<Roll>(&roll_key).await {
-        Ok(Some((stored, _))) if &stored == r => {}
+    let limit = store.store().doc_limit();
+    let stored = store.get_opt_hashed(&roll_key).await.and_then(|found| {
+        found
+            .map(|(bytes, _)| {
+                crate::json::parse_as::<Roll>(&bytes, limit).map_err(|e| {
+                    crate::store::StoreError::BadDocument {
+                        key: roll_key.clone(),
+                        detail: e.to_string(),
+                    }
+                })
+            })
+            .transpose()
+    });
+    match stored {
+        Ok(Some(stored)) if &stored == r => {}
         Ok(Some(_)) => a.push(
             check::REFS,
             roll_key.as_str(),
@@ -202,7 +215,7 @@ async fn record(a: &mut Audit, store: &Store, run: &RunId, r: &Roll) {
 }
 
 /// Every frame blob of the proof package exists and hashes to its name.
-async fn frames(a: &mut Audit, store: &Store, proof: &ProofPackage) {
+async fn frames<R: Reads>(a: &mut Audit, store: &R, proof: &ProofPackage) {
     let mut seen = BTreeSet::new();
     for f in &proof.frames {
         if seen.insert(f.hash.clone()) {
@@ -215,16 +228,16 @@ async fn frames(a: &mut Audit, store: &Store, proof: &ProofPackage) {
 }
 
 /// A slot's normalized result, parsed document and every attempt the result lists.
-async fn slot(
+async fn slot<R: Reads>(
     a: &mut Audit,
-    store: &Store,
+    store: &R,
     run: &RunId,
     r: &Roll,
     slot: Slot,
 ) -> Option<LoadedSlot> {
     let sref = r.slot_ref(slot);
     let (result, _) = a
-        .doc::<JudgeResult>(
+        .doc::<JudgeResult, R>(
             store,
             &sref.normalized_ref,
             &sref.result_hash,
@@ -266,9 +279,9 @@ async fn slot(
 }
 
 /// One attempt: raw answer, SlotMeta and request, each by the hash the result binds.
-async fn attempt(
+async fn attempt<R: Reads>(
     a: &mut Audit,
-    store: &Store,
+    store: &R,
     run: &RunId,
     r: &Roll,
     slot: Slot,
@@ -284,7 +297,7 @@ async fn attempt(
         }
     };
     let (meta, _) = a
-        .doc::<SlotMeta>(
+        .doc::<SlotMeta, R>(
             store,
             key("meta.json").as_str(),
             &h.meta_hash,
@@ -294,7 +307,7 @@ async fn attempt(
     meta_checks(a, &meta, slot, h, &key("raw.json"));
     let (request, request_stored) = match &h.request_hash {
         Some(rh) => match a
-            .doc::<Value>(store, key("request.json").as_str(), rh, None)
+            .doc::<Value, R>(store, key("request.json").as_str(), rh, None)
             .await
         {
             Some((v, bytes)) => {

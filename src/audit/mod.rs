@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 use crate::canonical::Hash;
 use crate::doc::*;
 use crate::ids::RunId;
-use crate::store::{Key, Store, StoreError};
+use crate::store::{Key, Reads, StoreError};
 
 pub use load::RollDocs;
 
@@ -146,8 +146,12 @@ impl Audit {
 }
 
 /// Audits every roll of `doc` against the store. `brief` is the stored brief bytes, if any.
-pub async fn audit(
-    store: &Store,
+///
+/// `store` is a [`crate::store::Store`] (every object re-read and re-hashed: `seal verify`) or
+/// the postguard's trusted reads (`crate::store::recent`: this process's own writes taken as
+/// written).
+pub async fn audit<R: Reads>(
+    store: &R,
     doc: &Evidence,
     brief: Option<&[u8]>,
 ) -> (Vec<Problem>, Vec<RollDocs>) {
@@ -165,7 +169,7 @@ pub struct Audited {
 }
 
 /// [`audit`], also handing out the bound keys.
-pub async fn audit_bound(store: &Store, doc: &Evidence, brief: Option<&[u8]>) -> Audited {
+pub async fn audit_bound<R: Reads>(store: &R, doc: &Evidence, brief: Option<&[u8]>) -> Audited {
     let mut a = Audit::default();
     let run = match RunId::parse(&doc.run_id) {
         Ok(r) => r,

@@ -25,9 +25,16 @@ pub struct Decided {
 
 impl Decided {
     /// Wraps the postguard's decided document. Refuses anything not in phase DECIDED.
-    pub(super) fn new(run: RunId, evidence: Evidence) -> Result<Decided, CanonicalError> {
+    /// `value` is `evidence` as a JSON value (the postguard has it already, from validating
+    /// the document): its canonical bytes are those of `evidence`, without a second copy.
+    pub(super) fn new(
+        run: RunId,
+        evidence: Evidence,
+        value: &serde_json::Value,
+    ) -> Result<Decided, CanonicalError> {
         debug_assert!(evidence.phase == Phase::Decided);
-        let (bytes, hash) = canonical::canonical_with_hash(&evidence)?;
+        let bytes = canonical::canonical_value_bytes(value)?;
+        let hash = Hash::of(&bytes);
         Ok(Decided {
             run,
             evidence,

@@ -31,7 +31,7 @@ use crate::merge;
 use crate::roll::{self, JudgingError, Source};
 use crate::run_state::{OpenRun, RunState, RunStateError};
 use crate::sealing::{self, Envelope};
-use crate::store::{Key, Store, StoreError};
+use crate::store::{Key, OwnWrites, Reads, Store, StoreError};
 use crate::validate::{validate_as, Report};
 use decided::{Decided, Seal};
 
@@ -124,22 +124,28 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
     if rolls.is_empty() {
         return Err(FinalizeError::NoRolls { run: run.clone() });
     }
-    let (snapshot, snapshot_hash) = stored_snapshot(store, run, &rolls).await?;
-    let checks = postguard_checks(store, run, &snapshot).await?;
+    // This process wrote most of what the postguard reads seconds ago: it takes those
+    // objects as written (bytes and sha256 recorded at the put) instead of re-reading and
+    // re-hashing them. Everything else is read and re-hashed; `seal verify` re-hashes every
+    // byte (docs/DESIGN.md §6).
+    let own = store.trusting_own_writes();
+    let snapshot = stored_snapshot(&own, run, &rolls).await?;
+    let checks = postguard_checks(&own, run, &snapshot).await?;
     let decided = decide(
         run,
-        snapshot,
+        snapshot.doc,
         checks,
-        snapshot_hash,
+        snapshot.hash,
         engine.clock.now_rfc3339(),
     )?;
-    let wrote = match store.put_decided(&decided).await {
-        Ok((_, created)) => created,
-        Err(StoreError::Conflict { .. }) => false,
+    let (evidence, evidence_hash, wrote) = match store.put_decided(&decided).await {
+        // The store holds exactly these bytes now (created, or identical ones were there).
+        Ok((stored, created)) => (decided.evidence().clone(), stored.hash, created),
+        Err(StoreError::Conflict { .. }) => match read_decided(store, run).await? {
+            Some((evidence, hash)) => (evidence, hash, false),
+            None => return Err(internal(run, "evidence.json vanished after a conflict")),
+        },
         Err(e) => return Err(e.into()),
-    };
-    let Some((evidence, evidence_hash)) = read_decided(store, run).await? else {
-        return Err(internal(run, "evidence.json vanished after it was written"));
     };
     tracing::info!(outcome = ?evidence.outcome, wrote, "run decided");
     let (done, sealed) = ensure_seal(store, run, evidence, evidence_hash, &key, wrote).await?;
@@ -193,26 +199,68 @@ async fn judge_pending(engine: &Engine, mut open: OpenRun) -> Result<Vec<Roll>, 
     Ok(open.rolls)
 }
 
+/// The JUDGING snapshot as read back: the document, its sha256, and the parsed value its
+/// schema is checked on (one parse for both).
+struct Snapshot {
+    doc: Evidence,
+    hash: Hash,
+    value: serde_json::Value,
+}
+
+/// Reads and strictly parses a document through the postguard's reads; `None` when absent.
+async fn read_doc<T: serde::de::DeserializeOwned>(
+    own: &OwnWrites<'_>,
+    key: &Key,
+) -> Result<Option<(T, Hash, serde_json::Value)>, StoreError> {
+    let Some((bytes, hash)) = own.get_opt_hashed(key).await? else {
+        return Ok(None);
+    };
+    let bad = |detail: String| StoreError::BadDocument {
+        key: key.clone(),
+        detail,
+    };
+    let value =
+        crate::json::parse(&bytes, own.store().doc_limit()).map_err(|e| bad(e.to_string()))?;
+    // Deserializing from a borrowed value keeps the value for the schema check, uncopied.
+    let doc = T::deserialize(&value).map_err(|e| bad(e.to_string()))?;
+    Ok(Some((doc, hash, value)))
+}
+
+/// Strictly parses the bytes read at `key` into `T`.
+fn typed<T: serde::de::DeserializeOwned>(
+    key: &Key,
+    limit: u64,
+    bytes: &[u8],
+) -> Result<T, StoreError> {
+    crate::json::parse_as(bytes, limit).map_err(|e| StoreError::BadDocument {
+        key: key.clone(),
+        detail: e.to_string(),
+    })
+}
+
 /// The JUDGING snapshot the postguard decides from: the stored one if an earlier finalize
-/// wrote it, else derived from the judged rolls and stored; always read back from the store.
+/// wrote it, else derived from the judged rolls and stored; always read back from the store
+/// (through the write set: the bytes a racing finalizer stored instead are read from it).
 async fn stored_snapshot(
-    store: &Store,
+    own: &OwnWrites<'_>,
     run: &RunId,
     rolls: &[Roll],
-) -> Result<(Evidence, Hash), FinalizeError> {
+) -> Result<Snapshot, FinalizeError> {
+    let store = own.store();
     let snap_key = Key::judging(run);
-    if let Some(found) = store.get_json::<Evidence>(&snap_key).await? {
+    let read = |found: Option<(Evidence, Hash, serde_json::Value)>| {
+        found.map(|(doc, hash, value)| Snapshot { doc, hash, value })
+    };
+    if let Some(found) = read(read_doc::<Evidence>(own, &snap_key).await?) {
         return Ok(found);
     }
-    let (header, _) = store
-        .get_json::<Evidence>(&Key::header(run))
+    let (header, _, _) = read_doc::<Evidence>(own, &Key::header(run))
         .await?
         .ok_or_else(|| internal(run, "the header vanished"))?;
-    let snapshot = derive_snapshot(store, run, &header, rolls).await?;
+    let snapshot = derive_snapshot(own, run, &header, rolls).await?;
     // Never store a snapshot the postguard (or verify) could not read back.
-    let size = crate::canonical::canonical_bytes(&snapshot)
-        .map(|b| b.len() as u64)
-        .map_err(|e| internal(run, e))?;
+    let bytes = crate::canonical::canonical_bytes(&snapshot).map_err(|e| internal(run, e))?;
+    let size = bytes.len() as u64;
     if size > store.doc_limit() {
         return Err(StoreError::TooLarge {
             key: snap_key.to_string(),
@@ -221,14 +269,12 @@ async fn stored_snapshot(
         }
         .into());
     }
-    match store.put_json(&snap_key, &snapshot).await {
+    match store.put_bytes(&snap_key, bytes::Bytes::from(bytes)).await {
         // A racing finalizer stored its snapshot first: it is the one decided on.
         Ok(_) | Err(StoreError::Conflict { .. }) => {}
         Err(e) => return Err(e.into()),
     }
-    store
-        .get_json::<Evidence>(&snap_key)
-        .await?
+    read(read_doc::<Evidence>(own, &snap_key).await?)
         .ok_or_else(|| internal(run, "the JUDGING snapshot vanished"))
 }
 
@@ -249,27 +295,37 @@ async fn ensure_seal(
     let seal_key = Key::seal(run);
     let mut sealed_here = false;
     let envelope = match store.get_json::<Envelope>(&seal_key).await? {
-        Some((env, _)) => env,
+        Some((env, _)) => (env, None),
         None => {
             let statement = sealing::statement_for(run, &evidence, &evidence_hash)
                 .map_err(|e| internal(run, e))?;
             let env = sealing::sign(key, &statement).map_err(|e| internal(run, e))?;
             let bytes = canonical::canonical_bytes(&env).map_err(|e| internal(run, e))?;
             match store.put_seal(&Seal::new(run.clone(), bytes)).await {
-                Ok((_, created)) => sealed_here = created,
-                Err(StoreError::Conflict { .. }) => {}
+                // The store holds exactly these canonical bytes now.
+                Ok((stored, created)) => {
+                    sealed_here = created;
+                    (env, Some(stored.hash))
+                }
+                Err(StoreError::Conflict { .. }) => (
+                    store
+                        .get_json::<Envelope>(&seal_key)
+                        .await?
+                        .map(|(e, _)| e)
+                        .ok_or_else(|| internal(run, "seal vanished"))?,
+                    None,
+                ),
                 Err(e) => return Err(e.into()),
             }
-            store
-                .get_json::<Envelope>(&seal_key)
-                .await?
-                .map(|(e, _)| e)
-                .ok_or_else(|| internal(run, "seal vanished"))?
         }
     };
-    let envelope_hash = canonical::canonical_with_hash(&envelope)
-        .map(|(_, h)| h)
-        .map_err(|e| internal(run, e))?;
+    let (envelope, known_hash) = envelope;
+    let envelope_hash = match known_hash {
+        Some(h) => h,
+        None => canonical::canonical_with_hash(&envelope)
+            .map(|(_, h)| h)
+            .map_err(|e| internal(run, e))?,
+    };
     let done = Finalized {
         evidence,
         evidence_hash,
@@ -283,22 +339,30 @@ async fn ensure_seal(
 /// Loads the proof package and consensus of every roll (verified by hash) and derives the
 /// JUDGING document from them.
 async fn derive_snapshot(
-    store: &Store,
+    own: &OwnWrites<'_>,
     run: &RunId,
     header: &Evidence,
     rolls: &[Roll],
 ) -> Result<Evidence, FinalizeError> {
+    let limit = own.store().doc_limit();
     let mut docs = Vec::with_capacity(rolls.len());
     for r in rolls {
         let key = |reference: &str| {
             Key::parse(reference).map_err(|e| internal(run, format!("{reference}: {e}")))
         };
-        let proof: ProofPackage = store
-            .get_json_verified(&key(&r.proof_package_ref)?, &r.proof_package_hash)
-            .await?;
-        let consensus: JudgeConsensus = store
-            .get_json_verified(&key(&r.judge_consensus_ref)?, &r.judge_consensus_hash)
-            .await?;
+        let proof_key = key(&r.proof_package_ref)?;
+        let proof: ProofPackage = typed(
+            &proof_key,
+            limit,
+            &own.get_verified(&proof_key, &r.proof_package_hash).await?,
+        )?;
+        let consensus_key = key(&r.judge_consensus_ref)?;
+        let consensus: JudgeConsensus = typed(
+            &consensus_key,
+            limit,
+            &own.get_verified(&consensus_key, &r.judge_consensus_hash)
+                .await?,
+        )?;
         docs.push((proof, consensus));
     }
     let judged: Vec<JudgedRoll<'_>> = rolls
@@ -315,14 +379,15 @@ async fn derive_snapshot(
 
 /// Every postguard check on the stored snapshot, each recorded whether it passed or not.
 async fn postguard_checks(
-    store: &Store,
+    own: &OwnWrites<'_>,
     run: &RunId,
-    snap: &Evidence,
+    snapshot: &Snapshot,
 ) -> Result<Vec<Check>, FinalizeError> {
-    let brief = store.get_opt(&Key::brief(run)).await?;
-    let (mut problems, docs) = audit::audit(store, snap, brief.as_deref()).await;
-    problems.extend(document_problems(run, snap)?);
-    if let Some((header, _)) = store.get_json::<Evidence>(&Key::header(run)).await? {
+    let snap = &snapshot.doc;
+    let brief = own.get_opt_hashed(&Key::brief(run)).await?.map(|(b, _)| b);
+    let (mut problems, docs) = audit::audit(own, snap, brief.as_deref()).await;
+    problems.extend(document_problems(run, snap, &snapshot.value));
+    if let Some((header, _, _)) = read_doc::<Evidence>(own, &Key::header(run)).await? {
         problems.extend(audit::run_cost(&Key::judging(run), &header, snap));
     }
     // Independence holds for the source roll, if it was dispatched.
@@ -348,11 +413,11 @@ async fn postguard_checks(
         .collect())
 }
 
-/// The snapshot's schema and cross-field invariants.
-fn document_problems(run: &RunId, snap: &Evidence) -> Result<Vec<Problem>, FinalizeError> {
-    let value = serde_json::to_value(snap).map_err(|e| internal(run, e))?;
+/// The snapshot's schema (on `value`, the snapshot as parsed from its stored bytes) and its
+/// cross-field invariants.
+fn document_problems(run: &RunId, snap: &Evidence, value: &serde_json::Value) -> Vec<Problem> {
     let mut problems = Vec::new();
-    for f in crate::contracts::validate(Kind::PlaytestV3, &value) {
+    for f in crate::contracts::validate(Kind::PlaytestV3, value) {
         let object = format!("{} {}", Key::judging(run), f.pointer);
         problems.push(Problem::new(check::SCHEMA, object, f.message));
     }
@@ -361,7 +426,7 @@ fn document_problems(run: &RunId, snap: &Evidence) -> Result<Vec<Problem>, Final
         let detail = format!("{} {}", f.rule, f.message);
         problems.push(Problem::new(check::INVARIANTS, object, detail));
     }
-    Ok(problems)
+    problems
 }
 
 /// One `finalPostguard.checks` entry: ok, or the first problems of that check.
@@ -427,5 +492,5 @@ fn decide(
             ),
         ));
     }
-    Decided::new(run.clone(), snap).map_err(|e| internal(run, e))
+    Decided::new(run.clone(), snap, &value).map_err(|e| internal(run, e))
 }

@@ -22,12 +22,14 @@
 mod durable;
 mod local;
 mod open;
+mod recent;
 
 pub use durable::fsync_counts;
 
 pub use crate::key::{Key, Stored};
 use crate::postguard::decided::{Decided, Seal};
 pub use open::{is_loopback_host, StoreUrl};
+pub use recent::{OwnWrites, Reads};
 
 use bytes::{Bytes, BytesMut};
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -134,6 +136,9 @@ pub struct Store {
     staging: bool,
     /// Reads of a `file://` store run on the calling thread ([`Store::direct_io`]).
     direct: bool,
+    /// What this process stored through this open store (`recent`): read only by
+    /// [`OwnWrites`], never by the reads of `Store` itself.
+    recent: Arc<recent::WriteSet>,
 }
 
 impl std::fmt::Debug for Store {
@@ -169,6 +174,7 @@ impl Store {
             doc_limit: DEFAULT_DOC_LIMIT,
             staging: false,
             direct: false,
+            recent: Arc::new(recent::WriteSet::default()),
         })
     }
 
@@ -200,6 +206,7 @@ impl Store {
             doc_limit,
             staging: true,
             direct: false,
+            recent: Arc::new(recent::WriteSet::default()),
         }
     }
 
@@ -339,7 +346,7 @@ impl Store {
         bytes: Bytes,
     ) -> Result<(Stored, bool), StoreError> {
         let hash = Hash::of(&bytes);
-        self.create_hashed(key, bytes, hash).await
+        self.create_recorded(key, bytes, hash).await
     }
 
     /// Create-only put of bytes whose hash the caller already computed.
@@ -461,7 +468,7 @@ impl Store {
             let hash = Hash::from_hasher(tally.hasher);
             check_expected(expected, &hash)?;
             return self
-                .create_hashed(&Key::cas(&hash), head.freeze(), hash.clone())
+                .create_recorded(&Key::cas(&hash), head.freeze(), hash.clone())
                 .await
                 .map(|(s, _)| s);
         }
@@ -476,7 +483,7 @@ impl Store {
             .await;
         // Staging objects are scratch space, not evidence: removing them rewrites nothing.
         let _ = self.inner.delete(&path(&staging)).await;
-        result
+        self.recorded_link(result)
     }
 
     /// Streams the rest of a large blob to `staging` as one multipart upload, `head` first.

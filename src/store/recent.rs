@@ -1,0 +1,438 @@
+//! The write set of one opened store: what *this process* stored moments ago, and the reads
+//! that may take it instead of the store.
+//!
+//! Every create-only put that returned `Ok` (this call created the object, or found and
+//! re-hashed identical bytes there) records the key's sha256 and size, and for a small object
+//! its bytes, in a [`WriteSet`] shared by every clone of the opened [`Store`]. The set is
+//! bounded: at most [`MAX_ENTRIES`] keys and [`BYTE_BUDGET`] bytes held; the oldest entries go
+//! first (objects are write-once, so the oldest are the least likely to be read again: a run's
+//! postguard reads its objects seconds after its roll wrote them).
+//!
+//! Only [`OwnWrites`] reads the set, and only the finalPostguard makes one
+//! ([`Store::trusting_own_writes`]): it audits a run this process has just written, and hashing
+//! bytes it hashed itself a moment ago proves nothing new. What it trusts is exactly this: the
+//! bytes a put of this process handed to the store, and their sha256 computed then. Anything the
+//! set does not hold (written by another replica, evicted, never written) is read from the store
+//! and re-hashed as before, and a recorded hash that differs from the expected one is reported as
+//! the same [`StoreError::HashMismatch`] a read would give. `seal verify`, replay's source check
+//! and imports read through [`Store`] itself, whose reads never look at the set: they re-read and
+//! re-hash every byte, so a third party's write after ours is still caught there.
+
+use bytes::Bytes;
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::sync::Mutex;
+
+use super::{Key, Store, StoreError, Stored};
+use crate::canonical::Hash;
+
+/// At most this many bytes of object contents are held (the hashes of larger sets stay).
+pub const BYTE_BUDGET: usize = 32 * 1024 * 1024;
+/// At most this many keys are recorded (~300 bytes each, so ~20 MiB at most).
+pub const MAX_ENTRIES: usize = 65_536;
+/// Objects up to this size keep their bytes; larger ones (big frames) only their hash.
+pub const MAX_HELD_OBJECT: usize = 1024 * 1024;
+
+#[derive(Clone)]
+struct Entry {
+    hash: Hash,
+    size: u64,
+    bytes: Option<Bytes>,
+}
+
+struct Inner {
+    map: HashMap<Key, Entry>,
+    /// Keys in the order they were recorded: the front is evicted first.
+    order: VecDeque<Key>,
+    held: usize,
+}
+
+/// What this process stored through one opened store (see the module doc).
+pub(crate) struct WriteSet {
+    inner: Mutex<Inner>,
+    byte_budget: usize,
+    max_entries: usize,
+}
+
+/// A recorded object: its sha256, its size, and its bytes when they were small enough to keep.
+#[derive(Clone)]
+pub(crate) struct Recorded {
+    pub hash: Hash,
+    pub size: u64,
+    pub bytes: Option<Bytes>,
+}
+
+impl Default for WriteSet {
+    fn default() -> WriteSet {
+        WriteSet::new(BYTE_BUDGET, MAX_ENTRIES)
+    }
+}
+
+impl WriteSet {
+    pub(crate) fn new(byte_budget: usize, max_entries: usize) -> WriteSet {
+        WriteSet {
+            inner: Mutex::new(Inner {
+                map: HashMap::new(),
+                order: VecDeque::new(),
+                held: 0,
+            }),
+            byte_budget,
+            max_entries,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves at worst a stale entry of an object that was
+        // stored; the set is still consistent enough to use.
+        match self.inner.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Records that `key` holds `bytes`, whose sha256 is `hash` (a put just returned `Ok`).
+    pub(crate) fn record(&self, key: &Key, hash: &Hash, bytes: &Bytes) {
+        let keep = bytes.len() <= MAX_HELD_OBJECT.min(self.byte_budget);
+        let mut g = self.lock();
+        if let Some(old) = g.map.get(key) {
+            if &old.hash == hash {
+                return;
+            }
+            // Objects are write-once, so two different hashes for one key mean the store
+            // changed under us: remember neither, and let reads go to the store.
+            if let Some(old) = g.map.remove(key) {
+                g.held -= old.bytes.map_or(0, |b| b.len());
+            }
+            return;
+        }
+        let entry = Entry {
+            hash: hash.clone(),
+            size: bytes.len() as u64,
+            // A copy, so that what is held is exactly what is counted (a body's `Bytes` may
+            // be a slice of a larger buffer it would keep alive).
+            bytes: keep.then(|| Bytes::copy_from_slice(bytes)),
+        };
+        g.held += entry.bytes.as_ref().map_or(0, Bytes::len);
+        g.map.insert(key.clone(), entry);
+        g.order.push_back(key.clone());
+        // The queue may also hold keys already forgotten (two hashes for one key): it is
+        // bounded like the map, so that it cannot grow past it either.
+        while g.held > self.byte_budget
+            || g.map.len() > self.max_entries
+            || g.order.len() > self.max_entries
+        {
+            let Some(oldest) = g.order.pop_front() else {
+                break;
+            };
+            if let Some(old) = g.map.remove(&oldest) {
+                g.held -= old.bytes.map_or(0, |b| b.len());
+            }
+        }
+    }
+
+    /// Records a hash and size only (a large blob linked into place).
+    pub(crate) fn record_hash(&self, key: &Key, hash: &Hash, size: u64) {
+        let mut g = self.lock();
+        if g.map.contains_key(key) {
+            return;
+        }
+        g.map.insert(
+            key.clone(),
+            Entry {
+                hash: hash.clone(),
+                size,
+                bytes: None,
+            },
+        );
+        g.order.push_back(key.clone());
+        while g.map.len() > self.max_entries || g.order.len() > self.max_entries {
+            let Some(oldest) = g.order.pop_front() else {
+                break;
+            };
+            if let Some(old) = g.map.remove(&oldest) {
+                g.held -= old.bytes.map_or(0, |b| b.len());
+            }
+        }
+    }
+
+    pub(crate) fn get(&self, key: &Key) -> Option<Recorded> {
+        self.lock().map.get(key).map(|e| Recorded {
+            hash: e.hash.clone(),
+            size: e.size,
+            bytes: e.bytes.clone(),
+        })
+    }
+
+    #[cfg(test)]
+    fn queued(&self) -> usize {
+        self.lock().order.len()
+    }
+
+    /// Keys recorded and bytes held now (tests of the bound).
+    pub(crate) fn usage(&self) -> (usize, usize) {
+        let g = self.lock();
+        (g.map.len(), g.held)
+    }
+}
+
+impl Store {
+    /// A create-only put (see `create_hashed`) whose success is recorded in the write set.
+    pub(super) async fn create_recorded(
+        &self,
+        key: &Key,
+        bytes: Bytes,
+        hash: Hash,
+    ) -> Result<(Stored, bool), StoreError> {
+        let held = bytes.clone();
+        let done = self.create_hashed(key, bytes, hash).await?;
+        self.recent.record(key, &done.0.hash, &held);
+        Ok(done)
+    }
+
+    /// Records a large blob linked into place (hash and size only).
+    pub(super) fn recorded_link(
+        &self,
+        linked: Result<Stored, StoreError>,
+    ) -> Result<Stored, StoreError> {
+        if let Ok(s) = &linked {
+            self.recent.record_hash(&s.key, &s.hash, s.size);
+        }
+        linked
+    }
+
+    /// Reads that may take what this process stored through this open store instead of
+    /// re-reading and re-hashing it: for the finalPostguard only (a test keeps every other
+    /// module from calling this). See the module doc for what that trusts.
+    pub fn trusting_own_writes(&self) -> OwnWrites<'_> {
+        OwnWrites { store: self }
+    }
+
+    /// Keys recorded in the write set and bytes it holds (for tests of its bound).
+    pub fn write_set_usage(&self) -> (usize, usize) {
+        self.recent.usage()
+    }
+}
+
+/// The reads an audit makes, by the hash it expects. Two readers: [`Store`] re-reads and
+/// re-hashes every byte (`seal verify`, imports, replay's source), [`OwnWrites`] may take this
+/// process's write set (the finalPostguard). A type, not a flag, so that a verify cannot take
+/// the trusted path by passing the wrong value.
+pub trait Reads: Sync {
+    /// The store underneath, for reads the write set has nothing to say about (listings).
+    fn store(&self) -> &Store;
+    /// The object's bytes, which hash to `expected` (else [`StoreError::HashMismatch`]).
+    fn get_verified(
+        &self,
+        key: &Key,
+        expected: &Hash,
+    ) -> impl Future<Output = Result<Bytes, StoreError>> + Send;
+    /// The object hashes to `expected`; its size.
+    fn verify(
+        &self,
+        key: &Key,
+        expected: &Hash,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+    /// The object's bytes and their sha256; `None` when absent.
+    fn get_opt_hashed(
+        &self,
+        key: &Key,
+    ) -> impl Future<Output = Result<Option<(Bytes, Hash)>, StoreError>> + Send;
+}
+
+impl Reads for Store {
+    fn store(&self) -> &Store {
+        self
+    }
+    async fn get_verified(&self, key: &Key, expected: &Hash) -> Result<Bytes, StoreError> {
+        Store::get_verified(self, key, expected).await
+    }
+    async fn verify(&self, key: &Key, expected: &Hash) -> Result<u64, StoreError> {
+        Store::verify(self, key, expected).await
+    }
+    async fn get_opt_hashed(&self, key: &Key) -> Result<Option<(Bytes, Hash)>, StoreError> {
+        Ok(self.get_opt(key).await?.map(|b| {
+            let h = Hash::of(&b);
+            (b, h)
+        }))
+    }
+}
+
+/// Reads of the finalPostguard, which may take what this process wrote (see the module doc).
+/// Only [`Store::trusting_own_writes`] makes one.
+#[derive(Clone, Copy)]
+pub struct OwnWrites<'a> {
+    store: &'a Store,
+}
+
+impl OwnWrites<'_> {
+    /// The held bytes of `key`, if the write set has them (within the document limit, like
+    /// any read).
+    fn held(&self, key: &Key) -> Result<Option<(Hash, Bytes)>, StoreError> {
+        let Some(Recorded {
+            hash,
+            bytes: Some(bytes),
+            ..
+        }) = self.store.recent.get(key)
+        else {
+            return Ok(None);
+        };
+        if bytes.len() as u64 > self.store.doc_limit() {
+            return Err(StoreError::TooLarge {
+                key: key.to_string(),
+                size: bytes.len() as u64,
+                limit: self.store.doc_limit(),
+            });
+        }
+        Ok(Some((hash, bytes)))
+    }
+}
+
+impl Reads for OwnWrites<'_> {
+    fn store(&self) -> &Store {
+        self.store
+    }
+
+    async fn get_verified(&self, key: &Key, expected: &Hash) -> Result<Bytes, StoreError> {
+        match self.held(key)? {
+            Some((hash, bytes)) => mismatch(key, expected, hash).map(|()| bytes),
+            None => self.store.get_verified(key, expected).await,
+        }
+    }
+
+    async fn verify(&self, key: &Key, expected: &Hash) -> Result<u64, StoreError> {
+        match self.store.recent.get(key) {
+            Some(r) => mismatch(key, expected, r.hash).map(|()| r.size),
+            None => self.store.verify(key, expected).await,
+        }
+    }
+
+    async fn get_opt_hashed(&self, key: &Key) -> Result<Option<(Bytes, Hash)>, StoreError> {
+        if let Some((hash, bytes)) = self.held(key)? {
+            return Ok(Some((bytes, hash)));
+        }
+        Reads::get_opt_hashed(self.store, key).await
+    }
+}
+
+fn mismatch(key: &Key, expected: &Hash, actual: Hash) -> Result<(), StoreError> {
+    if &actual == expected {
+        Ok(())
+    } else {
+        Err(StoreError::HashMismatch {
+            key: key.clone(),
+            expected: expected.clone(),
+            actual,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(i: usize) -> Key {
+        Key::parse(&format!("runs/r/obj-{i}.json")).unwrap()
+    }
+
+    fn put(set: &WriteSet, i: usize, len: usize) -> Hash {
+        let bytes = Bytes::from(vec![i as u8; len]);
+        let hash = Hash::of(&bytes);
+        set.record(&key(i), &hash, &bytes);
+        hash
+    }
+
+    #[test]
+    fn the_byte_budget_holds_and_the_oldest_go_first() {
+        let set = WriteSet::new(1000, 1_000);
+        for i in 0..50 {
+            put(&set, i, 100);
+            let (_, held) = set.usage();
+            assert!(held <= 1000, "held {held} bytes after {i} puts");
+        }
+        assert_eq!(set.usage(), (10, 1000));
+        assert!(set.get(&key(39)).is_none(), "an old entry survived");
+        assert!(set.get(&key(40)).is_some() && set.get(&key(49)).is_some());
+    }
+
+    #[test]
+    fn the_entry_bound_holds_for_hash_only_entries_too() {
+        let set = WriteSet::new(1000, 8);
+        for i in 0..40 {
+            let h = Hash::of(&[i as u8]);
+            set.record_hash(&key(i), &h, 5_000_000);
+            assert!(set.usage().0 <= 8);
+        }
+        assert!(set.get(&key(31)).is_none() && set.get(&key(32)).is_some());
+    }
+
+    #[test]
+    fn large_objects_keep_only_their_hash() {
+        let set = WriteSet::new(BYTE_BUDGET, 16);
+        let h = put(&set, 1, MAX_HELD_OBJECT + 1);
+        let r = set.get(&key(1)).unwrap();
+        assert_eq!(
+            (r.hash, r.size, r.bytes),
+            (h, MAX_HELD_OBJECT as u64 + 1, None)
+        );
+        assert_eq!(set.usage(), (1, 0));
+    }
+
+    #[test]
+    fn two_hashes_for_one_key_forget_the_key() {
+        let set = WriteSet::new(1000, 16);
+        put(&set, 1, 10);
+        let other = Bytes::from_static(b"other bytes");
+        set.record(&key(1), &Hash::of(&other), &other);
+        assert!(set.get(&key(1)).is_none());
+        assert_eq!(set.usage(), (0, 0));
+        // Forgotten keys do not pile up in the eviction queue either.
+        for i in 0..100 {
+            let (a, b) = (Bytes::from(vec![1u8; i + 1]), Bytes::from(vec![2u8; i + 1]));
+            set.record(&key(1000 + i), &Hash::of(&a), &a);
+            set.record(&key(1000 + i), &Hash::of(&b), &b);
+            assert!(set.queued() <= 16, "queue of {} keys", set.queued());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_recorded_object_never_stands_for_other_bytes() {
+        let store = Store::open("memory://").await.unwrap();
+        let k = key(7);
+        let mine = Bytes::from_static(b"{\"a\":1}");
+        store.put_bytes(&k, mine.clone()).await.unwrap();
+        let own = store.trusting_own_writes();
+        // The recorded bytes answer for their own hash only.
+        assert_eq!(own.get_verified(&k, &Hash::of(&mine)).await.unwrap(), mine);
+        let theirs = Hash::of(b"{\"a\":2}");
+        assert!(matches!(
+            own.get_verified(&k, &theirs).await,
+            Err(StoreError::HashMismatch { .. })
+        ));
+        assert!(matches!(
+            own.verify(&k, &theirs).await,
+            Err(StoreError::HashMismatch { .. })
+        ));
+        // A put of other bytes at the key is still a conflict, and is not recorded.
+        let err = store
+            .put_bytes(&k, Bytes::from_static(b"{\"a\":2}"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
+        assert_eq!(own.get_verified(&k, &Hash::of(&mine)).await.unwrap(), mine);
+    }
+
+    #[tokio::test]
+    async fn held_bytes_keep_the_document_limit() {
+        let store = Store::open("memory://").await.unwrap();
+        let k = key(8);
+        let bytes = Bytes::from(vec![b' '; 100]);
+        store.put_bytes(&k, bytes.clone()).await.unwrap();
+        let small = store.clone().with_doc_limit(10);
+        let err = small
+            .trusting_own_writes()
+            .get_verified(&k, &Hash::of(&bytes))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::TooLarge { .. }), "{err}");
+    }
+}
