@@ -188,14 +188,7 @@ async fn record<R: Reads>(a: &mut Audit, store: &R, run: &RunId, r: &Roll) {
     let limit = store.store().doc_limit();
     let stored = store.get_opt_hashed(&roll_key).await.and_then(|found| {
         found
-            .map(|(bytes, _)| {
-                crate::json::parse_as::<Roll>(&bytes, limit).map_err(|e| {
-                    crate::store::StoreError::BadDocument {
-                        key: roll_key.clone(),
-                        detail: e.to_string(),
-                    }
-                })
-            })
+            .map(|(bytes, _)| crate::store::parse_stored::<Roll>(&roll_key, &bytes, limit))
             .transpose()
     });
     match stored {

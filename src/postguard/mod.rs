@@ -31,7 +31,7 @@ use crate::merge;
 use crate::roll::{self, JudgingError, Source};
 use crate::run_state::{OpenRun, RunState, RunStateError};
 use crate::sealing::{self, Envelope};
-use crate::store::{Key, OwnWrites, Reads, Store, StoreError};
+use crate::store::{parse_stored, Key, OwnWrites, Reads, Store, StoreError};
 use crate::validate::{validate_as, Report};
 use decided::{Decided, Seal};
 
@@ -226,18 +226,6 @@ async fn read_doc<T: serde::de::DeserializeOwned>(
     Ok(Some((doc, hash, value)))
 }
 
-/// Strictly parses the bytes read at `key` into `T`.
-fn typed<T: serde::de::DeserializeOwned>(
-    key: &Key,
-    limit: u64,
-    bytes: &[u8],
-) -> Result<T, StoreError> {
-    crate::json::parse_as(bytes, limit).map_err(|e| StoreError::BadDocument {
-        key: key.clone(),
-        detail: e.to_string(),
-    })
-}
-
 /// The JUDGING snapshot the postguard decides from: the stored one if an earlier finalize
 /// wrote it, else derived from the judged rolls and stored; always read back from the store
 /// (through the write set: the bytes a racing finalizer stored instead are read from it).
@@ -351,17 +339,17 @@ async fn derive_snapshot(
             Key::parse(reference).map_err(|e| internal(run, format!("{reference}: {e}")))
         };
         let proof_key = key(&r.proof_package_ref)?;
-        let proof: ProofPackage = typed(
+        let proof: ProofPackage = parse_stored(
             &proof_key,
-            limit,
             &own.get_verified(&proof_key, &r.proof_package_hash).await?,
+            limit,
         )?;
         let consensus_key = key(&r.judge_consensus_ref)?;
-        let consensus: JudgeConsensus = typed(
+        let consensus: JudgeConsensus = parse_stored(
             &consensus_key,
-            limit,
             &own.get_verified(&consensus_key, &r.judge_consensus_hash)
                 .await?,
+            limit,
         )?;
         docs.push((proof, consensus));
     }

@@ -2,9 +2,10 @@
 //!
 //! Backends: `file://PATH` (the embedded default, `file://./var/store`; every write is durable
 //! before the put returns, through seal's own write path in [`durable`]: staging file,
-//! `fdatasync`, `renameat2(RENAME_NOREPLACE)`, a folder fsync shared by concurrent writers), `memory://` (tests) and `s3://BUCKET[/PREFIX]` (production and
-//! replicas; endpoint and region from the URL query or the standard AWS env vars, credentials
-//! from the AWS env vars, plain http only for a loopback endpoint).
+//! `fdatasync`, `renameat2(RENAME_NOREPLACE)`, a folder fsync shared by concurrent writers),
+//! `memory://` (tests) and `s3://BUCKET[/PREFIX]` (production and replicas; endpoint and region
+//! from the URL query or the standard AWS env vars, credentials from the AWS env vars, plain
+//! http only for a loopback endpoint).
 //!
 //! Guarantees, the same on every backend (one conformance suite in `tests/store_conformance.rs`
 //! runs on all three):
@@ -357,53 +358,44 @@ impl Store {
         hash: Hash,
     ) -> Result<(Stored, bool), StoreError> {
         let size = bytes.len() as u64;
-        if let Some(root) = self.file_root() {
-            let (root, k) = (root.to_path_buf(), key.clone());
-            let payload = bytes.clone();
-            let created = self
-                .on_disk(key.as_str(), "create-only put", move || {
-                    durable::create(&root, &k, &payload)
+        let created = match self.file_root() {
+            // seal's own durable write path (`durable`), on the calling thread or one hop.
+            Some(root) => {
+                let (root, k) = (root.to_path_buf(), key.clone());
+                self.on_disk(key.as_str(), "create-only put", move || {
+                    durable::create(&root, &k, &bytes)
                 })
-                .await?;
-            if created {
-                return Ok((
-                    Stored {
-                        key: key.clone(),
-                        hash,
-                        size,
-                    },
-                    true,
-                ));
+                .await?
             }
+            None => {
+                let opts = PutOptions {
+                    mode: PutMode::Create,
+                    ..Default::default()
+                };
+                match self
+                    .inner
+                    .put_opts(&path(key), PutPayload::from(bytes), opts)
+                    .await
+                {
+                    Ok(_) => true,
+                    Err(object_store::Error::AlreadyExists { .. })
+                    | Err(object_store::Error::Precondition { .. }) => false,
+                    Err(e) => return Err(backend(key, "create-only put", e)),
+                }
+            }
+        };
+        if !created {
             return self
                 .settle_existing(key, hash, size)
                 .await
                 .map(|s| (s, false));
         }
-        let opts = PutOptions {
-            mode: PutMode::Create,
-            ..Default::default()
+        let stored = Stored {
+            key: key.clone(),
+            hash,
+            size,
         };
-        match self
-            .inner
-            .put_opts(&path(key), PutPayload::from(bytes), opts)
-            .await
-        {
-            Ok(_) => Ok((
-                Stored {
-                    key: key.clone(),
-                    hash,
-                    size,
-                },
-                true,
-            )),
-            Err(object_store::Error::AlreadyExists { .. })
-            | Err(object_store::Error::Precondition { .. }) => self
-                .settle_existing(key, hash, size)
-                .await
-                .map(|s| (s, false)),
-            Err(e) => Err(backend(key, "create-only put", e)),
-        }
+        Ok((stored, true))
     }
 
     /// A create found the key taken: same bytes is success, other bytes a conflict.
@@ -686,12 +678,7 @@ impl Store {
             return Ok(None);
         };
         let hash = Hash::of(&bytes);
-        let doc =
-            crate::json::parse_as(&bytes, self.doc_limit).map_err(|e| StoreError::BadDocument {
-                key: key.clone(),
-                detail: e.to_string(),
-            })?;
-        Ok(Some((doc, hash)))
+        Ok(Some((parse_stored(key, &bytes, self.doc_limit)?, hash)))
     }
 
     /// Reads, checks the hash of, and strictly parses a JSON document.
@@ -701,10 +688,7 @@ impl Store {
         expected: &Hash,
     ) -> Result<T, StoreError> {
         let bytes = self.get_verified(key, expected).await?;
-        crate::json::parse_as(&bytes, self.doc_limit).map_err(|e| StoreError::BadDocument {
-            key: key.clone(),
-            detail: e.to_string(),
-        })
+        parse_stored(key, &bytes, self.doc_limit)
     }
 
     pub async fn exists(&self, key: &Key) -> Result<bool, StoreError> {
@@ -797,6 +781,19 @@ impl Store {
         keys.sort();
         Ok(keys)
     }
+}
+
+/// Strictly parses the bytes read at `key` into `T`: the one place a stored document becomes
+/// a type, and a document that does not parse is [`StoreError::BadDocument`] naming the key.
+pub fn parse_stored<T: DeserializeOwned>(
+    key: &Key,
+    bytes: &[u8],
+    limit: u64,
+) -> Result<T, StoreError> {
+    crate::json::parse_as(bytes, limit).map_err(|e| StoreError::BadDocument {
+        key: key.clone(),
+        detail: e.to_string(),
+    })
 }
 
 /// Walks a file store folder without following links (blocking; see

@@ -93,9 +93,36 @@ impl WriteSet {
     /// Records that `key` holds `bytes`, whose sha256 is `hash` (a put just returned `Ok`).
     pub(crate) fn record(&self, key: &Key, hash: &Hash, bytes: &Bytes) {
         let keep = bytes.len() <= MAX_HELD_OBJECT.min(self.byte_budget);
+        self.insert(
+            key,
+            Entry {
+                hash: hash.clone(),
+                size: bytes.len() as u64,
+                // A copy, so that what is held is exactly what is counted (a body's `Bytes`
+                // may be a slice of a larger buffer it would keep alive).
+                bytes: keep.then(|| Bytes::copy_from_slice(bytes)),
+            },
+        );
+    }
+
+    /// Records a hash and size only (a large blob linked into place).
+    pub(crate) fn record_hash(&self, key: &Key, hash: &Hash, size: u64) {
+        self.insert(
+            key,
+            Entry {
+                hash: hash.clone(),
+                size,
+                bytes: None,
+            },
+        );
+    }
+
+    /// The one way an entry gets in: a key seen again with the same hash is kept as it is;
+    /// with another hash both are forgotten; then the oldest entries go until both bounds hold.
+    fn insert(&self, key: &Key, entry: Entry) {
         let mut g = self.lock();
         if let Some(old) = g.map.get(key) {
-            if &old.hash == hash {
+            if old.hash == entry.hash {
                 return;
             }
             // Objects are write-once, so two different hashes for one key mean the store
@@ -105,13 +132,6 @@ impl WriteSet {
             }
             return;
         }
-        let entry = Entry {
-            hash: hash.clone(),
-            size: bytes.len() as u64,
-            // A copy, so that what is held is exactly what is counted (a body's `Bytes` may
-            // be a slice of a larger buffer it would keep alive).
-            bytes: keep.then(|| Bytes::copy_from_slice(bytes)),
-        };
         g.held += entry.bytes.as_ref().map_or(0, Bytes::len);
         g.map.insert(key.clone(), entry);
         g.order.push_back(key.clone());
@@ -121,31 +141,6 @@ impl WriteSet {
             || g.map.len() > self.max_entries
             || g.order.len() > self.max_entries
         {
-            let Some(oldest) = g.order.pop_front() else {
-                break;
-            };
-            if let Some(old) = g.map.remove(&oldest) {
-                g.held -= old.bytes.map_or(0, |b| b.len());
-            }
-        }
-    }
-
-    /// Records a hash and size only (a large blob linked into place).
-    pub(crate) fn record_hash(&self, key: &Key, hash: &Hash, size: u64) {
-        let mut g = self.lock();
-        if g.map.contains_key(key) {
-            return;
-        }
-        g.map.insert(
-            key.clone(),
-            Entry {
-                hash: hash.clone(),
-                size,
-                bytes: None,
-            },
-        );
-        g.order.push_back(key.clone());
-        while g.map.len() > self.max_entries || g.order.len() > self.max_entries {
             let Some(oldest) = g.order.pop_front() else {
                 break;
             };
