@@ -858,29 +858,7 @@ fn findings_of(e: &Evidence) -> Vec<Value> {
 /// (see the module doc for the mapping). The result is validated against the Verdict schema.
 pub fn evidence_to_verdict(evidence: &Evidence) -> Result<Value, AdaptError> {
     let run = evidence.run_id.clone();
-    let decision = match (&evidence.phase, &evidence.decision) {
-        (Phase::Decided, Some(d)) => d,
-        (phase, _) => {
-            return Err(AdaptError::NotDecided {
-                run,
-                phase: serde_json::to_value(phase)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_else(|| format!("{phase:?}")),
-            })
-        }
-    };
-    let (verdict_decision, reason) = match decision.action {
-        DecisionAction::Accept => ("accept", "accept"),
-        DecisionAction::Repair => ("fix", "p1_fix_round"),
-        DecisionAction::Reject => ("kill", "p1_residual_after_fix"),
-        DecisionAction::Retry => {
-            return Err(AdaptError::Retry {
-                run,
-                reasons: decision.reasons.join(", "),
-            })
-        }
-    };
+    let (decision, verdict_decision, reason) = verdict_decision(evidence)?;
     let design_id = ext_string(evidence, "_designId")?;
     let task_id = ext_id(evidence, "_taskId")?;
     let trace_id = ext_string(evidence, "_traceId")?;
@@ -892,15 +870,7 @@ pub fn evidence_to_verdict(evidence: &Evidence) -> Result<Value, AdaptError> {
     if accept && version_id.is_none() {
         return Err(AdaptError::NoVersionId { run });
     }
-    let prompt_versions = match evidence.extensions.0.get("_promptVersions") {
-        Some(v) => v.clone(),
-        None => Value::Object(
-            DEFAULT_PROMPT_VERSIONS
-                .iter()
-                .map(|(k, v)| (k.to_string(), json!(v)))
-                .collect(),
-        ),
-    };
+    let prompt_versions = prompt_versions_of(evidence);
 
     let mut verdict = Map::new();
     verdict.insert("designId".into(), json!(design_id));
@@ -925,7 +895,56 @@ pub fn evidence_to_verdict(evidence: &Evidence) -> Result<Value, AdaptError> {
         "evidence".into(),
         json!({"traceId": trace_id, "promptVersions": prompt_versions}),
     );
-    let verdict = Value::Object(verdict);
+    checked(run, Value::Object(verdict))
+}
+
+/// The decision of a decided run, and the Verdict's `decision` and reason for it; a run not
+/// decided, or decided `retry`, has no Verdict.
+fn verdict_decision(
+    evidence: &Evidence,
+) -> Result<(&Decision, &'static str, &'static str), AdaptError> {
+    let run = evidence.run_id.clone();
+    let decision = match (&evidence.phase, &evidence.decision) {
+        (Phase::Decided, Some(d)) => d,
+        (phase, _) => {
+            return Err(AdaptError::NotDecided {
+                run,
+                phase: serde_json::to_value(phase)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_else(|| format!("{phase:?}")),
+            })
+        }
+    };
+    let (verdict_decision, reason) = match decision.action {
+        DecisionAction::Accept => ("accept", "accept"),
+        DecisionAction::Repair => ("fix", "p1_fix_round"),
+        DecisionAction::Reject => ("kill", "p1_residual_after_fix"),
+        DecisionAction::Retry => {
+            return Err(AdaptError::Retry {
+                run,
+                reasons: decision.reasons.join(", "),
+            })
+        }
+    };
+    Ok((decision, verdict_decision, reason))
+}
+
+/// The run's `_promptVersions` extension, else the versions this build's prompts carry.
+fn prompt_versions_of(evidence: &Evidence) -> Value {
+    match evidence.extensions.0.get("_promptVersions") {
+        Some(v) => v.clone(),
+        None => Value::Object(
+            DEFAULT_PROMPT_VERSIONS
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// The Verdict if it validates against the Verdict schema, else why not.
+fn checked(run: String, verdict: Value) -> Result<Value, AdaptError> {
     match validate_as(Kind::Verdict, &verdict) {
         Report::Valid(_) => Ok(verdict),
         Report::Invalid(_, findings) => Err(AdaptError::InvalidResult {

@@ -826,16 +826,23 @@ fn cmd_verify(
 
 /// The config's trusted keys plus `--trust`; at least one.
 fn trusted_keys(config: &Config, trust: &[PathBuf]) -> Result<Vec<crate::sealing::PublicKey>, u8> {
-    let mut trusted = Vec::new();
-    for p in config.trusted_keys.iter().chain(trust) {
-        trusted.push(crate::sealing::PublicKey::load(p).map_err(fail)?);
-    }
+    let trusted = load_trusted(config, trust)?;
     if trusted.is_empty() {
         return Err(fail(
             "no trusted public key: give --trust PEM (or keys.trusted in the config)",
         ));
     }
     Ok(trusted)
+}
+
+/// The public keys of the config's `keys.trusted` and of every `--trust`, possibly none.
+fn load_trusted(config: &Config, trust: &[PathBuf]) -> Result<Vec<crate::sealing::PublicKey>, u8> {
+    config
+        .trusted_keys
+        .iter()
+        .chain(trust)
+        .map(|p| crate::sealing::PublicKey::load(p).map_err(fail))
+        .collect()
 }
 
 /// The runs to verify, and a report for every folder under `runs/` that cannot be (a name
@@ -1188,11 +1195,9 @@ fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
         Err(code) => return code,
     };
     let mut trusted = vec![key.public()];
-    for p in config.trusted_keys.iter().chain(trust) {
-        match crate::sealing::PublicKey::load(p) {
-            Ok(k) => trusted.push(k),
-            Err(e) => return fail(e),
-        }
+    match load_trusted(&config, trust) {
+        Ok(more) => trusted.extend(more),
+        Err(code) => return code,
     }
     let limits = crate::import::Limits {
         document: config.max_document_bytes,

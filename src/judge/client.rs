@@ -246,24 +246,12 @@ impl JudgeClient {
         }
     }
 
+    /// One HTTP exchange with the judge: the live body (images put back), the POST, the
+    /// answer read up to its cap. Every failure is classified, never raised.
     async fn send(&self, job: &SlotJob<'_>, stored_request: &Value) -> Exchange {
-        let live = match request::materialize(stored_request, job.images) {
-            Ok(v) => v,
-            Err(e) => {
-                return Exchange::Failed {
-                    class: ErrorClass::RequestBuild,
-                    detail: e,
-                }
-            }
-        };
-        let body = match serde_json::to_vec(&live) {
+        let body = match live_body(job, stored_request) {
             Ok(b) => b,
-            Err(e) => {
-                return Exchange::Failed {
-                    class: ErrorClass::RequestBuild,
-                    detail: e.to_string(),
-                }
-            }
+            Err(failed) => return failed,
         };
         let _permit = self.inflight.acquire().await;
         let mut req = self
@@ -275,7 +263,7 @@ impl JudgeClient {
         if let Some(key) = &self.config.api_key {
             req = req.bearer_auth(key.expose());
         }
-        let mut resp = match req.send().await {
+        let resp = match req.send().await {
             Ok(r) => r,
             Err(e) => {
                 let class = if e.is_timeout() {
@@ -298,36 +286,44 @@ impl JudgeClient {
             .and_then(|v| v.to_str().ok())
             .and_then(|s| s.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
+        match self.read_capped(resp).await {
+            Ok(body) => Exchange::Answered {
+                status,
+                retry_after,
+                body,
+            },
+            Err(failed) => failed,
+        }
+    }
+
+    /// The answer's body, at most [`MAX_RESPONSE_BYTES`]; a body cut off or too large is a
+    /// classified failure.
+    async fn read_capped(&self, mut resp: reqwest::Response) -> Result<Bytes, Exchange> {
         let mut body = Vec::new();
         loop {
             match resp.chunk().await {
                 Ok(Some(chunk)) => {
                     if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                        return Exchange::Failed {
+                        return Err(Exchange::Failed {
                             class: ErrorClass::ResponseTooLarge,
                             detail: format!("response body over {MAX_RESPONSE_BYTES} bytes"),
-                        };
+                        });
                     }
                     body.extend_from_slice(&chunk);
                 }
-                Ok(None) => break,
+                Ok(None) => return Ok(Bytes::from(body)),
                 Err(e) => {
                     let class = if e.is_timeout() {
                         ErrorClass::Timeout
                     } else {
                         ErrorClass::ConnectionReset
                     };
-                    return Exchange::Failed {
+                    return Err(Exchange::Failed {
                         class,
                         detail: self.redact(&error_chain(&e)),
-                    };
+                    });
                 }
             }
-        }
-        Exchange::Answered {
-            status,
-            retry_after,
-            body: Bytes::from(body),
         }
     }
 
@@ -537,23 +533,12 @@ impl JudgeClient {
         let exchange = self.send(job, request_value).await;
         let latency_ms = t0.elapsed().as_millis() as u64;
         let ended_at = now_rfc3339();
-        let mut unredacted = None;
-        let (raw_bytes, status, retry_after) = match &exchange {
-            Exchange::Answered {
-                status,
-                retry_after,
-                body,
-            } => {
-                let (scrubbed, original) = self.redactor.scrub(body);
-                unredacted = original;
-                (scrubbed.into(), Some(*status), *retry_after)
-            }
-            Exchange::Failed { class, detail } => {
-                let bytes =
-                    self.failure_record(job, k, *class, detail, (&started_at, &ended_at))?;
-                (bytes, None, None)
-            }
-        };
+        let RawAnswer {
+            bytes: raw_bytes,
+            status,
+            retry_after,
+            unredacted,
+        } = self.raw_of(job, k, &exchange, (&started_at, &ended_at))?;
         let raw_stored = match store.put_bytes(&raw_key, raw_bytes.clone()).await {
             Ok(s) => s,
             // Another replica stored an answer for this attempt meanwhile: theirs wins, if
@@ -584,19 +569,7 @@ impl JudgeClient {
         }
         meta.unredacted_raw_hash = unredacted;
         let (meta, meta_hash) = self.put_meta(store, job, k, &meta, &raw_bytes).await?;
-        self.metrics.judge_attempt(
-            self.slot.as_str(),
-            k,
-            latency_ms as f64 / 1000.0,
-            outcome.as_ref().err().map(|f| f.class.as_str()),
-            meta.cost_rmb,
-        );
-        match &outcome {
-            Ok(_) => tracing::info!(attempt = k, latency_ms, status, "judge answered"),
-            Err(f) => {
-                tracing::warn!(attempt = k, latency_ms, status, class = %f.class, detail = %f.detail, "judge attempt failed")
-            }
-        }
+        self.report(k, latency_ms, status, &outcome, meta.cost_rmb);
         let record = AttemptRecord {
             attempt: k,
             request: Some(request_stored),
@@ -606,6 +579,63 @@ impl JudgeClient {
             outcome,
         };
         Ok((record, retry_after))
+    }
+
+    /// What `raw.json` stores for an exchange: the answer's bytes with every configured
+    /// secret redacted (and the hash of the unredacted bytes when one was found), or a
+    /// JudgeAttemptFailure/1 record when no answer came; with the HTTP status and Retry-After.
+    fn raw_of(
+        &self,
+        job: &SlotJob<'_>,
+        k: u32,
+        exchange: &Exchange,
+        times: (&str, &str),
+    ) -> Result<RawAnswer, StoreError> {
+        Ok(match exchange {
+            Exchange::Answered {
+                status,
+                retry_after,
+                body,
+            } => {
+                let (scrubbed, unredacted) = self.redactor.scrub(body);
+                RawAnswer {
+                    bytes: scrubbed.into(),
+                    status: Some(*status),
+                    retry_after: *retry_after,
+                    unredacted,
+                }
+            }
+            Exchange::Failed { class, detail } => RawAnswer {
+                bytes: self.failure_record(job, k, *class, detail, times)?,
+                status: None,
+                retry_after: None,
+                unredacted: None,
+            },
+        })
+    }
+
+    /// Metrics and the log line of one finished attempt.
+    fn report(
+        &self,
+        k: u32,
+        latency_ms: u64,
+        status: Option<u16>,
+        outcome: &Result<JudgeOutput, crate::judge::parse::ParseFailure>,
+        cost_rmb: f64,
+    ) {
+        self.metrics.judge_attempt(
+            self.slot.as_str(),
+            k,
+            latency_ms as f64 / 1000.0,
+            outcome.as_ref().err().map(|f| f.class.as_str()),
+            cost_rmb,
+        );
+        match outcome {
+            Ok(_) => tracing::info!(attempt = k, latency_ms, status, "judge answered"),
+            Err(f) => {
+                tracing::warn!(attempt = k, latency_ms, status, class = %f.class, detail = %f.detail, "judge attempt failed")
+            }
+        }
     }
 
     /// The raw record of an attempt that got no HTTP answer.
@@ -796,6 +826,25 @@ impl JudgeClient {
             unredacted_raw_hash: None,
         }
     }
+}
+
+/// What `raw.json` of an attempt holds, and what the HTTP exchange said besides.
+struct RawAnswer {
+    bytes: Bytes,
+    status: Option<u16>,
+    retry_after: Option<Duration>,
+    /// The sha256 of the answer before a configured secret was redacted from it.
+    unredacted: Option<Hash>,
+}
+
+/// The request body sent to the judge: the stored request with its images put back.
+fn live_body(job: &SlotJob<'_>, stored_request: &Value) -> Result<Vec<u8>, Exchange> {
+    let failed = |detail: String| Exchange::Failed {
+        class: ErrorClass::RequestBuild,
+        detail,
+    };
+    let live = request::materialize(stored_request, job.images).map_err(failed)?;
+    serde_json::to_vec(&live).map_err(|e| failed(e.to_string()))
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
