@@ -21,6 +21,8 @@ pub struct Engine {
     pub clock: Arc<dyn Clock>,
     /// The transparency log of seals in `store` (appended by the postguard).
     pub log: crate::transparency::Log,
+    /// Issues and checks the receipts of what this deployment accepted or wrote.
+    pub notary: crate::receipt::Notary,
     runs: Arc<RunLocks>,
 }
 
@@ -62,6 +64,7 @@ impl Engine {
     pub fn new(store: Store, config: Config, key: Option<SigningKey>) -> Result<Engine, String> {
         let judges = Judges::new(&config)?;
         let store = store.with_doc_limit(config.max_document_bytes);
+        let notary = crate::receipt::Notary::new(judges.salt(), judges.replica().to_string());
         Ok(Engine {
             log: crate::transparency::Log::new(store.clone(), &config.log_origin),
             store,
@@ -69,6 +72,7 @@ impl Engine {
             judges: Arc::new(judges),
             key: key.map(Arc::new),
             clock: Arc::new(SystemClock),
+            notary,
             runs: Arc::new(RunLocks::default()),
         })
     }
@@ -93,6 +97,19 @@ impl Engine {
             }
         };
         lock.lock_owned().await
+    }
+
+    /// Stores the receipt of `stored` (see [`crate::receipt`]), dated by this engine's clock.
+    pub async fn receipt(
+        &self,
+        kind: crate::receipt::ReceiptKind,
+        stored: &crate::store::Stored,
+        from: Option<&RunId>,
+    ) -> Result<(), crate::receipt::ReceiptError> {
+        let at = self.clock.now_rfc3339();
+        self.notary
+            .issue(&self.store, kind, stored, from, &at)
+            .await
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Engine {

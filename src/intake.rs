@@ -10,7 +10,9 @@ use crate::contracts::{Finding, Kind};
 use crate::doc::*;
 use crate::fault::{Fault, HasFault};
 use crate::ids::{RollId, RunId};
+use crate::engine::Engine;
 use crate::merge;
+use crate::receipt::{ReceiptError, ReceiptKind};
 use crate::run_state::{RunState, RunStateError};
 use crate::store::{Key, Store, StoreError, Stored};
 use crate::validate::{self, Report};
@@ -60,6 +62,9 @@ pub enum IntakeError {
     State(#[from] RunStateError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A stored input this deployment never accepted (see [`crate::receipt`]).
+    #[error(transparent)]
+    Receipt(#[from] ReceiptError),
 }
 
 impl HasFault for IntakeError {
@@ -67,6 +72,7 @@ impl HasFault for IntakeError {
         match self {
             IntakeError::State(e) => e.fault(),
             IntakeError::Store(e) => e.fault(),
+            IntakeError::Receipt(e) => e.fault(),
             _ => Fault::Caller,
         }
     }
@@ -101,18 +107,25 @@ fn check(object: &str, kind: Kind, doc: &Value) -> Result<(), IntakeError> {
     }
 }
 
+/// Stores an accepted input create-only, then its receipt (also when identical bytes were
+/// there already: a retry after a crash between the two writes completes the receipt).
 async fn create(
-    store: &Store,
+    engine: &Engine,
+    kind: ReceiptKind,
     object: &str,
     key: &Key,
     bytes: Bytes,
 ) -> Result<Accepted, IntakeError> {
+    let store = &engine.store;
     let existed = store.exists(key).await?;
     match store.put_bytes(key, bytes).await {
-        Ok(stored) => Ok(Accepted {
-            stored,
-            created: !existed,
-        }),
+        Ok(stored) => {
+            engine.receipt(kind, &stored, None).await?;
+            Ok(Accepted {
+                stored,
+                created: !existed,
+            })
+        }
         Err(StoreError::Conflict {
             existing,
             attempted,
@@ -135,9 +148,20 @@ fn canonical(object: &str, doc: &Value) -> Result<Bytes, IntakeError> {
         })
 }
 
-/// The header of a run that is still open (refuses a decided or finalizing run).
-async fn open_header(store: &Store, run: &RunId) -> Result<Evidence, IntakeError> {
-    Ok(RunState::load(store, run).await?.open()?.header)
+/// The header of a run that is still open (refuses a decided or finalizing run, and a header
+/// this deployment never accepted).
+async fn open_header(engine: &Engine, run: &RunId) -> Result<Evidence, IntakeError> {
+    let open = RunState::load(&engine.store, run).await?.open()?;
+    engine
+        .notary
+        .require(
+            &engine.store,
+            ReceiptKind::Header,
+            &Key::header(run),
+            &open.header_hash,
+        )
+        .await?;
+    Ok(open.header)
 }
 
 /// What provenance `origin` may not claim.
@@ -165,11 +189,12 @@ fn provenance_problem(origin: Origin, run: &RunId, h: &Evidence) -> Option<Strin
 /// Submits the run header: a playtest/3 document in phase JUDGING with no rolls yet, with
 /// the provenance `origin` may claim, for a run that is not decided.
 pub async fn put_header(
-    store: &Store,
+    engine: &Engine,
     run: &RunId,
     bytes: &[u8],
     origin: Origin,
 ) -> Result<Accepted, IntakeError> {
+    let store = &engine.store;
     let object = format!("run {run} header");
     match RunState::load(store, run).await {
         Ok(state) => {
@@ -210,13 +235,19 @@ pub async fn put_header(
             "a submitted header has rolls [] and merge, sourceRollId, judge null".into(),
         );
     }
-    create(store, &object, &Key::header(run), canonical(&object, &doc)?).await
+    let bytes = canonical(&object, &doc)?;
+    create(engine, ReceiptKind::Header, &object, &Key::header(run), bytes).await
 }
 
 /// Submits the brief: its bytes must hash to the header's briefHash.
-pub async fn put_brief(store: &Store, run: &RunId, bytes: &[u8]) -> Result<Accepted, IntakeError> {
+pub async fn put_brief(
+    engine: &Engine,
+    run: &RunId,
+    bytes: &[u8],
+) -> Result<Accepted, IntakeError> {
+    let store = &engine.store;
     let object = format!("run {run} brief");
-    let h = open_header(store, run).await?;
+    let h = open_header(engine, run).await?;
     if bytes.len() as u64 > store.doc_limit() {
         return Err(IntakeError::Json {
             object,
@@ -240,7 +271,8 @@ pub async fn put_brief(store: &Store, run: &RunId, bytes: &[u8]) -> Result<Accep
         });
     }
     create(
-        store,
+        engine,
+        ReceiptKind::Brief,
         &object,
         &Key::brief(run),
         Bytes::copy_from_slice(bytes),
@@ -280,19 +312,21 @@ pub fn play_spec_problems(spec: &Value, header: &Evidence) -> Vec<String> {
 
 /// Submits the play-spec: schema-valid and derived from the header's artifact.
 pub async fn put_play_spec(
-    store: &Store,
+    engine: &Engine,
     run: &RunId,
     bytes: &[u8],
 ) -> Result<Accepted, IntakeError> {
+    let store = &engine.store;
     let object = format!("run {run} play-spec");
-    let h = open_header(store, run).await?;
+    let h = open_header(engine, run).await?;
     let doc = parse(&object, bytes, store.doc_limit())?;
     check(&object, Kind::PlaySpec, &doc)?;
     if let Some(reason) = play_spec_problems(&doc, &h).into_iter().next() {
         return Err(IntakeError::Mismatch { object, reason });
     }
     create(
-        store,
+        engine,
+        ReceiptKind::PlaySpec,
         &object,
         &Key::play_spec(run),
         canonical(&object, &doc)?,
@@ -335,13 +369,23 @@ async fn snapshot_fits(
 }
 
 pub async fn put_proof_package(
-    store: &Store,
+    engine: &Engine,
     run: &RunId,
     roll: RollId,
     bytes: &[u8],
 ) -> Result<(Accepted, ProofPackage), IntakeError> {
+    let store = &engine.store;
     let object = format!("run {run} {roll} proof package");
     let open = RunState::load(store, run).await?.open()?;
+    engine
+        .notary
+        .require(
+            store,
+            ReceiptKind::Header,
+            &Key::header(run),
+            &open.header_hash,
+        )
+        .await?;
     let doc = parse(&object, bytes, store.doc_limit())?;
     check(&object, Kind::ProofPackage, &doc)?;
     // The canonical bytes first, then the tree moves into the typed package: one copy less.
@@ -376,7 +420,8 @@ pub async fn put_proof_package(
     }
     snapshot_fits(store, run, roll, bytes.len() as u64).await?;
     let accepted = create(
-        store,
+        engine,
+        ReceiptKind::ProofPackage,
         &object,
         &Key::roll_file(run, roll, "proof-package.json"),
         bytes,

@@ -147,6 +147,13 @@ impl Key {
             .flatten()
     }
 
+    /// `receipts/<run>/…`: where the receipt of `runs/<run>/…` lives (see `crate::receipt`).
+    /// Outside `runs/`: receipts are not evidence. `None` for a key outside `runs/`.
+    pub fn receipt_for(object: &Key) -> Option<Key> {
+        let rest = object.0.strip_prefix("runs/")?;
+        Some(Key(format!("receipts/{rest}")))
+    }
+
     /// The folder part of the key (everything before the last `/`).
     pub fn dir(&self) -> &str {
         self.0.rsplit_once('/').map(|(d, _)| d).unwrap_or("")

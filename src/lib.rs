@@ -60,6 +60,7 @@ pub mod merge;
 pub mod metrics;
 pub mod postguard;
 pub mod prompts;
+pub mod receipt;
 pub mod refs;
 pub mod replay;
 pub mod report;

@@ -23,6 +23,7 @@ use crate::postguard::{self, FinalizeError};
 use crate::roll::{self, JudgingError, Source};
 use crate::store::{Key, Store, StoreError};
 use crate::verify::VerifiedRun;
+use crate::vocab::GuardCheck;
 
 /// Where replayed judge answers come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -137,22 +138,32 @@ pub async fn replay_resumable(
     strategy: Option<&str>,
     trusted: &[crate::sealing::PublicKey],
 ) -> Result<Resumed, ReplayError> {
+    // The source is proven first, whatever is found of its replay: nothing of a replay is
+    // finalized, resumed or copied on the word of a source that does not verify.
+    let verified = prove_source(engine, source, strategy, trusted).await?;
     let last = last_replay(&engine.store, source).await?;
     if let Some(id) = &last {
         if engine.store.exists(&Key::evidence(id)).await? {
-            postguard::finalize(engine, id).await?;
+            if engine.store.exists(&Key::seal(id)).await? {
+                // Sealed (perhaps by the key of another deployment whose store this is): acted
+                // on only once it verifies under the keys the source was proven with.
+                prove_source(engine, id, None, trusted).await?;
+            } else {
+                // Killed between evidence and seal: the postguard derives the evidence again
+                // and seals it only if it is the same.
+                postguard::finalize(engine, id).await?;
+            }
             return Ok(Resumed::AlreadyReplayed {
                 source: source.clone(),
                 replay: id.clone(),
             });
         }
     }
-    let verified = prove_source(engine, source, strategy, trusted).await?;
     let id = match last {
         Some(id) => id,
         None => next_replay_id(&engine.store, source).await?,
     };
-    start_replay(&engine.store, source, &id).await?;
+    start_replay(engine, &verified, source, &id).await?;
     let done = replay_rolls(engine, &verified, source, &id, judges).await?;
     Ok(Resumed::Replayed(done))
 }
@@ -168,7 +179,7 @@ pub async fn replay(
 ) -> Result<Replayed, ReplayError> {
     let verified = prove_source(engine, source, strategy, trusted).await?;
     let id = next_replay_id(&engine.store, source).await?;
-    start_replay(&engine.store, source, &id).await?;
+    start_replay(engine, &verified, source, &id).await?;
     replay_rolls(engine, &verified, source, &id, judges).await
 }
 
@@ -206,32 +217,54 @@ async fn prove_source(
 }
 
 /// Stores the replay run's header (historical_replay, parent = the source), brief and
-/// play-spec under `id`. The header's bytes depend on the source only, so storing them again
-/// for an interrupted replay is a no-op; a replay already finalizing has nothing to add.
-async fn start_replay(store: &Store, source: &RunId, id: &RunId) -> Result<(), ReplayError> {
+/// play-spec under `id`, each read against the hash the verified source binds. The header's
+/// bytes depend on the source only, so storing them again for an interrupted replay is a
+/// no-op; a replay already finalizing has nothing to add.
+async fn start_replay(
+    engine: &Engine,
+    verified: &VerifiedRun,
+    source: &RunId,
+    id: &RunId,
+) -> Result<(), ReplayError> {
+    let store = &engine.store;
     if matches!(
         crate::run_state::RunState::load(store, id).await,
         Ok(crate::run_state::RunState::Finalizing(_))
     ) {
         return Ok(());
     }
-    let (mut header, _) = store
-        .get_json::<Evidence>(&Key::header(source))
-        .await?
-        .ok_or_else(|| StoreError::NotFound {
-            key: Key::header(source),
-        })?;
+    let bound = |check| {
+        verified
+            .evidence()
+            .rolls
+            .first()
+            .and_then(|r| crate::derive::guard_bound_hash(r, check))
+    };
+    let header_hash = bound(GuardCheck::Header).ok_or_else(|| ReplayError::Unsound {
+        run: source.clone(),
+        problems: "its first roll's guard names no header".into(),
+    })?;
+    let mut header: Evidence = store
+        .get_json_verified(&Key::header(source), &header_hash)
+        .await?;
     header.run_id = id.to_string();
     header.parent_run_id = Some(source.to_string());
     header.acceptance_mode = AcceptanceMode::HistoricalReplay;
     let header_bytes = crate::canonical::canonical_bytes(&header)
         .map_err(|e| StoreError::Upload(e.to_string()))?;
-    intake::put_header(store, id, &header_bytes, Origin::Replay).await?;
+    intake::put_header(engine, id, &header_bytes, Origin::Replay).await?;
     if let Some(b) = store.get_opt(&Key::brief(source)).await? {
-        intake::put_brief(store, id, &b).await?;
+        let b = store
+            .get_verified(&Key::brief(source), &verified.evidence().brief_hash)
+            .await
+            .map(|_| b)?;
+        intake::put_brief(engine, id, &b).await?;
     }
-    if let Some(spec) = store.get_opt(&Key::play_spec(source)).await? {
-        intake::put_play_spec(store, id, &spec).await?;
+    if let Some(spec_hash) = bound(GuardCheck::PlaySpecFresh) {
+        let spec = store
+            .get_verified(&Key::play_spec(source), &spec_hash)
+            .await?;
+        intake::put_play_spec(engine, id, &spec).await?;
     }
     Ok(())
 }
@@ -250,6 +283,7 @@ async fn replay_rolls(
     let source_mode = match judges {
         JudgesFrom::Stored => Source::Stored {
             from: source.clone(),
+            rolls: std::sync::Arc::new(old.rolls.clone()),
         },
         JudgesFrom::Live => Source::Live,
     };
@@ -267,7 +301,7 @@ async fn replay_rolls(
                 &old_roll.proof_package_hash,
             )
             .await?;
-        match intake::put_proof_package(store, &id, old_roll.roll_id, &proof).await {
+        match intake::put_proof_package(engine, &id, old_roll.roll_id, &proof).await {
             Ok(_) => {}
             // The current strategy found roll 1 decisive: there is no roll 2 any more.
             Err(IntakeError::Order { .. }) => {

@@ -120,6 +120,22 @@ pub fn sign_meta(salt: &[u8], id: AttemptId<'_>, mut meta: SlotMeta) -> SlotMeta
     meta
 }
 
+/// Whether `meta`'s `attemptMac` verifies for attempt `id` over the request and raw answer the
+/// meta names (the caller checks those hashes against the stored bytes): seal made this
+/// attempt for this run, roll, slot and number under this secret.
+pub fn mac_verifies(salt: &[u8], id: AttemptId<'_>, meta: &SlotMeta) -> bool {
+    if meta.slot != id.slot || meta.attempt != id.attempt {
+        return false;
+    }
+    let want = compute(salt, id, meta.request_hash.as_ref(), &meta.raw_hash, meta);
+    use subtle::ConstantTimeEq;
+    meta.attempt_mac
+        .as_deref()
+        .and_then(|m| m.strip_prefix(MAC_PREFIX))
+        .and_then(|h| hex::decode(h).ok())
+        .is_some_and(|g| g.len() == 32 && bool::from(g.ct_eq(&want)))
+}
+
 /// What was found stored for one attempt.
 pub struct Stored<'a> {
     pub request: Option<&'a [u8]>,

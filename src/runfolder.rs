@@ -327,19 +327,19 @@ pub async fn judge(
             .await
             .map_err(|e| bad(path, e.to_string()))?;
     }
-    intake::put_header(store, &folder.run, &folder.header_bytes, Origin::Operator).await?;
-    intake::put_brief(store, &folder.run, &folder.brief).await?;
+    intake::put_header(engine, &folder.run, &folder.header_bytes, Origin::Operator).await?;
+    intake::put_brief(engine, &folder.run, &folder.brief).await?;
     if let Some(spec) = &folder.play_spec {
-        intake::put_play_spec(store, &folder.run, spec).await?;
+        intake::put_play_spec(engine, &folder.run, spec).await?;
     }
     for (roll, bytes, _) in &folder.rolls {
         if *roll == RollId::R2 {
-            match crate::roll::stored_roll(store, &folder.run, RollId::R1).await? {
+            match crate::roll::stored_roll(engine, &folder.run, RollId::R1).await? {
                 Some(r1) if r1.next == crate::merge::Next::Roll2 => {}
                 _ => break,
             }
         }
-        intake::put_proof_package(store, &folder.run, *roll, bytes).await?;
+        intake::put_proof_package(engine, &folder.run, *roll, bytes).await?;
         crate::roll::judge_roll(engine, &folder.run, *roll).await?;
     }
     Ok(crate::postguard::finalize(engine, &folder.run).await?)

@@ -34,7 +34,8 @@ fn layer(module: &str) -> Option<(u8, &'static str)> {
         | "roll::package" | "roll::cost" | "roll::dispatch" | "roll::record" | "audit"
         | "audit::load" | "audit::compare" | "postguard" | "postguard::decide" | "sealing"
         | "verify" | "replay" | "intake" | "runfolder" | "adapt" | "import" | "resume"
-        | "explain" | "transparency" | "transparency::view" | "stats" | "lease" => work,
+        | "explain" | "transparency" | "transparency::view" | "stats" | "lease" | "receipt"
+        | "postguard::authentic" => work,
         "server" | "server::error" | "server::uniform" | "server::listen" | "cli" | "cli_log"
         | "report" => edge,
         _ => return None,

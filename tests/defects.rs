@@ -482,7 +482,7 @@ async fn a_stored_snapshot_closes_the_run_to_rolls_and_is_decided_as_stored() {
         .await
         .unwrap();
     let err = seal::intake::put_proof_package(
-        &engine.store,
+        &engine,
         &f.run,
         seal::ids::RollId::R2,
         &roll_bytes(&f, 2),

@@ -128,6 +128,13 @@ fn blinding(a: &mut Audit, doc: &Evidence, run: &RunId, r: &Roll, l: &LoadedRoll
 /// attempts gives the stored parsed and normalized documents byte for byte.
 fn normalization(a: &mut Audit, r: &Roll, slot: Slot, s: &LoadedSlot, l: &LoadedRoll) {
     let sref = r.slot_ref(slot);
+    if let Some(why) = s.run.retry_rule_violation() {
+        a.push(
+            check::NORMALIZATION,
+            &sref.normalized_ref,
+            format!("judge {slot}'s attempts break the retry rules: {why}"),
+        );
+    }
     match s.run.final_attempt() {
         Some(f) if f.raw.key.as_str() == sref.raw_ref && f.raw.hash == sref.raw_hash => {}
         _ => a.push(

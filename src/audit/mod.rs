@@ -57,6 +57,10 @@ pub struct Problem {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub actual: Option<String>,
     pub detail: String,
+    /// The store does not hold what a record binds (missing, or other bytes): the postguard
+    /// refuses such a run rather than decide on it. Not part of the report's JSON.
+    #[serde(skip)]
+    pub corrupt: bool,
 }
 
 impl Problem {
@@ -71,6 +75,7 @@ impl Problem {
             expected: None,
             actual: None,
             detail: detail.into(),
+            corrupt: false,
         }
     }
 
@@ -88,6 +93,7 @@ impl Problem {
             expected: Some(expected.to_string()),
             actual: Some(actual.to_string()),
             detail: detail.into(),
+            corrupt: false,
         }
     }
 }
@@ -125,6 +131,12 @@ impl Audit {
             .push(Problem::mismatch(check, object, expected, actual, detail));
     }
     fn store_error(&mut self, e: StoreError) {
+        self.store_error_unmarked(e);
+        if let Some(p) = self.problems.last_mut() {
+            p.corrupt = true;
+        }
+    }
+    fn store_error_unmarked(&mut self, e: StoreError) {
         match e {
             StoreError::HashMismatch {
                 key,

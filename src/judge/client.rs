@@ -65,6 +65,8 @@ pub struct Judges {
     pub a: JudgeClient,
     pub b: JudgeClient,
     salt: Secret,
+    /// This replica's name (leases, receipts).
+    replica: String,
     pub metrics: Arc<crate::metrics::Metrics>,
 }
 
@@ -106,6 +108,7 @@ impl Judges {
             a: make(&config.a)?,
             b: make(&config.b)?,
             salt: config.seed_salt.clone(),
+            replica: lease.holder.clone(),
             metrics,
         })
     }
@@ -119,6 +122,11 @@ impl Judges {
 
     pub fn salt(&self) -> &[u8] {
         self.salt.expose().as_bytes()
+    }
+
+    /// This replica's name (`SEAL_REPLICA_ID`, else host, pid and random bits).
+    pub fn replica(&self) -> &str {
+        &self.replica
     }
 }
 

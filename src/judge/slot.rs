@@ -12,6 +12,9 @@ use crate::doc::*;
 use crate::ids::Slot;
 use crate::key::Stored;
 
+/// Most attempts a slot makes in a roll: `max_retries` is at most 2.
+pub const MAX_ATTEMPTS: u32 = 3;
+
 /// One stored attempt and how it ended.
 #[derive(Debug, Clone)]
 pub struct AttemptRecord {
@@ -38,6 +41,42 @@ impl SlotRun {
     /// The attempt the slot's refs point at: the accepted one, else the last one.
     pub fn final_attempt(&self) -> Option<&AttemptRecord> {
         self.accepted().or_else(|| self.attempts.last())
+    }
+    /// Why these attempts are not a sequence seal makes, if they are not (pure). seal numbers
+    /// attempts 1, 2, … (at most [`MAX_ATTEMPTS`]) and asks again only after a retryable
+    /// failure: an attempt after an accepted answer or after a failure no retry can fix (a 4xx,
+    /// a blocked roll) was never asked for by seal.
+    pub fn retry_rule_violation(&self) -> Option<String> {
+        if self.attempts.len() > MAX_ATTEMPTS as usize {
+            return Some(format!(
+                "{} attempts, at most {MAX_ATTEMPTS} are ever made",
+                self.attempts.len()
+            ));
+        }
+        for (i, a) in self.attempts.iter().enumerate() {
+            if a.attempt as usize != i + 1 {
+                return Some(format!("attempt {} listed in position {}", a.attempt, i + 1));
+            }
+            let Some(next) = self.attempts.get(i + 1) else {
+                break;
+            };
+            match &a.outcome {
+                Ok(_) => {
+                    return Some(format!(
+                        "attempt {} follows attempt {}, which was accepted",
+                        next.attempt, a.attempt
+                    ))
+                }
+                Err(f) if !f.class.is_retryable() => {
+                    return Some(format!(
+                        "attempt {} follows attempt {}, which failed with {} (not retryable)",
+                        next.attempt, a.attempt, f.class
+                    ))
+                }
+                Err(_) => {}
+            }
+        }
+        None
     }
     pub fn cost_micro(&self) -> u64 {
         self.attempts

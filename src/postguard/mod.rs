@@ -14,6 +14,7 @@
 //! stored result. A stored snapshot (an interrupted finalize) is decided as stored: once
 //! `judging.json` exists the run takes no more rolls, so the snapshot cannot go stale.
 
+mod authentic;
 pub mod decided;
 
 use tracing::Instrument;
@@ -70,6 +71,19 @@ pub enum FinalizeError {
     },
     #[error("run {run}: {reason}")]
     Internal { run: RunId, reason: String },
+    /// A stored input or record this deployment cannot authenticate (G1, docs/DESIGN.md §11).
+    #[error(transparent)]
+    Receipt(#[from] crate::receipt::ReceiptError),
+    /// A stored decision document that is not what the postguard derives: never signed.
+    #[error("{object}: planted {kind}, not sealed: {reason}")]
+    Planted {
+        object: String,
+        kind: &'static str,
+        reason: String,
+    },
+    /// Objects the run binds are missing or do not hash to their records: never signed.
+    #[error("run {run}: the store does not hold what the run binds, not sealed: {problems}")]
+    Corrupt { run: RunId, problems: String },
 }
 
 impl HasFault for FinalizeError {
@@ -82,6 +96,8 @@ impl HasFault for FinalizeError {
             FinalizeError::Store(e) => e.fault(),
             FinalizeError::Log { source, .. } => source.fault(),
             FinalizeError::Internal { .. } => Fault::Corruption,
+            FinalizeError::Receipt(e) => e.fault(),
+            FinalizeError::Planted { .. } | FinalizeError::Corrupt { .. } => Fault::Corruption,
         }
     }
 }
@@ -107,19 +123,24 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
         .ok_or_else(|| FinalizeError::NoKey { run: run.clone() })?;
     // One finalize or roll of a run at a time in this process (replicas: create-only writes).
     let _run_lock = engine.lock_run(run).await;
-    let (open, finalizing) = match RunState::load(store, run).await? {
+    let (open, found) = match RunState::load(store, run).await? {
         RunState::Decided(d) => {
-            let (done, sealed) =
-                ensure_seal(store, run, d.evidence, d.evidence_hash, &key, false).await?;
-            return logged(engine, run, &key, done, sealed).await;
+            if store.exists(&Key::seal(run)).await? {
+                // Sealed: nothing is signed here; the seal must be one this deployment trusts.
+                trusted_seal(engine, run, &d.evidence_hash, &key).await?;
+                let (done, sealed) =
+                    ensure_seal(store, run, d.evidence, d.evidence_hash, &key, false).await?;
+                return logged(engine, run, &key, done, sealed).await;
+            }
+            // Decided without a seal: derived again below, and sealed only if identical.
+            (open_view(store, run).await?, Found::Decided(d))
         }
-        RunState::Open(o) => (o, false),
-        RunState::Finalizing(o) => (o, true),
+        RunState::Open(o) => (o, Found::Open),
+        RunState::Finalizing(o) => (o, Found::Finalizing),
     };
-    let rolls = if finalizing {
-        open.rolls
-    } else {
-        judge_pending(engine, open).await?
+    let rolls = match found {
+        Found::Open => judge_pending(engine, open).await?,
+        Found::Finalizing | Found::Decided(_) => open.rolls,
     };
     if rolls.is_empty() {
         return Err(FinalizeError::NoRolls { run: run.clone() });
@@ -129,27 +150,128 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
     // re-hashing them. Everything else is read and re-hashed; `seal verify` re-hashes every
     // byte (docs/DESIGN.md §6).
     let own = store.trusting_own_writes();
+    authentic::inputs(engine, &own, run, &rolls).await?;
     let snapshot = stored_snapshot(&own, run, &rolls).await?;
     let checks = postguard_checks(&own, run, &snapshot).await?;
-    let decided = decide(
-        run,
-        snapshot.doc,
-        checks,
-        snapshot.hash,
-        engine.clock.now_rfc3339(),
-    )?;
+    let (decided_at, stored) = match found {
+        Found::Decided(d) => (decided_at_of(run, &d.evidence)?, Some(d)),
+        _ => (engine.clock.now_rfc3339(), None),
+    };
+    let redecide = |at: String| decide(run, snapshot.doc.clone(), checks.clone(), snapshot.hash.clone(), at);
+    let decided = redecide(decided_at)?;
+    if let Some(d) = &stored {
+        same_decision(run, &decided, &d.evidence_hash)?;
+    }
     let (evidence, evidence_hash, wrote) = match store.put_decided(&decided).await {
         // The store holds exactly these bytes now (created, or identical ones were there).
         Ok((stored, created)) => (decided.evidence().clone(), stored.hash, created),
-        Err(StoreError::Conflict { .. }) => match read_decided(store, run).await? {
-            Some((evidence, hash)) => (evidence, hash, false),
-            None => return Err(internal(run, "evidence.json vanished after a conflict")),
-        },
+        // A racing finalizer (another replica, whose clock gave another decidedAt) stored its
+        // evidence first: it is sealed only if it is what this postguard derives with that
+        // decidedAt, i.e. the same decision from the same authenticated inputs.
+        Err(StoreError::Conflict { .. }) => {
+            let Some((theirs, theirs_hash)) = store.get_json::<Evidence>(&Key::evidence(run)).await?
+            else {
+                return Err(internal(run, "evidence.json vanished after a conflict"));
+            };
+            let again = redecide(decided_at_of(run, &theirs)?)?;
+            same_decision(run, &again, &theirs_hash)?;
+            (theirs, theirs_hash, false)
+        }
         Err(e) => return Err(e.into()),
     };
-    tracing::info!(outcome = ?evidence.outcome, wrote, "run decided");
+    tracing::info!(outcome = %evidence.outcome.map(|o| o.to_string()).unwrap_or_default(), wrote, "run decided");
     let (done, sealed) = ensure_seal(store, run, evidence, evidence_hash, &key, wrote).await?;
     logged(engine, run, &key, done, sealed).await
+}
+
+/// The stored evidence (`stored`) is the document the postguard derived (`decided`), byte
+/// for byte; anything else is planted and never sealed.
+fn same_decision(run: &RunId, decided: &Decided, stored: &Hash) -> Result<(), FinalizeError> {
+    if decided.hash() == stored {
+        return Ok(());
+    }
+    Err(FinalizeError::Planted {
+        object: Key::evidence(run).to_string(),
+        kind: "evidence",
+        reason: format!(
+            "stored sha256 {stored}, but the postguard derives {} from the run's authenticated \
+             inputs",
+            decided.hash()
+        ),
+    })
+}
+
+/// Where finalize found the run.
+enum Found {
+    Open,
+    /// `judging.json` stored: no more rolls; the snapshot is derived again and must match.
+    Finalizing,
+    /// `evidence.json` stored without a seal: derived again and sealed only if identical.
+    Decided(crate::run_state::DecidedRun),
+}
+
+/// A decided run's header and judged rolls, as an [`OpenRun`] is loaded (the derivation that
+/// re-proves its evidence starts from them).
+async fn open_view(store: &Store, run: &RunId) -> Result<OpenRun, FinalizeError> {
+    let Some((header, header_hash)) = store.get_json::<Evidence>(&Key::header(run)).await? else {
+        return Err(FinalizeError::Planted {
+            object: Key::evidence(run).to_string(),
+            kind: "evidence",
+            reason: "decided evidence without a stored header".into(),
+        });
+    };
+    Ok(OpenRun {
+        run: run.clone(),
+        header,
+        header_hash,
+        rolls: crate::run_state::judged_rolls(store, run).await?,
+    })
+}
+
+/// The `decidedAt` a stored decided document carries: the one input of the decision that is
+/// not derived (the clock's), so re-proving the document takes it from there.
+fn decided_at_of(run: &RunId, evidence: &Evidence) -> Result<String, FinalizeError> {
+    evidence
+        .final_postguard
+        .as_ref()
+        .map(|p| p.decided_at.clone())
+        .ok_or_else(|| FinalizeError::Planted {
+            object: Key::evidence(run).to_string(),
+            kind: "evidence",
+            reason: "a decided document without finalPostguard.decidedAt".into(),
+        })
+}
+
+/// A stored seal is acted on (returned, logged) only if it verifies under this deployment's
+/// key or a key of `keys.trusted`, for the stored evidence: a seal made elsewhere is named.
+async fn trusted_seal(
+    engine: &Engine,
+    run: &RunId,
+    evidence_hash: &Hash,
+    key: &sealing::SigningKey,
+) -> Result<(), FinalizeError> {
+    let planted = |reason: String| FinalizeError::Planted {
+        object: Key::seal(run).to_string(),
+        kind: "seal",
+        reason,
+    };
+    let Some((env, _)) = engine.store.get_json::<Envelope>(&Key::seal(run)).await? else {
+        return Err(planted("vanished".into()));
+    };
+    let mut trusted = vec![key.public()];
+    for path in &engine.config.trusted_keys {
+        trusted.push(sealing::PublicKey::load(path).map_err(|e| internal(run, e))?);
+    }
+    let verified = sealing::verify_envelope(&env, &trusted)
+        .map_err(|e| planted(format!("not a seal of this deployment: {e}")))?;
+    let subject = verified.statement.subject.first();
+    let expected = Key::evidence(run);
+    match subject {
+        Some(s) if s.name == expected.as_str() && s.digest.sha256 == evidence_hash.as_str() => Ok(()),
+        _ => Err(planted(
+            "the seal's subject is not this run's stored evidence".into(),
+        )),
+    }
 }
 
 /// Appends the stored seal to the transparency log (a no-op when it is logged already), so a
@@ -183,20 +305,30 @@ async fn logged(
 }
 
 /// Judges every roll whose proof package is stored but whose judging was interrupted, in the
-/// order the roll-order rule allows; returns the judged rolls.
-async fn judge_pending(engine: &Engine, mut open: OpenRun) -> Result<Vec<Roll>, FinalizeError> {
+/// order the roll-order rule allows; returns the judged rolls. A roll record found stored is
+/// taken only through [`roll::judge_open_roll`], which uses it only when its receipt verifies
+/// and otherwise derives it again (a planted record is named there, never decided from).
+async fn judge_pending(engine: &Engine, open: OpenRun) -> Result<Vec<Roll>, FinalizeError> {
+    let mut judged: Vec<Roll> = Vec::new();
     for roll in RollId::ALL {
-        let before: Vec<Outcome> = open.rolls.iter().map(|r| r.roll_outcome).collect();
-        if open.judged(roll).is_some() || !merge::may_follow(&before, roll) {
-            continue;
+        let before: Vec<Outcome> = judged.iter().map(|r| r.roll_outcome).collect();
+        if !merge::may_follow(&before, roll) {
+            break;
         }
-        let proof = Key::roll_file(&open.run, roll, "proof-package.json");
-        if engine.store.exists(&proof).await? {
-            let report = roll::judge_open_roll(engine, &open, roll, &Source::Live).await?;
-            open.rolls.push(report.roll);
+        let stored = |file| Key::roll_file(&open.run, roll, file);
+        if !engine.store.exists(&stored("proof-package.json")).await?
+            && !engine.store.exists(&stored("roll.json")).await?
+        {
+            break;
         }
+        let view = OpenRun {
+            rolls: judged.clone(),
+            ..open.clone()
+        };
+        let report = roll::judge_open_roll(engine, &view, roll, &Source::Live).await?;
+        judged.push(report.roll);
     }
-    Ok(open.rolls)
+    Ok(judged)
 }
 
 /// The JUDGING snapshot as read back: the document, its sha256, and the parsed value its
@@ -226,9 +358,10 @@ async fn read_doc<T: serde::de::DeserializeOwned>(
     Ok(Some((doc, hash, value)))
 }
 
-/// The JUDGING snapshot the postguard decides from: the stored one if an earlier finalize
-/// wrote it, else derived from the judged rolls and stored; always read back from the store
-/// (through the write set: the bytes a racing finalizer stored instead are read from it).
+/// The JUDGING snapshot the postguard decides from, derived from the authenticated rolls and
+/// stored create-only; always read back from the store (through the write set). A snapshot an
+/// earlier finalize stored must be exactly the one derived now (the run takes no rolls once it
+/// exists, so an honest one always is): any other bytes are planted, never decided from.
 async fn stored_snapshot(
     own: &OwnWrites<'_>,
     run: &RunId,
@@ -236,12 +369,6 @@ async fn stored_snapshot(
 ) -> Result<Snapshot, FinalizeError> {
     let store = own.store();
     let snap_key = Key::judging(run);
-    let read = |found: Option<(Evidence, Hash, serde_json::Value)>| {
-        found.map(|(doc, hash, value)| Snapshot { doc, hash, value })
-    };
-    if let Some(found) = read(read_doc::<Evidence>(own, &snap_key).await?) {
-        return Ok(found);
-    }
     let (header, _, _) = read_doc::<Evidence>(own, &Key::header(run))
         .await?
         .ok_or_else(|| internal(run, "the header vanished"))?;
@@ -258,16 +385,26 @@ async fn stored_snapshot(
         .into());
     }
     match store.put_bytes(&snap_key, bytes::Bytes::from(bytes)).await {
-        // A racing finalizer stored its snapshot first: it is the one decided on.
-        Ok(_) | Err(StoreError::Conflict { .. }) => {}
+        Ok(_) => {}
+        Err(StoreError::Conflict {
+            existing,
+            attempted,
+            ..
+        }) => {
+            return Err(FinalizeError::Planted {
+                object: snap_key.to_string(),
+                kind: "snapshot",
+                reason: format!(
+                    "stored sha256 {existing}, but the authenticated rolls derive {attempted}"
+                ),
+            })
+        }
         Err(e) => return Err(e.into()),
     }
-    read(read_doc::<Evidence>(own, &snap_key).await?)
+    read_doc::<Evidence>(own, &snap_key)
+        .await?
+        .map(|(doc, hash, value)| Snapshot { doc, hash, value })
         .ok_or_else(|| internal(run, "the JUDGING snapshot vanished"))
-}
-
-async fn read_decided(store: &Store, run: &RunId) -> Result<Option<(Evidence, Hash)>, StoreError> {
-    store.get_json::<Evidence>(&Key::evidence(run)).await
 }
 
 /// Writes the seal of stored evidence unless one exists (a crash between the two writes, or a
@@ -374,6 +511,20 @@ async fn postguard_checks(
     let snap = &snapshot.doc;
     let brief = own.get_opt_hashed(&Key::brief(run)).await?.map(|(b, _)| b);
     let (mut problems, docs) = audit::audit(own, snap, brief.as_deref()).await;
+    // A bound object that is missing or does not hash to its record is not something to
+    // decide on: the inputs it stood for are gone, and nothing is signed over them.
+    let corrupt: Vec<String> = problems
+        .iter()
+        .filter(|p| p.corrupt)
+        .take(5)
+        .map(|p| p.to_string())
+        .collect();
+    if !corrupt.is_empty() {
+        return Err(FinalizeError::Corrupt {
+            run: run.clone(),
+            problems: corrupt.join("; "),
+        });
+    }
     problems.extend(document_problems(run, snap, &snapshot.value));
     if let Some((header, _, _)) = read_doc::<Evidence>(own, &Key::header(run)).await? {
         problems.extend(audit::run_cost(&Key::judging(run), &header, snap));

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::dispatch::Jobs;
 use super::guard::Guarded;
 use super::package::Packaged;
-use super::{put_or_keep, JudgingError, Source};
+use super::{put_derived, JudgingError, Source};
 use crate::doc::*;
 use crate::engine::Engine;
 use crate::judge::JudgeClient;
@@ -53,27 +53,32 @@ pub(super) async fn reserve(
         },
     };
     let key = Key::roll_file(&g.run, g.roll, "cost-reservation.json");
-    let (reservation, stored) = match source {
-        Source::Live => put_or_keep(store, &key, &reservation).await?,
-        Source::Stored { from } => {
-            let from_key = Key::roll_file(from, g.roll, "cost-reservation.json");
-            match store.put_bytes(&key, store.get(&from_key).await?).await {
-                Ok(_) | Err(StoreError::Conflict { .. }) => {}
+    let (reservation, stored) = match source.source_roll(g.roll) {
+        None => {
+            let stored = put_derived(store, &key, &reservation).await?;
+            (reservation, stored)
+        }
+        // A replay carries the reservation its answers were bought under: the one the verified
+        // source binds, read against its sealed hash and copied byte for byte.
+        Some((from, source_roll)) => {
+            let from_key = Key::parse(&source_roll.cost_reservation_ref)
+                .map_err(|e| super::internal(&g.run, g.roll, format!("{from}: {e}")))?;
+            let bytes = store
+                .get_verified(&from_key, &source_roll.cost_reservation_hash)
+                .await?;
+            let stored = match store.put_bytes(&key, bytes.clone()).await {
+                Ok(s) => s,
+                Err(StoreError::Conflict { existing, .. }) => {
+                    return Err(JudgingError::Planted {
+                        key: key.to_string(),
+                        reason: format!(
+                            "stored sha256 {existing} is not the reservation of {from}"
+                        ),
+                    })
+                }
                 Err(e) => return Err(e.into()),
-            }
-            let bytes = store.get(&key).await?;
-            let r: CostReservation =
-                crate::json::parse_as(&bytes, store.doc_limit()).map_err(|e| {
-                    StoreError::BadDocument {
-                        key: key.clone(),
-                        detail: e.to_string(),
-                    }
-                })?;
-            let stored = Stored {
-                key: key.clone(),
-                hash: crate::canonical::Hash::of(&bytes),
-                size: bytes.len() as u64,
             };
+            let r: CostReservation = crate::store::parse_stored(&key, &bytes, store.doc_limit())?;
             (r, stored)
         }
     };

@@ -10,7 +10,9 @@ use crate::doc::*;
 use crate::engine::Engine;
 use crate::ids::{RollId, RunId, Slot};
 use crate::judge::parse::{evaluate_raw, ErrorClass, ParseFailure};
+use crate::canonical::Hash;
 use crate::judge::{self, AttemptRecord, JudgeClient, SlotJob, SlotRun};
+use crate::receipt::ReceiptKind;
 use crate::resume::{self, ResumeError};
 use crate::store::{Key, Store, StoreError, Stored};
 use crate::vocab::GuardCheck;
@@ -83,11 +85,14 @@ pub(super) async fn run(
     let store = &engine.store;
     let (ja, jb) = (&engine.judges.a, &engine.judges.b);
     let (run, roll) = (jobs.a.run, jobs.a.roll);
-    if let Source::Stored { from } = source {
+    if let Source::Stored { from, .. } = source {
         tracing::info!(from = %from, "replaying stored judge answers");
+        let src = source.source_roll(roll).ok_or_else(|| {
+            super::internal(run, roll, format!("the verified source {from} has no {roll}"))
+        })?;
         return Ok((
-            copy_attempts(store, from, run, roll, Slot::A).await?,
-            copy_attempts(store, from, run, roll, Slot::B).await?,
+            copy_attempts(engine, src, run, roll, Slot::A).await?,
+            copy_attempts(engine, src, run, roll, Slot::B).await?,
         ));
     }
     if guard.status == GuardStatus::Pass {
@@ -211,66 +216,117 @@ fn not_dispatched_meta(
     }
 }
 
-/// Copies a slot's stored attempts from another run, then reads them back as a [`SlotRun`].
+/// A stored replay's attempts of one slot: exactly the attempts the verified source binds for
+/// the same roll and slot (the attempt list of its sealed normalized result), each file read
+/// against the hash the sealed records name and copied byte for byte, create-only. Anything
+/// else in the replay's slot folder (an extra attempt, other bytes at a copied key) is planted:
+/// the replay stops there, naming it. Each copied attempt gets a receipt naming its source, the
+/// postguard's proof that seal copied it (its MAC was made for the source's run id).
 async fn copy_attempts(
-    store: &Store,
+    engine: &Engine,
+    (from, source): (&RunId, &Roll),
+    run: &RunId,
+    roll: RollId,
+    slot: Slot,
+) -> Result<SlotRun, JudgingError> {
+    let store = &engine.store;
+    let sref = source.slot_ref(slot);
+    let normalized = Key::parse(&sref.normalized_ref)
+        .map_err(|e| super::internal(run, roll, format!("{from}: {e}")))?;
+    let result: JudgeResult = store
+        .get_json_verified(&normalized, &sref.result_hash)
+        .await?;
+    let mut attempts = Vec::with_capacity(result.attempts.len());
+    for h in &result.attempts {
+        attempts.push(copy_attempt(engine, from, run, roll, slot, h).await?);
+    }
+    let listed: Vec<u32> = result.attempts.iter().map(|h| h.attempt).collect();
+    let folder = Key::slot_file(run, roll, slot, "x").dir().to_string();
+    let keys = store.list(&folder).await?;
+    if let Some(key) = keys.iter().find(|k| !replay_may_hold(&folder, k, &listed)) {
+        return Err(JudgingError::Planted {
+            key: key.to_string(),
+            reason: format!("the verified source {from} binds no such attempt object"),
+        });
+    }
+    Ok(SlotRun { slot, attempts })
+}
+
+/// Whether a stored replay's slot folder may hold `key`: the slot's own documents, or a
+/// request, raw answer or meta of one of the `listed` attempts (pure).
+fn replay_may_hold(folder: &str, key: &Key, listed: &[u32]) -> bool {
+    let Some(rest) = key.as_str().strip_prefix(folder).and_then(|r| r.strip_prefix('/')) else {
+        return false;
+    };
+    match rest.split_once('/') {
+        None => matches!(rest, "parsed.json" | "normalized.json"),
+        Some((attempt, file)) => {
+            let listed_attempt = attempt
+                .strip_prefix("attempt-")
+                .and_then(|k| k.parse::<u32>().ok())
+                .is_some_and(|k| listed.contains(&k) && attempt == format!("attempt-{k}"));
+            listed_attempt && matches!(file, "request.json" | "raw.json" | "meta.json")
+        }
+    }
+}
+
+/// Copies one attempt of the verified source (see [`copy_attempts`]).
+async fn copy_attempt(
+    engine: &Engine,
     from: &RunId,
     run: &RunId,
     roll: RollId,
     slot: Slot,
-) -> Result<SlotRun, StoreError> {
-    for k in 1..=3 {
-        if !store
-            .exists(&Key::attempt_file(from, roll, slot, k, "raw.json"))
-            .await?
-        {
-            break;
+    h: &AttemptHashes,
+) -> Result<AttemptRecord, JudgingError> {
+    let store = &engine.store;
+    let copy = |file: &'static str, hash: Hash| async move {
+        let src = Key::attempt_file(from, roll, slot, h.attempt, file);
+        let dst = Key::attempt_file(run, roll, slot, h.attempt, file);
+        let bytes = store.get_verified(&src, &hash).await?;
+        match store.put_bytes(&dst, bytes.clone()).await {
+            Ok(stored) => Ok((stored, bytes)),
+            Err(StoreError::Conflict { existing, .. }) => Err(JudgingError::Planted {
+                key: dst.to_string(),
+                reason: format!("stored sha256 {existing} is not {src} of the verified source"),
+            }),
+            Err(e) => Err(e.into()),
         }
-        for file in ["request.json", "raw.json", "meta.json"] {
-            let src = Key::attempt_file(from, roll, slot, k, file);
-            if store.exists(&src).await? {
-                store
-                    .put_bytes(
-                        &Key::attempt_file(run, roll, slot, k, file),
-                        store.get(&src).await?,
-                    )
-                    .await?;
-            }
-        }
-    }
-    load_slot_run(store, run, roll, slot).await
+    };
+    let request = match &h.request_hash {
+        Some(rh) => Some(copy("request.json", rh.clone()).await?.0),
+        None => None,
+    };
+    let (raw, raw_bytes) = copy("raw.json", h.raw_hash.clone()).await?;
+    let (meta_stored, meta_bytes) = copy("meta.json", h.meta_hash.clone()).await?;
+    let meta: SlotMeta = crate::store::parse_stored(&meta_stored.key, &meta_bytes, store.doc_limit())?;
+    engine
+        .receipt(ReceiptKind::ReplayedAttempt, &meta_stored, Some(from))
+        .await?;
+    Ok(AttemptRecord {
+        attempt: h.attempt,
+        request,
+        outcome: evaluate_raw(&raw_bytes, meta.http_status),
+        raw,
+        meta,
+        meta_hash: meta_stored.hash,
+    })
 }
 
-/// Reads a slot's stored attempts (attempt-1, attempt-2, … while a raw answer exists).
-pub async fn load_slot_run(
-    store: &Store,
-    run: &RunId,
-    roll: RollId,
-    slot: Slot,
-) -> Result<SlotRun, StoreError> {
-    let mut attempts = Vec::new();
-    for k in 1..=3 {
-        let key = |f: &str| Key::attempt_file(run, roll, slot, k, f);
-        let Some(raw) = store.get_opt(&key("raw.json")).await? else {
-            break;
-        };
-        let Some((meta, meta_hash)) = store.get_json::<SlotMeta>(&key("meta.json")).await? else {
-            return Err(StoreError::NotFound {
-                key: key("meta.json"),
-            });
-        };
-        let request = store
-            .get_opt(&key("request.json"))
-            .await?
-            .map(|b| Stored::of(key("request.json"), &b));
-        attempts.push(AttemptRecord {
-            attempt: k,
-            request,
-            raw: Stored::of(key("raw.json"), &raw),
-            outcome: evaluate_raw(&raw, meta.http_status),
-            meta,
-            meta_hash,
-        });
+#[cfg(test)]
+mod tests {
+    use super::replay_may_hold;
+    use crate::store::Key;
+
+    #[test]
+    fn a_stored_replay_holds_exactly_the_source_attempts() {
+        let folder = "runs/r.replay-1/roll-1/judge-b";
+        let ok = |k: &str| replay_may_hold(folder, &Key::parse(k).unwrap(), &[1]);
+        assert!(ok("runs/r.replay-1/roll-1/judge-b/attempt-1/raw.json"));
+        assert!(ok("runs/r.replay-1/roll-1/judge-b/normalized.json"));
+        assert!(!ok("runs/r.replay-1/roll-1/judge-b/attempt-2/raw.json"));
+        assert!(!ok("runs/r.replay-1/roll-1/judge-b/attempt-01/raw.json"));
+        assert!(!ok("runs/r.replay-1/roll-1/judge-b/attempt-1/extra.json"));
+        assert!(!ok("runs/r.replay-1/roll-1/judge-b/stray.json"));
     }
-    Ok(SlotRun { slot, attempts })
 }

@@ -15,6 +15,7 @@ use crate::engine::Engine;
 use crate::ids::{RollId, RunId};
 use crate::intake;
 use crate::merge;
+use crate::receipt::ReceiptKind;
 use crate::run_state::OpenRun;
 use crate::store::{Key, Store, StoreError};
 use crate::vocab::GuardCheck;
@@ -59,15 +60,24 @@ pub(super) async fn check(
             roll,
         });
     };
+    // Only what this deployment accepted is judged: a swapped or planted input is named here,
+    // before anything is derived from it or any judge is paid.
+    let notary = &engine.notary;
+    notary
+        .require(store, ReceiptKind::Header, &Key::header(run), &open.header_hash)
+        .await?;
+    notary
+        .require(store, ReceiptKind::ProofPackage, &proof_key, &proof_hash)
+        .await?;
     let header = &open.header;
     let mut checks = vec![entry(
         GuardCheck::Header,
         header.phase == Phase::Judging && header.rolls.is_empty(),
         GuardCheck::Header.binding_detail(&open.header_hash, None),
     )];
-    let (brief_check, brief_text) = brief(store, run, header).await?;
+    let (brief_check, brief_text) = brief(engine, run, header).await?;
     checks.push(brief_check);
-    checks.push(play_spec(store, run, header).await?);
+    checks.push(play_spec(engine, run, header).await?);
     let order_ok = merge::may_follow(&open.outcomes_before(roll), roll);
     checks.push(entry(
         GuardCheck::RollOrder,
@@ -115,13 +125,18 @@ pub(super) async fn check(
 }
 
 async fn brief(
-    store: &Store,
+    engine: &Engine,
     run: &RunId,
     header: &Evidence,
-) -> Result<(Check, String), StoreError> {
+) -> Result<(Check, String), JudgingError> {
+    let store = &engine.store;
     Ok(match store.get_opt(&Key::brief(run)).await? {
         Some(b) => {
             let h = Hash::of(&b);
+            engine
+                .notary
+                .require(store, ReceiptKind::Brief, &Key::brief(run), &h)
+                .await?;
             let c = entry(
                 GuardCheck::BriefHash,
                 h == header.brief_hash,
@@ -136,10 +151,19 @@ async fn brief(
     })
 }
 
-async fn play_spec(store: &Store, run: &RunId, header: &Evidence) -> Result<Check, StoreError> {
+async fn play_spec(
+    engine: &Engine,
+    run: &RunId,
+    header: &Evidence,
+) -> Result<Check, JudgingError> {
+    let store = &engine.store;
     let id = GuardCheck::PlaySpecFresh;
     Ok(match store.get_json::<Value>(&Key::play_spec(run)).await? {
         Some((s, spec_hash)) => {
+            engine
+                .notary
+                .require(store, ReceiptKind::PlaySpec, &Key::play_spec(run), &spec_hash)
+                .await?;
             let problems = intake::play_spec_problems(&s, header);
             let note = if problems.is_empty() {
                 "derivedFrom.sourceHash is the artifactHash".to_string()

@@ -26,10 +26,10 @@ use crate::engine::Engine;
 use crate::fault::{Fault, HasFault};
 use crate::ids::{RollId, RunId};
 use crate::merge::{next_after, Next};
+use crate::receipt::{ReceiptError, ReceiptKind};
 use crate::run_state::{OpenRun, RunState, RunStateError};
-use crate::store::{Key, Store, StoreError, Stored};
+use crate::store::{parse_stored, Key, Store, StoreError, Stored};
 
-pub use dispatch::load_slot_run;
 
 #[derive(Debug, thiserror::Error)]
 pub enum JudgingError {
@@ -42,6 +42,12 @@ pub enum JudgingError {
     /// A stored judge attempt this daemon did not write (see [`crate::resume`]).
     #[error(transparent)]
     Resume(#[from] crate::resume::ResumeError),
+    /// A stored input or roll record this deployment never accepted (see [`crate::receipt`]).
+    #[error(transparent)]
+    Receipt(#[from] ReceiptError),
+    /// A stored document that is not what this roll derives from its authenticated inputs.
+    #[error("{key}: planted document, never judged or sealed from: {reason}")]
+    Planted { key: String, reason: String },
     #[error("run {run} {roll}: {reason}")]
     Internal {
         run: RunId,
@@ -57,6 +63,8 @@ impl HasFault for JudgingError {
             JudgingError::NoProofPackage { .. } => Fault::Caller,
             JudgingError::Store(e) => e.fault(),
             JudgingError::Resume(e) => e.fault(),
+            JudgingError::Receipt(e) => e.fault(),
+            JudgingError::Planted { .. } => Fault::Corruption,
             // What the store holds contradicts what this roll derives: not the caller's doing.
             JudgingError::Internal { .. } => Fault::Corruption,
         }
@@ -80,13 +88,30 @@ pub struct RollReport {
 }
 
 /// Where a roll's judge answers come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Source {
     /// Ask both judges over HTTP.
     Live,
-    /// Historical replay: every stored attempt (and the cost reservation) of the same roll of
-    /// `from` is copied byte for byte, then parsed, normalized and judged by the current code.
-    Stored { from: RunId },
+    /// Historical replay: exactly the attempts (and the cost reservation) the verified source
+    /// `from` binds for the same roll are copied byte for byte, each read against the hash its
+    /// sealed records name, then parsed, normalized and judged by the current code.
+    Stored {
+        from: RunId,
+        /// The source's roll records, from its verified evidence.
+        rolls: std::sync::Arc<Vec<Roll>>,
+    },
+}
+
+impl Source {
+    /// The verified source roll a stored replay copies roll `roll` from.
+    pub(crate) fn source_roll(&self, roll: RollId) -> Option<(&RunId, &Roll)> {
+        match self {
+            Source::Live => None,
+            Source::Stored { from, rolls } => {
+                rolls.iter().find(|r| r.roll_id == roll).map(|r| (from, r))
+            }
+        }
+    }
 }
 
 /// Judges roll `roll` of `run` (its proof package must be stored). Idempotent. Takes this
@@ -132,7 +157,8 @@ async fn judge_stages(
 ) -> Result<RollReport, JudgingError> {
     let store = &engine.store;
     let run = &open.run;
-    if let Some(done) = stored_roll(store, run, roll).await? {
+    authenticate_earlier(engine, open, roll).await?;
+    if let Some(done) = stored_roll(engine, run, roll).await? {
         tracing::info!(outcome = %done.roll.roll_outcome, "roll already judged");
         return Ok(done);
     }
@@ -166,18 +192,53 @@ async fn judge_stages(
     Ok(roll_record)
 }
 
-/// The stored record of a judged roll, if any.
+/// The rolls before `roll` were finished by this deployment: the roll order and the budget
+/// of `roll` are decided from them.
+async fn authenticate_earlier(
+    engine: &Engine,
+    open: &OpenRun,
+    roll: RollId,
+) -> Result<(), JudgingError> {
+    for r in open.rolls.iter().filter(|r| r.roll_id < roll) {
+        if stored_roll(engine, &open.run, r.roll_id).await?.is_none() {
+            return Err(ReceiptError::Unauthenticated {
+                object: Key::roll_file(&open.run, r.roll_id, "roll.json").to_string(),
+                kind: ReceiptKind::Roll,
+                reason: format!("{roll} cannot follow a roll seal did not finish"),
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// The stored record of a judged roll, if this deployment finished it: `roll.json` with a
+/// receipt that verifies (see [`crate::receipt`]). A record without one is not judged yet
+/// (a crash before its receipt, or planted): the stages re-derive it, and commit it only if
+/// the stored bytes are exactly what they derive.
 pub async fn stored_roll(
-    store: &Store,
+    engine: &Engine,
     run: &RunId,
     roll: RollId,
 ) -> Result<Option<RollReport>, JudgingError> {
-    let Some((r, _)) = store
-        .get_json::<Roll>(&Key::roll_file(run, roll, "roll.json"))
-        .await?
-    else {
+    let store = &engine.store;
+    let key = Key::roll_file(run, roll, "roll.json");
+    let Some(bytes) = store.get_opt(&key).await? else {
         return Ok(None);
     };
+    match engine
+        .notary
+        .require_bytes(store, ReceiptKind::Roll, &key, &bytes)
+        .await
+    {
+        Ok(()) => {}
+        Err(ReceiptError::Unauthenticated { reason, .. }) => {
+            tracing::info!(%reason, "stored roll record not committed: judging the roll");
+            return Ok(None);
+        }
+        Err(ReceiptError::Store(e)) => return Err(e.into()),
+    }
+    let r: Roll = parse_stored(&key, &bytes, store.doc_limit())?;
     let consensus: JudgeConsensus = store
         .get_json_verified(
             &Key::parse(&r.judge_consensus_ref).map_err(|e| internal(run, roll, e))?,
@@ -192,8 +253,35 @@ pub async fn stored_roll(
     }))
 }
 
-/// Puts `doc` create-only; when an earlier run of this roll stored other bytes there (a changed
-/// config, say), the stored record is what the roll was judged with, and stands.
+/// Puts a document this roll derives, create-only. The same bytes already there are fine (a
+/// retry, a restart, another replica); other bytes are planted (or were derived under another
+/// configuration or version): never kept, never judged or sealed from.
+pub(crate) async fn put_derived<T: serde::Serialize>(
+    store: &Store,
+    key: &Key,
+    doc: &T,
+) -> Result<Stored, JudgingError> {
+    match store.put_json(key, doc).await {
+        Ok(s) => Ok(s),
+        Err(StoreError::Conflict {
+            existing,
+            attempted,
+            ..
+        }) => Err(JudgingError::Planted {
+            key: key.to_string(),
+            reason: format!(
+                "stored sha256 {existing}, but the roll derives sha256 {attempted} from its \
+                 authenticated inputs (planted, or written by another configuration or version \
+                 of seal: judge the run under a new id)"
+            ),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Puts `doc` create-only; when an earlier run of this roll stored other bytes there, the
+/// stored record stands, for the caller to authenticate (judge attempt records, whose MAC
+/// [`crate::resume::check`] verifies).
 pub(crate) async fn put_or_keep<T: serde::Serialize + serde::de::DeserializeOwned>(
     store: &Store,
     key: &Key,

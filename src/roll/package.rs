@@ -4,7 +4,7 @@
 use bytes::Bytes;
 
 use super::guard::Guarded;
-use super::{internal, put_or_keep, JudgingError};
+use super::{put_derived, internal, JudgingError};
 use crate::blinding;
 use crate::canonical::{canonical_with_hash, Hash};
 use crate::doc::*;
@@ -28,29 +28,19 @@ pub(super) async fn build(store: &Store, g: &Guarded) -> Result<Packaged, Judgin
         canonical_with_hash(&package).map_err(|e| internal(run, roll, e))?;
     let manifest_key = Key::roll_file(run, roll, "image-manifest.json");
     let package_key = Key::roll_file(run, roll, "judge-package.json");
-    let ((manifest, manifest_stored), (package, package_stored)) = tokio::try_join!(
-        put_or_keep(store, &manifest_key, &manifest),
-        put_or_keep(store, &package_key, &package)
+    // Both are pure functions of the authenticated header, brief and proof package: a stored
+    // package other than the one derived here was never built by seal, and is never sent.
+    let (manifest_stored, package_stored) = tokio::try_join!(
+        put_derived(store, &manifest_key, &manifest),
+        put_derived(store, &package_key, &package)
     )?;
-    if manifest_stored.hash != manifest_hash {
-        return Err(internal(
-            run,
-            roll,
-            "the stored image manifest differs from this roll's frames",
-        ));
+    if manifest_stored.hash != manifest_hash || package_stored.hash != computed_hash {
+        return Err(internal(run, roll, "a derived document hashed differently when stored"));
     }
-    // An earlier run of this roll stored the package: that is the one the judges were sent.
-    let package_bytes = if package_stored.hash == computed_hash {
-        Bytes::from(package_canonical)
-    } else {
-        store
-            .get_verified(&package_stored.key, &package_stored.hash)
-            .await?
-    };
     Ok(Packaged {
         manifest,
         package,
-        package_bytes,
+        package_bytes: Bytes::from(package_canonical),
         package_hash: package_stored.hash.clone(),
         package_stored,
     })

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::guard::Guarded;
 use super::package::Packaged;
-use super::{internal, put_or_keep, JudgingError, RollReport};
+use super::{internal, put_derived, JudgingError, RollReport};
 use crate::derive::{derive_roll, RollInputs, SlotFacts};
 use crate::doc::*;
 use crate::engine::Engine;
@@ -67,8 +67,8 @@ pub(super) async fn record(
         b: out_b.facts(),
     });
     let consensus_key = Key::roll_file(run, roll, "consensus.json");
-    let (consensus, consensus_stored) =
-        put_or_keep(store, &consensus_key, &derived.consensus).await?;
+    let consensus_stored = put_derived(store, &consensus_key, &derived.consensus).await?;
+    let consensus = derived.consensus;
     let record = Roll {
         roll_id: roll,
         roll: roll.number(),
@@ -94,7 +94,12 @@ pub(super) async fn record(
         cost_rmb: micro_to_rmb(derived.cost_micro),
     };
     let roll_key = Key::roll_file(run, roll, "roll.json");
-    let (record, _) = put_or_keep(store, &roll_key, &record).await?;
+    let roll_stored = put_derived(store, &roll_key, &record).await?;
+    // The roll's commit point: its receipt says this deployment derived exactly these bytes
+    // (and through their hashes every document of the roll).
+    engine
+        .receipt(crate::receipt::ReceiptKind::Roll, &roll_stored, None)
+        .await?;
     let next = next_after(roll, record.roll_outcome);
     Ok(RollReport {
         roll: record,
@@ -118,9 +123,9 @@ async fn finish_slot(
     let (parsed, result) = slot_documents(slot, run, &p.package, &p.package_hash);
     let parsed_key = Key::slot_file(run_id, roll, slot, "parsed.json");
     let normalized_key = Key::slot_file(run_id, roll, slot, "normalized.json");
-    let ((_, parsed_stored), (result, normalized_stored)) = tokio::try_join!(
-        put_or_keep(store, &parsed_key, &parsed),
-        put_or_keep(store, &normalized_key, &result)
+    let (parsed_stored, normalized_stored) = tokio::try_join!(
+        put_derived(store, &parsed_key, &parsed),
+        put_derived(store, &normalized_key, &result)
     )?;
     let final_request = match &final_attempt.request {
         Some(r) => {

@@ -152,6 +152,7 @@ impl From<IntakeError> for ApiError {
             IntakeError::NotFound { object, .. } => ((StatusCode::NOT_FOUND, "not_found"), object),
             IntakeError::State(s) => return s.into(),
             IntakeError::Store(s) => return s.into(),
+            IntakeError::Receipt(r) => return r.into(),
         };
         ApiError::by_fault(fault, caller, msg, Some(object))
     }
@@ -177,6 +178,13 @@ impl From<JudgingError> for ApiError {
                 Some(format!("run {run} {roll}")),
             ),
             JudgingError::Resume(crate::resume::ResumeError::Store(s)) => s.into(),
+            JudgingError::Receipt(r) => r.into(),
+            JudgingError::Planted { key, .. } => ApiError::by_fault(
+                fault,
+                (StatusCode::INTERNAL_SERVER_ERROR, "planted_document"),
+                msg,
+                Some(key),
+            ),
             JudgingError::Resume(crate::resume::ResumeError::Planted { key, .. }) => {
                 ApiError::by_fault(
                     fault,
@@ -184,6 +192,20 @@ impl From<JudgingError> for ApiError {
                     msg,
                     Some(key),
                 )
+            }
+        }
+    }
+}
+
+/// An object seal cannot authenticate: 500 `planted_<kind>`, naming it (never retried
+/// silently, never a caller's fault).
+impl From<crate::receipt::ReceiptError> for ApiError {
+    fn from(e: crate::receipt::ReceiptError) -> ApiError {
+        let msg = e.to_string();
+        match e {
+            crate::receipt::ReceiptError::Store(s) => s.into(),
+            crate::receipt::ReceiptError::Unauthenticated { object, kind, .. } => {
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, kind.code(), msg, Some(object))
             }
         }
     }
@@ -205,6 +227,23 @@ impl From<FinalizeError> for ApiError {
             }
             FinalizeError::State(s) => s.into(),
             FinalizeError::Roll(r) => r.into(),
+            FinalizeError::Receipt(r) => r.into(),
+            FinalizeError::Planted { object, kind, .. } => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                match kind {
+                    "seal" => "planted_seal",
+                    "snapshot" => "planted_snapshot",
+                    _ => "planted_evidence",
+                },
+                msg,
+                Some(object),
+            ),
+            FinalizeError::Corrupt { run, .. } => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "corrupt_store",
+                msg,
+                Some(format!("run {run}")),
+            ),
             FinalizeError::Store(s) => s.into(),
             FinalizeError::Log { run, source } => {
                 let mut e = ApiError::from(source);

@@ -268,7 +268,7 @@ async fn put_header(
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
     let _run_lock = state.engine.lock_run(&run).await;
-    let a = intake::put_header(&state.engine.store, &run, &body, Origin::Pipeline).await?;
+    let a = intake::put_header(&state.engine, &run, &body, Origin::Pipeline).await?;
     Ok(created(
         a.created,
         json!({"runId": run, "key": a.stored.key.as_str(), "sha256": a.stored.hash}),
@@ -282,7 +282,7 @@ async fn put_brief(
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
     let _run_lock = state.engine.lock_run(&run).await;
-    let a = intake::put_brief(&state.engine.store, &run, &body).await?;
+    let a = intake::put_brief(&state.engine, &run, &body).await?;
     Ok(created(
         a.created,
         json!({"runId": run, "key": a.stored.key.as_str(), "sha256": a.stored.hash}),
@@ -296,7 +296,7 @@ async fn put_play_spec(
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
     let _run_lock = state.engine.lock_run(&run).await;
-    let a = intake::put_play_spec(&state.engine.store, &run, &body).await?;
+    let a = intake::put_play_spec(&state.engine, &run, &body).await?;
     Ok(created(
         a.created,
         json!({"runId": run, "key": a.stored.key.as_str(), "sha256": a.stored.hash}),
@@ -412,14 +412,20 @@ async fn post_roll(
     // answer; nothing is judged, nothing is stored.
     if let RunState::Decided(d) = &phase {
         if d.evidence.rolls.iter().any(|r| r.roll_id == roll) {
-            return already_judged(engine, &run, roll, &body).await;
+            if let Some(answer) = already_judged(engine, &run, roll, &body).await? {
+                return Ok(answer);
+            }
         }
     }
     let open = phase.open()?;
     if open.judged(roll).is_some() {
-        return already_judged(engine, &run, roll, &body).await;
+        // A record seal finished is answered; one without its receipt is judged (again),
+        // which commits it only if it is exactly what seal derives.
+        if let Some(answer) = already_judged(engine, &run, roll, &body).await? {
+            return Ok(answer);
+        }
     }
-    intake::put_proof_package(&engine.store, &run, roll, &body).await?;
+    intake::put_proof_package(engine, &run, roll, &body).await?;
     let _permit = state.rolls.acquire().await.map_err(|_| ApiError::busy(2))?;
     let report = roll::judge_open_roll(engine, &open, roll, &roll::Source::Live).await?;
     engine.judges.metrics.roll_judged(
@@ -454,30 +460,23 @@ fn admit_memory(
         })
 }
 
-/// A roll that is already judged: the same proof package gets the stored answer, another one
-/// a conflict.
+/// A roll seal already judged (its record's receipt verifies): the same proof package gets
+/// the stored answer, another one a conflict. `None` when no such record is stored.
 async fn already_judged(
     engine: &Engine,
     run: &RunId,
     roll: RollId,
     body: &[u8],
-) -> Result<Response, ApiError> {
+) -> Result<Option<Response>, ApiError> {
     let store = &engine.store;
-    let Some(done) = roll::stored_roll(store, run, roll).await? else {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            format!("{roll} has no stored roll record"),
-            Some(format!("run {run} {roll}")),
-        ));
+    let Some(done) = roll::stored_roll(engine, run, roll).await? else {
+        return Ok(None);
     };
-    let existing = store
-        .get(&Key::roll_file(run, roll, "proof-package.json"))
-        .await?;
     let submitted = crate::json::parse(body, store.doc_limit())
         .ok()
-        .and_then(|v| crate::canonical::canonical_bytes(&v).ok());
-    if submitted.as_deref() != Some(existing.as_ref()) {
+        .and_then(|v| crate::canonical::canonical_bytes(&v).ok())
+        .map(|b| crate::canonical::Hash::of(&b));
+    if submitted.as_ref() != Some(&done.roll.proof_package_hash) {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "conflict",
@@ -485,7 +484,9 @@ async fn already_judged(
             Some(format!("run {run} {roll}")),
         ));
     }
-    Ok((StatusCode::OK, Json(roll_body(run, &done))).into_response())
+    Ok(Some(
+        (StatusCode::OK, Json(roll_body(run, &done))).into_response(),
+    ))
 }
 
 async fn post_finalize(
