@@ -8,9 +8,9 @@ use serde_json::Value;
 use crate::canonical::Hash;
 use crate::contracts::{Finding, Kind};
 use crate::doc::*;
+use crate::engine::Engine;
 use crate::fault::{Fault, HasFault};
 use crate::ids::{RollId, RunId};
-use crate::engine::Engine;
 use crate::merge;
 use crate::receipt::{ReceiptError, ReceiptKind};
 use crate::run_state::{RunState, RunStateError};
@@ -236,7 +236,14 @@ pub async fn put_header(
         );
     }
     let bytes = canonical(&object, &doc)?;
-    create(engine, ReceiptKind::Header, &object, &Key::header(run), bytes).await
+    create(
+        engine,
+        ReceiptKind::Header,
+        &object,
+        &Key::header(run),
+        bytes,
+    )
+    .await
 }
 
 /// Submits the brief: its bytes must hash to the header's briefHash.

@@ -188,7 +188,10 @@ pub fn check(
     hash: &Hash,
 ) -> Result<(), String> {
     if receipt.schema_version != SCHEMA {
-        return Err(format!("receipt schemaVersion is {:?}", receipt.schema_version));
+        return Err(format!(
+            "receipt schemaVersion is {:?}",
+            receipt.schema_version
+        ));
     }
     let run = object.run_id().map(|r| r.to_string()).unwrap_or_default();
     if receipt.run_id != run || receipt.object != object.as_str() || receipt.kind != kind {
@@ -206,7 +209,11 @@ pub fn check(
     use subtle::ConstantTimeEq;
     match got {
         Some(g) if g.len() == 32 && bool::from(g.ct_eq(&want)) => {}
-        Some(_) => return Err("its MAC does not verify (not written with this deployment's secret)".into()),
+        Some(_) => {
+            return Err(
+                "its MAC does not verify (not written with this deployment's secret)".into(),
+            )
+        }
         None => return Err("the receipt carries no MAC".into()),
     }
     if &receipt.sha256 != hash {
@@ -244,7 +251,6 @@ impl Notary {
     fn secret(&self) -> &[u8] {
         &self.secret
     }
-
 
     /// Stores the receipt of `stored`, accepted at `at`, create-only. A receipt already there
     /// stands if it vouches for the same bytes (a retry, another replica); anything else there
@@ -322,10 +328,27 @@ mod tests {
     #[test]
     fn a_receipt_verifies_only_for_its_secret_object_kind_and_hash() {
         let s = stored("runs/run-1/header.json", b"{}");
-        let r = make(b"0123456789abcdef0123456789abcdef", ReceiptKind::Header, &s, None, "t", "r");
+        let r = make(
+            b"0123456789abcdef0123456789abcdef",
+            ReceiptKind::Header,
+            &s,
+            None,
+            "t",
+            "r",
+        );
         let secret = b"0123456789abcdef0123456789abcdef";
-        assert_eq!(check(secret, &r, ReceiptKind::Header, &s.key, &s.hash), Ok(()));
-        assert!(check(b"another secret of thirty-two by", &r, ReceiptKind::Header, &s.key, &s.hash).is_err());
+        assert_eq!(
+            check(secret, &r, ReceiptKind::Header, &s.key, &s.hash),
+            Ok(())
+        );
+        assert!(check(
+            b"another secret of thirty-two by",
+            &r,
+            ReceiptKind::Header,
+            &s.key,
+            &s.hash
+        )
+        .is_err());
         assert!(check(secret, &r, ReceiptKind::Brief, &s.key, &s.hash).is_err());
         let other = stored("runs/run-2/header.json", b"{}");
         assert!(check(secret, &r, ReceiptKind::Header, &other.key, &other.hash).is_err());

@@ -481,14 +481,10 @@ async fn a_stored_snapshot_closes_the_run_to_rolls_and_is_decided_as_stored() {
         .put_json(&seal::store::Key::judging(&f.run), &snapshot)
         .await
         .unwrap();
-    let err = seal::intake::put_proof_package(
-        &engine,
-        &f.run,
-        seal::ids::RollId::R2,
-        &roll_bytes(&f, 2),
-    )
-    .await
-    .unwrap_err();
+    let err =
+        seal::intake::put_proof_package(&engine, &f.run, seal::ids::RollId::R2, &roll_bytes(&f, 2))
+            .await
+            .unwrap_err();
     assert!(err.to_string().contains("being finalized"), "{err}");
     let done = seal::postguard::finalize(&engine, &f.run).await.unwrap();
     assert_eq!(done.evidence.rolls.len(), 1);

@@ -55,7 +55,11 @@ impl SlotRun {
         }
         for (i, a) in self.attempts.iter().enumerate() {
             if a.attempt as usize != i + 1 {
-                return Some(format!("attempt {} listed in position {}", a.attempt, i + 1));
+                return Some(format!(
+                    "attempt {} listed in position {}",
+                    a.attempt,
+                    i + 1
+                ));
             }
             let Some(next) = self.attempts.get(i + 1) else {
                 break;
@@ -195,5 +199,89 @@ fn slot_failure(slot: Slot, run: &SlotRun, session_id: &str) -> AttemptFailure {
         detail,
         started_at: None,
         ended_at: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(attempt: u32, outcome: Result<JudgeOutput, ParseFailure>) -> AttemptRecord {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/sealed-fixtures/store/runs/run-narrative-0010-pass/roll-1/judge-a/attempt-1/meta.json"
+        );
+        let bytes = std::fs::read(path).expect("fixture meta");
+        let meta: SlotMeta = serde_json::from_slice(&bytes).expect("fixture meta parses");
+        let key = crate::key::Key::parse("runs/r/roll-1/judge-a/attempt-1/raw.json").unwrap();
+        AttemptRecord {
+            attempt,
+            request: None,
+            raw: Stored::of(key, b"{}"),
+            meta_hash: Hash::of(&bytes),
+            meta,
+            outcome,
+        }
+    }
+
+    fn run(attempts: Vec<AttemptRecord>) -> SlotRun {
+        SlotRun {
+            slot: Slot::A,
+            attempts,
+        }
+    }
+
+    fn failed(class: ErrorClass) -> Result<JudgeOutput, ParseFailure> {
+        Err(ParseFailure::new(class, "x"))
+    }
+
+    fn ok() -> Result<JudgeOutput, ParseFailure> {
+        Ok(JudgeOutput {
+            obligations: vec![],
+        })
+    }
+
+    #[test]
+    fn retries_follow_only_retryable_failures() {
+        let good = run(vec![
+            record(1, failed(ErrorClass::Http5xx)),
+            record(2, failed(ErrorClass::Timeout)),
+            record(3, ok()),
+        ]);
+        assert_eq!(good.retry_rule_violation(), None);
+        assert_eq!(
+            run(vec![record(1, failed(ErrorClass::Http4xx))]).retry_rule_violation(),
+            None
+        );
+    }
+
+    #[test]
+    fn no_attempt_follows_a_non_retryable_failure() {
+        let planted = run(vec![
+            record(1, failed(ErrorClass::Http4xx)),
+            record(2, ok()),
+        ]);
+        let why = planted.retry_rule_violation().expect("a violation");
+        assert!(why.contains("not retryable"), "{why}");
+    }
+
+    #[test]
+    fn no_attempt_follows_an_accepted_answer() {
+        let planted = run(vec![record(1, ok()), record(2, ok())]);
+        let why = planted.retry_rule_violation().expect("a violation");
+        assert!(why.contains("accepted"), "{why}");
+    }
+
+    #[test]
+    fn attempts_are_numbered_from_one_without_gaps_and_at_most_three() {
+        let gap = run(vec![
+            record(1, failed(ErrorClass::Timeout)),
+            record(3, ok()),
+        ]);
+        assert!(gap.retry_rule_violation().is_some());
+        let four = run((1..=4)
+            .map(|k| record(k, failed(ErrorClass::Timeout)))
+            .collect());
+        assert!(four.retry_rule_violation().is_some());
     }
 }

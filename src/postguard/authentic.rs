@@ -74,7 +74,12 @@ async fn roll<R: Reads>(
     }
     let proof = Key::roll_file(run, r.roll_id, "proof-package.json");
     notary
-        .require(reads, ReceiptKind::ProofPackage, &proof, &r.proof_package_hash)
+        .require(
+            reads,
+            ReceiptKind::ProofPackage,
+            &proof,
+            &r.proof_package_hash,
+        )
         .await?;
     for slot in [Slot::A, Slot::B] {
         attempts(engine, reads, run, r, slot).await?;

@@ -133,7 +133,7 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
                 return logged(engine, run, &key, done, sealed).await;
             }
             // Decided without a seal: derived again below, and sealed only if identical.
-            (open_view(store, run).await?, Found::Decided(d))
+            (open_view(store, run).await?, Found::Decided(Box::new(d)))
         }
         RunState::Open(o) => (o, Found::Open),
         RunState::Finalizing(o) => (o, Found::Finalizing),
@@ -157,7 +157,15 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
         Found::Decided(d) => (decided_at_of(run, &d.evidence)?, Some(d)),
         _ => (engine.clock.now_rfc3339(), None),
     };
-    let redecide = |at: String| decide(run, snapshot.doc.clone(), checks.clone(), snapshot.hash.clone(), at);
+    let redecide = |at: String| {
+        decide(
+            run,
+            snapshot.doc.clone(),
+            checks.clone(),
+            snapshot.hash.clone(),
+            at,
+        )
+    };
     let decided = redecide(decided_at)?;
     if let Some(d) = &stored {
         same_decision(run, &decided, &d.evidence_hash)?;
@@ -169,7 +177,8 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
         // evidence first: it is sealed only if it is what this postguard derives with that
         // decidedAt, i.e. the same decision from the same authenticated inputs.
         Err(StoreError::Conflict { .. }) => {
-            let Some((theirs, theirs_hash)) = store.get_json::<Evidence>(&Key::evidence(run)).await?
+            let Some((theirs, theirs_hash)) =
+                store.get_json::<Evidence>(&Key::evidence(run)).await?
             else {
                 return Err(internal(run, "evidence.json vanished after a conflict"));
             };
@@ -207,7 +216,7 @@ enum Found {
     /// `judging.json` stored: no more rolls; the snapshot is derived again and must match.
     Finalizing,
     /// `evidence.json` stored without a seal: derived again and sealed only if identical.
-    Decided(crate::run_state::DecidedRun),
+    Decided(Box<crate::run_state::DecidedRun>),
 }
 
 /// A decided run's header and judged rolls, as an [`OpenRun`] is loaded (the derivation that
@@ -267,7 +276,9 @@ async fn trusted_seal(
     let subject = verified.statement.subject.first();
     let expected = Key::evidence(run);
     match subject {
-        Some(s) if s.name == expected.as_str() && s.digest.sha256 == evidence_hash.as_str() => Ok(()),
+        Some(s) if s.name == expected.as_str() && s.digest.sha256 == evidence_hash.as_str() => {
+            Ok(())
+        }
         _ => Err(planted(
             "the seal's subject is not this run's stored evidence".into(),
         )),

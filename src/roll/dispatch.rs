@@ -6,11 +6,11 @@
 use super::guard::Guarded;
 use super::package::Packaged;
 use super::{put_or_keep, JudgingError, Source};
+use crate::canonical::Hash;
 use crate::doc::*;
 use crate::engine::Engine;
 use crate::ids::{RollId, RunId, Slot};
 use crate::judge::parse::{evaluate_raw, ErrorClass, ParseFailure};
-use crate::canonical::Hash;
 use crate::judge::{self, AttemptRecord, JudgeClient, SlotJob, SlotRun};
 use crate::receipt::ReceiptKind;
 use crate::resume::{self, ResumeError};
@@ -88,7 +88,11 @@ pub(super) async fn run(
     if let Source::Stored { from, .. } = source {
         tracing::info!(from = %from, "replaying stored judge answers");
         let src = source.source_roll(roll).ok_or_else(|| {
-            super::internal(run, roll, format!("the verified source {from} has no {roll}"))
+            super::internal(
+                run,
+                roll,
+                format!("the verified source {from} has no {roll}"),
+            )
         })?;
         return Ok((
             copy_attempts(engine, src, run, roll, Slot::A).await?,
@@ -255,7 +259,11 @@ async fn copy_attempts(
 /// Whether a stored replay's slot folder may hold `key`: the slot's own documents, or a
 /// request, raw answer or meta of one of the `listed` attempts (pure).
 fn replay_may_hold(folder: &str, key: &Key, listed: &[u32]) -> bool {
-    let Some(rest) = key.as_str().strip_prefix(folder).and_then(|r| r.strip_prefix('/')) else {
+    let Some(rest) = key
+        .as_str()
+        .strip_prefix(folder)
+        .and_then(|r| r.strip_prefix('/'))
+    else {
         return false;
     };
     match rest.split_once('/') {
@@ -299,7 +307,8 @@ async fn copy_attempt(
     };
     let (raw, raw_bytes) = copy("raw.json", h.raw_hash.clone()).await?;
     let (meta_stored, meta_bytes) = copy("meta.json", h.meta_hash.clone()).await?;
-    let meta: SlotMeta = crate::store::parse_stored(&meta_stored.key, &meta_bytes, store.doc_limit())?;
+    let meta: SlotMeta =
+        crate::store::parse_stored(&meta_stored.key, &meta_bytes, store.doc_limit())?;
     engine
         .receipt(ReceiptKind::ReplayedAttempt, &meta_stored, Some(from))
         .await?;

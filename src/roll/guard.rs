@@ -64,7 +64,12 @@ pub(super) async fn check(
     // before anything is derived from it or any judge is paid.
     let notary = &engine.notary;
     notary
-        .require(store, ReceiptKind::Header, &Key::header(run), &open.header_hash)
+        .require(
+            store,
+            ReceiptKind::Header,
+            &Key::header(run),
+            &open.header_hash,
+        )
         .await?;
     notary
         .require(store, ReceiptKind::ProofPackage, &proof_key, &proof_hash)
@@ -151,18 +156,19 @@ async fn brief(
     })
 }
 
-async fn play_spec(
-    engine: &Engine,
-    run: &RunId,
-    header: &Evidence,
-) -> Result<Check, JudgingError> {
+async fn play_spec(engine: &Engine, run: &RunId, header: &Evidence) -> Result<Check, JudgingError> {
     let store = &engine.store;
     let id = GuardCheck::PlaySpecFresh;
     Ok(match store.get_json::<Value>(&Key::play_spec(run)).await? {
         Some((s, spec_hash)) => {
             engine
                 .notary
-                .require(store, ReceiptKind::PlaySpec, &Key::play_spec(run), &spec_hash)
+                .require(
+                    store,
+                    ReceiptKind::PlaySpec,
+                    &Key::play_spec(run),
+                    &spec_hash,
+                )
                 .await?;
             let problems = intake::play_spec_problems(&s, header);
             let note = if problems.is_empty() {

@@ -30,7 +30,6 @@ use crate::receipt::{ReceiptError, ReceiptKind};
 use crate::run_state::{OpenRun, RunState, RunStateError};
 use crate::store::{parse_stored, Key, Store, StoreError, Stored};
 
-
 #[derive(Debug, thiserror::Error)]
 pub enum JudgingError {
     #[error(transparent)]

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 
 use super::guard::Guarded;
-use super::{put_derived, internal, JudgingError};
+use super::{internal, put_derived, JudgingError};
 use crate::blinding;
 use crate::canonical::{canonical_with_hash, Hash};
 use crate::doc::*;
@@ -35,7 +35,11 @@ pub(super) async fn build(store: &Store, g: &Guarded) -> Result<Packaged, Judgin
         put_derived(store, &package_key, &package)
     )?;
     if manifest_stored.hash != manifest_hash || package_stored.hash != computed_hash {
-        return Err(internal(run, roll, "a derived document hashed differently when stored"));
+        return Err(internal(
+            run,
+            roll,
+            "a derived document hashed differently when stored",
+        ));
     }
     Ok(Packaged {
         manifest,

@@ -179,9 +179,9 @@ impl From<JudgingError> for ApiError {
             ),
             JudgingError::Resume(crate::resume::ResumeError::Store(s)) => s.into(),
             JudgingError::Receipt(r) => r.into(),
-            JudgingError::Planted { key, .. } => ApiError::by_fault(
-                fault,
-                (StatusCode::INTERNAL_SERVER_ERROR, "planted_document"),
+            JudgingError::Planted { key, .. } => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "planted_document",
                 msg,
                 Some(key),
             ),
@@ -204,9 +204,12 @@ impl From<crate::receipt::ReceiptError> for ApiError {
         let msg = e.to_string();
         match e {
             crate::receipt::ReceiptError::Store(s) => s.into(),
-            crate::receipt::ReceiptError::Unauthenticated { object, kind, .. } => {
-                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, kind.code(), msg, Some(object))
-            }
+            crate::receipt::ReceiptError::Unauthenticated { object, kind, .. } => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                kind.code(),
+                msg,
+                Some(object),
+            ),
         }
     }
 }

@@ -138,18 +138,18 @@ pub async fn submit_inputs(engine: &Engine, dir: &std::path::Path) -> seal::runf
             .unwrap();
     }
     seal::intake::put_header(
-        &engine,
+        engine,
         &folder.run,
         &folder.header_bytes,
         seal::intake::Origin::Operator,
     )
     .await
     .unwrap();
-    seal::intake::put_brief(&engine, &folder.run, &folder.brief)
+    seal::intake::put_brief(engine, &folder.run, &folder.brief)
         .await
         .unwrap();
     if let Some(spec) = &folder.play_spec {
-        seal::intake::put_play_spec(&engine, &folder.run, spec)
+        seal::intake::put_play_spec(engine, &folder.run, spec)
             .await
             .unwrap();
     }
@@ -163,7 +163,7 @@ pub async fn judge_roll1(
 ) -> (seal::runfolder::RunFolder, seal::roll::RollReport) {
     let folder = submit_inputs(engine, dir).await;
     let (_, bytes, _) = &folder.rolls[0];
-    seal::intake::put_proof_package(&engine, &folder.run, seal::ids::RollId::R1, bytes)
+    seal::intake::put_proof_package(engine, &folder.run, seal::ids::RollId::R1, bytes)
         .await
         .unwrap();
     let report = seal::roll::judge_roll(engine, &folder.run, seal::ids::RollId::R1)
