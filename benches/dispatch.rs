@@ -88,18 +88,18 @@ async fn corpus(engine: &Engine, prefix: &str, n: usize) -> Vec<RunId> {
         let run = RunId::parse(&format!("{prefix}-{i:04}")).expect("id");
         header["runId"] = Value::String(run.to_string());
         let bytes = serde_json::to_vec(&header).expect("json");
-        seal::intake::put_header(&engine.store, &run, &bytes, seal::intake::Origin::Pipeline)
+        seal::intake::put_header(engine, &run, &bytes, seal::intake::Origin::Pipeline)
             .await
             .expect("header");
-        seal::intake::put_brief(&engine.store, &run, &folder.brief)
+        seal::intake::put_brief(engine, &run, &folder.brief)
             .await
             .expect("brief");
         if let Some(spec) = &folder.play_spec {
-            seal::intake::put_play_spec(&engine.store, &run, spec)
+            seal::intake::put_play_spec(engine, &run, spec)
                 .await
                 .expect("spec");
         }
-        seal::intake::put_proof_package(&engine.store, &run, RollId::R1, &folder.rolls[0].1)
+        seal::intake::put_proof_package(engine, &run, RollId::R1, &folder.rolls[0].1)
             .await
             .expect("proof");
         ids.push(run);
