@@ -167,7 +167,7 @@ fn main() {
             .env("SEAL_JUDGE_B_URL", lb.url())
             .env("SEAL_JUDGE_A_MODEL", "load-a")
             .env("SEAL_JUDGE_B_MODEL", "load-b")
-            .env("SEAL_SEED_SALT", "load")
+            .env("SEAL_SEED_SALT", "load-salt-0123456789abcdef0123456789abcdef")
             .env("SEAL_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -50,11 +50,13 @@ pub enum Command {
         #[arg(long, value_name = "BYTES")]
         max_bytes: Option<u64>,
     },
-    /// Make an ed25519 key pair: DIR/seal.key.pem (PKCS#8, 0600) and DIR/seal.pub.pem (SPKI).
+    /// Make an ed25519 key pair, DIR/seal.key.pem (PKCS#8, 0600) and DIR/seal.pub.pem (SPKI),
+    /// and the deployment secret DIR/seal.secret (32 random bytes as hex, 0600). DIR is created
+    /// 0700; a link or a folder writable by others is refused.
     Keygen {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
-        /// Succeed without writing when DIR already holds a key pair.
+        /// Write only what DIR lacks (the key pair, the secret); succeed when it holds both.
         #[arg(long)]
         if_missing: bool,
     },
@@ -187,6 +189,10 @@ pub enum Command {
         /// Signing key (default: keys.signing_key of the config).
         #[arg(long, value_name = "PEM")]
         key: Option<PathBuf>,
+        /// Listen on a non-loopback address without an API token (every route open to the
+        /// network). Refused without this flag.
+        #[arg(long)]
+        insecure_no_auth: bool,
     },
     /// Turn an agent-loop Verdict into a run folder (evidenceMode legacy-adapted).
     #[command(subcommand)]
@@ -308,6 +314,10 @@ async fn engine(
     store_url: Option<&str>,
     key: Option<SigningKey>,
 ) -> Result<Engine, u8> {
+    // Checked before the store is opened: a command that cannot judge creates nothing.
+    if let Err(e) = config.deployment_secret() {
+        return Err(fail(e));
+    }
     let url = store_url
         .map(str::to_owned)
         .unwrap_or_else(|| config.store.clone());
@@ -348,9 +358,18 @@ pub fn run(cli: Cli) -> u8 {
             trust,
         }) => cmd_export_verdict(&cli, run_id, store.as_deref(), out.as_deref(), trust),
         Command::Log(cmd) => cmd_log(&cli, cmd),
-        Command::Serve { listen, store, key } => {
-            cmd_serve(&cli, listen.as_deref(), store.as_deref(), key.as_deref())
-        }
+        Command::Serve {
+            listen,
+            store,
+            key,
+            insecure_no_auth,
+        } => cmd_serve(
+            &cli,
+            listen.as_deref(),
+            store.as_deref(),
+            key.as_deref(),
+            *insecure_no_auth,
+        ),
         Command::Judge {
             run_dir,
             store,
@@ -450,30 +469,45 @@ fn fail_by_fault<E: crate::fault::HasFault + std::fmt::Display>(e: E) -> u8 {
 }
 
 fn cmd_keygen(out: &Path, if_missing: bool) -> u8 {
-    if if_missing
-        && ["seal.key.pem", "seal.pub.pem"].iter().all(|f| {
-            matches!(
-                crate::fsio::kind(&out.join(f)),
-                Ok(Some(crate::fsio::Kind::File))
-            )
-        })
-    {
-        println!("key pair already in {}", out.display());
-        return 0;
+    // The folder first: created 0700 whatever the umask, never a link, never writable by
+    // others (see `fsio::private_folder`).
+    if let Err(e) = crate::fsio::private_folder(out) {
+        return fail(format!("--out {e}"));
     }
-    let key = SigningKey::generate();
-    match key.write_pair(out) {
-        Ok((k, p)) => {
-            println!(
+    let secret = out.join(crate::config::SECRET_FILE);
+    let is_file = |p: &Path| matches!(crate::fsio::kind(p), Ok(Some(crate::fsio::Kind::File)));
+    let have_pair = is_file(&out.join("seal.key.pem")) && is_file(&out.join("seal.pub.pem"));
+    let have_secret = is_file(&secret);
+    if !if_missing && !matches!(crate::fsio::kind(&secret), Ok(None)) {
+        // Refused before anything is written: a half-made set is worse than none.
+        return fail(format!(
+            "{}: already exists: refusing to overwrite a secret (--if-missing keeps it)",
+            secret.display()
+        ));
+    }
+    if if_missing && have_pair {
+        println!("key pair already in {}", out.display());
+    } else {
+        let key = SigningKey::generate();
+        match key.write_pair(out) {
+            Ok((k, p)) => println!(
                 "private key {} (mode 0600)\npublic key  {}\nkeyid       {}",
                 k.display(),
                 p.display(),
                 key.key_id
-            );
-            0
+            ),
+            Err(e) => return fail(e),
         }
-        Err(e) => fail(e),
     }
+    if if_missing && have_secret {
+        println!("secret already in {}", secret.display());
+    } else {
+        if let Err(e) = crate::config::write_secret_file(&secret) {
+            return fail(e);
+        }
+        println!("secret      {} (mode 0600)", secret.display());
+    }
+    0
 }
 
 fn cmd_adapt(file: &Path, out: &Path, genre: &str) -> u8 {
@@ -538,10 +572,9 @@ fn cmd_judge(
              while the judges are paid; pass --allow-ephemeral-store if that is meant",
         );
     }
-    let key_path = key
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| config.signing_key.clone());
-    let key = match load_key(&key_path) {
+    // `--key`, when given, is the key; the default secret file is the one beside it.
+    let config = config.with_signing_key(key);
+    let key = match load_key(&config.signing_key) {
         Ok(k) => k,
         Err(code) => return code,
     };
@@ -557,7 +590,6 @@ fn cmd_judge(
                 return 1;
             }
         };
-        warn_default_salt(&config);
         let engine = match engine(config, store, Some(key)).await {
             Ok(e) => e,
             Err(code) => return code,
@@ -583,16 +615,25 @@ fn cmd_judge(
     })
 }
 
-fn cmd_serve(cli: &Cli, listen: Option<&str>, store: Option<&str>, key: Option<&Path>) -> u8 {
+fn cmd_serve(
+    cli: &Cli,
+    listen: Option<&str>,
+    store: Option<&str>,
+    key: Option<&Path>,
+    insecure_no_auth: bool,
+) -> u8 {
     init_logging(cli.log_format, "info");
     let config = match load_config(cli.config.as_deref()) {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let key_path = key
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| config.signing_key.clone());
-    let key = match load_key(&key_path) {
+    let addr = match serve_address(&config, listen, insecure_no_auth) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    // `--key`, when given, is the key; the default secret file is the one beside it.
+    let config = config.with_signing_key(key);
+    let key = match load_key(&config.signing_key) {
         Ok(k) => k,
         Err(code) => return code,
     };
@@ -606,15 +647,11 @@ fn cmd_serve(cli: &Cli, listen: Option<&str>, store: Option<&str>, key: Option<&
     if let Err(e) = crate::contracts::self_check() {
         return fail(e);
     }
-    let addr = listen
-        .map(str::to_owned)
-        .unwrap_or_else(|| config.server.listen.clone());
     let rt = match runtime() {
         Ok(r) => r,
         Err(code) => return code,
     };
     rt.block_on(async {
-        warn_default_salt(&config);
         let engine = match engine(config, store, Some(key)).await {
             Ok(e) => e,
             Err(code) => return code,
@@ -655,10 +692,27 @@ fn cmd_serve(cli: &Cli, listen: Option<&str>, store: Option<&str>, key: Option<&
     })
 }
 
-fn warn_default_salt(config: &Config) {
-    if config.seed_salt_is_default {
-        tracing::warn!("no seed salt in the environment: using the development salt (policy seeds are predictable)");
+/// The address `seal serve` listens on, checked before anything else: an open daemon on the
+/// network is refused, not discovered later (see `server::exposure`).
+fn serve_address(
+    config: &Config,
+    listen: Option<&str>,
+    insecure_no_auth: bool,
+) -> Result<String, u8> {
+    let addr = listen
+        .map(str::to_owned)
+        .unwrap_or_else(|| config.server.listen.clone());
+    let has_token = config.server.bearer_token.is_some();
+    match crate::server::exposure(&addr, has_token, insecure_no_auth) {
+        Ok(crate::server::Exposure::OpenToNetwork) => tracing::warn!(
+            addr = %addr,
+            "INSECURE: --insecure-no-auth: listening beyond loopback without an API token; \
+             anyone who can reach this address can submit, judge and finalize runs"
+        ),
+        Ok(_) => {}
+        Err(e) => return Err(fail(e)),
     }
+    Ok(addr)
 }
 
 /// Resolves on SIGTERM or SIGINT.
@@ -1033,7 +1087,8 @@ fn cmd_explain(cli: &Cli, args: ExplainArgs<'_>) -> u8 {
         .map(str::to_owned)
         .unwrap_or_else(|| config.store.clone());
     let result = rt.block_on(async {
-        let store = Store::open(&url)
+        // Read-only: a mistyped store is an error, never a new folder.
+        let store = Store::open_existing(&url)
             .await?
             .with_doc_limit(config.max_document_bytes);
         crate::explain::explain(&store, &run, &trusted).await
@@ -1187,10 +1242,9 @@ fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let key_path = key
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| config.signing_key.clone());
-    let key = match load_key(&key_path) {
+    // `--key`, when given, is the key; the default secret file is the one beside it.
+    let config = config.with_signing_key(key);
+    let key = match load_key(&config.signing_key) {
         Ok(k) => k,
         Err(code) => return code,
     };

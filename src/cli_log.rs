@@ -98,7 +98,8 @@ pub async fn run(config: &Config, cmd: &LogCommand) -> u8 {
 
 async fn open(config: &Config, store: Option<&str>) -> Result<Store, u8> {
     let url = store.unwrap_or(&config.store);
-    Store::open(url)
+    // Read-only: a store that does not exist is an error, never created.
+    Store::open_existing(url)
         .await
         .map(|s| s.with_doc_limit(config.max_document_bytes))
         .map_err(fail)
@@ -193,14 +194,14 @@ async fn prove(
 }
 
 fn read_note(path: &Path) -> Result<Vec<u8>, u8> {
-    let meta = std::fs::metadata(path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
-    if meta.len() > MAX_NOTE_FILE {
-        return Err(fail(format!(
+    // Through fsio: no link followed, no FIFO waited on, at most MAX_NOTE_FILE bytes read.
+    crate::fsio::read(path, MAX_NOTE_FILE).map_err(|e| match e {
+        crate::fsio::FsError::TooLarge { .. } => fail(format!(
             "{}: not a checkpoint (over {MAX_NOTE_FILE} bytes)",
             path.display()
-        )));
-    }
-    std::fs::read(path).map_err(|e| fail(format!("{}: {e}", path.display())))
+        )),
+        other => fail(other),
+    })
 }
 
 async fn verify(

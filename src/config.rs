@@ -120,6 +120,9 @@ struct RawBudget {
 struct RawKeys {
     signing_key: String,
     trusted: Vec<String>,
+    /// The deployment secret's file; default: `seal.secret` beside `signing_key`.
+    #[serde(default)]
+    secret: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -133,6 +136,9 @@ struct RawPolicy {
 struct RawServer {
     listen: String,
     bearer_token_env: String,
+    /// The read-only token `/metrics` also takes (see `server::metrics_auth`).
+    #[serde(default = "default_metrics_token_env")]
+    metrics_token_env: String,
     max_rolls_in_progress: usize,
     queue_bound: usize,
     max_inflight_per_slot: usize,
@@ -146,6 +152,9 @@ struct RawServer {
     body_timeout_ms: u64,
 }
 
+fn default_metrics_token_env() -> String {
+    "SEAL_METRICS_TOKEN".into()
+}
 fn default_max_connections() -> usize {
     1024
 }
@@ -248,7 +257,10 @@ impl SlotConfig {
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub listen: String,
+    /// The API token: every route but `/healthz` demands it when set.
     pub bearer_token: Option<Secret>,
+    /// The read-only metrics token: `/metrics` takes it (and the API token), nothing else does.
+    pub metrics_token: Option<Secret>,
     pub max_rolls_in_progress: usize,
     pub queue_bound: usize,
     pub max_inflight_per_slot: usize,
@@ -278,8 +290,9 @@ pub struct Config {
     pub budget_run_micro: u64,
     pub signing_key: PathBuf,
     pub trusted_keys: Vec<PathBuf>,
-    pub seed_salt: Secret,
-    pub seed_salt_is_default: bool,
+    /// Where the deployment secret comes from; read only by the commands that need it
+    /// ([`Config::deployment_secret`]).
+    pub secret: SecretSource,
     /// The transparency log's origin line and signed-note key name (`log.origin`).
     pub log_origin: String,
     pub leases: LeaseSettings,
@@ -287,9 +300,6 @@ pub struct Config {
     pub a: SlotConfig,
     pub b: SlotConfig,
 }
-
-/// Development salt used when the configured env var is unset (logged as such).
-const DEV_SALT: &str = "seal-development-salt-not-secret";
 
 impl Config {
     /// Loads `path` (or the embedded default when `path` is None and `config/seal.toml` is
@@ -354,9 +364,15 @@ impl Config {
         }
         check_bounds(&raw).map_err(err)?;
         let (l, s) = (&raw.limits, &raw.server);
-        let (seed_salt, seed_salt_is_default) = match nonempty(env(&raw.policy.seed_salt_env)) {
-            Some(s) => (Secret::new(s), false),
-            None => (Secret::new(DEV_SALT.into()), true),
+        let signing_key = PathBuf::from(&raw.keys.signing_key);
+        let secret = SecretSource {
+            env_var: raw.policy.seed_salt_env.clone(),
+            env_value: nonempty(env(&raw.policy.seed_salt_env)).map(Secret::new),
+            file: match &raw.keys.secret {
+                Some(p) => PathBuf::from(p),
+                None => default_secret_file(&signing_key),
+            },
+            file_configured: raw.keys.secret.is_some(),
         };
         let log_origin = log_origin(raw.log.as_ref()).map_err(err)?;
         let leases = lease_settings(raw.leases.as_ref(), env).map_err(err)?;
@@ -376,15 +392,15 @@ impl Config {
             },
             admission_bytes: l.admission_bytes.unwrap_or(DEFAULT_ADMISSION_BYTES),
             budget_run_micro: crate::doc::rmb_to_micro(raw.budget.run_rmb),
-            signing_key: PathBuf::from(raw.keys.signing_key),
+            signing_key,
             trusted_keys: raw.keys.trusted.into_iter().map(PathBuf::from).collect(),
-            seed_salt,
-            seed_salt_is_default,
+            secret,
             log_origin,
             leases,
             server: ServerConfig {
                 listen: s.listen.clone(),
                 bearer_token: nonempty(env(&s.bearer_token_env)).map(Secret::new),
+                metrics_token: nonempty(env(&s.metrics_token_env)).map(Secret::new),
                 max_rolls_in_progress: s.max_rolls_in_progress,
                 queue_bound: s.queue_bound,
                 max_inflight_per_slot: s.max_inflight_per_slot,
@@ -405,6 +421,184 @@ impl Config {
             Slot::B => &self.b,
         }
     }
+}
+
+/// The name `seal keygen` gives the deployment secret's file, beside the signing key.
+pub const SECRET_FILE: &str = "seal.secret";
+/// The shortest deployment secret accepted, in bytes (256 bits: never guessable).
+pub const MIN_SECRET_BYTES: usize = 32;
+/// Largest secret file read (`keygen` writes 65 bytes).
+const MAX_SECRET_FILE: u64 = 4096;
+
+/// Where the deployment secret comes from (docs/DESIGN.md §4): the environment variable named
+/// by `policy.seed_salt_env` when it is set, else the file `keys.secret` (default:
+/// `seal.secret` beside `keys.signing_key`). Seeds, sessions and attempt MACs are keyed by it.
+///
+/// Decision: there is no fallback. A constant in the source would let anyone who reads it
+/// forge attempt MACs; a command that needs the secret and finds none refuses, saying how to
+/// make one. Read-only commands (verify, explain, stats, log, export, validate) never ask.
+#[derive(Debug, Clone)]
+pub struct SecretSource {
+    /// `policy.seed_salt_env`.
+    pub env_var: String,
+    /// That variable's value when the configuration was loaded (None: unset or empty).
+    env_value: Option<Secret>,
+    /// `keys.secret`: read when the variable is unset.
+    pub file: PathBuf,
+    /// Whether `keys.secret` was set (else `file` follows the signing key in use).
+    file_configured: bool,
+}
+
+/// Why the deployment secret cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error(
+        "{source_name}: the deployment secret is {len} bytes, at least {MIN_SECRET_BYTES} are \
+         required (e.g. `openssl rand -hex 32`)"
+    )]
+    TooShort { source_name: String, len: usize },
+    #[error("no deployment secret: {var} is not set and {path} does not exist; {how}")]
+    Missing {
+        var: String,
+        path: String,
+        how: String,
+    },
+    #[error("deployment secret {path}: {reason}")]
+    Unusable { path: String, reason: String },
+    #[error("deployment secret {0}")]
+    File(crate::fsio::FsError),
+}
+
+impl crate::fault::HasFault for SecretError {
+    fn fault(&self) -> crate::fault::Fault {
+        // Like a missing signing key: the deployment is not set up to judge or seal.
+        crate::fault::Fault::Infrastructure
+    }
+}
+
+impl SecretSource {
+    /// The secret: the variable's value, else the file's text (mode 0600, no link, no special
+    /// file, one trailing newline ignored); at least [`MIN_SECRET_BYTES`] either way.
+    pub fn load(&self) -> Result<Secret, SecretError> {
+        if let Some(value) = &self.env_value {
+            let len = value.expose().len();
+            if len < MIN_SECRET_BYTES {
+                return Err(SecretError::TooShort {
+                    source_name: self.env_var.clone(),
+                    len,
+                });
+            }
+            return Ok(value.clone());
+        }
+        read_secret_file(&self.file).map_err(|e| match e {
+            SecretError::File(crate::fsio::FsError::Missing { .. }) => SecretError::Missing {
+                var: self.env_var.clone(),
+                path: self.file.display().to_string(),
+                how: how_to_make(&self.file, &self.env_var),
+            },
+            other => other,
+        })
+    }
+}
+
+impl Config {
+    /// The deployment secret (see [`SecretSource`]): only the commands that judge, resume or
+    /// seal call this.
+    pub fn deployment_secret(&self) -> Result<Secret, SecretError> {
+        self.secret.load()
+    }
+
+    /// This configuration signing with the key at `path` (a `--key` option) when given:
+    /// unless `keys.secret` names the secret file, it is then the `seal.secret` beside that
+    /// key, where `seal keygen` put it.
+    pub fn with_signing_key(mut self, path: Option<&Path>) -> Config {
+        if let Some(path) = path {
+            if !self.secret.file_configured {
+                self.secret.file = default_secret_file(path);
+            }
+            self.signing_key = path.to_path_buf();
+        }
+        self
+    }
+}
+
+/// `seal.secret` in the signing key's folder.
+fn default_secret_file(signing_key: &Path) -> PathBuf {
+    match signing_key.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.join(SECRET_FILE),
+        _ => PathBuf::from(SECRET_FILE),
+    }
+}
+
+fn how_to_make(file: &Path, var: &str) -> String {
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if file.file_name().and_then(|n| n.to_str()) == Some(SECRET_FILE) {
+        format!(
+            "make one with `seal keygen --out {} --if-missing`, or set {var} to at least \
+             {MIN_SECRET_BYTES} random bytes",
+            dir.display()
+        )
+    } else {
+        format!(
+            "make one with `(umask 077; openssl rand -hex 32 > {})`, or set {var} to at least \
+             {MIN_SECRET_BYTES} random bytes",
+            file.display()
+        )
+    }
+}
+
+/// Reads a secret file the way a private key is read: the mode of the file actually opened
+/// must deny group and others, and at most [`MAX_SECRET_FILE`] bytes are read.
+fn read_secret_file(path: &Path) -> Result<Secret, SecretError> {
+    use std::os::unix::fs::PermissionsExt;
+    let unusable = |reason: String| SecretError::Unusable {
+        path: path.display().to_string(),
+        reason,
+    };
+    let file = crate::fsio::open(path).map_err(SecretError::File)?;
+    let mode = file
+        .metadata()
+        .map_err(|e| unusable(format!("cannot read: {e}")))?
+        .permissions()
+        .mode()
+        & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(unusable(format!(
+            "readable by group or others (mode {mode:o}); run chmod 600 on it"
+        )));
+    }
+    let bytes = Zeroizing::new(
+        crate::fsio::read_open(path, file, MAX_SECRET_FILE).map_err(SecretError::File)?,
+    );
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| unusable("not text (seal keygen writes 64 hex digits)".into()))?;
+    let text = text
+        .strip_suffix('\n')
+        .map(|t| t.strip_suffix('\r').unwrap_or(t))
+        .unwrap_or(text);
+    if text.len() < MIN_SECRET_BYTES {
+        return Err(SecretError::TooShort {
+            source_name: path.display().to_string(),
+            len: text.len(),
+        });
+    }
+    Ok(Secret::new(text.to_string()))
+}
+
+/// Writes a new deployment secret at `path`: 32 random bytes as 64 lowercase hex digits and a
+/// newline, mode 0600, never overwriting and never through a link (`fsio::write_new`). Text,
+/// so that the same value can be moved into the environment variable unchanged: the secret is
+/// the text's bytes either way.
+pub fn write_secret_file(path: &Path) -> Result<(), SecretError> {
+    use rand_core::RngCore;
+    let mut raw = Zeroizing::new([0u8; 32]);
+    rand_core::OsRng.fill_bytes(raw.as_mut());
+    let mut text = Zeroizing::new(hex::encode(raw.as_ref()));
+    text.push('\n');
+    crate::fsio::write_new(path, text.as_bytes(), 0o600).map_err(SecretError::File)
 }
 
 fn read_limited(p: &Path) -> Result<String, String> {
@@ -604,7 +798,7 @@ mod tests {
         assert_eq!(c.store, "file://./var/store");
         assert_eq!(c.max_document_bytes, 64 * 1024 * 1024);
         assert!(c.a.api_key.is_none());
-        assert!(c.seed_salt_is_default);
+        assert_eq!(c.secret.file, PathBuf::from("var/keys/seal.secret"));
     }
 
     #[test]
@@ -654,6 +848,107 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("ttl_ms"));
+    }
+
+    /// The embedded config with `keys.secret` at `file`.
+    fn with_secret_file(file: &Path) -> String {
+        EMBEDDED.replace(
+            "[keys]\n",
+            &format!("[keys]\nsecret = {:?}\n", file.display().to_string()),
+        )
+    }
+
+    #[test]
+    fn no_constant_salt_a_missing_or_short_secret_is_refused_naming_its_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("keys/seal.secret");
+        let text = with_secret_file(&file);
+        // Neither the variable nor the file: refused, saying how to make one.
+        let c = Config::parse("t", &text, &env(&[])).unwrap();
+        let e = c.deployment_secret().unwrap_err().to_string();
+        assert!(
+            e.contains("SEAL_SEED_SALT") && e.contains("seal keygen --out") && e.contains("keys"),
+            "{e}"
+        );
+        // A short variable: refused naming the variable, never used.
+        let c = Config::parse("t", &text, &env(&[("SEAL_SEED_SALT", "test-salt")])).unwrap();
+        let e = c.deployment_secret().unwrap_err().to_string();
+        assert!(e.contains("SEAL_SEED_SALT") && e.contains("9 bytes"), "{e}");
+        let long = "0123456789abcdef0123456789abcdef";
+        let c = Config::parse("t", &text, &env(&[("SEAL_SEED_SALT", long)])).unwrap();
+        assert_eq!(c.deployment_secret().unwrap().expose(), long);
+        assert!(!format!("{c:?}").contains(long), "the secret never prints");
+    }
+
+    #[test]
+    fn no_constant_salt_the_secret_file_is_read_like_a_private_key() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("seal.secret");
+        write_secret_file(&file).unwrap();
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let c = Config::parse("t", &with_secret_file(&file), &env(&[])).unwrap();
+        let secret = c.deployment_secret().unwrap();
+        assert_eq!(secret.expose().len(), 64);
+        assert!(secret.expose().bytes().all(|b| b.is_ascii_hexdigit()));
+        // Never overwritten; a second one is another secret.
+        assert!(write_secret_file(&file).is_err());
+        let other = dir.path().join("other.secret");
+        write_secret_file(&other).unwrap();
+        assert_ne!(
+            std::fs::read(&file).unwrap(),
+            std::fs::read(&other).unwrap()
+        );
+        // The variable, when set, wins over the file.
+        let long = "x".repeat(40);
+        let c = Config::parse(
+            "t",
+            &with_secret_file(&file),
+            &env(&[("SEAL_SEED_SALT", &long)]),
+        )
+        .unwrap();
+        assert_eq!(c.deployment_secret().unwrap().expose(), long);
+        // Readable by others, a link, a FIFO, too short: refused naming the file.
+        let loose = dir.path().join("loose.secret");
+        std::fs::write(&loose, "y".repeat(64)).unwrap();
+        std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let link = dir.path().join("link.secret");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let short = dir.path().join("short.secret");
+        crate::fsio::write_new(&short, b"tiny\n", 0o600).unwrap();
+        for (path, needle) in [
+            (&loose, "chmod 600"),
+            (&link, "symbolic link"),
+            (&short, "at least 32"),
+        ] {
+            let c = Config::parse("t", &with_secret_file(path), &env(&[])).unwrap();
+            let e = c.deployment_secret().unwrap_err().to_string();
+            assert!(
+                e.contains(needle) && e.contains(&*path.display().to_string()),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_secret_file_defaults_to_beside_the_signing_key() {
+        let text = EMBEDDED.replace(
+            "signing_key = \"var/keys/seal.key.pem\"",
+            "signing_key = \"/etc/seal/k/seal.key.pem\"",
+        );
+        let c = Config::parse("t", &text, &env(&[])).unwrap();
+        assert_eq!(c.secret.file, PathBuf::from("/etc/seal/k/seal.secret"));
+        // `--key` moves the default along; an explicit keys.secret stays.
+        let c = c.with_signing_key(None);
+        assert_eq!(c.secret.file, PathBuf::from("/etc/seal/k/seal.secret"));
+        let c = c.with_signing_key(Some(Path::new("keys/seal.key.pem")));
+        assert_eq!(c.secret.file, PathBuf::from("keys/seal.secret"));
+        assert_eq!(c.signing_key, PathBuf::from("keys/seal.key.pem"));
+        let pinned = with_secret_file(Path::new("/run/s/x.secret"));
+        let c = Config::parse("t", &pinned, &env(&[])).unwrap();
+        let c = c.with_signing_key(Some(Path::new("keys/seal.key.pem")));
+        assert_eq!(c.secret.file, PathBuf::from("/run/s/x.secret"));
     }
 
     #[test]

@@ -216,6 +216,52 @@ pub fn create_new(path: &Path, mode: u32) -> Result<File, FsError> {
         })
 }
 
+/// Makes `dir` a folder fit for keys and secrets: when absent it is created with mode 0700
+/// whatever the umask (its parents as `mkdir -p` would); a link, a non-folder, or a folder
+/// writable by group or others (who could rename a key or secret in it and put their own in
+/// its place) is refused. The checks are made on the opened folder (`O_DIRECTORY |
+/// O_NOFOLLOW`), not on whatever the path names a moment later.
+pub fn private_folder(dir: &Path) -> Result<(), FsError> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if kind(dir)?.is_none() {
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
+        }
+        match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+            // The umask may have cleared owner bits too (umask 0777): the mode is set, not
+            // masked. (Set by path: an open descriptor needs the read bit the umask removed;
+            // a link swapped in meanwhile is refused below.)
+            Ok(()) => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| io(dir, e))?,
+            // Made by someone else meanwhile: judged below like any existing folder.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io(dir, e)),
+        }
+    }
+    require_folder(dir)?;
+    let folder = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir)
+        .map_err(|e| io(dir, e))?;
+    let mode = folder
+        .metadata()
+        .map_err(|e| io(dir, e))?
+        .permissions()
+        .mode()
+        & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(FsError::Io {
+            path: shown(dir),
+            detail: format!(
+                "writable by group or others (mode {mode:o}): they could replace a key in it; \
+                 run chmod go-w on it or choose another folder"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Creates `path` with `bytes` (see [`create_new`]) and syncs it.
 pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsError> {
     use std::io::Write;

@@ -191,6 +191,10 @@ async fn stage_folder(
             let key = format!("{prefix}/{name}");
             match e.kind {
                 Kind::Folder => pending.push((e.path.clone(), key)),
+                // A durable write's staging file `<key>#<n>` left by a killed writer: never an
+                // object (`#` is in no key), skipped as every store listing skips it, so
+                // `seal verify` and import see the same run (docs/DESIGN.md §2).
+                Kind::File if is_staging_name(name) => {}
                 Kind::File => {
                     let key = Key::parse(&key)
                         .map_err(|err| refused(run, format!("{}: {err}", e.path.display())))?;
@@ -212,6 +216,12 @@ async fn stage_folder(
         }
     }
     Ok(())
+}
+
+/// Whether a file name is a durable write's staging file (`<key>#<n>`, `store::durable`): the
+/// rule the file store's listings apply (`#` never appears in a key).
+fn is_staging_name(name: &str) -> bool {
+    name.contains('#')
 }
 
 /// The frame keys the staged proof packages name (sorted, unique).

@@ -13,7 +13,7 @@ fn seal_cmd(cwd: &std::path::Path, lb: &Loopback) -> Command {
         lb,
         "sk-cli-secret-a-123",
         "sk-cli-secret-b-456",
-        "cli-salt-secret",
+        "cli-salt-secret-0123456789abcdef0123456789abcdef",
     );
     c.env("SEAL_LOG", "debug");
     c
@@ -91,7 +91,7 @@ async fn judge_seals_a_run_and_logs_no_secret() {
         for secret in [
             "sk-cli-secret-a-123",
             "sk-cli-secret-b-456",
-            "cli-salt-secret",
+            "cli-salt-secret-0123456789abcdef0123456789abcdef",
         ] {
             assert!(
                 !line.contains(secret),

@@ -73,7 +73,7 @@ fn seal_cmd(cwd: &Path, lb: &Loopback) -> Command {
         lb,
         "sk-replay-test-a",
         "sk-replay-test-b",
-        "replay-test-salt",
+        "replay-test-salt-0123456789abcdef0123456789abcdef",
     );
     c.env("SEAL_JUDGE_TIMEOUT_MS", "3000");
     c

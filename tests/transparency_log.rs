@@ -224,7 +224,13 @@ async fn kill_9_between_seal_and_append_is_repaired_once() {
     let dir = tempfile::tempdir().unwrap();
     keygen(dir.path());
     let run = "run-narrative-0010-pass";
-    let mut judge = seal_cmd_with(dir.path(), &lb, "sk-a", "sk-b", "log-salt");
+    let mut judge = seal_cmd_with(
+        dir.path(),
+        &lb,
+        "sk-a",
+        "sk-b",
+        "log-salt-0123456789abcdef0123456789abcdef",
+    );
     judge
         .arg("judge")
         .arg(example(run))

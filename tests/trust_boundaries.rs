@@ -109,7 +109,7 @@ fn seal_at(cwd: &Path, lb: &Loopback) -> Command {
         lb,
         "sk-trust-a-0123456789",
         "sk-trust-b-0123456789",
-        "trust-salt",
+        "trust-salt-0123456789abcdef0123456789abcdef",
     )
 }
 
@@ -448,7 +448,7 @@ async fn judge_offline(store: &Path) -> Output {
         &lb,
         "sk-a-0123456789",
         "sk-b-0123456789",
-        "victim-salt",
+        "victim-salt-0123456789abcdef0123456789abcdef",
     );
     c.env("SEAL_JUDGE_A_URL", "http://127.0.0.1:9")
         .env("SEAL_JUDGE_B_URL", "http://127.0.0.1:9")
@@ -465,7 +465,12 @@ async fn judge_offline(store: &Path) -> Output {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn planted_judge_answers_are_not_sealed_on_resume() {
     let victim = tempfile::tempdir().unwrap();
-    plant_attempts(victim.path(), "attacker-salt", &|_| {}).await;
+    plant_attempts(
+        victim.path(),
+        "attacker-salt-0123456789abcdef0123456789abcdef",
+        &|_| {},
+    )
+    .await;
     let out = judge_offline(victim.path()).await;
     assert_eq!(
         out.status.code(),
@@ -489,14 +494,18 @@ async fn planted_judge_answers_are_not_sealed_on_resume() {
 async fn a_stored_attempt_without_its_mac_is_planted_and_with_it_resumes() {
     // Same salt, so the requests are byte-identical; only the MAC tells them apart.
     let victim = tempfile::tempdir().unwrap();
-    plant_attempts(victim.path(), "victim-salt", &|p| {
-        if p.ends_with("meta.json") {
-            let mut v: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
-            v.as_object_mut().unwrap().remove("attemptMac");
-            std::fs::write(p, seal::canonical::canonical_bytes(&v).unwrap()).unwrap();
-        }
-    })
+    plant_attempts(
+        victim.path(),
+        "victim-salt-0123456789abcdef0123456789abcdef",
+        &|p| {
+            if p.ends_with("meta.json") {
+                let mut v: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+                v.as_object_mut().unwrap().remove("attemptMac");
+                std::fs::write(p, seal::canonical::canonical_bytes(&v).unwrap()).unwrap();
+            }
+        },
+    )
     .await;
     let out = judge_offline(victim.path()).await;
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
@@ -507,7 +516,12 @@ async fn a_stored_attempt_without_its_mac_is_planted_and_with_it_resumes() {
     );
 
     let genuine = tempfile::tempdir().unwrap();
-    plant_attempts(genuine.path(), "victim-salt", &|_| {}).await;
+    plant_attempts(
+        genuine.path(),
+        "victim-salt-0123456789abcdef0123456789abcdef",
+        &|_| {},
+    )
+    .await;
     let out = judge_offline(genuine.path()).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("PASS"), "{}", text(&out.stdout));

@@ -74,7 +74,8 @@ impl Judges {
     pub fn new(config: &Config) -> Result<Judges, String> {
         let instance = crate::store::random_hex(6);
         let metrics = Arc::new(crate::metrics::Metrics::default());
-        let redactor = Arc::new(secrets_of(config));
+        let salt = config.deployment_secret().map_err(|e| e.to_string())?;
+        let redactor = Arc::new(secrets_of(config, &salt));
         let lease = Arc::new(LeasePolicy {
             holder: config
                 .leases
@@ -107,7 +108,7 @@ impl Judges {
         Ok(Judges {
             a: make(&config.a)?,
             b: make(&config.b)?,
-            salt: config.seed_salt.clone(),
+            salt,
             replica: lease.holder.clone(),
             metrics,
         })
@@ -144,20 +145,18 @@ enum Exchange {
 }
 
 /// A redactor for every secret of the configuration (DESIGN §4).
-fn secrets_of(config: &Config) -> super::redact::Redactor {
-    let mut secrets: Vec<&str> = Vec::new();
+fn secrets_of<'a>(config: &'a Config, salt: &'a Secret) -> super::redact::Redactor {
+    let mut secrets: Vec<&str> = vec![salt.expose()];
     for k in [
         &config.a.api_key,
         &config.b.api_key,
         &config.server.bearer_token,
+        &config.server.metrics_token,
     ]
     .into_iter()
     .flatten()
     {
         secrets.push(k.expose());
-    }
-    if !config.seed_salt_is_default {
-        secrets.push(config.seed_salt.expose());
     }
     super::redact::Redactor::new(secrets)
 }

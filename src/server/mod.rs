@@ -33,6 +33,7 @@ use tokio::sync::Semaphore;
 pub use error::ApiError;
 
 use crate::canonical::Hash;
+use crate::config::Secret;
 use crate::engine::Engine;
 use crate::ids::{RollId, RunId};
 use crate::intake::{self, Origin};
@@ -117,12 +118,15 @@ pub fn router(state: AppState) -> Router {
     let blobs = Router::new()
         .route("/v1/blobs/sha256/{hex}", put(put_blob))
         .layer(DefaultBodyLimit::disable());
+    let metrics = Router::new()
+        .route("/metrics", get(get_metrics))
+        .route_layer(middleware::from_fn_with_state(state.clone(), metrics_auth));
     Router::new()
         .merge(docs)
         .merge(blobs)
-        .route("/metrics", get(get_metrics))
         .route("/openapi.json", get(get_openapi))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth))
+        .merge(metrics)
         .route("/healthz", get(healthz))
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such route", None)
@@ -179,26 +183,118 @@ pub async fn run(
 }
 
 async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    if let Some(token) = &state.engine.config.server.bearer_token {
-        use subtle::ConstantTimeEq;
-        let given = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        let ok: bool = given.as_bytes().ct_eq(token.expose().as_bytes()).into();
-        if !ok {
-            return ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "a valid bearer token is required",
-                None,
-            )
-            .into_response();
-        }
+    let server = &state.engine.config.server;
+    guarded(req, next, &[server.bearer_token.as_ref()]).await
+}
+
+/// `/metrics` takes the read-only metrics token as well as the API token, so that a scraper
+/// holds no write access; the metrics token opens nothing else (it is checked only here).
+async fn metrics_auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let server = &state.engine.config.server;
+    let tokens = [server.bearer_token.as_ref(), server.metrics_token.as_ref()];
+    guarded(req, next, &tokens).await
+}
+
+/// Runs `req` when no token guards the route, or when it carries one of the configured
+/// tokens; else 401.
+async fn guarded(req: Request, next: Next, tokens: &[Option<&Secret>]) -> Response {
+    if tokens.iter().any(Option::is_some) && !admitted(bearer(&req), tokens) {
+        return ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid bearer token is required",
+            None,
+        )
+        .into_response();
     }
     next.run(req).await
+}
+
+/// The credentials of an `Authorization: Bearer <token>` header. The scheme is matched
+/// case-insensitively (RFC 7235 §2.1: `bearer`, `BEARER` are the same scheme); None when the
+/// header is absent, not text, or of another scheme.
+fn bearer(req: &Request) -> Option<&str> {
+    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, credentials) = value.trim_start().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| credentials.trim_matches(' '))
+}
+
+/// Whether `given` is one of the configured tokens: each compared in constant time, all of
+/// them compared whatever the first answered.
+fn admitted(given: Option<&str>, tokens: &[Option<&Secret>]) -> bool {
+    use subtle::ConstantTimeEq;
+    let given = given.unwrap_or("");
+    tokens
+        .iter()
+        .flatten()
+        .fold(subtle::Choice::from(0), |ok, t| {
+            ok | given.as_bytes().ct_eq(t.expose().as_bytes())
+        })
+        .into()
+}
+
+/// Where `seal serve` is about to listen, as far as authentication goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exposure {
+    /// Every address it resolves to is loopback: only this machine can connect.
+    Loopback,
+    /// Reachable from the network, and an API token guards every route.
+    Authenticated,
+    /// Reachable from the network without a token: `--insecure-no-auth` said so.
+    OpenToNetwork,
+}
+
+/// Why `seal serve` refuses an address.
+#[derive(Debug, thiserror::Error)]
+pub enum ExposureError {
+    #[error("cannot resolve the listen address {addr:?}: {detail}")]
+    Unresolved { addr: String, detail: String },
+    #[error(
+        "refusing to listen on {addr} without an API token: it is not a loopback address, so \
+         every route that submits, judges or finalizes would be open to the network. Set the \
+         token's env var (server.bearer_token_env, SEAL_API_TOKEN), listen on 127.0.0.1, or \
+         pass --insecure-no-auth if that is really meant"
+    )]
+    NoToken { addr: String },
+}
+
+impl crate::fault::HasFault for ExposureError {
+    fn fault(&self) -> crate::fault::Fault {
+        crate::fault::Fault::Caller
+    }
+}
+
+/// Judges the listen address `addr` (every address it resolves to) before the daemon starts:
+/// beyond loopback an API token is required unless `insecure_no_auth`.
+pub fn exposure(
+    addr: &str,
+    has_token: bool,
+    insecure_no_auth: bool,
+) -> Result<Exposure, ExposureError> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<std::net::SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|e| ExposureError::Unresolved {
+            addr: addr.chars().take(200).collect(),
+            detail: e.to_string(),
+        })?
+        .collect();
+    // An IPv4-mapped IPv6 loopback (::ffff:127.0.0.1) is loopback; an unspecified address
+    // (0.0.0.0, ::) is every interface.
+    let loopback = |a: &std::net::SocketAddr| a.ip().to_canonical().is_loopback();
+    if !addrs.is_empty() && addrs.iter().all(loopback) {
+        Ok(Exposure::Loopback)
+    } else if has_token {
+        Ok(Exposure::Authenticated)
+    } else if insecure_no_auth {
+        Ok(Exposure::OpenToNetwork)
+    } else {
+        Err(ExposureError::NoToken {
+            addr: addr.chars().take(200).collect(),
+        })
+    }
 }
 
 async fn healthz(State(state): State<AppState>) -> Response {
@@ -682,3 +778,68 @@ async fn get_stats(
 
 /// How long a client should wait after a 429 (seconds).
 pub const RETRY_AFTER_S: Duration = Duration::from_secs(2);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_authorization(value: &str) -> Request {
+        let mut req = Request::new(Body::empty());
+        req.headers_mut().insert(
+            header::AUTHORIZATION,
+            header::HeaderValue::from_str(value).unwrap(),
+        );
+        req
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_matched_case_insensitively() {
+        for value in ["Bearer tok", "bearer tok", "BEARER tok", "bEaReR  tok"] {
+            assert_eq!(bearer(&with_authorization(value)), Some("tok"), "{value}");
+        }
+        for value in ["Basic tok", "Bearertok", "tok", "Bearer"] {
+            assert_ne!(bearer(&with_authorization(value)), Some("tok"), "{value}");
+        }
+        assert_eq!(bearer(&Request::new(Body::empty())), None);
+        let (api, metrics) = (Secret::new("api".into()), Secret::new("met".into()));
+        assert!(admitted(Some("api"), &[Some(&api), Some(&metrics)]));
+        assert!(admitted(Some("met"), &[Some(&api), Some(&metrics)]));
+        assert!(!admitted(Some("met"), &[Some(&api)]));
+        assert!(!admitted(None, &[Some(&api), None]));
+    }
+
+    #[test]
+    fn a_non_loopback_listen_address_needs_a_token_or_insecure_no_auth() {
+        for addr in [
+            "127.0.0.1:0",
+            "[::1]:0",
+            "localhost:0",
+            "[::ffff:127.0.0.1]:0",
+        ] {
+            assert_eq!(
+                exposure(addr, false, false).unwrap(),
+                Exposure::Loopback,
+                "{addr}"
+            );
+        }
+        for addr in ["0.0.0.0:0", "[::]:0", "192.0.2.7:7878"] {
+            let e = exposure(addr, false, false).unwrap_err().to_string();
+            assert!(
+                e.contains("--insecure-no-auth") && e.contains("SEAL_API_TOKEN"),
+                "{e}"
+            );
+            assert_eq!(
+                exposure(addr, true, false).unwrap(),
+                Exposure::Authenticated
+            );
+            assert_eq!(
+                exposure(addr, false, true).unwrap(),
+                Exposure::OpenToNetwork
+            );
+        }
+        assert!(matches!(
+            exposure("no port here", true, true),
+            Err(ExposureError::Unresolved { .. })
+        ));
+    }
+}

@@ -10,7 +10,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The judge API keys and seed salt every spawned daemon gets (tests look for them in logs).
-pub const DAEMON_SECRETS: [&str; 3] = ["sk-daemon-secret-a", "sk-daemon-secret-b", "daemon-salt"];
+pub const DAEMON_SECRETS: [&str; 3] = [
+    "sk-daemon-secret-a",
+    "sk-daemon-secret-b",
+    "daemon-salt-0123456789abcdef0123456789abcdef",
+];
 
 pub struct Daemon {
     pub child: Child,

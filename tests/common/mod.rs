@@ -86,7 +86,10 @@ pub fn config_for(judge: &Loopback, extra: &[(&str, &str)]) -> Config {
     env.insert("SEAL_JUDGE_A_KEY".into(), "sk-test-a-0123456789".into());
     env.insert("SEAL_JUDGE_B_KEY".into(), "sk-test-b-9876543210".into());
     env.insert("SEAL_JUDGE_TIMEOUT_MS".into(), "2000".into());
-    env.insert("SEAL_SEED_SALT".into(), "test-salt".into());
+    env.insert(
+        "SEAL_SEED_SALT".into(),
+        "test-salt-0123456789abcdef0123456789abcdef".into(),
+    );
     for (k, v) in extra {
         env.insert(k.to_string(), v.to_string());
     }
@@ -187,7 +190,10 @@ pub async fn engine_edited(
         ("SEAL_JUDGE_A_KEY", "sk-test-a-0123456789".to_string()),
         ("SEAL_JUDGE_B_KEY", "sk-test-b-9876543210".to_string()),
         ("SEAL_JUDGE_TIMEOUT_MS", "2000".to_string()),
-        ("SEAL_SEED_SALT", "test-salt".to_string()),
+        (
+            "SEAL_SEED_SALT",
+            "test-salt-0123456789abcdef0123456789abcdef".to_string(),
+        ),
     ] {
         env.insert(k.into(), v);
     }
@@ -307,11 +313,20 @@ pub fn hostile_text() -> String {
 /// floor check, event data and keys) and both judges' rationales are [`HOSTILE`]:
 /// (its temp folder, store URL, public key PEM, run id).
 pub async fn hostile_sealed_run() -> (tempfile::TempDir, String, PathBuf, String) {
+    sealed_run_with_text(&hostile_text(), MODEL_A).await
+}
+
+/// [`hostile_sealed_run`] with `evil` as the hostile text and `model_a` as the model judge A
+/// is asked for (and answers with).
+pub async fn sealed_run_with_text(
+    evil: &str,
+    model_a: &str,
+) -> (tempfile::TempDir, String, PathBuf, String) {
     use serde_json::{json, Value};
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in");
     copy_tree(&example("run-narrative-0010-pass"), &input);
-    let evil = hostile_text();
+    let evil = evil.to_string();
     let brief = format!(
         "{}\n\n{evil}\n",
         std::fs::read_to_string(input.join("brief.md")).unwrap()
@@ -358,7 +373,7 @@ pub async fn hostile_sealed_run() -> (tempfile::TempDir, String, PathBuf, String
         "frameHashes": [frame],
         "rationale": format!("{id}: {evil}"),
     })).collect::<Vec<_>>()});
-    for model in [MODEL_A, MODEL_B] {
+    for model in [model_a, MODEL_B] {
         lb.script(
             model,
             [seal_testkit::loopback::Fault::Content(answer.to_string())],
@@ -368,7 +383,8 @@ pub async fn hostile_sealed_run() -> (tempfile::TempDir, String, PathBuf, String
     let (_, pem) = key.write_pair(&dir.path().join("keys")).unwrap();
     let url = file_url(&dir.path().join("store"));
     let store = Store::open(&url).await.unwrap();
-    let engine = Engine::new(store, config_for(&lb, &[]), Some(key)).unwrap();
+    let config = config_for(&lb, &[("SEAL_JUDGE_A_MODEL", model_a)]);
+    let engine = Engine::new(store, config, Some(key)).unwrap();
     let folder = seal::runfolder::RunFolder::read(&input, 1 << 26).unwrap();
     let done = seal::runfolder::judge(&engine, &folder)
         .await
