@@ -21,6 +21,8 @@ pub struct Engine {
     pub clock: Arc<dyn Clock>,
     /// The transparency log of seals in `store` (appended by the postguard).
     pub log: crate::transparency::Log,
+    /// The witnesses every checkpoint of `log` is sent to (`[[witnesses]]`; none by default).
+    pub witnesses: crate::witness::publish::Publisher,
     runs: Arc<RunLocks>,
 }
 
@@ -62,8 +64,15 @@ impl Engine {
     pub fn new(store: Store, config: Config, key: Option<SigningKey>) -> Result<Engine, String> {
         let judges = Judges::new(&config)?;
         let store = store.with_doc_limit(config.max_document_bytes);
+        let witnesses = crate::witness::publish::Publisher::new(
+            &config.witnesses,
+            store.clone(),
+            judges.metrics.clone(),
+        )?;
         Ok(Engine {
-            log: crate::transparency::Log::new(store.clone(), &config.log_origin),
+            log: crate::transparency::Log::new(store.clone(), &config.log_origin)
+                .with_witnesses(witnesses.clone()),
+            witnesses,
             store,
             config: Arc::new(config),
             judges: Arc::new(judges),

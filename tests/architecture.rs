@@ -27,16 +27,18 @@ fn layer(module: &str) -> Option<(u8, &'static str)> {
         | "derive" | "validate" | "judge::parse" | "judge::normalize" | "judge::request"
         | "judge::slot" | "judge::redact" | "unbound" | "explain::tree" | "explain::html"
         | "explain::svg" | "explain::escape" | "tlog" | "stats::kappa" | "stats::facts"
-        | "stats::aggregate" | "stats::text" | "stats::html" => pure,
+        | "stats::aggregate" | "stats::text" | "stats::html" | "witness::cosig"
+        | "witness::protocol" => pure,
         "store" | "store::open" | "store::key" | "store::local" | "store::durable"
         | "store::recent" => store,
         "config" | "engine" | "run_state" | "judge" | "judge::client" | "roll" | "roll::guard"
         | "roll::package" | "roll::cost" | "roll::dispatch" | "roll::record" | "audit"
         | "audit::load" | "audit::compare" | "postguard" | "postguard::decide" | "sealing"
         | "verify" | "replay" | "intake" | "runfolder" | "adapt" | "import" | "resume"
-        | "explain" | "transparency" | "transparency::view" | "stats" | "lease" => work,
+        | "explain" | "transparency" | "transparency::view" | "stats" | "lease" | "witness"
+        | "witness::state" | "witness::service" | "witness::publish" | "witness::check" => work,
         "server" | "server::error" | "server::uniform" | "server::listen" | "cli" | "cli_log"
-        | "report" => edge,
+        | "report" | "witness::server" | "cli_witness" => edge,
         _ => return None,
     })
 }
