@@ -78,11 +78,12 @@ pub async fn run(cmd: &WitnessCommand, shutdown: impl Future<Output = ()> + Send
         .unwrap_or_else(|_| listen.clone());
     let vkey = witness.verifier_key();
     tracing::info!(addr = %local, %vkey, %origin, "seal witness listening");
-    // The first stdout line tells scripts (and tests binding port 0) where we are.
-    println!("seal witness listening on http://{local}");
-    println!("verifier key {vkey}");
+    // The first stdout line tells scripts (and tests binding port 0) where we are; a reader
+    // that stops reading after it must not kill the witness (no `println!`, errors ignored).
     use std::io::Write;
-    let _ = std::io::stdout().flush();
+    let mut out = std::io::stdout();
+    let _ = write!(out, "seal witness listening on http://{local}\nverifier key {vkey}\n");
+    let _ = out.flush();
     match crate::witness::server::run(listener, witness, shutdown).await {
         Ok(()) => 0,
         Err(e) => fail(e),
