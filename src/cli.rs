@@ -1268,7 +1268,6 @@ fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
             Ok(ids) => ids,
             Err(code) => return code,
         };
-        let witnesses = engine.witnesses.clone();
         let job = ReplayJob {
             engine,
             archive,
@@ -1281,9 +1280,7 @@ fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
         };
         let jobs = jobs.unwrap_or_else(crate::bulk::default_write_jobs);
         let mut tally = ReplayTally::new(judges, json, errors, progress(ids.len() as u64, all));
-        let replayed = replay_in_parallel(job, ids, jobs, &mut tally).await;
-        witnesses.settle().await;
-        match replayed {
+        match replay_in_parallel(job, ids, jobs, &mut tally).await {
             Ok(()) => tally.finish(),
             Err(e) => fail(e),
         }
@@ -1347,6 +1344,7 @@ async fn replay_in_parallel(
     tally: &mut ReplayTally,
 ) -> Result<(), String> {
     job.engine.store = job.engine.store.clone().direct_io();
+    let witnesses = job.engine.witnesses.clone();
     let job = Arc::new(job);
     let work = move |id: crate::ids::RunId| {
         let job = job.clone();
@@ -1360,9 +1358,10 @@ async fn replay_in_parallel(
         tally.add(done, errors);
         Ok::<(), String>(())
     };
-    crate::bulk::in_order(ids, jobs, work, sink)
-        .await
-        .map_err(|e| e.to_string())?
+    let done = crate::bulk::in_order(ids, jobs, work, sink).await;
+    // The checkpoints this replay published reach the witnesses before the process exits.
+    witnesses.settle().await;
+    done.map_err(|e| e.to_string())?
 }
 
 /// The replays of a batch as they finish: a line each on a terminal (streamed), and what

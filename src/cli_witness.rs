@@ -82,7 +82,10 @@ pub async fn run(cmd: &WitnessCommand, shutdown: impl Future<Output = ()> + Send
     // that stops reading after it must not kill the witness (no `println!`, errors ignored).
     use std::io::Write;
     let mut out = std::io::stdout();
-    let _ = write!(out, "seal witness listening on http://{local}\nverifier key {vkey}\n");
+    let _ = write!(
+        out,
+        "seal witness listening on http://{local}\nverifier key {vkey}\n"
+    );
     let _ = out.flush();
     match crate::witness::server::run(listener, witness, shutdown).await {
         Ok(()) => 0,

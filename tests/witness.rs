@@ -63,7 +63,14 @@ fn spawn_witness(keys: &Path, state: &Path, log_pub: &Path, name: &str) -> Witne
     }
     let log = state.with_extension(format!("{}.log", std::process::id()));
     let mut child = Command::new(env!("CARGO_BIN_EXE_seal"))
-        .args(["--log-format", "json", "witness", "serve", "--listen", "127.0.0.1:0"])
+        .args([
+            "--log-format",
+            "json",
+            "witness",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+        ])
         .arg("--key")
         .arg(keys.join("seal.key.pem"))
         .arg("--state")
@@ -114,9 +121,12 @@ fn run_folder(dir: &Path, example_name: &str, id: &str) -> PathBuf {
 /// `seal judge` of a run folder into `DIR/store` with `DIR/keys`; asserts it sealed.
 async fn judge(dir: &Path, lb: &Loopback, folder: &Path) -> String {
     let mut c = seal_cmd_with(dir, lb, "sk-a", "sk-b", "witness-salt");
-    c.args(["--log-format", "json", "judge"])
-        .arg(folder)
-        .args(["--store", "file://./store", "--key", "keys/seal.key.pem"]);
+    c.args(["--log-format", "json", "judge"]).arg(folder).args([
+        "--store",
+        "file://./store",
+        "--key",
+        "keys/seal.key.pem",
+    ]);
     let out = run(c).await;
     assert!(
         out.status.success(),
@@ -186,7 +196,11 @@ impl Deployment {
         self.path().join("keys/seal.pub.pem")
     }
     async fn seal_run(&self, n: usize) -> String {
-        let folder = run_folder(self.path(), "run-narrative-0010-pass", &format!("run-w-{n:04}"));
+        let folder = run_folder(
+            self.path(),
+            "run-narrative-0010-pass",
+            &format!("run-w-{n:04}"),
+        );
         judge(self.path(), &self.lb, &folder).await
     }
     fn log_verify(&self, extra: &[&str]) -> (i32, String) {
@@ -209,24 +223,45 @@ impl Deployment {
 async fn cosignatures_are_stored_beside_each_checkpoint_and_verified() {
     let d = Deployment::new().await;
     let wkeys = d.path().join("w1");
-    let w = spawn_witness(&wkeys, &d.path().join("w1.json"), &d.seal_pub(), "w1.test/witness");
+    let w = spawn_witness(
+        &wkeys,
+        &d.path().join("w1.json"),
+        &d.seal_pub(),
+        "w1.test/witness",
+    );
     let wpub = wkeys.join("seal.pub.pem");
     write_config(d.path(), &[("w1.test/witness", &w.base, &wpub)], None);
     d.seal_run(1).await;
     d.seal_run(2).await;
     for size in [1, 2] {
         let lines = cosignatures(&d.store(), size);
-        assert_eq!(lines.len(), 1, "size {size}: {lines:?}; witness: {}", w.log_text());
-        let c = cosig::Cosignature::parse_line(lines[0].as_bytes()).unwrap().unwrap();
+        assert_eq!(
+            lines.len(),
+            1,
+            "size {size}: {lines:?}; witness: {}",
+            w.log_text()
+        );
+        let c = cosig::Cosignature::parse_line(lines[0].as_bytes())
+            .unwrap()
+            .unwrap();
         let public = seal::sealing::PublicKey::load(&wpub).unwrap().raw();
         let note = std::fs::read(d.store().join(format!("log/checkpoints/{size:020}"))).unwrap();
-        let body = signed_note::Note::from_bytes(&note).unwrap().text().to_vec();
-        let key = cosig::WitnessKey { name: Some("w1.test/witness".into()), public };
+        let body = signed_note::Note::from_bytes(&note)
+            .unwrap()
+            .text()
+            .to_vec();
+        let key = cosig::WitnessKey {
+            name: Some("w1.test/witness".into()),
+            public,
+        };
         assert!(c.verifies(&body, &key), "size {size}");
     }
     let (code, out) = d.log_verify(&["--witness", pem(&wpub)]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("cosigned by 1 of 1 witnesses (quorum 1)"), "{out}");
+    assert!(
+        out.contains("cosigned by 1 of 1 witnesses (quorum 1)"),
+        "{out}"
+    );
     let (code, out) = d.verify_all(&["--witness", pem(&wpub)]);
     assert_eq!(code, 0, "{out}");
     // The witness serves its latest cosigned checkpoint, which the store holds.
@@ -245,12 +280,25 @@ async fn cosignatures_are_stored_beside_each_checkpoint_and_verified() {
 async fn the_daemon_sends_every_new_checkpoint_to_its_witnesses() {
     let d = Deployment::new().await;
     let wkeys = d.path().join("w1");
-    let w = spawn_witness(&wkeys, &d.path().join("w1.json"), &d.seal_pub(), "w1.test/witness");
-    write_config(d.path(), &[("w1.test/witness", &w.base, &wkeys.join("seal.pub.pem"))], None);
+    let w = spawn_witness(
+        &wkeys,
+        &d.path().join("w1.json"),
+        &d.seal_pub(),
+        "w1.test/witness",
+    );
+    write_config(
+        d.path(),
+        &[("w1.test/witness", &w.base, &wkeys.join("seal.pub.pem"))],
+        None,
+    );
     let daemon = spawn_daemon(d.path(), &d.lb, "file://./store", &[]);
     let c = http();
     for n in 1..=3 {
-        let dir = run_folder(d.path(), "run-narrative-0010-pass", &format!("run-d-{n:04}"));
+        let dir = run_folder(
+            d.path(),
+            "run-narrative-0010-pass",
+            &format!("run-d-{n:04}"),
+        );
         let folder = RunFolder::read(&dir, 1 << 26).unwrap();
         submit(&c, &daemon.base, &folder).await;
         let (status, body) = post_roll(&c, &daemon.base, &folder, 1).await;
@@ -282,7 +330,9 @@ async fn the_daemon_sends_every_new_checkpoint_to_its_witnesses() {
         .await
         .unwrap();
     assert!(
-        metrics.contains("seal_witness_submissions_total{witness=\"w1.test/witness\",result=\"cosigned\"} 3"),
+        metrics.contains(
+            "seal_witness_submissions_total{witness=\"w1.test/witness\",result=\"cosigned\"} 3"
+        ),
         "{metrics}"
     );
 }
@@ -291,7 +341,12 @@ async fn the_daemon_sends_every_new_checkpoint_to_its_witnesses() {
 async fn n_of_m_cosignatures_are_enforced_and_a_failing_witness_never_blocks_sealing() {
     let d = Deployment::new().await;
     let (k1, k2) = (d.path().join("w1"), d.path().join("w2"));
-    let w1 = spawn_witness(&k1, &d.path().join("w1.json"), &d.seal_pub(), "w1.test/witness");
+    let w1 = spawn_witness(
+        &k1,
+        &d.path().join("w1.json"),
+        &d.seal_pub(),
+        "w1.test/witness",
+    );
     keygen_into(&k2);
     // Witness 2 is configured but down: nothing listens on its port.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -300,46 +355,88 @@ async fn n_of_m_cosignatures_are_enforced_and_a_failing_witness_never_blocks_sea
     let (p1, p2) = (k1.join("seal.pub.pem"), k2.join("seal.pub.pem"));
     write_config(
         d.path(),
-        &[("w1.test/witness", &w1.base, &p1), ("w2.test/witness", &down, &p2)],
+        &[
+            ("w1.test/witness", &w1.base, &p1),
+            ("w2.test/witness", &down, &p2),
+        ],
         Some(1),
     );
     let t0 = Instant::now();
     let stderr = d.seal_run(1).await;
-    assert!(t0.elapsed() < Duration::from_secs(30), "sealing waited on the dead witness");
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "sealing waited on the dead witness"
+    );
     assert!(stderr.contains("witness unreachable"), "{stderr}");
     assert_eq!(cosignatures(&d.store(), 1).len(), 1);
     // Two witnesses required: one cosigned, the other is named missing.
     let both = ["--witness", pem(&p1), "--witness", pem(&p2)];
     let (code, out) = d.log_verify(&both);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("log_witness") && out.contains("cosigned by 1 of 2"), "{out}");
+    assert!(
+        out.contains("log_witness") && out.contains("cosigned by 1 of 2"),
+        "{out}"
+    );
     let (code, out) = d.verify_all(&both);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("lacks a quorum of witness cosignatures"), "{out}");
+    assert!(
+        out.contains("lacks a quorum of witness cosignatures"),
+        "{out}"
+    );
     // One of the two suffices when the quorum says so.
-    let one = ["--witness", pem(&p1), "--witness", pem(&p2), "--witness-quorum", "1"];
+    let one = [
+        "--witness",
+        pem(&p1),
+        "--witness",
+        pem(&p2),
+        "--witness-quorum",
+        "1",
+    ];
     let (code, out) = d.log_verify(&one);
     assert_eq!(code, 0, "{out}");
     let (code, out) = d.verify_all(&one);
     assert_eq!(code, 0, "{out}");
+    config_witnesses_and_quorum_apply(d.path());
+    // A quorum above the witnesses given is refused as a bad option.
+    let (code, out) = d.log_verify(&["--witness", pem(&p1), "--witness-quorum", "2"]);
+    assert_eq!(code, 2, "{out}");
+}
+
+/// `seal log verify` run where the config names the witnesses: its quorum (1) holds, a quorum
+/// of 2 fails naming the witness (by its configured name) that did not cosign.
+fn config_witnesses_and_quorum_apply(dir: &Path) {
     // The config's witnesses and quorum apply too (names from the config).
     let mut c = Command::new(env!("CARGO_BIN_EXE_seal"));
-    c.current_dir(d.path())
-        .args(["log", "verify", "--store", "file://./store", "--trust", "keys/seal.pub.pem"]);
+    c.current_dir(dir).args([
+        "log",
+        "verify",
+        "--store",
+        "file://./store",
+        "--trust",
+        "keys/seal.pub.pem",
+    ]);
     let out = c.output().unwrap();
-    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     let mut c = Command::new(env!("CARGO_BIN_EXE_seal"));
-    c.current_dir(d.path()).args([
-        "log", "verify", "--store", "file://./store", "--trust", "keys/seal.pub.pem",
-        "--witness-quorum", "2",
+    c.current_dir(dir).args([
+        "log",
+        "verify",
+        "--store",
+        "file://./store",
+        "--trust",
+        "keys/seal.pub.pem",
+        "--witness-quorum",
+        "2",
     ]);
     let out = c.output().unwrap();
     let said = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("missing: w2.test/witness"), "{said}");
-    // A quorum above the witnesses given is refused as a bad option.
-    let (code, out) = d.log_verify(&["--witness", pem(&p1), "--witness-quorum", "2"]);
-    assert_eq!(code, 2, "{out}");
 }
 
 /// The log's key and tree, signing checkpoints as seal does.
@@ -365,9 +462,23 @@ fn witness_and_log(dir: &Path) -> (WitnessProc, TestLog, [u8; 32]) {
     let log_keys = dir.join("log");
     keygen_into(&log_keys);
     let key = seal::sealing::SigningKey::load(&log_keys.join("seal.key.pem")).unwrap();
-    let w = spawn_witness(&dir.join("w"), &dir.join("w.json"), &log_keys.join("seal.pub.pem"), "w.test/witness");
-    let public = seal::sealing::PublicKey::load(&dir.join("w/seal.pub.pem")).unwrap().raw();
-    (w, TestLog { key, tree: Tree::new() }, public)
+    let w = spawn_witness(
+        &dir.join("w"),
+        &dir.join("w.json"),
+        &log_keys.join("seal.pub.pem"),
+        "w.test/witness",
+    );
+    let public = seal::sealing::PublicKey::load(&dir.join("w/seal.pub.pem"))
+        .unwrap()
+        .raw();
+    (
+        w,
+        TestLog {
+            key,
+            tree: Tree::new(),
+        },
+        public,
+    )
 }
 
 async fn add(base: &str, old: u64, proof: &[[u8; 32]], note: &str) -> (StatusCode, String, String) {
@@ -395,12 +506,18 @@ async fn a_forked_or_rolled_back_checkpoint_is_refused_by_the_witness() {
     assert_eq!(status, StatusCode::OK);
     // A stale old size: 409 with the witness's size, as text/x.tlog.size.
     let (status, ctype, body) = add(&w.base, 0, &[], &log.note(4)).await;
-    assert_eq!((status, ctype.as_str(), body.as_str()), (StatusCode::CONFLICT, "text/x.tlog.size", "3\n"));
+    assert_eq!(
+        (status, ctype.as_str(), body.as_str()),
+        (StatusCode::CONFLICT, "text/x.tlog.size", "3\n")
+    );
     // A rollback to size 2: refused.
     let (status, _, _) = add(&w.base, 3, &[], &log.note(2)).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     // A fork: another tree of size 3, then of size 4, signed by the log's own key.
-    let mut fork = TestLog { key: seal::sealing::SigningKey::load(&dir.path().join("log/seal.key.pem")).unwrap(), tree: Tree::new() };
+    let mut fork = TestLog {
+        key: seal::sealing::SigningKey::load(&dir.path().join("log/seal.key.pem")).unwrap(),
+        tree: Tree::new(),
+    };
     fork.grow("forked", 4);
     let (status, _, body) = add(&w.base, 3, &[], &fork.note(3)).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
@@ -408,13 +525,17 @@ async fn a_forked_or_rolled_back_checkpoint_is_refused_by_the_witness() {
     let (status, _, body) = add(&w.base, 3, &proof, &fork.note(4)).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     // Another key for the same origin: 403; another origin: 404.
-    let mut stranger = TestLog { key: seal::sealing::SigningKey::generate(), tree: Tree::new() };
+    let mut stranger = TestLog {
+        key: seal::sealing::SigningKey::generate(),
+        tree: Tree::new(),
+    };
     stranger.grow("honest", 4);
     let proof = stranger.tree.consistency(3, 4).unwrap();
     let (status, _, _) = add(&w.base, 3, &proof, &stranger.note(4)).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let other = tlog::checkpoint_body("other.test/log", 0, &[0u8; 32]).unwrap();
-    let other = tlog::sign_checkpoint(&other, &log.key.public().raw(), &|m| log.key.sign(m)).unwrap();
+    let other =
+        tlog::sign_checkpoint(&other, &log.key.public().raw(), &|m| log.key.sign(m)).unwrap();
     let (status, _, _) = add(&w.base, 0, &[], &other).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     // The honest extension is still cosigned.
@@ -437,12 +558,21 @@ async fn a_tampered_consistency_proof_is_refused() {
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "hash {i}: {body}");
     }
     let (status, _, body) = add(&w.base, 3, &good[..good.len() - 1], &log.note(7)).await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "a short proof: {body}");
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a short proof: {body}"
+    );
     let (status, _, line) = add(&w.base, 3, &good, &log.note(7)).await;
     assert_eq!(status, StatusCode::OK, "{line}");
-    let c = cosig::Cosignature::parse_line(line.as_bytes()).unwrap().unwrap();
+    let c = cosig::Cosignature::parse_line(line.as_bytes())
+        .unwrap()
+        .unwrap();
     let body = tlog::checkpoint_body(ORIGIN, 7, &log.tree.root(7).unwrap()).unwrap();
-    let key = cosig::WitnessKey { name: Some("w.test/witness".into()), public: wpub };
+    let key = cosig::WitnessKey {
+        name: Some("w.test/witness".into()),
+        public: wpub,
+    };
     assert!(c.verifies(body.as_bytes(), &key));
 }
 
@@ -454,7 +584,12 @@ async fn a_restarted_witness_keeps_what_it_cosigned() {
     assert_eq!(add(&w.base, 0, &[], &log.note(3)).await.0, StatusCode::OK);
     // kill -9 right after the answer: the size was on disk before the witness answered.
     w.kill_9();
-    let w = spawn_witness(&dir.path().join("w"), &dir.path().join("w.json"), &dir.path().join("log/seal.pub.pem"), "w.test/witness");
+    let w = spawn_witness(
+        &dir.path().join("w"),
+        &dir.path().join("w.json"),
+        &dir.path().join("log/seal.pub.pem"),
+        "w.test/witness",
+    );
     let (status, _, body) = add(&w.base, 0, &[], &log.note(2)).await;
     assert_eq!((status, body.as_str()), (StatusCode::CONFLICT, "3\n"));
     let served = http()
@@ -465,12 +600,25 @@ async fn a_restarted_witness_keeps_what_it_cosigned() {
         .text()
         .await
         .unwrap();
-    assert!(served.starts_with(&tlog::checkpoint_body(ORIGIN, 3, &log.tree.root(3).unwrap()).unwrap()), "{served}");
+    assert!(
+        served.starts_with(&tlog::checkpoint_body(ORIGIN, 3, &log.tree.root(3).unwrap()).unwrap()),
+        "{served}"
+    );
     let proof = log.tree.consistency(3, 5).unwrap();
-    assert_eq!(add(&w.base, 3, &proof, &log.note(5)).await.0, StatusCode::OK);
+    assert_eq!(
+        add(&w.base, 3, &proof, &log.note(5)).await.0,
+        StatusCode::OK
+    );
     // A second witness on the same state file refuses to start.
     let out = Command::new(env!("CARGO_BIN_EXE_seal"))
-        .args(["witness", "serve", "--listen", "127.0.0.1:0", "--name", "w.test/witness"])
+        .args([
+            "witness",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--name",
+            "w.test/witness",
+        ])
         .arg("--key")
         .arg(dir.path().join("w/seal.key.pem"))
         .arg("--state")
@@ -480,7 +628,20 @@ async fn a_restarted_witness_keeps_what_it_cosigned() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("another process holds"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("another process holds"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The runs `seal verify --json` reports as not verified.
+fn unverified_runs(ndjson: &str) -> usize {
+    ndjson
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["runId"].is_string() && v["verified"] == false)
+        .count()
 }
 
 /// G3: the store is rolled back as a whole (runs, log entries, checkpoints and cosignatures
@@ -491,7 +652,12 @@ async fn a_restarted_witness_keeps_what_it_cosigned() {
 async fn whole_store_rollback_is_caught_through_a_witness_alone() {
     let d = Deployment::new().await;
     let wkeys = d.path().join("w");
-    let w = spawn_witness(&wkeys, &d.path().join("w.json"), &d.seal_pub(), "w.test/witness");
+    let w = spawn_witness(
+        &wkeys,
+        &d.path().join("w.json"),
+        &d.seal_pub(),
+        "w.test/witness",
+    );
     let wpub = wkeys.join("seal.pub.pem");
     write_config(d.path(), &[("w.test/witness", &w.base, &wpub)], None);
     d.seal_run(1).await;
@@ -511,11 +677,17 @@ async fn whole_store_rollback_is_caught_through_a_witness_alone() {
     assert_eq!(d.log_verify(&witness).0, 0);
     let (code, out) = d.log_verify(&["--witness-url", &w.base]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("log_witness") && out.contains("rolled back"), "{out}");
+    assert!(
+        out.contains("log_witness") && out.contains("rolled back"),
+        "{out}"
+    );
     // The next seal: sealing goes on, but the witness refuses the rolled-back checkpoint.
     let stderr = d.seal_run(5).await;
     assert!(stderr.contains("ROLLED BACK"), "{stderr}");
-    assert!(cosignatures(&d.store(), 3).is_empty(), "the witness cosigned a rollback");
+    assert!(
+        cosignatures(&d.store(), 3).is_empty(),
+        "the witness cosigned a rollback"
+    );
     // The log is consistent in itself: without witnesses it verifies.
     let (code, out) = d.log_verify(&[]);
     assert_eq!(code, 0, "{out}");
@@ -524,19 +696,24 @@ async fn whole_store_rollback_is_caught_through_a_witness_alone() {
     // With the witness key, both verifiers fail, naming the missing cosignature quorum.
     let (code, out) = d.log_verify(&witness);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("log_witness") && out.contains("lacks a quorum of witness cosignatures"), "{out}");
-    assert!(out.contains("missing: w.test/witness") || out.contains("missing: witness key"), "{out}");
+    assert!(
+        out.contains("log_witness") && out.contains("lacks a quorum of witness cosignatures"),
+        "{out}"
+    );
+    assert!(
+        out.contains("missing: w.test/witness") || out.contains("missing: witness key"),
+        "{out}"
+    );
     let (code, out) = d.verify_all(&witness);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("log_witness") && out.contains("lacks a quorum of witness cosignatures"), "{out}");
-    let json = seal_alone(&[
-        "verify", "--all", "--json", "--store", &d.store_url(), "--trust", pem(&d.seal_pub()), "--witness", pem(&wpub),
-    ]);
-    let failing = json
-        .1
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["runId"].is_string() && v["verified"] == false)
-        .count();
-    assert_eq!(failing, 3, "every run relies on the unwitnessed checkpoint: {}", json.1);
+    assert!(
+        out.contains("log_witness") && out.contains("lacks a quorum of witness cosignatures"),
+        "{out}"
+    );
+    let reports = d.verify_all(&["--json", "--witness", pem(&wpub)]).1;
+    assert_eq!(
+        unverified_runs(&reports),
+        3,
+        "every run relies on that checkpoint: {reports}"
+    );
 }

@@ -60,9 +60,11 @@ impl Policy {
         }
         let quorum = match (quorum.or(config_quorum), keys.len()) {
             (None, n) => n,
-            (Some(q), 0) => return Err(format!(
+            (Some(q), 0) => {
+                return Err(format!(
                 "a witness quorum of {q} without any witness key (--witness PEM or [[witnesses]])"
-            )),
+            ))
+            }
             (Some(q), n) if q == 0 || q > n => {
                 return Err(format!(
                     "witness quorum {q} must be between 1 and the {n} witness keys given"
