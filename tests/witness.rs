@@ -542,6 +542,31 @@ async fn a_forked_or_rolled_back_checkpoint_is_refused_by_the_witness() {
     let proof = log.tree.consistency(3, 4).unwrap();
     let (status, _, body) = add(&w.base, 3, &proof, &log.note(4)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    http_edges(&w.base).await;
+}
+
+/// Bodies over the bound, unknown routes and logs the witness never cosigned.
+async fn http_edges(base: &str) {
+    let c = http();
+    let big = c
+        .post(protocol::add_checkpoint_url(base))
+        .body(vec![b'o'; protocol::MAX_BODY_BYTES + 1])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(big.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let get = c
+        .get(protocol::add_checkpoint_url(base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), StatusCode::METHOD_NOT_ALLOWED);
+    let none = c
+        .get(protocol::checkpoint_url(base, "never.test/log"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(none.status(), StatusCode::NOT_FOUND);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,7 +14,7 @@
 //!
 //! The size a witness holds is learnt from the protocol itself: the first request says
 //! `old 0`, a 409 answers the witness's size, and the request is sent again with a proof
-//! from there. A witness that holds a larger tree than this store's largest checkpoint has seen
+//! from there. A witness that holds a larger tree than this store has a checkpoint of has seen
 //! a log this store no longer has: the store was rolled back or forked, and that is logged as
 //! an error naming both sizes.
 //!
@@ -28,7 +28,6 @@ use std::time::Duration;
 
 use super::cosig::{self, WitnessKey};
 use super::{protocol, WitnessSpec, LOG_COSIGNATURES};
-use crate::key::LOG_CHECKPOINTS;
 use crate::metrics::Metrics;
 use crate::store::{Key, Store, StoreError};
 use crate::tlog::{NodeHash, Tree};
@@ -415,25 +414,21 @@ impl Inner {
         Outcome::Finished
     }
 
-    /// The witness holds `held`, more than the checkpoint's `size`.
+    /// The witness holds `held`, more than the checkpoint's `size`. Every size a witness holds
+    /// was a stored checkpoint first (checkpoints are offered only once created), so an honest
+    /// store still has `log/checkpoints/<held>`: another process published it. Without it, the
+    /// witness has seen a log this store no longer holds.
     async fn ahead(&self, ep: &Endpoint, size: u64, held: u64) -> Outcome {
-        let largest = self.store.list(LOG_CHECKPOINTS).await.map(|keys| {
-            keys.iter()
-                .filter_map(|k| k.log_number(LOG_CHECKPOINTS))
-                .max()
-                .unwrap_or(0)
-        });
-        match largest {
-            // Another process published a larger checkpoint: the witness has that one.
-            Ok(largest) if largest >= held => {
+        match self.store.exists(&Key::log_checkpoint(held)).await {
+            Ok(true) => {
                 tracing::debug!(witness = %ep.name, size, held, "the witness holds a newer checkpoint of this store");
             }
-            Ok(largest) => {
-                tracing::error!(witness = %ep.name, witness_size = held, store_size = largest, "the witness has cosigned a larger tree than this store's log holds: the store was ROLLED BACK or forked (docs/DESIGN.md §13)");
+            Ok(false) => {
+                tracing::error!(witness = %ep.name, witness_size = held, size, "the witness has cosigned a larger tree than this store's log holds: the store was ROLLED BACK or forked (docs/DESIGN.md §13)");
                 self.count(ep, "refused");
             }
             Err(e) => {
-                tracing::warn!(witness = %ep.name, error = %e, "cannot list the store's checkpoints")
+                tracing::warn!(witness = %ep.name, error = %e, "cannot read the store's checkpoints")
             }
         }
         Outcome::Finished
