@@ -79,6 +79,8 @@ pub enum Command {
         /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
         #[arg(long, value_name = "PEM")]
         trust: Vec<PathBuf>,
+        #[command(flatten)]
+        witnesses: crate::cli_log::WitnessArgs,
         /// Runs verified at once.
         #[arg(long, value_name = "N")]
         jobs: Option<usize>,
@@ -203,6 +205,9 @@ pub enum Command {
     /// The transparency log of seals: latest checkpoint, inclusion proofs, append-only checks.
     #[command(subcommand)]
     Log(crate::cli_log::LogCommand),
+    /// Run a transparency-log witness (C2SP tlog-witness) for a seal log.
+    #[command(subcommand)]
+    Witness(crate::cli_witness::WitnessCommand),
     /// Judge a run folder end to end: rolls, finalPostguard, seal.
     Judge {
         /// The run folder (header.json, brief.md, roll-1/…, blobs/…).
@@ -344,9 +349,18 @@ pub fn run(cli: Cli) -> u8 {
             all,
             store,
             trust,
+            witnesses,
             jobs,
             json,
-        } => cmd_verify(&cli, runs, *all, store.as_deref(), trust, *jobs, *json),
+        } => cmd_verify(
+            &cli,
+            runs,
+            *all,
+            store.as_deref(),
+            (trust, witnesses),
+            *jobs,
+            *json,
+        ),
         Command::Explain { .. } | Command::Stats { .. } | Command::Replay { .. } => {
             run_history(&cli)
         }
@@ -358,6 +372,7 @@ pub fn run(cli: Cli) -> u8 {
             trust,
         }) => cmd_export_verdict(&cli, run_id, store.as_deref(), out.as_deref(), trust),
         Command::Log(cmd) => cmd_log(&cli, cmd),
+        Command::Witness(cmd) => cmd_witness(&cli, cmd),
         Command::Serve {
             listen,
             store,
@@ -547,6 +562,14 @@ fn cmd_log(cli: &Cli, cmd: &crate::cli_log::LogCommand) -> u8 {
     }
 }
 
+fn cmd_witness(cli: &Cli, cmd: &crate::cli_witness::WitnessCommand) -> u8 {
+    init_logging(cli.log_format, "info");
+    match runtime() {
+        Ok(rt) => rt.block_on(crate::cli_witness::run(cmd, shutdown_signal())),
+        Err(code) => code,
+    }
+}
+
 fn cmd_judge(
     cli: &Cli,
     run_dir: &Path,
@@ -594,7 +617,10 @@ fn cmd_judge(
             Ok(e) => e,
             Err(code) => return code,
         };
-        match crate::runfolder::judge(&engine, &folder).await {
+        let judged = crate::runfolder::judge(&engine, &folder).await;
+        // The checkpoint this process published reaches the witnesses before it exits.
+        engine.witnesses.settle().await;
+        match judged {
             Ok(done) => {
                 let summary = match report::summarize(&engine.store, &done).await {
                     Ok(s) => s,
@@ -830,7 +856,7 @@ fn cmd_verify(
     runs: &[String],
     all: bool,
     store: Option<&str>,
-    trust: &[PathBuf],
+    (trust, witnesses): (&[PathBuf], &crate::cli_log::WitnessArgs),
     jobs: Option<usize>,
     json: bool,
 ) -> u8 {
@@ -838,6 +864,10 @@ fn cmd_verify(
     let config = match load_config(cli.config.as_deref()) {
         Ok(c) => c,
         Err(code) => return code,
+    };
+    let policy = match witnesses.policy(&config) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
     };
     let trusted = match trusted_keys(&config, trust) {
         Ok(t) => t,
@@ -865,7 +895,15 @@ fn cmd_verify(
             Ok(v) => Arc::new(v),
             Err(e) => return fail(e),
         };
+        // Every run is proven against the latest checkpoint: it needs the witness quorum.
+        let unwitnessed =
+            match crate::witness::check::quorum_problem(&store, &policy, log.latest.as_ref()).await
+            {
+                Ok(p) => p,
+                Err(e) => return fail(e),
+            };
         let mut printer = VerifyPrinter::new(json, progress(ids.len() as u64, all));
+        let log = (log, unwitnessed);
         let run = verify_in_parallel(&store, ids, Arc::new(trusted), log, jobs, &mut printer);
         if let Err(e) = run.await {
             printer.bar.finish_and_clear();
@@ -937,7 +975,10 @@ async fn verify_in_parallel(
     store: &Store,
     ids: Vec<crate::ids::RunId>,
     trusted: Arc<Vec<crate::sealing::PublicKey>>,
-    log: Arc<crate::transparency::LogView>,
+    (log, unwitnessed): (
+        Arc<crate::transparency::LogView>,
+        Option<crate::audit::Problem>,
+    ),
     jobs: usize,
     printer: &mut VerifyPrinter,
 ) -> Result<(), String> {
@@ -952,7 +993,10 @@ async fn verify_in_parallel(
     };
     let sink = |r: Result<crate::verify::RunReport, String>| {
         printer.bar.inc(1);
-        r.map(|report| printer.print(&report))
+        r.map(|mut report| {
+            crate::witness::check::require(&mut report, unwitnessed.as_ref());
+            printer.print(&report)
+        })
     };
     crate::bulk::in_order(ids, jobs, work, sink)
         .await
@@ -1354,6 +1398,7 @@ async fn replay_in_parallel(
     tally: &mut ReplayTally,
 ) -> Result<(), String> {
     job.engine.store = job.engine.store.clone().direct_io();
+    let witnesses = job.engine.witnesses.clone();
     let job = Arc::new(job);
     let work = move |id: crate::ids::RunId| {
         let job = job.clone();
@@ -1367,9 +1412,10 @@ async fn replay_in_parallel(
         tally.add(done, errors);
         Ok::<(), String>(())
     };
-    crate::bulk::in_order(ids, jobs, work, sink)
-        .await
-        .map_err(|e| e.to_string())?
+    let done = crate::bulk::in_order(ids, jobs, work, sink).await;
+    // The checkpoints this replay published reach the witnesses before the process exits.
+    witnesses.settle().await;
+    done.map_err(|e| e.to_string())?
 }
 
 /// The replays of a batch as they finish: a line each on a terminal (streamed), and what

@@ -57,10 +57,41 @@ pub enum LogCommand {
         /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
         #[arg(long, value_name = "PEM")]
         trust: Vec<PathBuf>,
+        #[command(flatten)]
+        witnesses: WitnessArgs,
+        /// Ask the witness at this URL prefix for its latest cosigned checkpoint of the log and
+        /// require the store to hold it (a larger one there means a rolled-back store); repeatable.
+        #[arg(long, value_name = "URL")]
+        witness_url: Vec<String>,
         /// Print the report (with the consistency proof) as JSON.
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The witnesses a verification requires (adds to `[[witnesses]]` of the config).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct WitnessArgs {
+    /// A witness public key (SPKI PEM) whose cosignature the checkpoint relied on must carry;
+    /// repeatable.
+    #[arg(long = "witness", value_name = "PEM")]
+    pub keys: Vec<PathBuf>,
+    /// How many of the witnesses must have cosigned (default: witness_quorum of the config,
+    /// else all of them).
+    #[arg(long = "witness-quorum", value_name = "N")]
+    pub quorum: Option<usize>,
+}
+
+impl WitnessArgs {
+    /// The checked policy: these flags over the config's witnesses.
+    pub fn policy(&self, config: &Config) -> Result<crate::witness::check::Policy, String> {
+        crate::witness::check::Policy::load(
+            &config.witnesses,
+            config.witness_quorum,
+            &self.keys,
+            self.quorum,
+        )
+    }
 }
 
 fn fail(msg: impl std::fmt::Display) -> u8 {
@@ -82,13 +113,23 @@ pub async fn run(config: &Config, cmd: &LogCommand) -> u8 {
             store,
             checkpoint,
             trust,
+            witnesses,
+            witness_url,
             json,
         } => {
+            let witnessing = match witnesses.policy(config) {
+                Ok(policy) => Witnessing {
+                    policy,
+                    urls: witness_url.clone(),
+                },
+                Err(e) => return fail(e),
+            };
             verify(
                 config,
                 store.as_deref(),
                 checkpoint.as_deref(),
                 trust,
+                &witnessing,
                 *json,
             )
             .await
@@ -204,11 +245,18 @@ fn read_note(path: &Path) -> Result<Vec<u8>, u8> {
     })
 }
 
+/// What `seal log verify` requires of witnesses.
+struct Witnessing {
+    policy: crate::witness::check::Policy,
+    urls: Vec<String>,
+}
+
 async fn verify(
     config: &Config,
     store: Option<&str>,
     old: Option<&Path>,
     trust: &[PathBuf],
+    witnessing: &Witnessing,
     json: bool,
 ) -> u8 {
     let (store, keys) = match (open(config, store).await, trusted(config, trust, false)) {
@@ -220,8 +268,12 @@ async fn verify(
         Err(code) => return code,
     };
     let raw: Vec<[u8; 32]> = keys.iter().map(PublicKey::raw).collect();
-    let report = match transparency::verify_log(&store, &raw, old.as_deref()).await {
+    let mut report = match transparency::verify_log(&store, &raw, old.as_deref()).await {
         Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    let lines = match witness_checks(config, &store, &raw, witnessing, &mut report).await {
+        Ok(l) => l,
         Err(e) => return fail(e),
     };
     if json {
@@ -230,13 +282,68 @@ async fn verify(
             serde_json::to_string_pretty(&report).unwrap_or_default()
         );
     } else {
-        print!("{}", render(&report));
+        print!("{}{}", lines, render(&report));
     }
     if report.verified {
         0
     } else {
         1
     }
+}
+
+/// The witness checks of `seal log verify`: the quorum on the latest checkpoint, then each
+/// `--witness-url`; problems go into the report, the summary lines are returned.
+async fn witness_checks(
+    config: &Config,
+    store: &Store,
+    trusted: &[[u8; 32]],
+    w: &Witnessing,
+    report: &mut LogReport,
+) -> Result<String, String> {
+    use crate::witness::check;
+    let mut lines = String::new();
+    let latest = match &report.checkpoint {
+        Some(note) => crate::tlog::open_checkpoint(note.as_bytes(), trusted).ok(),
+        None => None,
+    };
+    if let (false, Some(c)) = (w.policy.is_empty(), &latest) {
+        let seen = check::witnessed(store, &w.policy, c)
+            .await
+            .map_err(|e| e.to_string())?;
+        lines.push_str(&format!(
+            "checkpoint of size {} cosigned by {} of {} witnesses (quorum {}){}\n",
+            seen.size,
+            seen.cosigned_by.len(),
+            w.policy.keys.len(),
+            seen.quorum,
+            if seen.missing.is_empty() {
+                String::new()
+            } else {
+                format!("; missing: {}", seen.missing.join(", "))
+            }
+        ));
+        report.problems.extend(seen.problem());
+    }
+    let origin = report
+        .origin
+        .clone()
+        .unwrap_or_else(|| config.log_origin.clone());
+    for url in &w.urls {
+        let asked =
+            check::ask_witness(store, trusted, url, &origin, report.checkpoint_size).await?;
+        lines.push_str(&format!(
+            "witness {}: holds {}\n",
+            asked.url,
+            asked
+                .size
+                .map_or("no checkpoint of this log".to_string(), |s| format!(
+                    "the checkpoint of size {s}"
+                ))
+        ));
+        report.problems.extend(asked.problems);
+    }
+    report.verified = report.problems.is_empty();
+    Ok(lines)
 }
 
 fn render(r: &LogReport) -> String {

@@ -55,6 +55,25 @@ struct RawConfig {
     log: Option<RawLog>,
     #[serde(default)]
     leases: Option<RawLeases>,
+    #[serde(default)]
+    witnesses: Vec<RawWitness>,
+    #[serde(default)]
+    witness_quorum: Option<usize>,
+}
+
+/// One `[[witnesses]]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWitness {
+    name: String,
+    url: String,
+    public_key: String,
+    #[serde(default = "default_witness_timeout_ms")]
+    timeout_ms: u64,
+}
+
+fn default_witness_timeout_ms() -> u64 {
+    10_000
 }
 
 #[derive(Debug, Deserialize)]
@@ -296,6 +315,11 @@ pub struct Config {
     /// The transparency log's origin line and signed-note key name (`log.origin`).
     pub log_origin: String,
     pub leases: LeaseSettings,
+    /// Witnesses every checkpoint is sent to, and whose cosignatures verifiers require
+    /// (`[[witnesses]]`, docs/DESIGN.md §13).
+    pub witnesses: Vec<crate::witness::WitnessSpec>,
+    /// How many of them must have cosigned (`witness_quorum`; None: all).
+    pub witness_quorum: Option<usize>,
     pub server: ServerConfig,
     pub a: SlotConfig,
     pub b: SlotConfig,
@@ -376,6 +400,7 @@ impl Config {
         };
         let log_origin = log_origin(raw.log.as_ref()).map_err(err)?;
         let leases = lease_settings(raw.leases.as_ref(), env).map_err(err)?;
+        let witnesses = witness_specs(&raw.witnesses, raw.witness_quorum).map_err(err)?;
         Ok(Config {
             source: source.to_string(),
             store: raw.store,
@@ -397,6 +422,8 @@ impl Config {
             secret,
             log_origin,
             leases,
+            witnesses,
+            witness_quorum: raw.witness_quorum,
             server: ServerConfig {
                 listen: s.listen.clone(),
                 bearer_token: nonempty(env(&s.bearer_token_env)).map(Secret::new),
@@ -745,6 +772,50 @@ fn log_origin(raw: Option<&RawLog>) -> Result<String, String> {
     Ok(origin)
 }
 
+/// `[[witnesses]]` and `witness_quorum`, checked: valid distinct names, http(s) URLs, a key
+/// path each, a timeout of at most 10 minutes, a quorum between 1 and the number of witnesses.
+fn witness_specs(
+    raw: &[RawWitness],
+    quorum: Option<usize>,
+) -> Result<Vec<crate::witness::WitnessSpec>, String> {
+    let mut out: Vec<crate::witness::WitnessSpec> = Vec::new();
+    for (i, w) in raw.iter().enumerate() {
+        let field = |f: &str| format!("witnesses[{i}].{f}");
+        if !signed_note::is_key_name_valid(&w.name) || out.iter().any(|o| o.name == w.name) {
+            return Err(format!(
+                "{}: {:?} must be a distinct name without spaces or '+' (e.g. witness.example.com/w1)",
+                field("name"),
+                w.name
+            ));
+        }
+        let url = url::Url::parse(&w.url)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https") && u.query().is_none())
+            .ok_or_else(|| format!("{}: {:?} is not an http(s) URL prefix", field("url"), w.url))?;
+        if w.public_key.is_empty() {
+            return Err(format!("{}: empty", field("public_key")));
+        }
+        if w.timeout_ms == 0 || w.timeout_ms > 600_000 {
+            return Err(format!("{}: must be in 1..=600000", field("timeout_ms")));
+        }
+        out.push(crate::witness::WitnessSpec {
+            name: w.name.clone(),
+            url,
+            public_key: PathBuf::from(&w.public_key),
+            timeout: Duration::from_millis(w.timeout_ms),
+        });
+    }
+    if let Some(q) = quorum {
+        if q == 0 || q > out.len() {
+            return Err(format!(
+                "witness_quorum: {q} must be between 1 and the {} [[witnesses]] configured",
+                out.len()
+            ));
+        }
+    }
+    Ok(out)
+}
+
 /// `[leases]` and `SEAL_REPLICA_ID`, checked.
 fn lease_settings(
     raw: Option<&RawLeases>,
@@ -949,6 +1020,59 @@ mod tests {
         let c = Config::parse("t", &pinned, &env(&[])).unwrap();
         let c = c.with_signing_key(Some(Path::new("keys/seal.key.pem")));
         assert_eq!(c.secret.file, PathBuf::from("/run/s/x.secret"));
+    }
+
+    #[test]
+    fn witnesses_and_their_quorum_are_checked() {
+        let with = |quorum: &str, tables: &str| {
+            let text = EMBEDDED.replacen("[limits]", &format!("{quorum}\n[limits]"), 1);
+            Config::parse("w.toml", &format!("{text}\n{tables}"), &env(&[]))
+        };
+        let two = "[[witnesses]]\nname = \"w.example/1\"\nurl = \"https://w1.example\"\npublic_key = \"keys/w1.pem\"\n\
+                   [[witnesses]]\nname = \"w.example/2\"\nurl = \"http://127.0.0.1:9\"\npublic_key = \"keys/w2.pem\"\ntimeout_ms = 500\n";
+        let c = with("witness_quorum = 2", two).unwrap();
+        assert_eq!(c.witnesses.len(), 2);
+        assert_eq!(c.witness_quorum, Some(2));
+        assert_eq!(c.witnesses[1].timeout, Duration::from_millis(500));
+        assert_eq!(c.witnesses[0].timeout, Duration::from_millis(10_000));
+        assert!(Config::parse("e", EMBEDDED, &env(&[]))
+            .unwrap()
+            .witnesses
+            .is_empty());
+        for (quorum, tables, field) in [
+            ("witness_quorum = 3", two.to_string(), "witness_quorum"),
+            ("witness_quorum = 0", two.to_string(), "witness_quorum"),
+            ("witness_quorum = 1", String::new(), "witness_quorum"),
+            (
+                "",
+                two.replace("w.example/2", "w.example/1"),
+                "witnesses[1].name",
+            ),
+            (
+                "",
+                two.replace("w.example/2", "w example"),
+                "witnesses[1].name",
+            ),
+            (
+                "",
+                two.replace("https://w1.example", "ftp://w1.example"),
+                "witnesses[0].url",
+            ),
+            (
+                "",
+                two.replace("timeout_ms = 500", "timeout_ms = 0"),
+                "witnesses[1].timeout_ms",
+            ),
+            (
+                "",
+                two.replace("public_key = \"keys/w1.pem\"", "public_key = \"\""),
+                "witnesses[0].public_key",
+            ),
+            ("", format!("{two}colour = 1\n"), "colour"),
+        ] {
+            let e = with(quorum, &tables).unwrap_err().to_string();
+            assert!(e.contains(field), "{field}: {e}");
+        }
     }
 
     #[test]

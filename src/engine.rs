@@ -23,6 +23,8 @@ pub struct Engine {
     pub log: crate::transparency::Log,
     /// Issues and checks the receipts of what this deployment accepted or wrote.
     pub notary: crate::receipt::Notary,
+    /// The witnesses every checkpoint of `log` is sent to (`[[witnesses]]`; none by default).
+    pub witnesses: crate::witness::publish::Publisher,
     runs: Arc<RunLocks>,
 }
 
@@ -65,8 +67,15 @@ impl Engine {
         let judges = Judges::new(&config)?;
         let store = store.with_doc_limit(config.max_document_bytes);
         let notary = crate::receipt::Notary::new(judges.salt(), judges.replica().to_string());
+        let witnesses = crate::witness::publish::Publisher::new(
+            &config.witnesses,
+            store.clone(),
+            judges.metrics.clone(),
+        )?;
         Ok(Engine {
-            log: crate::transparency::Log::new(store.clone(), &config.log_origin),
+            log: crate::transparency::Log::new(store.clone(), &config.log_origin)
+                .with_witnesses(witnesses.clone()),
+            witnesses,
             store,
             config: Arc::new(config),
             judges: Arc::new(judges),

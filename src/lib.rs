@@ -14,8 +14,11 @@
 //!                   ─▶ postguard               the ONLY writer of a DECIDED document
 //!                   ─▶ sealing                 in-toto statement in a DSSE envelope, ed25519
 //!                   ─▶ transparency, tlog      the seal appended to an RFC 6962 log, C2SP checkpoint
+//!                   ─▶ witness::publish        each checkpoint sent to witnesses, cosignatures stored
 //! auditor           ─▶ verify                  re-hash, re-verify, recompute everything
 //!                   ─▶ transparency::view      nothing deleted, replaced or rolled back
+//!                   ─▶ witness::check          N of M witnesses cosigned the checkpoint relied on
+//! witness operator  ─▶ witness                 `seal witness serve`: cosigns only append-only growth
 //! operator          ─▶ replay                  historical_replay from stored or live judges
 //! ```
 //!
@@ -37,6 +40,7 @@ pub mod bulk;
 pub mod canonical;
 pub mod cli;
 pub mod cli_log;
+pub mod cli_witness;
 pub mod config;
 pub mod consensus;
 pub mod contracts;
@@ -77,3 +81,4 @@ pub mod transparency;
 pub mod validate;
 pub mod verify;
 pub mod vocab;
+pub mod witness;

@@ -27,7 +27,8 @@ fn layer(module: &str) -> Option<(u8, &'static str)> {
         | "derive" | "validate" | "judge::parse" | "judge::normalize" | "judge::request"
         | "judge::slot" | "judge::redact" | "unbound" | "explain::tree" | "explain::html"
         | "explain::svg" | "explain::escape" | "tlog" | "stats::kappa" | "stats::facts"
-        | "stats::aggregate" | "stats::text" | "stats::html" => pure,
+        | "stats::aggregate" | "stats::text" | "stats::html" | "witness::cosig"
+        | "witness::protocol" => pure,
         "store" | "store::open" | "store::key" | "store::local" | "store::durable"
         | "store::recent" => store,
         "config"
@@ -60,9 +61,14 @@ fn layer(module: &str) -> Option<(u8, &'static str)> {
         | "stats"
         | "lease"
         | "receipt"
-        | "postguard::authentic" => work,
+        | "postguard::authentic"
+        | "witness"
+        | "witness::state"
+        | "witness::service"
+        | "witness::publish"
+        | "witness::check" => work,
         "server" | "server::error" | "server::uniform" | "server::listen" | "cli" | "cli_log"
-        | "report" => edge,
+        | "report" | "witness::server" | "cli_witness" => edge,
         _ => return None,
     })
 }

@@ -126,6 +126,8 @@ pub struct Log {
     store: Store,
     origin: String,
     cache: Arc<tokio::sync::Mutex<Cache>>,
+    /// Where each new checkpoint is sent for cosigning (`crate::witness::publish`).
+    witnesses: crate::witness::publish::Publisher,
 }
 
 impl std::fmt::Debug for Log {
@@ -140,7 +142,14 @@ impl Log {
             store,
             origin: origin.to_string(),
             cache: Arc::new(tokio::sync::Mutex::new(Cache::default())),
+            witnesses: Default::default(),
         }
+    }
+
+    /// The same log, offering every checkpoint it publishes to `witnesses`.
+    pub fn with_witnesses(mut self, witnesses: crate::witness::publish::Publisher) -> Log {
+        self.witnesses = witnesses;
+        self
     }
 
     pub fn origin(&self) -> &str {
@@ -285,8 +294,12 @@ impl Log {
         }
         let note = sign_checkpoint(&self.origin, &cache.tree, size, key)?;
         let k = Key::log_checkpoint(size);
-        match self.store.put_bytes_reporting(&k, Bytes::from(note)).await {
-            Ok(_) => Ok(size),
+        let note = Bytes::from(note);
+        match self.store.put_bytes_reporting(&k, note.clone()).await {
+            Ok(_) => {
+                self.witnesses.offer(&cache.tree, size, &note);
+                Ok(size)
+            }
             // Another key (or a forger) published this size first: `seal log verify` judges it.
             Err(StoreError::Conflict { .. }) => {
                 tracing::warn!(key = %k, "another checkpoint of this size is stored");
