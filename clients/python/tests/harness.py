@@ -12,7 +12,7 @@ that rolls disagree and roll 2 is asked for, and can answer scripted HTTP failur
 
 Binaries: `SEAL_BIN` (default `target/debug/seal` of the repository) and
 `SEAL_LOOPBACK_JUDGE_BIN` (default `loopback-judge` beside it), from
-`cargo build --bin seal -p seal-testkit --bin loopback-judge`. Without them the live tests
+`cargo build -p seal --bin seal -p seal-testkit --bin loopback-judge`. Without them the live tests
 skip, saying so; with `SEAL_REQUIRE_PYTHON=1` (CI) they fail instead.
 """
 
@@ -43,7 +43,9 @@ REPLICA_ID = "pytest-replica"
 
 def missing(what: str) -> None:
     """Skips the test (fails it under SEAL_REQUIRE_PYTHON=1, as in CI) for lack of `what`."""
-    message = f"{what}; build with `cargo build --bin seal -p seal-testkit --bin loopback-judge`"
+    message = (
+        f"{what}; build with `cargo build -p seal --bin seal -p seal-testkit --bin loopback-judge`"
+    )
     if os.environ.get("SEAL_REQUIRE_PYTHON") == "1":
         pytest.fail(f"SEAL_REQUIRE_PYTHON=1 but {message}")
     pytest.skip(f"{message} (CI sets SEAL_REQUIRE_PYTHON=1 to make this a failure)")

@@ -17,6 +17,7 @@ from conftest import FAST_RETRY
 from harness import (
     FIXTURE_INPUTS,
     MODEL_A,
+    MODEL_B,
     REPO,
     JudgeProxy,
     SealDaemon,
@@ -315,3 +316,17 @@ def test_a_daemon_demanding_a_token_refuses_a_client_without_it_with_a_typed_401
         )
     finally:
         daemon.stop()
+
+
+def test_a_failing_judge_is_judged_and_sealed_by_seal_not_raised_to_the_worker(
+    client: SealClient, judge: JudgeProxy
+) -> None:
+    # Judge B answers 503 to every attempt (the first and its two retries): seal seals the run
+    # on judge A alone as degraded, which the worker sees in the roll answer, not as an error.
+    overloaded = (503, b'{"error":{"message":"overloaded"}}')
+    judge.scripts[MODEL_B] = [overloaded] * 3
+    result = client.submit_run(FIXTURE_INPUTS / "run-sim-business-0031-degraded")
+    assert judge.calls[MODEL_B] == 3 and judge.scripts[MODEL_B] == []
+    roll = result.rolls[0]
+    assert roll.degraded and roll.errors, roll.raw
+    assert client.verify(result.run_id).verified
