@@ -617,6 +617,12 @@ fn cmd_judge(
             Ok(e) => e,
             Err(code) => return code,
         };
+        // The log must account for the store before any judge is paid (G2, §13).
+        if let Some(key) = engine.key.clone() {
+            if let Err(e) = engine.log.admit(&key, &[]).await {
+                return fail_by_fault(e);
+            }
+        }
         let judged = crate::runfolder::judge(&engine, &folder).await;
         // The checkpoint this process published reaches the witnesses before it exits.
         engine.witnesses.settle().await;
@@ -682,19 +688,14 @@ fn cmd_serve(
             Ok(e) => e,
             Err(code) => return code,
         };
-        // A crash between a seal and its log append is repaired before serving.
+        // G2 (docs/DESIGN.md §13): never serve, and so never sign, a log that does not account
+        // for the store's sealed runs; the operator looks, then runs `seal log rebuild`.
         if let Some(key) = engine.key.clone() {
-            match engine.log.repair(&key).await {
-                Ok(added) if !added.is_empty() => {
-                    tracing::warn!(
-                        runs = added.len(),
-                        "appended sealed runs missing from the log"
-                    )
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::error!(error = %e, "log repair failed (the next append retries it)")
-                }
+            if let Err(e) = engine.log.admit(&key, &trusted).await {
+                return fail(format!(
+                    "refusing to serve: {}",
+                    report::terminal_safe(&e.to_string())
+                ));
             }
         }
         let listener = match tokio::net::TcpListener::bind(&addr).await {

@@ -2,7 +2,8 @@
 //!
 //! `checkpoint` prints the latest signed checkpoint exactly as stored (a note is signed bytes:
 //! nothing may be added, not even a newline); `prove` prints a run's inclusion proof; `verify`
-//! checks the whole log against the store and, given one, an older checkpoint.
+//! checks the whole log against the store and, given one, an older checkpoint; `rebuild` is
+//! the operator's explicit answer to a log seal refuses to sign (a signed rebuild entry).
 //!
 //! Decision: checkpoints are trusted under the same keys as seals (`keys.trusted`, `--trust`),
 //! because the log is signed with the seal signing key; `prove` also trusts the public half of
@@ -13,7 +14,10 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 
 use crate::config::Config;
+use crate::engine::Clock;
+use crate::fault::HasFault;
 use crate::ids::RunId;
+use crate::report;
 use crate::sealing::{PublicKey, SigningKey};
 use crate::store::Store;
 use crate::transparency::{self, LogReport};
@@ -64,6 +68,26 @@ pub enum LogCommand {
         #[arg(long, value_name = "URL")]
         witness_url: Vec<String>,
         /// Print the report (with the consistency proof) as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rebuild a log seal refuses to sign (a sealed run it lacks, a log shorter than a
+    /// checkpoint it signed, a fork): keep the prefix that agrees, move the rest under
+    /// log/superseded/, append a signed rebuild entry, then every sealed run the kept log
+    /// lacks. Stop every seal process of the store first. Exit 0 rebuilt or nothing to do,
+    /// 1 refused (a run that cannot be relogged), 2 could not run.
+    Rebuild {
+        /// Store URL (default: the config's).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
+        /// The signing key (default: keys.signing_key of the config).
+        #[arg(long, value_name = "PEM")]
+        key: Option<PathBuf>,
+        /// Public key whose seals and checkpoints count too (SPKI PEM); repeatable; adds to
+        /// keys.trusted.
+        #[arg(long, value_name = "PEM")]
+        trust: Vec<PathBuf>,
+        /// Print what was done as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -134,6 +158,12 @@ pub async fn run(config: &Config, cmd: &LogCommand) -> u8 {
             )
             .await
         }
+        LogCommand::Rebuild {
+            store,
+            key,
+            trust,
+            json,
+        } => rebuild(config, store.as_deref(), key.as_deref(), trust, *json).await,
     }
 }
 
@@ -364,6 +394,26 @@ fn render(r: &LogReport) -> String {
             c.new_size
         ));
     }
+    for b in &r.rebuilds {
+        out.push_str(&format!(
+            "rebuilt by `seal log rebuild` at leaf {} on {}: kept {} leaves, moved {} objects{}, relogged {} sealed runs ({} problems found)\n",
+            b.leaf_index,
+            b.rebuilt_at,
+            b.kept_entries,
+            b.moved_objects,
+            b.superseded
+                .as_deref()
+                .map(|f| format!(" to {f}/"))
+                .unwrap_or_default(),
+            b.runs_appended,
+            b.problem_count
+        ));
+    }
+    for run in &r.seal_pending {
+        out.push_str(&format!(
+            "run {run}: logged, its seal not stored yet (a finalize was interrupted between the log append and the seal: finalize the run again to store the very seal logged)\n"
+        ));
+    }
     if r.verified {
         out.push_str("verified\n");
     } else {
@@ -375,6 +425,95 @@ fn render(r: &LogReport) -> String {
         for p in &r.problems {
             out.push_str(&format!("    {p}\n"));
         }
+    }
+    out
+}
+
+async fn rebuild(
+    config: &Config,
+    store: Option<&str>,
+    key: Option<&Path>,
+    trust: &[PathBuf],
+    json: bool,
+) -> u8 {
+    // An existing store only: a mistyped path must not be "rebuilt" as an empty store.
+    let url = store.unwrap_or(&config.store);
+    let store = match Store::open_existing(url).await {
+        Ok(s) => s.with_doc_limit(config.max_document_bytes),
+        Err(e) => return fail(e),
+    };
+    let key = match SigningKey::load(key.unwrap_or(&config.signing_key)) {
+        Ok(k) => k,
+        Err(e) => return fail(e),
+    };
+    let mut trusted = Vec::new();
+    for p in config.trusted_keys.iter().chain(trust) {
+        match PublicKey::load(p) {
+            Ok(k) => trusted.push(k),
+            Err(e) => return fail(e),
+        }
+    }
+    let url = store.url().to_string();
+    let log = transparency::Log::new(store, &config.log_origin);
+    let now = crate::engine::SystemClock.now_rfc3339();
+    let rebuilt = match log.rebuild(&key, &trusted, &now).await {
+        Ok(r) => r,
+        Err(e) => {
+            for line in format!("seal: {e}").lines() {
+                eprintln!("{}", report::terminal_safe(line));
+            }
+            return e.fault().exit_code();
+        }
+    };
+    if json {
+        let value = match &rebuilt {
+            Some(r) => serde_json::json!({
+                "rebuilt": true,
+                "leafIndex": r.index,
+                "entry": r.entry,
+                "relogged": r.relogged.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+                "treeSize": r.tree_size,
+            }),
+            None => serde_json::json!({ "rebuilt": false }),
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        );
+        return 0;
+    }
+    match rebuilt {
+        None => println!("the log of {url} accounts for every sealed run: nothing to rebuild"),
+        Some(r) => {
+            for line in render_rebuilt(&url, &r).lines() {
+                println!("{}", report::terminal_safe(line));
+            }
+        }
+    }
+    0
+}
+
+fn render_rebuilt(url: &str, r: &transparency::rebuild::Rebuilt) -> String {
+    let e = &r.entry;
+    let mut out = format!(
+        "rebuilt the log of {url}: kept {} leaves, rebuild entry at leaf {}, relogged {} sealed runs, checkpoint of size {}\n",
+        e.kept_entries,
+        r.index,
+        r.relogged.len(),
+        r.tree_size
+    );
+    if let Some(folder) = &e.superseded {
+        out.push_str(&format!(
+            "moved {} objects of the previous log to {folder}/\n",
+            e.moved_objects
+        ));
+    }
+    out.push_str(&format!("why ({} problems):\n", e.problem_count));
+    for p in &e.problems {
+        out.push_str(&format!("    {p}\n"));
+    }
+    for run in &r.relogged {
+        out.push_str(&format!("relogged {run}\n"));
     }
     out
 }

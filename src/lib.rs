@@ -13,13 +13,14 @@
 //!                   ─▶ roll, merge             rolls and first-decisive/1
 //!                   ─▶ postguard               the ONLY writer of a DECIDED document
 //!                   ─▶ sealing                 in-toto statement in a DSSE envelope, ed25519
-//!                   ─▶ transparency, tlog      the seal appended to an RFC 6962 log, C2SP checkpoint
+//!                   ─▶ transparency, tlog      the seal's entry logged (RFC 6962, C2SP checkpoint), then the seal stored
 //!                   ─▶ witness::publish        each checkpoint sent to witnesses, cosignatures stored
 //! auditor           ─▶ verify                  re-hash, re-verify, recompute everything
 //!                   ─▶ transparency::view      nothing deleted, replaced or rolled back
 //!                   ─▶ witness::check          N of M witnesses cosigned the checkpoint relied on
 //! witness operator  ─▶ witness                 `seal witness serve`: cosigns only append-only growth
 //! operator          ─▶ replay                  historical_replay from stored or live judges
+//!                   ─▶ transparency::rebuild   the explicit, logged way past a log that lost a seal
 //! ```
 //!
 //! The pure core (`canonical`, `json`, `blinding`, `consensus`, `independence`, `invariants`,

@@ -208,10 +208,14 @@ async fn prove_source(
             });
         }
     };
-    // A verified source from an archive is sealed run of this store now: log it (a no-op
-    // when it is logged already), so that the log accounts for every sealed run.
+    // The source's seal must be in this store's log: an archive's run was logged when it was
+    // imported; a run of this store whose seal the log lacks was planted (docs/DESIGN.md §13),
+    // and is refused, never appended here.
     if let Some(key) = &engine.key {
-        engine.log.append_trusted(source, key, trusted).await?;
+        engine
+            .log
+            .require_logged(source, verified.seal_hash(), key)
+            .await?;
     }
     Ok(verified)
 }

@@ -1,4 +1,4 @@
-//! Transparency-log formats, pure: the log entry of a seal, RFC 6962 / 9162 Merkle hashing and
+//! Transparency-log formats, pure: the log entries (a seal's, a rebuild's), RFC 6962 / 9162 Merkle hashing and
 //! proofs, C2SP `tlog-checkpoint` text and C2SP `signed-note` signatures (docs/DESIGN.md §13).
 //!
 //! Responsibility: bytes in, bytes out. No store, no clock, no randomness: the same entries
@@ -71,8 +71,8 @@ impl LogEntry {
 
     /// Parses leaf bytes strictly and refuses any that are not canonical (one entry, one hash).
     pub fn from_bytes(bytes: &[u8]) -> Result<LogEntry, TlogError> {
-        let entry: LogEntry =
-            crate::json::parse_as(bytes, 64 * 1024).map_err(|e| TlogError::Entry(e.to_string()))?;
+        let entry: LogEntry = crate::json::parse_as(bytes, MAX_LEAF_BYTES)
+            .map_err(|e| TlogError::Entry(e.to_string()))?;
         let again = entry
             .to_bytes()
             .map_err(|e| TlogError::Entry(e.to_string()))?;
@@ -80,6 +80,147 @@ impl LogEntry {
             return Err(TlogError::Entry("not canonical JSON".into()));
         }
         Ok(entry)
+    }
+}
+
+/// The `kind` of a rebuild entry. A seal entry has no `kind` at all: its bytes are those of the
+/// first log, so old leaves, proofs and golden vectors stay valid.
+const KIND_REBUILD: &str = "rebuild";
+
+/// Domain separation of a rebuild entry's signature: the signed message is this context, then
+/// the canonical bytes of the entry without its `signature` field.
+pub const REBUILD_CONTEXT: &[u8] = b"seal.log-rebuild/1\n";
+
+/// Largest leaf parsed (a seal entry is ~500 bytes; a rebuild entry carries at most
+/// [`MAX_REBUILD_PROBLEMS`] short lines).
+const MAX_LEAF_BYTES: u64 = 64 * 1024;
+
+/// Problems a rebuild entry records word for word; the rest are counted.
+pub const MAX_REBUILD_PROBLEMS: usize = 32;
+
+/// The leaf an operator's `seal log rebuild` appends (docs/DESIGN.md §13): why the log was
+/// rebuilt, what of the previous log was kept and where the rest went. Signed by the seal
+/// signing key itself, not only through the checkpoints: an appender adopts every entry it
+/// finds below the next free index, so a rebuild entry planted by a store writer would
+/// otherwise be signed over by the next checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RebuildEntry {
+    /// Always `"rebuild"`.
+    pub kind: String,
+    pub origin: String,
+    pub rebuilt_at: String,
+    /// The seal key id (sha256 of the raw public key) of the key that signed this entry.
+    pub key_id: String,
+    /// Leaves of the previous log kept below this one: this entry's index.
+    pub kept_entries: u64,
+    /// The largest checkpoint of the previous log that verified, if one did.
+    pub previous_checkpoint_size: Option<u64>,
+    /// Its root, lowercase hex.
+    pub previous_checkpoint_root: Option<String>,
+    /// The folder the objects of the previous log that were in the way were moved to.
+    pub superseded: Option<String>,
+    pub moved_objects: u64,
+    /// Why: the first [`MAX_REBUILD_PROBLEMS`] problems found, one line each.
+    pub problems: Vec<String>,
+    pub problem_count: u64,
+    /// Sealed runs the rebuild appended right after this leaf.
+    pub runs_appended: u64,
+    /// Base64 ed25519 signature over [`REBUILD_CONTEXT`] and the entry without this field.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub signature: String,
+}
+
+impl RebuildEntry {
+    /// An unsigned entry (every count to be filled in by the caller).
+    pub fn new(origin: &str, rebuilt_at: &str, key_id: &str) -> RebuildEntry {
+        RebuildEntry {
+            kind: KIND_REBUILD.into(),
+            origin: origin.into(),
+            rebuilt_at: rebuilt_at.into(),
+            key_id: key_id.into(),
+            kept_entries: 0,
+            previous_checkpoint_size: None,
+            previous_checkpoint_root: None,
+            superseded: None,
+            moved_objects: 0,
+            problems: Vec::new(),
+            problem_count: 0,
+            runs_appended: 0,
+            signature: String::new(),
+        }
+    }
+
+    /// The message the signature covers.
+    fn signed_message(&self) -> Result<Vec<u8>, TlogError> {
+        let unsigned = RebuildEntry {
+            signature: String::new(),
+            ..self.clone()
+        };
+        let body =
+            canonical::canonical_bytes(&unsigned).map_err(|e| TlogError::Entry(e.to_string()))?;
+        Ok([REBUILD_CONTEXT, &body].concat())
+    }
+
+    /// Signs the entry with whatever holds the private key (the note code never sees it).
+    pub fn sign(mut self, sign: &dyn Fn(&[u8]) -> [u8; 64]) -> Result<RebuildEntry, TlogError> {
+        let sig = sign(&self.signed_message()?);
+        self.signature = base64::engine::general_purpose::STANDARD.encode(sig);
+        Ok(self)
+    }
+
+    /// Checks the signature under the trusted key whose seal key id the entry names (strict
+    /// ed25519, as for seals and checkpoints).
+    pub fn verify(&self, trusted: &[[u8; 32]]) -> Result<(), TlogError> {
+        let fail = |why: &str| TlogError::Entry(format!("rebuild entry: {why}"));
+        let public = trusted
+            .iter()
+            .find(|p| canonical::Hash::of(p.as_slice()).to_string() == self.key_id)
+            .ok_or_else(|| fail("not signed by a trusted key"))?;
+        let key = ed25519_dalek::VerifyingKey::from_bytes(public)
+            .map_err(|e| fail(&format!("trusted key: {e}")))?;
+        let sig = base64::engine::general_purpose::STANDARD
+            .decode(&self.signature)
+            .ok()
+            .and_then(|b| ed25519_dalek::Signature::from_slice(&b).ok())
+            .ok_or_else(|| fail("the signature is not 64 base64 bytes"))?;
+        key.verify_strict(&self.signed_message()?, &sig)
+            .map_err(|_| fail("the signature does not verify"))
+    }
+
+    /// The exact leaf bytes (canonical JSON).
+    pub fn to_bytes(&self) -> Result<Vec<u8>, CanonicalError> {
+        canonical::canonical_bytes(self)
+    }
+}
+
+/// A leaf of the log: a seal's entry, or the record of a rebuild.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Leaf {
+    Seal(LogEntry),
+    Rebuild(RebuildEntry),
+}
+
+impl Leaf {
+    /// Parses leaf bytes strictly (canonical JSON of one of the two kinds, nothing else).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Leaf, TlogError> {
+        let value = crate::json::parse(bytes, MAX_LEAF_BYTES)
+            .map_err(|e| TlogError::Entry(e.to_string()))?;
+        match value.get("kind") {
+            None => LogEntry::from_bytes(bytes).map(Leaf::Seal),
+            Some(k) if k == KIND_REBUILD => {
+                let entry: RebuildEntry =
+                    serde_json::from_value(value).map_err(|e| TlogError::Entry(e.to_string()))?;
+                let again = entry
+                    .to_bytes()
+                    .map_err(|e| TlogError::Entry(e.to_string()))?;
+                if again != bytes {
+                    return Err(TlogError::Entry("not canonical JSON".into()));
+                }
+                Ok(Leaf::Rebuild(entry))
+            }
+            Some(_) => Err(TlogError::Entry("unknown leaf kind".into())),
+        }
     }
 }
 
@@ -454,6 +595,56 @@ mod tests {
             }
         }
         assert!(check_inclusion(&[], 20, &t.root(20).unwrap(), 3, &leaf_hash(&[3])).is_err());
+    }
+
+    #[test]
+    fn a_rebuild_entry_is_signed_canonical_and_told_apart_from_a_seal_entry() {
+        use ed25519_dalek::Signer;
+        let key = ed25519_dalek::SigningKey::from_bytes(&[7u8; 32]);
+        let public = key.verifying_key().to_bytes();
+        let key_id = canonical::Hash::of(&public).to_string();
+        let mut e = RebuildEntry::new("seal.test/log", "2026-12-02T00:00:00Z", &key_id);
+        e.problems = vec!["[run_unlogged] runs/x: sealed, but not in the log".into()];
+        e.problem_count = 1;
+        e.runs_appended = 3;
+        let e = e.sign(&|m| key.sign(m).to_bytes()).unwrap();
+        let bytes = e.to_bytes().unwrap();
+        match Leaf::from_bytes(&bytes).unwrap() {
+            Leaf::Rebuild(r) => r.verify(&[public]).unwrap(),
+            other => panic!("{other:?}"),
+        }
+        let other = ed25519_dalek::SigningKey::from_bytes(&[8u8; 32])
+            .verifying_key()
+            .to_bytes();
+        assert!(e.verify(&[other]).is_err(), "another key");
+        let forged = RebuildEntry {
+            runs_appended: 2,
+            ..e.clone()
+        };
+        assert!(forged.verify(&[public]).is_err(), "a field changed");
+        let text = String::from_utf8(bytes).unwrap();
+        let other_kind = text.replace("\"rebuild\"", "\"other\"");
+        assert!(Leaf::from_bytes(other_kind.as_bytes()).is_err());
+        assert!(Leaf::from_bytes(format!(" {text}").as_bytes()).is_err());
+        let unsigned = RebuildEntry {
+            signature: String::new(),
+            ..e
+        };
+        assert!(Leaf::from_bytes(&unsigned.to_bytes().unwrap()).is_err());
+        // A seal entry has no kind and parses as before.
+        let seal = LogEntry {
+            run_id: "r".into(),
+            evidence_sha256: "e".into(),
+            seal_sha256: "s".into(),
+            key_id,
+            outcome: "pass".into(),
+            decided_at: "2026-12-02T00:00:00Z".into(),
+            acceptance_mode: "normal".into(),
+            parent_run_id: None,
+        };
+        let bytes = seal.to_bytes().unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains("kind"));
+        assert_eq!(Leaf::from_bytes(&bytes).unwrap(), Leaf::Seal(seal));
     }
 
     #[test]

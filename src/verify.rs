@@ -6,8 +6,9 @@
 //! decided from, then the full [`crate::audit`]: every ref re-hashed (streaming), every project
 //! document schema-checked, normalization, independence and consensus recomputed, blinding.
 //!
-//! Then the run's inclusion in the transparency log (`log_inclusion`): its stored seal is the
-//! one last logged for it, proven in the latest checkpoint signed by a trusted key.
+//! Then the run against the transparency log: logged once (`run_relogged`), its stored seal the
+//! one last logged for it (`run_replaced`), proven in the latest checkpoint signed by a trusted
+//! key (`log_inclusion`).
 //!
 //! What it ignores, and why: nothing under `runs/<id>/`. An envelope must carry exactly one
 //! signature, by a trusted key (an order-dependent rule could be steered); every object of the
@@ -171,8 +172,8 @@ pub async fn load_log(store: &Store, trusted: &[PublicKey]) -> Result<LogView, S
     LogView::load(store, &raw, false).await
 }
 
-/// [`verify_run`] against a log loaded once ([`load_log`]): the run's checks, then the
-/// `log_inclusion` check (its stored seal is the one logged, proven in the latest checkpoint).
+/// [`verify_run`] against a log loaded once ([`load_log`]): the run's checks, then its log
+/// checks (`run_relogged`, `run_replaced`, `log_inclusion`: see the module doc).
 pub async fn verify_run_logged(
     store: &Store,
     run: &RunId,

@@ -58,6 +58,8 @@ fn layer(module: &str) -> Option<(u8, &'static str)> {
         | "explain"
         | "transparency"
         | "transparency::view"
+        | "transparency::guard"
+        | "transparency::rebuild"
         | "stats"
         | "lease"
         | "receipt"

@@ -1,7 +1,7 @@
 //! The transparency log of seals (docs/DESIGN.md §13): seal's Merkle and note code against the
 //! RFC 6962 and C2SP test vectors, the independent Python verifier (`tools/verify_log.py`)
-//! against every proof seal prints, a kill -9 between a seal and its append (repaired once,
-//! never twice). Three replicas sealing 300 runs into one S3 log: tests/replicas.rs.
+//! against every proof seal prints, a kill -9 between the log append and the seal (completed
+//! by the next finalize, logged once). The guard and `seal log rebuild`: tests/log_guard.rs. Three replicas sealing 300 runs into one S3 log: tests/replicas.rs.
 //!
 //! The Python checks need `python3` with `cryptography` (skipped with a message unless
 //! `SEAL_REQUIRE_PYTHON=1`); the replica test needs the S3 test server (`SEAL_TEST_S3_ENDPOINT`).
@@ -218,7 +218,7 @@ fn entries(store: &Path) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_between_seal_and_append_is_repaired_once() {
+async fn kill_9_between_the_log_append_and_the_seal_is_completed_by_the_next_finalize() {
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
     personas(&lb);
     let dir = tempfile::tempdir().unwrap();
@@ -240,26 +240,37 @@ async fn kill_9_between_seal_and_append_is_repaired_once() {
         .stderr(Stdio::null());
     let mut child = judge.spawn().unwrap();
     let store = dir.path().join("store");
-    let seal = store.join(format!("runs/{run}/seal.dsse.json"));
+    let entry = store.join("log/entries/00000000000000000000");
+    let checkpoint = store.join("log/checkpoints/00000000000000000001");
     let t0 = Instant::now();
-    while !seal.exists() {
-        assert!(t0.elapsed() < Duration::from_secs(60), "never sealed");
+    while !(entry.exists() && checkpoint.exists()) {
+        assert!(t0.elapsed() < Duration::from_secs(60), "never logged");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    // kill -9 in the window between the seal and its log append.
+    // kill -9 in the window between the log append and the seal.
     child.kill().unwrap();
     child.wait().unwrap();
-    assert_eq!(entries(&store), 0, "killed before the append");
-    // Start (repair), stop, start again: the seal is appended once.
+    let seal = store.join(format!("runs/{run}/seal.dsse.json"));
+    assert!(!seal.exists(), "killed before the seal was stored");
+    let logged: Value = serde_json::from_slice(&std::fs::read(&entry).unwrap()).unwrap();
+    let pem = dir.path().join("keys/seal.pub.pem");
+    let pem = pem.to_str().unwrap();
+    let url = file_url(&store);
+    // What it is: a logged run whose seal is not stored yet, not a deleted one.
+    let (code, out) = seal_bin(&["log", "verify", "--store", &url, "--trust", pem]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("its seal not stored yet"), "{out}");
+    // The daemon starts (nothing hidden), and finalizing the run stores the very seal logged;
+    // finalizing again, after a restart, appends nothing.
     for _ in 0..2 {
         let d = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
         let c = reqwest::Client::new();
-        let note = c
-            .get(format!("{}/v1/log/checkpoint", d.base))
+        let done = c
+            .post(format!("{}/v1/runs/{run}/finalize", d.base))
             .send()
             .await
             .unwrap();
-        assert_eq!(note.status(), 200);
+        assert_eq!(done.status(), 200, "{}", done.text().await.unwrap());
         let proof: Value = c
             .get(format!("{}/v1/runs/{run}/log-proof", d.base))
             .send()
@@ -274,17 +285,15 @@ async fn kill_9_between_seal_and_append_is_repaired_once() {
             "{proof}"
         );
         assert_eq!(entries(&store), 1);
+        assert!(!d.log_text().contains("missing from the log"));
         drop(d);
     }
-    let pem = dir.path().join("keys/seal.pub.pem");
-    let (code, out) = seal_bin(&[
-        "log",
-        "verify",
-        "--store",
-        &file_url(&store),
-        "--trust",
-        pem.to_str().unwrap(),
-    ]);
+    let stored = seal::canonical::Hash::of(&std::fs::read(&seal).unwrap()).to_string();
+    assert_eq!(logged["sealSha256"].as_str(), Some(stored.as_str()));
+    let (code, out) = seal_bin(&["log", "verify", "--store", &url, "--trust", pem]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("1 entries, 1 runs"), "{out}");
+    assert!(!out.contains("not stored yet"), "{out}");
+    let (code, out) = seal_bin(&["verify", run, "--store", &url, "--trust", pem]);
+    assert_eq!(code, 0, "{out}");
 }

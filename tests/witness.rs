@@ -120,7 +120,13 @@ fn run_folder(dir: &Path, example_name: &str, id: &str) -> PathBuf {
 
 /// `seal judge` of a run folder into `DIR/store` with `DIR/keys`; asserts it sealed.
 async fn judge(dir: &Path, lb: &Loopback, folder: &Path) -> String {
-    let mut c = seal_cmd_with(dir, lb, "sk-a", "sk-b", "witness-salt-0123456789abcdef-32-bytes");
+    let mut c = seal_cmd_with(
+        dir,
+        lb,
+        "sk-a",
+        "sk-b",
+        "witness-salt-0123456789abcdef-32-bytes",
+    );
     c.args(["--log-format", "json", "judge"]).arg(folder).args([
         "--store",
         "file://./store",

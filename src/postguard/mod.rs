@@ -33,6 +33,7 @@ use crate::roll::{self, JudgingError, Source};
 use crate::run_state::{OpenRun, RunState, RunStateError};
 use crate::sealing::{self, Envelope};
 use crate::store::{parse_stored, Key, OwnWrites, Reads, Store, StoreError};
+use crate::transparency::SealLogged;
 use crate::validate::{validate_as, Report};
 use decided::{Decided, Seal};
 
@@ -64,7 +65,7 @@ pub enum FinalizeError {
     Roll(#[from] JudgingError),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("run {run}: sealed, but not yet in the transparency log (finalize again to append it): {source}")]
+    #[error("run {run}: not sealed: {source}")]
     Log {
         run: RunId,
         source: crate::transparency::LogError,
@@ -128,9 +129,7 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
             if store.exists(&Key::seal(run)).await? {
                 // Sealed: nothing is signed here; the seal must be one this deployment trusts.
                 trusted_seal(engine, run, &d.evidence_hash, &key).await?;
-                let (done, sealed) =
-                    ensure_seal(store, run, d.evidence, d.evidence_hash, &key, false).await?;
-                return logged(engine, run, &key, done, sealed).await;
+                return seal_and_log(engine, run, &key, d.evidence, d.evidence_hash, false).await;
             }
             // Decided without a seal: derived again below, and sealed only if identical.
             (open_view(store, run).await?, Found::Decided(Box::new(d)))
@@ -189,8 +188,7 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
         Err(e) => return Err(e.into()),
     };
     tracing::info!(outcome = %evidence.outcome.map(|o| o.to_string()).unwrap_or_default(), wrote, "run decided");
-    let (done, sealed) = ensure_seal(store, run, evidence, evidence_hash, &key, wrote).await?;
-    logged(engine, run, &key, done, sealed).await
+    seal_and_log(engine, run, &key, evidence, evidence_hash, wrote).await
 }
 
 /// The stored evidence (`stored`) is the document the postguard derived (`decided`), byte
@@ -283,36 +281,6 @@ async fn trusted_seal(
             "the seal's subject is not this run's stored evidence".into(),
         )),
     }
-}
-
-/// Appends the stored seal to the transparency log (a no-op when it is logged already), so a
-/// finalize answers only once the run cannot vanish unnoticed. A crash before this step is
-/// repaired by the next finalize of the run, the next append of any process, or `seal serve`
-/// at start.
-async fn logged(
-    engine: &Engine,
-    run: &RunId,
-    key: &sealing::SigningKey,
-    done: Finalized,
-    sealed_here: bool,
-) -> Result<Finalized, FinalizeError> {
-    match engine.log.append(run, key).await {
-        Ok(a) => tracing::debug!(index = a.index, created = a.created, "seal logged"),
-        // A racing finalizer holding another key sealed the run: its signer logs it (a process
-        // appends only seals it can verify under its own key). That can happen to the
-        // finalizer that wrote the evidence too: another one may seal it first; what counts is
-        // whether this call created the seal.
-        Err(crate::transparency::LogError::NotSealed { detail, .. }) if !sealed_here => {
-            tracing::warn!(%detail, "seal not appended by this process")
-        }
-        Err(source) => {
-            return Err(FinalizeError::Log {
-                run: run.clone(),
-                source,
-            })
-        }
-    }
-    Ok(done)
 }
 
 /// Judges every roll whose proof package is stored but whose judging was interrupted, in the
@@ -418,58 +386,143 @@ async fn stored_snapshot(
         .ok_or_else(|| internal(run, "the JUDGING snapshot vanished"))
 }
 
-/// Writes the seal of stored evidence unless one exists (a crash between the two writes, or a
-/// racing finalizer, leaves at most this step to do).
-async fn ensure_seal(
-    store: &Store,
+/// Seals stored evidence and logs the seal, the log first (docs/DESIGN.md §13): the seal's
+/// bytes are computed (ed25519 and the canonical envelope are deterministic), their entry is
+/// appended, and only then is the seal stored, create-only. A crash in between leaves a logged
+/// run without its seal, which the next finalize completes with the very bytes logged; so a
+/// stored seal the log lacks is refused, never appended (planted, or the log lost it).
+async fn seal_and_log(
+    engine: &Engine,
     run: &RunId,
+    key: &sealing::SigningKey,
     evidence: Evidence,
     evidence_hash: Hash,
-    key: &sealing::SigningKey,
     wrote: bool,
-) -> Result<(Finalized, bool), FinalizeError> {
-    let seal_key = Key::seal(run);
-    let mut sealed_here = false;
-    let envelope = match store.get_json::<Envelope>(&seal_key).await? {
-        Some((env, _)) => (env, None),
-        None => {
-            let statement = sealing::statement_for(run, &evidence, &evidence_hash)
-                .map_err(|e| internal(run, e))?;
-            let env = sealing::sign(key, &statement).map_err(|e| internal(run, e))?;
-            let bytes = canonical::canonical_bytes(&env).map_err(|e| internal(run, e))?;
-            match store.put_seal(&Seal::new(run.clone(), bytes)).await {
-                // The store holds exactly these canonical bytes now.
-                Ok((stored, created)) => {
-                    sealed_here = created;
-                    (env, Some(stored.hash))
-                }
-                Err(StoreError::Conflict { .. }) => (
-                    store
-                        .get_json::<Envelope>(&seal_key)
-                        .await?
-                        .map(|(e, _)| e)
-                        .ok_or_else(|| internal(run, "seal vanished"))?,
-                    None,
-                ),
-                Err(e) => return Err(e.into()),
-            }
+) -> Result<Finalized, FinalizeError> {
+    let store = &engine.store;
+    let log_err = |source| FinalizeError::Log {
+        run: run.clone(),
+        source,
+    };
+    if let Some(stored) = store.get_opt(&Key::seal(run)).await? {
+        return stored_seal(engine, run, key, (evidence, evidence_hash), wrote, stored).await;
+    }
+    let statement =
+        sealing::statement_for(run, &evidence, &evidence_hash).map_err(|e| internal(run, e))?;
+    let envelope = sealing::sign(key, &statement).map_err(|e| internal(run, e))?;
+    let (bytes, envelope_hash) =
+        canonical::canonical_with_hash(&envelope).map_err(|e| internal(run, e))?;
+    let key_id = match envelope.signatures.as_slice() {
+        [s] => s.keyid.clone(),
+        _ => return Err(internal(run, "a seal carries exactly one signature")),
+    };
+    let entry =
+        crate::transparency::seal_entry(run, &evidence, &evidence_hash, &envelope_hash, &key_id)
+            .ok_or_else(|| internal(run, "only DECIDED evidence is sealed"))?;
+    match engine
+        .log
+        .append_seal(run, &entry, key)
+        .await
+        .map_err(log_err)?
+    {
+        SealLogged::Appended(a) => {
+            tracing::debug!(index = a.index, created = a.created, "seal logged")
         }
-    };
-    let (envelope, known_hash) = envelope;
-    let envelope_hash = match known_hash {
-        Some(h) => h,
-        None => canonical::canonical_with_hash(&envelope)
-            .map(|(_, h)| h)
-            .map_err(|e| internal(run, e))?,
-    };
-    let done = Finalized {
+        // A finalizer holding another key logged its seal of this evidence first: that seal
+        // is the run's, stored by its signer in a moment.
+        SealLogged::Rival(rival) => {
+            let stored = rival_seal(store, run, &rival).await?;
+            return stored_seal(engine, run, key, (evidence, evidence_hash), wrote, stored).await;
+        }
+    }
+    crate::transparency::append_delay().await;
+    match store.put_seal(&Seal::new(run.clone(), bytes)).await {
+        // The store holds exactly these canonical bytes now (created, or identical ones were).
+        Ok(_) => Ok(Finalized {
+            evidence,
+            evidence_hash,
+            envelope,
+            envelope_hash,
+            wrote,
+        }),
+        // Other bytes got there first: they count only if the log holds them.
+        Err(StoreError::Conflict { .. }) => {
+            let stored = store
+                .get_opt(&Key::seal(run))
+                .await?
+                .ok_or_else(|| internal(run, "the seal vanished after a conflict"))?;
+            stored_seal(engine, run, key, (evidence, evidence_hash), wrote, stored).await
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// How long a finalizer waits for the seal a rival logged (its signer logs, publishes a
+/// checkpoint, then stores the seal: milliseconds, unless it crashed).
+const RIVAL_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The stored bytes of the seal a rival logged, once its signer has stored them.
+async fn rival_seal(
+    store: &Store,
+    run: &RunId,
+    rival: &crate::tlog::LogEntry,
+) -> Result<bytes::Bytes, FinalizeError> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(stored) = store.get_opt(&Key::seal(run)).await? {
+            return Ok(stored);
+        }
+        if start.elapsed() > RIVAL_WAIT {
+            return Err(FinalizeError::Log {
+                run: run.clone(),
+                source: crate::transparency::LogError::NotSealed {
+                    run: run.clone(),
+                    detail: format!(
+                        "another seal of this evidence (seal sha256 {}, key {}) is logged, and its signer has not stored it: it will, when it finalizes the run again",
+                        rival.seal_sha256, rival.key_id
+                    ),
+                },
+            });
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+}
+
+/// A seal found stored: it is the run's only if the log holds it for this evidence.
+async fn stored_seal(
+    engine: &Engine,
+    run: &RunId,
+    key: &sealing::SigningKey,
+    (evidence, evidence_hash): (Evidence, Hash),
+    wrote: bool,
+    stored: bytes::Bytes,
+) -> Result<Finalized, FinalizeError> {
+    let envelope_hash = Hash::of(&stored);
+    let entry = engine
+        .log
+        .require_logged(run, &envelope_hash, key)
+        .await
+        .map_err(|source| FinalizeError::Log {
+            run: run.clone(),
+            source,
+        })?;
+    if entry.evidence_sha256 != evidence_hash.to_string() {
+        return Err(internal(
+            run,
+            format!(
+                "the logged seal is over evidence {}, the stored evidence is {evidence_hash}",
+                entry.evidence_sha256
+            ),
+        ));
+    }
+    let envelope: Envelope = parse_stored(&Key::seal(run), &stored, engine.store.doc_limit())?;
+    Ok(Finalized {
         evidence,
         evidence_hash,
         envelope,
         envelope_hash,
         wrote,
-    };
-    Ok((done, sealed_here))
+    })
 }
 
 /// Loads the proof package and consensus of every roll (verified by hash) and derives the

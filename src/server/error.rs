@@ -340,6 +340,12 @@ impl From<LogError> for ApiError {
                 msg,
                 None,
             ),
+            LogError::Refused { .. } => ApiError::by_fault(
+                fault,
+                (StatusCode::CONFLICT, "log_refused"),
+                msg,
+                Some(crate::transparency::LOG_ENTRIES.into()),
+            ),
         }
     }
 }

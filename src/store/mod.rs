@@ -11,7 +11,8 @@
 //! runs on all three):
 //! - **create-only**: every put is `PutMode::Create`. The same bytes again is `Ok` (idempotent
 //!   retries, racing replicas); other bytes at an existing key is [`StoreError::Conflict`],
-//!   naming the key and both hashes. Nothing is ever overwritten or deleted.
+//!   naming the key and both hashes. Nothing is ever overwritten or deleted, but for the one
+//!   operator command that moves a damaged transparency log aside ([`Store::remove_log_object`]).
 //! - **verified reads**: [`Store::get_verified`] and [`Store::verify`] re-hash what they read;
 //!   a missing object or a wrong hash is an error naming the key (and both hashes), never
 //!   repaired.
@@ -315,6 +316,28 @@ impl Store {
             return Err(StoreError::Reserved { key: key.clone() });
         }
         self.create_reporting(key, bytes).await
+    }
+
+    /// Removes an object of the transparency log's entries or checkpoints: the one exception to
+    /// "nothing is deleted", for `seal log rebuild`, which has copied it under `log/superseded/`
+    /// first (docs/DESIGN.md §13). Refused for every other key. Absent already is success.
+    pub async fn remove_log_object(&self, key: &Key) -> Result<(), StoreError> {
+        let under = |dir: &str| {
+            key.as_str()
+                .strip_prefix(dir)
+                .is_some_and(|rest| rest.starts_with('/'))
+        };
+        if !under(crate::key::LOG_ENTRIES) && !under(crate::key::LOG_CHECKPOINTS) {
+            return Err(StoreError::Backend {
+                key: key.to_string(),
+                op: "delete",
+                detail: "only log entries and checkpoints are ever removed".into(),
+            });
+        }
+        match self.inner.delete(&path(key)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(backend(key, "delete", e)),
+        }
     }
 
     /// Copies an object, reserved keys included, from a staging area byte for byte (importing

@@ -14,17 +14,23 @@
 //! "the latest checkpoint" is simply the largest size. Before writing at index `n` an appender
 //! has read every entry below `n`, so the same seal is never appended twice.
 //!
-//! Crash between seal and append: the first append of each process, and `seal serve` at start,
-//! sweep the store for sealed runs the log lacks and append them (only seals that verify under
-//! this process's own key: a planted run is not laundered into the log).
+//! Log before seal (docs/DESIGN.md §13): the postguard computes the seal's bytes (ed25519 and
+//! the canonical envelope are deterministic), appends the entry naming their sha256, and only
+//! then stores the seal. A crash in between leaves a logged run whose seal is missing, which
+//! the next finalize completes with the very bytes logged. So a stored seal the log lacks was
+//! planted, or the log lost it: seal then signs nothing (`guard`) until an operator runs
+//! `seal log rebuild` (`rebuild`), which records itself as a signed leaf. Nothing is ever
+//! appended to the log behind an operator's back.
 
+pub mod guard;
+pub mod rebuild;
 pub mod view;
 
 use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::audit::Problem;
 use crate::canonical::Hash;
 use crate::doc::Evidence;
 use crate::fault::{Fault, HasFault};
@@ -32,7 +38,7 @@ use crate::ids::RunId;
 pub use crate::key::{LOG_CHECKPOINTS, LOG_ENTRIES};
 use crate::sealing::{self, Envelope, PublicKey, SigningKey};
 use crate::store::{Key, Store, StoreError};
-use crate::tlog::{self, LogEntry, TlogError, Tree};
+use crate::tlog::{self, Leaf, LogEntry, TlogError, Tree};
 
 pub use view::{verify_log, LogReport, LogView};
 
@@ -40,8 +46,8 @@ pub use view::{verify_log, LogReport, LogView};
 pub const DEFAULT_ORIGIN: &str = "seal.local/log";
 /// Entries read at once when a process first loads the log.
 const READ_AHEAD: usize = 16;
-/// Test hook: milliseconds to wait between writing a seal and appending it, so a test can
-/// kill -9 the process in exactly that window. Unset in production.
+/// Test hook: milliseconds the postguard waits between appending a seal's entry and storing
+/// the seal, so a test can kill -9 the process in exactly that window. Unset in production.
 pub const APPEND_DELAY_ENV: &str = "SEAL_TEST_LOG_APPEND_DELAY_MS";
 
 #[derive(Debug, thiserror::Error)]
@@ -58,13 +64,42 @@ pub enum LogError {
     NoCheckpoint,
     #[error("log format: {0}")]
     Format(#[from] TlogError),
+    /// The log does not account for the store (G2): seal signs nothing until an operator
+    /// has looked and run `seal log rebuild`.
+    #[error("{}", refusal_text(.problems))]
+    Refused { problems: Vec<Problem> },
+}
+
+/// How many problems a refusal names in its message (all of them: `seal log verify`).
+const REFUSAL_SHOWN: usize = 3;
+
+fn refusal_text(problems: &[Problem]) -> String {
+    let shown: Vec<String> = problems
+        .iter()
+        .take(REFUSAL_SHOWN)
+        .map(Problem::to_string)
+        .collect();
+    let more = problems.len().saturating_sub(REFUSAL_SHOWN);
+    format!(
+        "the transparency log does not account for this store, so seal signs nothing: {}{}. \
+         `seal log verify` names every problem; once you know why, `seal log rebuild` records \
+         a rebuild in the log and relogs the sealed runs (docs/DEPLOYING.md)",
+        shown.join("; "),
+        if more > 0 {
+            format!(" (+{more} more)")
+        } else {
+            String::new()
+        }
+    )
 }
 
 impl HasFault for LogError {
     fn fault(&self) -> Fault {
         match self {
             LogError::Store(e) => e.fault(),
-            LogError::Corrupt { .. } | LogError::Format(_) => Fault::Corruption,
+            LogError::Corrupt { .. } | LogError::Format(_) | LogError::Refused { .. } => {
+                Fault::Corruption
+            }
             LogError::NotSealed { .. } | LogError::NotLogged { .. } | LogError::NoCheckpoint => {
                 Fault::Caller
             }
@@ -89,34 +124,67 @@ pub struct Appended {
     pub tree_size: u64,
 }
 
+/// What [`Log::append_seal`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SealLogged {
+    /// The entry is in the log: appended now, or found there already.
+    Appended(Appended),
+    /// Another seal of the same evidence is logged (a racing finalizer holding another key
+    /// got there first): that seal is the run's, and its signer is storing it.
+    Rival(LogEntry),
+}
+
 /// What this process knows of the log: entries are create-only, so a cached entry never
-/// goes stale.
+/// goes stale. Only the bytes are kept (a long-lived daemon holds the whole log), with the
+/// indices of each run's seal entries; the few entries of one run are parsed when asked for.
 #[derive(Default)]
 struct Cache {
     entries: Vec<Bytes>,
     tree: Tree,
     by_run: HashMap<String, Vec<u64>>,
-    swept: bool,
+    /// The guard let this process append (once per process: see [`Log::admit`]).
+    admitted: bool,
 }
 
 impl Cache {
     fn push(&mut self, bytes: Bytes, key: &Key) -> Result<(), LogError> {
-        let entry = LogEntry::from_bytes(&bytes).map_err(|e| corrupt(key, e))?;
+        let leaf = Leaf::from_bytes(&bytes).map_err(|e| corrupt(key, e))?;
         self.tree.push(&bytes)?;
         let index = self.entries.len() as u64;
-        self.by_run.entry(entry.run_id).or_default().push(index);
+        if let Leaf::Seal(entry) = leaf {
+            self.by_run.entry(entry.run_id).or_default().push(index);
+        }
         self.entries.push(bytes);
         Ok(())
     }
 
+    /// The seal entries logged for a run, in log order (each parsed when it was cached).
+    fn logged(&self, run: &str) -> Vec<(u64, LogEntry)> {
+        let indices = self.by_run.get(run).map(Vec::as_slice).unwrap_or(&[]);
+        indices
+            .iter()
+            .filter_map(|&i| {
+                let bytes = self.entries.get(usize::try_from(i).ok()?)?;
+                LogEntry::from_bytes(bytes).ok().map(|e| (i, e))
+            })
+            .collect()
+    }
+
     /// The index of an identical entry already in the log.
-    fn find(&self, run: &str, bytes: &[u8]) -> Option<u64> {
-        self.by_run.get(run)?.iter().copied().find(|&i| {
-            usize::try_from(i)
-                .ok()
-                .and_then(|i| self.entries.get(i))
-                .is_some_and(|b| b.as_ref() == bytes)
-        })
+    fn find(&self, entry: &LogEntry) -> Option<u64> {
+        self.logged(&entry.run_id)
+            .into_iter()
+            .find(|(_, e)| e == entry)
+            .map(|(i, _)| i)
+    }
+
+    /// Another seal of the same evidence, already logged: a racing finalizer holding another
+    /// key logged first, and it stores that seal.
+    fn rival(&self, entry: &LogEntry) -> Option<LogEntry> {
+        self.logged(&entry.run_id)
+            .into_iter()
+            .map(|(_, e)| e)
+            .find(|e| e.evidence_sha256 == entry.evidence_sha256 && e != entry)
     }
 }
 
@@ -156,29 +224,100 @@ impl Log {
         &self.origin
     }
 
-    /// Appends the stored seal of `run` unless that very seal is logged already, then
-    /// publishes the checkpoint of the tree that holds it. The first call of a process first
-    /// repairs the log (see the module doc).
-    pub async fn append(&self, run: &RunId, key: &SigningKey) -> Result<Appended, LogError> {
-        self.append_trusted(run, key, &[key.public()]).await
+    /// The guard (G2, [`guard`]): refuses unless the log accounts for every sealed run of the
+    /// store and is neither shorter than a checkpoint it signed nor forked. Checkpoints are
+    /// trusted under `key` and `trusted` (keys it signed with before a rotation). Runs once
+    /// per process: `seal serve` at start, `seal judge` before judging, else the first append.
+    pub async fn admit(&self, key: &SigningKey, trusted: &[PublicKey]) -> Result<(), LogError> {
+        let mut cache = self.cache.lock().await;
+        self.admit_locked(&mut cache, &raw_keys(key, trusted), None)
+            .await
     }
 
-    /// Like [`Log::append`] for a run sealed by any of `trusted` (an imported, verified run);
-    /// `key` signs the checkpoint.
+    async fn admit_locked(
+        &self,
+        cache: &mut Cache,
+        trusted: &[[u8; 32]],
+        except: Option<&RunId>,
+    ) -> Result<(), LogError> {
+        if cache.admitted {
+            return Ok(());
+        }
+        let view = guard::check(&self.store, trusted, except).await?;
+        let mut fresh = Cache::default();
+        for (i, bytes) in view.entries.iter().enumerate() {
+            fresh.push(bytes.clone(), &Key::log_entry(i as u64))?;
+        }
+        fresh.admitted = true;
+        *cache = fresh;
+        Ok(())
+    }
+
+    /// Appends the entry of a seal the postguard is about to store (see the module doc), unless
+    /// that very entry is logged already, then publishes the checkpoint of the tree that holds
+    /// it. Appends nothing when another seal of the same evidence is logged
+    /// ([`SealLogged::Rival`]).
+    pub async fn append_seal(
+        &self,
+        run: &RunId,
+        entry: &LogEntry,
+        key: &SigningKey,
+    ) -> Result<SealLogged, LogError> {
+        let mut cache = self.cache.lock().await;
+        self.admit_locked(&mut cache, &raw_keys(key, &[]), None)
+            .await?;
+        let (index, created) = match self.append_locked(&mut cache, run, entry).await? {
+            Placed::At { index, created } => (index, created),
+            Placed::Rival(rival) => return Ok(SealLogged::Rival(rival)),
+        };
+        let tree_size = self.publish(&cache, key).await?;
+        Ok(SealLogged::Appended(Appended {
+            index,
+            created,
+            tree_size,
+        }))
+    }
+
+    /// The logged entry of a run's stored seal (`seal_sha256`, as stored), after the guard;
+    /// publishes the checkpoint again, in case a crash came between an append and its
+    /// checkpoint. A stored seal the log lacks is refused, named: planted, or the log lost it.
+    pub async fn require_logged(
+        &self,
+        run: &RunId,
+        seal_sha256: &Hash,
+        key: &SigningKey,
+    ) -> Result<LogEntry, LogError> {
+        let mut cache = self.cache.lock().await;
+        self.admit_locked(&mut cache, &raw_keys(key, &[]), None)
+            .await?;
+        self.sync(&mut cache).await?;
+        let logged = cache.logged(run.as_str());
+        let hash = seal_sha256.to_string();
+        let other_logged = !logged.is_empty();
+        let Some((_, entry)) = logged.into_iter().find(|(_, e)| e.seal_sha256 == hash) else {
+            return Err(LogError::Refused {
+                problems: vec![guard::unlogged_seal(run, other_logged)],
+            });
+        };
+        self.publish(&cache, key).await?;
+        Ok(entry)
+    }
+
+    /// Appends the stored seal of a run this process has just imported from an archive and
+    /// verified under `trusted` (`seal replay --from`); `key` signs the checkpoint. The only
+    /// append of a seal stored before its entry: import copies verified bytes, it signs
+    /// nothing. The guard ignores that one run.
     pub async fn append_trusted(
         &self,
         run: &RunId,
         key: &SigningKey,
         trusted: &[PublicKey],
     ) -> Result<Appended, LogError> {
-        append_delay().await;
         let entry = trusted_entry(&self.store, run, trusted).await?;
         let mut cache = self.cache.lock().await;
-        if !cache.swept {
-            self.sweep(&mut cache, key).await?;
-            cache.swept = true;
-        }
-        let (index, created) = self.append_locked(&mut cache, run, entry).await?;
+        self.admit_locked(&mut cache, &raw_keys(key, trusted), Some(run))
+            .await?;
+        let (index, created) = self.append_locked(&mut cache, run, &entry).await?.at(run)?;
         let tree_size = self.publish(&cache, key).await?;
         Ok(Appended {
             index,
@@ -187,96 +326,48 @@ impl Log {
         })
     }
 
-    /// Appends every sealed run the log lacks (a crash between seal and append) and publishes a
-    /// checkpoint; returns the runs it appended.
-    pub async fn repair(&self, key: &SigningKey) -> Result<Vec<RunId>, LogError> {
-        let mut cache = self.cache.lock().await;
-        let added = self.sweep(&mut cache, key).await?;
-        cache.swept = true;
-        self.publish(&cache, key).await?;
-        Ok(added)
-    }
-
-    async fn sweep(&self, cache: &mut Cache, key: &SigningKey) -> Result<Vec<RunId>, LogError> {
-        self.sync(cache).await?;
-        let mut added = Vec::new();
-        for run in self.store.list_runs().await? {
-            if cache.by_run.contains_key(run.as_str())
-                || !self.store.exists(&Key::seal(&run)).await?
-            {
-                continue;
-            }
-            let appended = match trusted_entry(&self.store, &run, &[key.public()]).await {
-                Ok(entry) => self.append_locked(cache, &run, entry).await,
-                Err(e) => Err(e),
-            };
-            match appended {
-                Ok((_, true)) => {
-                    tracing::warn!(run = %run, "sealed run was missing from the log: appended");
-                    added.push(run);
-                }
-                Ok((_, false)) => {}
-                // Not ours or not a valid seal: `seal log verify` names it; nothing to append.
-                Err(LogError::NotSealed { run, detail }) => {
-                    tracing::warn!(run = %run, %detail, "sealed run not appended to the log")
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(added)
-    }
-
+    /// Creates the entry at the next free index unless it, or a rival, is logged already.
     async fn append_locked(
         &self,
         cache: &mut Cache,
         run: &RunId,
-        entry: LogEntry,
-    ) -> Result<(u64, bool), LogError> {
+        entry: &LogEntry,
+    ) -> Result<Placed, LogError> {
         let bytes = Bytes::from(entry.to_bytes().map_err(|e| LogError::NotSealed {
             run: run.clone(),
             detail: e.to_string(),
         })?);
         self.sync(cache).await?;
-        if let Some(index) = cache.find(run.as_str(), &bytes) {
-            return Ok((index, false));
-        }
         loop {
+            if let Some(index) = cache.find(entry) {
+                return Ok(Placed::At {
+                    index,
+                    created: false,
+                });
+            }
+            if let Some(rival) = cache.rival(entry) {
+                return Ok(Placed::Rival(rival));
+            }
             let index = cache.entries.len() as u64;
             let k = Key::log_entry(index);
             match self.store.put_bytes_reporting(&k, bytes.clone()).await {
                 Ok((_, created)) => {
                     cache.push(bytes, &k)?;
-                    return Ok((index, created));
+                    return Ok(Placed::At { index, created });
                 }
-                // Another replica took this index: learn its entry, try the next one.
+                // Another replica took this index: learn its entry, look again.
                 Err(StoreError::Conflict { .. }) => {
                     let theirs = self.store.get(&k).await?;
                     cache.push(theirs, &k)?;
-                    if let Some(index) = cache.find(run.as_str(), &bytes) {
-                        return Ok((index, false));
-                    }
                 }
                 Err(e) => return Err(e.into()),
             }
         }
     }
 
-    /// Reads the entries this process has not seen yet: in bulk (listing) the first time,
-    /// then one by one until the first free index.
+    /// Reads the entries this process has not seen yet, one by one until the first free
+    /// index (the guard read the log in bulk when the process first used it).
     async fn sync(&self, cache: &mut Cache) -> Result<(), LogError> {
-        if cache.entries.is_empty() {
-            let keys = entry_keys(&self.store).await?;
-            let fetched: Vec<(Key, Bytes)> = futures::stream::iter(keys.into_iter().map(|k| {
-                let store = self.store.clone();
-                async move { store.get(&k).await.map(|b| (k, b)) }
-            }))
-            .buffered(READ_AHEAD)
-            .try_collect()
-            .await?;
-            for (k, b) in fetched {
-                cache.push(b, &k)?;
-            }
-        }
         loop {
             let k = Key::log_entry(cache.entries.len() as u64);
             match self.store.get_opt(&k).await? {
@@ -310,6 +401,36 @@ impl Log {
     }
 }
 
+/// Where [`Log::append_locked`] left an entry.
+enum Placed {
+    At { index: u64, created: bool },
+    Rival(LogEntry),
+}
+
+impl Placed {
+    /// The index, for callers that hold the only seal of the run (an import, a rebuild).
+    fn at(self, run: &RunId) -> Result<(u64, bool), LogError> {
+        match self {
+            Placed::At { index, created } => Ok((index, created)),
+            Placed::Rival(rival) => Err(LogError::NotSealed {
+                run: run.clone(),
+                detail: format!(
+                    "another seal of this evidence is logged (seal sha256 {}, key {})",
+                    rival.seal_sha256, rival.key_id
+                ),
+            }),
+        }
+    }
+}
+
+/// The raw public keys checkpoints are trusted under: the signing key's, then `trusted`.
+fn raw_keys(key: &SigningKey, trusted: &[PublicKey]) -> Vec<[u8; 32]> {
+    std::iter::once(key.public())
+        .chain(trusted.iter().cloned())
+        .map(|k| k.raw())
+        .collect()
+}
+
 /// The signed note of the tree of `size` leaves.
 pub fn sign_checkpoint(
     origin: &str,
@@ -322,34 +443,18 @@ pub fn sign_checkpoint(
     Ok(tlog::sign_checkpoint(&body, &public, &|m| key.sign(m))?)
 }
 
-async fn append_delay() {
+/// The test hook of [`APPEND_DELAY_ENV`] (the postguard calls it after the append).
+pub async fn append_delay() {
     if let Some(ms) = std::env::var(APPEND_DELAY_ENV)
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
     {
-        tracing::warn!(ms, "{APPEND_DELAY_ENV} set: waiting before the log append");
+        tracing::warn!(
+            ms,
+            "{APPEND_DELAY_ENV} set: waiting between the log append and the seal"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
-}
-
-/// Keys of the stored entries in index order; a missing index below a stored one is
-/// corruption (a dropped entry), refused before anything is appended.
-async fn entry_keys(store: &Store) -> Result<Vec<Key>, LogError> {
-    let keys = store.list(LOG_ENTRIES).await?;
-    let mut out = Vec::with_capacity(keys.len());
-    for k in keys {
-        let Some(n) = k.log_number(LOG_ENTRIES) else {
-            continue;
-        };
-        if n != out.len() as u64 {
-            return Err(corrupt(
-                &Key::log_entry(out.len() as u64),
-                format!("missing while {k} exists: a log entry was dropped (seal log verify)"),
-            ));
-        }
-        out.push(k);
-    }
-    Ok(out)
 }
 
 /// Stored checkpoint keys, largest size first.
@@ -372,14 +477,51 @@ pub async fn latest_checkpoint(store: &Store) -> Result<Option<Bytes>, StoreErro
     }
 }
 
-/// The entry the log should hold for a run, computed from its stored evidence and seal bytes;
-/// `None` when the run is not sealed (either object absent).
-pub async fn entry_for(store: &Store, run: &RunId) -> Result<Option<LogEntry>, LogError> {
-    let (Some(ev), Some(seal)) = (
-        store.get_opt(&Key::evidence(run)).await?,
-        store.get_opt(&Key::seal(run)).await?,
-    ) else {
-        return Ok(None);
+/// The log entry of a seal: what the postguard appends before it stores the seal, and what
+/// auditors recompute from the stored evidence and seal bytes ([`entry_for`]); `None` when the
+/// evidence is not DECIDED.
+pub fn seal_entry(
+    run: &RunId,
+    evidence: &Evidence,
+    evidence_sha256: &Hash,
+    seal_sha256: &Hash,
+    key_id: &str,
+) -> Option<LogEntry> {
+    let (Some(outcome), Some(pg)) = (evidence.outcome, evidence.final_postguard.as_ref()) else {
+        return None;
+    };
+    Some(LogEntry {
+        run_id: run.to_string(),
+        evidence_sha256: evidence_sha256.to_string(),
+        seal_sha256: seal_sha256.to_string(),
+        key_id: key_id.to_string(),
+        outcome: outcome.as_str().to_string(),
+        decided_at: pg.decided_at.clone(),
+        acceptance_mode: evidence.acceptance_mode.as_str().to_string(),
+        parent_run_id: evidence.parent_run_id.clone(),
+    })
+}
+
+/// What the store holds of a logged run.
+#[derive(Debug)]
+pub enum StoredRun {
+    /// No evidence.
+    Absent,
+    /// Evidence without a seal: decided, its seal not written yet.
+    Pending { evidence_sha256: String },
+    /// Evidence and seal, as the entry the log should hold.
+    Sealed(LogEntry),
+}
+
+/// What the store holds of a run, as log entry terms.
+pub async fn stored_run(store: &Store, run: &RunId) -> Result<StoredRun, LogError> {
+    let Some(ev) = store.get_opt(&Key::evidence(run)).await? else {
+        return Ok(StoredRun::Absent);
+    };
+    let Some(seal) = store.get_opt(&Key::seal(run)).await? else {
+        return Ok(StoredRun::Pending {
+            evidence_sha256: Hash::of(&ev).to_string(),
+        });
     };
     let not_sealed = |detail: String| LogError::NotSealed {
         run: run.clone(),
@@ -389,23 +531,22 @@ pub async fn entry_for(store: &Store, run: &RunId) -> Result<Option<LogEntry>, L
         .map_err(|e| not_sealed(format!("evidence.json: {e}")))?;
     let envelope: Envelope = crate::json::parse_as(&seal, store.doc_limit())
         .map_err(|e| not_sealed(format!("seal.dsse.json: {e}")))?;
-    let (Some(outcome), Some(pg)) = (evidence.outcome, evidence.final_postguard.as_ref()) else {
-        return Err(not_sealed("evidence.json is not DECIDED".into()));
-    };
     let key_id = match envelope.signatures.as_slice() {
         [s] => s.keyid.clone(),
         other => return Err(not_sealed(format!("{} seal signatures", other.len()))),
     };
-    Ok(Some(LogEntry {
-        run_id: run.to_string(),
-        evidence_sha256: Hash::of(&ev).to_string(),
-        seal_sha256: Hash::of(&seal).to_string(),
-        key_id,
-        outcome: outcome.as_str().to_string(),
-        decided_at: pg.decided_at.clone(),
-        acceptance_mode: evidence.acceptance_mode.as_str().to_string(),
-        parent_run_id: evidence.parent_run_id.clone(),
-    }))
+    seal_entry(run, &evidence, &Hash::of(&ev), &Hash::of(&seal), &key_id)
+        .map(StoredRun::Sealed)
+        .ok_or_else(|| not_sealed("evidence.json is not DECIDED".into()))
+}
+
+/// The entry the log should hold for a run, computed from its stored evidence and seal bytes;
+/// `None` when the run is not sealed (either object absent).
+pub async fn entry_for(store: &Store, run: &RunId) -> Result<Option<LogEntry>, LogError> {
+    Ok(match stored_run(store, run).await? {
+        StoredRun::Sealed(e) => Some(e),
+        StoredRun::Absent | StoredRun::Pending { .. } => None,
+    })
 }
 
 /// The entry of a run sealed by one of `trusted` (signature and subject checked), or why it

@@ -1,0 +1,414 @@
+//! G2 (docs/DESIGN.md §13), with real processes: seal never signs a log that omits a run it
+//! has seen or that is shorter than one it signed. A store whose log lacks a sealed run
+//! (deleted, dropped, or a planted seal) stops `seal serve`, `seal judge` and every finalize,
+//! until an operator runs `seal log rebuild`, which records itself as a signed leaf; `seal
+//! verify` names a run relogged or replaced; and a process's first seal logs nothing untrue.
+
+mod common;
+
+use common::*;
+use seal::tlog::Leaf;
+use seal_testkit::loopback::Loopback;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+const INPUT: &str = "run-narrative-0010-pass";
+const STORE: &str = "file://./store";
+
+async fn judge_service() -> Loopback {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    lb
+}
+
+/// A folder with a key pair (`keys/`), judging into `./store`.
+fn workdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    dir
+}
+
+fn seal_in(dir: &Path, lb: &Loopback, args: &[&str]) -> Output {
+    let [key_a, key_b, salt] = DAEMON_SECRETS;
+    seal_cmd_with(dir, lb, key_a, key_b, salt)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn said(o: &Output) -> String {
+    format!("{}{}", text(&o.stdout), text(&o.stderr))
+}
+
+/// `seal judge` of the example input under `run` into `dir/store`.
+fn judge(dir: &Path, lb: &Loopback, run: &str) -> Output {
+    let input = dir.join("inputs").join(run);
+    renamed_copy(&example(INPUT), &input, run);
+    let input = input.to_str().unwrap().to_string();
+    seal_in(
+        dir,
+        lb,
+        &[
+            "judge",
+            &input,
+            "--store",
+            STORE,
+            "--key",
+            "keys/seal.key.pem",
+        ],
+    )
+}
+
+fn judge_ok(dir: &Path, lb: &Loopback, run: &str) {
+    let out = judge(dir, lb, run);
+    assert!(out.status.success(), "{run}: {}", said(&out));
+}
+
+fn log_verify(dir: &Path, lb: &Loopback, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "log",
+        "verify",
+        "--store",
+        STORE,
+        "--trust",
+        "keys/seal.pub.pem",
+    ];
+    args.extend_from_slice(extra);
+    seal_in(dir, lb, &args)
+}
+
+fn rebuild(dir: &Path, lb: &Loopback) -> Output {
+    seal_in(
+        dir,
+        lb,
+        &[
+            "log",
+            "rebuild",
+            "--store",
+            STORE,
+            "--key",
+            "keys/seal.key.pem",
+        ],
+    )
+}
+
+/// Starts `seal serve` and expects it to refuse: exit code and stderr. A daemon still running
+/// after the deadline started on a log it should have refused.
+fn serve_refuses(dir: &Path, lb: &Loopback) -> (i32, String) {
+    let [key_a, key_b, salt] = DAEMON_SECRETS;
+    let err = dir.join("refused-serve.log");
+    let mut child = seal_cmd_with(dir, lb, key_a, key_b, salt)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            STORE,
+            "--key",
+            "keys/seal.key.pem",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&err).unwrap()))
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "seal serve started on a log that hides a run: {}",
+                text(&std::fs::read(&err).unwrap_or_default())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stderr = text(&std::fs::read(&err).unwrap_or_default());
+    (status.code().unwrap_or(-1), stderr)
+}
+
+fn store(dir: &Path) -> PathBuf {
+    dir.join("store")
+}
+
+fn entry_count(dir: &Path) -> usize {
+    std::fs::read_dir(store(dir).join("log/entries"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+fn leaf(dir: &Path, index: u64) -> Leaf {
+    let p = store(dir).join(format!("log/entries/{index:020}"));
+    Leaf::from_bytes(&std::fs::read(p).unwrap()).unwrap()
+}
+
+fn public_raw(dir: &Path) -> [u8; 32] {
+    seal::sealing::PublicKey::load(&dir.join("keys/seal.pub.pem"))
+        .unwrap()
+        .raw()
+}
+
+/// Copies a sealed run of another store (its folder and every blob) into `to`'s store.
+fn plant(from: &Path, to: &Path, run: &str) {
+    copy_tree(
+        &store(from).join("runs").join(run),
+        &store(to).join("runs").join(run),
+    );
+    copy_tree(&store(from).join("cas"), &store(to).join("cas"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_run_and_log_stop_serve_verify_and_judge_until_an_explicit_rebuild() {
+    let lb = judge_service().await;
+    let dir = workdir();
+    let d = dir.path();
+    for n in 1..=4 {
+        judge_ok(d, &lb, &format!("g2-run-{n}"));
+    }
+    let older = std::fs::read(store(d).join(format!("log/checkpoints/{:020}", 4))).unwrap();
+    std::fs::write(d.join("older-checkpoint"), &older).unwrap();
+    // The store writer's move: a middle run and the whole log.
+    std::fs::remove_dir_all(store(d).join("runs/g2-run-2")).unwrap();
+    std::fs::remove_dir_all(store(d).join("log")).unwrap();
+
+    let (code, stderr) = serve_refuses(d, &lb);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("refusing to serve"), "{stderr}");
+    assert!(stderr.contains("run_unlogged"), "{stderr}");
+    assert!(stderr.contains("runs/g2-run-1"), "{stderr}");
+    assert!(stderr.contains("seal log rebuild"), "{stderr}");
+    assert!(!store(d).join("log").exists(), "nothing appended");
+
+    let out = log_verify(d, &lb, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("run_unlogged"), "{}", said(&out));
+
+    let out = judge(d, &lb, "g2-run-5");
+    assert!(!out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("runs/g2-run-1"), "{}", said(&out));
+    assert!(!store(d).join("runs/g2-run-5/seal.dsse.json").exists());
+    assert!(!store(d).join("log").exists(), "nothing appended");
+
+    let out = rebuild(d, &lb);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(
+        said(&out).contains("relogged 3 sealed runs"),
+        "{}",
+        said(&out)
+    );
+    let Leaf::Rebuild(entry) = leaf(d, 0) else {
+        panic!("leaf 0 is not the rebuild entry");
+    };
+    entry.verify(&[public_raw(d)]).unwrap();
+    assert_eq!((entry.kept_entries, entry.runs_appended), (0, 3));
+    assert_eq!(entry.problem_count, 3, "{:?}", entry.problems);
+    assert!(entry.problems.iter().all(|p| p.contains("run_unlogged")));
+    assert_eq!(entry_count(d), 4);
+
+    let out = log_verify(d, &lb, &[]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(
+        said(&out).contains("rebuilt by `seal log rebuild` at leaf 0"),
+        "{}",
+        said(&out)
+    );
+    // An auditor who kept the checkpoint of four runs sees the rewrite, and why.
+    let out = log_verify(d, &lb, &["--checkpoint", "older-checkpoint"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(
+        said(&out).contains("the log was rewritten"),
+        "{}",
+        said(&out)
+    );
+    assert!(said(&out).contains("rebuilt at leaf 0"), "{}", said(&out));
+
+    let daemon = spawn_daemon(d, &lb, STORE, &[]);
+    drop(daemon);
+    judge_ok(d, &lb, "g2-run-5");
+    assert_eq!(entry_count(d), 5);
+    // Nothing is left to rebuild.
+    let out = rebuild(d, &lb);
+    assert!(said(&out).contains("nothing to rebuild"), "{}", said(&out));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planted_sealed_run_missing_from_the_log_is_refused_and_named() {
+    let lb = judge_service().await;
+    let (home, other, same_key) = (workdir(), workdir(), tempfile::tempdir().unwrap());
+    judge_ok(home.path(), &lb, "g2-home");
+    // Sealed elsewhere by another key, and elsewhere by this very key.
+    judge_ok(other.path(), &lb, "g2-other-key");
+    copy_tree(&home.path().join("keys"), &same_key.path().join("keys"));
+    judge_ok(same_key.path(), &lb, "g2-same-key");
+
+    plant(other.path(), home.path(), "g2-other-key");
+    let (code, stderr) = serve_refuses(home.path(), &lb);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("runs/g2-other-key"), "{stderr}");
+    assert!(stderr.contains("run_unlogged"), "{stderr}");
+    let out = judge(home.path(), &lb, "g2-next");
+    assert!(!out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("runs/g2-other-key"), "{}", said(&out));
+    // A rebuild does not launder it either: refused, nothing written.
+    let out = rebuild(home.path(), &lb);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("runs/g2-other-key"), "{}", said(&out));
+    assert_eq!(entry_count(home.path()), 1);
+    std::fs::remove_dir_all(store(home.path()).join("runs/g2-other-key")).unwrap();
+
+    plant(same_key.path(), home.path(), "g2-same-key");
+    let (code, stderr) = serve_refuses(home.path(), &lb);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("runs/g2-same-key"), "{stderr}");
+    std::fs::remove_dir_all(store(home.path()).join("runs/g2-same-key")).unwrap();
+
+    // Planted while the daemon runs: its finalize refuses it instead of logging it.
+    let daemon = spawn_daemon(home.path(), &lb, STORE, &[]);
+    plant(same_key.path(), home.path(), "g2-same-key");
+    let resp = reqwest::Client::new()
+        .post(format!("{}/v1/runs/g2-same-key/finalize", daemon.base))
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status();
+    let body = resp.text().await.unwrap();
+    assert!(!status.is_success(), "{status}: {body}");
+    assert!(body.contains("run_unlogged"), "{body}");
+    assert!(body.contains("runs/g2-same-key"), "{body}");
+    assert_eq!(entry_count(home.path()), 1, "nothing appended");
+}
+
+/// `seal verify <run> --json`: the check ids of the run's problems.
+fn verify_checks(dir: &Path, lb: &Loopback, run: &str) -> Vec<String> {
+    let out = seal_in(
+        dir,
+        lb,
+        &[
+            "verify",
+            run,
+            "--store",
+            STORE,
+            "--trust",
+            "keys/seal.pub.pem",
+            "--json",
+        ],
+    );
+    let first = text(&out.stdout);
+    let report: Value = serde_json::from_str(first.lines().next().unwrap_or("")).unwrap();
+    report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["check"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seal_verify_names_a_run_relogged_and_a_run_replaced() {
+    let lb = judge_service().await;
+    let (home, elsewhere) = (workdir(), tempfile::tempdir().unwrap());
+    copy_tree(&home.path().join("keys"), &elsewhere.path().join("keys"));
+    judge_ok(home.path(), &lb, "g2-relogged");
+    judge_ok(home.path(), &lb, "g2-replaced");
+    assert!(verify_checks(home.path(), &lb, "g2-relogged").is_empty());
+    // Deleted and judged again under the same id (another second: another decision time).
+    std::thread::sleep(Duration::from_millis(1100));
+    // (Its judge leases too: a fresh judgement would wait for them to expire.)
+    for gone in ["runs/g2-relogged", "leases/g2-relogged"] {
+        std::fs::remove_dir_all(store(home.path()).join(gone)).unwrap();
+    }
+    judge_ok(home.path(), &lb, "g2-relogged");
+    let checks = verify_checks(home.path(), &lb, "g2-relogged");
+    assert_eq!(checks, ["run_relogged"], "{checks:?}");
+    // Swapped for the same run sealed by the same key in another store.
+    judge_ok(elsewhere.path(), &lb, "g2-replaced");
+    std::fs::remove_dir_all(store(home.path()).join("runs/g2-replaced")).unwrap();
+    plant(elsewhere.path(), home.path(), "g2-replaced");
+    let checks = verify_checks(home.path(), &lb, "g2-replaced");
+    assert_eq!(checks, ["run_replaced"], "{checks:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_seal_of_a_process_says_nothing_about_a_repair() {
+    let lb = judge_service().await;
+    let dir = workdir();
+    for run in ["g2-quiet-1", "g2-quiet-2"] {
+        let out = judge(dir.path(), &lb, run);
+        assert!(out.status.success(), "{}", said(&out));
+        let stderr = text(&out.stderr);
+        assert!(!stderr.contains("the log"), "{run}: {stderr}");
+    }
+    // The daemon's first finalize too.
+    let daemon = spawn_daemon(dir.path(), &lb, STORE, &[]);
+    let c = reqwest::Client::new();
+    let folder = renamed_copy(&example(INPUT), &dir.path().join("in-3"), "g2-quiet-3");
+    submit(&c, &daemon.base, &folder).await;
+    let (status, body) = post_roll(&c, &daemon.base, &folder, 1).await;
+    assert!(status.is_success(), "{status}: {body}");
+    let resp = c
+        .post(format!("{}/v1/runs/g2-quiet-3/finalize", daemon.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    assert!(
+        !daemon.log_text().contains("missing from the log"),
+        "{}",
+        daemon.log_text()
+    );
+    assert_eq!(entry_count(dir.path()), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebuild_moves_a_dropped_entrys_log_aside_and_keeps_the_prefix() {
+    let lb = judge_service().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    copy_tree(&fixture_store_dir(), &store(d));
+    std::fs::create_dir_all(d.join("keys")).unwrap();
+    let key = d.join("keys/seal.key.pem");
+    std::fs::copy(sealed_fixtures().join("keys/test-only/seal.key.pem"), &key).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    std::fs::copy(fixture_trust_pem(), d.join("keys/seal.pub.pem")).unwrap();
+    let size = fixture_run_ids().len() as u64;
+    let latest = format!("log/checkpoints/{size:020}");
+    std::fs::copy(store(d).join(&latest), d.join("older-checkpoint")).unwrap();
+    std::fs::remove_file(store(d).join("log/entries/00000000000000000003")).unwrap();
+
+    let (code, stderr) = serve_refuses(d, &lb);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("log_entries"), "{stderr}");
+
+    let out = rebuild(d, &lb);
+    assert!(out.status.success(), "{}", said(&out));
+    let Leaf::Rebuild(entry) = leaf(d, 3) else {
+        panic!("leaf 3 is not the rebuild entry");
+    };
+    entry.verify(&[public_raw(d)]).unwrap();
+    // Entries 4.. and the checkpoints above 3 moved aside; the runs of entries 3.. relogged.
+    let moved = (size - 4) + (size - 3);
+    assert_eq!(
+        (entry.kept_entries, entry.moved_objects, entry.runs_appended),
+        (3, moved, size - 3)
+    );
+    let folder = entry.superseded.clone().unwrap();
+    assert!(store(d)
+        .join(&folder)
+        .join(format!("checkpoints/{size:020}"))
+        .exists());
+    assert_eq!(entry_count(d) as u64, size + 1);
+    let out = log_verify(d, &lb, &[]);
+    assert!(out.status.success(), "{}", said(&out));
+    let out = log_verify(d, &lb, &["--checkpoint", "older-checkpoint"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("rebuilt at leaf 3"), "{}", said(&out));
+    drop(spawn_daemon(d, &lb, STORE, &[]));
+}
