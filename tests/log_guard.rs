@@ -318,8 +318,13 @@ async fn seal_verify_names_a_run_relogged_and_a_run_replaced() {
     assert!(verify_checks(home.path(), &lb, "g2-relogged").is_empty());
     // Deleted and judged again under the same id (another second: another decision time).
     std::thread::sleep(Duration::from_millis(1100));
-    // (Its judge leases too: a fresh judgement would wait for them to expire.)
-    for gone in ["runs/g2-relogged", "leases/g2-relogged"] {
+    // (Its judge leases and receipts too: a fresh judgement would wait for the leases to
+    // expire, and a receipt vouches for the old bytes only, so new ones would be planted.)
+    for gone in [
+        "runs/g2-relogged",
+        "leases/g2-relogged",
+        "receipts/g2-relogged",
+    ] {
         std::fs::remove_dir_all(store(home.path()).join(gone)).unwrap();
     }
     judge_ok(home.path(), &lb, "g2-relogged");

@@ -263,7 +263,16 @@ async fn kill_9_between_the_log_append_and_the_seal_is_completed_by_the_next_fin
     // The daemon starts (nothing hidden), and finalizing the run stores the very seal logged;
     // finalizing again, after a restart, appends nothing.
     for _ in 0..2 {
-        let d = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
+        // The same deployment secret as the `seal judge` that was killed (replicas share it).
+        let d = spawn_daemon(
+            dir.path(),
+            &lb,
+            "file://./store",
+            &[(
+                "SEAL_SEED_SALT",
+                "log-salt-0123456789abcdef0123456789abcdef",
+            )],
+        );
         let c = reqwest::Client::new();
         let done = c
             .post(format!("{}/v1/runs/{run}/finalize", d.base))
