@@ -1612,7 +1612,7 @@ fn print_replays(
 fn cmd_validate(files: &[PathBuf], limit: u64) -> u8 {
     let mut worst = 0u8;
     for file in files {
-        let report = validate::validate_file(file, limit);
+        let report = validate_file(file, limit);
         match &report {
             Report::Valid(kind) => println!("valid    {} ({})", file.display(), kind.name()),
             Report::Invalid(kind, findings) => {
@@ -1632,4 +1632,24 @@ fn cmd_validate(files: &[PathBuf], limit: u64) -> u8 {
         worst = worst.max(report.exit_code());
     }
     worst
+}
+
+/// Reads (through [`crate::fsio`]: no link, no special file, at most `limit` bytes read) and
+/// validates one file.
+pub fn validate_file(path: &Path, limit: u64) -> Report {
+    match crate::fsio::read(path, limit) {
+        Ok(bytes) => validate::validate_bytes(&bytes, limit),
+        Err(e) => Report::Unusable(unusable_file(e)),
+    }
+}
+
+fn unusable_file(e: crate::fsio::FsError) -> String {
+    use crate::fsio::FsError;
+    match e {
+        FsError::NotRegular { kind, .. } => format!("not a regular file ({kind})"),
+        FsError::Symlink { .. } => "not a regular file (a symbolic link)".into(),
+        FsError::TooLarge { limit, .. } => format!("over the size limit of {limit} bytes"),
+        FsError::Missing { .. } => "cannot read: no such file".into(),
+        other => format!("cannot read: {other}"),
+    }
 }

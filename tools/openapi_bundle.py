@@ -15,7 +15,10 @@ import sys
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SCHEMA_DIRS = [ROOT / "src/contracts/schemas", ROOT / "src/contracts/upstream"]
+SCHEMA_DIRS = [
+    ROOT / "crates/seal-core/src/contracts/schemas",
+    ROOT / "crates/seal-core/src/contracts/upstream",
+]
 OUT = ROOT / "src/server/openapi.json"
 
 
@@ -23,7 +26,7 @@ def find_schema(name):
     for d in SCHEMA_DIRS:
         if (d / name).is_file():
             return d / name
-    sys.exit(f"schema {name} not found under src/contracts")
+    sys.exit(f"schema {name} not found under crates/seal-core/src/contracts")
 
 
 def camel(stem):

@@ -6,10 +6,7 @@
 //! the sha256 the sealed evidence records, so an object swapped after the proof is refused;
 //! [`tree`] builds the tree from those documents (pure); [`html`] renders the page (pure).
 
-pub mod escape;
-pub mod html;
-pub mod svg;
-pub mod tree;
+pub use seal_core::explain::{html, svg, tree};
 
 use std::collections::BTreeMap;
 

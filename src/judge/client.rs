@@ -516,11 +516,11 @@ impl JudgeClient {
         }
         match store.put_bytes(&req_key, expected.clone()).await {
             Ok(s) => Ok(s),
-            Err(StoreError::Conflict { .. }) => Err(ResumeError::Planted {
+            Err(StoreError::Conflict { .. }) => Err(ResumeError::Planted(resume::Planted {
                 key: req_key.to_string(),
                 reason: "the stored request is not the one this configuration and seed salt build"
                     .into(),
-            }),
+            })),
             Err(e) => Err(e.into()),
         }
     }

@@ -8,14 +8,16 @@
 //! records each one, decides, and writes `evidence.json` and the seal, both create-only.
 //!
 //! Enforced by construction, not convention: the store writes the two reserved keys only from
-//! a [`decided::Decided`] and a [`decided::Seal`], whose constructors only this module reaches.
+//! a [`decided::Decided`] and a [`decided::Seal`], made only by [`decided::decide`] and
+//! [`decided::seal`], which only this module calls (tests/architecture.rs).
 //! A failed check still decides (`infra_error` / `retry`, reason `postguard_<check>`), so no
 //! run is left hanging. Racing finalizers: exactly one create wins; the others return the
 //! stored result. A stored snapshot (an interrupted finalize) is decided as stored: once
 //! `judging.json` exists the run takes no more rolls, so the snapshot cannot go stale.
 
 mod authentic;
-pub mod decided;
+
+pub use seal_core::decided::{self, VERSION};
 
 use tracing::Instrument;
 
@@ -34,11 +36,7 @@ use crate::run_state::{OpenRun, RunState, RunStateError};
 use crate::sealing::{self, Envelope};
 use crate::store::{parse_stored, Key, OwnWrites, Reads, Store, StoreError};
 use crate::transparency::SealLogged;
-use crate::validate::{validate_as, Report};
-use decided::{Decided, Seal};
-
-/// Version of the postguard's rules, recorded in every decision.
-pub const VERSION: &str = "finalPostguard/1";
+use decided::Decided;
 
 /// A sealed run.
 #[derive(Debug, Clone)]
@@ -157,13 +155,14 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
         _ => (engine.clock.now_rfc3339(), None),
     };
     let redecide = |at: String| {
-        decide(
+        decided::decide(
             run,
             snapshot.doc.clone(),
             checks.clone(),
             snapshot.hash.clone(),
             at,
         )
+        .map_err(|e| internal(run, e))
     };
     let decided = redecide(decided_at)?;
     if let Some(d) = &stored {
@@ -436,7 +435,7 @@ async fn seal_and_log(
         }
     }
     crate::transparency::append_delay().await;
-    match store.put_seal(&Seal::new(run.clone(), bytes)).await {
+    match store.put_seal(&decided::seal(run.clone(), bytes)).await {
         // The store holds exactly these canonical bytes now (created, or identical ones were).
         Ok(_) => Ok(Finalized {
             evidence,
@@ -645,55 +644,4 @@ fn record_check(id: &'static str, problems: &[Problem]) -> Check {
         String::new()
     };
     Check::new(id, false, format!("{}{more}", text.join("; ")))
-}
-
-/// The postguard's transition JUDGING → DECIDED: outcome, reasons, compatibility and the
-/// postguard record from the one derivation, then the gates auditors will apply to it.
-fn decide(
-    run: &RunId,
-    mut snap: Evidence,
-    checks: Vec<Check>,
-    snapshot_hash: Hash,
-    decided_at: String,
-) -> Result<Decided, FinalizeError> {
-    let failed: Vec<&str> = checks
-        .iter()
-        .filter(|c| !c.ok)
-        .map(|c| c.id.as_str())
-        .collect();
-    let passed = failed.is_empty();
-    let (outcome, reasons) = derive::outcome_and_reasons(&snap, &failed);
-    snap.compatibility = Some(derive::compatibility(
-        outcome,
-        passed,
-        snap.acceptance_mode,
-        snap.source_roll_id,
-    ));
-    snap.decision = Some(Decision {
-        action: derive::decision_action(outcome, snap.repair.round),
-        reasons: reasons.iter().map(|r| r.to_string()).collect(),
-    });
-    snap.final_postguard = Some(FinalPostguard {
-        stage: "finalPostguard".into(),
-        version: VERSION.into(),
-        passed,
-        checks,
-        judging_snapshot_hash: snapshot_hash,
-        decided_at,
-    });
-    snap.outcome = Some(outcome);
-    snap.phase = Phase::Decided;
-    // Our own decided document must pass the gates auditors will apply.
-    let value = serde_json::to_value(&snap).map_err(|e| internal(run, e))?;
-    if let Report::Invalid(_, findings) = validate_as(Kind::PlaytestV3, &value) {
-        let text: Vec<String> = findings.iter().map(|f| f.to_string()).collect();
-        return Err(internal(
-            run,
-            format!(
-                "decided evidence fails validation (a bug): {}",
-                text.join("; ")
-            ),
-        ));
-    }
-    Decided::new(run.clone(), snap, &value).map_err(|e| internal(run, e))
 }

@@ -185,14 +185,15 @@ impl From<JudgingError> for ApiError {
                 msg,
                 Some(key),
             ),
-            JudgingError::Resume(crate::resume::ResumeError::Planted { key, .. }) => {
-                ApiError::by_fault(
-                    fault,
-                    (StatusCode::INTERNAL_SERVER_ERROR, "planted_attempt"),
-                    msg,
-                    Some(key),
-                )
-            }
+            JudgingError::Resume(crate::resume::ResumeError::Planted(crate::resume::Planted {
+                key,
+                ..
+            })) => ApiError::by_fault(
+                fault,
+                (StatusCode::INTERNAL_SERVER_ERROR, "planted_attempt"),
+                msg,
+                Some(key),
+            ),
         }
     }
 }

@@ -9,11 +9,7 @@
 //! statistics ([`kappa`]), the aggregator, the terminal table ([`text`]) and the page
 //! ([`html`]) are pure.
 
-pub mod aggregate;
-pub mod facts;
-pub mod html;
-pub mod kappa;
-pub mod text;
+pub use seal_core::stats::{aggregate, facts, html, kappa, text};
 
 use std::collections::BTreeMap;
 

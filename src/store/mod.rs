@@ -28,8 +28,8 @@ mod recent;
 
 pub use durable::fsync_counts;
 
+use crate::decided::{Decided, Seal};
 pub use crate::key::{Key, Stored};
-use crate::postguard::decided::{Decided, Seal};
 pub use open::{is_loopback_host, StoreUrl};
 pub use recent::{OwnWrites, Reads};
 

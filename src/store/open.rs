@@ -58,14 +58,7 @@ fn bad(url: &str, reason: impl Into<String>) -> StoreError {
     }
 }
 
-/// True for endpoints on this machine: the only ones allowed over plain http.
-pub fn is_loopback_host(host: &str) -> bool {
-    let h = host.trim_start_matches('[').trim_end_matches(']');
-    h == "localhost"
-        || h.parse::<std::net::IpAddr>()
-            .map(|ip| ip.is_loopback())
-            .unwrap_or(false)
-}
+pub use seal_core::net::is_loopback_host;
 
 impl StoreUrl {
     pub fn parse(s: &str) -> Result<StoreUrl, StoreError> {

@@ -42,8 +42,7 @@ use crate::tlog::{self, Leaf, LogEntry, TlogError, Tree};
 
 pub use view::{verify_log, LogReport, LogView};
 
-/// Default origin (and signed-note key name) when the config names none.
-pub const DEFAULT_ORIGIN: &str = "seal.local/log";
+pub use seal_core::tlog::DEFAULT_ORIGIN;
 /// Entries read at once when a process first loads the log.
 const READ_AHEAD: usize = 16;
 /// Test hook: milliseconds the postguard waits between appending a seal's entry and storing

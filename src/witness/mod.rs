@@ -5,8 +5,9 @@
 //! witness keys notices.
 //!
 //! - [`protocol`]: C2SP `tlog-witness` on the wire (the `add-checkpoint` body, the 409 size, the
-//!   monitoring path), pure.
-//! - [`cosig`]: C2SP `tlog-cosignature`, Ed25519 `cosignature/v1` lines: make, read, verify, pure.
+//!   monitoring path), pure ([`seal_core::witness`]).
+//! - [`cosig`]: C2SP `tlog-cosignature`, Ed25519 `cosignature/v1` lines: make, read, verify, pure
+//!   ([`seal_core::witness`]).
 //! - [`state`]: what a witness remembers, one JSON file written atomically and durably.
 //! - [`service`]: the witness's decision (rollbacks, forks and bad proofs refused) and signing.
 //! - [`server`]: `seal witness serve` on HTTP.
@@ -21,12 +22,12 @@
 //! hold nothing that writer can reach.
 
 pub mod check;
-pub mod cosig;
-pub mod protocol;
 pub mod publish;
 pub mod server;
 pub mod service;
 pub mod state;
+
+pub use seal_core::witness::{cosig, protocol};
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -10,19 +10,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use base64::Engine as _;
 
-pub use super::escape::esc;
 use super::tree::{obligation_node_id, roll_prefix, short, RollDocs, RunDocs};
 use crate::canonical::Hash;
 use crate::doc::*;
+pub use crate::html::{esc, CSP};
 use crate::ids::Slot;
 
 /// Largest frame embedded as a thumbnail (bytes); larger frames are shown by hash.
 pub const MAX_FRAME_BYTES: u64 = 256 * 1024;
 /// Most frame bytes embedded in one page.
 pub const MAX_PAGE_FRAME_BYTES: u64 = 4 * 1024 * 1024;
-/// The page's Content-Security-Policy (also sent as a header by `seal serve`).
-pub const CSP: &str =
-    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
 /// Longest piece of game or judge text quoted in one place (characters).
 const MAX_QUOTE: usize = 600;
 /// Most events quoted per roll.

@@ -209,7 +209,7 @@ mod tests {
     fn record(attempt: u32, outcome: Result<JudgeOutput, ParseFailure>) -> AttemptRecord {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/sealed-fixtures/store/runs/run-narrative-0010-pass/roll-1/judge-a/attempt-1/meta.json"
+            "/../../sealed-fixtures/store/runs/run-narrative-0010-pass/roll-1/judge-a/attempt-1/meta.json"
         );
         let bytes = std::fs::read(path).expect("fixture meta");
         let meta: SlotMeta = serde_json::from_slice(&bytes).expect("fixture meta parses");

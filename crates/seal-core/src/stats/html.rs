@@ -7,8 +7,8 @@
 use std::fmt::Write;
 
 use super::aggregate::{Agreement, StatsReport};
-pub use crate::explain::escape::esc;
-use crate::explain::html::CSP;
+pub use crate::html::esc;
+use crate::html::CSP;
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#fafafa;color:#222}main{max-width:1100px;margin:0 auto;padding:16px}h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f0f0f0}td.l,th.l{text-align:left}.maps{display:flex;flex-wrap:wrap;gap:16px}figure{margin:0;background:#fff;border:1px solid #ddd;padding:8px}figcaption{font-weight:600;font-size:13px}svg text{font:11px system-ui,sans-serif}.warn{color:#a00}";
 

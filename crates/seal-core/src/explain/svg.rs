@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use super::escape::esc;
 use crate::doc::{DecisionTree, EdgeTone, NodeStatus, TreeEdge};
+use crate::html::esc;
 
 const COLS: usize = 5;
 const W: i64 = 200;

@@ -237,9 +237,10 @@ mod tests {
     /// key id, verifier key, signed message and the whole line, byte for byte.
     #[test]
     fn an_independently_made_cosignature_is_reproduced_and_verifies() {
-        let v: serde_json::Value =
-            serde_json::from_str(include_str!("../../tests/data/witness/cosignature.json"))
-                .unwrap();
+        let v: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../../tests/data/witness/cosignature.json"
+        ))
+        .unwrap();
         let s = |k: &str| v[k].as_str().unwrap().to_string();
         let seed: [u8; 32] = hex::decode(s("seed_hex")).unwrap().try_into().unwrap();
         let sk = ed25519_dalek::SigningKey::from_bytes(&seed);

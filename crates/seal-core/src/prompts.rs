@@ -5,10 +5,10 @@ use serde::Deserialize;
 
 use crate::canonical::Hash;
 
-const REGISTRY: &str = include_str!("../prompts/registry.toml");
+const REGISTRY: &str = include_str!("../../../prompts/registry.toml");
 const FILES: &[(&str, &str)] = &[
-    ("judge-a.md", include_str!("../prompts/judge-a.md")),
-    ("judge-b.md", include_str!("../prompts/judge-b.md")),
+    ("judge-a.md", include_str!("../../../prompts/judge-a.md")),
+    ("judge-b.md", include_str!("../../../prompts/judge-b.md")),
 ];
 
 /// One prompt artifact: id, version, text and the sha256 of its bytes.

@@ -1,5 +1,6 @@
-//! Escaping of untrusted text for the page: one function for HTML text, quoted attribute
-//! values and inline SVG text. Pure.
+//! What every page seal renders shares (`seal explain` and `seal stats --html`): one escaping
+//! function for HTML text, quoted attribute values and inline SVG text, and the pages'
+//! Content-Security-Policy. Pure.
 //!
 //! Decision: bidirectional controls are shown, not kept or dropped. Kept, an embedding or
 //! override (U+202A–U+202E), isolate (U+2066–U+2069) or mark (U+200E, U+200F, U+061C) in a
@@ -7,6 +8,10 @@
 //! "liaf", a rationale whose end appears in the middle); dropped, the page would hide that the
 //! text carried them. So each becomes a visible marker `[U+202E]` (an HTML entity would be
 //! decoded back into the control by the browser).
+
+/// The pages' Content-Security-Policy (also sent as a header by `seal serve`).
+pub const CSP: &str =
+    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
 
 /// Whether `c` is a bidirectional formatting character: embeddings and overrides, isolates,
 /// and the implicit marks (LRM, RLM, ALM).

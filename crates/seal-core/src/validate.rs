@@ -1,7 +1,7 @@
-//! `seal validate`: schema + invariants for any document seal knows, with exit codes.
+//! Validation of any document seal knows: kind detection, schema, then the cross-field
+//! invariants. Reading a file to validate is the CLI's (`seal validate`).
 
 use serde_json::Value;
-use std::path::Path;
 
 use crate::contracts::{self, Finding, Kind};
 use crate::invariants;
@@ -49,30 +49,10 @@ pub fn validate_as(kind: Kind, doc: &Value) -> Report {
     }
 }
 
-/// Reads (through [`crate::fsio`]: no link, no special file, at most `limit` bytes read) and
-/// validates one file.
-pub fn validate_file(path: &Path, limit: u64) -> Report {
-    match crate::fsio::read(path, limit) {
-        Ok(bytes) => validate_bytes(&bytes, limit),
-        Err(e) => Report::Unusable(unusable(e)),
-    }
-}
-
 /// Parses (strictly) and validates bytes already read.
 pub fn validate_bytes(bytes: &[u8], limit: u64) -> Report {
     match crate::json::parse(bytes, limit) {
         Ok(v) => validate_value(&v),
         Err(e) => Report::Unusable(e.to_string()),
-    }
-}
-
-fn unusable(e: crate::fsio::FsError) -> String {
-    use crate::fsio::FsError;
-    match e {
-        FsError::NotRegular { kind, .. } => format!("not a regular file ({kind})"),
-        FsError::Symlink { .. } => "not a regular file (a symbolic link)".into(),
-        FsError::TooLarge { limit, .. } => format!("over the size limit of {limit} bytes"),
-        FsError::Missing { .. } => "cannot read: no such file".into(),
-        other => format!("cannot read: {other}"),
     }
 }

@@ -22,6 +22,9 @@ use crate::canonical::{self, CanonicalError};
 /// A node or leaf hash of the tree (32 bytes).
 pub type NodeHash = [u8; 32];
 
+/// Default origin (and signed-note key name) of a seal log when the config names none.
+pub const DEFAULT_ORIGIN: &str = "seal.local/log";
+
 /// The signature algorithm byte of an ed25519 signed-note key (C2SP signed-note).
 const ALG_ED25519: u8 = 0x01;
 
