@@ -30,11 +30,12 @@
 //!
 //! # The crate split (issue 23), under way
 //!
-//! The modules of the pure core live in `crates/seal-core` and are re-exported below under
-//! their old paths (`seal::canonical`, `seal::doc`, …), and a module split between the core and
-//! this crate re-exports its core half (`seal::judge::parse`, `seal::lease::standing`, …), so
-//! that the tests, benches and the test kit compile unchanged while the layers move. The
-//! re-exports go once every layer has its crate.
+//! The modules of the pure core live in `crates/seal-core`, the store in `crates/seal-store`;
+//! both are re-exported below under their old paths (`seal::canonical`, `seal::doc`,
+//! `seal::store`, …), and a module split between the core and this crate re-exports its core
+//! half (`seal::judge::parse`, `seal::lease::standing`, …), so that the tests, benches and the
+//! test kit compile unchanged while the layers move. The re-exports go once every layer has its
+//! crate.
 //!
 //! One decision worth knowing: every JSON document is stored as RFC 8785 canonical bytes and
 //! named by its sha256, so "the same document" is a byte comparison, and a 100-line script in
@@ -72,10 +73,14 @@ pub mod roll;
 pub mod run_state;
 pub mod server;
 pub mod stats;
-pub mod store;
 pub mod transparency;
 pub mod verify;
 pub mod witness;
+
+/// The evidence store ([`seal_store`]).
+pub mod store {
+    pub use seal_store::*;
+}
 
 /// Run folders: reading (and writing) them is pure ([`seal_core::runfolder`]); `seal judge`'s
 /// use of one is [`crate::judge_run`].

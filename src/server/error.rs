@@ -99,18 +99,7 @@ impl From<StoreError> for ApiError {
             StoreError::Reserved { .. } => (StatusCode::FORBIDDEN, "reserved"),
             _ => (StatusCode::BAD_REQUEST, "bad_request"),
         };
-        let object = match &e {
-            StoreError::Conflict { key, .. }
-            | StoreError::NotFound { key }
-            | StoreError::HashMismatch { key, .. }
-            | StoreError::Reserved { key }
-            | StoreError::Canonical { key, .. }
-            | StoreError::BadDocument { key, .. }
-            | StoreError::NotRegular { key, .. } => Some(key.to_string()),
-            StoreError::TooLarge { key, .. } | StoreError::Backend { key, .. } => Some(key.clone()),
-            StoreError::Url { .. } | StoreError::Upload(_) => None,
-        };
-        ApiError::by_fault(e.fault(), caller, e.to_string(), object)
+        ApiError::by_fault(e.fault(), caller, e.to_string(), e.object())
     }
 }
 

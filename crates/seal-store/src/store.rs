@@ -1,37 +1,5 @@
-//! The write-once, content-addressed evidence store: one facade over `object_store`.
-//!
-//! Backends: `file://PATH` (the embedded default, `file://./var/store`; every write is durable
-//! before the put returns, through seal's own write path in [`durable`]: staging file,
-//! `fdatasync`, `renameat2(RENAME_NOREPLACE)`, a folder fsync shared by concurrent writers),
-//! `memory://` (tests) and `s3://BUCKET[/PREFIX]` (production and replicas; endpoint and region
-//! from the URL query or the standard AWS env vars, credentials from the AWS env vars, plain
-//! http only for a loopback endpoint).
-//!
-//! Guarantees, the same on every backend (one conformance suite in `tests/store_conformance.rs`
-//! runs on all three):
-//! - **create-only**: every put is `PutMode::Create`. The same bytes again is `Ok` (idempotent
-//!   retries, racing replicas); other bytes at an existing key is [`StoreError::Conflict`],
-//!   naming the key and both hashes. Nothing is ever overwritten or deleted, but for the one
-//!   operator command that moves a damaged transparency log aside ([`Store::remove_log_object`]).
-//! - **verified reads**: [`Store::get_verified`] and [`Store::verify`] re-hash what they read;
-//!   a missing object or a wrong hash is an error naming the key (and both hashes), never
-//!   repaired.
-//! - **keys checked first**: a [`Key`] is validated at construction, before any I/O.
-//! - **reserved keys**: `runs/<id>/evidence.json` and `runs/<id>/seal.dsse.json` can only be
-//!   written through [`Store::put_decided`] and [`Store::put_seal`], which take types only the
-//!   postguard can construct.
-
-mod durable;
-mod local;
-mod open;
-mod recent;
-
-pub use durable::fsync_counts;
-
-use crate::decided::{Decided, Seal};
-pub use crate::key::{Key, Stored};
-pub use open::{is_loopback_host, StoreUrl};
-pub use recent::{OwnWrites, Reads};
+//! The store facade: [`Store`], one type over every backend, with the guarantees the crate doc
+//! lists (create-only puts, verified reads, reserved keys), and what every backend shares.
 
 use bytes::{Bytes, BytesMut};
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -43,8 +11,13 @@ use serde::{de::DeserializeOwned, Serialize};
 use sha2::{Digest as _, Sha256};
 use std::sync::Arc;
 
-use crate::canonical::{self, CanonicalError, Hash};
-use crate::ids::RunId;
+use seal_core::canonical::{self, Hash};
+use seal_core::decided::{Decided, Seal};
+use seal_core::ids::RunId;
+
+use crate::file::{backend_io, durable, file_kind, read as local, walk_file_store};
+use crate::write_set::WriteSet;
+use crate::{Key, StoreError, StoreUrl, Stored};
 
 /// Default size limit for a document read into memory (docs/DESIGN.md: 64 MiB, configurable).
 pub const DEFAULT_DOC_LIMIT: u64 = 64 * 1024 * 1024;
@@ -52,80 +25,8 @@ pub const DEFAULT_DOC_LIMIT: u64 = 64 * 1024 * 1024;
 const SINGLE_PUT_MAX: usize = 8 * 1024 * 1024;
 /// Part size of a streamed upload (S3 needs at least 5 MiB per part).
 const PART_SIZE: usize = 8 * 1024 * 1024;
-/// Read buffer for hashing a local file: large enough to keep SHA-NI busy, small enough to
-/// keep memory flat whatever the blob size.
-const HASH_BUF: usize = 1024 * 1024;
 /// How often a create that lost a race re-reads the winner before giving up.
 const RACE_REREADS: usize = 5;
-
-/// Store failures. Each names the object key and the reason.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    #[error("store URL {url:?}: {reason}")]
-    Url { url: String, reason: String },
-    #[error("{key}: already holds other bytes (stored sha256 {existing}, refused sha256 {attempted}); objects are write-once")]
-    Conflict {
-        key: Key,
-        existing: Hash,
-        attempted: Hash,
-    },
-    #[error("{key}: not found in the store")]
-    NotFound { key: Key },
-    #[error("{key}: hash mismatch: expected sha256 {expected}, stored bytes hash to {actual}")]
-    HashMismatch {
-        key: Key,
-        expected: Hash,
-        actual: Hash,
-    },
-    #[error("{key}: {size} bytes is over the limit of {limit} bytes")]
-    TooLarge { key: String, size: u64, limit: u64 },
-    #[error("{key}: reserved for the finalPostguard (decided evidence and seal)")]
-    Reserved { key: Key },
-    #[error("{key}: {op} failed: {detail}")]
-    Backend {
-        key: String,
-        op: &'static str,
-        detail: String,
-    },
-    #[error("{key}: not canonical JSON: {source}")]
-    Canonical { key: Key, source: CanonicalError },
-    #[error("{key}: not a valid document: {detail}")]
-    BadDocument { key: Key, detail: String },
-    #[error("blob upload: {0}")]
-    Upload(String),
-    #[error("{key}: not a regular file ({kind}): refused")]
-    NotRegular { key: Key, kind: &'static str },
-}
-
-impl crate::fault::HasFault for StoreError {
-    fn fault(&self) -> crate::fault::Fault {
-        use crate::fault::Fault;
-        match self {
-            StoreError::HashMismatch { .. }
-            | StoreError::BadDocument { .. }
-            | StoreError::Canonical { .. }
-            | StoreError::NotRegular { .. } => Fault::Corruption,
-            StoreError::Backend { .. } => Fault::Infrastructure,
-            StoreError::Url { .. }
-            | StoreError::Conflict { .. }
-            | StoreError::NotFound { .. }
-            | StoreError::TooLarge { .. }
-            | StoreError::Reserved { .. }
-            | StoreError::Upload(_) => Fault::Caller,
-        }
-    }
-}
-
-impl StoreError {
-    /// True when the stored bytes themselves are wrong (tampered, truncated, overwritten).
-    pub fn is_corruption(&self) -> bool {
-        matches!(
-            self,
-            StoreError::HashMismatch { .. } | StoreError::Conflict { .. }
-        )
-    }
-}
 
 /// The store facade. Cheap to clone; share one per process.
 #[derive(Clone)]
@@ -140,7 +41,7 @@ pub struct Store {
     direct: bool,
     /// What this process stored through this open store (`recent`): read only by
     /// [`OwnWrites`], never by the reads of `Store` itself.
-    recent: Arc<recent::WriteSet>,
+    pub(crate) recent: Arc<WriteSet>,
 }
 
 impl std::fmt::Debug for Store {
@@ -176,7 +77,7 @@ impl Store {
             doc_limit: DEFAULT_DOC_LIMIT,
             staging: false,
             direct: false,
-            recent: Arc::new(recent::WriteSet::default()),
+            recent: Arc::new(WriteSet::default()),
         })
     }
 
@@ -185,10 +86,12 @@ impl Store {
     pub async fn open_existing(url: &str) -> Result<Store, StoreError> {
         let parsed = StoreUrl::parse(url)?;
         match &parsed {
-            StoreUrl::File(p) => crate::fsio::require_folder(p).map_err(|e| StoreError::Url {
-                url: url.chars().take(200).collect(),
-                reason: format!("no store there: {e}"),
-            })?,
+            StoreUrl::File(p) => {
+                seal_core::fsio::require_folder(p).map_err(|e| StoreError::Url {
+                    url: url.chars().take(200).collect(),
+                    reason: format!("no store there: {e}"),
+                })?
+            }
             StoreUrl::Memory => {
                 return Err(StoreError::Url {
                     url: url.into(),
@@ -208,7 +111,7 @@ impl Store {
             doc_limit,
             staging: true,
             direct: false,
-            recent: Arc::new(recent::WriteSet::default()),
+            recent: Arc::new(WriteSet::default()),
         }
     }
 
@@ -327,7 +230,7 @@ impl Store {
                 .strip_prefix(dir)
                 .is_some_and(|rest| rest.starts_with('/'))
         };
-        if !under(crate::key::LOG_ENTRIES) && !under(crate::key::LOG_CHECKPOINTS) {
+        if !under(seal_core::key::LOG_ENTRIES) && !under(seal_core::key::LOG_CHECKPOINTS) {
             return Err(StoreError::Backend {
                 key: key.to_string(),
                 op: "delete",
@@ -341,7 +244,7 @@ impl Store {
     }
 
     /// Copies an object, reserved keys included, from a staging area byte for byte (importing
-    /// archived runs; `crate::import` calls it only for the keys of a run that verified there).
+    /// archived runs; the engine's import calls it only for the keys of a run that verified there).
     /// Nothing is decided here: it takes no bytes from the caller, only what the staging area
     /// holds.
     pub async fn import_from(&self, from: &Store, key: &Key) -> Result<Stored, StoreError> {
@@ -806,6 +709,30 @@ impl Store {
     }
 }
 
+/// The write set of this open store: what its puts recorded (see [`crate::write_set`]).
+impl Store {
+    /// A create-only put (see `create_hashed`) whose success is recorded in the write set.
+    async fn create_recorded(
+        &self,
+        key: &Key,
+        bytes: Bytes,
+        hash: Hash,
+    ) -> Result<(Stored, bool), StoreError> {
+        let held = bytes.clone();
+        let done = self.create_hashed(key, bytes, hash).await?;
+        self.recent.record(key, &done.0.hash, &held);
+        Ok(done)
+    }
+
+    /// Records a large blob linked into place (hash and size only).
+    fn recorded_link(&self, linked: Result<Stored, StoreError>) -> Result<Stored, StoreError> {
+        if let Ok(s) = &linked {
+            self.recent.record_hash(&s.key, &s.hash, s.size);
+        }
+        linked
+    }
+}
+
 /// Strictly parses the bytes read at `key` into `T`: the one place a stored document becomes
 /// a type, and a document that does not parse is [`StoreError::BadDocument`] naming the key.
 pub fn parse_stored<T: DeserializeOwned>(
@@ -813,84 +740,10 @@ pub fn parse_stored<T: DeserializeOwned>(
     bytes: &[u8],
     limit: u64,
 ) -> Result<T, StoreError> {
-    crate::json::parse_as(bytes, limit).map_err(|e| StoreError::BadDocument {
+    seal_core::json::parse_as(bytes, limit).map_err(|e| StoreError::BadDocument {
         key: key.clone(),
         detail: e.to_string(),
     })
-}
-
-/// Walks a file store folder without following links (blocking; see
-/// [`Store::list_everything`]).
-fn walk_file_store(
-    base: &std::path::Path,
-    dir: &str,
-) -> Result<(Vec<Key>, Vec<String>), StoreError> {
-    let mut keys = Vec::new();
-    let mut odd = Vec::new();
-    let mut stack = vec![(base.to_path_buf(), dir.to_string())];
-    while let Some((path, rel)) = stack.pop() {
-        let entries = match std::fs::read_dir(&path) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                return Err(StoreError::Backend {
-                    key: rel,
-                    op: "list",
-                    detail: e.to_string(),
-                })
-            }
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let child = format!("{rel}/{name}");
-            let Ok(t) = entry.file_type() else {
-                odd.push(format!("{child} (unreadable)"));
-                continue;
-            };
-            if t.is_dir() {
-                stack.push((entry.path(), child));
-            } else if !t.is_file() {
-                odd.push(format!("{child} ({})", file_kind(&t)));
-            } else if name.contains('#') {
-                // object_store's staging file of a put (`<name>#<n>`), left behind when a
-                // process is killed mid-write: never an object, renamed into place or not.
-                continue;
-            } else {
-                match Key::parse(&child) {
-                    Ok(k) => keys.push(k),
-                    Err(_) => odd.push(format!("{child} (not a valid object key)")),
-                }
-            }
-        }
-    }
-    keys.sort();
-    odd.sort();
-    Ok((keys, odd))
-}
-
-fn backend_io(key: &Key, op: &'static str, e: std::io::Error) -> StoreError {
-    StoreError::Backend {
-        key: key.to_string(),
-        op,
-        detail: e.to_string(),
-    }
-}
-
-fn file_kind(t: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_symlink() {
-        "a symbolic link"
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a named pipe"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_block_device() || t.is_char_device() {
-        "a device"
-    } else {
-        "not a file"
-    }
 }
 
 /// The hash and size of a blob as it streams in; past `limit` bytes it is refused.

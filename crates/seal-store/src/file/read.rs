@@ -15,8 +15,13 @@ use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use super::{file_kind, Key, StoreError, HASH_BUF};
-use crate::canonical::Hash;
+use super::file_kind;
+use crate::{Key, StoreError};
+use seal_core::canonical::Hash;
+
+/// Read buffer for hashing a local file: large enough to keep SHA-NI busy, small enough to
+/// keep memory flat whatever the blob size.
+const HASH_BUF: usize = 1024 * 1024;
 
 thread_local! {
     /// One hashing buffer per thread, reused for every object (a fresh zeroed 1 MiB buffer per
@@ -64,7 +69,7 @@ fn open(root: &Path, key: &Key) -> Result<(File, u64), StoreError> {
 }
 
 /// Whether `root/key` is a regular file (not followed if a link); never opens it.
-pub(super) fn exists(root: &Path, key: &Key) -> Result<bool, StoreError> {
+pub(crate) fn exists(root: &Path, key: &Key) -> Result<bool, StoreError> {
     match std::fs::symlink_metadata(root.join(key.as_str())) {
         Ok(m) if m.file_type().is_file() => Ok(true),
         Ok(m) => Err(StoreError::NotRegular {
@@ -77,7 +82,7 @@ pub(super) fn exists(root: &Path, key: &Key) -> Result<bool, StoreError> {
 }
 
 /// Reads a whole object of at most `limit` bytes.
-pub(super) fn read(root: &Path, key: &Key, limit: u64) -> Result<Bytes, StoreError> {
+pub(crate) fn read(root: &Path, key: &Key, limit: u64) -> Result<Bytes, StoreError> {
     let (file, size) = open(root, key)?;
     let too_large = |size| StoreError::TooLarge {
         key: key.to_string(),
@@ -99,7 +104,7 @@ pub(super) fn read(root: &Path, key: &Key, limit: u64) -> Result<Bytes, StoreErr
 }
 
 /// Streams an object through SHA-256 with this thread's buffer: its hash and size.
-pub(super) fn hash(root: &Path, key: &Key) -> Result<(Hash, u64), StoreError> {
+pub(crate) fn hash(root: &Path, key: &Key) -> Result<(Hash, u64), StoreError> {
     let (mut file, _) = open(root, key)?;
     HASH_BUFFER.with(|cell| {
         let mut buf = cell.borrow_mut();

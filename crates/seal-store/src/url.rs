@@ -9,7 +9,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::StoreError;
+use crate::StoreError;
 
 /// A parsed store URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,7 +87,7 @@ impl StoreUrl {
             }
             let prefix = u.path().trim_matches('/').to_string();
             if !prefix.is_empty() {
-                super::Key::parse(&prefix).map_err(|e| bad(s, format!("prefix: {e}")))?;
+                crate::Key::parse(&prefix).map_err(|e| bad(s, format!("prefix: {e}")))?;
             }
             let mut endpoint = None;
             let mut region = None;

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, PoisonError, Weak};
 
-use super::{Key, StoreError};
+use crate::{Key, StoreError};
 
 /// Folder fsyncs issued by this process (for tests and the benchmarks' accounting).
 static DIR_FSYNCS: AtomicU64 = AtomicU64::new(0);
@@ -55,7 +55,7 @@ fn backend(key: &Key, op: &'static str, e: std::io::Error) -> StoreError {
 
 /// Creates `root/key` with exactly `bytes`, durably. `Ok(true)`: this call created it;
 /// `Ok(false)`: the key was already taken (the caller compares the stored bytes).
-pub(super) fn create(root: &Path, key: &Key, bytes: &[u8]) -> Result<bool, StoreError> {
+pub(crate) fn create(root: &Path, key: &Key, bytes: &[u8]) -> Result<bool, StoreError> {
     let dest = root.join(key.as_str());
     let Some(dir) = dest.parent().map(Path::to_path_buf) else {
         return Err(backend(
