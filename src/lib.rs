@@ -2,6 +2,21 @@
 //! its playtest from the judgement of two independent LLM judges, and seals the evidence so that
 //! anyone with the public key can re-prove the decision.
 //!
+//! This package is the `seal` binary and its command line ([`cli`]); the work is done by the
+//! workspace's crates, one per layer (docs/DESIGN.md §10):
+//!
+//! ```text
+//! seal-core    documents, ids, canonical and strict JSON, vocabulary, faults, every pure rule
+//!    ↑
+//! seal-store   the write-once, content-addressed evidence store (file, memory, S3)
+//!    ↑
+//! seal-engine  the use cases: intake, rolls and judges, the postguard, the log, verify, replay
+//!    ↑
+//! seal-server  `seal serve` (HTTP/JSON) and `seal witness serve`
+//!    ↑
+//! seal         the CLI: one file per command under src/cli/
+//! ```
+//!
 //! # Data flow, one module per step
 //!
 //! ```text
@@ -23,74 +38,49 @@
 //!                   ─▶ transparency::rebuild   the explicit, logged way past a log that lost a seal
 //! ```
 //!
-//! The pure core (`canonical`, `json`, `blinding`, `consensus`, `independence`, `invariants`,
-//! judge `parse` and `normalize`, …) is its own crate, `seal-core`: it does no I/O and reads no
-//! clock, and the compiler keeps tokio, HTTP and the object store out of it. The store, HTTP
-//! and signing sit at the edges.
-//!
-//! # The crate split (issue 23), under way
-//!
-//! The modules of the pure core live in `crates/seal-core`, the store in `crates/seal-store`;
-//! both are re-exported below under their old paths (`seal::canonical`, `seal::doc`,
-//! `seal::store`, …), and a module split between the core and this crate re-exports its core
-//! half (`seal::judge::parse`, `seal::lease::standing`, …), so that the tests, benches and the
-//! test kit compile unchanged while the layers move. The re-exports go once every layer has its
-//! crate.
-//!
 //! One decision worth knowing: every JSON document is stored as RFC 8785 canonical bytes and
 //! named by its sha256, so "the same document" is a byte comparison, and a 100-line script in
 //! another language can re-prove a sealed run (see docs/VERIFYING.md).
+//!
+//! # The old paths, during the crate split (issue 23)
+//!
+//! Every module below but [`cli`] is a re-export of the crate that now holds it, under the path
+//! it had when this was one crate (`seal::canonical`, `seal::store`, `seal::roll`, …), so that
+//! the tests, benches and the test kit compile unchanged while the layers move. The re-exports
+//! go once those import the crates themselves.
 
 #![forbid(unsafe_code)]
 
-// The pure core, under its old paths.
+pub mod cli;
+
 pub use seal_core::{
     adapt, admit, assertions, blinding, canonical, consensus, contracts, decided, derive, doc,
     fault, fsio, html, ids, independence, invariants, json, key, limits, merge, net, prompts, refs,
     sealing, tlog, vocab,
 };
-
-pub mod audit;
-pub mod bulk;
-pub mod cli;
-pub mod cli_log;
-pub mod cli_witness;
-pub mod config;
-pub mod engine;
-pub mod explain;
-pub mod import;
-pub mod intake;
-pub mod judge;
-pub mod judge_run;
-pub mod lease;
-pub mod metrics;
-pub mod postguard;
-pub mod receipt;
-pub mod replay;
-pub mod report;
-pub mod resume;
-pub mod roll;
-pub mod run_state;
-pub mod server;
-pub mod stats;
-pub mod transparency;
-pub mod verify;
-pub mod witness;
-
-/// The evidence store ([`seal_store`]).
-pub mod store {
-    pub use seal_store::*;
-}
+pub use seal_engine::{
+    audit, config, engine, explain, import, intake, judge, judge_run, lease, metrics, postguard,
+    receipt, replay, resume, roll, run_state, stats, summary, transparency, verify, witness,
+};
+pub use seal_server as server;
+pub use seal_store as store;
 
 /// Run folders: reading (and writing) them is pure ([`seal_core::runfolder`]); `seal judge`'s
-/// use of one is [`crate::judge_run`].
+/// use of one is [`seal_engine::judge_run`].
 pub mod runfolder {
-    pub use crate::judge_run::{judge, JudgeRunError};
     pub use seal_core::runfolder::*;
+    pub use seal_engine::judge_run::{judge, JudgeRunError};
 }
 
 /// Document validation ([`seal_core::validate`]), and reading a file to validate (the CLI's).
 pub mod validate {
-    pub use crate::cli::validate_file;
+    pub use crate::cli::validate::validate_file;
     pub use seal_core::validate::*;
+}
+
+/// The summary of a sealed run ([`seal_engine::summary`]) and its one-screen text (the CLI's).
+pub mod report {
+    pub use crate::cli::judge::render;
+    pub use crate::cli::output::terminal_safe;
+    pub use seal_engine::summary::*;
 }

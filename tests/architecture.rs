@@ -35,61 +35,41 @@ fn store_layer(module: &str) -> Option<(u8, &'static str)> {
     }
 }
 
-/// (level, group) of a module of the root package (`src/`): a module may import modules of a
-/// lower level, or of its own level and group.
-fn layer(module: &str) -> Option<(u8, &'static str)> {
+/// (level, group) of a module of seal-engine (`crates/seal-engine/src`): the use cases, one
+/// level, over a runtime counter.
+fn engine_layer(module: &str) -> Option<(u8, &'static str)> {
     let bottom = (0, "documents");
     let work = (2, "work");
-    let edge = (3, "edge");
-    Some(match module {
-        "metrics" | "bulk" => bottom,
-        "config"
-        | "engine"
-        | "run_state"
-        | "judge"
-        | "judge::client"
-        | "roll"
-        | "roll::guard"
-        | "roll::package"
-        | "roll::cost"
-        | "roll::dispatch"
-        | "roll::record"
-        | "audit"
-        | "audit::load"
-        | "audit::compare"
-        | "postguard"
-        | "verify"
-        | "replay"
-        | "intake"
-        | "judge_run"
-        | "import"
-        | "resume"
-        | "explain"
-        | "transparency"
-        | "transparency::view"
-        | "transparency::guard"
-        | "transparency::rebuild"
-        | "stats"
-        | "lease"
-        | "receipt"
-        | "postguard::authentic"
-        | "witness"
-        | "witness::state"
-        | "witness::service"
-        | "witness::publish"
-        | "witness::check" => work,
-        "server" | "server::error" | "server::uniform" | "server::listen" | "cli" | "cli_log"
-        | "report" | "witness::server" | "cli_witness" => edge,
+    let top = module.split("::").next().unwrap_or(module);
+    Some(match top {
+        "metrics" => bottom,
+        "config" | "engine" | "run_state" | "judge" | "roll" | "audit" | "postguard" | "verify"
+        | "replay" | "intake" | "judge_run" | "import" | "resume" | "explain" | "transparency"
+        | "stats" | "lease" | "receipt" | "witness" | "summary" => work,
         _ => return None,
     })
 }
 
+/// (level, group) of a module of seal-server (`crates/seal-server/src`) and of the root
+/// package's CLI (`src/`): the edges, which translate HTTP and arguments into use cases.
+fn edge_layer(module: &str) -> Option<(u8, &'static str)> {
+    let top = module.split("::").next().unwrap_or(module);
+    match top {
+        "access" | "error" | "listen" | "routes" | "state" | "uniform" | "witness" | "cli" => {
+            Some((3, "edge"))
+        }
+        _ => None,
+    }
+}
+
 /// The crates whose modules are checked: (name, source folder, layer map).
 type LayerOf = fn(&str) -> Option<(u8, &'static str)>;
-const CRATES: [(&str, &str, LayerOf); 3] = [
+const CRATES: [(&str, &str, LayerOf); 5] = [
     ("seal-core", "crates/seal-core/src", core_layer),
     ("seal-store", "crates/seal-store/src", store_layer),
-    ("seal", "src", layer),
+    ("seal-engine", "crates/seal-engine/src", engine_layer),
+    ("seal-server", "crates/seal-server/src", edge_layer),
+    ("seal", "src", edge_layer),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -74,7 +74,10 @@ async fn verify_rehashes_objects_this_process_wrote() {
 }
 
 /// Folders (relative to the workspace root) whose files may ask for trusted reads.
-const MAY_TRUST_OWN_WRITES: &[&str] = &["src/postguard/", "crates/seal-store/src/"];
+const MAY_TRUST_OWN_WRITES: &[&str] = &[
+    "crates/seal-engine/src/postguard/",
+    "crates/seal-store/src/",
+];
 
 /// Every `.rs` file of the workspace's sources: the root package's `src/` and each
 /// `crates/*/src/`, with its path relative to the workspace root.
