@@ -29,7 +29,7 @@
 //!                   ─▶ postguard               the ONLY writer of a DECIDED document
 //!                   ─▶ sealing                 in-toto statement in a DSSE envelope, ed25519
 //!                   ─▶ transparency, tlog      the seal's entry logged (RFC 6962, C2SP checkpoint), then the seal stored
-//!                   ─▶ witness::publish        each checkpoint sent to witnesses, cosignatures stored
+//!                   ─▶ transparency::publish   each checkpoint sent to witnesses, cosignatures stored
 //! auditor           ─▶ verify                  re-hash, re-verify, recompute everything
 //!                   ─▶ transparency::view      nothing deleted, replaced or rolled back
 //!                   ─▶ witness::check          N of M witnesses cosigned the checkpoint relied on

@@ -17,6 +17,9 @@ pub const MAX_SEGMENTS: usize = 8;
 pub const LOG_ENTRIES: &str = "log/entries";
 /// Folder of the transparency log's signed checkpoints.
 pub const LOG_CHECKPOINTS: &str = "log/checkpoints";
+/// Folder of the witnesses' cosignatures of the log's checkpoints:
+/// `log/cosignatures/<size, 20 digits>/<key id>-<time>`.
+pub const LOG_COSIGNATURES: &str = "log/cosignatures";
 
 /// What a put stored (or a read found): the key, the sha256 of its bytes, their length.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -24,7 +24,7 @@ pub struct Engine {
     /// Issues and checks the receipts of what this deployment accepted or wrote.
     pub notary: crate::receipt::Notary,
     /// The witnesses every checkpoint of `log` is sent to (`[[witnesses]]`; none by default).
-    pub witnesses: crate::witness::publish::Publisher,
+    pub witnesses: crate::transparency::publish::Publisher,
     runs: Arc<RunLocks>,
 }
 
@@ -67,7 +67,7 @@ impl Engine {
         let judges = Judges::new(&config)?;
         let store = store.with_doc_limit(config.max_document_bytes);
         let notary = crate::receipt::Notary::new(judges.salt(), judges.replica().to_string());
-        let witnesses = crate::witness::publish::Publisher::new(
+        let witnesses = crate::transparency::publish::Publisher::new(
             &config.witnesses,
             store.clone(),
             judges.metrics.clone(),

@@ -3,12 +3,12 @@
 
 use super::load::{LoadedRoll, LoadedSlot, RollDocs};
 use super::{check, hash_of, Audit};
-use crate::judge::slot::slot_documents;
 use seal_core::blinding;
 use seal_core::canonical::{canonical_with_hash, Hash};
 use seal_core::derive::{self, derive_roll, RollInputs, SlotFacts};
 use seal_core::doc::*;
 use seal_core::ids::{RunId, Slot};
+use seal_core::judge::slot::slot_documents;
 use seal_core::merge;
 use seal_core::vocab::GuardCheck;
 use seal_store::{Key, Reads};

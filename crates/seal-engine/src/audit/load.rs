@@ -6,12 +6,12 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 
 use super::{check, Audit};
-use crate::judge::parse::evaluate_raw;
-use crate::judge::{AttemptRecord, SlotRun};
 use seal_core::canonical::Hash;
 use seal_core::contracts::Kind;
 use seal_core::doc::*;
 use seal_core::ids::{RunId, Slot};
+use seal_core::judge::parse::evaluate_raw;
+use seal_core::judge::{AttemptRecord, SlotRun};
 use seal_core::validate::{validate_as, Report};
 use seal_store::{Key, Reads, Stored};
 

@@ -321,7 +321,7 @@ pub struct Config {
     pub leases: LeaseSettings,
     /// Witnesses every checkpoint is sent to, and whose cosignatures verifiers require
     /// (`[[witnesses]]`, docs/DESIGN.md §13).
-    pub witnesses: Vec<crate::witness::WitnessSpec>,
+    pub witnesses: Vec<WitnessSpec>,
     /// How many of them must have cosigned (`witness_quorum`; None: all).
     pub witness_quorum: Option<usize>,
     pub server: ServerConfig,
@@ -589,7 +589,7 @@ fn check_bounds(raw: &RawConfig) -> Result<(), String> {
 fn log_origin(raw: Option<&RawLog>) -> Result<String, String> {
     let origin = raw
         .map(|l| l.origin.clone())
-        .unwrap_or_else(|| crate::transparency::DEFAULT_ORIGIN.to_string());
+        .unwrap_or_else(|| seal_core::tlog::DEFAULT_ORIGIN.to_string());
     if !seal_core::tlog::is_origin_valid(&origin) {
         return Err(format!(
             "log.origin: {origin:?} must be non-empty, without spaces or '+' (e.g. seal.example.com/log)"
@@ -600,11 +600,8 @@ fn log_origin(raw: Option<&RawLog>) -> Result<String, String> {
 
 /// `[[witnesses]]` and `witness_quorum`, checked: valid distinct names, http(s) URLs, a key
 /// path each, a timeout of at most 10 minutes, a quorum between 1 and the number of witnesses.
-fn witness_specs(
-    raw: &[RawWitness],
-    quorum: Option<usize>,
-) -> Result<Vec<crate::witness::WitnessSpec>, String> {
-    let mut out: Vec<crate::witness::WitnessSpec> = Vec::new();
+fn witness_specs(raw: &[RawWitness], quorum: Option<usize>) -> Result<Vec<WitnessSpec>, String> {
+    let mut out: Vec<WitnessSpec> = Vec::new();
     for (i, w) in raw.iter().enumerate() {
         let field = |f: &str| format!("witnesses[{i}].{f}");
         if !signed_note::is_key_name_valid(&w.name) || out.iter().any(|o| o.name == w.name) {
@@ -624,7 +621,7 @@ fn witness_specs(
         if w.timeout_ms == 0 || w.timeout_ms > 600_000 {
             return Err(format!("{}: must be in 1..=600000", field("timeout_ms")));
         }
-        out.push(crate::witness::WitnessSpec {
+        out.push(WitnessSpec {
             name: w.name.clone(),
             url,
             public_key: PathBuf::from(&w.public_key),
@@ -674,6 +671,19 @@ fn lease_settings(
         max_clock_skew: Duration::from_millis(skew_ms),
         replica_id,
     })
+}
+
+/// One witness of the configuration (`[[witnesses]]`), checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WitnessSpec {
+    /// The name it cosigns under (a signed-note key name).
+    pub name: String,
+    /// Its URL prefix (`<url>/add-checkpoint`, `<url>/<origin hash>/checkpoint`).
+    pub url: url::Url,
+    /// Its Ed25519 public key (SPKI PEM).
+    pub public_key: PathBuf,
+    /// Longest wait for one answer.
+    pub timeout: Duration,
 }
 
 #[cfg(test)]

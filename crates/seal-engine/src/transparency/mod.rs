@@ -21,8 +21,12 @@
 //! planted, or the log lost it: seal then signs nothing (`guard`) until an operator runs
 //! `seal log rebuild` (`rebuild`), which records itself as a signed leaf. Nothing is ever
 //! appended to the log behind an operator's back.
+//!
+//! Each new checkpoint is also offered to the configured witnesses ([`publish`]), in the
+//! background: cosigning never holds sealing back.
 
 pub mod guard;
+pub mod publish;
 pub mod rebuild;
 pub mod view;
 
@@ -193,8 +197,8 @@ pub struct Log {
     store: Store,
     origin: String,
     cache: Arc<tokio::sync::Mutex<Cache>>,
-    /// Where each new checkpoint is sent for cosigning (`crate::witness::publish`).
-    witnesses: crate::witness::publish::Publisher,
+    /// Where each new checkpoint is sent for cosigning ([`publish`]).
+    witnesses: crate::transparency::publish::Publisher,
 }
 
 impl std::fmt::Debug for Log {
@@ -214,7 +218,7 @@ impl Log {
     }
 
     /// The same log, offering every checkpoint it publishes to `witnesses`.
-    pub fn with_witnesses(mut self, witnesses: crate::witness::publish::Publisher) -> Log {
+    pub fn with_witnesses(mut self, witnesses: crate::transparency::publish::Publisher) -> Log {
         self.witnesses = witnesses;
         self
     }

@@ -11,9 +11,9 @@
 //! - [`state`]: what a witness remembers, one JSON file written atomically and durably.
 //! - [`service`]: the witness's decision (rollbacks, forks and bad proofs refused) and signing.
 //! - `seal witness serve` on HTTP is the server crate's (`seal_server::witness`).
-//! - [`publish`]: the client inside every process that publishes checkpoints: sends each new
-//!   checkpoint with a consistency proof, stores the cosignatures under
-//!   `log/cosignatures/<size>/`, never blocks sealing.
+//! - the client inside every process that publishes checkpoints (sends each new checkpoint with
+//!   a consistency proof, stores the cosignatures under `log/cosignatures/<size>/`, never
+//!   blocks sealing) is the log's: [`crate::transparency::publish`].
 //! - [`check`]: what `seal log verify` and `seal verify` require: N of M valid cosignatures on the
 //!   checkpoint they rely on, and, asked, a witness's own latest checkpoint against the store.
 //!
@@ -22,27 +22,10 @@
 //! hold nothing that writer can reach.
 
 pub mod check;
-pub mod publish;
 pub mod service;
 pub mod state;
 
 pub use seal_core::witness::{cosig, protocol};
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-/// Folder of the stored cosignatures: `log/cosignatures/<size, 20 digits>/<key id>-<time>`.
-pub const LOG_COSIGNATURES: &str = "log/cosignatures";
-
-/// One witness of the configuration (`[[witnesses]]`), checked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WitnessSpec {
-    /// The name it cosigns under (a signed-note key name).
-    pub name: String,
-    /// Its URL prefix (`<url>/add-checkpoint`, `<url>/<origin hash>/checkpoint`).
-    pub url: url::Url,
-    /// Its Ed25519 public key (SPKI PEM).
-    pub public_key: PathBuf,
-    /// Longest wait for one answer.
-    pub timeout: Duration,
-}
+pub use crate::config::WitnessSpec;
+pub use seal_core::key::LOG_COSIGNATURES;

@@ -26,10 +26,12 @@ use bytes::Bytes;
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
-use super::cosig::{self, WitnessKey};
-use super::{protocol, WitnessSpec, LOG_COSIGNATURES};
+use crate::config::WitnessSpec;
 use crate::metrics::Metrics;
+use seal_core::key::LOG_COSIGNATURES;
 use seal_core::tlog::{NodeHash, Tree};
+use seal_core::witness::cosig::{self, WitnessKey};
+use seal_core::witness::protocol;
 use seal_store::{Key, Store, StoreError};
 
 const BACKOFF_MIN: Duration = Duration::from_secs(1);
