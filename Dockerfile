@@ -6,7 +6,7 @@
 FROM rust:1-bookworm AS build
 WORKDIR /src
 # The whole workspace (see .dockerignore): Cargo resolves every member and bench target, and the
-# binary embeds config/, prompts/ and src/contracts/ at compile time.
+# binary embeds config/, prompts/ and crates/seal-core/src/contracts/ at compile time.
 COPY . .
 # Cache mounts keep the registry and target folder between builds; the binary is copied out of
 # the cached target folder, which is not part of the image layer.

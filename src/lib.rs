@@ -2,6 +2,21 @@
 //! its playtest from the judgement of two independent LLM judges, and seals the evidence so that
 //! anyone with the public key can re-prove the decision.
 //!
+//! This package is the `seal` binary and its command line ([`cli`]); the work is done by the
+//! workspace's crates, one per layer (docs/DESIGN.md §10):
+//!
+//! ```text
+//! seal-core    documents, ids, canonical and strict JSON, vocabulary, faults, every pure rule
+//!    ↑
+//! seal-store   the write-once, content-addressed evidence store (file, memory, S3)
+//!    ↑
+//! seal-engine  the use cases: intake, rolls and judges, the postguard, the log, verify, replay
+//!    ↑
+//! seal-server  `seal serve` (HTTP/JSON) and `seal witness serve`
+//!    ↑
+//! seal         the CLI: one file per command under src/cli/
+//! ```
+//!
 //! # Data flow, one module per step
 //!
 //! ```text
@@ -14,7 +29,7 @@
 //!                   ─▶ postguard               the ONLY writer of a DECIDED document
 //!                   ─▶ sealing                 in-toto statement in a DSSE envelope, ed25519
 //!                   ─▶ transparency, tlog      the seal's entry logged (RFC 6962, C2SP checkpoint), then the seal stored
-//!                   ─▶ witness::publish        each checkpoint sent to witnesses, cosignatures stored
+//!                   ─▶ transparency::publish   each checkpoint sent to witnesses, cosignatures stored
 //! auditor           ─▶ verify                  re-hash, re-verify, recompute everything
 //!                   ─▶ transparency::view      nothing deleted, replaced or rolled back
 //!                   ─▶ witness::check          N of M witnesses cosigned the checkpoint relied on
@@ -23,63 +38,49 @@
 //!                   ─▶ transparency::rebuild   the explicit, logged way past a log that lost a seal
 //! ```
 //!
-//! The pure core (`canonical`, `json`, `blinding`, `consensus`, `independence`, `invariants`,
-//! judge `parse` and `normalize`) does no I/O and reads no clock: same inputs, same bytes.
-//! The store, HTTP and signing sit at the edges.
-//!
 //! One decision worth knowing: every JSON document is stored as RFC 8785 canonical bytes and
 //! named by its sha256, so "the same document" is a byte comparison, and a 100-line script in
 //! another language can re-prove a sealed run (see docs/VERIFYING.md).
+//!
+//! # The old paths, during the crate split (issue 23)
+//!
+//! Every module below but [`cli`] is a re-export of the crate that now holds it, under the path
+//! it had when this was one crate (`seal::canonical`, `seal::store`, `seal::roll`, …), so that
+//! the tests, benches and the test kit compile unchanged while the layers move. The re-exports
+//! go once those import the crates themselves.
 
 #![forbid(unsafe_code)]
 
-pub mod adapt;
-pub mod assertions;
-pub mod audit;
-pub mod blinding;
-pub mod bulk;
-pub mod canonical;
 pub mod cli;
-pub mod cli_log;
-pub mod cli_witness;
-pub mod config;
-pub mod consensus;
-pub mod contracts;
-pub mod derive;
-pub mod doc;
-pub mod engine;
-pub mod explain;
-pub mod fault;
-pub mod fsio;
-pub mod ids;
-pub mod import;
-pub mod independence;
-pub mod intake;
-pub mod invariants;
-pub mod json;
-pub mod judge;
-pub mod key;
-pub mod lease;
-pub mod limits;
-pub mod merge;
-pub mod metrics;
-pub mod postguard;
-pub mod prompts;
-pub mod receipt;
-pub mod refs;
-pub mod replay;
-pub mod report;
-pub mod resume;
-pub mod roll;
-pub mod run_state;
-pub mod runfolder;
-pub mod sealing;
-pub mod server;
-pub mod stats;
-pub mod store;
-pub mod tlog;
-pub mod transparency;
-pub mod validate;
-pub mod verify;
-pub mod vocab;
-pub mod witness;
+
+pub use seal_core::{
+    adapt, admit, assertions, blinding, canonical, consensus, contracts, decided, derive, doc,
+    fault, fsio, html, ids, independence, invariants, json, key, limits, merge, net, prompts, refs,
+    sealing, tlog, vocab,
+};
+pub use seal_engine::{
+    audit, config, engine, explain, import, intake, judge, judge_run, lease, metrics, postguard,
+    receipt, replay, resume, roll, run_state, stats, summary, transparency, verify, witness,
+};
+pub use seal_server as server;
+pub use seal_store as store;
+
+/// Run folders: reading (and writing) them is pure ([`seal_core::runfolder`]); `seal judge`'s
+/// use of one is [`seal_engine::judge_run`].
+pub mod runfolder {
+    pub use seal_core::runfolder::*;
+    pub use seal_engine::judge_run::{judge, JudgeRunError};
+}
+
+/// Document validation ([`seal_core::validate`]), and reading a file to validate (the CLI's).
+pub mod validate {
+    pub use crate::cli::validate::validate_file;
+    pub use seal_core::validate::*;
+}
+
+/// The summary of a sealed run ([`seal_engine::summary`]) and its one-screen text (the CLI's).
+pub mod report {
+    pub use crate::cli::judge::render;
+    pub use crate::cli::output::terminal_safe;
+    pub use seal_engine::summary::*;
+}

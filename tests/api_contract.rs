@@ -35,8 +35,11 @@ async fn start() -> (String, tokio::sync::oneshot::Sender<()>, Loopback) {
 
 /// `(METHOD, /path/{param})` of every route the router source declares.
 fn router_routes() -> BTreeSet<(String, String)> {
-    let src =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/server/mod.rs")).unwrap();
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/crates/seal-server/src/lib.rs"
+    ))
+    .unwrap();
     let mut out = BTreeSet::new();
     for chunk in src.split(".route(\"").skip(1) {
         let (path, rest) = chunk.split_once('"').unwrap();

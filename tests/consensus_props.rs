@@ -542,7 +542,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The oracle: docs/DESIGN.md §5 read independently of src/consensus.rs
+// The oracle: docs/DESIGN.md §5 read independently of crates/seal-core/src/consensus.rs
 // ---------------------------------------------------------------------------------------------
 
 struct Oracle {

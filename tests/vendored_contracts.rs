@@ -1,9 +1,10 @@
 //! The upstream contracts are vendored byte-for-byte (docs/DESIGN.md §3.1).
 //!
 //! `tests/data/upstream-sha256.txt` is `sha256sum *.json` run in the pipeline's published
-//! `upstream-contracts` folder. This test compares it with the files in `src/contracts/upstream/`
-//! and with the text embedded in the binary (`seal::contracts::UPSTREAM`). It reads nothing outside
-//! the crate: regenerate the list from upstream only when upstream publishes a new version.
+//! `upstream-contracts` folder. This test compares it with the files in
+//! `crates/seal-core/src/contracts/upstream/` and with the text embedded in the binary
+//! (`seal::contracts::UPSTREAM`). It reads nothing outside the workspace: regenerate the list
+//! from upstream only when upstream publishes a new version.
 
 use seal::canonical::Hash;
 use std::collections::BTreeMap;
@@ -37,7 +38,7 @@ fn upstream_list() -> BTreeMap<String, String> {
 fn vendored_upstream_files_are_byte_for_byte_upstream() {
     let list = upstream_list();
     assert!(list.len() >= 4, "{list:?}");
-    let dir = root().join("src/contracts/upstream");
+    let dir = root().join("crates/seal-core/src/contracts/upstream");
     let mut on_disk = BTreeMap::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

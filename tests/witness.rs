@@ -327,20 +327,25 @@ async fn the_daemon_sends_every_new_checkpoint_to_its_witnesses() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-    let metrics = c
-        .get(format!("{}/metrics", daemon.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        metrics.contains(
-            "seal_witness_submissions_total{witness=\"w1.test/witness\",result=\"cosigned\"} 3"
-        ),
-        "{metrics}"
-    );
+    // The sender stores a cosignature, then counts it: the third count may come a moment
+    // after the third cosignature is seen in the store.
+    let want = "seal_witness_submissions_total{witness=\"w1.test/witness\",result=\"cosigned\"} 3";
+    let t0 = Instant::now();
+    loop {
+        let metrics = c
+            .get(format!("{}/metrics", daemon.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if metrics.contains(want) {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "{metrics}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

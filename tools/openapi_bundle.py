@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Bundles docs/openapi.yaml into one self-contained JSON document (src/server/openapi.json).
+"""Bundles docs/openapi.yaml into one self-contained JSON document (crates/seal-server/src/openapi.json).
 
 `x-schema-file: PATH` in components/schemas is replaced by that JSON Schema, and every schema it
 references (`game-event.schema.json`, `other.json#/$defs/x`) becomes a component too, with its
 references rewritten to `#/components/schemas/<Name>…`; `$id` and `$schema` are dropped.
 `x-example-file: PATH` in a media type becomes its `example`. Usage:
-    tools/openapi_bundle.py            write src/server/openapi.json
+    tools/openapi_bundle.py            write crates/seal-server/src/openapi.json
     tools/openapi_bundle.py --check    exit 1 if it is not up to date
 """
 import json
@@ -15,15 +15,18 @@ import sys
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SCHEMA_DIRS = [ROOT / "src/contracts/schemas", ROOT / "src/contracts/upstream"]
-OUT = ROOT / "src/server/openapi.json"
+SCHEMA_DIRS = [
+    ROOT / "crates/seal-core/src/contracts/schemas",
+    ROOT / "crates/seal-core/src/contracts/upstream",
+]
+OUT = ROOT / "crates/seal-server/src/openapi.json"
 
 
 def find_schema(name):
     for d in SCHEMA_DIRS:
         if (d / name).is_file():
             return d / name
-    sys.exit(f"schema {name} not found under src/contracts")
+    sys.exit(f"schema {name} not found under crates/seal-core/src/contracts")
 
 
 def camel(stem):
@@ -94,7 +97,7 @@ def main():
     text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
     if "--check" in sys.argv:
         if OUT.read_text() != text:
-            sys.exit("src/server/openapi.json is stale: run tools/openapi_bundle.py")
+            sys.exit("crates/seal-server/src/openapi.json is stale: run tools/openapi_bundle.py")
         return
     OUT.write_text(text)
 

@@ -4,13 +4,13 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(v) = seal::json::parse(data, 1 << 20) else {
+    let Ok(v) = seal_core::json::parse(data, 1 << 20) else {
         return;
     };
-    let Ok(c) = seal::canonical::canonical_bytes(&v) else {
+    let Ok(c) = seal_core::canonical::canonical_bytes(&v) else {
         return;
     };
-    let back = seal::json::parse(&c, 1 << 22).expect("canonical bytes parse");
-    let again = seal::canonical::canonical_bytes(&back).expect("canonical again");
+    let back = seal_core::json::parse(&c, 1 << 22).expect("canonical bytes parse");
+    let again = seal_core::canonical::canonical_bytes(&back).expect("canonical again");
     assert_eq!(c, again, "canonicalization is not a fixed point");
 });

@@ -4,8 +4,8 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(v) = seal::json::parse(data, 1 << 20) {
+    if let Ok(v) = seal_core::json::parse(data, 1 << 20) {
         let again = serde_json::to_vec(&v).expect("a parsed value serializes");
-        assert_eq!(seal::json::parse(&again, 1 << 22).ok(), Some(v));
+        assert_eq!(seal_core::json::parse(&again, 1 << 22).ok(), Some(v));
     }
 });

@@ -35,9 +35,9 @@ fuzz_target!(|a: Answer| {
             }
         }
     }
-    let _ = seal::judge::parse::extract_object(&content);
+    let _ = seal_core::judge::parse::extract_object(&content);
     let body = serde_json::json!({"choices": [{"message": {"content": content}, "finish_reason": "stop"}]});
-    let _ = seal::judge::parse::parse_answer(body.to_string().as_bytes());
-    let _ = seal::judge::parse::evaluate_raw(&a.raw, a.status);
-    let _ = seal::judge::parse::response_facts(&a.raw);
+    let _ = seal_core::judge::parse::parse_answer(body.to_string().as_bytes());
+    let _ = seal_core::judge::parse::evaluate_raw(&a.raw, a.status);
+    let _ = seal_core::judge::parse::response_facts(&a.raw);
 });

@@ -2,7 +2,7 @@
 //! accepts it counts what the parsed tree holds.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use seal::limits::{check_package, PackageLimits};
+use seal_core::limits::{check_package, PackageLimits};
 
 fuzz_target!(|data: &[u8]| {
     let limits = PackageLimits {
@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
         max_frames: 3,
     };
     let verdict = check_package(data, &limits);
-    if let Ok(serde_json::Value::Object(m)) = seal::json::parse(data, 1 << 20) {
+    if let Ok(serde_json::Value::Object(m)) = seal_core::json::parse(data, 1 << 20) {
         let over = ["events", "actions", "frames"].iter().any(|f| {
             m.get(*f)
                 .and_then(|v| v.as_array())

@@ -32,7 +32,7 @@ fuzz_target!(|files: Vec<File>| {
             Name::Brief => "brief.md".to_string(),
             Name::PlaySpec => "play-spec.json".to_string(),
             Name::Roll(n) => format!("roll-{}/proof-package.json", n % 4),
-            Name::Blob(h) => format!("blobs/{}.png", seal::canonical::Hash::of(h)),
+            Name::Blob(h) => format!("blobs/{}.png", seal_core::canonical::Hash::of(h)),
             Name::Other(s) => s.chars().filter(|c| *c != '\0').take(40).collect(),
         };
         let path = root.join(&rel);
@@ -48,5 +48,5 @@ fuzz_target!(|files: Vec<File>| {
             let _ = std::fs::write(&path, &f.bytes);
         }
     }
-    let _ = seal::runfolder::RunFolder::read(root, 1 << 20);
+    let _ = seal_core::runfolder::RunFolder::read(root, 1 << 20);
 });

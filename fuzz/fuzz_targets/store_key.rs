@@ -4,11 +4,11 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|s: &str| {
-    if let Ok(k) = seal::key::Key::parse(s) {
+    if let Ok(k) = seal_core::key::Key::parse(s) {
         let t = k.as_str();
         assert!(!t.starts_with('/') && !t.contains('\0') && !t.contains('\\'));
         assert!(t.split('/').all(|p| !p.is_empty() && p != "." && p != ".."));
-        assert_eq!(seal::key::Key::parse(t).ok(), Some(k.clone()));
+        assert_eq!(seal_core::key::Key::parse(t).ok(), Some(k.clone()));
         let _ = k.cas_hash();
         let _ = k.run_id();
     }

@@ -3,5 +3,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = seal::validate::validate_bytes(data, 1 << 20);
+    let _ = seal_core::validate::validate_bytes(data, 1 << 20);
 });

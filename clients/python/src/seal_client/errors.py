@@ -114,7 +114,7 @@ class SealProtocolError(SealError):
     fault: Fault = "infrastructure"
 
 
-# The error codes the daemon names (docs/openapi.yaml, Error.code, and src/server), each with
+# The error codes the daemon names (docs/openapi.yaml, Error.code, and crates/seal-server), each with
 # the class it raises. Codes not listed fall back to the class of their HTTP status.
 ERROR_CLASSES: dict[str, type[SealError]] = {
     "bad_request": SealBadRequest,

@@ -1,0 +1,63 @@
+//! What every page seal renders shares (`seal explain` and `seal stats --html`): one escaping
+//! function for HTML text, quoted attribute values and inline SVG text, and the pages'
+//! Content-Security-Policy. Pure.
+//!
+//! Decision: bidirectional controls are shown, not kept or dropped. Kept, an embedding or
+//! override (U+202A–U+202E), isolate (U+2066–U+2069) or mark (U+200E, U+200F, U+061C) in a
+//! game's text or a judge's rationale reorders what a reviewer reads (a "fail" that displays as
+//! "liaf", a rationale whose end appears in the middle); dropped, the page would hide that the
+//! text carried them. So each becomes a visible marker `[U+202E]` (an HTML entity would be
+//! decoded back into the control by the browser).
+
+/// The pages' Content-Security-Policy (also sent as a header by `seal serve`).
+pub const CSP: &str =
+    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
+
+/// Whether `c` is a bidirectional formatting character: embeddings and overrides, isolates,
+/// and the implicit marks (LRM, RLM, ALM).
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+}
+
+/// Escapes text for HTML text and quoted attribute values (and SVG text, which the HTML
+/// parser reads the same way). Control characters other than tab and newline are replaced;
+/// bidirectional controls are shown as `[U+XXXX]`.
+pub fn esc(s: &str) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\t' | '\n' => out.push(c),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c if is_bidi_control(c) => {
+                let _ = write!(out, "[U+{:04X}]", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bidi_controls_are_shown_as_visible_markers() {
+        let all = "\u{202A}\u{202B}\u{202C}\u{202D}\u{202E}\u{2066}\u{2067}\u{2068}\u{2069}\u{200E}\u{200F}\u{061C}";
+        let shown = esc(&format!("pass{all}liaf"));
+        assert_eq!(
+            shown,
+            "pass[U+202A][U+202B][U+202C][U+202D][U+202E][U+2066][U+2067][U+2068][U+2069]\
+             [U+200E][U+200F][U+061C]liaf"
+        );
+        assert!(!shown.chars().any(is_bidi_control));
+        // Neighbours that are not bidi controls are left alone (zero-width joiner, Arabic).
+        assert_eq!(esc("a\u{200D}b \u{0627}"), "a\u{200D}b \u{0627}");
+    }
+}

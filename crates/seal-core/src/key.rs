@@ -1,0 +1,247 @@
+//! [`Key`]: the only way to name an object in the store.
+//!
+//! Invariants, checked before any I/O: at most [`MAX_SEGMENTS`] segments joined by `/`, each a
+//! valid id segment (docs/DESIGN.md §2: letters, digits, `.`, `_`, `-`, starts alphanumeric, at most
+//! 128 bytes, never `..`), so no key is absolute, empty, contains NUL or climbs out of the root.
+//! The layout helpers below are the store layout of docs/DESIGN.md §2, written once.
+
+use std::fmt;
+
+use crate::canonical::Hash;
+use crate::ids::{check_segment, IdError, RollId, RunId, Slot};
+
+/// Deepest key in the layout is `runs/<run>/roll-<n>/judge-a/attempt-<k>/raw.json` (6).
+pub const MAX_SEGMENTS: usize = 8;
+
+/// Folder of the transparency log's entries.
+pub const LOG_ENTRIES: &str = "log/entries";
+/// Folder of the transparency log's signed checkpoints.
+pub const LOG_CHECKPOINTS: &str = "log/checkpoints";
+/// Folder of the witnesses' cosignatures of the log's checkpoints:
+/// `log/cosignatures/<size, 20 digits>/<key id>-<time>`.
+pub const LOG_COSIGNATURES: &str = "log/cosignatures";
+
+/// What a put stored (or a read found): the key, the sha256 of its bytes, their length.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    pub key: Key,
+    pub hash: Hash,
+    pub size: u64,
+}
+
+impl Stored {
+    /// What `bytes` stored at `key` amount to.
+    pub fn of(key: Key, bytes: &[u8]) -> Stored {
+        Stored {
+            key,
+            hash: Hash::of(bytes),
+            size: bytes.len() as u64,
+        }
+    }
+}
+
+/// A validated object key relative to the store root.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key(String);
+
+impl Key {
+    /// Parses and validates a key such as a `*Ref` field of a document.
+    pub fn parse(s: &str) -> Result<Key, IdError> {
+        let segments: Vec<&str> = s.split('/').collect();
+        if segments.len() > MAX_SEGMENTS {
+            return Err(IdError {
+                what: "object key",
+                shown: s.chars().take(80).collect(),
+                reason: "too many path segments",
+            });
+        }
+        for seg in &segments {
+            check_segment("object key segment", seg).map_err(|e| IdError {
+                what: "object key",
+                shown: s.chars().take(120).collect(),
+                reason: e.reason,
+            })?;
+        }
+        Ok(Key(s.to_owned()))
+    }
+
+    fn join(parts: &[&str]) -> Key {
+        // Every part is a checked id or a constant of this module: the result is valid.
+        Key(parts.join("/"))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// `cas/sha256/<aa>/<hex>`: blobs, shared across rolls and runs.
+    pub fn cas(hash: &Hash) -> Key {
+        let h = hash.as_str();
+        Key::join(&["cas", "sha256", &h[..2], h])
+    }
+
+    /// If this key is a CAS key, the hash it names.
+    pub fn cas_hash(&self) -> Option<Hash> {
+        let rest = self.0.strip_prefix("cas/sha256/")?;
+        let (prefix, hex) = rest.split_once('/')?;
+        let h = Hash::parse(hex).ok()?;
+        (prefix == &hex[..2]).then_some(h)
+    }
+
+    pub fn run_dir(run: &RunId) -> String {
+        format!("runs/{run}")
+    }
+    pub fn header(run: &RunId) -> Key {
+        Key::join(&["runs", run.as_str(), "header.json"])
+    }
+    pub fn brief(run: &RunId) -> Key {
+        Key::join(&["runs", run.as_str(), "brief.md"])
+    }
+    pub fn play_spec(run: &RunId) -> Key {
+        Key::join(&["runs", run.as_str(), "play-spec.json"])
+    }
+    /// The JUDGING snapshot the postguard re-reads.
+    pub fn judging(run: &RunId) -> Key {
+        Key::join(&["runs", run.as_str(), "judging.json"])
+    }
+    /// Written only by the postguard (reserved: see [`Key::is_reserved`]).
+    pub fn evidence(run: &RunId) -> Key {
+        Key::join(&["runs", run.as_str(), "evidence.json"])
+    }
+    /// Written only by the postguard (reserved: see [`Key::is_reserved`]).
+    pub fn seal(run: &RunId) -> Key {
+        Key::join(&["runs", run.as_str(), "seal.dsse.json"])
+    }
+    pub fn roll_file(run: &RunId, roll: RollId, file: &str) -> Key {
+        Key::join(&["runs", run.as_str(), roll.as_str(), file])
+    }
+    pub fn slot_file(run: &RunId, roll: RollId, slot: Slot, file: &str) -> Key {
+        let dir = format!("judge-{slot}");
+        Key::join(&["runs", run.as_str(), roll.as_str(), &dir, file])
+    }
+    pub fn attempt_file(run: &RunId, roll: RollId, slot: Slot, attempt: u32, file: &str) -> Key {
+        let dir = format!("judge-{slot}");
+        let att = format!("attempt-{attempt}");
+        Key::join(&["runs", run.as_str(), roll.as_str(), &dir, &att, file])
+    }
+
+    /// `leases/<run>/<roll>/judge-<slot>/attempt-<k>/<epoch, 6 digits>`: who calls the judge
+    /// for that attempt (see `crate::lease`). Outside `runs/`: leases are not evidence.
+    pub fn lease(run: &RunId, roll: RollId, slot: Slot, attempt: u32, epoch: u32) -> Key {
+        let dir = format!("judge-{slot}");
+        let att = format!("attempt-{attempt}");
+        let ep = format!("{epoch:06}");
+        Key::join(&["leases", run.as_str(), roll.as_str(), &dir, &att, &ep])
+    }
+
+    /// `log/entries/<index, 20 digits>`: leaf `index` of the transparency log (create-only).
+    pub fn log_entry(index: u64) -> Key {
+        Key(format!("{LOG_ENTRIES}/{index:020}"))
+    }
+    /// `log/checkpoints/<size, 20 digits>`: the signed checkpoint of the tree of `size` leaves.
+    pub fn log_checkpoint(size: u64) -> Key {
+        Key(format!("{LOG_CHECKPOINTS}/{size:020}"))
+    }
+    /// The number a `log/entries/<n>` or `log/checkpoints/<n>` key names, if it is one.
+    pub fn log_number(&self, folder: &str) -> Option<u64> {
+        let rest = self.0.strip_prefix(folder)?.strip_prefix('/')?;
+        (rest.len() == 20 && rest.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| rest.parse().ok())
+            .flatten()
+    }
+
+    /// `receipts/<run>/…`: where the receipt of `runs/<run>/…` lives (see `crate::receipt`).
+    /// Outside `runs/`: receipts are not evidence. `None` for a key outside `runs/`.
+    pub fn receipt_for(object: &Key) -> Option<Key> {
+        let rest = object.0.strip_prefix("runs/")?;
+        Some(Key(format!("receipts/{rest}")))
+    }
+
+    /// The folder part of the key (everything before the last `/`).
+    pub fn dir(&self) -> &str {
+        self.0.rsplit_once('/').map(|(d, _)| d).unwrap_or("")
+    }
+
+    /// Keys only the postguard writes: the decided evidence and its seal.
+    pub fn is_reserved(&self) -> bool {
+        let parts: Vec<&str> = self.0.split('/').collect();
+        parts.len() == 3
+            && parts[0] == "runs"
+            && (parts[2] == "evidence.json" || parts[2] == "seal.dsse.json")
+    }
+
+    /// The run a `runs/<run>/…` key belongs to.
+    pub fn run_id(&self) -> Option<RunId> {
+        let mut parts = self.0.split('/');
+        (parts.next()? == "runs").then_some(())?;
+        RunId::parse(parts.next()?).ok()
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_keys_are_refused_before_io() {
+        for bad in [
+            "",
+            "/abs",
+            "a//b",
+            "a/../b",
+            "../x",
+            "a/./b",
+            "a/b/",
+            "a\0b",
+            "a\\b",
+            "runs/x y",
+            "a/b/c/d/e/f/g/h/i",
+        ] {
+            assert!(Key::parse(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(Key::parse(&format!("runs/{}", "x".repeat(129))).is_err());
+    }
+
+    #[test]
+    fn layout() {
+        let run = RunId::parse("r1").unwrap();
+        let h = Hash::of(b"x");
+        assert_eq!(
+            Key::cas(&h).as_str(),
+            format!("cas/sha256/{}/{}", &h.as_str()[..2], h)
+        );
+        assert_eq!(Key::cas(&h).cas_hash(), Some(h));
+        assert_eq!(
+            Key::attempt_file(&run, RollId::R2, Slot::B, 1, "raw.json").as_str(),
+            "runs/r1/roll-2/judge-b/attempt-1/raw.json"
+        );
+        assert!(Key::evidence(&run).is_reserved());
+        assert!(Key::seal(&run).is_reserved());
+        assert!(!Key::header(&run).is_reserved());
+        for k in [
+            Key::header(&run),
+            Key::cas(&Hash::of(b"y")),
+            Key::judging(&run),
+        ] {
+            assert_eq!(Key::parse(k.as_str()).unwrap(), k);
+        }
+    }
+
+    #[test]
+    fn cas_hash_requires_matching_prefix() {
+        let h = Hash::of(b"x");
+        let wrong = format!("cas/sha256/zz/{h}");
+        assert_eq!(Key::parse(&wrong).unwrap().cas_hash(), None);
+    }
+}

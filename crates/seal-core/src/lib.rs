@@ -1,0 +1,64 @@
+//! seal-core: the words and the rules of seal, with no I/O beyond reading files through
+//! [`fsio`], no clock and no network. Same inputs, same bytes: everything the daemon decides is
+//! decided here, and an auditor's re-derivation runs the very same functions.
+//!
+//! # Words → rules
+//!
+//! ```text
+//! words      ids, key, vocab, fault           names of runs, rolls, slots, stored objects; faults
+//!            canonical, json                   RFC 8785 bytes and sha256; the strict parser
+//!            contracts, doc                    the JSON Schemas and the typed documents
+//! checks     validate, invariants, limits      schema + cross-field rules; streaming size counts
+//!            admit                             what a submitter may claim (provenance, play-spec)
+//! judging    blinding                          ONE blinded JudgePackage/1 per roll
+//!            judge::{request, parse, normalize, slot, redact, seeds, mac}
+//!                                              what is sent to a judge and what is made of its answer
+//!            independence, consensus, assertions, refs   JudgeConsensus/1 dual-strict/1
+//!            merge, derive                     rolls, first-decisive/1, the JUDGING snapshot
+//!            decided                           the JUDGING → DECIDED transition, Decided and Seal
+//! sealing    sealing, tlog                     DSSE/in-toto seal, ed25519; the RFC 6962 log, checkpoints
+//!            receipt, lease, witness           receipt MACs, lease standing, C2SP witness formats
+//! reading    explain, stats, html              the decision tree and stats pages (pure renderers)
+//! folders    fsio, runfolder, adapt            files read (and written) one safe way; run folders; legacy Verdicts
+//! ```
+//!
+//! Documents (`doc`, the stored and printed reports) keep `pub` fields: they are data, and
+//! their serde form is their contract (tests/stored_bytes.rs pins it). What reads the store,
+//! calls a judge or serves HTTP lives in the crates above this one.
+
+#![forbid(unsafe_code)]
+
+pub mod adapt;
+pub mod admit;
+pub mod assertions;
+pub mod blinding;
+pub mod canonical;
+pub mod consensus;
+pub mod contracts;
+pub mod decided;
+pub mod derive;
+pub mod doc;
+pub mod explain;
+pub mod fault;
+pub mod fsio;
+pub mod html;
+pub mod ids;
+pub mod independence;
+pub mod invariants;
+pub mod json;
+pub mod judge;
+pub mod key;
+pub mod lease;
+pub mod limits;
+pub mod merge;
+pub mod net;
+pub mod prompts;
+pub mod receipt;
+pub mod refs;
+pub mod runfolder;
+pub mod sealing;
+pub mod stats;
+pub mod tlog;
+pub mod validate;
+pub mod vocab;
+pub mod witness;

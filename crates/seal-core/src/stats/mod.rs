@@ -1,0 +1,13 @@
+//! The pure half of `seal stats`: how well the two judges agree, and what decided runs cost,
+//! from facts the engine's loader reads out of proven runs (docs/DESIGN.md §7, §14).
+//!
+//! - [`facts`]: what one run contributes.
+//! - [`aggregate`]: the [`aggregate::Aggregator`] (bounded memory: counters, matrices, exact
+//!   histograms), fed one run at a time.
+//! - [`kappa`]: the agreement statistics; [`text`]: the terminal table; [`html`]: the page.
+
+pub mod aggregate;
+pub mod facts;
+pub mod html;
+pub mod kappa;
+pub mod text;

@@ -1,0 +1,58 @@
+//! Validation of any document seal knows: kind detection, schema, then the cross-field
+//! invariants. Reading a file to validate is the CLI's (`seal validate`).
+
+use serde_json::Value;
+
+use crate::contracts::{self, Finding, Kind};
+use crate::invariants;
+
+/// The result of validating one file.
+#[derive(Debug)]
+pub enum Report {
+    /// Valid document of this kind.
+    Valid(Kind),
+    /// Parsed, known kind, but violations.
+    Invalid(Kind, Vec<Finding>),
+    /// Could not read, not JSON, or unknown kind (exit 2).
+    Unusable(String),
+}
+
+impl Report {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Report::Valid(_) => 0,
+            Report::Invalid(..) => 1,
+            Report::Unusable(_) => 2,
+        }
+    }
+}
+
+/// Validates a parsed document: kind detection, schema, then invariants (only when the schema
+/// holds, so invariant messages never restate a shape error).
+pub fn validate_value(doc: &Value) -> Report {
+    let kind = match Kind::detect(doc) {
+        Ok(k) => k,
+        Err(e) => return Report::Unusable(e),
+    };
+    validate_as(kind, doc)
+}
+
+pub fn validate_as(kind: Kind, doc: &Value) -> Report {
+    let mut findings = contracts::validate(kind, doc);
+    if findings.is_empty() {
+        findings = invariants::check(kind, doc);
+    }
+    if findings.is_empty() {
+        Report::Valid(kind)
+    } else {
+        Report::Invalid(kind, findings)
+    }
+}
+
+/// Parses (strictly) and validates bytes already read.
+pub fn validate_bytes(bytes: &[u8], limit: u64) -> Report {
+    match crate::json::parse(bytes, limit) {
+        Ok(v) => validate_value(&v),
+        Err(e) => Report::Unusable(e.to_string()),
+    }
+}

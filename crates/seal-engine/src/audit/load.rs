@@ -1,0 +1,367 @@
+//! Audit step 1: load what a roll record references, each object re-hashed against its
+//! recorded sha256 and schema-checked, and note every key it binds.
+
+use bytes::Bytes;
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+use super::{check, Audit};
+use seal_core::canonical::Hash;
+use seal_core::contracts::Kind;
+use seal_core::doc::*;
+use seal_core::ids::{RunId, Slot};
+use seal_core::judge::parse::evaluate_raw;
+use seal_core::judge::{AttemptRecord, SlotRun};
+use seal_core::validate::{validate_as, Report};
+use seal_store::{Key, Reads, Stored};
+
+/// Everything audited about one roll, for callers that need the documents.
+pub struct RollDocs {
+    pub roll: Roll,
+    pub proof: ProofPackage,
+    pub consensus: JudgeConsensus,
+}
+
+/// One slot as stored: its normalized result, its parsed document's bytes, its attempts.
+pub(super) struct LoadedSlot {
+    pub result: JudgeResult,
+    pub parsed_bytes: Bytes,
+    pub run: SlotRun,
+    /// The stored request of each attempt that sent one.
+    pub requests: Vec<(u32, Value)>,
+}
+
+impl LoadedSlot {
+    pub fn final_request(&self) -> Option<&Value> {
+        let f = self.run.final_attempt()?;
+        self.requests
+            .iter()
+            .find(|(k, _)| *k == f.attempt)
+            .map(|(_, v)| v)
+    }
+}
+
+/// One roll as stored.
+pub(super) struct LoadedRoll {
+    pub proof: ProofPackage,
+    pub package: JudgePackage,
+    pub package_bytes: Bytes,
+    pub manifest: ImageManifest,
+    pub reservation: CostReservation,
+    pub consensus: JudgeConsensus,
+    pub slots: [LoadedSlot; 2],
+}
+
+impl LoadedRoll {
+    pub fn into_docs(self, r: &Roll) -> RollDocs {
+        RollDocs {
+            roll: r.clone(),
+            proof: self.proof,
+            consensus: self.consensus,
+        }
+    }
+}
+
+impl Audit {
+    /// Reads, verifies and schema-checks a JSON document; None (with a problem) if unusable.
+    async fn doc<T: serde::de::DeserializeOwned, R: Reads>(
+        &mut self,
+        store: &R,
+        reference: &str,
+        hash: &Hash,
+        kind: Option<Kind>,
+    ) -> Option<(T, Bytes)> {
+        let key = match Key::parse(reference) {
+            Ok(k) => k,
+            Err(e) => {
+                self.push(check::REFS, reference, e.to_string());
+                return None;
+            }
+        };
+        self.bound.insert(key.clone());
+        let bytes = match store.get_verified(&key, hash).await {
+            Ok(b) => b,
+            Err(e) => {
+                self.store_error(e);
+                return None;
+            }
+        };
+        let value = match seal_core::json::parse(&bytes, store.store().doc_limit()) {
+            Ok(v) => v,
+            Err(e) => {
+                self.push(check::SCHEMA, key.as_str(), format!("not JSON: {e}"));
+                return None;
+            }
+        };
+        if let Some(kind) = kind {
+            if let Report::Invalid(_, findings) = validate_as(kind, &value) {
+                let first = findings.first().map(|f| f.to_string()).unwrap_or_default();
+                self.push(
+                    check::SCHEMA,
+                    key.as_str(),
+                    format!(
+                        "invalid {}: {} problems, first: {first}",
+                        kind.name(),
+                        findings.len()
+                    ),
+                );
+                return None;
+            }
+        }
+        match serde_json::from_value::<T>(value) {
+            Ok(t) => Some((t, bytes)),
+            Err(e) => {
+                self.push(check::SCHEMA, key.as_str(), e.to_string());
+                None
+            }
+        }
+    }
+}
+
+/// Loads every object roll `r` references; None (with problems) when one is unusable.
+pub(super) async fn roll<R: Reads>(
+    a: &mut Audit,
+    store: &R,
+    run: &RunId,
+    r: &Roll,
+) -> Option<LoadedRoll> {
+    record(a, store, run, r).await;
+    let (proof, _) = a
+        .doc::<ProofPackage, R>(
+            store,
+            &r.proof_package_ref,
+            &r.proof_package_hash,
+            Some(Kind::ProofPackage),
+        )
+        .await?;
+    frames(a, store, &proof).await;
+    let (package, package_bytes) = a
+        .doc::<JudgePackage, R>(
+            store,
+            &r.judge_package_ref,
+            &r.judge_package_hash,
+            Some(Kind::JudgePackage),
+        )
+        .await?;
+    let manifest_key = Key::roll_file(run, r.roll_id, "image-manifest.json");
+    let (manifest, _) = a
+        .doc::<ImageManifest, R>(
+            store,
+            manifest_key.as_str(),
+            &package.image_manifest_hash,
+            Some(Kind::ImageManifest),
+        )
+        .await?;
+    let (reservation, _) = a
+        .doc::<CostReservation, R>(
+            store,
+            &r.cost_reservation_ref,
+            &r.cost_reservation_hash,
+            Some(Kind::CostReservation),
+        )
+        .await?;
+    let (consensus, _) = a
+        .doc::<JudgeConsensus, R>(
+            store,
+            &r.judge_consensus_ref,
+            &r.judge_consensus_hash,
+            Some(Kind::JudgeConsensus),
+        )
+        .await?;
+    let slot_a = slot(a, store, run, r, Slot::A).await?;
+    let slot_b = slot(a, store, run, r, Slot::B).await?;
+    Some(LoadedRoll {
+        proof,
+        package,
+        package_bytes,
+        manifest,
+        reservation,
+        consensus,
+        slots: [slot_a, slot_b],
+    })
+}
+
+/// The roll record as stored must be this roll (a swapped roll folder is caught here).
+async fn record<R: Reads>(a: &mut Audit, store: &R, run: &RunId, r: &Roll) {
+    let roll_key = Key::roll_file(run, r.roll_id, "roll.json");
+    a.bound.insert(roll_key.clone());
+    let limit = store.store().doc_limit();
+    let stored = store.get_opt_hashed(&roll_key).await.and_then(|found| {
+        found
+            .map(|(bytes, _)| seal_store::parse_stored::<Roll>(&roll_key, &bytes, limit))
+            .transpose()
+    });
+    match stored {
+        Ok(Some(stored)) if &stored == r => {}
+        Ok(Some(_)) => a.push(
+            check::REFS,
+            roll_key.as_str(),
+            "the stored roll record differs from the evidence's roll",
+        ),
+        Ok(None) => a.push(check::REFS, roll_key.as_str(), "the roll record is missing"),
+        Err(e) => a.push(
+            check::REFS,
+            roll_key.as_str(),
+            format!("unreadable roll record: {e}"),
+        ),
+    }
+}
+
+/// Every frame blob of the proof package exists and hashes to its name.
+async fn frames<R: Reads>(a: &mut Audit, store: &R, proof: &ProofPackage) {
+    let mut seen = BTreeSet::new();
+    for f in &proof.frames {
+        if seen.insert(f.hash.clone()) {
+            a.bound.insert(Key::cas(&f.hash));
+            if let Err(e) = store.verify(&Key::cas(&f.hash), &f.hash).await {
+                a.store_error(e);
+            }
+        }
+    }
+}
+
+/// A slot's normalized result, parsed document and every attempt the result lists.
+async fn slot<R: Reads>(
+    a: &mut Audit,
+    store: &R,
+    run: &RunId,
+    r: &Roll,
+    slot: Slot,
+) -> Option<LoadedSlot> {
+    let sref = r.slot_ref(slot);
+    let (result, _) = a
+        .doc::<JudgeResult, R>(
+            store,
+            &sref.normalized_ref,
+            &sref.result_hash,
+            Some(Kind::JudgeResult),
+        )
+        .await?;
+    if result.slot != slot {
+        a.mismatch(
+            check::REFS,
+            &sref.normalized_ref,
+            slot,
+            result.slot,
+            "normalized result of the other judge",
+        );
+    }
+    let parsed_key = Key::parse(&sref.parsed_ref).ok()?;
+    a.bound.insert(parsed_key.clone());
+    let parsed_bytes = match store.get_verified(&parsed_key, &sref.parsed_hash).await {
+        Ok(b) => b,
+        Err(e) => {
+            a.store_error(e);
+            return None;
+        }
+    };
+    let mut attempts = Vec::new();
+    let mut requests = Vec::new();
+    for h in &result.attempts {
+        if let Some((rec, request)) = attempt(a, store, run, r, slot, h).await {
+            requests.extend(request.map(|v| (h.attempt, v)));
+            attempts.push(rec);
+        }
+    }
+    Some(LoadedSlot {
+        result,
+        parsed_bytes,
+        run: SlotRun { slot, attempts },
+        requests,
+    })
+}
+
+/// One attempt: raw answer, SlotMeta and request, each by the hash the result binds.
+async fn attempt<R: Reads>(
+    a: &mut Audit,
+    store: &R,
+    run: &RunId,
+    r: &Roll,
+    slot: Slot,
+    h: &AttemptHashes,
+) -> Option<(AttemptRecord, Option<Value>)> {
+    let key = |f: &str| Key::attempt_file(run, r.roll_id, slot, h.attempt, f);
+    a.bound.insert(key("raw.json"));
+    let raw = match store.get_verified(&key("raw.json"), &h.raw_hash).await {
+        Ok(b) => b,
+        Err(e) => {
+            a.store_error(e);
+            return None;
+        }
+    };
+    let (meta, _) = a
+        .doc::<SlotMeta, R>(
+            store,
+            key("meta.json").as_str(),
+            &h.meta_hash,
+            Some(Kind::SlotMeta),
+        )
+        .await?;
+    meta_checks(a, &meta, slot, h, &key("raw.json"));
+    let (request, request_stored) = match &h.request_hash {
+        Some(rh) => match a
+            .doc::<Value, R>(store, key("request.json").as_str(), rh, None)
+            .await
+        {
+            Some((v, bytes)) => {
+                let stored = Stored {
+                    key: key("request.json"),
+                    hash: rh.clone(),
+                    size: bytes.len() as u64,
+                };
+                (Some(v), Some(stored))
+            }
+            None => (None, None),
+        },
+        None => (None, None),
+    };
+    let record = AttemptRecord {
+        attempt: h.attempt,
+        request: request_stored,
+        raw: Stored {
+            key: key("raw.json"),
+            hash: h.raw_hash.clone(),
+            size: raw.len() as u64,
+        },
+        outcome: evaluate_raw(&raw, meta.http_status),
+        meta,
+        meta_hash: h.meta_hash.clone(),
+    };
+    Some((record, request))
+}
+
+/// The SlotMeta is this attempt's and names this attempt's raw answer and request.
+fn meta_checks(a: &mut Audit, meta: &SlotMeta, slot: Slot, h: &AttemptHashes, raw_key: &Key) {
+    if meta.slot != slot || meta.attempt != h.attempt {
+        a.push(
+            check::REFS,
+            raw_key.dir(),
+            format!(
+                "meta.json is for judge-{} attempt {}",
+                meta.slot, meta.attempt
+            ),
+        );
+    }
+    if meta.raw_hash != h.raw_hash {
+        a.mismatch(
+            check::REFS,
+            format!("{}/meta.json", raw_key.dir()),
+            &h.raw_hash,
+            &meta.raw_hash,
+            "meta names another raw answer",
+        );
+    }
+    if meta.request_hash != h.request_hash {
+        a.mismatch(
+            check::REFS,
+            format!("{}/meta.json", raw_key.dir()),
+            show(h.request_hash.as_ref()),
+            show(meta.request_hash.as_ref()),
+            "meta names another request",
+        );
+    }
+}
+
+fn show(h: Option<&Hash>) -> String {
+    h.map(|h| h.to_string()).unwrap_or_else(|| "none".into())
+}

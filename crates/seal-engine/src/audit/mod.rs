@@ -1,0 +1,239 @@
+//! The audit of a run's stored objects, shared by the finalPostguard (on the JUDGING snapshot,
+//! before it decides) and `seal verify` (on the sealed evidence, years later). Three steps:
+//!
+//! 1. [`load`]: read every object the document references, each re-hashed against its recorded
+//!    sha256 and schema-checked, and collect the set of keys the document binds;
+//! 2. derive: run the same pure functions the dispatcher ran ([`crate::judge::slot`],
+//!    [`seal_core::blinding`], [`seal_core::derive`]) on what was loaded;
+//! 3. [`compare`]: what is recorded against what was derived, and the run folder's listing
+//!    against the bound keys (an object nobody vouched for is named, never ignored).
+//!
+//! Each problem names its check, the object key, and the expected and actual values.
+
+mod compare;
+mod load;
+
+use std::collections::BTreeSet;
+
+use seal_core::canonical::Hash;
+use seal_core::doc::*;
+use seal_core::ids::RunId;
+use seal_store::{Key, Reads, StoreError};
+
+pub use load::RollDocs;
+
+/// Check ids (also the postguard's `finalPostguard.checks[].id` and `postguard_<id>` reasons).
+pub mod check {
+    pub const REFS: &str = "refs_resolve";
+    pub const SCHEMA: &str = "schema_valid";
+    pub const NORMALIZATION: &str = "normalization_recomputes";
+    pub const CONSENSUS: &str = "consensus_recomputes";
+    pub const INDEPENDENCE: &str = "independence";
+    pub const BLINDING: &str = "blinding";
+    pub const COST: &str = "cost_within_budget";
+    pub const MIRROR: &str = "source_roll_mirrored";
+    pub const INVARIANTS: &str = "invariants";
+    pub const ALL: [&str; 9] = [
+        REFS,
+        SCHEMA,
+        NORMALIZATION,
+        CONSENSUS,
+        INDEPENDENCE,
+        BLINDING,
+        COST,
+        MIRROR,
+        INVARIANTS,
+    ];
+}
+
+/// One thing wrong, with the object at fault. `expected` is what the sealed records say,
+/// `actual` what is stored or recomputed now.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Problem {
+    pub check: &'static str,
+    pub object: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actual: Option<String>,
+    pub detail: String,
+    /// The store does not hold what a record binds (missing, or other bytes): the postguard
+    /// refuses such a run rather than decide on it. Not part of the report's JSON.
+    #[serde(skip)]
+    pub corrupt: bool,
+}
+
+impl Problem {
+    pub fn new(
+        check: &'static str,
+        object: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Problem {
+        Problem {
+            check,
+            object: object.into(),
+            expected: None,
+            actual: None,
+            detail: detail.into(),
+            corrupt: false,
+        }
+    }
+
+    /// A problem with the sealed (`expected`) and the found or recomputed (`actual`) value.
+    pub fn mismatch(
+        check: &'static str,
+        object: impl Into<String>,
+        expected: impl ToString,
+        actual: impl ToString,
+        detail: impl Into<String>,
+    ) -> Problem {
+        Problem {
+            check,
+            object: object.into(),
+            expected: Some(expected.to_string()),
+            actual: Some(actual.to_string()),
+            detail: detail.into(),
+            corrupt: false,
+        }
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}] {}: {}", self.check, self.object, self.detail)?;
+        if let (Some(e), Some(a)) = (&self.expected, &self.actual) {
+            write!(f, " (expected {e}, actual {a})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Problems found so far, and the keys the audited document binds.
+#[derive(Default)]
+pub(crate) struct Audit {
+    problems: Vec<Problem>,
+    bound: BTreeSet<Key>,
+}
+
+impl Audit {
+    fn push(&mut self, check: &'static str, object: impl Into<String>, detail: impl Into<String>) {
+        self.problems.push(Problem::new(check, object, detail));
+    }
+    fn mismatch(
+        &mut self,
+        check: &'static str,
+        object: impl Into<String>,
+        expected: impl ToString,
+        actual: impl ToString,
+        detail: impl Into<String>,
+    ) {
+        self.problems
+            .push(Problem::mismatch(check, object, expected, actual, detail));
+    }
+    fn store_error(&mut self, e: StoreError) {
+        self.store_error_unmarked(e);
+        if let Some(p) = self.problems.last_mut() {
+            p.corrupt = true;
+        }
+    }
+    fn store_error_unmarked(&mut self, e: StoreError) {
+        match e {
+            StoreError::HashMismatch {
+                key,
+                expected,
+                actual,
+            } => self.mismatch(
+                check::REFS,
+                key.as_str(),
+                expected,
+                actual,
+                "stored bytes do not hash to the recorded sha256",
+            ),
+            StoreError::NotFound { key } => {
+                self.push(check::REFS, key.as_str(), "object is missing")
+            }
+            other => self.push(check::REFS, other.to_string(), "cannot read the object"),
+        }
+    }
+}
+
+/// Audits every roll of `doc` against the store. `brief` is the stored brief bytes, if any.
+///
+/// `store` is a [`seal_store::Store`] (every object re-read and re-hashed: `seal verify`) or
+/// the postguard's trusted reads (`seal_store::recent`: this process's own writes taken as
+/// written).
+pub async fn audit<R: Reads>(
+    store: &R,
+    doc: &Evidence,
+    brief: Option<&[u8]>,
+) -> (Vec<Problem>, Vec<RollDocs>) {
+    let done = audit_bound(store, doc, brief).await;
+    (done.problems, done.docs)
+}
+
+/// What an audit found, and every key the audited document binds: the run's own documents,
+/// each ref of each roll and attempt, and the frames (`cas/…`). When `problems` is empty,
+/// `bound` is exactly the run (an import copies these and nothing else).
+pub struct Audited {
+    pub problems: Vec<Problem>,
+    pub docs: Vec<RollDocs>,
+    pub bound: BTreeSet<Key>,
+}
+
+/// [`audit`], also handing out the bound keys.
+pub async fn audit_bound<R: Reads>(store: &R, doc: &Evidence, brief: Option<&[u8]>) -> Audited {
+    let mut a = Audit::default();
+    let run = match RunId::parse(&doc.run_id) {
+        Ok(r) => r,
+        Err(e) => {
+            a.push(check::INVARIANTS, "runId", e.to_string());
+            return Audited {
+                problems: a.problems,
+                docs: Vec::new(),
+                bound: a.bound,
+            };
+        }
+    };
+    compare::brief(&mut a, &run, doc, brief);
+    let brief_text = brief
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default();
+    let mut docs = Vec::new();
+    for r in &doc.rolls {
+        if let Some(loaded) = load::roll(&mut a, store, &run, r).await {
+            compare::roll(&mut a, doc, &run, r, &loaded, &brief_text);
+            docs.push(loaded.into_docs(r));
+        }
+    }
+    compare::mirror(&mut a, doc, &run, &docs);
+    compare::unbound(&mut a, store, &run, doc).await;
+    Audited {
+        problems: a.problems,
+        docs,
+        bound: a.bound,
+    }
+}
+
+/// The run costs what the header said plus every roll.
+pub fn run_cost(object: &Key, header: &Evidence, doc: &Evidence) -> Option<Problem> {
+    let want = rmb_to_micro(header.cost_rmb)
+        + doc
+            .rolls
+            .iter()
+            .map(|r| rmb_to_micro(r.cost_rmb))
+            .sum::<u64>();
+    (want != rmb_to_micro(doc.cost_rmb)).then(|| {
+        Problem::mismatch(
+            check::COST,
+            format!("{object} costRmb"),
+            micro_to_rmb(want),
+            doc.cost_rmb,
+            "run cost is not the header's plus every roll's",
+        )
+    })
+}
+
+/// Sha256 of bytes, for messages.
+fn hash_of(b: &[u8]) -> Hash {
+    Hash::of(b)
+}

@@ -1,0 +1,128 @@
+//! The engine: what a command or a request handler needs to judge runs (store, config, judges,
+//! signing key), built once and shared. No global state: tests build as many as they like.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use tokio::sync::OwnedMutexGuard;
+
+use crate::config::Config;
+use crate::judge::Judges;
+use seal_core::ids::RunId;
+use seal_core::sealing::SigningKey;
+use seal_store::Store;
+
+#[derive(Clone)]
+pub struct Engine {
+    pub store: Store,
+    pub config: Arc<Config>,
+    pub judges: Arc<Judges>,
+    /// None for read-only uses (verify); finalizing needs it.
+    pub key: Option<Arc<SigningKey>>,
+    pub clock: Arc<dyn Clock>,
+    /// The transparency log of seals in `store` (appended by the postguard).
+    pub log: crate::transparency::Log,
+    /// Issues and checks the receipts of what this deployment accepted or wrote.
+    pub notary: crate::receipt::Notary,
+    /// The witnesses every checkpoint of `log` is sent to (`[[witnesses]]`; none by default).
+    pub witnesses: crate::transparency::publish::Publisher,
+    runs: Arc<RunLocks>,
+}
+
+/// One async lock per run id in this process: a roll, a finalize and an intake of the same run
+/// take turns, so a finalize never races a roll of the same run inside one daemon. (Replicas
+/// rely on create-only writes and the run's stored phase.) Entries die with their last guard.
+#[derive(Default)]
+struct RunLocks(Mutex<HashMap<RunId, Weak<tokio::sync::Mutex<()>>>>);
+
+/// The clock, injected so that the postguard's `decidedAt` is an input, not a side effect.
+pub trait Clock: Send + Sync {
+    /// Now, as an RFC 3339 UTC timestamp.
+    fn now_rfc3339(&self) -> String;
+}
+
+/// The system clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_rfc3339(&self) -> String {
+        time::OffsetDateTime::now_utc()
+            .replace_nanosecond(0)
+            .unwrap_or_else(|_| time::OffsetDateTime::now_utc())
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
+    }
+}
+
+/// A clock that always says the same time (tests, fixtures).
+pub struct FixedClock(pub String);
+
+impl Clock for FixedClock {
+    fn now_rfc3339(&self) -> String {
+        self.0.clone()
+    }
+}
+
+impl Engine {
+    pub fn new(store: Store, config: Config, key: Option<SigningKey>) -> Result<Engine, String> {
+        let judges = Judges::new(&config)?;
+        let store = store.with_doc_limit(config.max_document_bytes);
+        let notary = crate::receipt::Notary::new(judges.salt(), judges.replica().to_string());
+        let witnesses = crate::transparency::publish::Publisher::new(
+            &config.witnesses,
+            store.clone(),
+            judges.metrics.clone(),
+        )?;
+        Ok(Engine {
+            log: crate::transparency::Log::new(store.clone(), &config.log_origin)
+                .with_witnesses(witnesses.clone()),
+            witnesses,
+            store,
+            config: Arc::new(config),
+            judges: Arc::new(judges),
+            key: key.map(Arc::new),
+            clock: Arc::new(SystemClock),
+            notary,
+            runs: Arc::new(RunLocks::default()),
+        })
+    }
+
+    /// Waits for this process's lock on `run` (see [`RunLocks`]).
+    pub async fn lock_run(&self, run: &RunId) -> OwnedMutexGuard<()> {
+        let lock = {
+            let mut map = match self.runs.0.lock() {
+                Ok(m) => m,
+                // A panic while holding this map lock left it poisoned; its data (weak
+                // pointers) is still consistent.
+                Err(p) => p.into_inner(),
+            };
+            map.retain(|_, w| w.strong_count() > 0);
+            match map.get(run).and_then(Weak::upgrade) {
+                Some(l) => l,
+                None => {
+                    let l = Arc::new(tokio::sync::Mutex::new(()));
+                    map.insert(run.clone(), Arc::downgrade(&l));
+                    l
+                }
+            }
+        };
+        lock.lock_owned().await
+    }
+
+    /// Stores the receipt of `stored` (see [`crate::receipt`]), dated by this engine's clock.
+    pub async fn receipt(
+        &self,
+        kind: crate::receipt::ReceiptKind,
+        stored: &seal_store::Stored,
+        from: Option<&RunId>,
+    ) -> Result<(), crate::receipt::ReceiptError> {
+        let at = self.clock.now_rfc3339();
+        self.notary
+            .issue(&self.store, kind, stored, from, &at)
+            .await
+    }
+
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Engine {
+        self.clock = clock;
+        self
+    }
+}

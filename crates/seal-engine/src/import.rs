@@ -1,0 +1,349 @@
+//! Importing a run from an archive (`seal replay --from`): stage, verify, then copy.
+//!
+//! 1. **Stage**: the source run (every object under `runs/<id>/`, and the frames its proof
+//!    packages name) is read into a private in-memory [`Store::staging`] area. A `file://`
+//!    archive is walked with [`seal_core::fsio`]: a symbolic link, FIFO, device or socket anywhere
+//!    in the run (or on the way to a frame) refuses the whole run; every file is read through
+//!    a bounded reader. Other archives (S3) are read with ordinary bounded store reads.
+//! 2. **Verify**: [`crate::verify::prove`] runs on the staging area against the trusted keys.
+//!    Only a decided run that verifies goes on.
+//! 3. **Copy**: exactly the objects the verified evidence binds ([`VerifiedRun::bound`]) are
+//!    copied, after checking that none of them conflicts with what the destination holds; the
+//!    seal last. Nothing else is ever written.
+//!
+//! Decision: refuse the run rather than import "the good part" of it. A run with an extra
+//! object does not verify where it is, so the archive is not what was sealed; importing a
+//! cleaned-up copy would make the destination say more than the archive proves.
+
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+
+use crate::verify::{self, VerifiedRun};
+use seal_core::doc::{AcceptanceMode, Evidence, ProofPackage};
+use seal_core::fault::{Fault, HasFault};
+use seal_core::fsio::{self, FsError, Kind};
+use seal_core::ids::{RollId, RunId};
+use seal_core::sealing::PublicKey;
+use seal_store::{Key, Store, StoreError, StoreUrl};
+
+/// Why a run was not imported. The destination is unchanged in every case.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("archive {url}: {reason}")]
+    Archive { url: String, reason: String },
+    #[error("run {run}: refused: {reason}")]
+    Refused { run: RunId, reason: String },
+    #[error(
+        "run {run}: not decided in the archive (no evidence.json): only sealed runs are imported"
+    )]
+    NotDecided { run: RunId },
+    #[error("run {run}: does not verify in the archive, nothing imported: {problems}")]
+    NotVerified { run: RunId, problems: String },
+    #[error(
+        "run {run}: {key} in the destination holds other bytes than the archive; nothing imported"
+    )]
+    Conflict { run: RunId, key: Key },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl HasFault for ImportError {
+    fn fault(&self) -> Fault {
+        match self {
+            ImportError::Store(e) => e.fault(),
+            _ => Fault::Caller,
+        }
+    }
+}
+
+/// The largest objects staged: documents and frames.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub document: u64,
+    pub blob: u64,
+}
+
+/// Where runs are imported from.
+#[derive(Debug)]
+pub enum Archive {
+    /// A `file://` store folder, read with `fsio` (no links, no special files).
+    Folder { url: String, root: PathBuf },
+    /// Any other store (S3), read with bounded store reads.
+    Store(Store),
+}
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Imported {
+    /// The run verified; its bound objects are in the destination.
+    Copied { objects: usize },
+    /// The run is a replay itself (`--all` skips these).
+    IsReplay,
+}
+
+impl Archive {
+    /// Opens an archive without creating anything: a `file://` folder must exist.
+    pub async fn open(url: &str) -> Result<Archive, ImportError> {
+        let bad = |reason: String| ImportError::Archive {
+            url: url.to_string(),
+            reason,
+        };
+        match StoreUrl::parse(url)? {
+            StoreUrl::File(root) => {
+                fsio::require_folder(&root).map_err(|e| bad(e.to_string()))?;
+                Ok(Archive::Folder {
+                    url: url.to_string(),
+                    root,
+                })
+            }
+            StoreUrl::Memory => Err(bad("a memory:// archive is always empty".into())),
+            StoreUrl::S3 { .. } => Ok(Archive::Store(Store::open_existing(url).await?)),
+        }
+    }
+
+    /// The run ids in the archive; entries under `runs/` that are not real folders with valid
+    /// run ids are returned as problems.
+    pub async fn runs(&self) -> Result<(Vec<RunId>, Vec<String>), ImportError> {
+        match self {
+            Archive::Store(s) => Ok((s.list_runs().await?, Vec::new())),
+            Archive::Folder { url, root } => {
+                let runs_dir = root.join("runs");
+                let entries = fsio::entries(&runs_dir).map_err(|e| ImportError::Archive {
+                    url: url.clone(),
+                    reason: e.to_string(),
+                })?;
+                let mut ids = Vec::new();
+                let mut problems = Vec::new();
+                for e in entries {
+                    match (e.kind, e.name.as_deref().map(RunId::parse)) {
+                        (Kind::Folder, Some(Ok(id))) => ids.push(id),
+                        (kind, _) => problems.push(format!(
+                            "{}: not a run folder ({}, or not a valid run id)",
+                            e.path.display(),
+                            fsio::describe(kind)
+                        )),
+                    }
+                }
+                Ok((ids, problems))
+            }
+        }
+    }
+
+    /// Stages run `run` (its folder and the frames its proof packages name) in a private
+    /// in-memory store.
+    async fn stage(&self, run: &RunId, limits: Limits) -> Result<Store, ImportError> {
+        let staging = Store::staging(limits.document);
+        match self {
+            Archive::Folder { root, .. } => {
+                stage_folder(&staging, root, run, limits).await?;
+            }
+            Archive::Store(src) => {
+                for key in src.list(&Key::run_dir(run)).await? {
+                    staging.put_staged(&key, src.get(&key).await?).await?;
+                }
+            }
+        }
+        for key in frame_keys(&staging, run).await {
+            let bytes = match self {
+                Archive::Folder { root, .. } => read_frame(root, run, &key, limits.blob)?,
+                Archive::Store(src) => match read_store_frame(src, &key, limits.blob).await {
+                    Ok(b) => b,
+                    // A missing frame is found (and named) by the verification.
+                    Err(StoreError::NotFound { .. }) => continue,
+                    Err(e) => return Err(e.into()),
+                },
+            };
+            if let Some(bytes) = bytes {
+                staging.put_staged(&key, bytes).await?;
+            }
+        }
+        Ok(staging)
+    }
+}
+
+fn refused(run: &RunId, e: impl std::fmt::Display) -> ImportError {
+    ImportError::Refused {
+        run: run.clone(),
+        reason: e.to_string(),
+    }
+}
+
+/// Reads every regular file under `root/runs/<run>/` into `staging`, refusing links and
+/// special files anywhere in it.
+async fn stage_folder(
+    staging: &Store,
+    root: &Path,
+    run: &RunId,
+    limits: Limits,
+) -> Result<(), ImportError> {
+    fsio::require_folder(&root.join("runs")).map_err(|e| refused(run, e))?;
+    let mut pending = vec![(root.join("runs").join(run.as_str()), Key::run_dir(run))];
+    while let Some((dir, prefix)) = pending.pop() {
+        for e in fsio::entries(&dir).map_err(|e| refused(run, e))? {
+            let Some(name) = e.name.as_deref() else {
+                return Err(refused(
+                    run,
+                    format!("{}: a name that is not UTF-8", e.path.display()),
+                ));
+            };
+            let key = format!("{prefix}/{name}");
+            match e.kind {
+                Kind::Folder => pending.push((e.path.clone(), key)),
+                // A durable write's staging file `<key>#<n>` left by a killed writer: never an
+                // object (`#` is in no key), skipped as every store listing skips it, so
+                // `seal verify` and import see the same run (docs/DESIGN.md §2).
+                Kind::File if is_staging_name(name) => {}
+                Kind::File => {
+                    let key = Key::parse(&key)
+                        .map_err(|err| refused(run, format!("{}: {err}", e.path.display())))?;
+                    let bytes =
+                        fsio::read(&e.path, limits.document).map_err(|e| refused(run, e))?;
+                    staging.put_staged(&key, Bytes::from(bytes)).await?;
+                }
+                other => {
+                    return Err(refused(
+                        run,
+                        format!(
+                            "{}: {} in the run folder",
+                            e.path.display(),
+                            fsio::describe(other)
+                        ),
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a file name is a durable write's staging file (`<key>#<n>`, `store::durable`): the
+/// rule the file store's listings apply (`#` never appears in a key).
+fn is_staging_name(name: &str) -> bool {
+    name.contains('#')
+}
+
+/// The frame keys the staged proof packages name (sorted, unique).
+async fn frame_keys(staging: &Store, run: &RunId) -> Vec<Key> {
+    let mut keys = std::collections::BTreeSet::new();
+    for roll in RollId::ALL {
+        let key = Key::roll_file(run, roll, "proof-package.json");
+        if let Ok(Some((proof, _))) = staging.get_json::<ProofPackage>(&key).await {
+            keys.extend(proof.frames.iter().map(|f| Key::cas(&f.hash)));
+        }
+    }
+    keys.into_iter().collect()
+}
+
+/// Reads a frame from a folder archive: every folder on the way must be real, the frame a
+/// regular file within the blob limit. `None` when absent (verification names it).
+fn read_frame(
+    root: &Path,
+    run: &RunId,
+    key: &Key,
+    limit: u64,
+) -> Result<Option<Bytes>, ImportError> {
+    let mut dir = root.to_path_buf();
+    let segments: Vec<&str> = key.as_str().split('/').collect();
+    for seg in &segments[..segments.len().saturating_sub(1)] {
+        dir.push(seg);
+        match fsio::kind(&dir).map_err(|e| refused(run, e))? {
+            None => return Ok(None),
+            Some(Kind::Folder) => {}
+            Some(k) => {
+                return Err(refused(
+                    run,
+                    format!(
+                        "{}: {} on the way to a frame",
+                        dir.display(),
+                        fsio::describe(k)
+                    ),
+                ))
+            }
+        }
+    }
+    let path = dir.join(segments.last().copied().unwrap_or_default());
+    match fsio::read(&path, limit) {
+        Ok(b) => Ok(Some(Bytes::from(b))),
+        Err(FsError::Missing { .. }) => Ok(None),
+        Err(e) => Err(refused(run, e)),
+    }
+}
+
+async fn read_store_frame(src: &Store, key: &Key, limit: u64) -> Result<Option<Bytes>, StoreError> {
+    let mut stream = src.get_stream(key).await?;
+    let mut buf = Vec::new();
+    while let Some(chunk) = stream.try_next().await.map_err(StoreError::Upload)? {
+        if (buf.len() + chunk.len()) as u64 > limit {
+            return Err(StoreError::TooLarge {
+                key: key.to_string(),
+                size: (buf.len() + chunk.len()) as u64,
+                limit,
+            });
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(Some(Bytes::from(buf)))
+}
+
+/// Imports run `run` from `archive` into `to`: stage, verify against `trusted`, then copy
+/// exactly the bound objects. On any error `to` is unchanged.
+pub async fn import_run(
+    archive: &Archive,
+    to: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+    limits: Limits,
+    skip_replays: bool,
+) -> Result<Imported, ImportError> {
+    let staging = archive.stage(run, limits).await?;
+    let Some(ev_bytes) = staging.get_opt(&Key::evidence(run)).await? else {
+        return Err(ImportError::NotDecided { run: run.clone() });
+    };
+    if skip_replays {
+        if let Ok(ev) = seal_core::json::parse_as::<Evidence>(&ev_bytes, limits.document) {
+            if ev.acceptance_mode == AcceptanceMode::HistoricalReplay {
+                return Ok(Imported::IsReplay);
+            }
+        }
+    }
+    let verified = match verify::prove(&staging, run, trusted).await? {
+        Ok(v) => v,
+        Err(report) => {
+            return Err(ImportError::NotVerified {
+                run: run.clone(),
+                problems: report.summary(3),
+            });
+        }
+    };
+    copy_bound(&staging, to, run, &verified).await
+}
+
+/// Copies the bound objects, after checking that none conflicts with the destination; the
+/// evidence and then the seal go last, so a crash mid-copy leaves no seal without its run.
+async fn copy_bound(
+    staging: &Store,
+    to: &Store,
+    run: &RunId,
+    verified: &VerifiedRun,
+) -> Result<Imported, ImportError> {
+    let mut keys: Vec<&Key> = verified.bound().iter().collect();
+    for key in &keys {
+        let (staged, _) = staging.hash_object(key).await?;
+        if to.exists(key).await? && to.hash_object(key).await?.0 != staged {
+            return Err(ImportError::Conflict {
+                run: run.clone(),
+                key: (*key).clone(),
+            });
+        }
+    }
+    let (ev, seal) = (Key::evidence(run), Key::seal(run));
+    keys.sort_by_key(|k| (**k == ev || **k == seal, **k == seal));
+    for key in &keys {
+        to.import_from(staging, key).await?;
+    }
+    Ok(Imported::Copied {
+        objects: keys.len(),
+    })
+}

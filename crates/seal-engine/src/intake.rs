@@ -1,0 +1,367 @@
+//! Intake: the documents the pipeline submits (header, brief, play-spec, frames, proof
+//! packages), checked and stored. The CLI's run folder and the HTTP API both come through here,
+//! so both refuse the same things with the same messages. Nothing is stored unless it passed.
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::engine::Engine;
+use crate::receipt::{ReceiptError, ReceiptKind};
+use crate::run_state::{RunState, RunStateError};
+use seal_core::canonical::Hash;
+use seal_core::contracts::{Finding, Kind};
+use seal_core::doc::*;
+use seal_core::fault::{Fault, HasFault};
+use seal_core::ids::{RollId, RunId};
+use seal_core::merge;
+use seal_core::validate::{self, Report};
+use seal_store::{Key, Store, StoreError, Stored};
+
+pub use seal_core::admit::{play_spec_problems, provenance_problem, snapshot_reserve, Origin};
+
+/// Why a submission was refused. `object` names what was submitted.
+#[derive(Debug, thiserror::Error)]
+pub enum IntakeError {
+    #[error("{object}: not acceptable JSON: {reason}")]
+    Json { object: String, reason: String },
+    #[error("{object}: invalid {kind}: {}", findings.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("; "))]
+    Invalid {
+        object: String,
+        kind: &'static str,
+        findings: Vec<Finding>,
+    },
+    #[error("{object}: {reason}")]
+    Mismatch { object: String, reason: String },
+    #[error("{object}: already stored with other content (stored sha256 {existing}, submitted sha256 {attempted})")]
+    Conflict {
+        object: String,
+        existing: Hash,
+        attempted: Hash,
+    },
+    #[error("{object}: missing frame blobs: {}", missing.iter().map(|h| h.to_string()).collect::<Vec<_>>().join(", "))]
+    MissingBlobs { object: String, missing: Vec<Hash> },
+    #[error("{object}: {reason}")]
+    Order { object: String, reason: String },
+    #[error("{object}: not found: {reason}")]
+    NotFound { object: String, reason: String },
+    #[error("{object}: {reason}")]
+    Provenance { object: String, reason: String },
+    #[error(transparent)]
+    State(#[from] RunStateError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A stored input this deployment never accepted (see [`crate::receipt`]).
+    #[error(transparent)]
+    Receipt(#[from] ReceiptError),
+}
+
+impl HasFault for IntakeError {
+    fn fault(&self) -> Fault {
+        match self {
+            IntakeError::State(e) => e.fault(),
+            IntakeError::Store(e) => e.fault(),
+            IntakeError::Receipt(e) => e.fault(),
+            _ => Fault::Caller,
+        }
+    }
+}
+
+/// What a put did: created, or found the same content already there.
+#[derive(Debug, Clone)]
+pub struct Accepted {
+    pub stored: Stored,
+    pub created: bool,
+}
+
+fn parse(object: &str, bytes: &[u8], limit: u64) -> Result<Value, IntakeError> {
+    seal_core::json::parse(bytes, limit).map_err(|e| IntakeError::Json {
+        object: object.into(),
+        reason: e.to_string(),
+    })
+}
+
+fn check(object: &str, kind: Kind, doc: &Value) -> Result<(), IntakeError> {
+    match validate::validate_as(kind, doc) {
+        Report::Valid(_) => Ok(()),
+        Report::Invalid(k, findings) => Err(IntakeError::Invalid {
+            object: object.into(),
+            kind: k.name(),
+            findings,
+        }),
+        Report::Unusable(reason) => Err(IntakeError::Json {
+            object: object.into(),
+            reason,
+        }),
+    }
+}
+
+/// Stores an accepted input create-only, then its receipt (also when identical bytes were
+/// there already: a retry after a crash between the two writes completes the receipt).
+async fn create(
+    engine: &Engine,
+    kind: ReceiptKind,
+    object: &str,
+    key: &Key,
+    bytes: Bytes,
+) -> Result<Accepted, IntakeError> {
+    let store = &engine.store;
+    let existed = store.exists(key).await?;
+    match store.put_bytes(key, bytes).await {
+        Ok(stored) => {
+            engine.receipt(kind, &stored, None).await?;
+            Ok(Accepted {
+                stored,
+                created: !existed,
+            })
+        }
+        Err(StoreError::Conflict {
+            existing,
+            attempted,
+            ..
+        }) => Err(IntakeError::Conflict {
+            object: object.into(),
+            existing,
+            attempted,
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn canonical(object: &str, doc: &Value) -> Result<Bytes, IntakeError> {
+    seal_core::canonical::canonical_bytes(doc)
+        .map(Bytes::from)
+        .map_err(|e| IntakeError::Json {
+            object: object.into(),
+            reason: e.to_string(),
+        })
+}
+
+/// The header of a run that is still open (refuses a decided or finalizing run, and a header
+/// this deployment never accepted).
+async fn open_header(engine: &Engine, run: &RunId) -> Result<Evidence, IntakeError> {
+    let open = RunState::load(&engine.store, run).await?.open()?;
+    engine
+        .notary
+        .require(
+            &engine.store,
+            ReceiptKind::Header,
+            &Key::header(run),
+            &open.header_hash,
+        )
+        .await?;
+    Ok(open.header)
+}
+
+/// Submits the run header: a playtest/3 document in phase JUDGING with no rolls yet, with
+/// the provenance `origin` may claim, for a run that is not decided.
+pub async fn put_header(
+    engine: &Engine,
+    run: &RunId,
+    bytes: &[u8],
+    origin: Origin,
+) -> Result<Accepted, IntakeError> {
+    let store = &engine.store;
+    let object = format!("run {run} header");
+    match RunState::load(store, run).await {
+        Ok(state) => {
+            state.open()?;
+        }
+        Err(RunStateError::NotFound { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let doc = parse(&object, bytes, store.doc_limit())?;
+    check(&object, Kind::PlaytestV3, &doc)?;
+    let h: Evidence = serde_json::from_value(doc.clone()).map_err(|e| IntakeError::Json {
+        object: object.clone(),
+        reason: e.to_string(),
+    })?;
+    let mismatch = |reason: String| {
+        Err(IntakeError::Mismatch {
+            object: object.clone(),
+            reason,
+        })
+    };
+    if h.run_id != run.as_str() {
+        return mismatch(format!(
+            "runId {:?} differs from the run id {run:?} it is submitted under",
+            h.run_id
+        ));
+    }
+    if let Some(reason) = provenance_problem(origin, run, &h) {
+        return Err(IntakeError::Provenance { object, reason });
+    }
+    if h.phase != Phase::Judging {
+        return mismatch(format!(
+            "phase must be JUDGING for a submitted header, found {:?}",
+            h.phase
+        ));
+    }
+    if !h.rolls.is_empty() || h.merge.is_some() || h.source_roll_id.is_some() || h.judge.is_some() {
+        return mismatch(
+            "a submitted header has rolls [] and merge, sourceRollId, judge null".into(),
+        );
+    }
+    let bytes = canonical(&object, &doc)?;
+    create(
+        engine,
+        ReceiptKind::Header,
+        &object,
+        &Key::header(run),
+        bytes,
+    )
+    .await
+}
+
+/// Submits the brief: its bytes must hash to the header's briefHash.
+pub async fn put_brief(
+    engine: &Engine,
+    run: &RunId,
+    bytes: &[u8],
+) -> Result<Accepted, IntakeError> {
+    let store = &engine.store;
+    let object = format!("run {run} brief");
+    let h = open_header(engine, run).await?;
+    if bytes.len() as u64 > store.doc_limit() {
+        return Err(IntakeError::Json {
+            object,
+            reason: format!("{} bytes is over the limit", bytes.len()),
+        });
+    }
+    let actual = Hash::of(bytes);
+    if actual != h.brief_hash {
+        return Err(IntakeError::Mismatch {
+            object,
+            reason: format!(
+                "brief hashes to {actual}, the header's briefHash is {}",
+                h.brief_hash
+            ),
+        });
+    }
+    if std::str::from_utf8(bytes).is_err() {
+        return Err(IntakeError::Json {
+            object,
+            reason: "the brief is not UTF-8 text".into(),
+        });
+    }
+    create(
+        engine,
+        ReceiptKind::Brief,
+        &object,
+        &Key::brief(run),
+        Bytes::copy_from_slice(bytes),
+    )
+    .await
+}
+
+/// Submits the play-spec: schema-valid and derived from the header's artifact.
+pub async fn put_play_spec(
+    engine: &Engine,
+    run: &RunId,
+    bytes: &[u8],
+) -> Result<Accepted, IntakeError> {
+    let store = &engine.store;
+    let object = format!("run {run} play-spec");
+    let h = open_header(engine, run).await?;
+    let doc = parse(&object, bytes, store.doc_limit())?;
+    check(&object, Kind::PlaySpec, &doc)?;
+    if let Some(reason) = play_spec_problems(&doc, &h).into_iter().next() {
+        return Err(IntakeError::Mismatch { object, reason });
+    }
+    create(
+        engine,
+        ReceiptKind::PlaySpec,
+        &object,
+        &Key::play_spec(run),
+        canonical(&object, &doc)?,
+    )
+    .await
+}
+
+/// The JUDGING snapshot (and the evidence) hold the header plus the source roll's proof
+/// package: a roll whose documents could not fit in one readable document is refused before
+/// anything is judged, so that every accepted roll can be decided.
+async fn snapshot_fits(
+    store: &Store,
+    run: &RunId,
+    roll: RollId,
+    proof_len: u64,
+) -> Result<(), IntakeError> {
+    let header_len = store.get(&Key::header(run)).await?.len() as u64;
+    let reserve = snapshot_reserve(store.doc_limit());
+    let size = header_len + proof_len + reserve;
+    if size > store.doc_limit() {
+        return Err(IntakeError::Store(StoreError::TooLarge {
+            key: format!(
+                "run {run} {roll}: header ({header_len} bytes) + proof package ({proof_len} bytes) \
+                 + {reserve} bytes of snapshot records, which judging.json must hold,"
+            ),
+            size,
+            limit: store.doc_limit(),
+        }));
+    }
+    Ok(())
+}
+
+/// Submits a proof package for roll `roll`: valid, for that roll, every frame already stored,
+/// and roll 2 only after an indecisive roll 1.
+pub async fn put_proof_package(
+    engine: &Engine,
+    run: &RunId,
+    roll: RollId,
+    bytes: &[u8],
+) -> Result<(Accepted, ProofPackage), IntakeError> {
+    let store = &engine.store;
+    let object = format!("run {run} {roll} proof package");
+    let open = RunState::load(store, run).await?.open()?;
+    engine
+        .notary
+        .require(
+            store,
+            ReceiptKind::Header,
+            &Key::header(run),
+            &open.header_hash,
+        )
+        .await?;
+    let doc = parse(&object, bytes, store.doc_limit())?;
+    check(&object, Kind::ProofPackage, &doc)?;
+    // The canonical bytes first, then the tree moves into the typed package: one copy less.
+    let bytes = canonical(&object, &doc)?;
+    let p: ProofPackage = serde_json::from_value(doc).map_err(|e| IntakeError::Json {
+        object: object.clone(),
+        reason: e.to_string(),
+    })?;
+    if p.roll_id != roll {
+        return Err(IntakeError::Mismatch {
+            object,
+            reason: format!("rollId is {}, submitted as {roll}", p.roll_id),
+        });
+    }
+    let before = open.outcomes_before(roll);
+    if open.judged(roll).is_none() && !merge::may_follow(&before, roll) {
+        let reason = match before.first() {
+            None => "roll-2 before roll-1 was judged".to_string(),
+            Some(o) => format!("roll-1 was decisive ({o}): there is no roll-2"),
+        };
+        return Err(IntakeError::Order { object, reason });
+    }
+    let mut missing = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for f in &p.frames {
+        if seen.insert(f.hash.clone()) && !store.exists(&Key::cas(&f.hash)).await? {
+            missing.push(f.hash.clone());
+        }
+    }
+    if !missing.is_empty() {
+        return Err(IntakeError::MissingBlobs { object, missing });
+    }
+    snapshot_fits(store, run, roll, bytes.len() as u64).await?;
+    let accepted = create(
+        engine,
+        ReceiptKind::ProofPackage,
+        &object,
+        &Key::roll_file(run, roll, "proof-package.json"),
+        bytes,
+    )
+    .await?;
+    Ok((accepted, p))
+}

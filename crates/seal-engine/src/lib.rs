@@ -1,0 +1,49 @@
+//! seal-engine: seal's use cases, on the pure core ([`seal_core`]) and the store
+//! ([`seal_store`]): judging rolls, deciding and sealing runs, and proving them again.
+//!
+//! # Use cases
+//!
+//! ```text
+//! set-up     config, engine                   the checked configuration; one Engine per process
+//!                                             (store, judges, key, clock, log, notary)
+//! intake     intake, receipt                  documents checked, stored create-only, receipted
+//! judging    roll::{guard, package, cost, dispatch, record}
+//!                                             a roll: guard, ONE blinded package, budget, A ∥ B, records
+//!            judge::client, lease, resume     the OpenAI-compatible HTTP client; one caller per
+//!                                             attempt across replicas; only attempts we wrote resume
+//!            run_state                        OPEN / FINALIZING / DECIDED, as typed states
+//! deciding   postguard                        the ONLY writer of a DECIDED document and its seal
+//!            transparency, witness            the log appended before the seal is stored; cosigners
+//! proving    audit, verify                    re-hash, re-verify, re-derive everything
+//!            explain, stats, summary          proven runs, read for people
+//! operating  replay, import, judge_run        historical replays, archives, `seal judge` on a folder
+//! counters   metrics                          what `/metrics` shows
+//! ```
+//!
+//! Decision: the engine knows no HTTP framework and no command line. The server and the CLI
+//! translate requests and arguments into these calls, so `seal serve` and `seal judge` run the
+//! same code with the same checks.
+
+#![forbid(unsafe_code)]
+
+pub mod audit;
+pub mod config;
+pub mod engine;
+pub mod explain;
+pub mod import;
+pub mod intake;
+pub mod judge;
+pub mod judge_run;
+pub mod lease;
+pub mod metrics;
+pub mod postguard;
+pub mod receipt;
+pub mod replay;
+pub mod resume;
+pub mod roll;
+pub mod run_state;
+pub mod stats;
+pub mod summary;
+pub mod transparency;
+pub mod verify;
+pub mod witness;

@@ -1,0 +1,150 @@
+//! The postguard's first gate (docs/DESIGN.md §11, G1): before anything is derived, checked or
+//! signed, every input of the run must be one this deployment accepted or wrote.
+//!
+//! - the header, brief and play-spec, and each roll's proof package: a receipt
+//!   ([`crate::receipt`]) naming exactly the stored bytes;
+//! - each roll record (`roll.json`): its receipt, written when seal finished the roll;
+//! - each judge attempt the roll's normalized results list: its `attemptMac` verifies for this
+//!   run, roll, slot and attempt under the deployment secret (seal called that judge), or a
+//!   receipt says seal copied it from a verified source (a stored replay).
+//!
+//! Content hashes then carry the proof to every other document: the roll record names them all
+//! by sha256, and the audit re-derives normalization, consensus and blinding from these inputs.
+//! A failure here is never recorded as a failed check and sealed as `infra_error`: the run is
+//! refused, the object named, and nothing is signed.
+
+use crate::engine::Engine;
+use crate::receipt::{ReceiptError, ReceiptKind};
+use crate::resume::{self, AttemptId};
+use seal_core::doc::*;
+use seal_core::ids::{RunId, Slot};
+use seal_store::{parse_stored, Key, Reads};
+
+/// Every input of `rolls` (and the run's header, brief and play-spec) is authenticated.
+pub(super) async fn inputs<R: Reads>(
+    engine: &Engine,
+    reads: &R,
+    run: &RunId,
+    rolls: &[Roll],
+) -> Result<(), ReceiptError> {
+    let notary = &engine.notary;
+    let header = Key::header(run);
+    let Some((_, hash)) = reads.get_opt_hashed(&header).await? else {
+        return Err(missing(&header, ReceiptKind::Header));
+    };
+    notary
+        .require(reads, ReceiptKind::Header, &header, &hash)
+        .await?;
+    for (key, kind) in [
+        (Key::brief(run), ReceiptKind::Brief),
+        (Key::play_spec(run), ReceiptKind::PlaySpec),
+    ] {
+        if let Some((_, hash)) = reads.get_opt_hashed(&key).await? {
+            notary.require(reads, kind, &key, &hash).await?;
+        }
+    }
+    for r in rolls {
+        roll(engine, reads, run, r).await?;
+    }
+    Ok(())
+}
+
+/// One roll: its record, its proof package and every attempt of both slots.
+async fn roll<R: Reads>(
+    engine: &Engine,
+    reads: &R,
+    run: &RunId,
+    r: &Roll,
+) -> Result<(), ReceiptError> {
+    let notary = &engine.notary;
+    let record = Key::roll_file(run, r.roll_id, "roll.json");
+    let Some((bytes, hash)) = reads.get_opt_hashed(&record).await? else {
+        return Err(missing(&record, ReceiptKind::Roll));
+    };
+    notary
+        .require(reads, ReceiptKind::Roll, &record, &hash)
+        .await?;
+    let stored: Roll = parse_stored(&record, &bytes, reads.store().doc_limit())?;
+    if &stored != r {
+        return Err(ReceiptError::Unauthenticated {
+            object: record.to_string(),
+            kind: ReceiptKind::Roll,
+            reason: "the roll in the JUDGING snapshot is not the roll seal recorded".into(),
+        });
+    }
+    let proof = Key::roll_file(run, r.roll_id, "proof-package.json");
+    notary
+        .require(
+            reads,
+            ReceiptKind::ProofPackage,
+            &proof,
+            &r.proof_package_hash,
+        )
+        .await?;
+    for slot in [Slot::A, Slot::B] {
+        attempts(engine, reads, run, r, slot).await?;
+    }
+    Ok(())
+}
+
+/// Every attempt a slot's normalized result lists was made or copied by seal.
+async fn attempts<R: Reads>(
+    engine: &Engine,
+    reads: &R,
+    run: &RunId,
+    r: &Roll,
+    slot: Slot,
+) -> Result<(), ReceiptError> {
+    let limit = reads.store().doc_limit();
+    let sref = r.slot_ref(slot);
+    let normalized = Key::slot_file(run, r.roll_id, slot, "normalized.json");
+    if sref.normalized_ref != normalized.as_str() {
+        return Err(ReceiptError::Unauthenticated {
+            object: sref.normalized_ref.chars().take(200).collect(),
+            kind: ReceiptKind::Roll,
+            reason: format!("the roll names {normalized} elsewhere"),
+        });
+    }
+    let bytes = reads.get_verified(&normalized, &sref.result_hash).await?;
+    let result: JudgeResult = parse_stored(&normalized, &bytes, limit)?;
+    for h in &result.attempts {
+        let meta_key = Key::attempt_file(run, r.roll_id, slot, h.attempt, "meta.json");
+        let bytes = reads.get_verified(&meta_key, &h.meta_hash).await?;
+        let meta: SlotMeta = parse_stored(&meta_key, &bytes, limit)?;
+        let id = AttemptId {
+            run,
+            roll: r.roll_id,
+            slot,
+            attempt: h.attempt,
+        };
+        if resume::mac_verifies(engine.judges.salt(), id, &meta) {
+            continue;
+        }
+        // Not made by this deployment for this run: only a copy seal made in a stored replay.
+        engine
+            .notary
+            .require(reads, ReceiptKind::ReplayedAttempt, &meta_key, &h.meta_hash)
+            .await
+            .map_err(|e| match e {
+                ReceiptError::Unauthenticated { object, kind, .. } => {
+                    ReceiptError::Unauthenticated {
+                        object,
+                        kind,
+                        reason: "its attemptMac does not verify under this deployment's secret \
+                                 and no receipt says seal copied it from a verified source"
+                            .into(),
+                    }
+                }
+                other => other,
+            })?;
+    }
+    Ok(())
+}
+
+fn missing(key: &Key, kind: ReceiptKind) -> ReceiptError {
+    ReceiptError::Unauthenticated {
+        object: key.to_string(),
+        kind,
+        reason: "missing".into(),
+    }
+}

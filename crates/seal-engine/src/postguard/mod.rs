@@ -1,0 +1,647 @@
+//! finalPostguard: the only code that writes an outcome (docs/DESIGN.md §6).
+//!
+//! [`finalize`] judges any roll whose proof package is stored but not judged, derives the
+//! JUDGING snapshot of the run from its judged rolls (`derive::judging_snapshot`) and stores
+//! it; then the postguard proper re-reads that snapshot from the store, re-runs every check
+//! (the [`crate::audit`] of all refs, documents, normalization, independence, consensus,
+//! blinding, costs and unbound objects, plus the schema and the cross-field invariants),
+//! records each one, decides, and writes `evidence.json` and the seal, both create-only.
+//!
+//! Enforced by construction, not convention: the store writes the two reserved keys only from
+//! a [`decided::Decided`] and a [`decided::Seal`], made only by [`decided::decide`] and
+//! [`decided::seal`], which only this module calls (tests/architecture.rs).
+//! A failed check still decides (`infra_error` / `retry`, reason `postguard_<check>`), so no
+//! run is left hanging. Racing finalizers: exactly one create wins; the others return the
+//! stored result. A stored snapshot (an interrupted finalize) is decided as stored: once
+//! `judging.json` exists the run takes no more rolls, so the snapshot cannot go stale.
+
+mod authentic;
+
+pub use seal_core::decided::{self, VERSION};
+
+use tracing::Instrument;
+
+use crate::audit::{self, check, Problem};
+use crate::engine::Engine;
+use crate::roll::{self, JudgingError, Source};
+use crate::run_state::{OpenRun, RunState, RunStateError};
+use crate::transparency::SealLogged;
+use decided::Decided;
+use seal_core::canonical::{self, Hash};
+use seal_core::contracts::Kind;
+use seal_core::derive::{self, JudgedRoll};
+use seal_core::doc::*;
+use seal_core::fault::{Fault, HasFault};
+use seal_core::ids::{RollId, RunId};
+use seal_core::invariants;
+use seal_core::merge;
+use seal_core::sealing::{self, Envelope};
+use seal_store::{parse_stored, Key, OwnWrites, Reads, Store, StoreError};
+
+/// A sealed run.
+#[derive(Debug, Clone)]
+pub struct Finalized {
+    pub evidence: Evidence,
+    pub evidence_hash: Hash,
+    pub envelope: Envelope,
+    pub envelope_hash: Hash,
+    /// False when another finalizer had already written this run's evidence.
+    pub wrote: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FinalizeError {
+    #[error("run {run}: no roll has been judged; submit roll 1 first")]
+    NoRolls { run: RunId },
+    #[error(
+        "run {run}: no signing key configured (seal keygen --out DIR, then --key DIR/seal.key.pem)"
+    )]
+    NoKey { run: RunId },
+    #[error(transparent)]
+    State(#[from] RunStateError),
+    #[error(transparent)]
+    Roll(#[from] JudgingError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("run {run}: not sealed: {source}")]
+    Log {
+        run: RunId,
+        source: crate::transparency::LogError,
+    },
+    #[error("run {run}: {reason}")]
+    Internal { run: RunId, reason: String },
+    /// A stored input or record this deployment cannot authenticate (G1, docs/DESIGN.md §11).
+    #[error(transparent)]
+    Receipt(#[from] crate::receipt::ReceiptError),
+    /// A stored decision document that is not what the postguard derives: never signed.
+    #[error("{object}: planted {kind}, not sealed: {reason}")]
+    Planted {
+        object: String,
+        kind: &'static str,
+        reason: String,
+    },
+    /// Objects the run binds are missing or do not hash to their records: never signed.
+    #[error("run {run}: the store does not hold what the run binds, not sealed: {problems}")]
+    Corrupt { run: RunId, problems: String },
+}
+
+impl HasFault for FinalizeError {
+    fn fault(&self) -> Fault {
+        match self {
+            FinalizeError::NoRolls { .. } => Fault::Caller,
+            FinalizeError::NoKey { .. } => Fault::Infrastructure,
+            FinalizeError::State(e) => e.fault(),
+            FinalizeError::Roll(e) => e.fault(),
+            FinalizeError::Store(e) => e.fault(),
+            FinalizeError::Log { source, .. } => source.fault(),
+            FinalizeError::Internal { .. } => Fault::Corruption,
+            FinalizeError::Receipt(e) => e.fault(),
+            FinalizeError::Planted { .. } | FinalizeError::Corrupt { .. } => Fault::Corruption,
+        }
+    }
+}
+
+fn internal(run: &RunId, reason: impl std::fmt::Display) -> FinalizeError {
+    FinalizeError::Internal {
+        run: run.clone(),
+        reason: reason.to_string(),
+    }
+}
+
+/// Finalizes a run: snapshot, postguard, evidence, seal. Idempotent and race-safe.
+pub async fn finalize(engine: &Engine, run: &RunId) -> Result<Finalized, FinalizeError> {
+    let span = tracing::info_span!("finalize", run = %run);
+    finalize_inner(engine, run).instrument(span).await
+}
+
+async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, FinalizeError> {
+    let store = &engine.store;
+    let key = engine
+        .key
+        .clone()
+        .ok_or_else(|| FinalizeError::NoKey { run: run.clone() })?;
+    // One finalize or roll of a run at a time in this process (replicas: create-only writes).
+    let _run_lock = engine.lock_run(run).await;
+    let (open, found) = match RunState::load(store, run).await? {
+        RunState::Decided(d) => {
+            if store.exists(&Key::seal(run)).await? {
+                // Sealed: nothing is signed here; the seal must be one this deployment trusts.
+                trusted_seal(engine, run, &d.evidence_hash, &key).await?;
+                return seal_and_log(engine, run, &key, d.evidence, d.evidence_hash, false).await;
+            }
+            // Decided without a seal: derived again below, and sealed only if identical.
+            (open_view(store, run).await?, Found::Decided(Box::new(d)))
+        }
+        RunState::Open(o) => (o, Found::Open),
+        RunState::Finalizing(o) => (o, Found::Finalizing),
+    };
+    let rolls = match found {
+        Found::Open => judge_pending(engine, open).await?,
+        Found::Finalizing | Found::Decided(_) => open.rolls,
+    };
+    if rolls.is_empty() {
+        return Err(FinalizeError::NoRolls { run: run.clone() });
+    }
+    // This process wrote most of what the postguard reads seconds ago: it takes those
+    // objects as written (bytes and sha256 recorded at the put) instead of re-reading and
+    // re-hashing them. Everything else is read and re-hashed; `seal verify` re-hashes every
+    // byte (docs/DESIGN.md §6).
+    let own = store.trusting_own_writes();
+    authentic::inputs(engine, &own, run, &rolls).await?;
+    let snapshot = stored_snapshot(&own, run, &rolls).await?;
+    let checks = postguard_checks(&own, run, &snapshot).await?;
+    let (decided_at, stored) = match found {
+        Found::Decided(d) => (decided_at_of(run, &d.evidence)?, Some(d)),
+        _ => (engine.clock.now_rfc3339(), None),
+    };
+    let redecide = |at: String| {
+        decided::decide(
+            run,
+            snapshot.doc.clone(),
+            checks.clone(),
+            snapshot.hash.clone(),
+            at,
+        )
+        .map_err(|e| internal(run, e))
+    };
+    let decided = redecide(decided_at)?;
+    if let Some(d) = &stored {
+        same_decision(run, &decided, &d.evidence_hash)?;
+    }
+    let (evidence, evidence_hash, wrote) = match store.put_decided(&decided).await {
+        // The store holds exactly these bytes now (created, or identical ones were there).
+        Ok((stored, created)) => (decided.evidence().clone(), stored.hash, created),
+        // A racing finalizer (another replica, whose clock gave another decidedAt) stored its
+        // evidence first: it is sealed only if it is what this postguard derives with that
+        // decidedAt, i.e. the same decision from the same authenticated inputs.
+        Err(StoreError::Conflict { .. }) => {
+            let Some((theirs, theirs_hash)) =
+                store.get_json::<Evidence>(&Key::evidence(run)).await?
+            else {
+                return Err(internal(run, "evidence.json vanished after a conflict"));
+            };
+            let again = redecide(decided_at_of(run, &theirs)?)?;
+            same_decision(run, &again, &theirs_hash)?;
+            (theirs, theirs_hash, false)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    tracing::info!(outcome = %evidence.outcome.map(|o| o.to_string()).unwrap_or_default(), wrote, "run decided");
+    seal_and_log(engine, run, &key, evidence, evidence_hash, wrote).await
+}
+
+/// The stored evidence (`stored`) is the document the postguard derived (`decided`), byte
+/// for byte; anything else is planted and never sealed.
+fn same_decision(run: &RunId, decided: &Decided, stored: &Hash) -> Result<(), FinalizeError> {
+    if decided.hash() == stored {
+        return Ok(());
+    }
+    Err(FinalizeError::Planted {
+        object: Key::evidence(run).to_string(),
+        kind: "evidence",
+        reason: format!(
+            "stored sha256 {stored}, but the postguard derives {} from the run's authenticated \
+             inputs",
+            decided.hash()
+        ),
+    })
+}
+
+/// Where finalize found the run.
+enum Found {
+    Open,
+    /// `judging.json` stored: no more rolls; the snapshot is derived again and must match.
+    Finalizing,
+    /// `evidence.json` stored without a seal: derived again and sealed only if identical.
+    Decided(Box<crate::run_state::DecidedRun>),
+}
+
+/// A decided run's header and judged rolls, as an [`OpenRun`] is loaded (the derivation that
+/// re-proves its evidence starts from them).
+async fn open_view(store: &Store, run: &RunId) -> Result<OpenRun, FinalizeError> {
+    let Some((header, header_hash)) = store.get_json::<Evidence>(&Key::header(run)).await? else {
+        return Err(FinalizeError::Planted {
+            object: Key::evidence(run).to_string(),
+            kind: "evidence",
+            reason: "decided evidence without a stored header".into(),
+        });
+    };
+    Ok(OpenRun {
+        run: run.clone(),
+        header,
+        header_hash,
+        rolls: crate::run_state::judged_rolls(store, run).await?,
+    })
+}
+
+/// The `decidedAt` a stored decided document carries: the one input of the decision that is
+/// not derived (the clock's), so re-proving the document takes it from there.
+fn decided_at_of(run: &RunId, evidence: &Evidence) -> Result<String, FinalizeError> {
+    evidence
+        .final_postguard
+        .as_ref()
+        .map(|p| p.decided_at.clone())
+        .ok_or_else(|| FinalizeError::Planted {
+            object: Key::evidence(run).to_string(),
+            kind: "evidence",
+            reason: "a decided document without finalPostguard.decidedAt".into(),
+        })
+}
+
+/// A stored seal is acted on (returned, logged) only if it verifies under this deployment's
+/// key or a key of `keys.trusted`, for the stored evidence: a seal made elsewhere is named.
+async fn trusted_seal(
+    engine: &Engine,
+    run: &RunId,
+    evidence_hash: &Hash,
+    key: &sealing::SigningKey,
+) -> Result<(), FinalizeError> {
+    let planted = |reason: String| FinalizeError::Planted {
+        object: Key::seal(run).to_string(),
+        kind: "seal",
+        reason,
+    };
+    let Some((env, _)) = engine.store.get_json::<Envelope>(&Key::seal(run)).await? else {
+        return Err(planted("vanished".into()));
+    };
+    let mut trusted = vec![key.public()];
+    for path in &engine.config.trusted_keys {
+        trusted.push(sealing::PublicKey::load(path).map_err(|e| internal(run, e))?);
+    }
+    let verified = sealing::verify_envelope(&env, &trusted)
+        .map_err(|e| planted(format!("not a seal of this deployment: {e}")))?;
+    let subject = verified.statement.subject.first();
+    let expected = Key::evidence(run);
+    match subject {
+        Some(s) if s.name == expected.as_str() && s.digest.sha256 == evidence_hash.as_str() => {
+            Ok(())
+        }
+        _ => Err(planted(
+            "the seal's subject is not this run's stored evidence".into(),
+        )),
+    }
+}
+
+/// Judges every roll whose proof package is stored but whose judging was interrupted, in the
+/// order the roll-order rule allows; returns the judged rolls. A roll record found stored is
+/// taken only through [`roll::judge_open_roll`], which uses it only when its receipt verifies
+/// and otherwise derives it again (a planted record is named there, never decided from).
+async fn judge_pending(engine: &Engine, open: OpenRun) -> Result<Vec<Roll>, FinalizeError> {
+    let mut judged: Vec<Roll> = Vec::new();
+    for roll in RollId::ALL {
+        let before: Vec<Outcome> = judged.iter().map(|r| r.roll_outcome).collect();
+        if !merge::may_follow(&before, roll) {
+            break;
+        }
+        let stored = |file| Key::roll_file(&open.run, roll, file);
+        if !engine.store.exists(&stored("proof-package.json")).await?
+            && !engine.store.exists(&stored("roll.json")).await?
+        {
+            break;
+        }
+        let view = OpenRun {
+            rolls: judged.clone(),
+            ..open.clone()
+        };
+        let report = roll::judge_open_roll(engine, &view, roll, &Source::Live).await?;
+        judged.push(report.roll);
+    }
+    Ok(judged)
+}
+
+/// The JUDGING snapshot as read back: the document, its sha256, and the parsed value its
+/// schema is checked on (one parse for both).
+struct Snapshot {
+    doc: Evidence,
+    hash: Hash,
+    value: serde_json::Value,
+}
+
+/// Reads and strictly parses a document through the postguard's reads; `None` when absent.
+async fn read_doc<T: serde::de::DeserializeOwned>(
+    own: &OwnWrites<'_>,
+    key: &Key,
+) -> Result<Option<(T, Hash, serde_json::Value)>, StoreError> {
+    let Some((bytes, hash)) = own.get_opt_hashed(key).await? else {
+        return Ok(None);
+    };
+    let bad = |detail: String| StoreError::BadDocument {
+        key: key.clone(),
+        detail,
+    };
+    let value =
+        seal_core::json::parse(&bytes, own.store().doc_limit()).map_err(|e| bad(e.to_string()))?;
+    // Deserializing from a borrowed value keeps the value for the schema check, uncopied.
+    let doc = T::deserialize(&value).map_err(|e| bad(e.to_string()))?;
+    Ok(Some((doc, hash, value)))
+}
+
+/// The JUDGING snapshot the postguard decides from, derived from the authenticated rolls and
+/// stored create-only; always read back from the store (through the write set). A snapshot an
+/// earlier finalize stored must be exactly the one derived now (the run takes no rolls once it
+/// exists, so an honest one always is): any other bytes are planted, never decided from.
+async fn stored_snapshot(
+    own: &OwnWrites<'_>,
+    run: &RunId,
+    rolls: &[Roll],
+) -> Result<Snapshot, FinalizeError> {
+    let store = own.store();
+    let snap_key = Key::judging(run);
+    let (header, _, _) = read_doc::<Evidence>(own, &Key::header(run))
+        .await?
+        .ok_or_else(|| internal(run, "the header vanished"))?;
+    let snapshot = derive_snapshot(own, run, &header, rolls).await?;
+    // Never store a snapshot the postguard (or verify) could not read back.
+    let bytes = seal_core::canonical::canonical_bytes(&snapshot).map_err(|e| internal(run, e))?;
+    let size = bytes.len() as u64;
+    if size > store.doc_limit() {
+        return Err(StoreError::TooLarge {
+            key: snap_key.to_string(),
+            size,
+            limit: store.doc_limit(),
+        }
+        .into());
+    }
+    match store.put_bytes(&snap_key, bytes::Bytes::from(bytes)).await {
+        Ok(_) => {}
+        Err(StoreError::Conflict {
+            existing,
+            attempted,
+            ..
+        }) => {
+            return Err(FinalizeError::Planted {
+                object: snap_key.to_string(),
+                kind: "snapshot",
+                reason: format!(
+                    "stored sha256 {existing}, but the authenticated rolls derive {attempted}"
+                ),
+            })
+        }
+        Err(e) => return Err(e.into()),
+    }
+    read_doc::<Evidence>(own, &snap_key)
+        .await?
+        .map(|(doc, hash, value)| Snapshot { doc, hash, value })
+        .ok_or_else(|| internal(run, "the JUDGING snapshot vanished"))
+}
+
+/// Seals stored evidence and logs the seal, the log first (docs/DESIGN.md §13): the seal's
+/// bytes are computed (ed25519 and the canonical envelope are deterministic), their entry is
+/// appended, and only then is the seal stored, create-only. A crash in between leaves a logged
+/// run without its seal, which the next finalize completes with the very bytes logged; so a
+/// stored seal the log lacks is refused, never appended (planted, or the log lost it).
+async fn seal_and_log(
+    engine: &Engine,
+    run: &RunId,
+    key: &sealing::SigningKey,
+    evidence: Evidence,
+    evidence_hash: Hash,
+    wrote: bool,
+) -> Result<Finalized, FinalizeError> {
+    let store = &engine.store;
+    let log_err = |source| FinalizeError::Log {
+        run: run.clone(),
+        source,
+    };
+    if let Some(stored) = store.get_opt(&Key::seal(run)).await? {
+        return stored_seal(engine, run, key, (evidence, evidence_hash), wrote, stored).await;
+    }
+    let statement =
+        sealing::statement_for(run, &evidence, &evidence_hash).map_err(|e| internal(run, e))?;
+    let envelope = sealing::sign(key, &statement).map_err(|e| internal(run, e))?;
+    let (bytes, envelope_hash) =
+        canonical::canonical_with_hash(&envelope).map_err(|e| internal(run, e))?;
+    let key_id = match envelope.signatures.as_slice() {
+        [s] => s.keyid.clone(),
+        _ => return Err(internal(run, "a seal carries exactly one signature")),
+    };
+    let entry =
+        crate::transparency::seal_entry(run, &evidence, &evidence_hash, &envelope_hash, &key_id)
+            .ok_or_else(|| internal(run, "only DECIDED evidence is sealed"))?;
+    match engine
+        .log
+        .append_seal(run, &entry, key)
+        .await
+        .map_err(log_err)?
+    {
+        SealLogged::Appended(a) => {
+            tracing::debug!(index = a.index, created = a.created, "seal logged")
+        }
+        // A finalizer holding another key logged its seal of this evidence first: that seal
+        // is the run's, stored by its signer in a moment.
+        SealLogged::Rival(rival) => {
+            let stored = rival_seal(store, run, &rival).await?;
+            return stored_seal(engine, run, key, (evidence, evidence_hash), wrote, stored).await;
+        }
+    }
+    crate::transparency::append_delay().await;
+    match store.put_seal(&decided::seal(run.clone(), bytes)).await {
+        // The store holds exactly these canonical bytes now (created, or identical ones were).
+        Ok(_) => Ok(Finalized {
+            evidence,
+            evidence_hash,
+            envelope,
+            envelope_hash,
+            wrote,
+        }),
+        // Other bytes got there first: they count only if the log holds them.
+        Err(StoreError::Conflict { .. }) => {
+            let stored = store
+                .get_opt(&Key::seal(run))
+                .await?
+                .ok_or_else(|| internal(run, "the seal vanished after a conflict"))?;
+            stored_seal(engine, run, key, (evidence, evidence_hash), wrote, stored).await
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// How long a finalizer waits for the seal a rival logged (its signer logs, publishes a
+/// checkpoint, then stores the seal: milliseconds, unless it crashed).
+const RIVAL_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The stored bytes of the seal a rival logged, once its signer has stored them.
+async fn rival_seal(
+    store: &Store,
+    run: &RunId,
+    rival: &seal_core::tlog::LogEntry,
+) -> Result<bytes::Bytes, FinalizeError> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(stored) = store.get_opt(&Key::seal(run)).await? {
+            return Ok(stored);
+        }
+        if start.elapsed() > RIVAL_WAIT {
+            return Err(FinalizeError::Log {
+                run: run.clone(),
+                source: crate::transparency::LogError::NotSealed {
+                    run: run.clone(),
+                    detail: format!(
+                        "another seal of this evidence (seal sha256 {}, key {}) is logged, and its signer has not stored it: it will, when it finalizes the run again",
+                        rival.seal_sha256, rival.key_id
+                    ),
+                },
+            });
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+}
+
+/// A seal found stored: it is the run's only if the log holds it for this evidence.
+async fn stored_seal(
+    engine: &Engine,
+    run: &RunId,
+    key: &sealing::SigningKey,
+    (evidence, evidence_hash): (Evidence, Hash),
+    wrote: bool,
+    stored: bytes::Bytes,
+) -> Result<Finalized, FinalizeError> {
+    let envelope_hash = Hash::of(&stored);
+    let entry = engine
+        .log
+        .require_logged(run, &envelope_hash, key)
+        .await
+        .map_err(|source| FinalizeError::Log {
+            run: run.clone(),
+            source,
+        })?;
+    if entry.evidence_sha256 != evidence_hash.to_string() {
+        return Err(internal(
+            run,
+            format!(
+                "the logged seal is over evidence {}, the stored evidence is {evidence_hash}",
+                entry.evidence_sha256
+            ),
+        ));
+    }
+    let envelope: Envelope = parse_stored(&Key::seal(run), &stored, engine.store.doc_limit())?;
+    Ok(Finalized {
+        evidence,
+        evidence_hash,
+        envelope,
+        envelope_hash,
+        wrote,
+    })
+}
+
+/// Loads the proof package and consensus of every roll (verified by hash) and derives the
+/// JUDGING document from them.
+async fn derive_snapshot(
+    own: &OwnWrites<'_>,
+    run: &RunId,
+    header: &Evidence,
+    rolls: &[Roll],
+) -> Result<Evidence, FinalizeError> {
+    let limit = own.store().doc_limit();
+    let mut docs = Vec::with_capacity(rolls.len());
+    for r in rolls {
+        let key = |reference: &str| {
+            Key::parse(reference).map_err(|e| internal(run, format!("{reference}: {e}")))
+        };
+        let proof_key = key(&r.proof_package_ref)?;
+        let proof: ProofPackage = parse_stored(
+            &proof_key,
+            &own.get_verified(&proof_key, &r.proof_package_hash).await?,
+            limit,
+        )?;
+        let consensus_key = key(&r.judge_consensus_ref)?;
+        let consensus: JudgeConsensus = parse_stored(
+            &consensus_key,
+            &own.get_verified(&consensus_key, &r.judge_consensus_hash)
+                .await?,
+            limit,
+        )?;
+        docs.push((proof, consensus));
+    }
+    let judged: Vec<JudgedRoll<'_>> = rolls
+        .iter()
+        .zip(&docs)
+        .map(|(roll, (proof, consensus))| JudgedRoll {
+            roll,
+            proof,
+            consensus,
+        })
+        .collect();
+    Ok(derive::judging_snapshot(header, &judged))
+}
+
+/// Every postguard check on the stored snapshot, each recorded whether it passed or not.
+async fn postguard_checks(
+    own: &OwnWrites<'_>,
+    run: &RunId,
+    snapshot: &Snapshot,
+) -> Result<Vec<Check>, FinalizeError> {
+    let snap = &snapshot.doc;
+    let brief = own.get_opt_hashed(&Key::brief(run)).await?.map(|(b, _)| b);
+    let (mut problems, docs) = audit::audit(own, snap, brief.as_deref()).await;
+    // A bound object that is missing or does not hash to its record is not something to
+    // decide on: the inputs it stood for are gone, and nothing is signed over them.
+    let corrupt: Vec<String> = problems
+        .iter()
+        .filter(|p| p.corrupt)
+        .take(5)
+        .map(|p| p.to_string())
+        .collect();
+    if !corrupt.is_empty() {
+        return Err(FinalizeError::Corrupt {
+            run: run.clone(),
+            problems: corrupt.join("; "),
+        });
+    }
+    problems.extend(document_problems(run, snap, &snapshot.value));
+    if let Some((header, _, _)) = read_doc::<Evidence>(own, &Key::header(run)).await? {
+        problems.extend(audit::run_cost(&Key::judging(run), &header, snap));
+    }
+    // Independence holds for the source roll, if it was dispatched.
+    if let Some(r) = merge::source_roll_index(&snap.rolls).map(|i| &snap.rolls[i]) {
+        if let Some(d) = docs.iter().find(|d| d.roll.roll_id == r.roll_id) {
+            let failed = d.consensus.independence_checks.failed();
+            if r.roll_guard.status == GuardStatus::Pass && !failed.is_empty() {
+                problems.push(Problem::new(
+                    check::INDEPENDENCE,
+                    r.judge_consensus_ref.clone(),
+                    format!(
+                        "source roll {} failed required independence checks: {}",
+                        r.roll_id,
+                        failed.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(check::ALL
+        .iter()
+        .map(|id| record_check(id, &problems))
+        .collect())
+}
+
+/// The snapshot's schema (on `value`, the snapshot as parsed from its stored bytes) and its
+/// cross-field invariants.
+fn document_problems(run: &RunId, snap: &Evidence, value: &serde_json::Value) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for f in seal_core::contracts::validate(Kind::PlaytestV3, value) {
+        let object = format!("{} {}", Key::judging(run), f.pointer);
+        problems.push(Problem::new(check::SCHEMA, object, f.message));
+    }
+    for f in invariants::evidence(snap) {
+        let object = format!("{} {}", Key::judging(run), f.pointer);
+        let detail = format!("{} {}", f.rule, f.message);
+        problems.push(Problem::new(check::INVARIANTS, object, detail));
+    }
+    problems
+}
+
+/// One `finalPostguard.checks` entry: ok, or the first problems of that check.
+fn record_check(id: &'static str, problems: &[Problem]) -> Check {
+    let mine: Vec<&Problem> = problems.iter().filter(|p| p.check == id).collect();
+    if mine.is_empty() {
+        return Check::new(id, true, "ok");
+    }
+    let text: Vec<String> = mine.iter().take(5).map(|p| p.to_string()).collect();
+    let more = if mine.len() > 5 {
+        format!(" (+{} more)", mine.len() - 5)
+    } else {
+        String::new()
+    };
+    Check::new(id, false, format!("{}{more}", text.join("; ")))
+}

@@ -1,0 +1,135 @@
+//! Receipts in the store: the [`Notary`] issues a receipt for what this deployment accepted or
+//! wrote, and requires a verifying one before an input is judged, resumed or sealed from. The
+//! receipt document and its MAC are pure ([`seal_core::receipt`], re-exported here; its doc
+//! says what a receipt vouches for and why receipts live outside `runs/`).
+
+use seal_core::canonical::Hash;
+use seal_core::fault::{Fault, HasFault};
+use seal_core::ids::RunId;
+use seal_store::{parse_stored, Key, Reads, Store, StoreError, Stored};
+
+pub use seal_core::receipt::*;
+
+/// An input or record seal cannot authenticate: never judged, resumed, copied or sealed from.
+#[derive(Debug, thiserror::Error)]
+pub enum ReceiptError {
+    #[error("{object}: planted {kind} (not judged, resumed or sealed from): {reason}")]
+    Unauthenticated {
+        object: String,
+        kind: ReceiptKind,
+        reason: String,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl HasFault for ReceiptError {
+    fn fault(&self) -> Fault {
+        match self {
+            ReceiptError::Unauthenticated { .. } => Fault::Corruption,
+            ReceiptError::Store(e) => e.fault(),
+        }
+    }
+}
+
+impl ReceiptError {
+    /// The API error code of an unauthenticated object: `planted_<kind>`.
+    pub fn code(&self) -> Option<&'static str> {
+        match self {
+            ReceiptError::Unauthenticated { kind, .. } => Some(kind.code()),
+            ReceiptError::Store(_) => None,
+        }
+    }
+}
+
+/// Who issues and checks receipts: the deployment secret and this replica's name.
+#[derive(Clone)]
+pub struct Notary {
+    secret: std::sync::Arc<zeroize::Zeroizing<Vec<u8>>>,
+    replica: String,
+}
+
+impl std::fmt::Debug for Notary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Notary")
+            .field("replica", &self.replica)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Notary {
+    pub fn new(secret: &[u8], replica: String) -> Notary {
+        Notary {
+            secret: std::sync::Arc::new(zeroize::Zeroizing::new(secret.to_vec())),
+            replica,
+        }
+    }
+
+    fn secret(&self) -> &[u8] {
+        &self.secret
+    }
+
+    /// Stores the receipt of `stored`, accepted at `at`, create-only. A receipt already there
+    /// stands if it vouches for the same bytes (a retry, another replica); anything else there
+    /// is planted.
+    pub async fn issue(
+        &self,
+        store: &Store,
+        kind: ReceiptKind,
+        stored: &Stored,
+        from: Option<&RunId>,
+        at: &str,
+    ) -> Result<(), ReceiptError> {
+        let key = receipt_key(&stored.key, kind)?;
+        let receipt = make(self.secret(), kind, stored, from, at, &self.replica);
+        match store.put_json(&key, &receipt).await {
+            Ok(_) => Ok(()),
+            Err(StoreError::Conflict { .. }) => {
+                self.require(store, kind, &stored.key, &stored.hash).await
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The object `object`, holding `hash`, has a receipt of `kind` that verifies.
+    pub async fn require<R: Reads>(
+        &self,
+        reads: &R,
+        kind: ReceiptKind,
+        object: &Key,
+        hash: &Hash,
+    ) -> Result<(), ReceiptError> {
+        let unauth = |reason: String| ReceiptError::Unauthenticated {
+            object: object.to_string(),
+            kind,
+            reason,
+        };
+        let key = receipt_key(object, kind)?;
+        let Some((bytes, _)) = reads.get_opt_hashed(&key).await? else {
+            return Err(unauth("no receipt: seal did not accept or write it".into()));
+        };
+        let receipt: Receipt = parse_stored(&key, &bytes, 64 * 1024)
+            .map_err(|e| unauth(format!("unreadable receipt: {e}")))?;
+        check(self.secret(), &receipt, kind, object, hash).map_err(unauth)
+    }
+
+    /// Like [`Notary::require`], for an object read now: its receipt must vouch for `bytes`.
+    pub async fn require_bytes<R: Reads>(
+        &self,
+        reads: &R,
+        kind: ReceiptKind,
+        object: &Key,
+        bytes: &[u8],
+    ) -> Result<(), ReceiptError> {
+        self.require(reads, kind, object, &Hash::of(bytes)).await
+    }
+}
+
+/// `receipts/<run>/…` for `runs/<run>/…`.
+fn receipt_key(object: &Key, kind: ReceiptKind) -> Result<Key, ReceiptError> {
+    Key::receipt_for(object).ok_or_else(|| ReceiptError::Unauthenticated {
+        object: object.to_string(),
+        kind,
+        reason: "only objects under runs/ take receipts".into(),
+    })
+}

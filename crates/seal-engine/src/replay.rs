@@ -1,0 +1,374 @@
+//! `seal replay`: re-judge decided runs into new `historical_replay` runs (docs/DESIGN.md §7).
+//!
+//! A replay is a new run (`<source>.replay-<n>`, `parentRunId` = the source, publishFrozen) made
+//! from the source's stored inputs. `stored` copies every stored judge attempt byte for byte and
+//! re-parses, re-normalizes and re-judges them with the current code: no model call, nothing
+//! new spent, and with an unchanged strategy every consensus hash must reproduce. `live` asks
+//! both judges again over HTTP with the same blinded package (fresh sessions and seeds).
+//!
+//! The source is verified first (`seal verify`: seal by a trusted key, every ref re-hashed):
+//! history that does not verify is not replayed. With `--from`, the source run is first imported
+//! from an archive (an archive bucket, the committed fixtures) by [`crate::import`]: staged,
+//! verified there, and only then copied, so the result is self-contained.
+
+use serde::Serialize;
+
+use crate::engine::Engine;
+use crate::intake::{self, IntakeError, Origin};
+use crate::postguard::{self, FinalizeError};
+use crate::roll::{self, JudgingError, Source};
+use crate::verify::VerifiedRun;
+use seal_core::consensus;
+use seal_core::doc::*;
+use seal_core::fault::{Fault, HasFault};
+use seal_core::ids::RunId;
+use seal_core::vocab::GuardCheck;
+use seal_store::{Key, Store, StoreError};
+
+/// Where replayed judge answers come from (the CLI maps its `--judges` value onto it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JudgesFrom {
+    /// Re-use the stored raw answers (no model call, no cost).
+    Stored,
+    /// Ask both judges again.
+    Live,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("run {run}: not decided (no evidence.json): only decided runs are replayed")]
+    NotDecided { run: RunId },
+    #[error("run {run}: does not verify, not replaying it: {problems}")]
+    Unsound { run: RunId, problems: String },
+    #[error("unknown consensus strategy {0:?}: this build implements dual-strict/1")]
+    Strategy(String),
+    #[error("run {run}: no free replay id")]
+    NoId { run: RunId },
+    #[error(transparent)]
+    Intake(#[from] IntakeError),
+    #[error(transparent)]
+    Roll(#[from] JudgingError),
+    #[error(transparent)]
+    Finalize(#[from] FinalizeError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Log(#[from] crate::transparency::LogError),
+}
+
+impl HasFault for ReplayError {
+    fn fault(&self) -> Fault {
+        match self {
+            ReplayError::NotDecided { .. }
+            | ReplayError::Unsound { .. }
+            | ReplayError::Strategy(_)
+            | ReplayError::NoId { .. } => Fault::Caller,
+            ReplayError::Intake(e) => e.fault(),
+            ReplayError::Roll(e) => e.fault(),
+            ReplayError::Finalize(e) => e.fault(),
+            ReplayError::Store(e) => e.fault(),
+            ReplayError::Log(e) => e.fault(),
+        }
+    }
+}
+
+/// What one replay did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Replayed {
+    pub source: String,
+    pub replay: String,
+    pub old_outcome: Option<Outcome>,
+    pub new_outcome: Option<Outcome>,
+    /// Every roll present in both runs has a byte-identical consensus.
+    pub consensus_reproduced: bool,
+    /// Money spent by this replay (0 for stored answers).
+    pub new_cost_rmb: f64,
+}
+
+async fn next_replay_id(store: &Store, source: &RunId) -> Result<RunId, ReplayError> {
+    for n in 1..10_000 {
+        let Ok(id) = source.replay(n) else {
+            break;
+        };
+        if !store.exists(&Key::header(&id)).await? {
+            return Ok(id);
+        }
+    }
+    Err(ReplayError::NoId {
+        run: source.clone(),
+    })
+}
+
+/// The last replay of `source` in the store (the highest `<source>.replay-<n>` with a
+/// header), if any.
+async fn last_replay(store: &Store, source: &RunId) -> Result<Option<RunId>, ReplayError> {
+    let mut last = None;
+    for n in 1..10_000 {
+        let Ok(id) = source.replay(n) else {
+            break;
+        };
+        if !store.exists(&Key::header(&id)).await? {
+            break;
+        }
+        last = Some(id);
+    }
+    Ok(last)
+}
+
+/// What a resumable replay ([`replay_resumable`]) did.
+#[derive(Debug, Clone)]
+pub enum Resumed {
+    /// The source was replayed now (or an interrupted replay of it was finished).
+    Replayed(Replayed),
+    /// A decided replay of the source was already there: it was not replayed again.
+    AlreadyReplayed { source: RunId, replay: RunId },
+}
+
+/// Replays one decided run the way `seal replay --all` does, so that a rerun after a kill
+/// goes on where it stopped: when the source's last replay is decided it is not replayed
+/// again (its seal and log entry are completed if the kill came between them); when it is
+/// not decided, that same replay id is continued (every step is create-only and idempotent,
+/// and judge attempts found in the store are copies of the source's, byte for byte); else a
+/// new replay starts. The source is verified in every case but the first.
+pub async fn replay_resumable(
+    engine: &Engine,
+    source: &RunId,
+    judges: JudgesFrom,
+    strategy: Option<&str>,
+    trusted: &[seal_core::sealing::PublicKey],
+) -> Result<Resumed, ReplayError> {
+    // The source is proven first, whatever is found of its replay: nothing of a replay is
+    // finalized, resumed or copied on the word of a source that does not verify.
+    let verified = prove_source(engine, source, strategy, trusted).await?;
+    let last = last_replay(&engine.store, source).await?;
+    if let Some(id) = &last {
+        if engine.store.exists(&Key::evidence(id)).await? {
+            if engine.store.exists(&Key::seal(id)).await? {
+                // Sealed (perhaps by the key of another deployment whose store this is): acted
+                // on only once it verifies under the keys the source was proven with.
+                prove_source(engine, id, None, trusted).await?;
+            } else {
+                // Killed between evidence and seal: the postguard derives the evidence again
+                // and seals it only if it is the same.
+                postguard::finalize(engine, id).await?;
+            }
+            return Ok(Resumed::AlreadyReplayed {
+                source: source.clone(),
+                replay: id.clone(),
+            });
+        }
+    }
+    let id = match last {
+        Some(id) => id,
+        None => next_replay_id(&engine.store, source).await?,
+    };
+    start_replay(engine, &verified, source, &id).await?;
+    let done = replay_rolls(engine, &verified, source, &id, judges).await?;
+    Ok(Resumed::Replayed(done))
+}
+
+/// Replays one decided run into a new replay id. The source must verify under `trusted`
+/// (signature, subject, every ref): history that does not verify is not replayed.
+pub async fn replay(
+    engine: &Engine,
+    source: &RunId,
+    judges: JudgesFrom,
+    strategy: Option<&str>,
+    trusted: &[seal_core::sealing::PublicKey],
+) -> Result<Replayed, ReplayError> {
+    let verified = prove_source(engine, source, strategy, trusted).await?;
+    let id = next_replay_id(&engine.store, source).await?;
+    start_replay(engine, &verified, source, &id).await?;
+    replay_rolls(engine, &verified, source, &id, judges).await
+}
+
+/// The source must be decided and verify under `trusted`; it is then logged here.
+async fn prove_source(
+    engine: &Engine,
+    source: &RunId,
+    strategy: Option<&str>,
+    trusted: &[seal_core::sealing::PublicKey],
+) -> Result<VerifiedRun, ReplayError> {
+    if let Some(s) = strategy.filter(|s| *s != consensus::STRATEGY) {
+        return Err(ReplayError::Strategy(s.to_string()));
+    }
+    let store = &engine.store;
+    if !store.exists(&Key::evidence(source)).await? {
+        return Err(ReplayError::NotDecided {
+            run: source.clone(),
+        });
+    }
+    let verified = match crate::verify::prove(store, source, trusted).await? {
+        Ok(v) => v,
+        Err(report) => {
+            return Err(ReplayError::Unsound {
+                run: source.clone(),
+                problems: report.summary(3),
+            });
+        }
+    };
+    // The source's seal must be in this store's log: an archive's run was logged when it was
+    // imported; a run of this store whose seal the log lacks was planted (docs/DESIGN.md §13),
+    // and is refused, never appended here.
+    if let Some(key) = &engine.key {
+        engine
+            .log
+            .require_logged(source, verified.seal_hash(), key)
+            .await?;
+    }
+    Ok(verified)
+}
+
+/// Stores the replay run's header (historical_replay, parent = the source), brief and
+/// play-spec under `id`, each read against the hash the verified source binds. The header's
+/// bytes depend on the source only, so storing them again for an interrupted replay is a
+/// no-op; a replay already finalizing has nothing to add.
+async fn start_replay(
+    engine: &Engine,
+    verified: &VerifiedRun,
+    source: &RunId,
+    id: &RunId,
+) -> Result<(), ReplayError> {
+    let store = &engine.store;
+    if matches!(
+        crate::run_state::RunState::load(store, id).await,
+        Ok(crate::run_state::RunState::Finalizing(_))
+    ) {
+        return Ok(());
+    }
+    let bound = |check| {
+        verified
+            .evidence()
+            .rolls
+            .first()
+            .and_then(|r| seal_core::derive::guard_bound_hash(r, check))
+    };
+    let header_hash = bound(GuardCheck::Header).ok_or_else(|| ReplayError::Unsound {
+        run: source.clone(),
+        problems: "its first roll's guard names no header".into(),
+    })?;
+    let mut header: Evidence = store
+        .get_json_verified(&Key::header(source), &header_hash)
+        .await?;
+    header.run_id = id.to_string();
+    header.parent_run_id = Some(source.to_string());
+    header.acceptance_mode = AcceptanceMode::HistoricalReplay;
+    let header_bytes = seal_core::canonical::canonical_bytes(&header)
+        .map_err(|e| StoreError::Upload(e.to_string()))?;
+    intake::put_header(engine, id, &header_bytes, Origin::Replay).await?;
+    if let Some(b) = store.get_opt(&Key::brief(source)).await? {
+        let b = store
+            .get_verified(&Key::brief(source), &verified.evidence().brief_hash)
+            .await
+            .map(|_| b)?;
+        intake::put_brief(engine, id, &b).await?;
+    }
+    if let Some(spec_hash) = bound(GuardCheck::PlaySpecFresh) {
+        let spec = store
+            .get_verified(&Key::play_spec(source), &spec_hash)
+            .await?;
+        intake::put_play_spec(engine, id, &spec).await?;
+    }
+    Ok(())
+}
+
+/// Judges the replay's rolls from the verified source's proof packages, then finalizes.
+async fn replay_rolls(
+    engine: &Engine,
+    verified: &VerifiedRun,
+    source: &RunId,
+    id: &RunId,
+    judges: JudgesFrom,
+) -> Result<Replayed, ReplayError> {
+    let store = &engine.store;
+    let old = verified.evidence();
+    let id = id.clone();
+    let source_mode = match judges {
+        JudgesFrom::Stored => Source::Stored {
+            from: source.clone(),
+            rolls: std::sync::Arc::new(old.rolls.clone()),
+        },
+        JudgesFrom::Live => Source::Live,
+    };
+    let finalizing = matches!(
+        crate::run_state::RunState::load(store, &id).await,
+        Ok(crate::run_state::RunState::Finalizing(_))
+    );
+    let rolls = if finalizing { &[][..] } else { &old.rolls[..] };
+    let mut reproduced = true;
+    for old_roll in rolls {
+        let proof = store
+            .get_verified(
+                &Key::parse(&old_roll.proof_package_ref)
+                    .map_err(|e| StoreError::Upload(e.to_string()))?,
+                &old_roll.proof_package_hash,
+            )
+            .await?;
+        match intake::put_proof_package(engine, &id, old_roll.roll_id, &proof).await {
+            Ok(_) => {}
+            // The current strategy found roll 1 decisive: there is no roll 2 any more.
+            Err(IntakeError::Order { .. }) => {
+                reproduced = false;
+                break;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let report = roll::judge_roll_from(engine, &id, old_roll.roll_id, &source_mode).await?;
+        reproduced &= report.roll.judge_consensus_hash == old_roll.judge_consensus_hash;
+    }
+    let done = postguard::finalize(engine, &id).await?;
+    // Live spending is the judges' part of each new roll; stored answers cost nothing new.
+    let mut new_cost = 0u64;
+    if judges == JudgesFrom::Live {
+        for r in &done.evidence.rolls {
+            let proof: ProofPackage = store
+                .get_json_verified(
+                    &Key::parse(&r.proof_package_ref)
+                        .map_err(|e| StoreError::Upload(e.to_string()))?,
+                    &r.proof_package_hash,
+                )
+                .await?;
+            new_cost += rmb_to_micro(r.cost_rmb).saturating_sub(rmb_to_micro(proof.actor_cost_rmb));
+        }
+    }
+    reproduced &= done.evidence.rolls.len() == old.rolls.len()
+        && done
+            .evidence
+            .rolls
+            .iter()
+            .zip(&old.rolls)
+            .all(|(new, old)| new.judge_consensus_hash == old.judge_consensus_hash);
+    Ok(Replayed {
+        source: source.to_string(),
+        replay: id.to_string(),
+        old_outcome: old.outcome,
+        new_outcome: done.evidence.outcome,
+        consensus_reproduced: reproduced,
+        new_cost_rmb: micro_to_rmb(new_cost),
+    })
+}
+
+/// The runs `--all` replays: every run with an `evidence.json` that does not say it is a
+/// replay. A run whose evidence cannot be read is included, so that its replay reports it
+/// (and the others go on).
+pub async fn replayable_runs(store: &Store) -> Result<Vec<RunId>, StoreError> {
+    let mut out = Vec::new();
+    for run in store.list_runs().await? {
+        if is_replayable(store, &run).await? {
+            out.push(run);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `--all` replays `run` (see [`replayable_runs`]); `seal replay --all` asks it of
+/// each listed run inside that run's job, not in a serial pass before the first replay.
+pub async fn is_replayable(store: &Store, run: &RunId) -> Result<bool, StoreError> {
+    match store.get_json::<Evidence>(&Key::evidence(run)).await {
+        Ok(None) => Ok(false),
+        Ok(Some((ev, _))) => Ok(ev.acceptance_mode != AcceptanceMode::HistoricalReplay),
+        Err(e) if e.fault() == Fault::Infrastructure => Err(e),
+        Err(_) => Ok(true),
+    }
+}

@@ -1,0 +1,111 @@
+//! Stage 3: the cost reservation. Before any call, the worst case of both slots (every
+//! attempt, the request's text as an upper bound on input tokens, every image, the maximum
+//! output) is reserved against the run budget; over budget, no judge is called. A replay
+//! spends nothing new: it carries the reservation its answers were bought under.
+
+use serde_json::Value;
+
+use super::dispatch::Jobs;
+use super::guard::Guarded;
+use super::package::Packaged;
+use super::{put_derived, JudgingError, Source};
+use crate::engine::Engine;
+use crate::judge::JudgeClient;
+use crate::run_state::OpenRun;
+use seal_core::doc::*;
+use seal_core::vocab::GuardCheck;
+use seal_store::{Key, StoreError, Stored};
+
+pub(super) async fn reserve(
+    engine: &Engine,
+    open: &OpenRun,
+    g: &Guarded,
+    p: &Packaged,
+    jobs: &Jobs<'_>,
+    source: &Source,
+) -> Result<((CostReservation, Stored), Check), JudgingError> {
+    let store = &engine.store;
+    let (ja, jb) = (&engine.judges.a, &engine.judges.b);
+    let images = p.manifest.frames.len() as u64;
+    let price_a = slot_price(ja, &ja.build_request(&jobs.a), images);
+    let price_b = slot_price(jb, &jb.build_request(&jobs.b), images);
+    // Spent before this roll: the header's cost, the earlier rolls', this roll's actor.
+    let spent_before = rmb_to_micro(open.header.cost_rmb)
+        + open
+            .rolls
+            .iter()
+            .filter(|r| r.roll_id < g.roll)
+            .map(|r| rmb_to_micro(r.cost_rmb))
+            .sum::<u64>()
+        + rmb_to_micro(g.proof.actor_cost_rmb);
+    let reserved = rmb_to_micro(price_a.worst_case_rmb) + rmb_to_micro(price_b.worst_case_rmb);
+    let budget = engine.config.budget_run_micro;
+    let reservation = CostReservation {
+        schema_version: COST_RESERVATION.into(),
+        roll_id: g.roll,
+        budget_rmb: micro_to_rmb(budget),
+        spent_before_rmb: micro_to_rmb(spent_before),
+        reserved_rmb: micro_to_rmb(reserved),
+        within_budget: spent_before + reserved <= budget,
+        price_table: PriceTable {
+            a: price_a,
+            b: price_b,
+        },
+    };
+    let key = Key::roll_file(&g.run, g.roll, "cost-reservation.json");
+    let (reservation, stored) = match source.source_roll(g.roll) {
+        None => {
+            let stored = put_derived(store, &key, &reservation).await?;
+            (reservation, stored)
+        }
+        // A replay carries the reservation its answers were bought under: the one the verified
+        // source binds, read against its sealed hash and copied byte for byte.
+        Some((from, source_roll)) => {
+            let from_key = Key::parse(&source_roll.cost_reservation_ref)
+                .map_err(|e| super::internal(&g.run, g.roll, format!("{from}: {e}")))?;
+            let bytes = store
+                .get_verified(&from_key, &source_roll.cost_reservation_hash)
+                .await?;
+            let stored = match store.put_bytes(&key, bytes.clone()).await {
+                Ok(s) => s,
+                Err(StoreError::Conflict { existing, .. }) => {
+                    return Err(JudgingError::Planted {
+                        key: key.to_string(),
+                        reason: format!(
+                            "stored sha256 {existing} is not the reservation of {from}"
+                        ),
+                    })
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let r: CostReservation = seal_store::parse_stored(&key, &bytes, store.doc_limit())?;
+            (r, stored)
+        }
+    };
+    let check = Check::new(
+        GuardCheck::Budget.as_str(),
+        reservation.within_budget,
+        format!(
+            "spent {} + reserved {} RMB, budget {} RMB",
+            reservation.spent_before_rmb, reservation.reserved_rmb, reservation.budget_rmb
+        ),
+    );
+    Ok(((reservation, stored), check))
+}
+
+fn slot_price(client: &JudgeClient, request: &Value, images: u64) -> SlotPrice {
+    let input = JudgeClient::input_token_bound(request);
+    let attempts = client.config.max_attempts();
+    let worst = client.worst_case_attempt_micro(input, images) * u64::from(attempts);
+    SlotPrice {
+        model: client.config.model.clone(),
+        input_rmb_per_m_tok: client.config.prices.input_rmb_per_mtok,
+        output_rmb_per_m_tok: client.config.prices.output_rmb_per_mtok,
+        image_rmb: client.config.prices.image_rmb,
+        max_attempts: attempts,
+        max_input_tokens: input,
+        max_output_tokens: client.config.max_tokens,
+        images,
+        worst_case_rmb: micro_to_rmb(worst),
+    }
+}

@@ -1,0 +1,341 @@
+//! Stage 4: Judge A ∥ Judge B. Per-slot identity (policy seed and session id derived from the
+//! run, roll and slot under the secret salt), the independence preflight, and then one of: both
+//! judges over HTTP, concurrently; the stored answers of another run (replay); or, when the
+//! guard blocked the roll, a `not_dispatched` record per slot so every ref still exists.
+
+use super::guard::Guarded;
+use super::package::Packaged;
+use super::{put_or_keep, JudgingError, Source};
+use crate::engine::Engine;
+use crate::judge::parse::{evaluate_raw, ErrorClass, ParseFailure};
+use crate::judge::{self, AttemptRecord, JudgeClient, SlotJob, SlotRun};
+use crate::receipt::ReceiptKind;
+use crate::resume::{self, ResumeError};
+use seal_core::canonical::Hash;
+use seal_core::doc::*;
+use seal_core::ids::{RollId, RunId, Slot};
+use seal_core::vocab::GuardCheck;
+use seal_store::{Key, Store, StoreError, Stored};
+
+/// Both slots' jobs for one roll.
+pub(super) struct Jobs<'a> {
+    pub a: SlotJob<'a>,
+    pub b: SlotJob<'a>,
+}
+
+impl<'a> Jobs<'a> {
+    pub fn new(engine: &'a Engine, g: &'a Guarded, p: &'a Packaged) -> Jobs<'a> {
+        let salt = engine.judges.salt();
+        let (seed_a, seed_b) = judge::policy_seeds(salt, &g.run, g.roll);
+        let job = |slot, seed| SlotJob {
+            run: &g.run,
+            roll: g.roll,
+            package_bytes: &p.package_bytes,
+            package_hash: &p.package_hash,
+            manifest: &p.manifest,
+            images: &g.frames.images,
+            seed,
+            session_id: judge::session_id(salt, &g.run, g.roll, slot),
+            salt,
+        };
+        Jobs {
+            a: job(Slot::A, seed_a),
+            b: job(Slot::B, seed_b),
+        }
+    }
+}
+
+/// The independence preflight: A and B are distinct before either is asked.
+pub(super) fn preflight(engine: &Engine, run: &RunId, roll: RollId, jobs: &Jobs<'_>) -> Check {
+    let (ja, jb) = (&engine.judges.a, &engine.judges.b);
+    let distinct = [
+        ("clients", ja.logical_client_id != jb.logical_client_id),
+        ("sessions", jobs.a.session_id != jobs.b.session_id),
+        ("seeds", jobs.a.seed != jobs.b.seed),
+        ("prompts", ja.prompt.hash != jb.prompt.hash),
+        (
+            "folders",
+            Key::slot_file(run, roll, Slot::A, "x") != Key::slot_file(run, roll, Slot::B, "x"),
+        ),
+    ];
+    let bad: Vec<&str> = distinct
+        .iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(n, _)| *n)
+        .collect();
+    Check::new(
+        GuardCheck::IndependencePreflight.as_str(),
+        bad.is_empty(),
+        if bad.is_empty() {
+            "distinct clients, sessions, seeds, prompts, folders".to_string()
+        } else {
+            format!("not distinct: {}", bad.join(", "))
+        },
+    )
+}
+
+/// Runs both slots: the stored answers of a replay's source, both judges live, or (guard
+/// blocked) nothing but the records that say so.
+pub(super) async fn run(
+    engine: &Engine,
+    guard: &Guard,
+    jobs: &Jobs<'_>,
+    source: &Source,
+) -> Result<(SlotRun, SlotRun), JudgingError> {
+    let store = &engine.store;
+    let (ja, jb) = (&engine.judges.a, &engine.judges.b);
+    let (run, roll) = (jobs.a.run, jobs.a.roll);
+    if let Source::Stored { from, .. } = source {
+        tracing::info!(from = %from, "replaying stored judge answers");
+        let src = source.source_roll(roll).ok_or_else(|| {
+            super::internal(
+                run,
+                roll,
+                format!("the verified source {from} has no {roll}"),
+            )
+        })?;
+        return Ok((
+            copy_attempts(engine, src, run, roll, Slot::A).await?,
+            copy_attempts(engine, src, run, roll, Slot::B).await?,
+        ));
+    }
+    if guard.status == GuardStatus::Pass {
+        tracing::info!(package = %jobs.a.package_hash, "dispatching judge A and judge B");
+        let (a, b) = tokio::join!(ja.run_slot(store, &jobs.a), jb.run_slot(store, &jobs.b));
+        return Ok((a?, b?));
+    }
+    let why: Vec<&str> = guard
+        .checks
+        .iter()
+        .filter(|c| !c.ok)
+        .map(|c| c.id.as_str())
+        .collect();
+    tracing::warn!(failed = ?why, "roll guard blocked: no judge is called");
+    let why = why.join(", ");
+    Ok((
+        not_dispatched(store, ja, &jobs.a, &why).await?,
+        not_dispatched(store, jb, &jobs.b, &why).await?,
+    ))
+}
+
+/// Stores the records of a slot that was never called (the guard blocked the roll).
+async fn not_dispatched(
+    store: &Store,
+    client: &JudgeClient,
+    job: &SlotJob<'_>,
+    why: &str,
+) -> Result<SlotRun, ResumeError> {
+    let raw_key = Key::attempt_file(job.run, job.roll, client.slot, 1, "raw.json");
+    let record = AttemptFailure {
+        schema_version: ATTEMPT_FAILURE.into(),
+        slot: client.slot,
+        session_id: job.session_id.clone(),
+        attempt: 1,
+        stage: FailureStage::Guard,
+        error_class: ErrorClass::NotDispatched,
+        detail: format!("roll guard blocked: {why}"),
+        started_at: None,
+        ended_at: None,
+    };
+    let (_, raw) = put_or_keep(store, &raw_key, &record).await?;
+    let meta = not_dispatched_meta(client, job, &raw, &record.detail);
+    let id = resume::AttemptId {
+        run: job.run,
+        roll: job.roll,
+        slot: client.slot,
+        attempt: 1,
+    };
+    let meta = resume::sign_meta(job.salt, id, meta);
+    let (meta, meta_stored) = put_or_keep(
+        store,
+        &Key::attempt_file(job.run, job.roll, client.slot, 1, "meta.json"),
+        &meta,
+    )
+    .await?;
+    // Records kept from an earlier run of this roll must be this daemon's.
+    let raw_bytes = store.get(&raw.key).await?;
+    resume::check(
+        job.salt,
+        id,
+        None,
+        &resume::Stored {
+            request: None,
+            raw: &raw_bytes,
+            meta: Some(&meta),
+        },
+    )?;
+    let outcome = Err(ParseFailure::new(ErrorClass::NotDispatched, record.detail));
+    Ok(SlotRun {
+        slot: client.slot,
+        attempts: vec![AttemptRecord {
+            attempt: 1,
+            request: None,
+            raw,
+            meta,
+            meta_hash: meta_stored.hash,
+            outcome,
+        }],
+    })
+}
+
+/// The SlotMeta of a slot the guard kept from being called: no request, no answer, no cost.
+fn not_dispatched_meta(
+    client: &JudgeClient,
+    job: &SlotJob<'_>,
+    raw: &Stored,
+    detail: &str,
+) -> SlotMeta {
+    SlotMeta {
+        schema_version: SLOT_META.into(),
+        slot: client.slot,
+        attempt: 1,
+        logical_client_id: client.logical_client_id.clone(),
+        session_id: job.session_id.clone(),
+        policy_seed: job.seed,
+        endpoint_host: client.config.host(),
+        model_requested: client.config.model.clone(),
+        model_answered: None,
+        system_fingerprint: None,
+        prompt_artifact: PromptArtifactRef {
+            id: client.prompt.id.clone(),
+            version: client.prompt.version.clone(),
+            hash: client.prompt.hash.clone(),
+        },
+        package_hash: job.package_hash.clone(),
+        request_ref: None,
+        request_hash: None,
+        raw_ref: raw.key.to_string(),
+        raw_hash: raw.hash.clone(),
+        http_status: None,
+        started_at: "1970-01-01T00:00:00Z".into(),
+        ended_at: "1970-01-01T00:00:00Z".into(),
+        latency_ms: 0,
+        usage: None,
+        cost_rmb: 0.0,
+        error_class: Some(ErrorClass::NotDispatched),
+        error_detail: Some(detail.to_string()),
+        accepted: false,
+        attempt_mac: None,
+        unredacted_raw_hash: None,
+    }
+}
+
+/// A stored replay's attempts of one slot: exactly the attempts the verified source binds for
+/// the same roll and slot (the attempt list of its sealed normalized result), each file read
+/// against the hash the sealed records name and copied byte for byte, create-only. Anything
+/// else in the replay's slot folder (an extra attempt, other bytes at a copied key) is planted:
+/// the replay stops there, naming it. Each copied attempt gets a receipt naming its source, the
+/// postguard's proof that seal copied it (its MAC was made for the source's run id).
+async fn copy_attempts(
+    engine: &Engine,
+    (from, source): (&RunId, &Roll),
+    run: &RunId,
+    roll: RollId,
+    slot: Slot,
+) -> Result<SlotRun, JudgingError> {
+    let store = &engine.store;
+    let sref = source.slot_ref(slot);
+    let normalized = Key::parse(&sref.normalized_ref)
+        .map_err(|e| super::internal(run, roll, format!("{from}: {e}")))?;
+    let result: JudgeResult = store
+        .get_json_verified(&normalized, &sref.result_hash)
+        .await?;
+    let mut attempts = Vec::with_capacity(result.attempts.len());
+    for h in &result.attempts {
+        attempts.push(copy_attempt(engine, from, run, roll, slot, h).await?);
+    }
+    let listed: Vec<u32> = result.attempts.iter().map(|h| h.attempt).collect();
+    let folder = Key::slot_file(run, roll, slot, "x").dir().to_string();
+    let keys = store.list(&folder).await?;
+    if let Some(key) = keys.iter().find(|k| !replay_may_hold(&folder, k, &listed)) {
+        return Err(JudgingError::Planted {
+            key: key.to_string(),
+            reason: format!("the verified source {from} binds no such attempt object"),
+        });
+    }
+    Ok(SlotRun { slot, attempts })
+}
+
+/// Whether a stored replay's slot folder may hold `key`: the slot's own documents, or a
+/// request, raw answer or meta of one of the `listed` attempts (pure).
+fn replay_may_hold(folder: &str, key: &Key, listed: &[u32]) -> bool {
+    let Some(rest) = key
+        .as_str()
+        .strip_prefix(folder)
+        .and_then(|r| r.strip_prefix('/'))
+    else {
+        return false;
+    };
+    match rest.split_once('/') {
+        None => matches!(rest, "parsed.json" | "normalized.json"),
+        Some((attempt, file)) => {
+            let listed_attempt = attempt
+                .strip_prefix("attempt-")
+                .and_then(|k| k.parse::<u32>().ok())
+                .is_some_and(|k| listed.contains(&k) && attempt == format!("attempt-{k}"));
+            listed_attempt && matches!(file, "request.json" | "raw.json" | "meta.json")
+        }
+    }
+}
+
+/// Copies one attempt of the verified source (see [`copy_attempts`]).
+async fn copy_attempt(
+    engine: &Engine,
+    from: &RunId,
+    run: &RunId,
+    roll: RollId,
+    slot: Slot,
+    h: &AttemptHashes,
+) -> Result<AttemptRecord, JudgingError> {
+    let store = &engine.store;
+    let copy = |file: &'static str, hash: Hash| async move {
+        let src = Key::attempt_file(from, roll, slot, h.attempt, file);
+        let dst = Key::attempt_file(run, roll, slot, h.attempt, file);
+        let bytes = store.get_verified(&src, &hash).await?;
+        match store.put_bytes(&dst, bytes.clone()).await {
+            Ok(stored) => Ok((stored, bytes)),
+            Err(StoreError::Conflict { existing, .. }) => Err(JudgingError::Planted {
+                key: dst.to_string(),
+                reason: format!("stored sha256 {existing} is not {src} of the verified source"),
+            }),
+            Err(e) => Err(e.into()),
+        }
+    };
+    let request = match &h.request_hash {
+        Some(rh) => Some(copy("request.json", rh.clone()).await?.0),
+        None => None,
+    };
+    let (raw, raw_bytes) = copy("raw.json", h.raw_hash.clone()).await?;
+    let (meta_stored, meta_bytes) = copy("meta.json", h.meta_hash.clone()).await?;
+    let meta: SlotMeta =
+        seal_store::parse_stored(&meta_stored.key, &meta_bytes, store.doc_limit())?;
+    engine
+        .receipt(ReceiptKind::ReplayedAttempt, &meta_stored, Some(from))
+        .await?;
+    Ok(AttemptRecord {
+        attempt: h.attempt,
+        request,
+        outcome: evaluate_raw(&raw_bytes, meta.http_status),
+        raw,
+        meta,
+        meta_hash: meta_stored.hash,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replay_may_hold;
+    use seal_store::Key;
+
+    #[test]
+    fn a_stored_replay_holds_exactly_the_source_attempts() {
+        let folder = "runs/r.replay-1/roll-1/judge-b";
+        let ok = |k: &str| replay_may_hold(folder, &Key::parse(k).unwrap(), &[1]);
+        assert!(ok("runs/r.replay-1/roll-1/judge-b/attempt-1/raw.json"));
+        assert!(ok("runs/r.replay-1/roll-1/judge-b/normalized.json"));
+        assert!(!ok("runs/r.replay-1/roll-1/judge-b/attempt-2/raw.json"));
+        assert!(!ok("runs/r.replay-1/roll-1/judge-b/attempt-01/raw.json"));
+        assert!(!ok("runs/r.replay-1/roll-1/judge-b/attempt-1/extra.json"));
+        assert!(!ok("runs/r.replay-1/roll-1/judge-b/stray.json"));
+    }
+}

@@ -1,0 +1,381 @@
+//! `seal stats`: how well the two judges agree, per obligation, per genre and over time, and
+//! what decided runs cost (docs/DESIGN.md §7, §14).
+//!
+//! Four parts: this loader streams the store's run ids (sorted), proves each run
+//! ([`crate::verify::prove`]: a decided run that does not verify is counted and listed, never
+//! used), reads the documents the figures need by the ref and sha256 the sealed evidence
+//! records, reduces them to [`facts`], and feeds them one run at a time to the
+//! [`aggregate::Aggregator`] (bounded memory: counters, matrices, exact histograms). The
+//! statistics ([`kappa`]), the aggregator, the terminal table ([`text`]) and the page
+//! ([`html`]) are pure.
+
+pub use seal_core::stats::{aggregate, facts, html, kappa, text};
+
+use std::collections::BTreeMap;
+
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+use seal_core::doc::*;
+use seal_core::fault::{Fault, HasFault};
+use seal_core::ids::{RunId, Slot};
+use seal_core::sealing::PublicKey;
+use seal_store::{Key, Store, StoreError};
+
+pub use aggregate::{Aggregator, Query, StatsReport};
+use facts::*;
+
+/// Why the figures could not be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum StatsError {
+    #[error("{option}: not an RFC 3339 time: {value:?}")]
+    BadTime { option: &'static str, value: String },
+    #[error("--genre: unknown genre {0:?} (narrative, trpg, heritage, puzzle, sim-business)")]
+    BadGenre(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{key}: {detail}")]
+    Corrupt { key: String, detail: String },
+    #[error("the stats report is not valid: {0}")]
+    Invalid(String),
+}
+
+impl HasFault for StatsError {
+    fn fault(&self) -> Fault {
+        match self {
+            StatsError::BadTime { .. } | StatsError::BadGenre(_) => Fault::Caller,
+            StatsError::Store(e) => e.fault(),
+            StatsError::Corrupt { .. } | StatsError::Invalid(_) => Fault::Corruption,
+        }
+    }
+}
+
+/// The query, checked: a time window `[since, until)` over `decidedAt` and a genre.
+#[derive(Debug, Clone)]
+struct Window {
+    since: Option<OffsetDateTime>,
+    until: Option<OffsetDateTime>,
+    genre: Option<String>,
+}
+
+fn parse_time(
+    option: &'static str,
+    v: &Option<String>,
+) -> Result<Option<OffsetDateTime>, StatsError> {
+    v.as_deref()
+        .map(|s| {
+            OffsetDateTime::parse(s, &Rfc3339).map_err(|_| StatsError::BadTime {
+                option,
+                value: s.chars().take(64).collect(),
+            })
+        })
+        .transpose()
+}
+
+fn window(q: &Query) -> Result<Window, StatsError> {
+    if let Some(g) = &q.genre {
+        serde_json::from_value::<Genre>(serde_json::Value::String(g.clone()))
+            .map_err(|_| StatsError::BadGenre(g.chars().take(64).collect()))?;
+    }
+    Ok(Window {
+        since: parse_time("--since", &q.since)?,
+        until: parse_time("--until", &q.until)?,
+        genre: q.genre.clone(),
+    })
+}
+
+/// The report and its canonical JSON bytes.
+#[derive(Debug, Clone)]
+pub struct Stats {
+    pub report: StatsReport,
+    pub bytes: Vec<u8>,
+}
+
+impl Stats {
+    pub fn html(&self) -> String {
+        html::render(&self.report)
+    }
+    pub fn text(&self) -> String {
+        text::render(&self.report)
+    }
+}
+
+/// Runs proved at once. Results are consumed in store order, so the figures do not depend on
+/// which run finished first; at most this many runs' documents are in memory.
+pub const JOBS: usize = 8;
+
+/// What one listed run contributes.
+enum Visit {
+    Open,
+    NotVerified(Unverified),
+    Outside,
+    Used(Box<RunFacts>),
+}
+
+async fn visit(
+    store: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+    w: &Window,
+) -> Result<Visit, StatsError> {
+    if !store.exists(&Key::evidence(run)).await? {
+        return Ok(Visit::Open); // not decided: nothing to count
+    }
+    Ok(match crate::verify::prove(store, run, trusted).await? {
+        Err(report) => Visit::NotVerified(unverified(&report)),
+        Ok(proof) => match facts_of(store, run, proof.evidence(), w).await? {
+            Some(f) => Visit::Used(Box::new(f)),
+            None => Visit::Outside,
+        },
+    })
+}
+
+/// Streams every run of the store through [`verify::prove`](crate::verify::prove) and the
+/// aggregator, [`JOBS`] runs at a time, in store order.
+pub async fn stats(
+    store: &Store,
+    trusted: &[PublicKey],
+    query: Query,
+) -> Result<Stats, StatsError> {
+    use futures::StreamExt;
+    let w = window(&query)?;
+    let (runs, bad_folders) = store.list_run_folders().await?;
+    let mut agg = Aggregator::new();
+    for name in bad_folders {
+        agg.listed();
+        let r = crate::verify::RunReport::unverifiable_folder(name);
+        agg.unverified(unverified(&r));
+    }
+    let w = &w;
+    let mut visits = futures::stream::iter(runs)
+        .map(|run| async move { visit(store, &run, trusted, w).await })
+        .buffered(JOBS);
+    while let Some(v) = visits.next().await {
+        match v? {
+            Visit::Open => continue,
+            Visit::NotVerified(u) => {
+                agg.listed();
+                agg.unverified(u);
+            }
+            Visit::Outside => {
+                agg.listed();
+                agg.filtered_out();
+            }
+            Visit::Used(f) => {
+                agg.listed();
+                agg.add(&f);
+            }
+        }
+    }
+    let report = agg.finish(query);
+    let value = serde_json::to_value(&report).map_err(|e| StatsError::Invalid(e.to_string()))?;
+    if let seal_core::validate::Report::Invalid(_, findings) =
+        seal_core::validate::validate_as(seal_core::contracts::Kind::Stats, &value)
+    {
+        let shown: Vec<String> = findings.iter().take(3).map(|f| f.to_string()).collect();
+        return Err(StatsError::Invalid(shown.join("; ")));
+    }
+    let mut bytes = seal_core::canonical::canonical_bytes(&value)
+        .map_err(|e| StatsError::Invalid(e.to_string()))?;
+    bytes.push(b'\n');
+    Ok(Stats { report, bytes })
+}
+
+fn unverified(r: &crate::verify::RunReport) -> Unverified {
+    Unverified {
+        run_id: r.run_id.clone(),
+        problems: r.problems.len(),
+        first_problem: r
+            .problems
+            .first()
+            .map(|p| p.to_string())
+            .unwrap_or_default(),
+    }
+}
+
+fn key(reference: &str) -> Result<Key, StatsError> {
+    Key::parse(reference).map_err(|e| StatsError::Corrupt {
+        key: reference.chars().take(200).collect(),
+        detail: e.to_string(),
+    })
+}
+
+fn genre_name(g: Genre) -> String {
+    serde_json::to_value(g)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// The facts of one verified run, or None when it lies outside the query.
+async fn facts_of(
+    store: &Store,
+    run: &RunId,
+    ev: &Evidence,
+    w: &Window,
+) -> Result<Option<RunFacts>, StatsError> {
+    let genre = genre_name(ev.genre);
+    let pg = ev.final_postguard.as_ref();
+    let decided = pg
+        .and_then(|p| OffsetDateTime::parse(&p.decided_at, &Rfc3339).ok())
+        .ok_or_else(|| StatsError::Corrupt {
+            key: Key::evidence(run).to_string(),
+            detail: "a verified evidence without an RFC 3339 decidedAt".into(),
+        })?;
+    let outside = w.genre.as_ref().is_some_and(|g| *g != genre)
+        || w.since.is_some_and(|s| decided < s)
+        || w.until.is_some_and(|u| decided >= u);
+    if outside {
+        return Ok(None);
+    }
+    let mut rolls = Vec::with_capacity(ev.rolls.len());
+    for r in &ev.rolls {
+        rolls.push(roll_facts(store, run, r).await?);
+    }
+    let day = decided.to_offset(time::UtcOffset::UTC).date().to_string();
+    let replay = ev.acceptance_mode == AcceptanceMode::HistoricalReplay;
+    Ok(Some(RunFacts {
+        run_id: run.to_string(),
+        genre,
+        day,
+        outcome: ev.outcome.map(|o| o.as_str()).unwrap_or("?").to_string(),
+        action: ev
+            .decision
+            .as_ref()
+            .map(|d| d.action.as_str())
+            .unwrap_or("?")
+            .to_string(),
+        reasons: ev
+            .decision
+            .as_ref()
+            .map(|d| d.reasons.clone())
+            .unwrap_or_default(),
+        replay_of: replay.then(|| ev.parent_run_id.clone()).flatten(),
+        first_raw_a: ev.rolls.first().map(|r| r.judge_a_ref.raw_hash.to_string()),
+        cost_micro: rmb_to_micro(ev.cost_rmb),
+        rolls,
+    }))
+}
+
+async fn roll_facts(store: &Store, run: &RunId, r: &Roll) -> Result<RollFacts, StatsError> {
+    let consensus: JudgeConsensus = store
+        .get_json_verified(&key(&r.judge_consensus_ref)?, &r.judge_consensus_hash)
+        .await?;
+    let package: JudgePackage = store
+        .get_json_verified(&key(&r.judge_package_ref)?, &r.judge_package_hash)
+        .await?;
+    let (a_slot, a_result, a_raw) = slot_facts(store, run, r, Slot::A).await?;
+    let (b_slot, b_result, b_raw) = slot_facts(store, run, r, Slot::B).await?;
+    let status = |res: &JudgeResult, id: &str| {
+        res.obligations
+            .iter()
+            .find(|o| o.id == id)
+            .map(|o| o.status)
+            .unwrap_or(JudgeStatus::Missing)
+    };
+    let obligations = consensus
+        .obligation_results
+        .iter()
+        .map(|c| {
+            let check = package
+                .obligations
+                .iter()
+                .find(|o| o.id == c.id)
+                .and_then(|o| o.check.as_ref())
+                .map(|a| seal_core::assertions::evaluate(a, &package.events).holds);
+            ObligationFacts {
+                id: c.id.clone(),
+                a: category(&a_raw, &c.id),
+                b: category(&b_raw, &c.id),
+                a_status: status(&a_result, &c.id),
+                b_status: status(&b_result, &c.id),
+                consensus: c.status,
+                check,
+            }
+        })
+        .collect();
+    Ok(RollFacts {
+        roll_id: r.roll_id.to_string(),
+        outcome: r.roll_outcome.as_str().to_string(),
+        dispatched: r.roll_guard.status == GuardStatus::Pass,
+        degraded: consensus.degraded,
+        cost_micro: rmb_to_micro(r.cost_rmb),
+        obligations,
+        slots: [a_slot, b_slot],
+    })
+}
+
+/// A judge's raw verdicts by obligation id, from `parsed.json` (the JudgeOutput of the
+/// accepted attempt); empty for a failed slot (its parsed.json is a JudgeAttemptFailure/1).
+type RawVerdicts = BTreeMap<String, Verdict>;
+
+/// The matrix category of a judge's raw verdict: not answered is `missing`.
+fn category(raw: &RawVerdicts, id: &str) -> usize {
+    match raw.get(id) {
+        Some(Verdict::Satisfied) => 0,
+        Some(Verdict::Failed) => 1,
+        Some(Verdict::NotObserved) => 2,
+        None => 3,
+    }
+}
+
+async fn slot_facts(
+    store: &Store,
+    run: &RunId,
+    r: &Roll,
+    slot: Slot,
+) -> Result<(SlotFacts, JudgeResult, RawVerdicts), StatsError> {
+    let sref = r.slot_ref(slot);
+    let result: JudgeResult = store
+        .get_json_verified(&key(&sref.normalized_ref)?, &sref.result_hash)
+        .await?;
+    let parsed_key = key(&sref.parsed_ref)?;
+    let parsed: serde_json::Value = store
+        .get_json_verified(&parsed_key, &sref.parsed_hash)
+        .await?;
+    let mut raw = RawVerdicts::new();
+    if parsed.get("schemaVersion").is_none() {
+        let out: JudgeOutput = serde_json::from_value(parsed).map_err(|e| StatsError::Corrupt {
+            key: parsed_key.to_string(),
+            detail: e.to_string(),
+        })?;
+        for o in out.obligations {
+            raw.insert(o.id, o.verdict);
+        }
+    }
+    let mut attempts = Vec::with_capacity(result.attempts.len());
+    let mut last: Option<SlotMeta> = None;
+    for h in &result.attempts {
+        let k = Key::attempt_file(run, r.roll_id, slot, h.attempt, "meta.json");
+        let meta: SlotMeta = store.get_json_verified(&k, &h.meta_hash).await?;
+        attempts.push(AttemptFacts {
+            latency_ms: meta.latency_ms,
+            cost_micro: rmb_to_micro(meta.cost_rmb),
+            error_class: meta.error_class.as_ref().map(|c| c.to_string()),
+        });
+        // The final attempt: the accepted one, else the last.
+        if !last.as_ref().is_some_and(|m| m.accepted) {
+            last = Some(meta);
+        }
+    }
+    let (model, prompt) = match &last {
+        Some(m) => (
+            m.model_answered
+                .clone()
+                .unwrap_or_else(|| m.model_requested.clone()),
+            format!("{}@{}", m.prompt_artifact.id, m.prompt_artifact.version),
+        ),
+        None => (result.model.clone().unwrap_or_default(), String::new()),
+    };
+    let facts = SlotFacts {
+        slot: slot.to_string(),
+        model,
+        prompt,
+        failed_class: result
+            .slot_failed
+            .as_ref()
+            .map(|f| f.error_class.to_string()),
+        attempts,
+    };
+    Ok((facts, result, raw))
+}

@@ -1,0 +1,113 @@
+//! The rule that keeps seal from signing a log that hides a run (G2, docs/DESIGN.md §13):
+//! before a process appends anything, the log must account for every seal in the store, and
+//! must be neither shorter than a checkpoint it signed nor forked.
+//!
+//! Why refuse instead of repairing: the postguard logs a seal before storing it, so a stored
+//! seal the log lacks is never seal's own crash. It was planted, or the log lost entries (a
+//! deleted `log/`, a dropped entry); appending it quietly would sign a fresh checkpoint over a
+//! log that no longer holds what it held, which is exactly how a deleted run disappears. So
+//! `seal serve` does not start, `seal judge` does not judge, and no finalize appends, until an
+//! operator has looked (`seal log verify`) and run `seal log rebuild`.
+//!
+//! Decision: a deleted run (logged, gone from the store) does not stop appends: the log is
+//! doing its job, and `seal log verify` names it. Checkpoints no trusted key signed are named
+//! by `seal log verify` but stop nothing either: they are not a log seal signed.
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+
+use super::view::{check, LogView};
+use super::{LogError, READ_AHEAD};
+use crate::audit::Problem;
+use seal_core::canonical::Hash;
+use seal_core::fault::{Fault, HasFault};
+use seal_core::ids::RunId;
+use seal_store::{Key, Store, StoreError};
+
+/// A stored seal: its sha256, or why it cannot be read as an object.
+pub type StoredSeal = (RunId, Result<Hash, String>);
+
+/// Every seal in the store and its sha256. Read *before* the log: a seal is stored after its
+/// entry, so every seal read here has its entry in the log read next, even while another
+/// replica seals runs.
+pub async fn stored_seals(store: &Store) -> Result<Vec<StoredSeal>, StoreError> {
+    let runs = store.list_runs().await?;
+    futures::stream::iter(runs.into_iter().map(|run| {
+        let store = store.clone();
+        async move {
+            let read = match store.get_opt(&Key::seal(&run)).await {
+                Ok(b) => b.map(|b: Bytes| Ok(Hash::of(&b))),
+                Err(e) if e.fault() == Fault::Infrastructure => return Err(e),
+                // A FIFO or an oversized object where a seal belongs: named, never skipped.
+                Err(e) => Some(Err(e.to_string())),
+            };
+            Ok(read.map(|r| (run, r)))
+        }
+    }))
+    .buffered(READ_AHEAD)
+    .try_filter_map(|found| async move { Ok(found) })
+    .try_collect()
+    .await
+}
+
+/// What stops an append: the view's own refusals, then every stored seal (but `except`'s)
+/// that is not logged for its run.
+pub fn refusals(view: &LogView, seals: &[StoredSeal], except: Option<&RunId>) -> Vec<Problem> {
+    let mut problems = view.refusals().to_vec();
+    for (run, hash) in seals {
+        if Some(run) == except {
+            continue;
+        }
+        match hash {
+            Ok(hash) => {
+                let hash = hash.to_string();
+                let mut logged = view.logged(run.as_str()).peekable();
+                let any = logged.peek().is_some();
+                if !logged.any(|(_, e)| e.seal_sha256 == hash) {
+                    problems.push(unlogged_seal(run, any));
+                }
+            }
+            Err(detail) => problems.push(Problem::new(
+                check::UNLOGGED,
+                Key::seal(run).as_str(),
+                format!("a seal that cannot be read, and so is in no log entry: {detail}"),
+            )),
+        }
+    }
+    problems
+}
+
+/// The problem of a stored seal the log lacks; `other_logged`: the run is logged with
+/// another seal.
+pub fn unlogged_seal(run: &RunId, other_logged: bool) -> Problem {
+    if other_logged {
+        Problem::new(
+            check::REPLACED,
+            Key::seal(run).as_str(),
+            "the stored seal is not the one the log holds for this run: it was replaced",
+        )
+    } else {
+        Problem::new(
+            check::UNLOGGED,
+            format!("runs/{run}"),
+            "sealed, but not in the transparency log: the seal was planted, or the log lost its entry",
+        )
+    }
+}
+
+/// The guard: reads the stored seals, then the log (checkpoints trusted under `trusted`), and
+/// hands out the log view when nothing stops an append; else refuses, naming every problem.
+pub async fn check(
+    store: &Store,
+    trusted: &[[u8; 32]],
+    except: Option<&RunId>,
+) -> Result<LogView, LogError> {
+    let seals = stored_seals(store).await?;
+    let view = LogView::load(store, trusted, false).await?;
+    let problems = refusals(&view, &seals, except);
+    if problems.is_empty() {
+        Ok(view)
+    } else {
+        Err(LogError::Refused { problems })
+    }
+}

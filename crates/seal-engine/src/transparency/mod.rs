@@ -1,0 +1,583 @@
+//! The transparency log of seals, kept in the object store next to the runs (docs/DESIGN.md
+//! §13): every seal the postguard writes is appended as a leaf, and every append publishes a
+//! C2SP signed checkpoint, so that no decided run can vanish or be replaced unnoticed.
+//!
+//! Layout, create-only like everything else:
+//! - `log/entries/<index, 20 digits>`: the canonical [`LogEntry`] bytes of leaf `index`;
+//! - `log/checkpoints/<size, 20 digits>`: the signed note of the tree of `size` leaves.
+//!
+//! Decision: no conditional *update* anywhere, only create-only puts, which every backend
+//! (file, memory, S3 with `If-None-Match: *`) offers. A replica takes the next index by
+//! creating `log/entries/<n>`; losing the race is a conflict, after which it reads the winner
+//! and tries `n+1`. Entries are never rewritten, so the tree of size N is unique; the same key
+//! signs deterministically, so two replicas publishing size N create the very same bytes, and
+//! "the latest checkpoint" is simply the largest size. Before writing at index `n` an appender
+//! has read every entry below `n`, so the same seal is never appended twice.
+//!
+//! Log before seal (docs/DESIGN.md §13): the postguard computes the seal's bytes (ed25519 and
+//! the canonical envelope are deterministic), appends the entry naming their sha256, and only
+//! then stores the seal. A crash in between leaves a logged run whose seal is missing, which
+//! the next finalize completes with the very bytes logged. So a stored seal the log lacks was
+//! planted, or the log lost it: seal then signs nothing (`guard`) until an operator runs
+//! `seal log rebuild` (`rebuild`), which records itself as a signed leaf. Nothing is ever
+//! appended to the log behind an operator's back.
+//!
+//! Each new checkpoint is also offered to the configured witnesses ([`publish`]), in the
+//! background: cosigning never holds sealing back.
+
+pub mod guard;
+pub mod publish;
+pub mod rebuild;
+pub mod view;
+
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::audit::Problem;
+use seal_core::canonical::Hash;
+use seal_core::doc::Evidence;
+use seal_core::fault::{Fault, HasFault};
+use seal_core::ids::RunId;
+pub use seal_core::key::{LOG_CHECKPOINTS, LOG_ENTRIES};
+use seal_core::sealing::{self, Envelope, PublicKey, SigningKey};
+use seal_core::tlog::{self, Leaf, LogEntry, TlogError, Tree};
+use seal_store::{Key, Store, StoreError};
+
+pub use view::{verify_log, LogReport, LogView};
+
+pub use seal_core::tlog::DEFAULT_ORIGIN;
+/// Entries read at once when a process first loads the log.
+const READ_AHEAD: usize = 16;
+/// Test hook: milliseconds the postguard waits between appending a seal's entry and storing
+/// the seal, so a test can kill -9 the process in exactly that window. Unset in production.
+pub const APPEND_DELAY_ENV: &str = "SEAL_TEST_LOG_APPEND_DELAY_MS";
+
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{key}: {detail}")]
+    Corrupt { key: String, detail: String },
+    #[error("run {run}: {detail}")]
+    NotSealed { run: RunId, detail: String },
+    #[error("run {run} is not in the transparency log")]
+    NotLogged { run: RunId },
+    #[error("the store holds no signed log checkpoint")]
+    NoCheckpoint,
+    #[error("log format: {0}")]
+    Format(#[from] TlogError),
+    /// The log does not account for the store (G2): seal signs nothing until an operator
+    /// has looked and run `seal log rebuild`.
+    #[error("{}", refusal_text(.problems))]
+    Refused { problems: Vec<Problem> },
+}
+
+/// How many problems a refusal names in its message (all of them: `seal log verify`).
+const REFUSAL_SHOWN: usize = 3;
+
+fn refusal_text(problems: &[Problem]) -> String {
+    let shown: Vec<String> = problems
+        .iter()
+        .take(REFUSAL_SHOWN)
+        .map(Problem::to_string)
+        .collect();
+    let more = problems.len().saturating_sub(REFUSAL_SHOWN);
+    format!(
+        "the transparency log does not account for this store, so seal signs nothing: {}{}. \
+         `seal log verify` names every problem; once you know why, `seal log rebuild` records \
+         a rebuild in the log and relogs the sealed runs (docs/DEPLOYING.md)",
+        shown.join("; "),
+        if more > 0 {
+            format!(" (+{more} more)")
+        } else {
+            String::new()
+        }
+    )
+}
+
+impl HasFault for LogError {
+    fn fault(&self) -> Fault {
+        match self {
+            LogError::Store(e) => e.fault(),
+            LogError::Corrupt { .. } | LogError::Format(_) | LogError::Refused { .. } => {
+                Fault::Corruption
+            }
+            LogError::NotSealed { .. } | LogError::NotLogged { .. } | LogError::NoCheckpoint => {
+                Fault::Caller
+            }
+        }
+    }
+}
+
+fn corrupt(key: &Key, detail: impl std::fmt::Display) -> LogError {
+    LogError::Corrupt {
+        key: key.to_string(),
+        detail: detail.to_string(),
+    }
+}
+
+/// Where an append put a run's seal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    pub index: u64,
+    /// False when the seal was already logged (by this or another replica).
+    pub created: bool,
+    /// Size of the checkpoint published after the append.
+    pub tree_size: u64,
+}
+
+/// What [`Log::append_seal`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SealLogged {
+    /// The entry is in the log: appended now, or found there already.
+    Appended(Appended),
+    /// Another seal of the same evidence is logged (a racing finalizer holding another key
+    /// got there first): that seal is the run's, and its signer is storing it.
+    Rival(LogEntry),
+}
+
+/// What this process knows of the log: entries are create-only, so a cached entry never
+/// goes stale. Only the bytes are kept (a long-lived daemon holds the whole log), with the
+/// indices of each run's seal entries; the few entries of one run are parsed when asked for.
+#[derive(Default)]
+struct Cache {
+    entries: Vec<Bytes>,
+    tree: Tree,
+    by_run: HashMap<String, Vec<u64>>,
+    /// The guard let this process append (once per process: see [`Log::admit`]).
+    admitted: bool,
+}
+
+impl Cache {
+    fn push(&mut self, bytes: Bytes, key: &Key) -> Result<(), LogError> {
+        let leaf = Leaf::from_bytes(&bytes).map_err(|e| corrupt(key, e))?;
+        self.tree.push(&bytes)?;
+        let index = self.entries.len() as u64;
+        if let Leaf::Seal(entry) = leaf {
+            self.by_run.entry(entry.run_id).or_default().push(index);
+        }
+        self.entries.push(bytes);
+        Ok(())
+    }
+
+    /// The seal entries logged for a run, in log order (each parsed when it was cached).
+    fn logged(&self, run: &str) -> Vec<(u64, LogEntry)> {
+        let indices = self.by_run.get(run).map(Vec::as_slice).unwrap_or(&[]);
+        indices
+            .iter()
+            .filter_map(|&i| {
+                let bytes = self.entries.get(usize::try_from(i).ok()?)?;
+                LogEntry::from_bytes(bytes).ok().map(|e| (i, e))
+            })
+            .collect()
+    }
+
+    /// The index of an identical entry already in the log.
+    fn find(&self, entry: &LogEntry) -> Option<u64> {
+        self.logged(&entry.run_id)
+            .into_iter()
+            .find(|(_, e)| e == entry)
+            .map(|(i, _)| i)
+    }
+
+    /// Another seal of the same evidence, already logged: a racing finalizer holding another
+    /// key logged first, and it stores that seal.
+    fn rival(&self, entry: &LogEntry) -> Option<LogEntry> {
+        self.logged(&entry.run_id)
+            .into_iter()
+            .map(|(_, e)| e)
+            .find(|e| e.evidence_sha256 == entry.evidence_sha256 && e != entry)
+    }
+}
+
+/// The store's log as this process appends to it. Cheap to clone; one per engine.
+#[derive(Clone)]
+pub struct Log {
+    store: Store,
+    origin: String,
+    cache: Arc<tokio::sync::Mutex<Cache>>,
+    /// Where each new checkpoint is sent for cosigning ([`publish`]).
+    witnesses: crate::transparency::publish::Publisher,
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Log({})", self.origin)
+    }
+}
+
+impl Log {
+    pub fn new(store: Store, origin: &str) -> Log {
+        Log {
+            store,
+            origin: origin.to_string(),
+            cache: Arc::new(tokio::sync::Mutex::new(Cache::default())),
+            witnesses: Default::default(),
+        }
+    }
+
+    /// The same log, offering every checkpoint it publishes to `witnesses`.
+    pub fn with_witnesses(mut self, witnesses: crate::transparency::publish::Publisher) -> Log {
+        self.witnesses = witnesses;
+        self
+    }
+
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// The guard (G2, [`guard`]): refuses unless the log accounts for every sealed run of the
+    /// store and is neither shorter than a checkpoint it signed nor forked. Checkpoints are
+    /// trusted under `key` and `trusted` (keys it signed with before a rotation). Runs once
+    /// per process: `seal serve` at start, `seal judge` before judging, else the first append.
+    pub async fn admit(&self, key: &SigningKey, trusted: &[PublicKey]) -> Result<(), LogError> {
+        let mut cache = self.cache.lock().await;
+        self.admit_locked(&mut cache, &raw_keys(key, trusted), None)
+            .await
+    }
+
+    async fn admit_locked(
+        &self,
+        cache: &mut Cache,
+        trusted: &[[u8; 32]],
+        except: Option<&RunId>,
+    ) -> Result<(), LogError> {
+        if cache.admitted {
+            return Ok(());
+        }
+        let view = guard::check(&self.store, trusted, except).await?;
+        let mut fresh = Cache::default();
+        for (i, bytes) in view.entries.iter().enumerate() {
+            fresh.push(bytes.clone(), &Key::log_entry(i as u64))?;
+        }
+        fresh.admitted = true;
+        *cache = fresh;
+        Ok(())
+    }
+
+    /// Appends the entry of a seal the postguard is about to store (see the module doc), unless
+    /// that very entry is logged already, then publishes the checkpoint of the tree that holds
+    /// it. Appends nothing when another seal of the same evidence is logged
+    /// ([`SealLogged::Rival`]).
+    pub async fn append_seal(
+        &self,
+        run: &RunId,
+        entry: &LogEntry,
+        key: &SigningKey,
+    ) -> Result<SealLogged, LogError> {
+        let mut cache = self.cache.lock().await;
+        self.admit_locked(&mut cache, &raw_keys(key, &[]), None)
+            .await?;
+        let (index, created) = match self.append_locked(&mut cache, run, entry).await? {
+            Placed::At { index, created } => (index, created),
+            Placed::Rival(rival) => return Ok(SealLogged::Rival(rival)),
+        };
+        let tree_size = self.publish(&cache, key).await?;
+        Ok(SealLogged::Appended(Appended {
+            index,
+            created,
+            tree_size,
+        }))
+    }
+
+    /// The logged entry of a run's stored seal (`seal_sha256`, as stored), after the guard;
+    /// publishes the checkpoint again, in case a crash came between an append and its
+    /// checkpoint. A stored seal the log lacks is refused, named: planted, or the log lost it.
+    pub async fn require_logged(
+        &self,
+        run: &RunId,
+        seal_sha256: &Hash,
+        key: &SigningKey,
+    ) -> Result<LogEntry, LogError> {
+        let mut cache = self.cache.lock().await;
+        self.admit_locked(&mut cache, &raw_keys(key, &[]), None)
+            .await?;
+        self.sync(&mut cache).await?;
+        let logged = cache.logged(run.as_str());
+        let hash = seal_sha256.to_string();
+        let other_logged = !logged.is_empty();
+        let Some((_, entry)) = logged.into_iter().find(|(_, e)| e.seal_sha256 == hash) else {
+            return Err(LogError::Refused {
+                problems: vec![guard::unlogged_seal(run, other_logged)],
+            });
+        };
+        self.publish(&cache, key).await?;
+        Ok(entry)
+    }
+
+    /// Appends the stored seal of a run this process has just imported from an archive and
+    /// verified under `trusted` (`seal replay --from`); `key` signs the checkpoint. The only
+    /// append of a seal stored before its entry: import copies verified bytes, it signs
+    /// nothing. The guard ignores that one run.
+    pub async fn append_trusted(
+        &self,
+        run: &RunId,
+        key: &SigningKey,
+        trusted: &[PublicKey],
+    ) -> Result<Appended, LogError> {
+        let entry = trusted_entry(&self.store, run, trusted).await?;
+        let mut cache = self.cache.lock().await;
+        self.admit_locked(&mut cache, &raw_keys(key, trusted), Some(run))
+            .await?;
+        let (index, created) = self.append_locked(&mut cache, run, &entry).await?.at(run)?;
+        let tree_size = self.publish(&cache, key).await?;
+        Ok(Appended {
+            index,
+            created,
+            tree_size,
+        })
+    }
+
+    /// Creates the entry at the next free index unless it, or a rival, is logged already.
+    async fn append_locked(
+        &self,
+        cache: &mut Cache,
+        run: &RunId,
+        entry: &LogEntry,
+    ) -> Result<Placed, LogError> {
+        let bytes = Bytes::from(entry.to_bytes().map_err(|e| LogError::NotSealed {
+            run: run.clone(),
+            detail: e.to_string(),
+        })?);
+        self.sync(cache).await?;
+        loop {
+            if let Some(index) = cache.find(entry) {
+                return Ok(Placed::At {
+                    index,
+                    created: false,
+                });
+            }
+            if let Some(rival) = cache.rival(entry) {
+                return Ok(Placed::Rival(rival));
+            }
+            let index = cache.entries.len() as u64;
+            let k = Key::log_entry(index);
+            match self.store.put_bytes_reporting(&k, bytes.clone()).await {
+                Ok((_, created)) => {
+                    cache.push(bytes, &k)?;
+                    return Ok(Placed::At { index, created });
+                }
+                // Another replica took this index: learn its entry, look again.
+                Err(StoreError::Conflict { .. }) => {
+                    let theirs = self.store.get(&k).await?;
+                    cache.push(theirs, &k)?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Reads the entries this process has not seen yet, one by one until the first free
+    /// index (the guard read the log in bulk when the process first used it).
+    async fn sync(&self, cache: &mut Cache) -> Result<(), LogError> {
+        loop {
+            let k = Key::log_entry(cache.entries.len() as u64);
+            match self.store.get_opt(&k).await? {
+                Some(b) => cache.push(b, &k)?,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Signs and stores the checkpoint of everything this process has seen; returns its size.
+    async fn publish(&self, cache: &Cache, key: &SigningKey) -> Result<u64, LogError> {
+        let size = cache.tree.size();
+        if size == 0 {
+            return Ok(0);
+        }
+        let note = sign_checkpoint(&self.origin, &cache.tree, size, key)?;
+        let k = Key::log_checkpoint(size);
+        let note = Bytes::from(note);
+        match self.store.put_bytes_reporting(&k, note.clone()).await {
+            Ok(_) => {
+                self.witnesses.offer(&cache.tree, size, &note);
+                Ok(size)
+            }
+            // Another key (or a forger) published this size first: `seal log verify` judges it.
+            Err(StoreError::Conflict { .. }) => {
+                tracing::warn!(key = %k, "another checkpoint of this size is stored");
+                Ok(size)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Where [`Log::append_locked`] left an entry.
+enum Placed {
+    At { index: u64, created: bool },
+    Rival(LogEntry),
+}
+
+impl Placed {
+    /// The index, for callers that hold the only seal of the run (an import, a rebuild).
+    fn at(self, run: &RunId) -> Result<(u64, bool), LogError> {
+        match self {
+            Placed::At { index, created } => Ok((index, created)),
+            Placed::Rival(rival) => Err(LogError::NotSealed {
+                run: run.clone(),
+                detail: format!(
+                    "another seal of this evidence is logged (seal sha256 {}, key {})",
+                    rival.seal_sha256, rival.key_id
+                ),
+            }),
+        }
+    }
+}
+
+/// The raw public keys checkpoints are trusted under: the signing key's, then `trusted`.
+fn raw_keys(key: &SigningKey, trusted: &[PublicKey]) -> Vec<[u8; 32]> {
+    std::iter::once(key.public())
+        .chain(trusted.iter().cloned())
+        .map(|k| k.raw())
+        .collect()
+}
+
+/// The signed note of the tree of `size` leaves.
+pub fn sign_checkpoint(
+    origin: &str,
+    tree: &Tree,
+    size: u64,
+    key: &SigningKey,
+) -> Result<String, LogError> {
+    let body = tlog::checkpoint_body(origin, size, &tree.root(size)?)?;
+    let public = key.public().raw();
+    Ok(tlog::sign_checkpoint(&body, &public, &|m| key.sign(m))?)
+}
+
+/// The test hook of [`APPEND_DELAY_ENV`] (the postguard calls it after the append).
+pub async fn append_delay() {
+    if let Some(ms) = std::env::var(APPEND_DELAY_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        tracing::warn!(
+            ms,
+            "{APPEND_DELAY_ENV} set: waiting between the log append and the seal"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+}
+
+/// Stored checkpoint keys, largest size first.
+pub async fn checkpoint_keys(store: &Store) -> Result<Vec<(u64, Key)>, StoreError> {
+    let mut keys: Vec<(u64, Key)> = store
+        .list(LOG_CHECKPOINTS)
+        .await?
+        .into_iter()
+        .filter_map(|k| k.log_number(LOG_CHECKPOINTS).map(|n| (n, k)))
+        .collect();
+    keys.sort_by_key(|k| std::cmp::Reverse(k.0));
+    Ok(keys)
+}
+
+/// The latest stored checkpoint (the largest size), exactly as stored; not verified.
+pub async fn latest_checkpoint(store: &Store) -> Result<Option<Bytes>, StoreError> {
+    match checkpoint_keys(store).await?.first() {
+        Some((_, k)) => store.get_opt(k).await,
+        None => Ok(None),
+    }
+}
+
+/// The log entry of a seal: what the postguard appends before it stores the seal, and what
+/// auditors recompute from the stored evidence and seal bytes ([`entry_for`]); `None` when the
+/// evidence is not DECIDED.
+pub fn seal_entry(
+    run: &RunId,
+    evidence: &Evidence,
+    evidence_sha256: &Hash,
+    seal_sha256: &Hash,
+    key_id: &str,
+) -> Option<LogEntry> {
+    let (Some(outcome), Some(pg)) = (evidence.outcome, evidence.final_postguard.as_ref()) else {
+        return None;
+    };
+    Some(LogEntry {
+        run_id: run.to_string(),
+        evidence_sha256: evidence_sha256.to_string(),
+        seal_sha256: seal_sha256.to_string(),
+        key_id: key_id.to_string(),
+        outcome: outcome.as_str().to_string(),
+        decided_at: pg.decided_at.clone(),
+        acceptance_mode: evidence.acceptance_mode.as_str().to_string(),
+        parent_run_id: evidence.parent_run_id.clone(),
+    })
+}
+
+/// What the store holds of a logged run.
+#[derive(Debug)]
+pub enum StoredRun {
+    /// No evidence.
+    Absent,
+    /// Evidence without a seal: decided, its seal not written yet.
+    Pending { evidence_sha256: String },
+    /// Evidence and seal, as the entry the log should hold.
+    Sealed(LogEntry),
+}
+
+/// What the store holds of a run, as log entry terms.
+pub async fn stored_run(store: &Store, run: &RunId) -> Result<StoredRun, LogError> {
+    let Some(ev) = store.get_opt(&Key::evidence(run)).await? else {
+        return Ok(StoredRun::Absent);
+    };
+    let Some(seal) = store.get_opt(&Key::seal(run)).await? else {
+        return Ok(StoredRun::Pending {
+            evidence_sha256: Hash::of(&ev).to_string(),
+        });
+    };
+    let not_sealed = |detail: String| LogError::NotSealed {
+        run: run.clone(),
+        detail,
+    };
+    let evidence: Evidence = seal_core::json::parse_as(&ev, store.doc_limit())
+        .map_err(|e| not_sealed(format!("evidence.json: {e}")))?;
+    let envelope: Envelope = seal_core::json::parse_as(&seal, store.doc_limit())
+        .map_err(|e| not_sealed(format!("seal.dsse.json: {e}")))?;
+    let key_id = match envelope.signatures.as_slice() {
+        [s] => s.keyid.clone(),
+        other => return Err(not_sealed(format!("{} seal signatures", other.len()))),
+    };
+    seal_entry(run, &evidence, &Hash::of(&ev), &Hash::of(&seal), &key_id)
+        .map(StoredRun::Sealed)
+        .ok_or_else(|| not_sealed("evidence.json is not DECIDED".into()))
+}
+
+/// The entry the log should hold for a run, computed from its stored evidence and seal bytes;
+/// `None` when the run is not sealed (either object absent).
+pub async fn entry_for(store: &Store, run: &RunId) -> Result<Option<LogEntry>, LogError> {
+    Ok(match stored_run(store, run).await? {
+        StoredRun::Sealed(e) => Some(e),
+        StoredRun::Absent | StoredRun::Pending { .. } => None,
+    })
+}
+
+/// The entry of a run sealed by one of `trusted` (signature and subject checked), or why it
+/// is not one.
+async fn trusted_entry(
+    store: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+) -> Result<LogEntry, LogError> {
+    let not_sealed = |detail: String| LogError::NotSealed {
+        run: run.clone(),
+        detail,
+    };
+    let entry = entry_for(store, run)
+        .await?
+        .ok_or_else(|| not_sealed("no evidence.json and seal.dsse.json".into()))?;
+    let (envelope, _) = store
+        .get_json::<Envelope>(&Key::seal(run))
+        .await?
+        .ok_or_else(|| not_sealed("the seal vanished".into()))?;
+    let verified = sealing::verify_envelope(&envelope, trusted)
+        .map_err(|e| not_sealed(format!("seal: {e}")))?;
+    let subject = &verified.statement.subject[0];
+    if subject.name != Key::evidence(run).as_str() || subject.digest.sha256 != entry.evidence_sha256
+    {
+        return Err(not_sealed(
+            "the seal is not over this run's evidence".into(),
+        ));
+    }
+    Ok(entry)
+}

@@ -1,0 +1,279 @@
+//! `seal log rebuild`: the operator's answer to a log the guard refuses (docs/DESIGN.md §13).
+//!
+//! It keeps the longest prefix of the stored log that is readable and agrees with every
+//! checkpoint signed within it, moves whatever of the previous log is in the way of appending
+//! after that prefix (later or orphaned entries, checkpoints of larger sizes, unverifiable
+//! ones) under `log/superseded/<index>-<time>/`, appends a signed [`RebuildEntry`] saying what
+//! it found, kept and moved, then the entry of every sealed run the kept prefix lacks, and
+//! publishes a checkpoint. Nothing is deleted without a copy.
+//!
+//! Decision: it relogs only seals that verify under a trusted key and are over their run's
+//! stored evidence, and refuses (writing nothing) while a sealed run cannot be relogged, or is
+//! logged with another seal: a rebuild records an operator's judgement, it must not launder a
+//! planted or replaced run. Such a run is restored or moved out of the store first.
+//! Run it with every seal process of the store stopped: an append racing the rebuild entry
+//! makes it stop (the rebuild entry is written create-only).
+
+use bytes::Bytes;
+
+use super::guard::{self, StoredSeal};
+use super::view::{check, LogView};
+use super::{raw_keys, trusted_entry, Cache, Log, LogError};
+use crate::audit::Problem;
+use seal_core::fault::{Fault, HasFault};
+use seal_core::ids::RunId;
+use seal_core::sealing::{PublicKey, SigningKey};
+use seal_core::tlog::{self, LogEntry, RebuildEntry, MAX_REBUILD_PROBLEMS};
+use seal_store::{Key, StoreError};
+
+/// Where the previous log's objects go.
+const SUPERSEDED: &str = "log/superseded";
+
+/// Why a rebuild did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum RebuildError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error("{}", refused_text(.problems))]
+    Refused { problems: Vec<Problem> },
+    #[error("{key}: another process appended to the log during the rebuild; stop every seal process of this store and run `seal log rebuild` again")]
+    Raced { key: Key },
+}
+
+impl From<StoreError> for RebuildError {
+    fn from(e: StoreError) -> RebuildError {
+        RebuildError::Log(e.into())
+    }
+}
+
+impl HasFault for RebuildError {
+    fn fault(&self) -> Fault {
+        match self {
+            RebuildError::Log(e) => e.fault(),
+            // The operator has a run to restore or remove first.
+            RebuildError::Refused { .. } => Fault::Caller,
+            RebuildError::Raced { .. } => Fault::Infrastructure,
+        }
+    }
+}
+
+fn refused_text(problems: &[Problem]) -> String {
+    let lines: Vec<String> = problems.iter().map(|p| format!("\n    {p}")).collect();
+    format!(
+        "nothing rebuilt: {} sealed run(s) cannot be relogged (restore the logged run, or move \
+         the run out of the store, or trust its signer with --trust; then run it again):{}",
+        problems.len(),
+        lines.concat()
+    )
+}
+
+/// What a rebuild did.
+#[derive(Debug, Clone)]
+pub struct Rebuilt {
+    /// The rebuild entry's leaf index (= the leaves kept).
+    pub index: u64,
+    pub entry: RebuildEntry,
+    /// The runs appended after it, in log order.
+    pub relogged: Vec<RunId>,
+    /// The size of the checkpoint published.
+    pub tree_size: u64,
+}
+
+impl Log {
+    /// Rebuilds the log if the guard refuses it (see the module doc); `Ok(None)` when it does
+    /// not (nothing to rebuild). `trusted`: keys, besides `key`, whose seals and checkpoints
+    /// count; `now`: the rebuild's time (RFC 3339).
+    pub async fn rebuild(
+        &self,
+        key: &SigningKey,
+        trusted: &[PublicKey],
+        now: &str,
+    ) -> Result<Option<Rebuilt>, RebuildError> {
+        let raw = raw_keys(key, trusted);
+        let seals = guard::stored_seals(&self.store).await?;
+        let view = LogView::load(&self.store, &raw, true).await?;
+        let found = guard::refusals(&view, &seals, None);
+        if found.is_empty() {
+            return Ok(None);
+        }
+        let keep = keep_prefix(&view);
+        let mut signers = vec![key.public()];
+        signers.extend(trusted.iter().cloned());
+        let relog = self.runs_to_relog(&view, keep, &seals, &signers).await?;
+        let mut cache = self.cache.lock().await;
+        let (superseded, moved) = self.move_aside(&view, keep, now).await?;
+        let mut entry = RebuildEntry::new(&self.origin, now, &key.key_id);
+        entry.kept_entries = keep;
+        entry.previous_checkpoint_size = view.latest.as_ref().map(|c| c.size);
+        entry.previous_checkpoint_root = view.latest.as_ref().map(|c| tlog::hex(&c.root));
+        entry.superseded = (moved > 0).then_some(superseded);
+        entry.moved_objects = moved;
+        entry.problems = found
+            .iter()
+            .take(MAX_REBUILD_PROBLEMS)
+            .map(Problem::to_string)
+            .collect();
+        entry.problem_count = found.len() as u64;
+        entry.runs_appended = relog.len() as u64;
+        let entry = entry.sign(&|m| key.sign(m)).map_err(LogError::from)?;
+        let mut fresh = self.write_rebuild_entry(&view, keep, &entry).await?;
+        for (run, e) in &relog {
+            self.append_locked(&mut fresh, run, e).await?.at(run)?;
+        }
+        let tree_size = self.publish(&fresh, key).await?;
+        *cache = fresh;
+        Ok(Some(Rebuilt {
+            index: keep,
+            entry,
+            relogged: relog.into_iter().map(|(r, _)| r).collect(),
+            tree_size,
+        }))
+    }
+
+    /// The entries of the sealed runs the kept prefix lacks, each verified; refuses, naming
+    /// them, when any cannot be relogged.
+    async fn runs_to_relog(
+        &self,
+        view: &LogView,
+        keep: u64,
+        seals: &[StoredSeal],
+        signers: &[PublicKey],
+    ) -> Result<Vec<(RunId, LogEntry)>, RebuildError> {
+        let mut relog = Vec::new();
+        let mut refused = Vec::new();
+        for (run, hash) in seals {
+            let hash = match hash {
+                Ok(h) => h.to_string(),
+                Err(detail) => {
+                    refused.push(Problem::new(
+                        check::UNLOGGED,
+                        Key::seal(run).as_str(),
+                        detail.clone(),
+                    ));
+                    continue;
+                }
+            };
+            let kept: Vec<&LogEntry> = view
+                .logged(run.as_str())
+                .filter(|(i, _)| *i < keep)
+                .map(|(_, e)| e)
+                .collect();
+            if kept.iter().any(|e| e.seal_sha256 == hash) {
+                continue;
+            }
+            if !kept.is_empty() {
+                refused.push(guard::unlogged_seal(run, true));
+                continue;
+            }
+            match trusted_entry(&self.store, run, signers).await {
+                Ok(e) if e.seal_sha256 == hash => relog.push((run.clone(), e)),
+                Ok(_) => refused.push(Problem::new(
+                    check::UNLOGGED,
+                    Key::seal(run).as_str(),
+                    "the seal changed during the rebuild",
+                )),
+                Err(LogError::NotSealed { detail, .. }) => refused.push(Problem::new(
+                    check::UNLOGGED,
+                    format!("runs/{run}"),
+                    format!("not a seal by a trusted key over this run's evidence: {detail}"),
+                )),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if refused.is_empty() {
+            Ok(relog)
+        } else {
+            Err(RebuildError::Refused { problems: refused })
+        }
+    }
+
+    /// Copies every object of the previous log in the way of appending after `keep` leaves
+    /// under the superseded folder, then removes it; returns the folder and how many moved.
+    async fn move_aside(
+        &self,
+        view: &LogView,
+        keep: u64,
+        now: &str,
+    ) -> Result<(String, u64), RebuildError> {
+        let stamp: String = now.chars().filter(char::is_ascii_alphanumeric).collect();
+        let folder = format!("{SUPERSEDED}/{keep:020}-{stamp}");
+        let mut moving: Vec<Key> = view
+            .numbered
+            .iter()
+            .filter(|(n, _)| *n >= keep)
+            .map(|(_, k)| k.clone())
+            .chain(view.strays.iter().cloned())
+            .chain(view.unverified.iter().map(|(_, k)| k.clone()))
+            .chain(
+                view.signed
+                    .keys()
+                    .filter(|&&size| size > keep)
+                    .map(|&size| Key::log_checkpoint(size)),
+            )
+            .collect();
+        moving.sort();
+        moving.dedup();
+        for k in &moving {
+            let rest = k
+                .as_str()
+                .strip_prefix("log/")
+                .unwrap_or_else(|| k.as_str());
+            let to = Key::parse(&format!("{folder}/{rest}")).map_err(|e| LogError::Corrupt {
+                key: k.to_string(),
+                detail: format!("cannot name its superseded copy: {e}"),
+            })?;
+            let bytes = self.store.get(k).await?;
+            self.store.put_bytes(&to, bytes).await?;
+        }
+        // Removed only once everything is copied: a crash leaves the old log whole.
+        for k in &moving {
+            self.store.remove_log_object(k).await?;
+        }
+        Ok((folder, moving.len() as u64))
+    }
+
+    /// The kept prefix and the rebuild entry after it, as this process's cache; the entry is
+    /// written create-only, so an appender racing the rebuild stops it.
+    async fn write_rebuild_entry(
+        &self,
+        view: &LogView,
+        keep: u64,
+        entry: &RebuildEntry,
+    ) -> Result<Cache, RebuildError> {
+        let mut fresh = Cache::default();
+        for (i, bytes) in view.entries.iter().take(keep as usize).enumerate() {
+            fresh.push(bytes.clone(), &Key::log_entry(i as u64))?;
+        }
+        let bytes = Bytes::from(entry.to_bytes().map_err(|e| LogError::Corrupt {
+            key: Key::log_entry(keep).to_string(),
+            detail: e.to_string(),
+        })?);
+        let k = Key::log_entry(keep);
+        match self.store.put_bytes_reporting(&k, bytes.clone()).await {
+            Ok(_) => fresh.push(bytes, &k)?,
+            Err(StoreError::Conflict { .. }) => return Err(RebuildError::Raced { key: k }),
+            Err(e) => return Err(e.into()),
+        }
+        fresh.admitted = true;
+        Ok(fresh)
+    }
+}
+
+/// The longest prefix of the stored leaves a rebuild keeps: every leaf readable (a rebuild
+/// entry signed), and, when a checkpoint signed within it disagrees with the entries (a
+/// fork), only up to the last checkpoint that agrees. A checkpoint larger than the stored
+/// entries does not shorten it: its missing leaves are gone either way, and it is moved.
+fn keep_prefix(view: &LogView) -> u64 {
+    let readable = view.first_bad_leaf.unwrap_or(view.size());
+    let mut agreed = 0;
+    for (&size, root) in &view.signed {
+        if size > readable {
+            break;
+        }
+        match view.tree.root(size) {
+            Ok(r) if r == *root => agreed = size,
+            _ => return agreed,
+        }
+    }
+    readable
+}

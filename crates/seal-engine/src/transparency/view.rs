@@ -1,0 +1,649 @@
+//! Reading and checking the log as an auditor does: [`LogView::load`] reads every entry and
+//! checkpoint fresh from the store (no cache: this is what `seal log verify` and `seal verify`
+//! trust), [`LogView::proof`] proves a run's inclusion, [`verify_log`] checks append-only
+//! consistency with an older checkpoint and the log against the runs in the store.
+//!
+//! Decision: problems are collected and named, never fatal, like `seal verify`'s: an auditor
+//! wants every deleted, replaced, extra or dropped thing in one report. Only an unreadable
+//! store is an error. The problems that also stop seal from appending (a dropped or unreadable
+//! leaf, a log shorter than a checkpoint it signed, a fork: docs/DESIGN.md §13) are kept apart
+//! as the view's refusals, which `super::guard` adds the sealed runs to.
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+use super::{checkpoint_keys, entry_for, stored_run, LogError, StoredRun, READ_AHEAD};
+use crate::audit::Problem;
+use seal_core::ids::RunId;
+use seal_core::key::LOG_ENTRIES;
+use seal_core::tlog::{self, Leaf, LogEntry, NodeHash, RebuildEntry, SignedCheckpoint, Tree};
+use seal_store::{Key, Store, StoreError};
+
+/// Check ids of the log's problems.
+pub mod check {
+    /// An entry object is missing, unreadable or not a canonical entry.
+    pub const ENTRIES: &str = "log_entries";
+    /// A checkpoint is missing, unsigned, or commits to entries the store lacks.
+    pub const CHECKPOINT: &str = "log_checkpoint";
+    /// Two signed trees of one size with different roots.
+    pub const FORK: &str = "log_fork";
+    /// The log is not an append-only extension of an older checkpoint (rollback, rewrite).
+    pub const CONSISTENCY: &str = "log_consistency";
+    /// A logged run is gone from the store.
+    pub const MISSING: &str = "run_missing";
+    /// A logged run's evidence or seal is not the one logged.
+    pub const REPLACED: &str = "run_replaced";
+    /// A sealed run in the store is not in the log.
+    pub const UNLOGGED: &str = "run_unlogged";
+    /// A run appears in the log more than once (judged again under the same id).
+    pub const RELOGGED: &str = "run_relogged";
+    /// `seal verify`: the run's seal is not proven included in the latest checkpoint.
+    pub const INCLUSION: &str = "log_inclusion";
+}
+
+/// The log as stored, with what is wrong with it.
+#[derive(Debug, Default)]
+pub struct LogView {
+    pub(super) entries: Vec<Bytes>,
+    pub(super) parsed: Vec<Option<Leaf>>,
+    pub(super) tree: Tree,
+    by_run: BTreeMap<String, Vec<u64>>,
+    /// The largest stored checkpoint that verified.
+    pub latest: Option<SignedCheckpoint>,
+    /// Verified stored checkpoints: size → root.
+    pub(super) signed: BTreeMap<u64, NodeHash>,
+    /// Every numbered entry object, also those past a dropped one (outside the tree).
+    pub(super) numbered: Vec<(u64, Key)>,
+    /// Objects under `log/entries/` that are not named like an entry.
+    pub(super) strays: Vec<Key>,
+    /// Checkpoint objects read that did not verify (signature, or stored under another size).
+    pub(super) unverified: Vec<(u64, Key)>,
+    /// The first leaf that is unreadable or an unsigned rebuild entry.
+    pub(super) first_bad_leaf: Option<u64>,
+    /// The log's rebuild entries, by leaf index.
+    pub rebuilds: Vec<(u64, RebuildEntry)>,
+    pub problems: Vec<Problem>,
+    /// The problems that stop seal from appending (a subset of `problems`).
+    refusals: Vec<Problem>,
+}
+
+/// A checkpoint as read, before the entries are: verified, or why not.
+type ReadCheckpoint = (u64, Key, Result<SignedCheckpoint, String>);
+
+/// An inclusion proof of a run's seal, as `seal log prove --json` prints it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InclusionProof {
+    pub run_id: String,
+    pub leaf_index: u64,
+    pub tree_size: u64,
+    /// The exact leaf bytes.
+    pub entry: String,
+    /// Hex node hashes, RFC 9162 order (leaf to root).
+    pub audit_path: Vec<String>,
+    /// The signed checkpoint note, exactly as stored.
+    pub checkpoint: String,
+}
+
+/// A consistency proof between an older checkpoint and the store's latest.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Consistency {
+    pub old_size: u64,
+    pub old_root: String,
+    pub new_size: u64,
+    pub new_root: String,
+    pub proof: Vec<String>,
+}
+
+/// What `seal log verify` reports.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogReport {
+    pub origin: Option<String>,
+    pub entries: u64,
+    pub runs_logged: usize,
+    pub checkpoint_size: Option<u64>,
+    pub checkpoint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<Consistency>,
+    /// Every `seal log rebuild` recorded in the log.
+    pub rebuilds: Vec<RebuildNote>,
+    /// Logged runs whose seal is not stored yet: a finalize stopped between the log append
+    /// and the seal write; finalizing the run again stores the very seal logged.
+    pub seal_pending: Vec<String>,
+    pub verified: bool,
+    pub problems: Vec<Problem>,
+}
+
+/// A rebuild entry, as `seal log verify` shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RebuildNote {
+    pub leaf_index: u64,
+    pub rebuilt_at: String,
+    pub kept_entries: u64,
+    pub moved_objects: u64,
+    pub superseded: Option<String>,
+    pub runs_appended: u64,
+    pub problem_count: u64,
+}
+
+impl LogView {
+    /// Reads the log. `all_checkpoints`: check every stored checkpoint against the entries
+    /// (`seal log verify`, `seal log rebuild`), else only the latest (`seal verify`, appends).
+    pub async fn load(
+        store: &Store,
+        trusted: &[[u8; 32]],
+        all_checkpoints: bool,
+    ) -> Result<LogView, StoreError> {
+        let mut view = LogView::default();
+        // Checkpoints before entries: a checkpoint is published after its entries, so every
+        // checkpoint read here commits to entries that exist when they are listed next. The
+        // other order can read a concurrent append's checkpoint without its entry and call
+        // the log shorter than one it signed.
+        let checkpoints = read_checkpoints(store, trusted, all_checkpoints).await?;
+        view.load_entries(store, trusted).await?;
+        view.check_checkpoints(checkpoints);
+        Ok(view)
+    }
+
+    pub fn size(&self) -> u64 {
+        self.tree.size()
+    }
+
+    /// The indices at which a run is logged.
+    pub fn indices(&self, run: &str) -> &[u64] {
+        self.by_run.get(run).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The seal entries logged for a run, in log order.
+    pub fn logged(&self, run: &str) -> impl Iterator<Item = (u64, &LogEntry)> + '_ {
+        self.indices(run).iter().filter_map(|&i| {
+            match usize::try_from(i).ok().and_then(|i| self.parsed.get(i))? {
+                Some(Leaf::Seal(e)) => Some((i, e)),
+                _ => None,
+            }
+        })
+    }
+
+    /// What in the log itself stops seal from appending to it (see the module doc).
+    pub fn refusals(&self) -> &[Problem] {
+        &self.refusals
+    }
+
+    /// A problem that also stops appends.
+    fn refuse(&mut self, p: Problem) {
+        self.refusals.push(p.clone());
+        self.problems.push(p);
+    }
+
+    async fn load_entries(
+        &mut self,
+        store: &Store,
+        trusted: &[[u8; 32]],
+    ) -> Result<(), StoreError> {
+        let mut numbered = Vec::new();
+        for k in store.list(LOG_ENTRIES).await? {
+            match k.log_number(LOG_ENTRIES) {
+                Some(n) => numbered.push((n, k)),
+                None => {
+                    self.problems.push(Problem::new(
+                        check::ENTRIES,
+                        k.as_str(),
+                        "not a log entry name: an object nobody appended",
+                    ));
+                    self.strays.push(k);
+                }
+            }
+        }
+        numbered.sort();
+        let contiguous = numbered
+            .iter()
+            .enumerate()
+            .take_while(|(i, (n, _))| *i as u64 == *n)
+            .count();
+        if let Some((_, k)) = numbered.get(contiguous) {
+            self.refuse(Problem::new(
+                check::ENTRIES,
+                Key::log_entry(contiguous as u64).as_str(),
+                format!(
+                    "missing while {k} exists: a log entry was dropped ({} later entries are outside the tree)",
+                    numbered.len() - contiguous
+                ),
+            ));
+        }
+        let keys: Vec<Key> = numbered
+            .iter()
+            .take(contiguous)
+            .map(|(_, k)| k.clone())
+            .collect();
+        self.numbered = numbered;
+        let fetched: Vec<(Key, Bytes)> = futures::stream::iter(keys.into_iter().map(|k| {
+            let store = store.clone();
+            async move { store.get(&k).await.map(|b| (k, b)) }
+        }))
+        .buffered(READ_AHEAD)
+        .try_collect()
+        .await?;
+        for (k, bytes) in fetched {
+            self.push_entry(k, bytes, trusted);
+        }
+        Ok(())
+    }
+
+    fn push_entry(&mut self, k: Key, bytes: Bytes, trusted: &[[u8; 32]]) {
+        let index = self.entries.len() as u64;
+        if let Err(e) = self.tree.push(&bytes) {
+            self.refuse(Problem::new(check::ENTRIES, k.as_str(), e.to_string()));
+        }
+        let leaf = Leaf::from_bytes(&bytes).and_then(|leaf| match leaf {
+            Leaf::Rebuild(r) => r.verify(trusted).map(|()| Leaf::Rebuild(r)),
+            seal => Ok(seal),
+        });
+        let parsed = match leaf {
+            Ok(Leaf::Seal(e)) => {
+                self.by_run.entry(e.run_id.clone()).or_default().push(index);
+                Some(Leaf::Seal(e))
+            }
+            Ok(Leaf::Rebuild(r)) => {
+                self.rebuilds.push((index, r.clone()));
+                Some(Leaf::Rebuild(r))
+            }
+            Err(e) => {
+                self.first_bad_leaf.get_or_insert(index);
+                self.refuse(Problem::new(check::ENTRIES, k.as_str(), e.to_string()));
+                None
+            }
+        };
+        self.parsed.push(parsed);
+        self.entries.push(bytes);
+    }
+
+    /// Checks the checkpoints read (largest first) against the entries.
+    fn check_checkpoints(&mut self, read: Vec<ReadCheckpoint>) {
+        for (size, k, verified) in read {
+            match verified {
+                Ok(c) => {
+                    if let Some(p) = self.against_entries(k.as_str(), &c) {
+                        self.refuse(p);
+                    }
+                    self.signed.insert(c.size, c.root);
+                    if self.latest.is_none() {
+                        self.latest = Some(c);
+                    }
+                }
+                Err(detail) => {
+                    self.problems
+                        .push(Problem::new(check::CHECKPOINT, k.as_str(), detail));
+                    self.unverified.push((size, k));
+                }
+            }
+        }
+        if self.latest.is_none() && self.size() > 0 {
+            self.problems.push(Problem::new(
+                check::CHECKPOINT,
+                super::LOG_CHECKPOINTS,
+                "no checkpoint signed by a trusted key: nothing commits to the log's entries",
+            ));
+        }
+    }
+
+    /// Whether a signed checkpoint agrees with the stored entries.
+    fn against_entries(&self, object: &str, c: &SignedCheckpoint) -> Option<Problem> {
+        if c.size > self.size() {
+            return Some(Problem::mismatch(
+                check::CHECKPOINT,
+                object,
+                format!("{} entries", c.size),
+                format!("{} entries", self.size()),
+                "a signed checkpoint commits to entries the store no longer holds: entries were dropped or the log was rolled back",
+            ));
+        }
+        let root = self.tree.root(c.size).ok()?;
+        (root != c.root).then(|| {
+            Problem::mismatch(
+                check::FORK,
+                object,
+                tlog::hex(&c.root),
+                tlog::hex(&root),
+                format!(
+                    "the signed tree of size {} and the stored entries disagree: the log was rewritten (a fork)",
+                    c.size
+                ),
+            )
+        })
+    }
+
+    /// The inclusion proof of a run's latest logged seal against the latest checkpoint.
+    pub fn proof(&self, run: &RunId) -> Result<InclusionProof, LogError> {
+        let latest = self.latest.as_ref().ok_or(LogError::NoCheckpoint)?;
+        let index = self
+            .indices(run.as_str())
+            .iter()
+            .copied()
+            .rfind(|&i| i < latest.size)
+            .ok_or_else(|| LogError::NotLogged { run: run.clone() })?;
+        let path = self.tree.inclusion(index, latest.size)?;
+        let bytes = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.entries.get(i))
+            .ok_or_else(|| LogError::NotLogged { run: run.clone() })?;
+        Ok(InclusionProof {
+            run_id: run.to_string(),
+            leaf_index: index,
+            tree_size: latest.size,
+            entry: String::from_utf8_lossy(bytes).into_owned(),
+            audit_path: path.iter().map(tlog::hex).collect(),
+            checkpoint: latest.text.clone(),
+        })
+    }
+
+    /// `seal verify`'s log check of one run: logged once (`run_relogged`), its stored seal is
+    /// the one last logged for it (`run_replaced`), and that leaf is proven included in the
+    /// latest signed checkpoint (`log_inclusion`).
+    pub async fn check_run(&self, store: &Store, run: &RunId) -> Result<Vec<Problem>, StoreError> {
+        let object = Key::seal(run).to_string();
+        let inclusion = |detail: String| Problem::new(check::INCLUSION, object.clone(), detail);
+        let stored = match entry_for(store, run).await {
+            Ok(Some(e)) => e,
+            // The seal checks name a missing or unreadable seal already.
+            Ok(None) | Err(LogError::NotSealed { .. }) => return Ok(Vec::new()),
+            Err(LogError::Store(e)) => return Err(e),
+            Err(e) => return Ok(vec![inclusion(e.to_string())]),
+        };
+        let mut problems = Vec::new();
+        if let Some(p) = self.relogged(run.as_str()) {
+            problems.push(p);
+        }
+        let proof = match self.proof(run) {
+            Ok(p) => p,
+            Err(e) => {
+                problems.push(inclusion(format!("{e}: the seal is not proven in the log")));
+                return Ok(problems);
+            }
+        };
+        let logged = LogEntry::from_bytes(proof.entry.as_bytes()).ok();
+        if logged.as_ref() != Some(&stored) {
+            problems.push(Problem::mismatch(
+                check::REPLACED,
+                object,
+                logged.map(|e| e.seal_sha256).unwrap_or_default(),
+                &stored.seal_sha256,
+                format!(
+                    "the log (leaf {}) records another seal for this run: it was replaced",
+                    proof.leaf_index
+                ),
+            ));
+        } else if let Err(e) = self.check_proof(&proof) {
+            problems.push(inclusion(e.to_string()));
+        }
+        Ok(problems)
+    }
+
+    /// `run_relogged` when a run is logged more than once.
+    fn relogged(&self, run: &str) -> Option<Problem> {
+        let indices = self.indices(run);
+        (indices.len() > 1).then(|| {
+            let at: Vec<String> = indices.iter().map(u64::to_string).collect();
+            Problem::new(
+                check::RELOGGED,
+                format!("runs/{run}"),
+                format!(
+                    "logged {} times (leaves {}): a decided run was judged again under the same id",
+                    indices.len(),
+                    at.join(", ")
+                ),
+            )
+        })
+    }
+
+    /// The rebuild entries below `size`, as words for a consistency problem.
+    fn rebuilt_below(&self, size: u64) -> String {
+        match self.rebuilds.iter().rfind(|(i, _)| *i < size) {
+            Some((i, r)) => format!(
+                " (the log was rebuilt at leaf {i} on {} by `seal log rebuild`: see that entry)",
+                r.rebuilt_at
+            ),
+            None => String::new(),
+        }
+    }
+
+    fn check_proof(&self, p: &InclusionProof) -> Result<(), LogError> {
+        let latest = self.latest.as_ref().ok_or(LogError::NoCheckpoint)?;
+        let path: Vec<NodeHash> = p
+            .audit_path
+            .iter()
+            .map(|h| tlog::parse_hex(h))
+            .collect::<Result<_, _>>()?;
+        let leaf = tlog::leaf_hash(p.entry.as_bytes());
+        tlog::check_inclusion(&path, latest.size, &latest.root, p.leaf_index, &leaf)?;
+        Ok(())
+    }
+}
+
+/// `seal log verify`: the log's own integrity, every logged run against the store, every
+/// sealed run in the store against the log, and, given an older checkpoint, append-only
+/// consistency with it.
+pub async fn verify_log(
+    store: &Store,
+    trusted: &[[u8; 32]],
+    old: Option<&[u8]>,
+) -> Result<LogReport, StoreError> {
+    let mut view = LogView::load(store, trusted, true).await?;
+    let mut problems = std::mem::take(&mut view.problems);
+    let (against, seal_pending) = runs_against_log(store, &view).await?;
+    problems.extend(against);
+    let consistency = match old {
+        Some(old) => against_old(&view, trusted, old, &mut problems),
+        None => None,
+    };
+    let rebuilds = view
+        .rebuilds
+        .iter()
+        .map(|(i, r)| RebuildNote {
+            leaf_index: *i,
+            rebuilt_at: r.rebuilt_at.clone(),
+            kept_entries: r.kept_entries,
+            moved_objects: r.moved_objects,
+            superseded: r.superseded.clone(),
+            runs_appended: r.runs_appended,
+            problem_count: r.problem_count,
+        })
+        .collect();
+    Ok(LogReport {
+        origin: view.latest.as_ref().map(|c| c.origin.clone()),
+        entries: view.size(),
+        runs_logged: view.by_run.len(),
+        checkpoint_size: view.latest.as_ref().map(|c| c.size),
+        checkpoint: view.latest.as_ref().map(|c| c.text.clone()),
+        consistency,
+        rebuilds,
+        seal_pending,
+        verified: problems.is_empty(),
+        problems,
+    })
+}
+
+/// Every logged run is in the store with the logged seal (or, its finalize interrupted
+/// between the append and the seal write, with the logged evidence: returned apart); every
+/// sealed run is logged once.
+async fn runs_against_log(
+    store: &Store,
+    view: &LogView,
+) -> Result<(Vec<Problem>, Vec<String>), StoreError> {
+    let mut problems = Vec::new();
+    let mut pending = Vec::new();
+    let mut stored: HashMap<String, StoredRun> = HashMap::new();
+    for (index, leaf) in view.parsed.iter().enumerate() {
+        let Some(Leaf::Seal(entry)) = leaf else {
+            continue;
+        };
+        let object = Key::log_entry(index as u64).to_string();
+        let Ok(run) = RunId::parse(&entry.run_id) else {
+            problems.push(Problem::new(
+                check::ENTRIES,
+                object,
+                "the run id is not valid",
+            ));
+            continue;
+        };
+        if !stored.contains_key(run.as_str()) {
+            let found = match stored_run(store, &run).await {
+                Ok(s) => s,
+                Err(LogError::Store(e)) => return Err(e),
+                Err(e) => {
+                    problems.push(Problem::new(
+                        check::REPLACED,
+                        Key::seal(&run).as_str(),
+                        e.to_string(),
+                    ));
+                    continue;
+                }
+            };
+            stored.insert(run.to_string(), found);
+        }
+        match stored.get(run.as_str()) {
+            Some(StoredRun::Absent) => problems.push(Problem::new(
+                check::MISSING,
+                format!("runs/{run}"),
+                format!("logged at {object} (seal sha256 {}), but the run is gone from the store: a decided run was deleted", entry.seal_sha256),
+            )),
+            Some(StoredRun::Pending { evidence_sha256 }) if *evidence_sha256 == entry.evidence_sha256 => {
+                pending.push(run.to_string())
+            }
+            Some(StoredRun::Pending { evidence_sha256 }) => problems.push(Problem::mismatch(
+                check::REPLACED,
+                Key::evidence(&run).as_str(),
+                &entry.evidence_sha256,
+                evidence_sha256,
+                format!("run {run} is not the run logged at {object}, and holds no seal: its evidence was replaced"),
+            )),
+            Some(StoredRun::Sealed(s)) if s != entry => problems.push(Problem::mismatch(
+                check::REPLACED,
+                Key::seal(&run).as_str(),
+                &entry.seal_sha256,
+                &s.seal_sha256,
+                format!("run {run} is not the run logged at {object} (outcome {} then, {} now): it was replaced or judged again", entry.outcome, s.outcome),
+            )),
+            _ => {}
+        }
+    }
+    problems.extend(view.by_run.keys().filter_map(|run| view.relogged(run)));
+    for run in store.list_runs().await? {
+        if view.by_run.contains_key(run.as_str()) || !store.exists(&Key::seal(&run)).await? {
+            continue;
+        }
+        problems.push(Problem::new(
+            check::UNLOGGED,
+            format!("runs/{run}"),
+            "sealed, but not in the transparency log: an extra run nobody appended, or a dropped entry",
+        ));
+    }
+    pending.dedup();
+    Ok((problems, pending))
+}
+
+/// Append-only consistency of the store's log with a checkpoint the auditor kept.
+fn against_old(
+    view: &LogView,
+    trusted: &[[u8; 32]],
+    old: &[u8],
+    problems: &mut Vec<Problem>,
+) -> Option<Consistency> {
+    let object = "--checkpoint";
+    let old = match tlog::open_checkpoint(old, trusted) {
+        Ok(c) => c,
+        Err(e) => {
+            problems.push(Problem::new(
+                check::CONSISTENCY,
+                object,
+                format!("the older checkpoint does not verify: {e}"),
+            ));
+            return None;
+        }
+    };
+    if let Some(latest) = &view.latest {
+        if latest.origin != old.origin {
+            problems.push(Problem::mismatch(
+                check::CONSISTENCY,
+                object,
+                &old.origin,
+                &latest.origin,
+                "the store's log has another origin",
+            ));
+            return None;
+        }
+    }
+    if old.size > view.size() {
+        problems.push(Problem::mismatch(
+            check::CONSISTENCY,
+            object,
+            format!("at least {} entries", old.size),
+            format!("{} entries", view.size()),
+            format!("the store's log is shorter than a checkpoint taken before: the store was rolled back or entries were dropped, and every run logged after them is unaccounted for{}", view.rebuilt_below(old.size)),
+        ));
+        return None;
+    }
+    let root = view.tree.root(old.size).ok()?;
+    if root != old.root {
+        let fork = view.signed.get(&old.size).is_some_and(|r| *r != old.root);
+        problems.push(Problem::mismatch(
+            if fork { check::FORK } else { check::CONSISTENCY },
+            object,
+            tlog::hex(&old.root),
+            tlog::hex(&root),
+            format!("the store's first {} entries are not the ones your checkpoint signed{}: the log was rewritten{}", old.size, if fork { " (the store holds another signed checkpoint of that size: a fork)" } else { "" }, view.rebuilt_below(old.size)),
+        ));
+        return None;
+    }
+    let latest = view.latest.as_ref()?;
+    if latest.size < old.size {
+        problems.push(Problem::mismatch(check::CONSISTENCY, object, old.size, latest.size, "the store's latest checkpoint is older than yours: checkpoints were deleted or rolled back"));
+        return None;
+    }
+    let proof = view.tree.consistency(old.size, latest.size).ok()?;
+    if let Err(e) = tlog::check_consistency(&proof, old.size, &old.root, latest.size, &latest.root)
+    {
+        problems.push(Problem::new(check::CONSISTENCY, object, e.to_string()));
+        return None;
+    }
+    Some(Consistency {
+        old_size: old.size,
+        old_root: tlog::hex(&old.root),
+        new_size: latest.size,
+        new_root: tlog::hex(&latest.root),
+        proof: proof.iter().map(tlog::hex).collect(),
+    })
+}
+
+/// Reads the stored checkpoints, largest first, and verifies each one's signature; without
+/// `all`, stops at the first that verifies (the latest).
+async fn read_checkpoints(
+    store: &Store,
+    trusted: &[[u8; 32]],
+    all: bool,
+) -> Result<Vec<ReadCheckpoint>, StoreError> {
+    let mut read = Vec::new();
+    for (size, k) in checkpoint_keys(store).await? {
+        let Some(bytes) = store.get_opt(&k).await? else {
+            continue;
+        };
+        let verified = match tlog::open_checkpoint(&bytes, trusted) {
+            Ok(c) if c.size == size => Ok(c),
+            Ok(c) => Err(format!(
+                "the checkpoint of size {} is stored under size {size}",
+                c.size
+            )),
+            Err(e) => Err(e.to_string()),
+        };
+        let done = verified.is_ok() && !all;
+        read.push((size, k, verified));
+        if done {
+            break;
+        }
+    }
+    Ok(read)
+}

@@ -1,0 +1,552 @@
+//! `seal verify`: re-prove a sealed run from the store and a trusted public key (docs/DESIGN.md §7).
+//!
+//! In order: the seal (DSSE signature by a trusted key, in-toto subject = the exact bytes of
+//! `evidence.json`, predicate = the evidence's decision), the evidence itself (canonical bytes,
+//! schema, DECIDED invariants, its run id is the folder's), the JUDGING snapshot the postguard
+//! decided from, then the full [`crate::audit`]: every ref re-hashed (streaming), every project
+//! document schema-checked, normalization, independence and consensus recomputed, blinding.
+//!
+//! Then the run against the transparency log: logged once (`run_relogged`), its stored seal the
+//! one last logged for it (`run_replaced`), proven in the latest checkpoint signed by a trusted
+//! key (`log_inclusion`).
+//!
+//! What it ignores, and why: nothing under `runs/<id>/`. An envelope must carry exactly one
+//! signature, by a trusted key (an order-dependent rule could be steered); every object of the
+//! run folder must be bound by the evidence (the audit names any other one), and a folder
+//! under `runs/` that is not a run id is reported as not verified. Only object_store's
+//! staging files of a killed put (`<name>#<n>`) are skipped: they are never objects.
+
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+use crate::audit::{self, Problem};
+use crate::transparency::LogView;
+use seal_core::canonical::{self, Hash};
+use seal_core::contracts::Kind;
+use seal_core::doc::*;
+use seal_core::fault::{Fault, HasFault};
+use seal_core::ids::RunId;
+use seal_core::sealing::{self, Envelope, PublicKey};
+use seal_core::validate::{validate_as, Report};
+use seal_core::vocab::GuardCheck;
+use seal_store::{Key, Store, StoreError};
+
+/// Check ids specific to the seal and the evidence (the audit adds its own).
+pub mod check {
+    pub const SEAL: &str = "signature";
+    pub const SUBJECT: &str = "subject_digest";
+    pub const PREDICATE: &str = "predicate";
+    pub const EVIDENCE: &str = "evidence";
+    pub const RUN_ID: &str = "run_id";
+    pub const SNAPSHOT: &str = "judging_snapshot";
+}
+
+/// The verdict on one run.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunReport {
+    pub run_id: String,
+    pub verified: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
+    pub problems: Vec<Problem>,
+}
+
+/// Reads an object the verdict depends on. A stored object that cannot be what seal wrote (a
+/// FIFO, a symlink, over the size limit) is a problem of this run, named; only a store that
+/// cannot be reached stops the verification.
+async fn readable(
+    store: &Store,
+    key: &Key,
+    check: &'static str,
+    problems: &mut Vec<Problem>,
+) -> Result<Option<bytes::Bytes>, StoreError> {
+    match store.get_opt(key).await {
+        Ok(b) => Ok(b),
+        Err(e) if e.fault() == Fault::Infrastructure => Err(e),
+        Err(e) => {
+            problems.push(problem(check, key.as_str(), e.to_string()));
+            Ok(None)
+        }
+    }
+}
+
+impl RunReport {
+    /// The first `n` problems, one line (for error messages that name why a run was refused).
+    pub fn summary(&self, n: usize) -> String {
+        let text: Vec<String> = self
+            .problems
+            .iter()
+            .take(n)
+            .map(|p| p.to_string())
+            .collect();
+        text.join("; ")
+    }
+
+    /// The report for a folder under `runs/` whose name is not a run id: never skipped,
+    /// always listed as not verified.
+    pub fn unverifiable_folder(name: String) -> RunReport {
+        let object = format!("runs/{name}");
+        RunReport {
+            run_id: name,
+            verified: false,
+            outcome: None,
+            key_id: None,
+            problems: vec![Problem::new(
+                check::RUN_ID,
+                object,
+                "not a valid run id: this folder was not verified",
+            )],
+        }
+    }
+}
+
+fn problem(check: &'static str, object: impl Into<String>, detail: impl Into<String>) -> Problem {
+    Problem::new(check, object, detail)
+}
+
+fn mismatch(
+    check: &'static str,
+    object: impl Into<String>,
+    expected: impl ToString,
+    actual: impl ToString,
+    detail: impl Into<String>,
+) -> Problem {
+    Problem::mismatch(check, object, expected, actual, detail)
+}
+
+/// Whether the store holds anything for this run (to tell "no such run" from "not verified").
+pub async fn run_exists(store: &Store, run: &RunId) -> Result<bool, StoreError> {
+    Ok(!store.list(&Key::run_dir(run)).await?.is_empty())
+}
+
+/// A run that verified: its seal by a trusted key and its evidence. Only [`prove`] makes one,
+/// so code that acts on history (replay, export) holds proof, not a boolean.
+#[derive(Debug, Clone)]
+pub struct VerifiedRun {
+    seal: sealing::VerifiedSeal,
+    seal_hash: Hash,
+    evidence: Evidence,
+    evidence_hash: Hash,
+    bound: BTreeSet<Key>,
+}
+
+impl VerifiedRun {
+    pub fn seal(&self) -> &sealing::VerifiedSeal {
+        &self.seal
+    }
+    pub fn evidence(&self) -> &Evidence {
+        &self.evidence
+    }
+    pub fn evidence_hash(&self) -> &Hash {
+        &self.evidence_hash
+    }
+    /// The sha256 of the envelope bytes whose signature verified.
+    pub fn seal_hash(&self) -> &Hash {
+        &self.seal_hash
+    }
+    /// Every object the sealed evidence binds (run documents, refs, attempts, frames): what
+    /// an import copies, and nothing else.
+    pub fn bound(&self) -> &BTreeSet<Key> {
+        &self.bound
+    }
+}
+
+/// Verifies one run, its inclusion in the transparency log included. Errors only when the
+/// store itself cannot be read.
+pub async fn verify_run(
+    store: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+) -> Result<RunReport, StoreError> {
+    let view = load_log(store, trusted).await?;
+    verify_run_logged(store, run, trusted, &view).await
+}
+
+/// The transparency log as `seal verify` checks it (the latest trusted checkpoint); load it
+/// once for many runs.
+pub async fn load_log(store: &Store, trusted: &[PublicKey]) -> Result<LogView, StoreError> {
+    let raw: Vec<[u8; 32]> = trusted.iter().map(PublicKey::raw).collect();
+    LogView::load(store, &raw, false).await
+}
+
+/// [`verify_run`] against a log loaded once ([`load_log`]): the run's checks, then its log
+/// checks (`run_relogged`, `run_replaced`, `log_inclusion`: see the module doc).
+pub async fn verify_run_logged(
+    store: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+    log: &LogView,
+) -> Result<RunReport, StoreError> {
+    let mut report = check_run(store, run, trusted).await?.0;
+    // Only a run whose evidence reads as an object has a seal to find in the log (an
+    // unreadable one is already a problem of the report).
+    if matches!(store.exists(&Key::evidence(run)).await, Ok(true)) {
+        match log.check_run(store, run).await {
+            Ok(problems) => report.problems.extend(problems),
+            Err(e) if e.fault() == Fault::Infrastructure => return Err(e),
+            Err(e) => report.problems.push(problem(
+                check::EVIDENCE,
+                Key::seal(run).as_str(),
+                e.to_string(),
+            )),
+        }
+    }
+    report.verified = report.problems.is_empty();
+    Ok(report)
+}
+
+/// Verifies one run and, when it verifies, hands out the proof; else the report of why not.
+/// The proof is about the run itself (seal, evidence, everything bound); whether the store's
+/// log accounts for it is `seal verify`'s and `seal log verify`'s question, so that a run
+/// imported from an archive can be proven before it is logged here.
+pub async fn prove(
+    store: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+) -> Result<Result<VerifiedRun, RunReport>, StoreError> {
+    let (report, proof) = check_run(store, run, trusted).await?;
+    Ok(match proof {
+        Some(p) if report.verified => Ok(p),
+        _ => Err(report),
+    })
+}
+
+async fn check_run(
+    store: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+) -> Result<(RunReport, Option<VerifiedRun>), StoreError> {
+    let mut report = RunReport {
+        run_id: run.to_string(),
+        verified: false,
+        outcome: None,
+        key_id: None,
+        problems: Vec::new(),
+    };
+    let ev_key = Key::evidence(run);
+    let Some(ev_bytes) = readable(store, &ev_key, check::EVIDENCE, &mut report.problems).await?
+    else {
+        if report.problems.is_empty() {
+            report.problems.push(problem(
+                check::EVIDENCE,
+                ev_key.as_str(),
+                "no evidence.json: the run is not decided or the evidence was deleted",
+            ));
+        }
+        return Ok((report, None));
+    };
+    let ev_hash = Hash::of(&ev_bytes);
+    let mut problems = Vec::new();
+    // 1. The seal; 2. the evidence document; 3. the snapshot and the submitted documents it
+    // was judged from; 4. everything the evidence references (the audit).
+    // The evidence is parsed once, here; the seal's predicate is checked against it.
+    let mut ev_problems = Vec::new();
+    let ev = check_evidence(store, run, &ev_bytes, &mut ev_problems);
+    let seal = check_seal(store, run, trusted, ev.as_ref(), &ev_hash, &mut problems).await?;
+    problems.append(&mut ev_problems);
+    report.key_id = seal.as_ref().map(|(s, _)| s.key_id.clone());
+    let Some(ev) = ev else {
+        report.problems = problems;
+        return Ok((report, None));
+    };
+    report.outcome = ev.outcome.map(|o| o.as_str().to_string());
+    check_snapshot(store, run, &ev, &mut problems).await;
+    check_submitted(store, run, &ev, &mut problems).await?;
+    let brief = readable(store, &Key::brief(run), audit::check::REFS, &mut problems).await?;
+    let audited = audit::audit_bound(store, &ev, brief.as_deref()).await;
+    problems.extend(audited.problems);
+    problems.dedup();
+    report.verified = problems.is_empty();
+    report.problems = problems;
+    let proof = seal.map(|(seal, seal_hash)| VerifiedRun {
+        seal,
+        seal_hash,
+        evidence: ev,
+        evidence_hash: ev_hash,
+        bound: audited.bound,
+    });
+    Ok((report, proof))
+}
+
+/// The seal: one signature by a trusted key over a statement whose subject is exactly these
+/// evidence bytes and whose predicate states this evidence's decision.
+async fn check_seal(
+    store: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+    ev: Option<&Evidence>,
+    ev_hash: &Hash,
+    problems: &mut Vec<Problem>,
+) -> Result<Option<(sealing::VerifiedSeal, Hash)>, StoreError> {
+    let ev_key = Key::evidence(run);
+    let seal_key = Key::seal(run);
+    let mut verified_seal = None;
+    match readable(store, &seal_key, check::SEAL, problems).await? {
+        None => problems.push(problem(check::SEAL, seal_key.as_str(), "no seal.dsse.json")),
+        Some(bytes) => match seal_core::json::parse_as::<Envelope>(&bytes, store.doc_limit()) {
+            Err(e) => problems.push(problem(
+                check::SEAL,
+                seal_key.as_str(),
+                format!("not a DSSE envelope: {e}"),
+            )),
+            Ok(env) => match sealing::verify_envelope(&env, trusted) {
+                Err(e) => problems.push(problem(check::SEAL, seal_key.as_str(), e.to_string())),
+                Ok(seal) => {
+                    verified_seal = Some((seal.clone(), Hash::of(&bytes)));
+                    let subject = &seal.statement.subject[0];
+                    if subject.name != ev_key.as_str() {
+                        problems.push(mismatch(
+                            check::SUBJECT,
+                            seal_key.as_str(),
+                            ev_key.as_str(),
+                            &subject.name,
+                            "the seal names another object: a seal copied from another run",
+                        ));
+                    }
+                    if subject.digest.sha256 != ev_hash.as_str() {
+                        problems.push(mismatch(
+                            check::SUBJECT,
+                            ev_key.as_str(),
+                            &subject.digest.sha256,
+                            ev_hash,
+                            "evidence.json is not the object that was sealed",
+                        ));
+                    }
+                    if let Some(ev) = ev {
+                        let want = sealing::statement_for(run, ev, ev_hash).ok();
+                        if want.map(|w| w.predicate) != Some(seal.statement.predicate.clone()) {
+                            problems.push(problem(
+                                check::PREDICATE,
+                                seal_key.as_str(),
+                                "the sealed predicate does not state this evidence's decision",
+                            ));
+                        }
+                    }
+                }
+            },
+        },
+    }
+
+    Ok(verified_seal)
+}
+
+/// The evidence document: canonical bytes, schema and invariants, this run's, DECIDED.
+fn check_evidence(
+    store: &Store,
+    run: &RunId,
+    ev_bytes: &[u8],
+    problems: &mut Vec<Problem>,
+) -> Option<Evidence> {
+    let ev_key = Key::evidence(run);
+    let value = match seal_core::json::parse(ev_bytes, store.doc_limit()) {
+        Ok(v) => v,
+        Err(e) => {
+            problems.push(problem(
+                check::EVIDENCE,
+                ev_key.as_str(),
+                format!("not JSON: {e}"),
+            ));
+            return None;
+        }
+    };
+    match canonical::canonical_value_bytes(&value) {
+        Ok(c) if c == ev_bytes => {}
+        Ok(_) => problems.push(problem(
+            check::EVIDENCE,
+            ev_key.as_str(),
+            "not stored as canonical JSON",
+        )),
+        Err(e) => problems.push(problem(check::EVIDENCE, ev_key.as_str(), e.to_string())),
+    }
+    if let Report::Invalid(_, findings) = validate_as(Kind::PlaytestV3, &value) {
+        for f in findings {
+            problems.push(problem(
+                audit::check::SCHEMA,
+                format!("{ev_key} {}", f.pointer),
+                format!("{} {}", f.rule, f.message),
+            ));
+        }
+    }
+    let ev: Evidence = match serde_json::from_value(value) {
+        Ok(e) => e,
+        Err(e) => {
+            problems.push(problem(check::EVIDENCE, ev_key.as_str(), e.to_string()));
+            return None;
+        }
+    };
+    if ev.run_id != run.as_str() {
+        problems.push(mismatch(
+            check::RUN_ID,
+            ev_key.as_str(),
+            run,
+            &ev.run_id,
+            "the evidence belongs to another run (a renamed or copied run folder)",
+        ));
+    }
+    if ev.phase != Phase::Decided {
+        problems.push(problem(
+            check::EVIDENCE,
+            ev_key.as_str(),
+            "phase is not DECIDED",
+        ));
+    }
+
+    Some(ev)
+}
+
+/// The JUDGING snapshot the postguard decided from: the evidence minus the decision.
+async fn check_snapshot(store: &Store, run: &RunId, ev: &Evidence, problems: &mut Vec<Problem>) {
+    if let Some(pg) = &ev.final_postguard {
+        let snap_key = Key::judging(run);
+        match store
+            .get_json_verified::<Evidence>(&snap_key, &pg.judging_snapshot_hash)
+            .await
+        {
+            Err(e) => problems.push(problem(check::SNAPSHOT, snap_key.as_str(), e.to_string())),
+            Ok(snap) => {
+                let mut undecided = ev.clone();
+                undecided.outcome = None;
+                undecided.final_postguard = None;
+                undecided.decision = None;
+                undecided.compatibility = None;
+                undecided.phase = Phase::Judging;
+                if undecided != snap {
+                    problems.push(problem(
+                        check::SNAPSHOT,
+                        snap_key.as_str(),
+                        "the evidence is not its JUDGING snapshot plus the decision",
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The submitted header and play-spec: every roll's guard names their sha256, so the sealed
+/// rolls bind them; the header must also be the evidence before judging.
+async fn check_submitted(
+    store: &Store,
+    run: &RunId,
+    ev: &Evidence,
+    problems: &mut Vec<Problem>,
+) -> Result<(), StoreError> {
+    let header_key = Key::header(run);
+    let header_bytes = readable(store, &header_key, audit::check::REFS, problems).await?;
+    let header_hash = header_bytes.as_ref().map(|b| Hash::of(b));
+    let mut header_bound = !ev.rolls.is_empty();
+    for r in &ev.rolls {
+        let named = seal_core::derive::guard_bound_hash(r, GuardCheck::Header);
+        if named.is_none() || named != header_hash {
+            header_bound = false;
+            problems.push(Problem {
+                expected: named.map(|h| h.to_string()),
+                actual: header_hash.as_ref().map(|h| h.to_string()),
+                ..Problem::new(
+                    audit::check::REFS,
+                    header_key.as_str(),
+                    format!("the header is not the one {} was judged under", r.roll_id),
+                )
+            });
+        }
+        let spec_key = Key::play_spec(run);
+        if let Some(named) = seal_core::derive::guard_bound_hash(r, GuardCheck::PlaySpecFresh) {
+            match readable(store, &spec_key, audit::check::REFS, problems).await? {
+                Some(b) if Hash::of(&b) == named => {}
+                Some(b) => problems.push(mismatch(
+                    audit::check::REFS,
+                    spec_key.as_str(),
+                    &named,
+                    Hash::of(&b),
+                    format!(
+                        "the play-spec is not the one {} was judged under",
+                        r.roll_id
+                    ),
+                )),
+                None => problems.push(problem(
+                    audit::check::REFS,
+                    spec_key.as_str(),
+                    format!("the play-spec {} was judged under is missing", r.roll_id),
+                )),
+            }
+        }
+    }
+    header_fields(store, run, ev, header_bytes, header_bound, problems);
+    Ok(())
+}
+
+/// The evidence is the submitted header plus what judging writes, and costs the header's
+/// cost plus every roll's.
+fn header_fields(
+    store: &Store,
+    run: &RunId,
+    ev: &Evidence,
+    header_bytes: Option<bytes::Bytes>,
+    header_bound: bool,
+    problems: &mut Vec<Problem>,
+) {
+    let ev_key = Key::evidence(run);
+    let header_key = Key::header(run);
+    match header_bytes.map(|b| seal_core::json::parse_as::<Evidence>(&b, store.doc_limit())) {
+        Some(Ok(header)) if header_bound => {
+            let want = rmb_to_micro(header.cost_rmb)
+                + ev.rolls
+                    .iter()
+                    .map(|r| rmb_to_micro(r.cost_rmb))
+                    .sum::<u64>();
+            if want != rmb_to_micro(ev.cost_rmb) {
+                problems.push(mismatch(
+                    audit::check::COST,
+                    format!("{ev_key} costRmb"),
+                    micro_to_rmb(want),
+                    ev.cost_rmb,
+                    "run cost is not the header's plus every roll's",
+                ));
+            }
+            // The evidence is the header plus what judging added, and nothing else changed.
+            let mut judged = header.clone();
+            judged.actions = ev.actions.clone();
+            judged.events = ev.events.clone();
+            judged.floor = ev.floor.clone();
+            judged.first_play = ev.first_play.clone();
+            judged.brief_rule_matches = ev.brief_rule_matches.clone();
+            judged.rolls = ev.rolls.clone();
+            judged.merge = ev.merge.clone();
+            judged.source_roll_id = ev.source_roll_id;
+            judged.judge = ev.judge.clone();
+            judged.cost_rmb = ev.cost_rmb;
+            judged.phase = ev.phase;
+            judged.outcome = ev.outcome;
+            judged.final_postguard = ev.final_postguard.clone();
+            judged.decision = ev.decision.clone();
+            judged.compatibility = ev.compatibility.clone();
+            if &judged != ev {
+                problems.push(problem(
+                    check::EVIDENCE,
+                    ev_key.as_str(),
+                    "the evidence changes header fields that judging never writes",
+                ));
+            }
+            if header.phase != Phase::Judging || !header.rolls.is_empty() {
+                problems.push(problem(
+                    check::EVIDENCE,
+                    header_key.as_str(),
+                    "the submitted header is not a JUDGING header without rolls",
+                ));
+            }
+        }
+        Some(Ok(_)) => {}
+        Some(Err(e)) => problems.push(problem(
+            audit::check::SCHEMA,
+            header_key.as_str(),
+            e.to_string(),
+        )),
+        None => problems.push(problem(
+            audit::check::REFS,
+            header_key.as_str(),
+            "the submitted header is missing",
+        )),
+    }
+}

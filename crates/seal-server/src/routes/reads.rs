@@ -1,0 +1,193 @@
+//! The read-only routes: proving a run (verify, explain), the log's checkpoint and proofs,
+//! the stats, the metrics, the API description and the health check.
+
+use axum::extract::{Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+use std::sync::atomic::Ordering;
+
+use seal_core::canonical::Hash;
+use seal_store::Key;
+
+use crate::state::run_id;
+use crate::{ApiError, AppState, OPENAPI_JSON};
+
+pub(crate) async fn healthz(State(state): State<AppState>) -> Response {
+    match state
+        .engine
+        .store
+        .exists(&Key::parse("healthz").unwrap_or_else(|_| Key::cas(&Hash::of(b""))))
+        .await
+    {
+        Ok(_) => Json(json!({"status": "ok", "store": state.engine.store.url().to_string()}))
+            .into_response(),
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
+pub(crate) async fn get_openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI_JSON).into_response()
+}
+
+pub(crate) async fn get_metrics(State(state): State<AppState>) -> Response {
+    let in_progress =
+        (state.engine.config.server.max_rolls_in_progress - state.rolls.available_permits()) as f64;
+    let admitted = state.admitted.load(Ordering::SeqCst) as f64;
+    let text = state.engine.judges.metrics.render(&[
+        (
+            "seal_rolls_in_progress",
+            "rolls being judged now",
+            in_progress,
+        ),
+        (
+            "seal_rolls_admitted",
+            "rolls in progress or waiting for a permit",
+            admitted,
+        ),
+    ]);
+    // The file store's durable writes: how many fsyncs the disk is asked for (folder fsyncs
+    // are shared by concurrent writers, so `folder` grows slower than `file` under load).
+    let (folder, file) = seal_store::fsync_counts();
+    let text = format!(
+        "{text}# HELP seal_store_fsyncs_total fsyncs of the file store's durable writes\n\
+         # TYPE seal_store_fsyncs_total counter\n\
+         seal_store_fsyncs_total{{kind=\"file\"}} {file}\n\
+         seal_store_fsyncs_total{{kind=\"folder\"}} {folder}\n"
+    );
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+pub(crate) async fn get_verify(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    if !seal_engine::verify::run_exists(&state.engine.store, &run).await? {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no run {run}"),
+            Some(format!("run {run}")),
+        ));
+    }
+    let report = seal_engine::verify::verify_run(&state.engine.store, &run, &state.trusted).await?;
+    Ok(Json(report).into_response())
+}
+
+/// The decision tree of a sealed run: the page for `Accept: text/html`, else the JSON.
+pub(crate) async fn get_explain(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    let explained =
+        seal_engine::explain::explain(&state.engine.store, &run, &state.trusted).await?;
+    let wants_html = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/html"));
+    if wants_html {
+        let cmd = format!(
+            "seal verify {run} --store {} --trust seal.pub.pem",
+            state.engine.store.url()
+        );
+        Ok((
+            [
+                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                (
+                    header::CONTENT_SECURITY_POLICY,
+                    seal_engine::explain::html::CSP,
+                ),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            explained.html(&cmd),
+        )
+            .into_response())
+    } else {
+        Ok((
+            [(header::CONTENT_TYPE, "application/json")],
+            explained.tree_bytes,
+        )
+            .into_response())
+    }
+}
+
+/// The latest signed checkpoint of the transparency log, the note text exactly as stored.
+pub(crate) async fn get_log_checkpoint(
+    State(state): State<AppState>,
+) -> Result<Response, ApiError> {
+    match seal_engine::transparency::latest_checkpoint(&state.engine.store).await? {
+        Some(note) => {
+            Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], note).into_response())
+        }
+        None => Err(seal_engine::transparency::LogError::NoCheckpoint.into()),
+    }
+}
+
+/// The inclusion proof of a run's seal against the latest checkpoint (`seal log prove --json`).
+pub(crate) async fn get_log_proof(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    let view = seal_engine::verify::load_log(&state.engine.store, &state.trusted).await?;
+    let proof = view.proof(&run)?;
+    Ok(Json(proof).into_response())
+}
+
+/// The query of `GET /v1/stats`: `since`, `until`, `genre` (each at most once); anything else
+/// is refused.
+pub(crate) fn stats_query(raw: Option<&str>) -> Result<seal_engine::stats::Query, ApiError> {
+    let mut q = seal_engine::stats::Query::default();
+    let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "bad_query", m, None);
+    for (k, v) in url::form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
+        let slot = match k.as_ref() {
+            "since" => &mut q.since,
+            "until" => &mut q.until,
+            "genre" => &mut q.genre,
+            other => {
+                let name: String = other.chars().take(64).collect();
+                return Err(bad(format!(
+                    "unknown query parameter {name:?} (since, until, genre)"
+                )));
+            }
+        };
+        if slot.replace(v.into_owned()).is_some() {
+            return Err(bad(format!("query parameter {k} given twice")));
+        }
+    }
+    Ok(q)
+}
+
+/// The figures of `seal stats`: the page for `Accept: text/html`, else the JSON (seal.stats/1).
+pub(crate) async fn get_stats(
+    State(state): State<AppState>,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, ApiError> {
+    let query = stats_query(raw.as_deref())?;
+    let stats = seal_engine::stats::stats(&state.engine.store, &state.trusted, query).await?;
+    let wants_html = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/html"));
+    if wants_html {
+        Ok((
+            [
+                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                (
+                    header::CONTENT_SECURITY_POLICY,
+                    seal_engine::explain::html::CSP,
+                ),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            stats.html(),
+        )
+            .into_response())
+    } else {
+        Ok(([(header::CONTENT_TYPE, "application/json")], stats.bytes).into_response())
+    }
+}

@@ -1,0 +1,138 @@
+//! The routes that build a run: its header, brief and play-spec, its state, and the finalize
+//! that decides and seals it.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use seal_core::merge::Next as NextStep;
+use seal_engine::intake::{self, Origin};
+use seal_engine::run_state::RunState;
+use seal_store::Key;
+
+use crate::state::run_id;
+use crate::{ApiError, AppState};
+
+pub(crate) fn created(created: bool, body: Value) -> Response {
+    (
+        if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        },
+        Json(body),
+    )
+        .into_response()
+}
+
+pub(crate) async fn put_header(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    let _run_lock = state.engine.lock_run(&run).await;
+    let a = intake::put_header(&state.engine, &run, &body, Origin::Pipeline).await?;
+    Ok(created(
+        a.created,
+        json!({"runId": run, "key": a.stored.key.as_str(), "sha256": a.stored.hash}),
+    ))
+}
+
+pub(crate) async fn put_brief(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    let _run_lock = state.engine.lock_run(&run).await;
+    let a = intake::put_brief(&state.engine, &run, &body).await?;
+    Ok(created(
+        a.created,
+        json!({"runId": run, "key": a.stored.key.as_str(), "sha256": a.stored.hash}),
+    ))
+}
+
+pub(crate) async fn put_play_spec(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    let _run_lock = state.engine.lock_run(&run).await;
+    let a = intake::put_play_spec(&state.engine, &run, &body).await?;
+    Ok(created(
+        a.created,
+        json!({"runId": run, "key": a.stored.key.as_str(), "sha256": a.stored.hash}),
+    ))
+}
+
+pub(crate) async fn post_finalize(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    let done = seal_engine::postguard::finalize(&state.engine, &run).await?;
+    if done.wrote {
+        let outcome = done.evidence.outcome.map(|o| o.as_str()).unwrap_or("?");
+        state.engine.judges.metrics.add(
+            "seal_runs_decided_total",
+            &format!("outcome=\"{outcome}\""),
+            1.0,
+        );
+    }
+    let e = &done.evidence;
+    Ok(Json(json!({
+        "runId": run,
+        "outcome": e.outcome,
+        "decision": e.decision,
+        "sourceRollId": e.source_roll_id,
+        "costRmb": e.cost_rmb,
+        "evidenceRef": Key::evidence(&run).as_str(),
+        "evidenceSha256": done.evidence_hash,
+        "sealRef": Key::seal(&run).as_str(),
+        "sealSha256": done.envelope_hash,
+        "keyId": done.envelope.signatures.first().map(|s| s.keyid.clone()),
+    }))
+    .into_response())
+}
+
+pub(crate) async fn get_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let run = run_id(&id)?;
+    let rolls = |rolls: &[seal_core::doc::Roll]| -> Vec<Value> {
+        rolls
+            .iter()
+            .map(|r| json!({"rollId": r.roll_id, "rollOutcome": r.roll_outcome}))
+            .collect()
+    };
+    let (open, phase) = match RunState::load(&state.engine.store, &run).await? {
+        RunState::Decided(d) => {
+            let ev = &d.evidence;
+            return Ok(Json(json!({
+                "runId": run, "phase": "DECIDED", "outcome": ev.outcome, "decision": ev.decision,
+                "rolls": rolls(&ev.rolls), "evidenceSha256": d.evidence_hash, "next": null
+            }))
+            .into_response());
+        }
+        RunState::Open(o) => (o, "JUDGING"),
+        RunState::Finalizing(o) => (o, "FINALIZING"),
+    };
+    let next = match (phase, open.rolls.last()) {
+        ("FINALIZING", _) => "finalize",
+        (_, None) => "roll-1",
+        (_, Some(r)) => match seal_core::merge::next_after(r.roll_id, r.roll_outcome) {
+            NextStep::Roll2 => "roll-2",
+            NextStep::Finalize => "finalize",
+        },
+    };
+    Ok(
+        Json(json!({"runId": run, "phase": phase, "rolls": rolls(&open.rolls), "next": next}))
+            .into_response(),
+    )
+}

@@ -1,0 +1,87 @@
+//! The daemon's shared state ([`AppState`]: the engine, the trusted keys, and the bounds on
+//! rolls in progress) and the admission of a roll request against them.
+
+use axum::http::StatusCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+
+use seal_core::ids::RunId;
+use seal_core::sealing::PublicKey;
+use seal_engine::engine::Engine;
+
+use crate::ApiError;
+
+/// Shared state of the daemon.
+#[derive(Clone)]
+pub struct AppState {
+    pub(crate) engine: Engine,
+    pub(crate) rolls: Arc<Semaphore>,
+    pub(crate) admitted: Arc<AtomicUsize>,
+    pub(crate) admit_limit: usize,
+    /// Memory budget of roll requests in progress, in KiB permits.
+    pub(crate) memory: Arc<Semaphore>,
+    pub(crate) memory_kib: u32,
+    pub(crate) trusted: Arc<Vec<PublicKey>>,
+}
+
+/// What a roll request may take in memory per byte of its proof package, at peak (parse tree,
+/// typed copy, canonical bytes, judge packages): measured in docs/BENCHMARKS.md.
+pub const ROLL_AMPLIFICATION: u64 = 16;
+
+impl AppState {
+    pub fn new(engine: Engine, trusted: Vec<PublicKey>) -> AppState {
+        let s = &engine.config.server;
+        let admit_limit = s.max_rolls_in_progress + s.queue_bound;
+        let memory_kib = u32::try_from((engine.config.admission_bytes / 1024).max(1))
+            .unwrap_or(Semaphore::MAX_PERMITS as u32)
+            .min(Semaphore::MAX_PERMITS as u32);
+        AppState {
+            memory: Arc::new(Semaphore::new(memory_kib as usize)),
+            memory_kib,
+            rolls: Arc::new(Semaphore::new(s.max_rolls_in_progress)),
+            admitted: Arc::new(AtomicUsize::new(0)),
+            admit_limit,
+            trusted: Arc::new(trusted),
+            engine,
+        }
+    }
+}
+
+/// Releases an admission slot when the roll request ends (success, error or cancellation).
+pub(crate) struct Admission(pub(crate) Arc<AtomicUsize>);
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+pub(crate) fn run_id(s: &str) -> Result<RunId, ApiError> {
+    RunId::parse(s).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_run_id",
+            e.to_string(),
+            Some(s.chars().take(80).collect()),
+        )
+    })
+}
+
+/// Charges a roll request its expected peak memory against the budget (never more than the
+/// whole budget, so that one largest package still runs alone); 429 when it does not fit.
+pub(crate) fn admit_memory(
+    state: &AppState,
+    body_len: usize,
+) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
+    let kib = (body_len as u64).saturating_mul(ROLL_AMPLIFICATION) / 1024 + 1;
+    let kib = u32::try_from(kib).unwrap_or(u32::MAX).min(state.memory_kib);
+    state
+        .memory
+        .clone()
+        .try_acquire_many_owned(kib)
+        .map_err(|_| {
+            let mut e = ApiError::busy(2);
+            e.message = "the memory budget of rolls in progress is spent; retry later".into();
+            e
+        })
+}

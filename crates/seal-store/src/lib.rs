@@ -1,0 +1,38 @@
+//! The write-once, content-addressed evidence store: one facade over `object_store`.
+//!
+//! Backends: `file://PATH` (the embedded default, `file://./var/store`; every write is durable
+//! before the put returns, through seal's own write path (`file::durable`): staging file,
+//! `fdatasync`, `renameat2(RENAME_NOREPLACE)`, a folder fsync shared by concurrent writers),
+//! `memory://` (tests) and `s3://BUCKET[/PREFIX]` (production and replicas; endpoint and region
+//! from the URL query or the standard AWS env vars, credentials from the AWS env vars, plain
+//! http only for a loopback endpoint).
+//!
+//! Guarantees, the same on every backend (one conformance suite in `tests/store_conformance.rs`
+//! runs on all three):
+//! - **create-only**: every put is `PutMode::Create`. The same bytes again is `Ok` (idempotent
+//!   retries, racing replicas); other bytes at an existing key is [`StoreError::Conflict`],
+//!   naming the key and both hashes. Nothing is ever overwritten or deleted, but for the one
+//!   operator command that moves a damaged transparency log aside ([`Store::remove_log_object`]).
+//! - **verified reads**: [`Store::get_verified`] and [`Store::verify`] re-hash what they read;
+//!   a missing object or a wrong hash is an error naming the key (and both hashes), never
+//!   repaired.
+//! - **keys checked first**: a [`Key`] is validated at construction, before any I/O.
+//! - **reserved keys**: `runs/<id>/evidence.json` and `runs/<id>/seal.dsse.json` can only be
+//!   written through [`Store::put_decided`] and [`Store::put_seal`], which take types only the
+//!   postguard can construct.
+
+#![forbid(unsafe_code)]
+
+mod error;
+mod file;
+mod reads;
+mod store;
+mod url;
+mod write_set;
+
+pub use error::StoreError;
+pub use file::durable::fsync_counts;
+pub use reads::{OwnWrites, Reads};
+pub use seal_core::key::{Key, Stored};
+pub use store::{parse_stored, random_hex, Store, DEFAULT_DOC_LIMIT};
+pub use url::{is_loopback_host, StoreUrl};

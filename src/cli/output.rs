@@ -1,0 +1,82 @@
+//! What commands write: progress bars, shell words, output files, and text made safe for a terminal.
+
+use super::*;
+
+pub(super) fn progress(len: u64, wanted: bool) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if wanted && std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(len);
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed} {msg}")
+        {
+            bar.set_style(style);
+        }
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    }
+}
+
+/// Quotes a word for a POSIX shell when it needs quoting.
+pub(super) fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Writes `bytes` to `out`, or to stdout.
+pub(super) fn write_output(out: Option<&Path>, bytes: &[u8]) -> u8 {
+    use std::io::Write;
+    match out {
+        Some(p) => match std::fs::write(p, bytes) {
+            Ok(()) => {
+                eprintln!("wrote {}", p.display());
+                0
+            }
+            Err(e) => fail(format!("{}: {e}", p.display())),
+        },
+        None => match std::io::stdout().write_all(bytes) {
+            Ok(()) => 0,
+            Err(e) => fail(e),
+        },
+    }
+}
+
+/// Text from games, models or a store, made safe for a terminal: control characters (C0, C1,
+/// DEL: an ESC would let a judge's rationale repaint the screen) and bidirectional overrides
+/// (U+202A–U+202E, U+2066–U+2069: they reorder what a reviewer reads) are written as `\u{…}`.
+pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    let hostile =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !s.chars().any(hostile) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if hostile(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod terminal_tests {
+    use super::terminal_safe;
+
+    #[test]
+    fn escapes_reach_the_terminal_only_as_text() {
+        assert_eq!(terminal_safe("plain"), "plain");
+        assert_eq!(
+            terminal_safe("a\u{1b}[2Jb\u{202e}c\nd"),
+            "a\\u{1b}[2Jb\\u{202e}c\\u{a}d"
+        );
+    }
+}
