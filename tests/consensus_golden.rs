@@ -1372,7 +1372,8 @@ fn cases() -> Vec<Case> {
             answered(vec![v("core.loop", S), v("ui.text", S)]),
         )
     };
-    for (name, _) in all_true().required() {
+    for (check, _) in all_true().required() {
+        let name = check.as_str();
         let mut ind = all_true();
         match name {
             "differentLogicalClient" => ind.different_logical_client = false,

@@ -150,7 +150,8 @@ async fn case(a: Slot, b: Slot, floor_passes: bool, with_checks: bool) -> Result
         ));
     }
     let reasons = &done.evidence.decision.as_ref().unwrap().reasons;
-    if want == Outcome::InfraError && reasons != &["infra_judges_failed"] {
+    let judges_failed = seal::vocab::Reason::Infra(seal::vocab::InfraCause::JudgesFailed);
+    if want == Outcome::InfraError && reasons != &[judges_failed] {
         return Err(format!("{what}: both judges failed, reasons {reasons:?}"));
     }
     let trusted = [engine.key.as_ref().unwrap().public()];

@@ -463,7 +463,7 @@ async fn a_stored_snapshot_closes_the_run_to_rolls_and_is_decided_as_stored() {
     let proof: seal::doc::ProofPackage = serde_json::from_slice(
         &engine
             .store
-            .get(&seal::store::Key::parse(&report.roll.proof_package_ref).unwrap())
+            .get(&report.roll.proof_package_ref)
             .await
             .unwrap(),
     )

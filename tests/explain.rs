@@ -86,23 +86,32 @@ fn check_tree(root: &Path, run: &str, e: &Explanation) {
     );
     assert_eq!(b.rolls.len(), ev.rolls.len());
     for (rb, r) in b.rolls.iter().zip(&ev.rolls) {
-        assert_eq!(rb.proof_package_sha256, sha_of(root, &r.proof_package_ref));
-        assert_eq!(rb.judge_package_sha256, sha_of(root, &r.judge_package_ref));
+        assert_eq!(
+            rb.proof_package_sha256,
+            sha_of(root, r.proof_package_ref.as_str())
+        );
+        assert_eq!(
+            rb.judge_package_sha256,
+            sha_of(root, r.judge_package_ref.as_str())
+        );
         assert_eq!(
             rb.judge_a_result_sha256,
-            sha_of(root, &r.judge_a_ref.normalized_ref)
+            sha_of(root, r.judge_a_ref.normalized_ref.as_str())
         );
         assert_eq!(
             rb.judge_b_result_sha256,
-            sha_of(root, &r.judge_b_ref.normalized_ref)
+            sha_of(root, r.judge_b_ref.normalized_ref.as_str())
         );
-        assert_eq!(rb.consensus_sha256, sha_of(root, &r.judge_consensus_ref));
+        assert_eq!(
+            rb.consensus_sha256,
+            sha_of(root, r.judge_consensus_ref.as_str())
+        );
     }
     // Every node's evidenceRef and every link of the page is an anchor on the page.
     let html = e.html("seal verify x");
     let (ids, links) = ids_and_links(&html);
     for n in &t.nodes {
-        let a = n.evidence_ref.trim_start_matches('#');
+        let a = n.evidence_ref.id();
         assert!(
             ids.contains(a),
             "{run}: node {} refers to missing #{a}",
@@ -190,11 +199,11 @@ async fn tampering_any_bound_object_makes_explain_refuse() {
         format!("runs/{run}/seal.dsse.json"),
     ];
     for r in &ev.rolls {
-        keys.push(r.proof_package_ref.clone());
-        keys.push(r.judge_package_ref.clone());
-        keys.push(r.judge_a_ref.normalized_ref.clone());
-        keys.push(r.judge_b_ref.normalized_ref.clone());
-        keys.push(r.judge_consensus_ref.clone());
+        keys.push(r.proof_package_ref.to_string());
+        keys.push(r.judge_package_ref.to_string());
+        keys.push(r.judge_a_ref.normalized_ref.to_string());
+        keys.push(r.judge_b_ref.normalized_ref.to_string());
+        keys.push(r.judge_consensus_ref.to_string());
     }
     for key in keys {
         let (_dir, root) = copy_fixture_store();

@@ -80,10 +80,7 @@ fn check_page(bin: &Path, work: &Path, kind: &str, run: &str, e: &Explanation) -
             "{kind}: node {}",
             n.id
         );
-        assert!(
-            ids.contains(n.evidence_ref.trim_start_matches('#')),
-            "{kind}"
-        );
+        assert!(ids.contains(n.evidence_ref.id()), "{kind}");
     }
     let shot = work.join(format!("{kind}.png"));
     let (_, stderr) = run_chromium(

@@ -7,6 +7,7 @@ use common::*;
 use seal::doc::*;
 use seal::ids::{RollId, Slot};
 use seal::store::Key;
+use seal::vocab::{InfraCause, Reason};
 use seal_testkit::loopback::{Fault, Flavor, Loopback, Persona};
 use std::time::{Duration, Instant};
 
@@ -40,7 +41,7 @@ async fn result(engine: &seal::engine::Engine, r: &Roll, slot: Slot) -> JudgeRes
     let s = r.slot_ref(slot);
     engine
         .store
-        .get_json_verified(&Key::parse(&s.normalized_ref).unwrap(), &s.result_hash)
+        .get_json_verified(&s.normalized_ref, &s.result_hash)
         .await
         .unwrap()
 }
@@ -78,6 +79,7 @@ async fn recovers_from(
         .roll
         .judge_a_ref
         .raw_ref
+        .as_str()
         .ends_with("attempt-2/raw.json"));
     (engine, folder)
 }
@@ -682,7 +684,7 @@ async fn over_budget_no_judge_is_called() {
     assert_eq!(done.evidence.outcome, Some(Outcome::InfraError));
     assert_eq!(
         done.evidence.decision.as_ref().unwrap().reasons,
-        vec!["infra_budget".to_string()]
+        vec![Reason::Infra(InfraCause::Budget)]
     );
 }
 

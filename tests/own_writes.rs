@@ -66,7 +66,7 @@ async fn verify_rehashes_objects_this_process_wrote() {
             report
                 .problems
                 .iter()
-                .any(|p| p.object == k.as_str() && p.check == "refs_resolve"),
+                .any(|p| p.object == k.as_str() && p.check == seal::vocab::AuditCheck::Refs),
             "verify did not name {k}: {:?}",
             report.problems
         );

@@ -215,6 +215,7 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
         for roll in &new.rolls {
             assert!(
                 roll.judge_consensus_ref
+                    .as_str()
                     .starts_with(&format!("runs/{}/", r.replay)),
                 "{id}: the replay's consensus lives in its own folder: {}",
                 roll.judge_consensus_ref
@@ -237,7 +238,10 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
             .await
             .unwrap();
         assert!(!only_fixture.verified);
-        assert!(only_fixture.problems.iter().any(|p| p.check == "signature"));
+        assert!(only_fixture
+            .problems
+            .iter()
+            .any(|p| p.check == seal::vocab::AuditCheck::Signature));
     }
     assert!(
         lb.calls().is_empty(),

@@ -17,13 +17,14 @@
 mod common;
 
 use common::*;
-use seal::audit::{self, Problem};
+use seal::audit::Problem;
 use seal::canonical::{canonical_bytes, Hash};
 use seal::doc::Evidence;
 use seal::ids::RunId;
 use seal::sealing::{self, Envelope, PublicKey, SigningKey};
 use seal::store::Store;
-use seal::verify::{self, check as vcheck};
+use seal::verify;
+use seal::vocab::AuditCheck;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -100,14 +101,14 @@ struct Case {
     /// The run id given to verify.
     verify_as: String,
     /// Acceptable checks; a problem with one of them must name `object` (substring).
-    checks: Vec<&'static str>,
+    checks: Vec<AuditCheck>,
     object: String,
 }
 
 #[derive(Clone, Debug)]
 enum Verdict {
     /// Not verified, and a problem names an expected check and the object.
-    Caught(&'static str),
+    Caught(AuditCheck),
     /// Verified although damaged: a gap.
     Passed,
     /// Not verified, but no problem names the expected check and object.
@@ -220,20 +221,20 @@ const KIND_ORDER: [&str; 18] = [
 ];
 
 /// The checks that must catch damage to an object of this kind.
-fn expected_checks(kind: &str, mutation: &str) -> Vec<&'static str> {
+fn expected_checks(kind: &str, mutation: &str) -> Vec<AuditCheck> {
     match (kind, mutation) {
-        ("evidence", "delete") => vec![vcheck::EVIDENCE],
-        ("evidence", _) => vec![vcheck::SUBJECT],
-        ("seal", _) => vec![vcheck::SEAL],
-        ("judging", _) => vec![vcheck::SNAPSHOT],
+        ("evidence", "delete") => vec![AuditCheck::Evidence],
+        ("evidence", _) => vec![AuditCheck::SubjectDigest],
+        ("seal", _) => vec![AuditCheck::Signature],
+        ("judging", _) => vec![AuditCheck::JudgingSnapshot],
         // The header is compared field by field with the evidence.
-        ("header", _) => vec![audit::check::REFS, vcheck::EVIDENCE],
-        _ => vec![audit::check::REFS],
+        ("header", _) => vec![AuditCheck::Refs, AuditCheck::Evidence],
+        _ => vec![AuditCheck::Refs],
     }
 }
 
-fn short(check: &str) -> &str {
-    match check {
+fn short(check: AuditCheck) -> &'static str {
+    match check.as_str() {
         "refs_resolve" => "refs",
         "schema_valid" => "schema",
         "normalization_recomputes" => "norm",
@@ -308,9 +309,9 @@ fn matrix(runs: &[FixtureRun]) -> Vec<Case> {
                 apply: Apply::SwapDirs(format!("{dir}/judge-a"), format!("{dir}/judge-b")),
                 verify_as: run.clone(),
                 checks: vec![
-                    audit::check::REFS,
-                    audit::check::NORMALIZATION,
-                    audit::check::INDEPENDENCE,
+                    AuditCheck::Refs,
+                    AuditCheck::Normalization,
+                    AuditCheck::Independence,
                 ],
                 object: format!("{dir}/judge-"),
             });
@@ -322,7 +323,7 @@ fn matrix(runs: &[FixtureRun]) -> Vec<Case> {
                 target: format!("runs/{run}/roll-1 <-> roll-2"),
                 apply: Apply::SwapDirs(format!("runs/{run}/roll-1"), format!("runs/{run}/roll-2")),
                 verify_as: run.clone(),
-                checks: vec![audit::check::REFS],
+                checks: vec![AuditCheck::Refs],
                 object: format!("runs/{run}/roll-"),
             });
         }
@@ -340,7 +341,7 @@ fn matrix(runs: &[FixtureRun]) -> Vec<Case> {
                     keep_trusted_sig: keep,
                 },
                 verify_as: run.clone(),
-                checks: vec![vcheck::SEAL],
+                checks: vec![AuditCheck::Signature],
                 object: seal_key.clone(),
             });
         }
@@ -350,7 +351,7 @@ fn matrix(runs: &[FixtureRun]) -> Vec<Case> {
             target: ev_key.clone(),
             apply: Apply::EditOutcome,
             verify_as: run.clone(),
-            checks: vec![vcheck::SUBJECT],
+            checks: vec![AuditCheck::SubjectDigest],
             object: ev_key.clone(),
         });
         let other = other_run(runs, i).to_string();
@@ -363,7 +364,7 @@ fn matrix(runs: &[FixtureRun]) -> Vec<Case> {
                 evidence: false,
             },
             verify_as: run.clone(),
-            checks: vec![vcheck::SUBJECT],
+            checks: vec![AuditCheck::SubjectDigest],
             object: seal_key.clone(),
         });
         cases.push(Case {
@@ -375,7 +376,7 @@ fn matrix(runs: &[FixtureRun]) -> Vec<Case> {
                 evidence: true,
             },
             verify_as: run.clone(),
-            checks: vec![vcheck::SUBJECT, vcheck::RUN_ID],
+            checks: vec![AuditCheck::SubjectDigest, AuditCheck::RunId],
             object: format!("runs/{run}/"),
         });
         for (row, to) in [
@@ -388,7 +389,7 @@ fn matrix(runs: &[FixtureRun]) -> Vec<Case> {
                 target: format!("runs/{run} -> runs/{to}"),
                 apply: Apply::Rename { to: to.clone() },
                 verify_as: to.clone(),
-                checks: vec![vcheck::RUN_ID, vcheck::SUBJECT],
+                checks: vec![AuditCheck::RunId, AuditCheck::SubjectDigest],
                 object: format!("runs/{to}/"),
             });
         }
@@ -454,10 +455,10 @@ fn header_field_cases(run: &str) -> Vec<Case> {
             apply: Apply::FlipAt(key.clone(), offset),
             verify_as: run.to_string(),
             checks: vec![
-                audit::check::REFS,
-                vcheck::EVIDENCE,
-                audit::check::COST,
-                audit::check::SCHEMA,
+                AuditCheck::Refs,
+                AuditCheck::Evidence,
+                AuditCheck::Cost,
+                AuditCheck::SchemaValid,
             ],
             object: key.clone(),
         });
@@ -515,10 +516,10 @@ fn header_edit_cases(run: &str) -> Vec<Case> {
             apply: Apply::EditJson(key.clone(), pointer.to_string(), value),
             verify_as: run.to_string(),
             checks: vec![
-                audit::check::REFS,
-                vcheck::EVIDENCE,
-                audit::check::SCHEMA,
-                audit::check::COST,
+                AuditCheck::Refs,
+                AuditCheck::Evidence,
+                AuditCheck::SchemaValid,
+                AuditCheck::Cost,
             ],
             object: key.clone(),
         })
@@ -736,7 +737,7 @@ fn render_matrix(runs: &[FixtureRun], results: &[(Case, Verdict)]) -> String {
             rows.push(case.row.clone());
         }
         let cell = match v {
-            Verdict::Caught(c) => short(c).to_string(),
+            Verdict::Caught(c) => short(*c).to_string(),
             Verdict::Clean => "ok".into(),
             Verdict::Passed => "PASSED!".into(),
             Verdict::Wrong(_) => "WRONG!".into(),
@@ -1014,7 +1015,7 @@ fn the_binary_exits_1_naming_the_check_and_object() {
         }
         if !ps
             .iter()
-            .any(|(c, o)| case.checks.contains(&c.as_str()) && o.contains(&case.object))
+            .any(|(c, o)| case.checks.iter().any(|k| k.as_str() == c) && o.contains(&case.object))
         {
             failures.push(format!(
                 "{what}: no problem with check {:?} naming {}: {ps:?}",
@@ -1088,7 +1089,7 @@ fn the_binary_verifies_every_untouched_fixture_and_prints_readable_reports() {
 
 // ---- the transparency log (DESIGN §13): deleted, re-judged, rolled back, dropped, forked ----
 
-use seal::transparency::{self, view::check as lcheck, LogReport};
+use seal::transparency::{self, LogReport};
 use seal_testkit::loopback::Loopback;
 
 /// The test-only signing key of the fixtures (copied to a 0600 file: a checkout keeps no modes).
@@ -1152,7 +1153,7 @@ fn latest_note(root: &Path) -> Vec<u8> {
 }
 
 /// Asserts the report names `check` on an object containing `object`.
-fn assert_named(r: &LogReport, check: &str, object: &str) {
+fn assert_named(r: &LogReport, check: AuditCheck, object: &str) {
     assert!(!r.verified, "not verified expected: {r:?}");
     assert!(
         r.problems
@@ -1185,7 +1186,7 @@ async fn log_deleting_a_run_is_named() {
     let old = latest_note(&root);
     std::fs::remove_dir_all(root.join("runs/run-puzzle-0013-fail-end")).unwrap();
     let r = log_report(&root, Some(&old)).await;
-    assert_named(&r, lcheck::MISSING, "runs/run-puzzle-0013-fail-end");
+    assert_named(&r, AuditCheck::RunMissing, "runs/run-puzzle-0013-fail-end");
     assert_eq!(r.problems.len(), 1, "{}", describe_problems(&r.problems));
 }
 
@@ -1198,8 +1199,12 @@ async fn log_deleting_and_rejudging_a_run_under_the_same_id_is_named() {
     std::fs::remove_dir_all(root.join("runs").join(run)).unwrap();
     seal_run(&engine, run, run).await;
     let r = log_report(&root, Some(&old)).await;
-    assert_named(&r, lcheck::REPLACED, &format!("runs/{run}/seal.dsse.json"));
-    assert_named(&r, lcheck::RELOGGED, &format!("runs/{run}"));
+    assert_named(
+        &r,
+        AuditCheck::RunReplaced,
+        &format!("runs/{run}/seal.dsse.json"),
+    );
+    assert_named(&r, AuditCheck::RunRelogged, &format!("runs/{run}"));
     assert!(r.consistency.is_some(), "the log itself stayed append-only");
 }
 
@@ -1215,7 +1220,7 @@ async fn log_rolling_the_store_back_to_an_older_copy_is_named() {
     // The store is replaced by the older copy: the run sealed since is gone, log and all.
     let r = log_report(&older, Some(&later)).await;
     assert!(!r.verified && r.consistency.is_none());
-    assert_named(&r, lcheck::CONSISTENCY, "--checkpoint");
+    assert_named(&r, AuditCheck::LogConsistency, "--checkpoint");
     assert!(
         r.problems.iter().any(|p| p.detail.contains("rolled back")),
         "{}",
@@ -1232,10 +1237,14 @@ async fn log_dropping_a_log_entry_is_named() {
     let run = dropped["runId"].as_str().unwrap().to_string();
     std::fs::remove_file(&entry).unwrap();
     let r = log_report(&root, Some(&old)).await;
-    assert_named(&r, lcheck::ENTRIES, "log/entries/00000000000000000003");
-    assert_named(&r, lcheck::UNLOGGED, &format!("runs/{run}"));
-    assert_named(&r, lcheck::CHECKPOINT, "log/checkpoints/");
-    assert_named(&r, lcheck::CONSISTENCY, "--checkpoint");
+    assert_named(
+        &r,
+        AuditCheck::LogEntries,
+        "log/entries/00000000000000000003",
+    );
+    assert_named(&r, AuditCheck::RunUnlogged, &format!("runs/{run}"));
+    assert_named(&r, AuditCheck::LogCheckpoint, "log/checkpoints/");
+    assert_named(&r, AuditCheck::LogConsistency, "--checkpoint");
     // `seal verify` of that run no longer proves its seal in the log.
     let store = Store::open(&file_url(&root)).await.unwrap();
     let rep = verify::verify_run(&store, &RunId::parse(&run).unwrap(), &trusted())
@@ -1243,7 +1252,9 @@ async fn log_dropping_a_log_entry_is_named() {
         .unwrap();
     assert!(!rep.verified);
     assert!(
-        rep.problems.iter().any(|p| p.check == lcheck::INCLUSION),
+        rep.problems
+            .iter()
+            .any(|p| p.check == AuditCheck::LogInclusion),
         "{rep:?}"
     );
 }
@@ -1259,7 +1270,7 @@ async fn log_a_fork_two_checkpoints_of_one_size_with_different_roots_is_named() 
     // Each copy is self-consistent; only a checkpoint from the other side shows the fork.
     assert!(log_report(&b_root, None).await.verified);
     let r = log_report(&b_root, Some(&left)).await;
-    assert_named(&r, lcheck::FORK, "--checkpoint");
+    assert_named(&r, AuditCheck::LogFork, "--checkpoint");
 }
 
 #[test]

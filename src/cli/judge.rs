@@ -90,7 +90,7 @@ pub fn render(s: &summary::Summary) -> String {
         s.run_id,
         s.outcome.to_uppercase(),
         s.decision,
-        s.reasons.join(", ")
+        seal_core::vocab::join(&s.reasons, ", ")
     );
     let rolls: Vec<String> = s
         .rolls

@@ -117,6 +117,7 @@ impl WitnessArgs {
             &self.keys,
             self.quorum,
         )
+        .map_err(|e| e.to_string())
     }
 }
 
@@ -356,8 +357,9 @@ async fn witness_checks(
         .clone()
         .unwrap_or_else(|| config.log_origin.clone());
     for url in &w.urls {
-        let asked =
-            check::ask_witness(store, trusted, url, &origin, report.checkpoint_size).await?;
+        let asked = check::ask_witness(store, trusted, url, &origin, report.checkpoint_size)
+            .await
+            .map_err(|e| e.to_string())?;
         lines.push_str(&format!(
             "witness {}: holds {}\n",
             asked.url,

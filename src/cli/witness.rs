@@ -114,7 +114,7 @@ async fn build(
         tracing::warn!(state = %state.display(), "starting with an empty state: this witness has cosigned nothing yet");
     }
     let logs = BTreeMap::from([(origin.to_string(), trusted)]);
-    Witness::new(name, key, logs, file, held, service::system_clock())
+    Witness::new(name, key, logs, file, held, service::system_clock()).map_err(|e| e.to_string())
 }
 
 pub(super) fn cmd_witness(cli: &super::Cli, cmd: &WitnessCommand) -> u8 {

@@ -61,6 +61,12 @@ impl Hash {
     }
 }
 
+impl AsRef<str> for Hash {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
 impl fmt::Display for Hash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -241,9 +241,19 @@ fn decide_obligation(
         id: ob.id.clone(),
         status,
         sequence_refs: merge_ranges(&seq),
-        evidence_refs: sort_hashes(&frames),
+        evidence_refs: frame_refs(&frames),
     };
     (result, conflict)
+}
+
+/// The frames cited, as `evidenceRefs`: sorted and unique. Only supported claims are cited,
+/// and a claim is supported only when every frame it cites is a frame of the package (named
+/// by its sha256), so every citation reads back as a hash.
+fn frame_refs(frames: &[String]) -> Vec<Hash> {
+    sort_hashes(frames)
+        .iter()
+        .filter_map(|h| Hash::parse(h).ok())
+        .collect()
 }
 
 /// The slots ("A", "B") whose satisfied/failed claim cites something not in the package.

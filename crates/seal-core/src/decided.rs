@@ -16,6 +16,7 @@ use crate::derive;
 use crate::doc::{Check, Decision, Evidence, FinalPostguard, Phase};
 use crate::ids::RunId;
 use crate::validate::{validate_as, Report};
+use crate::vocab::AuditCheck;
 
 /// Version of the postguard's rules, recorded in every decision.
 pub const VERSION: &str = "finalPostguard/1";
@@ -112,15 +113,11 @@ pub fn seal(run: RunId, canonical_envelope: Vec<u8>) -> Seal {
 pub fn decide(
     run: &RunId,
     mut snap: Evidence,
-    checks: Vec<Check>,
+    checks: Vec<Check<AuditCheck>>,
     snapshot_hash: Hash,
     decided_at: String,
 ) -> Result<Decided, Undecidable> {
-    let failed: Vec<&str> = checks
-        .iter()
-        .filter(|c| !c.ok)
-        .map(|c| c.id.as_str())
-        .collect();
+    let failed: Vec<AuditCheck> = checks.iter().filter(|c| !c.ok).map(|c| c.id).collect();
     let passed = failed.is_empty();
     let (outcome, reasons) = derive::outcome_and_reasons(&snap, &failed);
     snap.compatibility = Some(derive::compatibility(
@@ -131,7 +128,7 @@ pub fn decide(
     ));
     snap.decision = Some(Decision {
         action: derive::decision_action(outcome, snap.repair.round),
-        reasons: reasons.iter().map(|r| r.to_string()).collect(),
+        reasons,
     });
     snap.final_postguard = Some(FinalPostguard {
         stage: "finalPostguard".into(),

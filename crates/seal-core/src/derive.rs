@@ -15,15 +15,16 @@ use crate::consensus::{self, ConsensusInput};
 use crate::doc::*;
 use crate::ids::{RollId, Slot};
 use crate::independence::{self, SlotRecord};
+use crate::key::Key;
 use crate::merge;
-use crate::vocab::{GuardCheck, InfraCause, Reason, RollError};
+use crate::vocab::{AuditCheck, GuardCheck, InfraCause, Reason, RollError};
 
 /// What was recorded for one judge slot of a roll.
 #[derive(Debug, Clone, Copy)]
 pub struct SlotFacts<'a> {
     pub result: &'a JudgeResult,
     pub result_hash: &'a Hash,
-    pub raw_ref: &'a str,
+    pub raw_ref: &'a Key,
     pub raw_hash: &'a Hash,
     /// SlotMeta/1 of the final attempt (the accepted one, else the last one).
     pub final_meta: Option<&'a SlotMeta>,
@@ -76,8 +77,7 @@ pub fn derive_roll(i: &RollInputs<'_>) -> DerivedRoll {
         .checks
         .iter()
         .filter(|c| !c.ok)
-        .filter_map(|c| c.id.parse::<GuardCheck>().ok())
-        .map(RollError::Guard)
+        .map(|c| RollError::Guard(c.id))
         .collect();
     if !blocked {
         for (slot, s) in [(Slot::A, &i.a), (Slot::B, &i.b)] {
@@ -92,8 +92,8 @@ pub fn derive_roll(i: &RollInputs<'_>) -> DerivedRoll {
             consensus
                 .independence_checks
                 .failed()
-                .iter()
-                .map(|c| RollError::Independence(c.to_string())),
+                .into_iter()
+                .map(RollError::Independence),
         );
     }
     let outcome = if blocked {
@@ -130,11 +130,7 @@ pub fn both_judges_failed(errors: &[RollError]) -> bool {
 
 /// The sha256 of the submitted document a roll's guard check binds (header, play-spec).
 pub fn guard_bound_hash(roll: &Roll, check: GuardCheck) -> Option<Hash> {
-    let c = roll
-        .roll_guard
-        .checks
-        .iter()
-        .find(|c| c.id == check.as_str())?;
+    let c = roll.roll_guard.checks.iter().find(|c| c.id == check)?;
     check.bound_hash(&c.detail)
 }
 
@@ -191,7 +187,10 @@ pub fn judging_snapshot(header: &Evidence, rolls: &[JudgedRoll<'_>]) -> Evidence
 /// The outcome and reasons of a run, from its JUDGING document and the ids of the postguard
 /// checks that failed (docs/DESIGN.md §6). A failed postguard decides `infra_error` naming
 /// every failed check; a void source roll is `infra_error` with its infrastructure causes.
-pub fn outcome_and_reasons(snap: &Evidence, failed_checks: &[&str]) -> (Outcome, Vec<Reason>) {
+pub fn outcome_and_reasons(
+    snap: &Evidence,
+    failed_checks: &[AuditCheck],
+) -> (Outcome, Vec<Reason>) {
     let source = merge::source_roll_index(&snap.rolls).map(|i| &snap.rolls[i]);
     let outcome = match (failed_checks.is_empty(), source, &snap.judge) {
         (true, Some(r), Some(_)) => r.roll_outcome,
@@ -200,7 +199,7 @@ pub fn outcome_and_reasons(snap: &Evidence, failed_checks: &[&str]) -> (Outcome,
     let mut reasons: Vec<Reason> = if !failed_checks.is_empty() {
         failed_checks
             .iter()
-            .map(|c| Reason::Postguard(c.to_string()))
+            .map(|c| Reason::Postguard(*c))
             .collect()
     } else {
         match outcome {

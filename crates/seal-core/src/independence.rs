@@ -9,12 +9,13 @@ use serde_json::Value;
 use crate::canonical::Hash;
 use crate::doc::{ImageManifest, IndependenceChecks, SlotMeta};
 use crate::judge::request;
+use crate::key::Key;
 
 /// What was recorded for one slot.
 #[derive(Debug, Clone, Copy)]
 pub struct SlotRecord<'a> {
     pub meta: Option<&'a SlotMeta>,
-    pub raw_ref: &'a str,
+    pub raw_ref: &'a Key,
     pub raw_hash: &'a Hash,
     /// The stored request of the final attempt (None when no request was made).
     pub request: Option<&'a Value>,
@@ -68,8 +69,8 @@ pub fn checks(
         different_session: both(&|x, y| x.session_id != y.session_id),
         different_policy_seed: both(&|x, y| x.policy_seed != y.policy_seed),
         different_prompt_artifact: both(&|x, y| x.prompt_artifact.hash != y.prompt_artifact.hash),
-        different_evidence_dir: dir(a.raw_ref) != dir(b.raw_ref)
-            && dir(dir(a.raw_ref)) != dir(dir(b.raw_ref)),
+        different_evidence_dir: dir(a.raw_ref.as_str()) != dir(b.raw_ref.as_str())
+            && dir(dir(a.raw_ref.as_str())) != dir(dir(b.raw_ref.as_str())),
         different_raw_file: a.raw_ref != b.raw_ref
             && (a.raw_hash != b.raw_hash || !(accepted(&a) && accepted(&b))),
         same_judge_package: carries(&a, package_hash) && carries(&b, package_hash),

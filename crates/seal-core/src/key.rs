@@ -5,6 +5,7 @@
 //! 128 bytes, never `..`), so no key is absolute, empty, contains NUL or climbs out of the root.
 //! The layout helpers below are the store layout of docs/DESIGN.md §2, written once.
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
 use crate::canonical::Hash;
@@ -150,6 +151,26 @@ impl Key {
             .flatten()
     }
 
+    /// `log/cosignatures/<size, 20 digits>/<key id, 8 hex>-<timestamp>`: one witness's
+    /// cosignature of the checkpoint of `size` leaves.
+    pub fn log_cosignature(size: u64, key_id: u32, timestamp: u64) -> Key {
+        Key(format!(
+            "{LOG_COSIGNATURES}/{size:020}/{key_id:08x}-{timestamp}"
+        ))
+    }
+
+    /// `tmp/uploads/<nonce, 32 hex>`: the scratch object a large blob is streamed to before
+    /// it is linked into place (never evidence, never read as a document).
+    pub fn upload(nonce: u128) -> Key {
+        Key(format!("tmp/uploads/{nonce:032x}"))
+    }
+
+    /// `healthz`: the object whose existence `GET /healthz` asks the store about (a read that
+    /// reaches the backend; it is never written).
+    pub fn health() -> Key {
+        Key("healthz".into())
+    }
+
     /// `receipts/<run>/…`: where the receipt of `runs/<run>/…` lives (see `crate::receipt`).
     /// Outside `runs/`: receipts are not evidence. `None` for a key outside `runs/`.
     pub fn receipt_for(object: &Key) -> Option<Key> {
@@ -186,6 +207,35 @@ impl fmt::Display for Key {
 impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl From<Key> for String {
+    fn from(k: Key) -> String {
+        k.0
+    }
+}
+
+impl From<&Key> for String {
+    fn from(k: &Key) -> String {
+        k.0.clone()
+    }
+}
+
+/// A key is written as its string (the `*Ref` fields of the documents)...
+impl Serialize for Key {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+/// ...and read back only through [`Key::parse`]: a document naming a hostile key (absolute,
+/// `..`, too deep) does not parse, so no code holding a typed document can be led outside the
+/// store's root by it.
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Key::parse(&s).map_err(serde::de::Error::custom)
     }
 }
 
@@ -227,6 +277,14 @@ mod tests {
             "runs/r1/roll-2/judge-b/attempt-1/raw.json"
         );
         assert!(Key::evidence(&run).is_reserved());
+        for made in [
+            Key::log_cosignature(3, 0xdead_beef, 1_700_000_000),
+            Key::upload(u128::MAX),
+            Key::health(),
+            Key::log_entry(7),
+        ] {
+            assert_eq!(Key::parse(made.as_str()), Ok(made.clone()), "{made}");
+        }
         assert!(Key::seal(&run).is_reserved());
         assert!(!Key::header(&run).is_reserved());
         for k in [

@@ -34,10 +34,22 @@ struct Entry {
     file: String,
 }
 
+/// Why a prompt could not be had (the registry is embedded: a build fault, or a config naming
+/// a prompt the build does not have).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PromptError {
+    #[error("prompts/registry.toml: {0}")]
+    Registry(String),
+    #[error("prompts/registry.toml: {id} lists unknown file {file}")]
+    UnknownFile { id: String, file: String },
+    #[error("no prompt {0:?} in prompts/registry.toml")]
+    NoPrompt(String),
+}
+
 /// Every registered prompt.
-pub fn all() -> Result<Vec<PromptArtifact>, String> {
+pub fn all() -> Result<Vec<PromptArtifact>, PromptError> {
     let reg: Registry =
-        toml::from_str(REGISTRY).map_err(|e| format!("prompts/registry.toml: {e}"))?;
+        toml::from_str(REGISTRY).map_err(|e| PromptError::Registry(e.to_string()))?;
     reg.prompt
         .into_iter()
         .map(|e| {
@@ -45,11 +57,9 @@ pub fn all() -> Result<Vec<PromptArtifact>, String> {
                 .iter()
                 .find(|(f, _)| *f == e.file)
                 .map(|(_, t)| *t)
-                .ok_or_else(|| {
-                    format!(
-                        "prompts/registry.toml: {} lists unknown file {}",
-                        e.id, e.file
-                    )
+                .ok_or_else(|| PromptError::UnknownFile {
+                    id: e.id.clone(),
+                    file: e.file.clone(),
                 })?;
             Ok(PromptArtifact {
                 hash: Hash::of(text.as_bytes()),
@@ -62,11 +72,11 @@ pub fn all() -> Result<Vec<PromptArtifact>, String> {
 }
 
 /// The prompt with this id.
-pub fn get(id: &str) -> Result<PromptArtifact, String> {
+pub fn get(id: &str) -> Result<PromptArtifact, PromptError> {
     all()?
         .into_iter()
         .find(|p| p.id == id)
-        .ok_or_else(|| format!("no prompt {id:?} in prompts/registry.toml"))
+        .ok_or_else(|| PromptError::NoPrompt(id.to_owned()))
 }
 
 #[cfg(test)]

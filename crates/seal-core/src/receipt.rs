@@ -149,6 +149,27 @@ pub fn make(
     r
 }
 
+/// Why a receipt does not vouch for an object (the texts are those of the refusals).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotVouched {
+    #[error("receipt schemaVersion is {0:?}")]
+    Schema(String),
+    #[error("the receipt is for {kind} {object} of run {run}")]
+    OtherObject {
+        kind: ReceiptKind,
+        object: String,
+        run: String,
+    },
+    #[error("the receipt cannot be canonicalized")]
+    Canonical,
+    #[error("its MAC does not verify (not written with this deployment's secret)")]
+    BadMac,
+    #[error("the receipt carries no MAC")]
+    NoMac,
+    #[error("the stored object hashes to {stored}, its receipt vouches for {vouched}")]
+    OtherBytes { stored: Hash, vouched: Hash },
+}
+
 /// Whether `receipt` vouches, under `secret`, for `kind` object `object` holding `hash`
 /// (pure). The reason when it does not.
 pub fn check(
@@ -157,21 +178,19 @@ pub fn check(
     kind: ReceiptKind,
     object: &Key,
     hash: &Hash,
-) -> Result<(), String> {
+) -> Result<(), NotVouched> {
     if receipt.schema_version != SCHEMA {
-        return Err(format!(
-            "receipt schemaVersion is {:?}",
-            receipt.schema_version
-        ));
+        return Err(NotVouched::Schema(receipt.schema_version.clone()));
     }
     let run = object.run_id().map(|r| r.to_string()).unwrap_or_default();
     if receipt.run_id != run || receipt.object != object.as_str() || receipt.kind != kind {
-        return Err(format!(
-            "the receipt is for {} {} of run {}",
-            receipt.kind, receipt.object, receipt.run_id
-        ));
+        return Err(NotVouched::OtherObject {
+            kind: receipt.kind,
+            object: receipt.object.clone(),
+            run: receipt.run_id.clone(),
+        });
     }
-    let want = mac_of(secret, receipt).ok_or("the receipt cannot be canonicalized")?;
+    let want = mac_of(secret, receipt).ok_or(NotVouched::Canonical)?;
     let got = receipt
         .mac
         .as_deref()
@@ -180,18 +199,14 @@ pub fn check(
     use subtle::ConstantTimeEq;
     match got {
         Some(g) if g.len() == 32 && bool::from(g.ct_eq(&want)) => {}
-        Some(_) => {
-            return Err(
-                "its MAC does not verify (not written with this deployment's secret)".into(),
-            )
-        }
-        None => return Err("the receipt carries no MAC".into()),
+        Some(_) => return Err(NotVouched::BadMac),
+        None => return Err(NotVouched::NoMac),
     }
     if &receipt.sha256 != hash {
-        return Err(format!(
-            "the stored object hashes to {hash}, its receipt vouches for {}",
-            receipt.sha256
-        ));
+        return Err(NotVouched::OtherBytes {
+            stored: hash.clone(),
+            vouched: receipt.sha256.clone(),
+        });
     }
     Ok(())
 }

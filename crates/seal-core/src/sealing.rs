@@ -293,7 +293,7 @@ pub fn statement_for(
     run: &crate::ids::RunId,
     evidence: &crate::doc::Evidence,
     evidence_hash: &Hash,
-) -> Result<Statement, String> {
+) -> Result<Statement, SealError> {
     use crate::doc::Phase;
     let (Phase::Decided, Some(outcome), Some(decision), Some(pg)) = (
         evidence.phase,
@@ -301,7 +301,7 @@ pub fn statement_for(
         evidence.decision.as_ref(),
         evidence.final_postguard.as_ref(),
     ) else {
-        return Err(format!("run {run}: only a DECIDED document is sealed"));
+        return Err(SealError::NotDecided { run: run.clone() });
     };
     Ok(Statement::new(
         crate::key::Key::evidence(run).as_str(),
@@ -356,6 +356,9 @@ pub enum SealError {
     BadSignature(String),
     #[error("payload is not an in-toto Statement v1 of this project: {0}")]
     Statement(String),
+    /// Only a DECIDED document has a statement: nothing else is sealed, never with blanks.
+    #[error("run {run}: only a DECIDED document is sealed")]
+    NotDecided { run: crate::ids::RunId },
 }
 
 /// A seal whose signature verified under a trusted key. Only [`verify_envelope`] makes one.

@@ -32,7 +32,7 @@ impl Report {
 pub fn validate_value(doc: &Value) -> Report {
     let kind = match Kind::detect(doc) {
         Ok(k) => k,
-        Err(e) => return Report::Unusable(e),
+        Err(e) => return Report::Unusable(e.to_string()),
     };
     validate_as(kind, doc)
 }

@@ -1,5 +1,6 @@
 //! The words seal writes into documents, as types: roll errors, guard checks, judge error
-//! classes, decision reasons. Each has one `Display` (how it is written) and one `FromStr`
+//! classes, decision reasons, independence checks and the checks of the audit (postguard,
+//! `seal verify`, the log view). Each has one `Display` (how it is written) and one `FromStr`
 //! (how it is read back), so a word is never `format!`ed on one side and `split_once`d on the
 //! other. Documents keep them as strings (the schemas say so); code holds them typed.
 
@@ -23,6 +24,18 @@ fn unknown(what: &'static str, s: &str) -> UnknownWord {
         what,
         shown: s.chars().take(80).collect(),
     }
+}
+
+/// `words` as written, separated by `sep` (what `[String]::join` gives for their strings).
+pub fn join<W: fmt::Display>(words: &[W], sep: &str) -> String {
+    let mut out = String::new();
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        out.push_str(&w.to_string());
+    }
+    out
 }
 
 /// Implements `Display`, `FromStr` and string serde for an enum of fixed words.
@@ -174,6 +187,93 @@ impl ErrorClass {
     }
 }
 
+words!(
+    /// The required independence checks of a roll (docs/DESIGN.md §5), as named in
+    /// `independenceChecks` and in `independence:<check>` roll errors. `sameModel` is recorded
+    /// only, never required, so it is not one of them.
+    IndependenceCheck, "independence check" {
+        DifferentLogicalClient = "differentLogicalClient",
+        DifferentSession = "differentSession",
+        DifferentPolicySeed = "differentPolicySeed",
+        DifferentPromptArtifact = "differentPromptArtifact",
+        DifferentEvidenceDir = "differentEvidenceDir",
+        DifferentRawFile = "differentRawFile",
+        SameJudgePackage = "sameJudgePackage",
+        SameImageManifest = "sameImageManifest",
+    }
+);
+
+words!(
+    /// What an audit of stored objects checks, each named in its problems: the postguard's
+    /// checks (`finalPostguard.checks[].id`, `postguard_<check>` reasons), those `seal verify`
+    /// adds on a sealed run, and those of the transparency log's view and its witnesses.
+    AuditCheck, "audit check" {
+        /// Every referenced object exists and hashes to its record.
+        Refs = "refs_resolve",
+        SchemaValid = "schema_valid",
+        Normalization = "normalization_recomputes",
+        Consensus = "consensus_recomputes",
+        Independence = "independence",
+        Blinding = "blinding",
+        Cost = "cost_within_budget",
+        Mirror = "source_roll_mirrored",
+        Invariants = "invariants",
+        /// `seal verify`: the DSSE signature of the seal.
+        Signature = "signature",
+        /// `seal verify`: the seal's subject is the stored evidence.
+        SubjectDigest = "subject_digest",
+        /// `seal verify`: the seal's predicate is the one derived from the evidence.
+        Predicate = "predicate",
+        /// `seal verify`: the evidence is a readable, valid, DECIDED document.
+        Evidence = "evidence",
+        /// `seal verify`: the evidence is of the run it is stored under.
+        RunId = "run_id",
+        /// `seal verify`: the JUDGING snapshot the postguard decided from.
+        JudgingSnapshot = "judging_snapshot",
+        /// An entry object is missing, unreadable or not a canonical entry.
+        LogEntries = "log_entries",
+        /// A checkpoint is missing, unsigned, or commits to entries the store lacks.
+        LogCheckpoint = "log_checkpoint",
+        /// Two signed trees of one size with different roots.
+        LogFork = "log_fork",
+        /// The log is not an append-only extension of an older checkpoint (rollback, rewrite).
+        LogConsistency = "log_consistency",
+        /// A logged run is gone from the store.
+        RunMissing = "run_missing",
+        /// A logged run's evidence or seal is not the one logged.
+        RunReplaced = "run_replaced",
+        /// A sealed run in the store is not in the log.
+        RunUnlogged = "run_unlogged",
+        /// A run appears in the log more than once (judged again under the same id).
+        RunRelogged = "run_relogged",
+        /// `seal verify`: the run's seal is not proven included in the latest checkpoint.
+        LogInclusion = "log_inclusion",
+        /// N of M witnesses cosigned the checkpoint relied on.
+        LogWitness = "log_witness",
+    }
+);
+
+impl AuditCheck {
+    /// The checks of the finalPostguard, in the order `finalPostguard.checks` lists them
+    /// (the order is stored: it is never the enum's `Ord`).
+    pub const POSTGUARD: [AuditCheck; 9] = [
+        AuditCheck::Refs,
+        AuditCheck::SchemaValid,
+        AuditCheck::Normalization,
+        AuditCheck::Consensus,
+        AuditCheck::Independence,
+        AuditCheck::Blinding,
+        AuditCheck::Cost,
+        AuditCheck::Mirror,
+        AuditCheck::Invariants,
+    ];
+
+    /// Whether the postguard records this check (and may name it in a `postguard_` reason).
+    pub fn is_postguard(self) -> bool {
+        AuditCheck::POSTGUARD.contains(&self)
+    }
+}
+
 /// Why a roll is not a clean two-judge roll, as written in `rolls[i].errors`:
 /// `guard:<check>`, `judge-<slot>:<errorClass>`, `independence:<check>`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -182,8 +282,8 @@ pub enum RollError {
     Guard(GuardCheck),
     /// A judge slot has no valid answer after all its attempts.
     Judge { slot: Slot, class: ErrorClass },
-    /// A required independence check (camelCase name) is false: the roll is void.
-    Independence(String),
+    /// A required independence check is false: the roll is void.
+    Independence(IndependenceCheck),
 }
 
 impl fmt::Display for RollError {
@@ -203,7 +303,7 @@ impl FromStr for RollError {
         let (kind, rest) = s.split_once(':').ok_or_else(bad)?;
         match kind {
             "guard" => Ok(RollError::Guard(rest.parse()?)),
-            "independence" if is_camel_word(rest) => Ok(RollError::Independence(rest.into())),
+            "independence" => Ok(RollError::Independence(rest.parse()?)),
             "judge-a" => Ok(RollError::Judge {
                 slot: Slot::A,
                 class: rest.parse()?,
@@ -217,10 +317,6 @@ impl FromStr for RollError {
     }
 }
 string_serde!(RollError);
-
-fn is_camel_word(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric())
-}
 
 fn is_id(s: &str) -> bool {
     !s.is_empty()
@@ -293,8 +389,8 @@ pub enum Reason {
     ObligationDisputed(String),
     FloorFailed(String),
     Infra(InfraCause),
-    /// A postguard check failed (its id).
-    Postguard(String),
+    /// A postguard check failed.
+    Postguard(AuditCheck),
 }
 
 impl fmt::Display for Reason {
@@ -331,8 +427,8 @@ impl FromStr for Reason {
         if let Some(c) = s.strip_prefix("infra_") {
             return Ok(Reason::Infra(c.parse()?));
         }
-        match s.strip_prefix("postguard_") {
-            Some(c) if is_id(c) => Ok(Reason::Postguard(c.into())),
+        match s.strip_prefix("postguard_").map(str::parse::<AuditCheck>) {
+            Some(Ok(c)) if c.is_postguard() => Ok(Reason::Postguard(c)),
             _ => Err(bad()),
         }
     }
@@ -357,7 +453,11 @@ mod tests {
                 });
             }
         }
-        errors.push(RollError::Independence("differentSession".into()));
+        errors.extend(
+            IndependenceCheck::ALL
+                .iter()
+                .map(|c| RollError::Independence(*c)),
+        );
         for e in errors {
             assert_eq!(e.to_string().parse::<RollError>(), Ok(e.clone()), "{e}");
         }
@@ -366,7 +466,7 @@ mod tests {
             Reason::ObligationFailed("core.loop".into()),
             Reason::ObligationDisputed("core.loop".into()),
             Reason::FloorFailed("floor".into()),
-            Reason::Postguard("refs_resolve".into()),
+            Reason::Postguard(AuditCheck::Refs),
             Reason::Infra(InfraCause::Budget),
             Reason::Infra(InfraCause::Independence),
             Reason::Infra(InfraCause::JudgesFailed),
@@ -389,6 +489,7 @@ mod tests {
             "judge-c:timeout",
             "judge-a:",
             "independence:",
+            "independence:sameModel",
             "x",
             "",
         ] {
@@ -398,6 +499,8 @@ mod tests {
             "infra_nope",
             "obligation_failed:",
             "postguard_",
+            "postguard_signature",
+            "postguard_nope",
             "accepted",
             "obligation_failed:a b",
         ] {

@@ -7,6 +7,7 @@ use tokio::sync::OwnedMutexGuard;
 
 use crate::config::Config;
 use crate::judge::Judges;
+use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 use seal_core::sealing::SigningKey;
 use seal_store::Store;
@@ -62,8 +63,42 @@ impl Clock for FixedClock {
     }
 }
 
+/// Why an engine could not be built from a configuration.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    #[error(transparent)]
+    Secret(#[from] crate::config::SecretError),
+    /// A judge slot names a prompt the build does not carry.
+    #[error(transparent)]
+    Prompt(#[from] seal_core::prompts::PromptError),
+    #[error("judge {slot}: HTTP client: {reason}")]
+    JudgeClient {
+        slot: seal_core::ids::Slot,
+        reason: String,
+    },
+    #[error(transparent)]
+    Witnesses(#[from] crate::transparency::publish::PublisherError),
+}
+
+impl HasFault for EngineError {
+    fn fault(&self) -> Fault {
+        match self {
+            EngineError::Secret(e) => e.fault(),
+            // The configuration names them: the operator's to fix.
+            EngineError::Prompt(_) => Fault::Caller,
+            EngineError::JudgeClient { .. } => Fault::Infrastructure,
+            EngineError::Witnesses(e) => e.fault(),
+        }
+    }
+}
+
 impl Engine {
-    pub fn new(store: Store, config: Config, key: Option<SigningKey>) -> Result<Engine, String> {
+    pub fn new(
+        store: Store,
+        config: Config,
+        key: Option<SigningKey>,
+    ) -> Result<Engine, EngineError> {
         let judges = Judges::new(&config)?;
         let store = store.with_doc_limit(config.max_document_bytes);
         let notary = crate::receipt::Notary::new(judges.salt(), judges.replica().to_string());

@@ -113,13 +113,6 @@ pub async fn explain(
     })
 }
 
-fn key(reference: &str) -> Result<Key, ExplainError> {
-    Key::parse(reference).map_err(|e| ExplainError::Corrupt {
-        key: reference.chars().take(200).collect(),
-        detail: e.to_string(),
-    })
-}
-
 /// Reads every document of every roll of the proven evidence, each by its recorded sha256.
 async fn load(
     store: &Store,
@@ -144,20 +137,20 @@ async fn load(
 
 async fn load_roll(store: &Store, run: &RunId, r: &Roll) -> Result<RollDocs, ExplainError> {
     let proof: ProofPackage = store
-        .get_json_verified(&key(&r.proof_package_ref)?, &r.proof_package_hash)
+        .get_json_verified(&r.proof_package_ref, &r.proof_package_hash)
         .await?;
     let package: JudgePackage = store
-        .get_json_verified(&key(&r.judge_package_ref)?, &r.judge_package_hash)
+        .get_json_verified(&r.judge_package_ref, &r.judge_package_hash)
         .await?;
     let manifest_key = Key::roll_file(run, r.roll_id, "image-manifest.json");
     let manifest: ImageManifest = store
         .get_json_verified(&manifest_key, &package.image_manifest_hash)
         .await?;
     let consensus: JudgeConsensus = store
-        .get_json_verified(&key(&r.judge_consensus_ref)?, &r.judge_consensus_hash)
+        .get_json_verified(&r.judge_consensus_ref, &r.judge_consensus_hash)
         .await?;
     let reservation: CostReservation = store
-        .get_json_verified(&key(&r.cost_reservation_ref)?, &r.cost_reservation_hash)
+        .get_json_verified(&r.cost_reservation_ref, &r.cost_reservation_hash)
         .await?;
     let a = load_slot(store, run, r, Slot::A).await?;
     let b = load_slot(store, run, r, Slot::B).await?;
@@ -180,7 +173,7 @@ async fn load_slot(
 ) -> Result<SlotDocs, ExplainError> {
     let sref = r.slot_ref(slot);
     let result: JudgeResult = store
-        .get_json_verified(&key(&sref.normalized_ref)?, &sref.result_hash)
+        .get_json_verified(&sref.normalized_ref, &sref.result_hash)
         .await?;
     let mut metas = Vec::with_capacity(result.attempts.len());
     for h in &result.attempts {

@@ -274,7 +274,7 @@ fn read_frame(
 async fn read_store_frame(src: &Store, key: &Key, limit: u64) -> Result<Option<Bytes>, StoreError> {
     let mut stream = src.get_stream(key).await?;
     let mut buf = Vec::new();
-    while let Some(chunk) = stream.try_next().await.map_err(StoreError::Upload)? {
+    while let Some(chunk) = stream.try_next().await? {
         if (buf.len() + chunk.len()) as u64 > limit {
             return Err(StoreError::TooLarge {
                 key: key.to_string(),

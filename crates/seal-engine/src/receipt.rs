@@ -110,7 +110,7 @@ impl Notary {
         };
         let receipt: Receipt = parse_stored(&key, &bytes, 64 * 1024)
             .map_err(|e| unauth(format!("unreadable receipt: {e}")))?;
-        check(self.secret(), &receipt, kind, object, hash).map_err(unauth)
+        check(self.secret(), &receipt, kind, object, hash).map_err(|e| unauth(e.to_string()))
     }
 
     /// Like [`Notary::require`], for an object read now: its receipt must vouch for `bytes`.

@@ -299,11 +299,7 @@ async fn replay_rolls(
     let mut reproduced = true;
     for old_roll in rolls {
         let proof = store
-            .get_verified(
-                &Key::parse(&old_roll.proof_package_ref)
-                    .map_err(|e| StoreError::Upload(e.to_string()))?,
-                &old_roll.proof_package_hash,
-            )
+            .get_verified(&old_roll.proof_package_ref, &old_roll.proof_package_hash)
             .await?;
         match intake::put_proof_package(engine, &id, old_roll.roll_id, &proof).await {
             Ok(_) => {}
@@ -323,11 +319,7 @@ async fn replay_rolls(
     if judges == JudgesFrom::Live {
         for r in &done.evidence.rolls {
             let proof: ProofPackage = store
-                .get_json_verified(
-                    &Key::parse(&r.proof_package_ref)
-                        .map_err(|e| StoreError::Upload(e.to_string()))?,
-                    &r.proof_package_hash,
-                )
+                .get_json_verified(&r.proof_package_ref, &r.proof_package_hash)
                 .await?;
             new_cost += rmb_to_micro(r.cost_rmb).saturating_sub(rmb_to_micro(proof.actor_cost_rmb));
         }

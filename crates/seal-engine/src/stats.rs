@@ -193,13 +193,6 @@ fn unverified(r: &crate::verify::RunReport) -> Unverified {
     }
 }
 
-fn key(reference: &str) -> Result<Key, StatsError> {
-    Key::parse(reference).map_err(|e| StatsError::Corrupt {
-        key: reference.chars().take(200).collect(),
-        detail: e.to_string(),
-    })
-}
-
 fn genre_name(g: Genre) -> String {
     serde_json::to_value(g)
         .ok()
@@ -259,10 +252,10 @@ async fn facts_of(
 
 async fn roll_facts(store: &Store, run: &RunId, r: &Roll) -> Result<RollFacts, StatsError> {
     let consensus: JudgeConsensus = store
-        .get_json_verified(&key(&r.judge_consensus_ref)?, &r.judge_consensus_hash)
+        .get_json_verified(&r.judge_consensus_ref, &r.judge_consensus_hash)
         .await?;
     let package: JudgePackage = store
-        .get_json_verified(&key(&r.judge_package_ref)?, &r.judge_package_hash)
+        .get_json_verified(&r.judge_package_ref, &r.judge_package_hash)
         .await?;
     let (a_slot, a_result, a_raw) = slot_facts(store, run, r, Slot::A).await?;
     let (b_slot, b_result, b_raw) = slot_facts(store, run, r, Slot::B).await?;
@@ -327,11 +320,11 @@ async fn slot_facts(
 ) -> Result<(SlotFacts, JudgeResult, RawVerdicts), StatsError> {
     let sref = r.slot_ref(slot);
     let result: JudgeResult = store
-        .get_json_verified(&key(&sref.normalized_ref)?, &sref.result_hash)
+        .get_json_verified(&sref.normalized_ref, &sref.result_hash)
         .await?;
-    let parsed_key = key(&sref.parsed_ref)?;
+    let parsed_key = &sref.parsed_ref;
     let parsed: serde_json::Value = store
-        .get_json_verified(&parsed_key, &sref.parsed_hash)
+        .get_json_verified(parsed_key, &sref.parsed_hash)
         .await?;
     let mut raw = RawVerdicts::new();
     if parsed.get("schemaVersion").is_none() {

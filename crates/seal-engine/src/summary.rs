@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use crate::postguard::Finalized;
 use seal_core::doc::*;
 use seal_core::ids::Slot;
+use seal_core::vocab::Reason;
 use seal_store::{Key, Store, StoreError};
 
 #[derive(Debug, Clone, Serialize)]
@@ -26,7 +27,7 @@ pub struct Summary {
     pub run_id: String,
     pub outcome: String,
     pub decision: String,
-    pub reasons: Vec<String>,
+    pub reasons: Vec<Reason>,
     pub source_roll_id: Option<String>,
     pub rolls: Vec<RollOutcome>,
     pub obligations: Vec<ObligationRow>,
@@ -34,9 +35,9 @@ pub struct Summary {
     pub cost_rmb: f64,
     pub postguard_passed: bool,
     pub store: String,
-    pub evidence_ref: String,
+    pub evidence_ref: Key,
     pub evidence_sha256: String,
-    pub seal_ref: String,
+    pub seal_ref: Key,
     pub seal_sha256: String,
     pub key_id: String,
     pub wrote: bool,
@@ -54,16 +55,15 @@ pub async fn summarize(store: &Store, done: &Finalized) -> Result<Summary, Store
     if let Some(r) = source {
         for (i, slot) in Slot::BOTH.iter().enumerate() {
             let sref = r.slot_ref(*slot);
-            if let Ok(k) = Key::parse(&sref.normalized_ref) {
-                slots[i] = store.get_json_verified(&k, &sref.result_hash).await.ok();
-            }
-        }
-        if let Ok(k) = Key::parse(&r.judge_consensus_ref) {
-            consensus = store
-                .get_json_verified(&k, &r.judge_consensus_hash)
+            slots[i] = store
+                .get_json_verified(&sref.normalized_ref, &sref.result_hash)
                 .await
                 .ok();
         }
+        consensus = store
+            .get_json_verified(&r.judge_consensus_ref, &r.judge_consensus_hash)
+            .await
+            .ok();
     }
     let obligations = obligation_rows(
         &e.proof_obligations,
@@ -101,9 +101,9 @@ pub async fn summarize(store: &Store, done: &Finalized) -> Result<Summary, Store
         cost_rmb: e.cost_rmb,
         postguard_passed: e.final_postguard.as_ref().is_some_and(|p| p.passed),
         store: store.url().to_string(),
-        evidence_ref: Key::evidence(&run).to_string(),
+        evidence_ref: Key::evidence(&run),
         evidence_sha256: done.evidence_hash.to_string(),
-        seal_ref: Key::seal(&run).to_string(),
+        seal_ref: Key::seal(&run),
         seal_sha256: done.envelope_hash.to_string(),
         key_id: done
             .envelope

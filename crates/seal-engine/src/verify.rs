@@ -28,18 +28,8 @@ use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 use seal_core::sealing::{self, Envelope, PublicKey};
 use seal_core::validate::{validate_as, Report};
-use seal_core::vocab::GuardCheck;
+use seal_core::vocab::{AuditCheck, GuardCheck};
 use seal_store::{Key, Store, StoreError};
-
-/// Check ids specific to the seal and the evidence (the audit adds its own).
-pub mod check {
-    pub const SEAL: &str = "signature";
-    pub const SUBJECT: &str = "subject_digest";
-    pub const PREDICATE: &str = "predicate";
-    pub const EVIDENCE: &str = "evidence";
-    pub const RUN_ID: &str = "run_id";
-    pub const SNAPSHOT: &str = "judging_snapshot";
-}
 
 /// The verdict on one run.
 #[derive(Debug, Clone, Serialize)]
@@ -60,7 +50,7 @@ pub struct RunReport {
 async fn readable(
     store: &Store,
     key: &Key,
-    check: &'static str,
+    check: AuditCheck,
     problems: &mut Vec<Problem>,
 ) -> Result<Option<bytes::Bytes>, StoreError> {
     match store.get_opt(key).await {
@@ -95,7 +85,7 @@ impl RunReport {
             outcome: None,
             key_id: None,
             problems: vec![Problem::new(
-                check::RUN_ID,
+                AuditCheck::RunId,
                 object,
                 "not a valid run id: this folder was not verified",
             )],
@@ -103,12 +93,12 @@ impl RunReport {
     }
 }
 
-fn problem(check: &'static str, object: impl Into<String>, detail: impl Into<String>) -> Problem {
+fn problem(check: AuditCheck, object: impl Into<String>, detail: impl Into<String>) -> Problem {
     Problem::new(check, object, detail)
 }
 
 fn mismatch(
-    check: &'static str,
+    check: AuditCheck,
     object: impl Into<String>,
     expected: impl ToString,
     actual: impl ToString,
@@ -188,7 +178,7 @@ pub async fn verify_run_logged(
             Ok(problems) => report.problems.extend(problems),
             Err(e) if e.fault() == Fault::Infrastructure => return Err(e),
             Err(e) => report.problems.push(problem(
-                check::EVIDENCE,
+                AuditCheck::Evidence,
                 Key::seal(run).as_str(),
                 e.to_string(),
             )),
@@ -227,11 +217,12 @@ async fn check_run(
         problems: Vec::new(),
     };
     let ev_key = Key::evidence(run);
-    let Some(ev_bytes) = readable(store, &ev_key, check::EVIDENCE, &mut report.problems).await?
+    let Some(ev_bytes) =
+        readable(store, &ev_key, AuditCheck::Evidence, &mut report.problems).await?
     else {
         if report.problems.is_empty() {
             report.problems.push(problem(
-                check::EVIDENCE,
+                AuditCheck::Evidence,
                 ev_key.as_str(),
                 "no evidence.json: the run is not decided or the evidence was deleted",
             ));
@@ -255,7 +246,7 @@ async fn check_run(
     report.outcome = ev.outcome.map(|o| o.as_str().to_string());
     check_snapshot(store, run, &ev, &mut problems).await;
     check_submitted(store, run, &ev, &mut problems).await?;
-    let brief = readable(store, &Key::brief(run), audit::check::REFS, &mut problems).await?;
+    let brief = readable(store, &Key::brief(run), AuditCheck::Refs, &mut problems).await?;
     let audited = audit::audit_bound(store, &ev, brief.as_deref()).await;
     problems.extend(audited.problems);
     problems.dedup();
@@ -284,22 +275,30 @@ async fn check_seal(
     let ev_key = Key::evidence(run);
     let seal_key = Key::seal(run);
     let mut verified_seal = None;
-    match readable(store, &seal_key, check::SEAL, problems).await? {
-        None => problems.push(problem(check::SEAL, seal_key.as_str(), "no seal.dsse.json")),
+    match readable(store, &seal_key, AuditCheck::Signature, problems).await? {
+        None => problems.push(problem(
+            AuditCheck::Signature,
+            seal_key.as_str(),
+            "no seal.dsse.json",
+        )),
         Some(bytes) => match seal_core::json::parse_as::<Envelope>(&bytes, store.doc_limit()) {
             Err(e) => problems.push(problem(
-                check::SEAL,
+                AuditCheck::Signature,
                 seal_key.as_str(),
                 format!("not a DSSE envelope: {e}"),
             )),
             Ok(env) => match sealing::verify_envelope(&env, trusted) {
-                Err(e) => problems.push(problem(check::SEAL, seal_key.as_str(), e.to_string())),
+                Err(e) => problems.push(problem(
+                    AuditCheck::Signature,
+                    seal_key.as_str(),
+                    e.to_string(),
+                )),
                 Ok(seal) => {
                     verified_seal = Some((seal.clone(), Hash::of(&bytes)));
                     let subject = &seal.statement.subject[0];
                     if subject.name != ev_key.as_str() {
                         problems.push(mismatch(
-                            check::SUBJECT,
+                            AuditCheck::SubjectDigest,
                             seal_key.as_str(),
                             ev_key.as_str(),
                             &subject.name,
@@ -308,7 +307,7 @@ async fn check_seal(
                     }
                     if subject.digest.sha256 != ev_hash.as_str() {
                         problems.push(mismatch(
-                            check::SUBJECT,
+                            AuditCheck::SubjectDigest,
                             ev_key.as_str(),
                             &subject.digest.sha256,
                             ev_hash,
@@ -319,7 +318,7 @@ async fn check_seal(
                         let want = sealing::statement_for(run, ev, ev_hash).ok();
                         if want.map(|w| w.predicate) != Some(seal.statement.predicate.clone()) {
                             problems.push(problem(
-                                check::PREDICATE,
+                                AuditCheck::Predicate,
                                 seal_key.as_str(),
                                 "the sealed predicate does not state this evidence's decision",
                             ));
@@ -345,7 +344,7 @@ fn check_evidence(
         Ok(v) => v,
         Err(e) => {
             problems.push(problem(
-                check::EVIDENCE,
+                AuditCheck::Evidence,
                 ev_key.as_str(),
                 format!("not JSON: {e}"),
             ));
@@ -355,16 +354,20 @@ fn check_evidence(
     match canonical::canonical_value_bytes(&value) {
         Ok(c) if c == ev_bytes => {}
         Ok(_) => problems.push(problem(
-            check::EVIDENCE,
+            AuditCheck::Evidence,
             ev_key.as_str(),
             "not stored as canonical JSON",
         )),
-        Err(e) => problems.push(problem(check::EVIDENCE, ev_key.as_str(), e.to_string())),
+        Err(e) => problems.push(problem(
+            AuditCheck::Evidence,
+            ev_key.as_str(),
+            e.to_string(),
+        )),
     }
     if let Report::Invalid(_, findings) = validate_as(Kind::PlaytestV3, &value) {
         for f in findings {
             problems.push(problem(
-                audit::check::SCHEMA,
+                AuditCheck::SchemaValid,
                 format!("{ev_key} {}", f.pointer),
                 format!("{} {}", f.rule, f.message),
             ));
@@ -373,13 +376,17 @@ fn check_evidence(
     let ev: Evidence = match serde_json::from_value(value) {
         Ok(e) => e,
         Err(e) => {
-            problems.push(problem(check::EVIDENCE, ev_key.as_str(), e.to_string()));
+            problems.push(problem(
+                AuditCheck::Evidence,
+                ev_key.as_str(),
+                e.to_string(),
+            ));
             return None;
         }
     };
     if ev.run_id != run.as_str() {
         problems.push(mismatch(
-            check::RUN_ID,
+            AuditCheck::RunId,
             ev_key.as_str(),
             run,
             &ev.run_id,
@@ -388,7 +395,7 @@ fn check_evidence(
     }
     if ev.phase != Phase::Decided {
         problems.push(problem(
-            check::EVIDENCE,
+            AuditCheck::Evidence,
             ev_key.as_str(),
             "phase is not DECIDED",
         ));
@@ -405,7 +412,11 @@ async fn check_snapshot(store: &Store, run: &RunId, ev: &Evidence, problems: &mu
             .get_json_verified::<Evidence>(&snap_key, &pg.judging_snapshot_hash)
             .await
         {
-            Err(e) => problems.push(problem(check::SNAPSHOT, snap_key.as_str(), e.to_string())),
+            Err(e) => problems.push(problem(
+                AuditCheck::JudgingSnapshot,
+                snap_key.as_str(),
+                e.to_string(),
+            )),
             Ok(snap) => {
                 let mut undecided = ev.clone();
                 undecided.outcome = None;
@@ -415,7 +426,7 @@ async fn check_snapshot(store: &Store, run: &RunId, ev: &Evidence, problems: &mu
                 undecided.phase = Phase::Judging;
                 if undecided != snap {
                     problems.push(problem(
-                        check::SNAPSHOT,
+                        AuditCheck::JudgingSnapshot,
                         snap_key.as_str(),
                         "the evidence is not its JUDGING snapshot plus the decision",
                     ));
@@ -434,7 +445,7 @@ async fn check_submitted(
     problems: &mut Vec<Problem>,
 ) -> Result<(), StoreError> {
     let header_key = Key::header(run);
-    let header_bytes = readable(store, &header_key, audit::check::REFS, problems).await?;
+    let header_bytes = readable(store, &header_key, AuditCheck::Refs, problems).await?;
     let header_hash = header_bytes.as_ref().map(|b| Hash::of(b));
     let mut header_bound = !ev.rolls.is_empty();
     for r in &ev.rolls {
@@ -445,7 +456,7 @@ async fn check_submitted(
                 expected: named.map(|h| h.to_string()),
                 actual: header_hash.as_ref().map(|h| h.to_string()),
                 ..Problem::new(
-                    audit::check::REFS,
+                    AuditCheck::Refs,
                     header_key.as_str(),
                     format!("the header is not the one {} was judged under", r.roll_id),
                 )
@@ -453,10 +464,10 @@ async fn check_submitted(
         }
         let spec_key = Key::play_spec(run);
         if let Some(named) = seal_core::derive::guard_bound_hash(r, GuardCheck::PlaySpecFresh) {
-            match readable(store, &spec_key, audit::check::REFS, problems).await? {
+            match readable(store, &spec_key, AuditCheck::Refs, problems).await? {
                 Some(b) if Hash::of(&b) == named => {}
                 Some(b) => problems.push(mismatch(
-                    audit::check::REFS,
+                    AuditCheck::Refs,
                     spec_key.as_str(),
                     &named,
                     Hash::of(&b),
@@ -466,7 +477,7 @@ async fn check_submitted(
                     ),
                 )),
                 None => problems.push(problem(
-                    audit::check::REFS,
+                    AuditCheck::Refs,
                     spec_key.as_str(),
                     format!("the play-spec {} was judged under is missing", r.roll_id),
                 )),
@@ -498,7 +509,7 @@ fn header_fields(
                     .sum::<u64>();
             if want != rmb_to_micro(ev.cost_rmb) {
                 problems.push(mismatch(
-                    audit::check::COST,
+                    AuditCheck::Cost,
                     format!("{ev_key} costRmb"),
                     micro_to_rmb(want),
                     ev.cost_rmb,
@@ -524,14 +535,14 @@ fn header_fields(
             judged.compatibility = ev.compatibility.clone();
             if &judged != ev {
                 problems.push(problem(
-                    check::EVIDENCE,
+                    AuditCheck::Evidence,
                     ev_key.as_str(),
                     "the evidence changes header fields that judging never writes",
                 ));
             }
             if header.phase != Phase::Judging || !header.rolls.is_empty() {
                 problems.push(problem(
-                    check::EVIDENCE,
+                    AuditCheck::Evidence,
                     header_key.as_str(),
                     "the submitted header is not a JUDGING header without rolls",
                 ));
@@ -539,12 +550,12 @@ fn header_fields(
         }
         Some(Ok(_)) => {}
         Some(Err(e)) => problems.push(problem(
-            audit::check::SCHEMA,
+            AuditCheck::SchemaValid,
             header_key.as_str(),
             e.to_string(),
         )),
         None => problems.push(problem(
-            audit::check::REFS,
+            AuditCheck::Refs,
             header_key.as_str(),
             "the submitted header is missing",
         )),

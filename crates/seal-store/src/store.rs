@@ -391,8 +391,7 @@ impl Store {
                 .map(|(s, _)| s);
         }
         // Large blobs: stream to a unique staging key, then link it into place create-only.
-        let staging = Key::parse(&format!("tmp/uploads/{}", random_hex(16)))
-            .map_err(|e| StoreError::Upload(e.to_string()))?;
+        let staging = Key::upload(rand::random());
         self.upload_staging(&staging, head.freeze(), &mut stream, &mut tally)
             .await?;
         let Tally { hasher, size, .. } = tally;
@@ -515,9 +514,12 @@ impl Store {
     pub async fn get_stream(
         &self,
         key: &Key,
-    ) -> Result<futures::stream::BoxStream<'static, Result<Bytes, String>>, StoreError> {
+    ) -> Result<futures::stream::BoxStream<'static, Result<Bytes, StoreError>>, StoreError> {
         let r = self.open_object(key).await?;
-        Ok(r.into_stream().map_err(|e| e.to_string()).boxed())
+        let key = key.clone();
+        Ok(r.into_stream()
+            .map_err(move |e| backend(&key, "read", e))
+            .boxed())
     }
 
     /// Reads a whole object (at most the document limit) into memory.

@@ -40,7 +40,7 @@ pub fn adapt_verdict(object: &str, bytes: &[u8], genre: Genre) -> Result<Adapted
 
     let floor = floor_of(&v);
     let first_play = first_play_of(&v);
-    let events = events_of(&v).map_err(unmappable)?;
+    let events = events_of(&v).map_err(|e| unmappable(e.to_string()))?;
     let brief = brief_of(&v, genre);
 
     let extensions = extensions_of(&v, &value);
@@ -232,8 +232,16 @@ pub(crate) fn game_end_data(end: GameEnd) -> Map<String, Value> {
     data
 }
 
+/// A captured emit that cannot be a playtest/3 event name.
+#[derive(Debug, thiserror::Error)]
+#[error("playReport.emitsCaptured[{index}] has {chars} characters; a playtest/3 event name has 1 to 128")]
+pub(crate) struct BadEventName {
+    index: usize,
+    chars: usize,
+}
+
 /// The events of the proof package (see the module doc).
-pub(crate) fn events_of(v: &AgentLoopVerdict) -> Result<Vec<GameEvent>, String> {
+pub(crate) fn events_of(v: &AgentLoopVerdict) -> Result<Vec<GameEvent>, BadEventName> {
     let Some(report) = &v.play_report else {
         return Ok(Vec::new());
     };
@@ -242,9 +250,7 @@ pub(crate) fn events_of(v: &AgentLoopVerdict) -> Result<Vec<GameEvent>, String> 
     for (i, name) in report.emits_captured.iter().enumerate() {
         let chars = name.chars().count();
         if chars == 0 || chars > 128 {
-            return Err(format!(
-                "playReport.emitsCaptured[{i}] has {chars} characters; a playtest/3 event name has 1 to 128"
-            ));
+            return Err(BadEventName { index: i, chars });
         }
         let data = match end {
             Some(e) if name == "game_end" => {

@@ -137,7 +137,7 @@ fn verdict_decision(
         DecisionAction::Retry => {
             return Err(AdaptError::Retry {
                 run,
-                reasons: decision.reasons.join(", "),
+                reasons: crate::vocab::join(&decision.reasons, ", "),
             })
         }
     };

@@ -185,12 +185,9 @@ impl Kind {
 
     /// Detects the kind of a document by its `schemaVersion`. Two upstream documents carry no
     /// version: a PlaySpec is known by `derivedFrom`, a Verdict by `designId`.
-    pub fn detect(doc: &Value) -> Result<Kind, String> {
+    pub fn detect(doc: &Value) -> Result<Kind, UnknownKind> {
         let Some(obj) = doc.as_object() else {
-            return Err(format!(
-                "a document must be a JSON object, found {}",
-                type_name(doc)
-            ));
+            return Err(UnknownKind::NotAnObject(type_name(doc)));
         };
         match obj.get("schemaVersion") {
             Some(Value::String(v)) => match v.as_str() {
@@ -206,20 +203,42 @@ impl Kind {
                 "seal.decision-tree/1" => Ok(Kind::DecisionTree),
                 "seal.stats/1" => Ok(Kind::Stats),
                 v if v.starts_with("play-spec/") => Ok(Kind::PlaySpec),
-                other => Err(format!(
-                    "unknown schemaVersion {:?}",
-                    other.chars().take(64).collect::<String>()
-                )),
+                other => Err(UnknownKind::Version(other.chars().take(64).collect())),
             },
-            Some(other) => Err(format!(
-                "schemaVersion must be a string, found {}",
-                type_name(other)
-            )),
+            Some(other) => Err(UnknownKind::VersionType(type_name(other))),
             None if obj.contains_key("derivedFrom") => Ok(Kind::PlaySpec),
             None if obj.contains_key("designId") => Ok(Kind::Verdict),
             None if obj.contains_key("rollId") && obj.contains_key("rollGuard") => Ok(Kind::V3Roll),
-            None => Err("no schemaVersion: cannot tell what kind of document this is".into()),
+            None => Err(UnknownKind::NoVersion),
         }
+    }
+}
+
+/// Why a document's kind cannot be told.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnknownKind {
+    #[error("a document must be a JSON object, found {0}")]
+    NotAnObject(&'static str),
+    #[error("unknown schemaVersion {0:?}")]
+    Version(String),
+    #[error("schemaVersion must be a string, found {0}")]
+    VersionType(&'static str),
+    #[error("no schemaVersion: cannot tell what kind of document this is")]
+    NoVersion,
+}
+
+/// An embedded schema that does not parse or compile: a build bug, found by [`self_check`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what}: {reason}")]
+pub struct SchemaError {
+    what: String,
+    reason: String,
+}
+
+fn schema_error(what: impl Into<String>, reason: impl std::fmt::Display) -> SchemaError {
+    SchemaError {
+        what: what.into(),
+        reason: reason.to_string(),
     }
 }
 
@@ -268,39 +287,39 @@ struct Validators {
     by_kind: Vec<(Kind, jsonschema::Validator)>,
 }
 
-fn validators() -> &'static Result<Validators, String> {
-    static V: OnceLock<Result<Validators, String>> = OnceLock::new();
+fn validators() -> &'static Result<Validators, SchemaError> {
+    static V: OnceLock<Result<Validators, SchemaError>> = OnceLock::new();
     V.get_or_init(build_validators)
 }
 
 /// Parses every embedded schema (they are part of the binary; a failure here is a build bug).
-pub fn embedded_schemas() -> Result<Vec<(String, Value)>, String> {
+pub fn embedded_schemas() -> Result<Vec<(String, Value)>, SchemaError> {
     UPSTREAM
         .iter()
         .chain(AUTHORED)
         .map(|(name, text)| {
-            let v: Value = serde_json::from_str(text).map_err(|e| format!("{name}: {e}"))?;
+            let v: Value = serde_json::from_str(text).map_err(|e| schema_error(*name, e))?;
             let id = v
                 .get("$id")
                 .and_then(Value::as_str)
-                .ok_or_else(|| format!("{name}: no $id"))?
+                .ok_or_else(|| schema_error(*name, "no $id"))?
                 .to_owned();
             Ok((id, v))
         })
         .collect()
 }
 
-fn build_validators() -> Result<Validators, String> {
+fn build_validators() -> Result<Validators, SchemaError> {
     let schemas = embedded_schemas()?;
     let mut builder = jsonschema::Registry::new();
     for (id, v) in &schemas {
         builder = builder
             .add(id.as_str(), v)
-            .map_err(|e| format!("register {id}: {e}"))?;
+            .map_err(|e| schema_error(format!("register {id}"), e))?;
     }
     let registry = builder
         .prepare()
-        .map_err(|e| format!("prepare registry: {e}"))?;
+        .map_err(|e| schema_error("prepare registry", e))?;
     let mut by_kind = Vec::new();
     for kind in Kind::ALL {
         let wrapper = serde_json::json!({
@@ -312,14 +331,14 @@ fn build_validators() -> Result<Validators, String> {
             .offline()
             .should_validate_formats(true)
             .build(&wrapper)
-            .map_err(|e| format!("compile {}: {e}", kind.name()))?;
+            .map_err(|e| schema_error(format!("compile {}", kind.name()), e))?;
         by_kind.push((kind, v));
     }
     Ok(Validators { by_kind })
 }
 
 /// Checks that every embedded schema compiles; used by tests and at daemon start.
-pub fn self_check() -> Result<(), String> {
+pub fn self_check() -> Result<(), SchemaError> {
     validators().as_ref().map(|_| ()).map_err(Clone::clone)
 }
 
@@ -331,7 +350,7 @@ pub fn validate(kind: Kind, doc: &Value) -> Vec<Finding> {
             return vec![Finding {
                 pointer: String::new(),
                 rule: "schema.build".into(),
-                message: e.clone(),
+                message: e.to_string(),
             }]
         }
     };

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::canonical::Hash;
+use crate::vocab::GuardCheck;
 
 /// Outcome of a roll or a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -202,19 +203,20 @@ pub struct ProofObligation {
     pub check: Option<Assertion>,
 }
 
-/// One recorded check (roll guard, postguard).
+/// One recorded check: `I` is the word of its kind ([`GuardCheck`] in a roll guard,
+/// [`AuditCheck`] in the finalPostguard), written as its string.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Check {
-    pub id: String,
+pub struct Check<I> {
+    pub id: I,
     pub ok: bool,
     pub detail: String,
 }
 
-impl Check {
-    pub fn new(id: impl Into<String>, ok: bool, detail: impl Into<String>) -> Check {
+impl<I> Check<I> {
+    pub fn new(id: I, ok: bool, detail: impl Into<String>) -> Check<I> {
         Check {
-            id: id.into(),
+            id,
             ok,
             detail: detail.into(),
         }
@@ -232,7 +234,7 @@ pub enum GuardStatus {
 #[serde(deny_unknown_fields)]
 pub struct Guard {
     pub status: GuardStatus,
-    pub checks: Vec<Check>,
+    pub checks: Vec<Check<GuardCheck>>,
 }
 
 /// Money is computed in integer micro-RMB so that sums are exact and order-independent, and

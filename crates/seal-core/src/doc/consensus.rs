@@ -6,6 +6,7 @@ use super::common::Outcome;
 use super::evidence::{ConsensusObligation, IndependenceChecks, Projection};
 use crate::canonical::Hash;
 use crate::ids::RollId;
+use crate::key::Key;
 
 pub const JUDGE_CONSENSUS: &str = "JudgeConsensus/1";
 
@@ -30,11 +31,11 @@ pub struct JudgeConsensus {
 
 impl JudgeConsensus {
     /// The v3 projection of this consensus as stored at `consensus_ref` with `consensus_hash`.
-    pub fn project(&self, consensus_ref: &str, consensus_hash: &Hash) -> Projection {
+    pub fn project(&self, consensus_ref: &Key, consensus_hash: &Hash) -> Projection {
         Projection {
             schema_version: self.schema_version.clone(),
             source_roll_id: Some(self.roll_id),
-            consensus_ref: Some(consensus_ref.to_owned()),
+            consensus_ref: Some(consensus_ref.clone()),
             consensus_hash: Some(consensus_hash.clone()),
             package_hash: self.package_hash.clone(),
             strategy_version: self.strategy_version.clone(),

@@ -11,6 +11,7 @@ use super::common::Outcome;
 use super::evidence::{AcceptanceMode, DecisionAction, EvidenceMode, RollOutcome};
 use crate::canonical::Hash;
 use crate::ids::RollId;
+use crate::vocab::Reason;
 
 pub const DECISION_TREE: &str = "seal.decision-tree/1";
 
@@ -65,7 +66,74 @@ pub struct TreeNode {
     pub title: String,
     pub detail: String,
     pub status: NodeStatus,
-    pub evidence_ref: String,
+    pub evidence_ref: Anchor,
+}
+
+/// An in-page anchor (`#roll-1-consensus`): where a node's evidence is shown on the explain
+/// page. Not a store key. Invariant: `#` then one or more of `a-z`, `0-9`, `-` (the schema's
+/// `^#[a-z0-9-]+$`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Anchor(String);
+
+/// Why a string is not an [`Anchor`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not an in-page anchor (#, then a-z, 0-9 or -)")]
+pub struct BadAnchor(String);
+
+impl Anchor {
+    pub fn parse(s: &str) -> Result<Anchor, BadAnchor> {
+        let ok = s.strip_prefix('#').is_some_and(|id| {
+            !id.is_empty()
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        });
+        if ok {
+            Ok(Anchor(s.to_owned()))
+        } else {
+            Err(BadAnchor(s.chars().take(80).collect()))
+        }
+    }
+    /// The anchor of the element `id`, made of `a-z`, `0-9` and `-` by replacing any other
+    /// byte by `-` (the explain tree's ids are slugs already, so they are kept as they are).
+    pub fn of(id: &str) -> Anchor {
+        let mut s = String::with_capacity(id.len() + 1);
+        s.push('#');
+        s.extend(id.chars().map(|c| match c {
+            'a'..='z' | '0'..='9' | '-' => c,
+            _ => '-',
+        }));
+        if s.len() == 1 {
+            s.push('-');
+        }
+        Anchor(s)
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+    /// The element id the anchor points at (without `#`).
+    pub fn id(&self) -> &str {
+        &self.0[1..]
+    }
+}
+
+impl std::fmt::Display for Anchor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for Anchor {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Anchor {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Anchor, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Anchor::parse(&s).map_err(serde::de::Error::custom)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,7 +160,7 @@ pub struct TreeEdge {
 pub struct Observed {
     pub outcome: Outcome,
     pub decision_action: DecisionAction,
-    pub reasons: Vec<String>,
+    pub reasons: Vec<Reason>,
     pub source_roll_id: Option<RollId>,
     pub roll_outcomes: Vec<RollOutcome>,
     pub accepted: bool,
@@ -150,23 +218,29 @@ impl DecisionTree {
     /// to a node without one. Errors unless every selected edge lies on that path, no node
     /// has two selected edges out, every edge joins known nodes, and the path ends at the one
     /// outcome node it contains.
-    pub fn selected_path(&self) -> Result<Vec<&TreeNode>, String> {
+    pub fn selected_path(&self) -> Result<Vec<&TreeNode>, TreeError> {
         let mut ids = std::collections::BTreeSet::new();
         for n in &self.nodes {
             if !ids.insert(n.id.as_str()) {
-                return Err(format!("node id {:?} appears twice", n.id));
+                return Err(TreeError::DuplicateNode { id: n.id.clone() });
             }
         }
         for e in &self.edges {
             for end in [&e.from, &e.to] {
                 if !ids.contains(end.as_str()) {
-                    return Err(format!("edge {} -> {}: no node {end:?}", e.from, e.to));
+                    return Err(TreeError::UnknownEnd {
+                        from: e.from.clone(),
+                        to: e.to.clone(),
+                        end: end.clone(),
+                    });
                 }
             }
         }
         let mut here = self
             .node(&self.root_node_id)
-            .ok_or_else(|| format!("no root node {:?}", self.root_node_id))?;
+            .ok_or_else(|| TreeError::NoRoot {
+                id: self.root_node_id.clone(),
+            })?;
         let mut path = vec![here];
         loop {
             let out: Vec<&TreeEdge> = self
@@ -177,25 +251,57 @@ impl DecisionTree {
             match out.as_slice() {
                 [] => break,
                 [e] => {
-                    here = self.node(&e.to).ok_or("edge to no node")?;
+                    // Every edge's ends were found above.
+                    here = self.node(&e.to).ok_or_else(|| TreeError::UnknownEnd {
+                        from: e.from.clone(),
+                        to: e.to.clone(),
+                        end: e.to.clone(),
+                    })?;
                     if path.iter().any(|n| n.id == here.id) {
-                        return Err(format!("the selected path returns to {:?}", here.id));
+                        return Err(TreeError::Returns {
+                            id: here.id.clone(),
+                        });
                     }
                     path.push(here);
                 }
-                _ => return Err(format!("{:?} has several selected edges out", here.id)),
+                _ => {
+                    return Err(TreeError::Branches {
+                        id: here.id.clone(),
+                    })
+                }
             }
         }
         let on_path = self.edges.iter().filter(|e| e.selected).count();
         if on_path != path.len() - 1 {
-            return Err("a selected edge lies off the path from the root".into());
+            return Err(TreeError::OffPath);
         }
         let outcomes = path.iter().filter(|n| n.kind == NodeKind::Outcome).count();
         if outcomes != 1 || path.last().map(|n| n.kind) != Some(NodeKind::Outcome) {
-            return Err(format!(
-                "the selected path must end at its one outcome node ({outcomes} on it)"
-            ));
+            return Err(TreeError::NoOutcomeEnd { outcomes });
         }
         Ok(path)
     }
+}
+
+/// Why a decision tree has no one selected path (the texts are `seal validate`'s findings).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TreeError {
+    #[error("node id {id:?} appears twice")]
+    DuplicateNode { id: String },
+    #[error("edge {from} -> {to}: no node {end:?}")]
+    UnknownEnd {
+        from: String,
+        to: String,
+        end: String,
+    },
+    #[error("no root node {id:?}")]
+    NoRoot { id: String },
+    #[error("the selected path returns to {id:?}")]
+    Returns { id: String },
+    #[error("{id:?} has several selected edges out")]
+    Branches { id: String },
+    #[error("a selected edge lies off the path from the root")]
+    OffPath,
+    #[error("the selected path must end at its one outcome node ({outcomes} on it)")]
+    NoOutcomeEnd { outcomes: usize },
 }

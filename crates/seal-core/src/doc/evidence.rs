@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use super::common::*;
 use crate::canonical::Hash;
 use crate::ids::RollId;
+use crate::key::Key;
+use crate::vocab::{AuditCheck, IndependenceCheck, Reason, RollError};
 
 pub const SCHEMA_VERSION: &str = "playtest/3";
 
@@ -113,11 +115,11 @@ pub struct Evidence {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct JudgeSlotRef {
-    pub raw_ref: String,
+    pub raw_ref: Key,
     pub raw_hash: Hash,
-    pub parsed_ref: String,
+    pub parsed_ref: Key,
     pub parsed_hash: Hash,
-    pub normalized_ref: String,
+    pub normalized_ref: Key,
     pub result_hash: Hash,
 }
 
@@ -131,21 +133,21 @@ pub struct Roll {
     pub actual_game_seed: u64,
     pub policy_seed: u64,
     pub actor_session_id: String,
-    pub proof_package_ref: String,
+    pub proof_package_ref: Key,
     pub proof_package_hash: Hash,
-    pub judge_package_ref: String,
+    pub judge_package_ref: Key,
     pub judge_package_hash: Hash,
     pub judge_a_ref: JudgeSlotRef,
     pub judge_a_hash: Hash,
     pub judge_b_ref: JudgeSlotRef,
     pub judge_b_hash: Hash,
-    pub judge_consensus_ref: String,
+    pub judge_consensus_ref: Key,
     pub judge_consensus_hash: Hash,
-    pub cost_reservation_ref: String,
+    pub cost_reservation_ref: Key,
     pub cost_reservation_hash: Hash,
     pub roll_guard: Guard,
     pub roll_outcome: Outcome,
-    pub errors: Vec<crate::vocab::RollError>,
+    pub errors: Vec<RollError>,
     pub cost_rmb: f64,
 }
 
@@ -173,21 +175,23 @@ pub struct IndependenceChecks {
 }
 
 impl IndependenceChecks {
-    /// The required checks (all but `sameModel`, which is recorded only), by name.
-    pub fn required(&self) -> [(&'static str, bool); 8] {
+    /// The required checks (all but `sameModel`, which is recorded only), in the order of
+    /// [`IndependenceCheck::ALL`].
+    pub fn required(&self) -> [(IndependenceCheck, bool); 8] {
+        use IndependenceCheck as C;
         [
-            ("differentLogicalClient", self.different_logical_client),
-            ("differentSession", self.different_session),
-            ("differentPolicySeed", self.different_policy_seed),
-            ("differentPromptArtifact", self.different_prompt_artifact),
-            ("differentEvidenceDir", self.different_evidence_dir),
-            ("differentRawFile", self.different_raw_file),
-            ("sameJudgePackage", self.same_judge_package),
-            ("sameImageManifest", self.same_image_manifest),
+            (C::DifferentLogicalClient, self.different_logical_client),
+            (C::DifferentSession, self.different_session),
+            (C::DifferentPolicySeed, self.different_policy_seed),
+            (C::DifferentPromptArtifact, self.different_prompt_artifact),
+            (C::DifferentEvidenceDir, self.different_evidence_dir),
+            (C::DifferentRawFile, self.different_raw_file),
+            (C::SameJudgePackage, self.same_judge_package),
+            (C::SameImageManifest, self.same_image_manifest),
         ]
     }
-    /// The names of the required checks that failed.
-    pub fn failed(&self) -> Vec<&'static str> {
+    /// The required checks that failed.
+    pub fn failed(&self) -> Vec<IndependenceCheck> {
         self.required()
             .iter()
             .filter(|(_, ok)| !ok)
@@ -228,7 +232,8 @@ pub struct ConsensusObligation {
     pub id: String,
     pub status: ObligationStatus,
     pub sequence_refs: Vec<SequenceRef>,
-    pub evidence_refs: Vec<String>,
+    /// The sha256 of the frames cited, sorted (the consensus's own `evidenceRefs`).
+    pub evidence_refs: Vec<Hash>,
 }
 
 /// The v3 `judgeConsensusProjection`: a roll's consensus as placed in the evidence.
@@ -237,7 +242,7 @@ pub struct ConsensusObligation {
 pub struct Projection {
     pub schema_version: String,
     pub source_roll_id: Option<RollId>,
-    pub consensus_ref: Option<String>,
+    pub consensus_ref: Option<Key>,
     pub consensus_hash: Option<Hash>,
     pub package_hash: Hash,
     pub strategy_version: String,
@@ -281,7 +286,7 @@ pub struct FinalPostguard {
     pub stage: String,
     pub version: String,
     pub passed: bool,
-    pub checks: Vec<Check>,
+    pub checks: Vec<Check<AuditCheck>>,
     pub judging_snapshot_hash: Hash,
     pub decided_at: String,
 }
@@ -310,7 +315,8 @@ impl DecisionAction {
 #[serde(deny_unknown_fields)]
 pub struct Decision {
     pub action: DecisionAction,
-    pub reasons: Vec<String>,
+    /// Sorted as strings (the document's order), never by the enum's `Ord`.
+    pub reasons: Vec<Reason>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::canonical::Hash;
 use crate::ids::Slot;
+use crate::key::Key;
 
 pub const SLOT_META: &str = "SlotMeta/1";
 
@@ -37,9 +38,9 @@ pub struct SlotMeta {
     pub system_fingerprint: Option<String>,
     pub prompt_artifact: PromptArtifactRef,
     pub package_hash: Hash,
-    pub request_ref: Option<String>,
+    pub request_ref: Option<Key>,
     pub request_hash: Option<Hash>,
-    pub raw_ref: String,
+    pub raw_ref: Key,
     pub raw_hash: Hash,
     pub http_status: Option<u16>,
     pub started_at: String,

@@ -15,6 +15,7 @@ use crate::canonical::Hash;
 use crate::doc::*;
 pub use crate::html::{esc, CSP};
 use crate::ids::Slot;
+use crate::vocab::join;
 
 /// Largest frame embedded as a thumbnail (bytes); larger frames are shown by hash.
 pub const MAX_FRAME_BYTES: u64 = 256 * 1024;
@@ -129,7 +130,7 @@ fn summary(h: &mut String, p: &Page<'_>) {
         .collect();
     let rows = [
         ("Decision", o.decision_action.as_str().to_string()),
-        ("Reasons", o.reasons.join(", ")),
+        ("Reasons", join(&o.reasons, ", ")),
         (
             "Source roll",
             o.source_roll_id
@@ -259,7 +260,7 @@ fn floor_and_guard(h: &mut String, r: &RollDocs) {
     for c in &r.roll.roll_guard.checks {
         h.push_str(&format!(
             "<tr><td><code>{}</code></td><td>{}</td><td class=\"wrap\">{}</td></tr>",
-            q(&c.id, 100),
+            q(c.id.as_str(), 100),
             ok(c.ok),
             q(&c.detail, MAX_QUOTE)
         ));
@@ -341,7 +342,7 @@ fn independence(h: &mut String, r: &RollDocs) {
 }
 
 /// Cited ranges as links to the quoted events (`events 3–5`).
-fn cites(pre: &str, refs: &[SequenceRef], frames: &[String]) -> String {
+fn cites<F: AsRef<str>>(pre: &str, refs: &[SequenceRef], frames: &[F]) -> String {
     let mut parts: Vec<String> = refs
         .iter()
         .map(|r| {
@@ -357,6 +358,7 @@ fn cites(pre: &str, refs: &[SequenceRef], frames: &[String]) -> String {
         })
         .collect();
     parts.extend(frames.iter().map(|f| {
+        let f = f.as_ref();
         let s = cut(f, 12);
         format!(
             "<a href=\"#{pre}-fr-{}\">frame {}</a>",
@@ -548,14 +550,14 @@ fn frames(h: &mut String, p: &Page<'_>, r: &RollDocs) {
         .consensus
         .obligation_results
         .iter()
-        .flat_map(|o| o.evidence_refs.iter())
+        .flat_map(|o| o.evidence_refs.iter().map(Hash::as_str))
         .chain(r.slots.iter().flat_map(|s| {
             s.result
                 .obligations
                 .iter()
-                .flat_map(|o| o.frame_hashes.iter())
+                .flat_map(|o| o.frame_hashes.iter().map(String::as_str))
         }))
-        .map(|f| anchor_part(f))
+        .map(anchor_part)
         .collect();
     for a in cited.difference(&seen) {
         h.push_str(&format!(
@@ -612,7 +614,7 @@ fn decision_section(h: &mut String, p: &Page<'_>) {
         for c in &pg.checks {
             h.push_str(&format!(
                 "<tr><td><code>{}</code></td><td>{}</td><td class=\"wrap\">{}</td></tr>",
-                q(&c.id, 100),
+                q(c.id.as_str(), 100),
                 ok(c.ok),
                 q(&c.detail, MAX_QUOTE)
             ));

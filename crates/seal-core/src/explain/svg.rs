@@ -107,7 +107,7 @@ pub fn render(t: &DecisionTree) -> String {
         let on = on_path.contains(n.id.as_str());
         s.push_str(&format!(
             "<a href=\"{}\" id=\"node-{}\" class=\"node {} {}\"><title>{}: {}</title><rect x=\"{}\" y=\"{}\" width=\"{W}\" height=\"{H}\" rx=\"7\" class=\"box\"/><text x=\"{}\" y=\"{}\" class=\"glyph\">{}</text><text x=\"{}\" y=\"{}\" class=\"t1\">{}</text><text x=\"{}\" y=\"{}\" class=\"t2\">{}</text></a>",
-            esc(&n.evidence_ref),
+            esc(n.evidence_ref.as_str()),
             esc(&n.id),
             if on { "on" } else { "off" },
             n.status.as_str(),

@@ -17,6 +17,7 @@ use crate::derive;
 use crate::doc::*;
 use crate::ids::{RollId, Slot};
 use crate::merge::{self, Next};
+use crate::vocab::join;
 
 /// One judge slot of a roll: its normalized result and the SlotMeta/1 of every attempt.
 #[derive(Debug, Clone)]
@@ -136,7 +137,7 @@ impl Builder {
             title: nonempty(n.title),
             detail: nonempty(n.detail),
             status: n.status,
-            evidence_ref: format!("#{}", n.anchor),
+            evidence_ref: Anchor::of(n.anchor),
         });
     }
 
@@ -403,7 +404,7 @@ fn guard_nodes(b: &mut Builder, r: &RollDocs, from: &str) -> String {
     let mut prev = from.to_string();
     let mut label = "roll guard, before any judge is called";
     for (i, c) in r.roll.roll_guard.checks.iter().enumerate() {
-        let s = slug(&c.id);
+        let s = slug(c.id.as_str());
         let id = if s.is_empty() {
             format!("{p}-guard-{}", i + 1)
         } else {
@@ -489,7 +490,7 @@ fn judge_nodes(b: &mut Builder, r: &RollDocs, from: &str, on: bool) -> String {
         title: if failed.is_empty() {
             "Independence: 8 required checks hold".into()
         } else {
-            format!("Independence: {} false", failed.join(", "))
+            format!("Independence: {} false", join(&failed, ", "))
         },
         detail: format!(
             "{}; sameModel {} (recorded only)",
@@ -793,7 +794,7 @@ fn merge_and_postguard(b: &mut Builder, ev: &Evidence) -> String {
         .map(|p| p.checks.as_slice())
         .unwrap_or_default();
     for (i, c) in checks.iter().enumerate() {
-        let s = slug(&c.id);
+        let s = slug(c.id.as_str());
         let id = if s.is_empty() {
             format!("pg-{}", i + 1)
         } else {
@@ -824,7 +825,7 @@ fn decision_nodes(b: &mut Builder, ev: &Evidence, from: &str) {
     let passed = ev.final_postguard.as_ref().is_some_and(|p| p.passed);
     let d = ev.decision.as_ref();
     let action = d.map(|d| d.action.as_str()).unwrap_or("retry");
-    let reasons = d.map(|d| d.reasons.join(", ")).unwrap_or_default();
+    let reasons = d.map(|d| join(&d.reasons, ", ")).unwrap_or_default();
     b.node(NodeSpec {
         id: "decision",
         kind: NodeKind::Question,

@@ -105,12 +105,17 @@ pub fn placeholders(request: &Value) -> Vec<String> {
     out
 }
 
+/// A stored request names an image the roll does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no image for sha256:{0}")]
+pub struct MissingImage(pub String);
+
 /// The request with every placeholder replaced by a `data:` URI from `images`
 /// (hash → (media type, base64 bytes)). Errors name the first placeholder without an image.
 pub fn materialize(
     request: &Value,
     images: &HashMap<String, (String, String)>,
-) -> Result<Value, String> {
+) -> Result<Value, MissingImage> {
     let mut out = request.clone();
     if let Some(msgs) = out.get_mut("messages").and_then(Value::as_array_mut) {
         for m in msgs {
@@ -122,9 +127,8 @@ pub fn materialize(
                             .and_then(|u| u.strip_prefix(PLACEHOLDER))
                             .map(str::to_owned)
                         {
-                            let (media, b64) = images
-                                .get(&h)
-                                .ok_or_else(|| format!("no image for sha256:{h}"))?;
+                            let (media, b64) =
+                                images.get(&h).ok_or_else(|| MissingImage(h.clone()))?;
                             *url = Value::String(format!("data:{media};base64,{b64}"));
                         }
                     }

@@ -45,7 +45,7 @@ pub fn write_run_folder(out: &Path, files: &Files<'_>, limit: u64) -> Result<(),
         path: shown.clone(),
         reason,
     };
-    check_out(out).map_err(refuse)?;
+    check_out(out, &refuse)?;
     let name = out
         .file_name()
         .ok_or_else(|| refuse("the path does not end in a folder name".into()))?
@@ -103,15 +103,18 @@ fn fill_and_move(
 }
 
 /// Absent, or an empty folder: anything else is refused.
-fn check_out(out: &Path) -> Result<(), String> {
+fn check_out(out: &Path, refuse: &dyn Fn(String) -> WriteError) -> Result<(), WriteError> {
     match std::fs::symlink_metadata(out) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!("cannot inspect: {e}")),
-        Ok(meta) if !meta.is_dir() => Err("it exists and is not a folder".into()),
+        Err(e) => Err(refuse(format!("cannot inspect: {e}"))),
+        Ok(meta) if !meta.is_dir() => Err(refuse("it exists and is not a folder".into())),
         Ok(_) => {
-            let mut entries = std::fs::read_dir(out).map_err(|e| format!("cannot list: {e}"))?;
+            let mut entries =
+                std::fs::read_dir(out).map_err(|e| refuse(format!("cannot list: {e}")))?;
             if entries.next().is_some() {
-                Err("the folder exists and is not empty (nothing is overwritten)".into())
+                Err(refuse(
+                    "the folder exists and is not empty (nothing is overwritten)".into(),
+                ))
             } else {
                 Ok(())
             }

@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 use super::facts::*;
 use super::kappa::{self, Confusion, Histogram, BOOTSTRAP_RESAMPLES, CATEGORIES};
 use crate::doc::{micro_to_rmb, JudgeStatus, ObligationStatus};
+use crate::vocab::Reason;
 
 pub const STATS_SCHEMA: &str = "seal.stats/1";
 /// Decimals of every rate, κ and RMB figure in the report.
@@ -182,8 +183,8 @@ impl Aggregator {
         *acc.outcomes.entry(run.outcome.clone()).or_insert(0) += 1;
         *acc.actions.entry(run.action.clone()).or_insert(0) += 1;
         acc.cost.add(run.cost_micro);
-        for reason in run.reasons.iter().filter(|x| x.starts_with("infra_")) {
-            *acc.infra.entry(reason.clone()).or_insert(0) += 1;
+        for reason in run.reasons.iter().filter(|r| matches!(r, Reason::Infra(_))) {
+            *acc.infra.entry(reason.to_string()).or_insert(0) += 1;
         }
         if let Some(r2) = run.rolls.get(1) {
             acc.roll2_runs += 1;

@@ -3,6 +3,7 @@
 //! run at a time. Pure data.
 
 use crate::doc::{JudgeStatus, ObligationStatus};
+use crate::vocab::Reason;
 
 /// One decided run that verified.
 #[derive(Debug, Clone, PartialEq)]
@@ -13,7 +14,7 @@ pub struct RunFacts {
     pub day: String,
     pub outcome: String,
     pub action: String,
-    pub reasons: Vec<String>,
+    pub reasons: Vec<Reason>,
     /// `parentRunId` of a `historical_replay` run; None for an original run.
     pub replay_of: Option<String>,
     /// roll-1 judge A `rawHash`: a stored replay copies it byte for byte, a live one does not.

@@ -2,7 +2,7 @@
 //! functions, and compare with what is recorded; then the run folder against the bound keys.
 
 use super::load::{LoadedRoll, LoadedSlot, RollDocs};
-use super::{check, hash_of, Audit};
+use super::{hash_of, Audit};
 use seal_core::blinding;
 use seal_core::canonical::{canonical_with_hash, Hash};
 use seal_core::derive::{self, derive_roll, RollInputs, SlotFacts};
@@ -10,7 +10,7 @@ use seal_core::doc::*;
 use seal_core::ids::{RunId, Slot};
 use seal_core::judge::slot::slot_documents;
 use seal_core::merge;
-use seal_core::vocab::GuardCheck;
+use seal_core::vocab::{AuditCheck, GuardCheck};
 use seal_store::{Key, Reads};
 
 /// The brief is stored and hashes to `briefHash`.
@@ -20,13 +20,13 @@ pub(super) fn brief(a: &mut Audit, run: &RunId, doc: &Evidence, brief: Option<&[
     match brief {
         Some(b) if hash_of(b) == doc.brief_hash => {}
         Some(b) => a.mismatch(
-            check::REFS,
+            AuditCheck::Refs,
             key.as_str(),
             &doc.brief_hash,
             hash_of(b),
             "brief does not hash to briefHash",
         ),
-        None => a.push(check::REFS, key.as_str(), "brief is missing"),
+        None => a.push(AuditCheck::Refs, key.as_str(), "brief is missing"),
     }
 }
 
@@ -51,7 +51,7 @@ pub(super) fn roll(
 fn identity(a: &mut Audit, run: &RunId, r: &Roll, proof: &ProofPackage) {
     if proof.roll_id != r.roll_id {
         a.mismatch(
-            check::REFS,
+            AuditCheck::Refs,
             &r.proof_package_ref,
             r.roll_id,
             proof.roll_id,
@@ -70,7 +70,7 @@ fn identity(a: &mut Audit, run: &RunId, r: &Roll, proof: &ProofPackage) {
     ] {
         if want != got {
             a.mismatch(
-                check::REFS,
+                AuditCheck::Refs,
                 format!("{label} {field}"),
                 want,
                 got,
@@ -87,18 +87,18 @@ fn blinding(a: &mut Audit, doc: &Evidence, run: &RunId, r: &Roll, l: &LoadedRoll
     match canonical_with_hash(&rebuilt) {
         Ok((_, h)) if h == r.judge_package_hash => {}
         Ok((_, h)) => a.mismatch(
-            check::BLINDING,
+            AuditCheck::Blinding,
             &r.judge_package_ref,
             &r.judge_package_hash,
             h,
             "the judge package is not the blinded package of this header, brief and proof package",
         ),
-        Err(e) => a.push(check::BLINDING, &r.judge_package_ref, e.to_string()),
+        Err(e) => a.push(AuditCheck::Blinding, &r.judge_package_ref, e.to_string()),
     }
     let leaks = blinding::leaks(&l.package_bytes, doc, &l.proof);
     if !leaks.is_empty() {
         a.push(
-            check::BLINDING,
+            AuditCheck::Blinding,
             &r.judge_package_ref,
             format!(
                 "forbidden values in the judge package: {}",
@@ -117,7 +117,7 @@ fn blinding(a: &mut Audit, doc: &Evidence, run: &RunId, r: &Roll, l: &LoadedRoll
         != want
     {
         a.push(
-            check::BLINDING,
+            AuditCheck::Blinding,
             Key::roll_file(run, r.roll_id, "image-manifest.json").as_str(),
             "the image manifest does not list exactly the roll's frames",
         );
@@ -130,15 +130,15 @@ fn normalization(a: &mut Audit, r: &Roll, slot: Slot, s: &LoadedSlot, l: &Loaded
     let sref = r.slot_ref(slot);
     if let Some(why) = s.run.retry_rule_violation() {
         a.push(
-            check::NORMALIZATION,
+            AuditCheck::Normalization,
             &sref.normalized_ref,
             format!("judge {slot}'s attempts break the retry rules: {why}"),
         );
     }
     match s.run.final_attempt() {
-        Some(f) if f.raw.key.as_str() == sref.raw_ref && f.raw.hash == sref.raw_hash => {}
+        Some(f) if f.raw.key == sref.raw_ref && f.raw.hash == sref.raw_hash => {}
         _ => a.push(
-            check::NORMALIZATION,
+            AuditCheck::Normalization,
             &sref.raw_ref,
             "rawRef is not the slot's accepted (or last) attempt",
         ),
@@ -151,7 +151,7 @@ fn normalization(a: &mut Audit, r: &Roll, slot: Slot, s: &LoadedSlot, l: &Loaded
         (Ok((_, ph)), Ok((_, nh))) => {
             if ph != hash_of(&s.parsed_bytes) {
                 a.mismatch(
-                    check::NORMALIZATION,
+                    AuditCheck::Normalization,
                     &sref.parsed_ref,
                     &sref.parsed_hash,
                     ph,
@@ -160,7 +160,7 @@ fn normalization(a: &mut Audit, r: &Roll, slot: Slot, s: &LoadedSlot, l: &Loaded
             }
             if nh != sref.result_hash {
                 a.mismatch(
-                    check::NORMALIZATION,
+                    AuditCheck::Normalization,
                     &sref.normalized_ref,
                     &sref.result_hash,
                     nh,
@@ -169,7 +169,7 @@ fn normalization(a: &mut Audit, r: &Roll, slot: Slot, s: &LoadedSlot, l: &Loaded
             }
         }
         _ => a.push(
-            check::NORMALIZATION,
+            AuditCheck::Normalization,
             &sref.normalized_ref,
             "cannot canonicalize the recomputed documents",
         ),
@@ -203,7 +203,7 @@ fn derived(a: &mut Audit, run: &RunId, r: &Roll, l: &LoadedRoll) {
     });
     let label = format!("runs/{run}/{}", r.roll_id);
     if l.consensus.independence_checks != d.consensus.independence_checks {
-        a.push(check::INDEPENDENCE, &r.judge_consensus_ref, format!(
+        a.push(AuditCheck::Independence, &r.judge_consensus_ref, format!(
             "recorded independence checks differ from those recomputed from the stored metas and requests (recomputed failures: {:?})",
             d.consensus.independence_checks.failed()
         ));
@@ -211,17 +211,17 @@ fn derived(a: &mut Audit, run: &RunId, r: &Roll, l: &LoadedRoll) {
     match canonical_with_hash(&d.consensus) {
         Ok((_, h)) if h == r.judge_consensus_hash => {}
         Ok((_, h)) => a.mismatch(
-            check::CONSENSUS,
+            AuditCheck::Consensus,
             &r.judge_consensus_ref,
             &r.judge_consensus_hash,
             h,
             "the consensus does not recompute byte-identically",
         ),
-        Err(e) => a.push(check::CONSENSUS, &r.judge_consensus_ref, e.to_string()),
+        Err(e) => a.push(AuditCheck::Consensus, &r.judge_consensus_ref, e.to_string()),
     }
     if r.roll_outcome != d.outcome {
         a.mismatch(
-            check::CONSENSUS,
+            AuditCheck::Consensus,
             format!("{label} rollOutcome"),
             r.roll_outcome,
             d.outcome,
@@ -236,7 +236,7 @@ fn derived(a: &mut Audit, run: &RunId, r: &Roll, l: &LoadedRoll) {
                 .join(",")
         };
         a.mismatch(
-            check::CONSENSUS,
+            AuditCheck::Consensus,
             format!("{label} errors"),
             show(&r.errors),
             show(&d.errors),
@@ -251,7 +251,7 @@ fn costs(a: &mut Audit, r: &Roll, l: &LoadedRoll, roll_micro: u64, label: &str) 
     let judge_micro: u64 = l.slots.iter().map(|s| s.run.cost_micro()).sum();
     if judge_micro > rmb_to_micro(l.reservation.reserved_rmb) {
         a.mismatch(
-            check::COST,
+            AuditCheck::Cost,
             &r.cost_reservation_ref,
             l.reservation.reserved_rmb,
             micro_to_rmb(judge_micro),
@@ -260,7 +260,7 @@ fn costs(a: &mut Audit, r: &Roll, l: &LoadedRoll, roll_micro: u64, label: &str) 
     }
     if roll_micro != rmb_to_micro(r.cost_rmb) {
         a.mismatch(
-            check::COST,
+            AuditCheck::Cost,
             format!("{label} costRmb"),
             r.cost_rmb,
             micro_to_rmb(roll_micro),
@@ -291,7 +291,7 @@ pub(super) fn mirror(a: &mut Audit, doc: &Evidence, run: &RunId, docs: &[RollDoc
     ] {
         if !ok {
             a.push(
-                check::MIRROR,
+                AuditCheck::Mirror,
                 format!("runs/{run} {field}"),
                 format!("top-level {field} differs from the source roll's proof package"),
             );
@@ -299,7 +299,7 @@ pub(super) fn mirror(a: &mut Audit, doc: &Evidence, run: &RunId, docs: &[RollDoc
     }
     if doc.judge != derive::projection(r, &d.consensus) {
         a.push(
-            check::MIRROR,
+            AuditCheck::Mirror,
             format!("runs/{run} judge"),
             if derive::is_void(r, &d.consensus) {
                 "the source roll is void (failed independence or guard): judge must be null"
@@ -335,7 +335,7 @@ pub(super) async fn unbound<R: Reads>(a: &mut Audit, store: &R, run: &RunId, doc
         Ok(found) => found,
         Err(e) => {
             a.push(
-                check::REFS,
+                AuditCheck::Refs,
                 Key::run_dir(run),
                 format!("cannot list the run folder: {e}"),
             );
@@ -344,14 +344,14 @@ pub(super) async fn unbound<R: Reads>(a: &mut Audit, store: &R, run: &RunId, doc
     };
     for entry in &odd {
         a.push(
-            check::REFS,
+            AuditCheck::Refs,
             entry.as_str(),
             "not an object seal writes: the run folder holds it but nothing binds it",
         );
     }
     for key in listed.iter().filter(|k| !bound.contains(*k)) {
         a.push(
-            check::REFS,
+            AuditCheck::Refs,
             key.as_str(),
             "unbound object: the run folder holds it but the evidence does not bind it",
         );

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-use super::{check, Audit};
+use super::Audit;
 use seal_core::canonical::Hash;
 use seal_core::contracts::Kind;
 use seal_core::doc::*;
@@ -13,6 +13,7 @@ use seal_core::ids::{RunId, Slot};
 use seal_core::judge::parse::evaluate_raw;
 use seal_core::judge::{AttemptRecord, SlotRun};
 use seal_core::validate::{validate_as, Report};
+use seal_core::vocab::AuditCheck;
 use seal_store::{Key, Reads, Stored};
 
 /// Everything audited about one roll, for callers that need the documents.
@@ -67,19 +68,12 @@ impl Audit {
     async fn doc<T: serde::de::DeserializeOwned, R: Reads>(
         &mut self,
         store: &R,
-        reference: &str,
+        key: &Key,
         hash: &Hash,
         kind: Option<Kind>,
     ) -> Option<(T, Bytes)> {
-        let key = match Key::parse(reference) {
-            Ok(k) => k,
-            Err(e) => {
-                self.push(check::REFS, reference, e.to_string());
-                return None;
-            }
-        };
         self.bound.insert(key.clone());
-        let bytes = match store.get_verified(&key, hash).await {
+        let bytes = match store.get_verified(key, hash).await {
             Ok(b) => b,
             Err(e) => {
                 self.store_error(e);
@@ -89,7 +83,11 @@ impl Audit {
         let value = match seal_core::json::parse(&bytes, store.store().doc_limit()) {
             Ok(v) => v,
             Err(e) => {
-                self.push(check::SCHEMA, key.as_str(), format!("not JSON: {e}"));
+                self.push(
+                    AuditCheck::SchemaValid,
+                    key.as_str(),
+                    format!("not JSON: {e}"),
+                );
                 return None;
             }
         };
@@ -97,7 +95,7 @@ impl Audit {
             if let Report::Invalid(_, findings) = validate_as(kind, &value) {
                 let first = findings.first().map(|f| f.to_string()).unwrap_or_default();
                 self.push(
-                    check::SCHEMA,
+                    AuditCheck::SchemaValid,
                     key.as_str(),
                     format!(
                         "invalid {}: {} problems, first: {first}",
@@ -111,7 +109,7 @@ impl Audit {
         match serde_json::from_value::<T>(value) {
             Ok(t) => Some((t, bytes)),
             Err(e) => {
-                self.push(check::SCHEMA, key.as_str(), e.to_string());
+                self.push(AuditCheck::SchemaValid, key.as_str(), e.to_string());
                 None
             }
         }
@@ -147,7 +145,7 @@ pub(super) async fn roll<R: Reads>(
     let (manifest, _) = a
         .doc::<ImageManifest, R>(
             store,
-            manifest_key.as_str(),
+            &manifest_key,
             &package.image_manifest_hash,
             Some(Kind::ImageManifest),
         )
@@ -194,13 +192,17 @@ async fn record<R: Reads>(a: &mut Audit, store: &R, run: &RunId, r: &Roll) {
     match stored {
         Ok(Some(stored)) if &stored == r => {}
         Ok(Some(_)) => a.push(
-            check::REFS,
+            AuditCheck::Refs,
             roll_key.as_str(),
             "the stored roll record differs from the evidence's roll",
         ),
-        Ok(None) => a.push(check::REFS, roll_key.as_str(), "the roll record is missing"),
+        Ok(None) => a.push(
+            AuditCheck::Refs,
+            roll_key.as_str(),
+            "the roll record is missing",
+        ),
         Err(e) => a.push(
-            check::REFS,
+            AuditCheck::Refs,
             roll_key.as_str(),
             format!("unreadable roll record: {e}"),
         ),
@@ -239,14 +241,14 @@ async fn slot<R: Reads>(
         .await?;
     if result.slot != slot {
         a.mismatch(
-            check::REFS,
+            AuditCheck::Refs,
             &sref.normalized_ref,
             slot,
             result.slot,
             "normalized result of the other judge",
         );
     }
-    let parsed_key = Key::parse(&sref.parsed_ref).ok()?;
+    let parsed_key = sref.parsed_ref.clone();
     a.bound.insert(parsed_key.clone());
     let parsed_bytes = match store.get_verified(&parsed_key, &sref.parsed_hash).await {
         Ok(b) => b,
@@ -290,17 +292,12 @@ async fn attempt<R: Reads>(
         }
     };
     let (meta, _) = a
-        .doc::<SlotMeta, R>(
-            store,
-            key("meta.json").as_str(),
-            &h.meta_hash,
-            Some(Kind::SlotMeta),
-        )
+        .doc::<SlotMeta, R>(store, &key("meta.json"), &h.meta_hash, Some(Kind::SlotMeta))
         .await?;
     meta_checks(a, &meta, slot, h, &key("raw.json"));
     let (request, request_stored) = match &h.request_hash {
         Some(rh) => match a
-            .doc::<Value, R>(store, key("request.json").as_str(), rh, None)
+            .doc::<Value, R>(store, &key("request.json"), rh, None)
             .await
         {
             Some((v, bytes)) => {
@@ -334,7 +331,7 @@ async fn attempt<R: Reads>(
 fn meta_checks(a: &mut Audit, meta: &SlotMeta, slot: Slot, h: &AttemptHashes, raw_key: &Key) {
     if meta.slot != slot || meta.attempt != h.attempt {
         a.push(
-            check::REFS,
+            AuditCheck::Refs,
             raw_key.dir(),
             format!(
                 "meta.json is for judge-{} attempt {}",
@@ -344,7 +341,7 @@ fn meta_checks(a: &mut Audit, meta: &SlotMeta, slot: Slot, h: &AttemptHashes, ra
     }
     if meta.raw_hash != h.raw_hash {
         a.mismatch(
-            check::REFS,
+            AuditCheck::Refs,
             format!("{}/meta.json", raw_key.dir()),
             &h.raw_hash,
             &meta.raw_hash,
@@ -353,7 +350,7 @@ fn meta_checks(a: &mut Audit, meta: &SlotMeta, slot: Slot, h: &AttemptHashes, ra
     }
     if meta.request_hash != h.request_hash {
         a.mismatch(
-            check::REFS,
+            AuditCheck::Refs,
             format!("{}/meta.json", raw_key.dir()),
             show(h.request_hash.as_ref()),
             show(meta.request_hash.as_ref()),

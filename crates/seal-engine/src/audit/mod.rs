@@ -18,39 +18,16 @@ use std::collections::BTreeSet;
 use seal_core::canonical::Hash;
 use seal_core::doc::*;
 use seal_core::ids::RunId;
+use seal_core::vocab::AuditCheck;
 use seal_store::{Key, Reads, StoreError};
 
 pub use load::RollDocs;
-
-/// Check ids (also the postguard's `finalPostguard.checks[].id` and `postguard_<id>` reasons).
-pub mod check {
-    pub const REFS: &str = "refs_resolve";
-    pub const SCHEMA: &str = "schema_valid";
-    pub const NORMALIZATION: &str = "normalization_recomputes";
-    pub const CONSENSUS: &str = "consensus_recomputes";
-    pub const INDEPENDENCE: &str = "independence";
-    pub const BLINDING: &str = "blinding";
-    pub const COST: &str = "cost_within_budget";
-    pub const MIRROR: &str = "source_roll_mirrored";
-    pub const INVARIANTS: &str = "invariants";
-    pub const ALL: [&str; 9] = [
-        REFS,
-        SCHEMA,
-        NORMALIZATION,
-        CONSENSUS,
-        INDEPENDENCE,
-        BLINDING,
-        COST,
-        MIRROR,
-        INVARIANTS,
-    ];
-}
 
 /// One thing wrong, with the object at fault. `expected` is what the sealed records say,
 /// `actual` what is stored or recomputed now.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Problem {
-    pub check: &'static str,
+    pub check: AuditCheck,
     pub object: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expected: Option<String>,
@@ -64,11 +41,7 @@ pub struct Problem {
 }
 
 impl Problem {
-    pub fn new(
-        check: &'static str,
-        object: impl Into<String>,
-        detail: impl Into<String>,
-    ) -> Problem {
+    pub fn new(check: AuditCheck, object: impl Into<String>, detail: impl Into<String>) -> Problem {
         Problem {
             check,
             object: object.into(),
@@ -81,7 +54,7 @@ impl Problem {
 
     /// A problem with the sealed (`expected`) and the found or recomputed (`actual`) value.
     pub fn mismatch(
-        check: &'static str,
+        check: AuditCheck,
         object: impl Into<String>,
         expected: impl ToString,
         actual: impl ToString,
@@ -116,12 +89,12 @@ pub(crate) struct Audit {
 }
 
 impl Audit {
-    fn push(&mut self, check: &'static str, object: impl Into<String>, detail: impl Into<String>) {
+    fn push(&mut self, check: AuditCheck, object: impl Into<String>, detail: impl Into<String>) {
         self.problems.push(Problem::new(check, object, detail));
     }
     fn mismatch(
         &mut self,
-        check: &'static str,
+        check: AuditCheck,
         object: impl Into<String>,
         expected: impl ToString,
         actual: impl ToString,
@@ -143,16 +116,20 @@ impl Audit {
                 expected,
                 actual,
             } => self.mismatch(
-                check::REFS,
+                AuditCheck::Refs,
                 key.as_str(),
                 expected,
                 actual,
                 "stored bytes do not hash to the recorded sha256",
             ),
             StoreError::NotFound { key } => {
-                self.push(check::REFS, key.as_str(), "object is missing")
+                self.push(AuditCheck::Refs, key.as_str(), "object is missing")
             }
-            other => self.push(check::REFS, other.to_string(), "cannot read the object"),
+            other => self.push(
+                AuditCheck::Refs,
+                other.to_string(),
+                "cannot read the object",
+            ),
         }
     }
 }
@@ -186,7 +163,7 @@ pub async fn audit_bound<R: Reads>(store: &R, doc: &Evidence, brief: Option<&[u8
     let run = match RunId::parse(&doc.run_id) {
         Ok(r) => r,
         Err(e) => {
-            a.push(check::INVARIANTS, "runId", e.to_string());
+            a.push(AuditCheck::Invariants, "runId", e.to_string());
             return Audited {
                 problems: a.problems,
                 docs: Vec::new(),
@@ -224,7 +201,7 @@ pub fn run_cost(object: &Key, header: &Evidence, doc: &Evidence) -> Option<Probl
             .sum::<u64>();
     (want != rmb_to_micro(doc.cost_rmb)).then(|| {
         Problem::mismatch(
-            check::COST,
+            AuditCheck::Cost,
             format!("{object} costRmb"),
             micro_to_rmb(want),
             doc.cost_rmb,

@@ -342,18 +342,12 @@ impl Config {
     ) -> Result<Config, ConfigError> {
         let (source, text) = match path {
             Some(p) => {
-                let text = read_limited(p).map_err(|reason| ConfigError::Invalid {
-                    path: p.display().to_string(),
-                    reason,
-                })?;
+                let text = read_limited(p, &p.display().to_string())?;
                 (p.display().to_string(), text)
             }
             None if Path::new(DEFAULT_PATH).is_file() => {
                 let p = Path::new(DEFAULT_PATH);
-                let text = read_limited(p).map_err(|reason| ConfigError::Invalid {
-                    path: DEFAULT_PATH.into(),
-                    reason,
-                })?;
+                let text = read_limited(p, DEFAULT_PATH)?;
                 (DEFAULT_PATH.to_string(), text)
             }
             None => (
@@ -390,7 +384,7 @@ impl Config {
                     .into(),
             ));
         }
-        check_bounds(&raw).map_err(err)?;
+        check_bounds(source, &raw)?;
         let (l, s) = (&raw.limits, &raw.server);
         let signing_key = PathBuf::from(&raw.keys.signing_key);
         let secret = SecretSource {
@@ -402,9 +396,9 @@ impl Config {
             },
             file_configured: raw.keys.secret.is_some(),
         };
-        let log_origin = log_origin(raw.log.as_ref()).map_err(err)?;
-        let leases = lease_settings(raw.leases.as_ref(), env).map_err(err)?;
-        let witnesses = witness_specs(&raw.witnesses, raw.witness_quorum).map_err(err)?;
+        let log_origin = log_origin(source, raw.log.as_ref())?;
+        let leases = lease_settings(source, raw.leases.as_ref(), env)?;
+        let witnesses = witness_specs(source, &raw.witnesses, raw.witness_quorum)?;
         Ok(Config {
             source: source.to_string(),
             store: raw.store,
@@ -454,28 +448,51 @@ impl Config {
     }
 }
 
-fn read_limited(p: &Path) -> Result<String, String> {
+/// A configuration file `source` that breaks a rule, with the reason.
+fn invalid(source: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        path: source.to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn read_limited(p: &Path, shown: &str) -> Result<String, ConfigError> {
     // No link, no FIFO or device, at most 1 MiB read (see `fsio`).
     seal_core::fsio::read_string(p, 1024 * 1024).map_err(|e| match e {
-        seal_core::fsio::FsError::TooLarge { .. } => "a config file is at most 1 MiB".to_string(),
-        other => format!("cannot read: {other}"),
+        seal_core::fsio::FsError::TooLarge { .. } => {
+            invalid(shown, "a config file is at most 1 MiB")
+        }
+        other => invalid(shown, format!("cannot read: {other}")),
     })
 }
 
 /// A slot's retry, token, temperature and price settings are in range (the reason, else).
-fn slot_limits(r: &RawSlot, field: &dyn Fn(&str) -> String) -> Result<(), String> {
+fn slot_limits(
+    source: &str,
+    r: &RawSlot,
+    field: &dyn Fn(&str) -> String,
+) -> Result<(), ConfigError> {
     if r.max_retries > 2 {
-        return Err(format!(
-            "{}: {} > 2 (docs/DESIGN.md §4: at most 2 retries)",
-            field("max_retries"),
-            r.max_retries
+        return Err(invalid(
+            source,
+            format!(
+                "{}: {} > 2 (docs/DESIGN.md §4: at most 2 retries)",
+                field("max_retries"),
+                r.max_retries
+            ),
         ));
     }
     if r.max_tokens == 0 || r.max_tokens > 1_000_000 {
-        return Err(format!("{}: must be in 1..=1000000", field("max_tokens")));
+        return Err(invalid(
+            source,
+            format!("{}: must be in 1..=1000000", field("max_tokens")),
+        ));
     }
     if !(0.0..=2.0).contains(&r.temperature) {
-        return Err(format!("{}: must be in 0..=2", field("temperature")));
+        return Err(invalid(
+            source,
+            format!("{}: must be in 0..=2", field("temperature")),
+        ));
     }
     let p = &r.prices;
     for (name, v) in [
@@ -484,9 +501,12 @@ fn slot_limits(r: &RawSlot, field: &dyn Fn(&str) -> String) -> Result<(), String
         ("image_rmb", p.image_rmb),
     ] {
         if !v.is_finite() || v < 0.0 {
-            return Err(format!(
-                "{}: must be a non-negative number",
-                field(&format!("prices.{name}"))
+            return Err(invalid(
+                source,
+                format!(
+                    "{}: must be a non-negative number",
+                    field(&format!("prices.{name}"))
+                ),
             ));
         }
     }
@@ -538,7 +558,7 @@ fn slot_config(
             r.api_key_env.clone(),
         ),
     };
-    slot_limits(r, &field).map_err(err)?;
+    slot_limits(source, r, &field)?;
     let p = &r.prices;
     let timeout_ms = timeout_override.unwrap_or(r.timeout_ms);
     if timeout_ms == 0 {
@@ -567,59 +587,78 @@ fn slot_config(
 }
 
 /// The numeric and URL bounds of a parsed config file, each naming its field.
-fn check_bounds(raw: &RawConfig) -> Result<(), String> {
+fn check_bounds(source: &str, raw: &RawConfig) -> Result<(), ConfigError> {
     if !raw.budget.run_rmb.is_finite() || raw.budget.run_rmb < 0.0 {
-        return Err("budget.run_rmb: must be a non-negative number".into());
+        return Err(invalid(
+            source,
+            "budget.run_rmb: must be a non-negative number",
+        ));
     }
     let l = &raw.limits;
     if l.max_document_bytes < 1024 || l.max_blob_bytes < 1024 {
-        return Err("limits: max_document_bytes and max_blob_bytes must be at least 1024".into());
+        return Err(invalid(
+            source,
+            "limits: max_document_bytes and max_blob_bytes must be at least 1024",
+        ));
     }
     let s = &raw.server;
     if s.max_rolls_in_progress == 0 || s.max_inflight_per_slot == 0 {
-        return Err(
-            "server: max_rolls_in_progress and max_inflight_per_slot must be positive".into(),
-        );
+        return Err(invalid(
+            source,
+            "server: max_rolls_in_progress and max_inflight_per_slot must be positive",
+        ));
     }
-    seal_store::StoreUrl::parse(&raw.store).map_err(|e| format!("store: {e}"))?;
+    seal_store::StoreUrl::parse(&raw.store).map_err(|e| invalid(source, format!("store: {e}")))?;
     Ok(())
 }
 
 /// `log.origin`, or the default, checked.
-fn log_origin(raw: Option<&RawLog>) -> Result<String, String> {
+fn log_origin(source: &str, raw: Option<&RawLog>) -> Result<String, ConfigError> {
     let origin = raw
         .map(|l| l.origin.clone())
         .unwrap_or_else(|| seal_core::tlog::DEFAULT_ORIGIN.to_string());
     if !seal_core::tlog::is_origin_valid(&origin) {
-        return Err(format!(
+        return Err(invalid(source, format!(
             "log.origin: {origin:?} must be non-empty, without spaces or '+' (e.g. seal.example.com/log)"
-        ));
+        )));
     }
     Ok(origin)
 }
 
 /// `[[witnesses]]` and `witness_quorum`, checked: valid distinct names, http(s) URLs, a key
 /// path each, a timeout of at most 10 minutes, a quorum between 1 and the number of witnesses.
-fn witness_specs(raw: &[RawWitness], quorum: Option<usize>) -> Result<Vec<WitnessSpec>, String> {
+fn witness_specs(
+    source: &str,
+    raw: &[RawWitness],
+    quorum: Option<usize>,
+) -> Result<Vec<WitnessSpec>, ConfigError> {
     let mut out: Vec<WitnessSpec> = Vec::new();
     for (i, w) in raw.iter().enumerate() {
         let field = |f: &str| format!("witnesses[{i}].{f}");
         if !signed_note::is_key_name_valid(&w.name) || out.iter().any(|o| o.name == w.name) {
-            return Err(format!(
+            return Err(invalid(source, format!(
                 "{}: {:?} must be a distinct name without spaces or '+' (e.g. witness.example.com/w1)",
                 field("name"),
                 w.name
-            ));
+            )));
         }
         let url = url::Url::parse(&w.url)
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https") && u.query().is_none())
-            .ok_or_else(|| format!("{}: {:?} is not an http(s) URL prefix", field("url"), w.url))?;
+            .ok_or_else(|| {
+                invalid(
+                    source,
+                    format!("{}: {:?} is not an http(s) URL prefix", field("url"), w.url),
+                )
+            })?;
         if w.public_key.is_empty() {
-            return Err(format!("{}: empty", field("public_key")));
+            return Err(invalid(source, format!("{}: empty", field("public_key"))));
         }
         if w.timeout_ms == 0 || w.timeout_ms > 600_000 {
-            return Err(format!("{}: must be in 1..=600000", field("timeout_ms")));
+            return Err(invalid(
+                source,
+                format!("{}: must be in 1..=600000", field("timeout_ms")),
+            ));
         }
         out.push(WitnessSpec {
             name: w.name.clone(),
@@ -630,9 +669,12 @@ fn witness_specs(raw: &[RawWitness], quorum: Option<usize>) -> Result<Vec<Witnes
     }
     if let Some(q) = quorum {
         if q == 0 || q > out.len() {
-            return Err(format!(
-                "witness_quorum: {q} must be between 1 and the {} [[witnesses]] configured",
-                out.len()
+            return Err(invalid(
+                source,
+                format!(
+                    "witness_quorum: {q} must be between 1 and the {} [[witnesses]] configured",
+                    out.len()
+                ),
             ));
         }
     }
@@ -641,14 +683,18 @@ fn witness_specs(raw: &[RawWitness], quorum: Option<usize>) -> Result<Vec<Witnes
 
 /// `[leases]` and `SEAL_REPLICA_ID`, checked.
 fn lease_settings(
+    source: &str,
     raw: Option<&RawLeases>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<LeaseSettings, String> {
+) -> Result<LeaseSettings, ConfigError> {
     let (margin_ms, skew_ms) = raw
         .map(|r| (r.margin_ms, r.max_clock_skew_ms))
         .unwrap_or((default_lease_margin_ms(), default_max_clock_skew_ms()));
     if margin_ms > 3_600_000 || skew_ms > 3_600_000 {
-        return Err("leases: margin_ms and max_clock_skew_ms must be at most 3600000 (1 h)".into());
+        return Err(invalid(
+            source,
+            "leases: margin_ms and max_clock_skew_ms must be at most 3600000 (1 h)",
+        ));
     }
     let replica_id = match env("SEAL_REPLICA_ID").filter(|s| !s.is_empty()) {
         Some(id) => {
@@ -658,8 +704,11 @@ fn lease_settings(
                     .all(|b| b.is_ascii_alphanumeric() || b"._-:".contains(&b));
             if !ok {
                 let shown: String = id.chars().take(40).flat_map(char::escape_default).collect();
-                return Err(format!(
+                return Err(invalid(
+                    source,
+                    format!(
                     "SEAL_REPLICA_ID={shown:?}: at most 128 of letters, digits, '.', '_', '-', ':'"
+                ),
                 ));
             }
             Some(id)

@@ -17,6 +17,7 @@ use super::parse::{self, evaluate_raw, ErrorClass, ParseFailure, MAX_RESPONSE_BY
 use super::request;
 use super::slot::{AttemptRecord, SlotRun};
 use crate::config::{Config, Secret, SlotConfig};
+use crate::engine::EngineError;
 use crate::lease::{self, AttemptRef, LeasePolicy, Taken};
 use crate::resume::{self, AttemptId, ResumeError};
 use seal_core::canonical::Hash;
@@ -71,10 +72,10 @@ pub struct Judges {
 }
 
 impl Judges {
-    pub fn new(config: &Config) -> Result<Judges, String> {
+    pub fn new(config: &Config) -> Result<Judges, EngineError> {
         let instance = seal_store::random_hex(6);
         let metrics = Arc::new(crate::metrics::Metrics::default());
-        let salt = config.deployment_secret().map_err(|e| e.to_string())?;
+        let salt = config.deployment_secret()?;
         let redactor = Arc::new(secrets_of(config, &salt));
         let lease = Arc::new(LeasePolicy {
             holder: config
@@ -85,14 +86,17 @@ impl Judges {
             margin: config.leases.margin,
             max_clock_skew: config.leases.max_clock_skew,
         });
-        let make = |c: &SlotConfig| -> Result<JudgeClient, String> {
+        let make = |c: &SlotConfig| -> Result<JudgeClient, EngineError> {
             let http = reqwest::Client::builder()
                 .timeout(c.timeout)
                 .connect_timeout(c.timeout.min(Duration::from_secs(10)))
                 .pool_idle_timeout(Duration::from_secs(30))
                 .user_agent(concat!("seal/", env!("CARGO_PKG_VERSION")))
                 .build()
-                .map_err(|e| format!("judge {}: HTTP client: {e}", c.slot))?;
+                .map_err(|e| EngineError::JudgeClient {
+                    slot: c.slot,
+                    reason: e.to_string(),
+                })?;
             Ok(JudgeClient {
                 slot: c.slot,
                 config: c.clone(),
@@ -818,9 +822,9 @@ impl JudgeClient {
                 hash: self.prompt.hash.clone(),
             },
             package_hash: job.package_hash.clone(),
-            request_ref: request.map(|r| r.key.to_string()),
+            request_ref: request.map(|r| r.key.clone()),
             request_hash: request.map(|r| r.hash.clone()),
-            raw_ref: raw.key.to_string(),
+            raw_ref: raw.key.clone(),
             raw_hash: raw.hash.clone(),
             http_status: status,
             started_at: started_at.to_string(),
@@ -852,7 +856,8 @@ fn live_body(job: &SlotJob<'_>, stored_request: &Value) -> Result<Vec<u8>, Excha
         class: ErrorClass::RequestBuild,
         detail,
     };
-    let live = request::materialize(stored_request, job.images).map_err(failed)?;
+    let live =
+        request::materialize(stored_request, job.images).map_err(|e| failed(e.to_string()))?;
     serde_json::to_vec(&live).map_err(|e| failed(e.to_string()))
 }
 

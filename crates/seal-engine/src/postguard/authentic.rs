@@ -98,9 +98,9 @@ async fn attempts<R: Reads>(
     let limit = reads.store().doc_limit();
     let sref = r.slot_ref(slot);
     let normalized = Key::slot_file(run, r.roll_id, slot, "normalized.json");
-    if sref.normalized_ref != normalized.as_str() {
+    if sref.normalized_ref != normalized {
         return Err(ReceiptError::Unauthenticated {
-            object: sref.normalized_ref.chars().take(200).collect(),
+            object: sref.normalized_ref.to_string(),
             kind: ReceiptKind::Roll,
             reason: format!("the roll names {normalized} elsewhere"),
         });

@@ -21,7 +21,7 @@ pub use seal_core::decided::{self, VERSION};
 
 use tracing::Instrument;
 
-use crate::audit::{self, check, Problem};
+use crate::audit::{self, Problem};
 use crate::engine::Engine;
 use crate::roll::{self, JudgingError, Source};
 use crate::run_state::{OpenRun, RunState, RunStateError};
@@ -36,6 +36,7 @@ use seal_core::ids::{RollId, RunId};
 use seal_core::invariants;
 use seal_core::merge;
 use seal_core::sealing::{self, Envelope};
+use seal_core::vocab::AuditCheck;
 use seal_store::{parse_stored, Key, OwnWrites, Reads, Store, StoreError};
 
 /// A sealed run.
@@ -350,7 +351,7 @@ async fn stored_snapshot(
     let (header, _, _) = read_doc::<Evidence>(own, &Key::header(run))
         .await?
         .ok_or_else(|| internal(run, "the header vanished"))?;
-    let snapshot = derive_snapshot(own, run, &header, rolls).await?;
+    let snapshot = derive_snapshot(own, &header, rolls).await?;
     // Never store a snapshot the postguard (or verify) could not read back.
     let bytes = seal_core::canonical::canonical_bytes(&snapshot).map_err(|e| internal(run, e))?;
     let size = bytes.len() as u64;
@@ -528,26 +529,22 @@ async fn stored_seal(
 /// JUDGING document from them.
 async fn derive_snapshot(
     own: &OwnWrites<'_>,
-    run: &RunId,
     header: &Evidence,
     rolls: &[Roll],
 ) -> Result<Evidence, FinalizeError> {
     let limit = own.store().doc_limit();
     let mut docs = Vec::with_capacity(rolls.len());
     for r in rolls {
-        let key = |reference: &str| {
-            Key::parse(reference).map_err(|e| internal(run, format!("{reference}: {e}")))
-        };
-        let proof_key = key(&r.proof_package_ref)?;
+        let proof_key = &r.proof_package_ref;
         let proof: ProofPackage = parse_stored(
-            &proof_key,
-            &own.get_verified(&proof_key, &r.proof_package_hash).await?,
+            proof_key,
+            &own.get_verified(proof_key, &r.proof_package_hash).await?,
             limit,
         )?;
-        let consensus_key = key(&r.judge_consensus_ref)?;
+        let consensus_key = &r.judge_consensus_ref;
         let consensus: JudgeConsensus = parse_stored(
-            &consensus_key,
-            &own.get_verified(&consensus_key, &r.judge_consensus_hash)
+            consensus_key,
+            &own.get_verified(consensus_key, &r.judge_consensus_hash)
                 .await?,
             limit,
         )?;
@@ -570,7 +567,7 @@ async fn postguard_checks(
     own: &OwnWrites<'_>,
     run: &RunId,
     snapshot: &Snapshot,
-) -> Result<Vec<Check>, FinalizeError> {
+) -> Result<Vec<Check<AuditCheck>>, FinalizeError> {
     let snap = &snapshot.doc;
     let brief = own.get_opt_hashed(&Key::brief(run)).await?.map(|(b, _)| b);
     let (mut problems, docs) = audit::audit(own, snap, brief.as_deref()).await;
@@ -598,20 +595,20 @@ async fn postguard_checks(
             let failed = d.consensus.independence_checks.failed();
             if r.roll_guard.status == GuardStatus::Pass && !failed.is_empty() {
                 problems.push(Problem::new(
-                    check::INDEPENDENCE,
-                    r.judge_consensus_ref.clone(),
+                    AuditCheck::Independence,
+                    &r.judge_consensus_ref,
                     format!(
                         "source roll {} failed required independence checks: {}",
                         r.roll_id,
-                        failed.join(", ")
+                        seal_core::vocab::join(&failed, ", ")
                     ),
                 ));
             }
         }
     }
-    Ok(check::ALL
+    Ok(AuditCheck::POSTGUARD
         .iter()
-        .map(|id| record_check(id, &problems))
+        .map(|id| record_check(*id, &problems))
         .collect())
 }
 
@@ -621,18 +618,18 @@ fn document_problems(run: &RunId, snap: &Evidence, value: &serde_json::Value) ->
     let mut problems = Vec::new();
     for f in seal_core::contracts::validate(Kind::PlaytestV3, value) {
         let object = format!("{} {}", Key::judging(run), f.pointer);
-        problems.push(Problem::new(check::SCHEMA, object, f.message));
+        problems.push(Problem::new(AuditCheck::SchemaValid, object, f.message));
     }
     for f in invariants::evidence(snap) {
         let object = format!("{} {}", Key::judging(run), f.pointer);
         let detail = format!("{} {}", f.rule, f.message);
-        problems.push(Problem::new(check::INVARIANTS, object, detail));
+        problems.push(Problem::new(AuditCheck::Invariants, object, detail));
     }
     problems
 }
 
 /// One `finalPostguard.checks` entry: ok, or the first problems of that check.
-fn record_check(id: &'static str, problems: &[Problem]) -> Check {
+fn record_check(id: AuditCheck, problems: &[Problem]) -> Check<AuditCheck> {
     let mine: Vec<&Problem> = problems.iter().filter(|p| p.check == id).collect();
     if mine.is_empty() {
         return Check::new(id, true, "ok");

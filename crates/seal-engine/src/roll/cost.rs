@@ -23,7 +23,7 @@ pub(super) async fn reserve(
     p: &Packaged,
     jobs: &Jobs<'_>,
     source: &Source,
-) -> Result<((CostReservation, Stored), Check), JudgingError> {
+) -> Result<((CostReservation, Stored), Check<GuardCheck>), JudgingError> {
     let store = &engine.store;
     let (ja, jb) = (&engine.judges.a, &engine.judges.b);
     let images = p.manifest.frames.len() as u64;
@@ -61,10 +61,11 @@ pub(super) async fn reserve(
         // A replay carries the reservation its answers were bought under: the one the verified
         // source binds, read against its sealed hash and copied byte for byte.
         Some((from, source_roll)) => {
-            let from_key = Key::parse(&source_roll.cost_reservation_ref)
-                .map_err(|e| super::internal(&g.run, g.roll, format!("{from}: {e}")))?;
             let bytes = store
-                .get_verified(&from_key, &source_roll.cost_reservation_hash)
+                .get_verified(
+                    &source_roll.cost_reservation_ref,
+                    &source_roll.cost_reservation_hash,
+                )
                 .await?;
             let stored = match store.put_bytes(&key, bytes.clone()).await {
                 Ok(s) => s,
@@ -83,7 +84,7 @@ pub(super) async fn reserve(
         }
     };
     let check = Check::new(
-        GuardCheck::Budget.as_str(),
+        GuardCheck::Budget,
         reservation.within_budget,
         format!(
             "spent {} + reserved {} RMB, budget {} RMB",

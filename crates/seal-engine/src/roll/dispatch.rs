@@ -46,7 +46,12 @@ impl<'a> Jobs<'a> {
 }
 
 /// The independence preflight: A and B are distinct before either is asked.
-pub(super) fn preflight(engine: &Engine, run: &RunId, roll: RollId, jobs: &Jobs<'_>) -> Check {
+pub(super) fn preflight(
+    engine: &Engine,
+    run: &RunId,
+    roll: RollId,
+    jobs: &Jobs<'_>,
+) -> Check<GuardCheck> {
     let (ja, jb) = (&engine.judges.a, &engine.judges.b);
     let distinct = [
         ("clients", ja.logical_client_id != jb.logical_client_id),
@@ -64,7 +69,7 @@ pub(super) fn preflight(engine: &Engine, run: &RunId, roll: RollId, jobs: &Jobs<
         .map(|(n, _)| *n)
         .collect();
     Check::new(
-        GuardCheck::IndependencePreflight.as_str(),
+        GuardCheck::IndependencePreflight,
         bad.is_empty(),
         if bad.is_empty() {
             "distinct clients, sessions, seeds, prompts, folders".to_string()
@@ -204,7 +209,7 @@ fn not_dispatched_meta(
         package_hash: job.package_hash.clone(),
         request_ref: None,
         request_hash: None,
-        raw_ref: raw.key.to_string(),
+        raw_ref: raw.key.clone(),
         raw_hash: raw.hash.clone(),
         http_status: None,
         started_at: "1970-01-01T00:00:00Z".into(),
@@ -235,10 +240,8 @@ async fn copy_attempts(
 ) -> Result<SlotRun, JudgingError> {
     let store = &engine.store;
     let sref = source.slot_ref(slot);
-    let normalized = Key::parse(&sref.normalized_ref)
-        .map_err(|e| super::internal(run, roll, format!("{from}: {e}")))?;
     let result: JudgeResult = store
-        .get_json_verified(&normalized, &sref.result_hash)
+        .get_json_verified(&sref.normalized_ref, &sref.result_hash)
         .await?;
     let mut attempts = Vec::with_capacity(result.attempts.len());
     for h in &result.attempts {

@@ -30,7 +30,7 @@ pub(super) struct Guarded {
     pub proof_hash: Hash,
     pub brief_text: String,
     pub frames: Frames,
-    pub checks: Vec<Check>,
+    pub checks: Vec<Check<GuardCheck>>,
 }
 
 /// The roll's frames as loaded and verified.
@@ -42,8 +42,8 @@ pub(super) struct Frames {
     pub total_bytes: u64,
 }
 
-fn entry(id: GuardCheck, ok: bool, detail: impl Into<String>) -> Check {
-    Check::new(id.as_str(), ok, detail)
+fn entry(id: GuardCheck, ok: bool, detail: impl Into<String>) -> Check<GuardCheck> {
+    Check::new(id, ok, detail)
 }
 
 pub(super) async fn check(
@@ -133,7 +133,7 @@ async fn brief(
     engine: &Engine,
     run: &RunId,
     header: &Evidence,
-) -> Result<(Check, String), JudgingError> {
+) -> Result<(Check<GuardCheck>, String), JudgingError> {
     let store = &engine.store;
     Ok(match store.get_opt(&Key::brief(run)).await? {
         Some(b) => {
@@ -156,7 +156,11 @@ async fn brief(
     })
 }
 
-async fn play_spec(engine: &Engine, run: &RunId, header: &Evidence) -> Result<Check, JudgingError> {
+async fn play_spec(
+    engine: &Engine,
+    run: &RunId,
+    header: &Evidence,
+) -> Result<Check<GuardCheck>, JudgingError> {
     let store = &engine.store;
     let id = GuardCheck::PlaySpecFresh;
     Ok(match store.get_json::<Value>(&Key::play_spec(run)).await? {

@@ -239,10 +239,7 @@ pub async fn stored_roll(
     }
     let r: Roll = parse_stored(&key, &bytes, store.doc_limit())?;
     let consensus: JudgeConsensus = store
-        .get_json_verified(
-            &Key::parse(&r.judge_consensus_ref).map_err(|e| internal(run, roll, e))?,
-            &r.judge_consensus_hash,
-        )
+        .get_json_verified(&r.judge_consensus_ref, &r.judge_consensus_hash)
         .await?;
     let next = next_after(roll, r.roll_outcome);
     Ok(Some(RollReport {

@@ -16,16 +16,17 @@
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
-use super::view::{check, LogView};
+use super::view::LogView;
 use super::{LogError, READ_AHEAD};
 use crate::audit::Problem;
 use seal_core::canonical::Hash;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
+use seal_core::vocab::AuditCheck;
 use seal_store::{Key, Store, StoreError};
 
 /// A stored seal: its sha256, or why it cannot be read as an object.
-pub type StoredSeal = (RunId, Result<Hash, String>);
+pub type StoredSeal = (RunId, Result<Hash, StoreError>);
 
 /// Every seal in the store and its sha256. Read *before* the log: a seal is stored after its
 /// entry, so every seal read here has its entry in the log read next, even while another
@@ -39,7 +40,7 @@ pub async fn stored_seals(store: &Store) -> Result<Vec<StoredSeal>, StoreError> 
                 Ok(b) => b.map(|b: Bytes| Ok(Hash::of(&b))),
                 Err(e) if e.fault() == Fault::Infrastructure => return Err(e),
                 // A FIFO or an oversized object where a seal belongs: named, never skipped.
-                Err(e) => Some(Err(e.to_string())),
+                Err(e) => Some(Err(e)),
             };
             Ok(read.map(|r| (run, r)))
         }
@@ -68,7 +69,7 @@ pub fn refusals(view: &LogView, seals: &[StoredSeal], except: Option<&RunId>) ->
                 }
             }
             Err(detail) => problems.push(Problem::new(
-                check::UNLOGGED,
+                AuditCheck::RunUnlogged,
                 Key::seal(run).as_str(),
                 format!("a seal that cannot be read, and so is in no log entry: {detail}"),
             )),
@@ -82,13 +83,13 @@ pub fn refusals(view: &LogView, seals: &[StoredSeal], except: Option<&RunId>) ->
 pub fn unlogged_seal(run: &RunId, other_logged: bool) -> Problem {
     if other_logged {
         Problem::new(
-            check::REPLACED,
+            AuditCheck::RunReplaced,
             Key::seal(run).as_str(),
             "the stored seal is not the one the log holds for this run: it was replaced",
         )
     } else {
         Problem::new(
-            check::UNLOGGED,
+            AuditCheck::RunUnlogged,
             format!("runs/{run}"),
             "sealed, but not in the transparency log: the seal was planted, or the log lost its entry",
         )

@@ -28,8 +28,7 @@ use std::time::Duration;
 
 use crate::config::WitnessSpec;
 use crate::metrics::Metrics;
-use seal_core::key::LOG_COSIGNATURES;
-use seal_core::tlog::{NodeHash, Tree};
+use seal_core::tlog::{NodeHash, TlogError, Tree};
 use seal_core::witness::cosig::{self, WitnessKey};
 use seal_core::witness::protocol;
 use seal_store::{Key, Store, StoreError};
@@ -103,14 +102,17 @@ impl Publisher {
         specs: &[WitnessSpec],
         store: Store,
         metrics: Arc<Metrics>,
-    ) -> Result<Publisher, String> {
+    ) -> Result<Publisher, PublisherError> {
         if specs.is_empty() {
             return Ok(Publisher::default());
         }
         let mut endpoints = Vec::new();
         for s in specs {
             let public = seal_core::sealing::PublicKey::load(&s.public_key)
-                .map_err(|e| format!("witness {}: {e}", s.name))?
+                .map_err(|e| PublisherError::WitnessKey {
+                    name: s.name.clone(),
+                    reason: e.to_string(),
+                })?
                 .raw();
             endpoints.push(Endpoint {
                 name: s.name.clone(),
@@ -126,7 +128,9 @@ impl Publisher {
             .connect_timeout(Duration::from_secs(10))
             .user_agent(concat!("seal/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| format!("witness HTTP client: {e}"))?;
+            .map_err(|e| PublisherError::Client {
+                reason: e.to_string(),
+            })?;
         let n = endpoints.len();
         Ok(Publisher {
             inner: Some(Arc::new(Inner {
@@ -247,9 +251,41 @@ async fn worker(inner: Arc<Inner>, i: usize) {
     }
 }
 
+/// Why the witnesses of the configuration cannot be published to.
+#[derive(Debug, thiserror::Error)]
+pub enum PublisherError {
+    /// A `[[witnesses]]` public key that does not load: the operator's to fix.
+    #[error("witness {name}: {reason}")]
+    WitnessKey { name: String, reason: String },
+    #[error("witness HTTP client: {reason}")]
+    Client { reason: String },
+}
+
+impl seal_core::fault::HasFault for PublisherError {
+    fn fault(&self) -> seal_core::fault::Fault {
+        match self {
+            PublisherError::WitnessKey { .. } => seal_core::fault::Fault::Caller,
+            PublisherError::Client { .. } => seal_core::fault::Fault::Infrastructure,
+        }
+    }
+}
+
+/// Why a checkpoint could not be offered to a witness (logged; sealing goes on).
+#[derive(Debug, thiserror::Error)]
+enum Unsent {
+    #[error("leaf {index}: {reason}")]
+    Leaf { index: u64, reason: String },
+    #[error(transparent)]
+    Tree(#[from] TlogError),
+    #[error(transparent)]
+    Http(#[from] reqwest::Error),
+    #[error("answer over {MAX_ANSWER_BYTES} bytes")]
+    TooLarge,
+}
+
 impl Inner {
     /// Brings the mirror up to `tree` (leaf hashes read from the appender's tree).
-    fn catch_up(&self, tree: &Tree) -> Result<(), String> {
+    fn catch_up(&self, tree: &Tree) -> Result<(), Unsent> {
         use tlog_tiles::HashReader as _;
         let mut mirror = self.mirror.lock().unwrap_or_else(|e| e.into_inner());
         if tree.size() < mirror.size() {
@@ -259,16 +295,22 @@ impl Inner {
         for i in mirror.size()..tree.size() {
             let leaf = tree
                 .read_hashes(&[tlog_tiles::stored_hash_index(0, i)])
-                .map_err(|e| format!("leaf {i}: {e}"))?;
-            let leaf = leaf.first().ok_or_else(|| format!("leaf {i}: missing"))?;
-            mirror.push_leaf_hash(leaf.0).map_err(|e| e.to_string())?;
+                .map_err(|e| Unsent::Leaf {
+                    index: i,
+                    reason: e.to_string(),
+                })?;
+            let leaf = leaf.first().ok_or_else(|| Unsent::Leaf {
+                index: i,
+                reason: "missing".into(),
+            })?;
+            mirror.push_leaf_hash(leaf.0)?;
         }
         Ok(())
     }
 
-    fn proof(&self, old: u64, size: u64) -> Result<Vec<NodeHash>, String> {
+    fn proof(&self, old: u64, size: u64) -> Result<Vec<NodeHash>, Unsent> {
         let mirror = self.mirror.lock().unwrap_or_else(|e| e.into_inner());
-        mirror.consistency(old, size).map_err(|e| e.to_string())
+        Ok(mirror.consistency(old, size)?)
     }
 
     fn count(&self, ep: &Endpoint, result: &str) {
@@ -333,20 +375,19 @@ impl Inner {
         Outcome::Finished
     }
 
-    async fn post(&self, ep: &Endpoint, body: Vec<u8>) -> Result<Answer, String> {
+    async fn post(&self, ep: &Endpoint, body: Vec<u8>) -> Result<Answer, Unsent> {
         let mut resp = self
             .http
             .post(protocol::add_checkpoint_url(&ep.url))
             .timeout(ep.timeout)
             .body(body)
             .send()
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let status = resp.status().as_u16();
         let mut body = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(|e| e.to_string())? {
+        while let Some(chunk) = resp.chunk().await? {
             if body.len() + chunk.len() > MAX_ANSWER_BYTES {
-                return Err(format!("answer over {MAX_ANSWER_BYTES} bytes"));
+                return Err(Unsent::TooLarge);
             }
             body.extend_from_slice(&chunk);
         }
@@ -384,15 +425,7 @@ impl Inner {
     }
 
     async fn store_line(&self, size: u64, c: &cosig::Cosignature) -> Result<(), StoreError> {
-        let key = Key::parse(&format!(
-            "{LOG_COSIGNATURES}/{size:020}/{:08x}-{}",
-            c.key_id, c.timestamp
-        ))
-        .map_err(|e| StoreError::Backend {
-            op: "put",
-            key: LOG_COSIGNATURES.to_string(),
-            detail: e.to_string(),
-        })?;
+        let key = Key::log_cosignature(size, c.key_id, c.timestamp);
         match self
             .store
             .put_bytes_reporting(&key, Bytes::from(c.to_line()))

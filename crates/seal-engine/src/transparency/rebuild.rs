@@ -17,13 +17,14 @@
 use bytes::Bytes;
 
 use super::guard::{self, StoredSeal};
-use super::view::{check, LogView};
+use super::view::LogView;
 use super::{raw_keys, trusted_entry, Cache, Log, LogError};
 use crate::audit::Problem;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 use seal_core::sealing::{PublicKey, SigningKey};
 use seal_core::tlog::{self, LogEntry, RebuildEntry, MAX_REBUILD_PROBLEMS};
+use seal_core::vocab::AuditCheck;
 use seal_store::{Key, StoreError};
 
 /// Where the previous log's objects go.
@@ -146,9 +147,9 @@ impl Log {
                 Ok(h) => h.to_string(),
                 Err(detail) => {
                     refused.push(Problem::new(
-                        check::UNLOGGED,
+                        AuditCheck::RunUnlogged,
                         Key::seal(run).as_str(),
-                        detail.clone(),
+                        detail.to_string(),
                     ));
                     continue;
                 }
@@ -168,12 +169,12 @@ impl Log {
             match trusted_entry(&self.store, run, signers).await {
                 Ok(e) if e.seal_sha256 == hash => relog.push((run.clone(), e)),
                 Ok(_) => refused.push(Problem::new(
-                    check::UNLOGGED,
+                    AuditCheck::RunUnlogged,
                     Key::seal(run).as_str(),
                     "the seal changed during the rebuild",
                 )),
                 Err(LogError::NotSealed { detail, .. }) => refused.push(Problem::new(
-                    check::UNLOGGED,
+                    AuditCheck::RunUnlogged,
                     format!("runs/{run}"),
                     format!("not a seal by a trusted key over this run's evidence: {detail}"),
                 )),

@@ -19,29 +19,8 @@ use crate::audit::Problem;
 use seal_core::ids::RunId;
 use seal_core::key::LOG_ENTRIES;
 use seal_core::tlog::{self, Leaf, LogEntry, NodeHash, RebuildEntry, SignedCheckpoint, Tree};
+use seal_core::vocab::AuditCheck;
 use seal_store::{Key, Store, StoreError};
-
-/// Check ids of the log's problems.
-pub mod check {
-    /// An entry object is missing, unreadable or not a canonical entry.
-    pub const ENTRIES: &str = "log_entries";
-    /// A checkpoint is missing, unsigned, or commits to entries the store lacks.
-    pub const CHECKPOINT: &str = "log_checkpoint";
-    /// Two signed trees of one size with different roots.
-    pub const FORK: &str = "log_fork";
-    /// The log is not an append-only extension of an older checkpoint (rollback, rewrite).
-    pub const CONSISTENCY: &str = "log_consistency";
-    /// A logged run is gone from the store.
-    pub const MISSING: &str = "run_missing";
-    /// A logged run's evidence or seal is not the one logged.
-    pub const REPLACED: &str = "run_replaced";
-    /// A sealed run in the store is not in the log.
-    pub const UNLOGGED: &str = "run_unlogged";
-    /// A run appears in the log more than once (judged again under the same id).
-    pub const RELOGGED: &str = "run_relogged";
-    /// `seal verify`: the run's seal is not proven included in the latest checkpoint.
-    pub const INCLUSION: &str = "log_inclusion";
-}
 
 /// The log as stored, with what is wrong with it.
 #[derive(Debug, Default)]
@@ -70,7 +49,16 @@ pub struct LogView {
 }
 
 /// A checkpoint as read, before the entries are: verified, or why not.
-type ReadCheckpoint = (u64, Key, Result<SignedCheckpoint, String>);
+type ReadCheckpoint = (u64, Key, Result<SignedCheckpoint, BadCheckpoint>);
+
+/// Why a stored checkpoint is not one of the log's.
+#[derive(Debug, thiserror::Error)]
+enum BadCheckpoint {
+    #[error("the checkpoint of size {signed} is stored under size {stored}")]
+    Misplaced { signed: u64, stored: u64 },
+    #[error(transparent)]
+    Unverified(#[from] tlog::TlogError),
+}
 
 /// An inclusion proof of a run's seal, as `seal log prove --json` prints it.
 #[derive(Debug, Clone, Serialize)]
@@ -191,7 +179,7 @@ impl LogView {
                 Some(n) => numbered.push((n, k)),
                 None => {
                     self.problems.push(Problem::new(
-                        check::ENTRIES,
+                        AuditCheck::LogEntries,
                         k.as_str(),
                         "not a log entry name: an object nobody appended",
                     ));
@@ -207,7 +195,7 @@ impl LogView {
             .count();
         if let Some((_, k)) = numbered.get(contiguous) {
             self.refuse(Problem::new(
-                check::ENTRIES,
+                AuditCheck::LogEntries,
                 Key::log_entry(contiguous as u64).as_str(),
                 format!(
                     "missing while {k} exists: a log entry was dropped ({} later entries are outside the tree)",
@@ -237,7 +225,11 @@ impl LogView {
     fn push_entry(&mut self, k: Key, bytes: Bytes, trusted: &[[u8; 32]]) {
         let index = self.entries.len() as u64;
         if let Err(e) = self.tree.push(&bytes) {
-            self.refuse(Problem::new(check::ENTRIES, k.as_str(), e.to_string()));
+            self.refuse(Problem::new(
+                AuditCheck::LogEntries,
+                k.as_str(),
+                e.to_string(),
+            ));
         }
         let leaf = Leaf::from_bytes(&bytes).and_then(|leaf| match leaf {
             Leaf::Rebuild(r) => r.verify(trusted).map(|()| Leaf::Rebuild(r)),
@@ -254,7 +246,11 @@ impl LogView {
             }
             Err(e) => {
                 self.first_bad_leaf.get_or_insert(index);
-                self.refuse(Problem::new(check::ENTRIES, k.as_str(), e.to_string()));
+                self.refuse(Problem::new(
+                    AuditCheck::LogEntries,
+                    k.as_str(),
+                    e.to_string(),
+                ));
                 None
             }
         };
@@ -276,15 +272,18 @@ impl LogView {
                     }
                 }
                 Err(detail) => {
-                    self.problems
-                        .push(Problem::new(check::CHECKPOINT, k.as_str(), detail));
+                    self.problems.push(Problem::new(
+                        AuditCheck::LogCheckpoint,
+                        k.as_str(),
+                        detail.to_string(),
+                    ));
                     self.unverified.push((size, k));
                 }
             }
         }
         if self.latest.is_none() && self.size() > 0 {
             self.problems.push(Problem::new(
-                check::CHECKPOINT,
+                AuditCheck::LogCheckpoint,
                 super::LOG_CHECKPOINTS,
                 "no checkpoint signed by a trusted key: nothing commits to the log's entries",
             ));
@@ -295,7 +294,7 @@ impl LogView {
     fn against_entries(&self, object: &str, c: &SignedCheckpoint) -> Option<Problem> {
         if c.size > self.size() {
             return Some(Problem::mismatch(
-                check::CHECKPOINT,
+                AuditCheck::LogCheckpoint,
                 object,
                 format!("{} entries", c.size),
                 format!("{} entries", self.size()),
@@ -305,7 +304,7 @@ impl LogView {
         let root = self.tree.root(c.size).ok()?;
         (root != c.root).then(|| {
             Problem::mismatch(
-                check::FORK,
+                AuditCheck::LogFork,
                 object,
                 tlog::hex(&c.root),
                 tlog::hex(&root),
@@ -346,7 +345,8 @@ impl LogView {
     /// latest signed checkpoint (`log_inclusion`).
     pub async fn check_run(&self, store: &Store, run: &RunId) -> Result<Vec<Problem>, StoreError> {
         let object = Key::seal(run).to_string();
-        let inclusion = |detail: String| Problem::new(check::INCLUSION, object.clone(), detail);
+        let inclusion =
+            |detail: String| Problem::new(AuditCheck::LogInclusion, object.clone(), detail);
         let stored = match entry_for(store, run).await {
             Ok(Some(e)) => e,
             // The seal checks name a missing or unreadable seal already.
@@ -368,7 +368,7 @@ impl LogView {
         let logged = LogEntry::from_bytes(proof.entry.as_bytes()).ok();
         if logged.as_ref() != Some(&stored) {
             problems.push(Problem::mismatch(
-                check::REPLACED,
+                AuditCheck::RunReplaced,
                 object,
                 logged.map(|e| e.seal_sha256).unwrap_or_default(),
                 &stored.seal_sha256,
@@ -389,7 +389,7 @@ impl LogView {
         (indices.len() > 1).then(|| {
             let at: Vec<String> = indices.iter().map(u64::to_string).collect();
             Problem::new(
-                check::RELOGGED,
+                AuditCheck::RunRelogged,
                 format!("runs/{run}"),
                 format!(
                     "logged {} times (leaves {}): a decided run was judged again under the same id",
@@ -484,7 +484,7 @@ async fn runs_against_log(
         let object = Key::log_entry(index as u64).to_string();
         let Ok(run) = RunId::parse(&entry.run_id) else {
             problems.push(Problem::new(
-                check::ENTRIES,
+                AuditCheck::LogEntries,
                 object,
                 "the run id is not valid",
             ));
@@ -496,7 +496,7 @@ async fn runs_against_log(
                 Err(LogError::Store(e)) => return Err(e),
                 Err(e) => {
                     problems.push(Problem::new(
-                        check::REPLACED,
+                        AuditCheck::RunReplaced,
                         Key::seal(&run).as_str(),
                         e.to_string(),
                     ));
@@ -507,7 +507,7 @@ async fn runs_against_log(
         }
         match stored.get(run.as_str()) {
             Some(StoredRun::Absent) => problems.push(Problem::new(
-                check::MISSING,
+                AuditCheck::RunMissing,
                 format!("runs/{run}"),
                 format!("logged at {object} (seal sha256 {}), but the run is gone from the store: a decided run was deleted", entry.seal_sha256),
             )),
@@ -515,14 +515,14 @@ async fn runs_against_log(
                 pending.push(run.to_string())
             }
             Some(StoredRun::Pending { evidence_sha256 }) => problems.push(Problem::mismatch(
-                check::REPLACED,
+                AuditCheck::RunReplaced,
                 Key::evidence(&run).as_str(),
                 &entry.evidence_sha256,
                 evidence_sha256,
                 format!("run {run} is not the run logged at {object}, and holds no seal: its evidence was replaced"),
             )),
             Some(StoredRun::Sealed(s)) if s != entry => problems.push(Problem::mismatch(
-                check::REPLACED,
+                AuditCheck::RunReplaced,
                 Key::seal(&run).as_str(),
                 &entry.seal_sha256,
                 &s.seal_sha256,
@@ -537,7 +537,7 @@ async fn runs_against_log(
             continue;
         }
         problems.push(Problem::new(
-            check::UNLOGGED,
+            AuditCheck::RunUnlogged,
             format!("runs/{run}"),
             "sealed, but not in the transparency log: an extra run nobody appended, or a dropped entry",
         ));
@@ -558,7 +558,7 @@ fn against_old(
         Ok(c) => c,
         Err(e) => {
             problems.push(Problem::new(
-                check::CONSISTENCY,
+                AuditCheck::LogConsistency,
                 object,
                 format!("the older checkpoint does not verify: {e}"),
             ));
@@ -568,7 +568,7 @@ fn against_old(
     if let Some(latest) = &view.latest {
         if latest.origin != old.origin {
             problems.push(Problem::mismatch(
-                check::CONSISTENCY,
+                AuditCheck::LogConsistency,
                 object,
                 &old.origin,
                 &latest.origin,
@@ -579,7 +579,7 @@ fn against_old(
     }
     if old.size > view.size() {
         problems.push(Problem::mismatch(
-            check::CONSISTENCY,
+            AuditCheck::LogConsistency,
             object,
             format!("at least {} entries", old.size),
             format!("{} entries", view.size()),
@@ -591,7 +591,7 @@ fn against_old(
     if root != old.root {
         let fork = view.signed.get(&old.size).is_some_and(|r| *r != old.root);
         problems.push(Problem::mismatch(
-            if fork { check::FORK } else { check::CONSISTENCY },
+            if fork { AuditCheck::LogFork } else { AuditCheck::LogConsistency },
             object,
             tlog::hex(&old.root),
             tlog::hex(&root),
@@ -601,13 +601,17 @@ fn against_old(
     }
     let latest = view.latest.as_ref()?;
     if latest.size < old.size {
-        problems.push(Problem::mismatch(check::CONSISTENCY, object, old.size, latest.size, "the store's latest checkpoint is older than yours: checkpoints were deleted or rolled back"));
+        problems.push(Problem::mismatch(AuditCheck::LogConsistency, object, old.size, latest.size, "the store's latest checkpoint is older than yours: checkpoints were deleted or rolled back"));
         return None;
     }
     let proof = view.tree.consistency(old.size, latest.size).ok()?;
     if let Err(e) = tlog::check_consistency(&proof, old.size, &old.root, latest.size, &latest.root)
     {
-        problems.push(Problem::new(check::CONSISTENCY, object, e.to_string()));
+        problems.push(Problem::new(
+            AuditCheck::LogConsistency,
+            object,
+            e.to_string(),
+        ));
         return None;
     }
     Some(Consistency {
@@ -633,11 +637,11 @@ async fn read_checkpoints(
         };
         let verified = match tlog::open_checkpoint(&bytes, trusted) {
             Ok(c) if c.size == size => Ok(c),
-            Ok(c) => Err(format!(
-                "the checkpoint of size {} is stored under size {size}",
-                c.size
-            )),
-            Err(e) => Err(e.to_string()),
+            Ok(c) => Err(BadCheckpoint::Misplaced {
+                signed: c.size,
+                stored: size,
+            }),
+            Err(e) => Err(e.into()),
         };
         let done = verified.is_ok() && !all;
         read.push((size, k, verified));

@@ -22,14 +22,45 @@ use std::time::Duration;
 use super::cosig::{self, Cosignature, WitnessKey};
 use super::{protocol, WitnessSpec, LOG_COSIGNATURES};
 use crate::audit::Problem;
-use seal_core::fault::HasFault as _;
+use seal_core::fault::{Fault, HasFault};
 use seal_core::tlog::{self, SignedCheckpoint};
+use seal_core::vocab::AuditCheck;
 use seal_store::{Key, Store, StoreError};
 
-/// The check id of every witness problem.
-pub const CHECK: &str = "log_witness";
 /// Largest witness answer or stored cosignature object read.
 const MAX_READ_BYTES: usize = 64 * 1024;
+
+/// Why witnesses could not be asked or required.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WitnessError {
+    #[error("witness key: {0}")]
+    Key(#[from] seal_core::sealing::KeyError),
+    #[error(
+        "a witness quorum of {quorum} without any witness key (--witness PEM or [[witnesses]])"
+    )]
+    QuorumWithoutKeys { quorum: usize },
+    #[error("witness quorum {quorum} must be between 1 and the {keys} witness keys given")]
+    Quorum { quorum: usize, keys: usize },
+    #[error("witness HTTP client: {0}")]
+    Client(reqwest::Error),
+    #[error("witness {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl HasFault for WitnessError {
+    fn fault(&self) -> Fault {
+        match self {
+            WitnessError::Key(_)
+            | WitnessError::QuorumWithoutKeys { .. }
+            | WitnessError::Quorum { .. } => Fault::Caller,
+            WitnessError::Client(_) | WitnessError::Unreachable { .. } => Fault::Infrastructure,
+            WitnessError::Store(e) => e.fault(),
+        }
+    }
+}
 
 /// The witnesses a verifier trusts and how many must have cosigned.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,13 +77,11 @@ impl Policy {
         config_quorum: Option<usize>,
         extra: &[PathBuf],
         quorum: Option<usize>,
-    ) -> Result<Policy, String> {
+    ) -> Result<Policy, WitnessError> {
         let mut keys: Vec<WitnessKey> = Vec::new();
         let named = config.iter().map(|s| (Some(s.name.clone()), &s.public_key));
         for (name, path) in named.chain(extra.iter().map(|p| (None, p))) {
-            let public = seal_core::sealing::PublicKey::load(path)
-                .map_err(|e| format!("witness key: {e}"))?
-                .raw();
+            let public = seal_core::sealing::PublicKey::load(path)?.raw();
             // The same key twice (config and flag) is one witness.
             if !keys.iter().any(|k| k.public == public) {
                 keys.push(WitnessKey { name, public });
@@ -60,15 +89,9 @@ impl Policy {
         }
         let quorum = match (quorum.or(config_quorum), keys.len()) {
             (None, n) => n,
-            (Some(q), 0) => {
-                return Err(format!(
-                "a witness quorum of {q} without any witness key (--witness PEM or [[witnesses]])"
-            ))
-            }
+            (Some(q), 0) => return Err(WitnessError::QuorumWithoutKeys { quorum: q }),
             (Some(q), n) if q == 0 || q > n => {
-                return Err(format!(
-                    "witness quorum {q} must be between 1 and the {n} witness keys given"
-                ))
+                return Err(WitnessError::Quorum { quorum: q, keys: n })
             }
             (Some(q), _) => q,
         };
@@ -99,7 +122,7 @@ impl Witnessed {
         }
         let of = self.cosigned_by.len() + self.missing.len();
         Some(Problem::mismatch(
-            CHECK,
+            AuditCheck::LogWitness,
             Key::log_checkpoint(self.size).as_str(),
             format!("{} of {of} witness cosignatures", self.quorum),
             format!("{} ({})", self.cosigned_by.len(), self.cosigned_by.join(", ")),
@@ -206,13 +229,13 @@ pub async fn ask_witness(
     url: &str,
     origin: &str,
     store_latest: Option<u64>,
-) -> Result<Asked, String> {
+) -> Result<Asked, WitnessError> {
     let object = format!("witness {url}");
     let Some(note) = fetch_latest(url, origin).await? else {
         let problems = store_latest
             .map(|s| {
                 vec![Problem::new(
-                    CHECK,
+                    AuditCheck::LogWitness,
                     object.clone(),
                     format!("the witness has cosigned no checkpoint of log {origin:?}, while the store's log reaches size {s}: checkpoints are not reaching this witness"),
                 )]
@@ -228,7 +251,7 @@ pub async fn ask_witness(
         Ok(c) => c,
         Err(e) => {
             let p = Problem::new(
-                CHECK,
+                AuditCheck::LogWitness,
                 object,
                 format!("the witness's checkpoint is not signed by a trusted log key: {e}"),
             );
@@ -239,9 +262,7 @@ pub async fn ask_witness(
             });
         }
     };
-    let problems = against_store(store, trusted, &object, &theirs, store_latest)
-        .await
-        .map_err(|e| e.to_string())?;
+    let problems = against_store(store, trusted, &object, &theirs, store_latest).await?;
     Ok(Asked {
         url: url.into(),
         size: Some(theirs.size),
@@ -259,7 +280,7 @@ async fn against_store(
 ) -> Result<Vec<Problem>, StoreError> {
     if store_latest.is_none_or(|s| s < theirs.size) {
         return Ok(vec![Problem::mismatch(
-            CHECK,
+            AuditCheck::LogWitness,
             object,
             format!("a checkpoint of size {} or more", theirs.size),
             store_latest.map_or("none".to_string(), |s| format!("size {s}")),
@@ -269,7 +290,7 @@ async fn against_store(
     let key = Key::log_checkpoint(theirs.size);
     let Some(ours) = store.get_opt(&key).await? else {
         return Ok(vec![Problem::new(
-            CHECK,
+            AuditCheck::LogWitness,
             key.as_str(),
             format!("missing, while the witness cosigned the log's checkpoint of size {}: a checkpoint was deleted", theirs.size),
         )]);
@@ -277,7 +298,7 @@ async fn against_store(
     match tlog::open_checkpoint(&ours, trusted) {
         Ok(c) if c.root == theirs.root => Ok(Vec::new()),
         Ok(c) => Ok(vec![Problem::mismatch(
-            crate::transparency::view::check::FORK,
+            AuditCheck::LogFork,
             key.as_str(),
             tlog::hex(&theirs.root),
             tlog::hex(&c.root),
@@ -289,30 +310,30 @@ async fn against_store(
 }
 
 /// The witness's latest checkpoint of `origin` (None on 404).
-async fn fetch_latest(url: &str, origin: &str) -> Result<Option<Vec<u8>>, String> {
+async fn fetch_latest(url: &str, origin: &str) -> Result<Option<Vec<u8>>, WitnessError> {
     let target = protocol::checkpoint_url(url, origin);
+    let unreachable = |reason: String| WitnessError::Unreachable {
+        url: url.to_string(),
+        reason,
+    };
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(WitnessError::Client)?;
     let mut resp = client
         .get(&target)
         .send()
         .await
-        .map_err(|e| format!("witness {url}: {e}"))?;
+        .map_err(|e| unreachable(e.to_string()))?;
     match resp.status().as_u16() {
         200 => {}
         404 => return Ok(None),
-        s => return Err(format!("witness {url}: {target} answered {s}")),
+        s => return Err(unreachable(format!("{target} answered {s}"))),
     }
     let mut body = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .map_err(|e| format!("witness {url}: {e}"))?
-    {
+    while let Some(chunk) = resp.chunk().await.map_err(|e| unreachable(e.to_string()))? {
         if body.len() + chunk.len() > MAX_READ_BYTES {
-            return Err(format!("witness {url}: answer over {MAX_READ_BYTES} bytes"));
+            return Err(unreachable(format!("answer over {MAX_READ_BYTES} bytes")));
         }
         body.extend_from_slice(&chunk);
     }

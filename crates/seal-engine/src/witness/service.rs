@@ -108,15 +108,13 @@ impl Witness {
         file: StateFile,
         state: State,
         clock: Clock,
-    ) -> Result<Witness, String> {
+    ) -> Result<Witness, BadWitness> {
         if !signed_note::is_key_name_valid(name) {
-            return Err(format!(
-                "witness name {name:?} is not a valid signed-note key name (no spaces, no '+')"
-            ));
+            return Err(BadWitness::Name(name.to_string()));
         }
         for origin in logs.keys() {
             if !tlog::is_origin_valid(origin) {
-                return Err(format!("log origin {origin:?} is not valid"));
+                return Err(BadWitness::Origin(origin.clone()));
             }
         }
         Ok(Witness {
@@ -154,7 +152,7 @@ impl Witness {
         if let Err(why) = consistent(held, &req, &sub) {
             // Signed by the log's key yet inconsistent: evidence of a fork or a rollback.
             tracing::warn!(origin = %sub.origin, old = req.old, size = sub.size, %why, "refused an inconsistent checkpoint");
-            return Err(Refusal::Inconsistent(why));
+            return Err(Refusal::Inconsistent(why.to_string()));
         }
         let line = self.cosign(&sub)?;
         let mut next = state.clone();
@@ -222,23 +220,50 @@ impl Witness {
     }
 }
 
+/// A witness that cannot be set up as configured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadWitness {
+    #[error("witness name {0:?} is not a valid signed-note key name (no spaces, no '+')")]
+    Name(String),
+    #[error("log origin {0:?} is not valid")]
+    Origin(String),
+}
+
+/// Why a checkpoint does not extend the one held (the text is the 422's).
+#[derive(Debug, thiserror::Error)]
+enum Inconsistency {
+    #[error("a checkpoint of size 0 must carry the empty tree's root")]
+    EmptyRoot,
+    #[error("a consistency proof from size 0 must be empty")]
+    ProofFromZero,
+    #[error("the held checkpoint has no readable root")]
+    HeldRoot,
+    #[error(transparent)]
+    Proof(#[from] tlog::TlogError),
+}
+
 /// The checks of the module doc past the held size: `Err` names the inconsistency.
-fn consistent(held: Option<&LogState>, req: &AddCheckpoint, sub: &Submitted) -> Result<(), String> {
+fn consistent(
+    held: Option<&LogState>,
+    req: &AddCheckpoint,
+    sub: &Submitted,
+) -> Result<(), Inconsistency> {
     if sub.size == 0 && sub.root != empty_root() {
-        return Err("a checkpoint of size 0 must carry the empty tree's root".into());
+        return Err(Inconsistency::EmptyRoot);
     }
     if req.old == 0 {
         return if req.proof.is_empty() {
             Ok(())
         } else {
-            Err("a consistency proof from size 0 must be empty".into())
+            Err(Inconsistency::ProofFromZero)
         };
     }
     let held_root = held
         .and_then(LogState::root_hash)
-        .ok_or_else(|| "the held checkpoint has no readable root".to_string())?;
-    tlog::check_consistency(&req.proof, req.old, &held_root, sub.size, &sub.root)
-        .map_err(|e| e.to_string())
+        .ok_or(Inconsistency::HeldRoot)?;
+    Ok(tlog::check_consistency(
+        &req.proof, req.old, &held_root, sub.size, &sub.root,
+    )?)
 }
 
 /// The note's signature lines by one of the log's trusted keys (all of them verified: a note

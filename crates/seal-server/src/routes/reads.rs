@@ -8,19 +8,13 @@ use axum::Json;
 use serde_json::json;
 use std::sync::atomic::Ordering;
 
-use seal_core::canonical::Hash;
 use seal_store::Key;
 
 use crate::state::run_id;
 use crate::{ApiError, AppState, OPENAPI_JSON};
 
 pub(crate) async fn healthz(State(state): State<AppState>) -> Response {
-    match state
-        .engine
-        .store
-        .exists(&Key::parse("healthz").unwrap_or_else(|_| Key::cas(&Hash::of(b""))))
-        .await
-    {
+    match state.engine.store.exists(&Key::health()).await {
         Ok(_) => Json(json!({"status": "ok", "store": state.engine.store.url().to_string()}))
             .into_response(),
         Err(e) => ApiError::from(e).into_response(),

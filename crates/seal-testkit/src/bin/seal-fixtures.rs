@@ -25,7 +25,8 @@ const MODEL_A: &str = "fixture-judge-a";
 const MODEL_B: &str = "fixture-judge-b";
 const DECIDED_AT: &str = "2026-11-29T12:00:00Z";
 
-type Res<T> = Result<T, String>;
+/// Any failure ends the run with its message: a generator, not a service.
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
 /// How the loopback judges behave for one run.
 type Setup = Box<dyn Fn(&Loopback)>;
 
@@ -34,8 +35,8 @@ fn err(e: impl std::fmt::Display) -> String {
 }
 
 fn read_json(p: &Path) -> Res<Value> {
-    serde_json::from_slice(&std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?)
-        .map_err(|e| format!("{}: {e}", p.display()))
+    let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok(serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", p.display()))?)
 }
 
 fn write_json(p: &Path, v: &Value) -> Res<()> {
@@ -44,7 +45,7 @@ fn write_json(p: &Path, v: &Value) -> Res<()> {
     }
     let mut text = serde_json::to_string_pretty(v).map_err(err)?;
     text.push('\n');
-    std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
+    Ok(std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))?)
 }
 
 fn copy_blobs(from: &Path, to: &Path) -> Res<()> {
@@ -134,7 +135,7 @@ fn config(lb: &Loopback, budget: Option<&str>) -> Res<Config> {
     if let Some(b) = budget {
         text = text.replace("run_rmb = 5.0", &format!("run_rmb = {b}"));
     }
-    Config::parse("sealed-fixtures", &text, &env).map_err(err)
+    Ok(Config::parse("sealed-fixtures", &text, &env)?)
 }
 
 async fn engine(store: &Store, lb: &Loopback, key: &Path, budget: Option<&str>) -> Res<Engine> {
@@ -179,7 +180,8 @@ async fn run() -> Res<()> {
             other => {
                 return Err(format!(
                     "unknown argument {other:?} (usage: seal-fixtures [--out DIR])"
-                ))
+                )
+                .into())
             }
         }
     }
@@ -339,7 +341,10 @@ async fn run() -> Res<()> {
             .evidence
             .decision
             .as_ref()
-            .map(|d| format!("{} {:?}", d.action.as_str(), d.reasons))
+            .map(|d| {
+                let reasons: Vec<String> = d.reasons.iter().map(|r| r.to_string()).collect();
+                format!("{} {reasons:?}", d.action.as_str())
+            })
             .unwrap_or_default();
         println!(
             "sealed {name}: {} ({d})",

@@ -2,6 +2,9 @@
 //!
 //! `seal validate`, the finalPostguard and `seal verify` all call [`check`], so a rule is
 //! written once and enforced at every gate. Each violation names the JSON pointer and the rule.
+//! [`words`] reads the typed words of the document first, so a bad one is named where it is.
+
+mod words;
 
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -12,6 +15,7 @@ use crate::derive;
 use crate::doc::*;
 use crate::ids::RollId;
 use crate::key::Key;
+use crate::vocab::{AuditCheck, Reason};
 
 fn f(pointer: impl Into<String>, rule: &str, message: impl Into<String>) -> Finding {
     Finding {
@@ -23,6 +27,10 @@ fn f(pointer: impl Into<String>, rule: &str, message: impl Into<String>) -> Find
 
 /// Runs the invariants of `kind` on a document that already passed its schema.
 pub fn check(kind: Kind, doc: &Value) -> Vec<Finding> {
+    let bad_words = words::check(kind, doc);
+    if !bad_words.is_empty() {
+        return bad_words;
+    }
     fn typed<T: serde::de::DeserializeOwned>(doc: &Value) -> Result<T, Vec<Finding>> {
         serde_json::from_value(doc.clone()).map_err(|e| vec![f("", "shape", e.to_string())])
     }
@@ -46,19 +54,28 @@ pub fn check(kind: Kind, doc: &Value) -> Vec<Finding> {
     r.unwrap_or_else(|e| e)
 }
 
-fn sorted_unique<'a>(ids: impl Iterator<Item = &'a str>) -> Result<(), String> {
-    let mut prev: Option<&str> = None;
+/// The first id that does not strictly follow the one before it, as the finding `rule` at
+/// `pointer` names it.
+fn unsorted<S: AsRef<str>>(
+    ids: impl Iterator<Item = S>,
+    pointer: &str,
+    rule: &str,
+) -> Option<Finding> {
+    let mut prev: Option<S> = None;
     for id in ids {
-        if let Some(p) = prev {
-            if p >= id {
-                return Err(format!(
-                    "{id:?} after {p:?}: not sorted by id or duplicated"
+        if let Some(p) = &prev {
+            if p.as_ref() >= id.as_ref() {
+                let (id, p) = (id.as_ref(), p.as_ref());
+                return Some(f(
+                    pointer,
+                    rule,
+                    format!("{id:?} after {p:?}: not sorted by id or duplicated"),
                 ));
             }
         }
         prev = Some(id);
     }
-    Ok(())
+    None
 }
 
 fn show(r: Option<RollId>) -> String {
@@ -202,19 +219,18 @@ fn roll_records(d: &Evidence, out: &mut Vec<Finding>) {
             ("judgeBRef/parsedRef", &r.judge_b_ref.parsed_ref),
             ("judgeBRef/normalizedRef", &r.judge_b_ref.normalized_ref),
         ] {
-            let ok = Key::parse(reference)
-                .map(|k| {
-                    k.as_str()
-                        .starts_with(&format!("runs/{}/{}/", d.run_id, r.roll_id))
-                })
-                .unwrap_or(false);
+            let ok = reference
+                .as_str()
+                .starts_with(&format!("runs/{}/{}/", d.run_id, r.roll_id));
             if !ok {
                 out.push(f(
                     format!("/rolls/{i}/{field}"),
                     "ref_in_run",
                     format!(
-                        "{reference:?} is not a key inside runs/{}/{}/",
-                        d.run_id, r.roll_id
+                        "{:?} is not a key inside runs/{}/{}/",
+                        reference.as_str(),
+                        d.run_id,
+                        r.roll_id
                     ),
                 ));
             }
@@ -377,7 +393,7 @@ fn judge_rules(d: &Evidence, out: &mut Vec<Finding>) {
                 let pairs = [
                     (
                         "consensusRef",
-                        j.consensus_ref.as_deref() == Some(r.judge_consensus_ref.as_str()),
+                        j.consensus_ref.as_ref() == Some(&r.judge_consensus_ref),
                     ),
                     (
                         "consensusHash",
@@ -519,7 +535,7 @@ fn postguard_and_outcome(
     outcome: Outcome,
     pg: &FinalPostguard,
     out: &mut Vec<Finding>,
-) -> (Outcome, Vec<crate::vocab::Reason>) {
+) -> (Outcome, Vec<Reason>) {
     let all_ok = pg.checks.iter().all(|c| c.ok);
     if pg.passed != all_ok {
         out.push(f(
@@ -530,12 +546,7 @@ fn postguard_and_outcome(
     }
     // The outcome and reasons are the one derivation's (docs/DESIGN.md §6): the source roll's
     // outcome, unless the postguard failed or the source roll is void.
-    let failed: Vec<&str> = pg
-        .checks
-        .iter()
-        .filter(|c| !c.ok)
-        .map(|c| c.id.as_str())
-        .collect();
+    let failed: Vec<AuditCheck> = pg.checks.iter().filter(|c| !c.ok).map(|c| c.id).collect();
     let (expected, want_reasons) = derive::outcome_and_reasons(d, &failed);
     if outcome != expected {
         out.push(f(
@@ -574,7 +585,7 @@ fn decision_rules(
     d: &Evidence,
     outcome: Outcome,
     expected: Outcome,
-    want_reasons: &[crate::vocab::Reason],
+    want_reasons: &[Reason],
     pg: &FinalPostguard,
     dec: &Decision,
     out: &mut Vec<Finding>,
@@ -592,17 +603,25 @@ fn decision_rules(
             ),
         ));
     }
-    if let Err(e) = sorted_unique(dec.reasons.iter().map(String::as_str)) {
-        out.push(f("/decision/reasons", "reasons_sorted", e));
-    }
-    if outcome == Outcome::Pass && dec.reasons != ["accept"] {
+    // Sorted as the document writes them: as strings.
+    out.extend(unsorted(
+        dec.reasons.iter().map(|r| r.to_string()),
+        "/decision/reasons",
+        "reasons_sorted",
+    ));
+    if outcome == Outcome::Pass && dec.reasons != [Reason::Accept] {
         out.push(f(
             "/decision/reasons",
             "decision_follows_outcome",
             "a pass is decided with the single reason accept",
         ));
     }
-    if !pg.passed && !dec.reasons.iter().any(|r| r.starts_with("postguard_")) {
+    if !pg.passed
+        && !dec
+            .reasons
+            .iter()
+            .any(|r| matches!(r, Reason::Postguard(_)))
+    {
         out.push(f(
             "/decision/reasons",
             "postguard_reason",
@@ -612,8 +631,8 @@ fn decision_rules(
     if outcome == expected {
         let want: Vec<String> = want_reasons.iter().map(|r| r.to_string()).collect();
         for (i, r) in dec.reasons.iter().enumerate() {
-            let known = r.parse::<crate::vocab::Reason>().is_ok();
-            if !known || !want.contains(r) {
+            if !want_reasons.contains(r) {
+                let r = r.to_string();
                 out.push(f(
                     format!("/decision/reasons/{i}"),
                     "reason_follows_outcome",
@@ -621,7 +640,8 @@ fn decision_rules(
                 ));
             }
         }
-        for w in want.iter().filter(|w| !dec.reasons.contains(w)) {
+        for w in want_reasons.iter().filter(|w| !dec.reasons.contains(w)) {
+            let w = w.to_string();
             out.push(f(
                 "/decision/reasons",
                 "reason_follows_outcome",
@@ -735,9 +755,11 @@ pub fn proof_package(p: &ProofPackage) -> Vec<Finding> {
 
 pub fn judge_package(p: &JudgePackage) -> Vec<Finding> {
     let mut out = Vec::new();
-    if let Err(e) = sorted_unique(p.obligations.iter().map(|o| o.id.as_str())) {
-        out.push(f("/obligations", "obligations_sorted", e));
-    }
+    out.extend(unsorted(
+        p.obligations.iter().map(|o| o.id.as_str()),
+        "/obligations",
+        "obligations_sorted",
+    ));
     for (i, a) in p.actions.iter().enumerate() {
         if a.seq != i as u64 {
             out.push(f(
@@ -752,9 +774,11 @@ pub fn judge_package(p: &JudgePackage) -> Vec<Finding> {
 
 pub fn judge_result(r: &JudgeResult) -> Vec<Finding> {
     let mut out = Vec::new();
-    if let Err(e) = sorted_unique(r.obligations.iter().map(|o| o.id.as_str())) {
-        out.push(f("/obligations", "obligations_sorted", e));
-    }
+    out.extend(unsorted(
+        r.obligations.iter().map(|o| o.id.as_str()),
+        "/obligations",
+        "obligations_sorted",
+    ));
     if r.slot_failed.is_some()
         && r.obligations
             .iter()
@@ -784,9 +808,10 @@ pub fn judge_result(r: &JudgeResult) -> Vec<Finding> {
                 "sequenceRefs must be sorted and merged",
             ));
         }
-        if sorted_unique(o.frame_hashes.iter().map(String::as_str)).is_err() {
+        let at = format!("/obligations/{i}/frameHashes");
+        if unsorted(o.frame_hashes.iter(), &at, "refs_sorted").is_some() {
             out.push(f(
-                format!("/obligations/{i}/frameHashes"),
+                at,
                 "refs_sorted",
                 "frameHashes must be sorted and unique",
             ));
@@ -797,9 +822,11 @@ pub fn judge_result(r: &JudgeResult) -> Vec<Finding> {
 
 pub fn consensus(c: &JudgeConsensus) -> Vec<Finding> {
     let mut out = Vec::new();
-    if let Err(e) = sorted_unique(c.obligation_results.iter().map(|o| o.id.as_str())) {
-        out.push(f("/obligationResults", "obligations_sorted", e));
-    }
+    out.extend(unsorted(
+        c.obligation_results.iter().map(|o| o.id.as_str()),
+        "/obligationResults",
+        "obligations_sorted",
+    ));
     signature_and_model(
         "",
         c.decision,
@@ -855,9 +882,11 @@ pub fn cost_reservation(c: &CostReservation) -> Vec<Finding> {
 
 pub fn image_manifest(m: &ImageManifest) -> Vec<Finding> {
     let mut out = Vec::new();
-    if let Err(e) = sorted_unique(m.frames.iter().map(|e| e.hash.as_str())) {
-        out.push(f("/frames", "manifest_sorted", e));
-    }
+    out.extend(unsorted(
+        m.frames.iter().map(|e| e.hash.as_str()),
+        "/frames",
+        "manifest_sorted",
+    ));
     out
 }
 
@@ -866,7 +895,7 @@ pub fn image_manifest(m: &ImageManifest) -> Vec<Finding> {
 pub fn decision_tree(t: &DecisionTree) -> Vec<Finding> {
     let mut out = Vec::new();
     match t.selected_path() {
-        Err(e) => out.push(f("/edges", "one_selected_path", e)),
+        Err(e) => out.push(f("/edges", "one_selected_path", e.to_string())),
         Ok(path) => {
             let want = outcome_node_id(t.observed.outcome);
             if path.last().map(|n| n.id.as_str()) != Some(want.as_str()) {
