@@ -25,7 +25,7 @@ use bytes::{Bytes, BytesMut};
 use futures::Stream;
 use rand::{Rng, RngCore, SeedableRng};
 use seal::canonical::Hash;
-use seal::store::{Key, Store};
+use seal::store::{Key, Reads, Store};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 

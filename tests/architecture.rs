@@ -29,8 +29,8 @@ fn core_layer(module: &str) -> Option<(u8, &'static str)> {
 /// (level, group) of a module of seal-store (`crates/seal-store/src`): one layer.
 fn store_layer(module: &str) -> Option<(u8, &'static str)> {
     match module {
-        "error" | "file" | "file::durable" | "file::read" | "reads" | "store" | "url"
-        | "write_set" => Some((1, "store")),
+        "backend" | "blob" | "error" | "file" | "file::durable" | "file::read" | "object"
+        | "reads" | "staging" | "store" | "url" | "write_set" => Some((1, "store")),
         _ => None,
     }
 }

@@ -72,6 +72,7 @@ async fn keys_under(engine: &Engine, run: &str) -> Vec<String> {
         .list(&format!("runs/{run}"))
         .await
         .unwrap()
+        .keys
         .iter()
         .map(|k| k.to_string())
         .collect()

@@ -48,7 +48,11 @@ async fn race(store_url: &str) {
         );
     }
     let store = Store::open(store_url).await.unwrap();
-    let keys = store.list(&format!("runs/{}", folder.run)).await.unwrap();
+    let keys = store
+        .list(&format!("runs/{}", folder.run))
+        .await
+        .unwrap()
+        .keys;
     assert_eq!(
         keys.iter()
             .filter(|k| k.as_str().ends_with("evidence.json"))

@@ -525,7 +525,7 @@ async fn an_unknown_strategy_is_refused_and_the_current_one_is_accepted() {
     personas(&lb);
     let engine = engine_with(&lb, &file_url(&root), &[]).await;
     let source = RunId::parse("run-puzzle-0013-fail-end").unwrap();
-    let before = engine.store.list_runs().await.unwrap();
+    let before = engine.store.runs().await.unwrap().runs;
 
     let e = replay(
         &engine,
@@ -543,7 +543,7 @@ async fn an_unknown_strategy_is_refused_and_the_current_one_is_accepted() {
     assert!(e.to_string().contains("dual-strict/2"), "{e}");
     assert!(e.to_string().contains("dual-strict/1"), "{e}");
     assert_eq!(
-        engine.store.list_runs().await.unwrap(),
+        engine.store.runs().await.unwrap().runs,
         before,
         "a refused replay writes nothing"
     );
@@ -596,9 +596,10 @@ async fn an_unknown_strategy_is_refused_and_the_current_one_is_accepted() {
     );
     let s = Store::open(&file_url(&store)).await.unwrap();
     let runs: Vec<String> = s
-        .list_runs()
+        .runs()
         .await
         .unwrap()
+        .runs
         .iter()
         .map(|r| r.to_string())
         .collect();
@@ -631,7 +632,7 @@ async fn a_source_with_a_tampered_raw_answer_is_refused() {
 
     // Library, on the working store.
     let engine = engine_with(&lb, &file_url(&root), &[]).await;
-    let before = engine.store.list_runs().await.unwrap();
+    let before = engine.store.runs().await.unwrap().runs;
     for judges in [JudgesFrom::Stored, JudgesFrom::Live] {
         let e = replay(
             &engine,
@@ -647,7 +648,7 @@ async fn a_source_with_a_tampered_raw_answer_is_refused() {
         assert!(msg.contains("does not verify"), "{msg}");
         assert!(msg.contains(&format!("[refs_resolve] {raw}")), "{msg}");
     }
-    assert_eq!(engine.store.list_runs().await.unwrap(), before);
+    assert_eq!(engine.store.runs().await.unwrap().runs, before);
     assert!(lb.calls().is_empty());
 
     // The binary, in place and importing from a damaged archive with --from.
@@ -688,9 +689,10 @@ async fn a_source_with_a_tampered_raw_answer_is_refused() {
         }
         let s = Store::open(&file_url(store)).await.unwrap();
         let replays: Vec<String> = s
-            .list_runs()
+            .runs()
             .await
             .unwrap()
+            .runs
             .iter()
             .map(|r| r.to_string())
             .filter(|r| r.starts_with(&format!("{run_id}.replay-")))

@@ -405,7 +405,7 @@ async fn an_hour_long_lease_of_another_holder_does_not_hold_back_a_1s_judge_call
     let key = Key::lease(&run, RollId::R1, Slot::A, 1, 0);
     engine
         .store
-        .put_bytes(&key, foreign_lease(0, 3_600_000))
+        .put(&key, foreign_lease(0, 3_600_000))
         .await
         .unwrap();
     // No honest replica with a 1 s timeout takes a lease over 1 + 5 + 10 s: it is taken over.
@@ -430,7 +430,7 @@ async fn planted_lease_epochs_never_fail_an_attempt_after_the_other_judge_was_pa
     for epoch in 0..200 {
         let key = Key::lease(&run, RollId::R1, Slot::B, 1, epoch);
         let garbage = bytes::Bytes::from(format!("garbage {epoch}"));
-        engine.store.put_bytes(&key, garbage).await.unwrap();
+        engine.store.put(&key, garbage).await.unwrap();
     }
     let started = Instant::now();
     let (_, report) = judge_roll1(&engine, &example("run-narrative-0010-pass")).await;

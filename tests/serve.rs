@@ -276,7 +276,7 @@ async fn bad_input_gets_a_clear_error_and_loses_nothing() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
     assert!(
-        store.list("runs").await.unwrap().is_empty(),
+        store.list("runs").await.unwrap().keys.is_empty(),
         "nothing stored so far"
     );
 
@@ -306,8 +306,8 @@ async fn bad_input_gets_a_clear_error_and_loses_nothing() {
     )
     .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
-    assert!(store.list("cas").await.unwrap().is_empty());
-    assert!(store.list("tmp").await.unwrap().is_empty());
+    assert!(store.list("cas").await.unwrap().keys.is_empty());
+    assert!(store.list("tmp").await.unwrap().keys.is_empty());
 
     // Idempotent header; other bytes conflict.
     let r = c

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use futures::stream;
 use seal::canonical::Hash;
 use seal::ids::RunId;
-use seal::store::{Key, Store, StoreError};
+use seal::store::{Key, Reads, Staging, Store, StoreError};
 use serde_json::json;
 
 async fn suite(store: &Store, backend: &str) {
@@ -15,6 +15,7 @@ async fn suite(store: &Store, backend: &str) {
     create_only_same_bytes_ok_other_bytes_conflict(store).await;
     missing_and_mismatch_name_the_key(store).await;
     reserved_keys_are_refused(store).await;
+    only_a_staging_area_hands_over_reserved_keys(store).await;
     blobs_small_and_large_stream(store).await;
     blob_with_wrong_expected_hash_keeps_nothing(store).await;
     concurrent_creates_exactly_one_wins(store).await;
@@ -25,7 +26,7 @@ async fn suite(store: &Store, backend: &str) {
 async fn put_json_is_canonical_and_verifiable(store: &Store) {
     let key = Key::parse("runs/r1/header.json").unwrap();
     let doc = json!({"b": 1, "a": [true, null, "x"]});
-    let stored = store.put_json(&key, &doc).await.unwrap();
+    let stored = store.put_json(&key, &doc).await.unwrap().stored;
     assert_eq!(stored.hash, Hash::of(br#"{"a":[true,null,"x"],"b":1}"#));
     let bytes = store.get_verified(&key, &stored.hash).await.unwrap();
     assert_eq!(&bytes[..], br#"{"a":[true,null,"x"],"b":1}"#);
@@ -38,16 +39,17 @@ async fn put_json_is_canonical_and_verifiable(store: &Store) {
 async fn create_only_same_bytes_ok_other_bytes_conflict(store: &Store) {
     let key = Key::parse("runs/r2/roll-1/consensus.json").unwrap();
     let first = store
-        .put_bytes(&key, Bytes::from_static(b"{\"v\":1}"))
+        .put(&key, Bytes::from_static(b"{\"v\":1}"))
         .await
         .unwrap();
     let again = store
-        .put_bytes(&key, Bytes::from_static(b"{\"v\":1}"))
+        .put(&key, Bytes::from_static(b"{\"v\":1}"))
         .await
         .unwrap();
-    assert_eq!(first, again);
+    assert_eq!(first.stored, again.stored);
+    assert!(first.created && !again.created, "{first:?} then {again:?}");
     let err = store
-        .put_bytes(&key, Bytes::from_static(b"{\"v\":2}"))
+        .put(&key, Bytes::from_static(b"{\"v\":2}"))
         .await
         .unwrap_err();
     match &err {
@@ -57,7 +59,7 @@ async fn create_only_same_bytes_ok_other_bytes_conflict(store: &Store) {
             attempted,
         } => {
             assert_eq!(k, &key);
-            assert_eq!(existing, &first.hash);
+            assert_eq!(existing, &first.stored.hash);
             assert_eq!(attempted, &Hash::of(b"{\"v\":2}"));
         }
         other => panic!("expected a conflict, got {other}"),
@@ -72,10 +74,7 @@ async fn missing_and_mismatch_name_the_key(store: &Store) {
     let err = store.get_verified(&key, &Hash::of(b"x")).await.unwrap_err();
     assert!(matches!(err, StoreError::NotFound { .. }), "{err}");
     assert!(err.to_string().contains(key.as_str()));
-    store
-        .put_bytes(&key, Bytes::from_static(b"real"))
-        .await
-        .unwrap();
+    store.put(&key, Bytes::from_static(b"real")).await.unwrap();
     let err = store
         .get_verified(&key, &Hash::of(b"other"))
         .await
@@ -109,6 +108,32 @@ async fn reserved_keys_are_refused(store: &Store) {
         assert!(matches!(err, StoreError::Reserved { .. }), "{err}");
         assert!(!store.exists(&key).await.unwrap());
     }
+}
+
+/// Outside bytes reach a reserved key only through a `Staging` area (what an import verified),
+/// copied byte for byte; a staging copy from another store is bounded.
+async fn only_a_staging_area_hands_over_reserved_keys(store: &Store) {
+    let run = RunId::parse("r5").unwrap();
+    let key = Key::evidence(&run);
+    let bytes = Bytes::from_static(b"{\"phase\":\"DECIDED\"}");
+    let staging = Staging::new(1 << 20);
+    staging.put(&key, bytes.clone()).await.unwrap();
+    let stored = store.import_from(&staging, &key).await.unwrap();
+    assert_eq!(stored.hash, Hash::of(&bytes));
+    assert_eq!(store.get(&key).await.unwrap(), bytes);
+
+    let frame = Key::cas(&Hash::of(b"frame"));
+    store
+        .put(&frame, Bytes::from_static(b"frame"))
+        .await
+        .unwrap();
+    let staging = Staging::new(1 << 20);
+    let err = staging.copy_from(store, &frame, 4).await.unwrap_err();
+    assert!(matches!(err, StoreError::TooLarge { .. }), "{err}");
+    let copied = staging.copy_from(store, &frame, 5).await.unwrap().unwrap();
+    assert_eq!(copied.hash, Hash::of(b"frame"));
+    let absent = Key::cas(&Hash::of(b"no such frame"));
+    assert_eq!(staging.copy_from(store, &absent, 5).await.unwrap(), None);
 }
 
 fn chunks(total: usize, chunk: usize, seed: u8) -> Vec<Result<Bytes, std::io::Error>> {
@@ -177,7 +202,7 @@ async fn blob_with_wrong_expected_hash_keeps_nothing(store: &Store) {
         assert!(!store.exists(&Key::cas(&actual)).await.unwrap());
     }
     // No staging leftovers.
-    assert!(store.list("tmp").await.unwrap().is_empty());
+    assert!(store.list("tmp").await.unwrap().keys.is_empty());
 }
 
 async fn concurrent_creates_exactly_one_wins(store: &Store) {
@@ -186,11 +211,7 @@ async fn concurrent_creates_exactly_one_wins(store: &Store) {
         .map(|i| {
             let store = store.clone();
             let key = key.clone();
-            tokio::spawn(async move {
-                store
-                    .put_bytes(&key, Bytes::from(format!("writer {i}")))
-                    .await
-            })
+            tokio::spawn(async move { store.put(&key, Bytes::from(format!("writer {i}"))).await })
         })
         .collect();
     let mut wins = 0;
@@ -202,25 +223,31 @@ async fn concurrent_creates_exactly_one_wins(store: &Store) {
         }
     }
     assert_eq!(wins, 1, "exactly one racing create must win");
-    // Identical racing creates all succeed.
+    // Identical racing creates all succeed, and exactly one says it created the object.
     let key = Key::parse("runs/race/same.json").unwrap();
     let tasks: Vec<_> = (0..8)
         .map(|_| {
             let store = store.clone();
             let key = key.clone();
-            tokio::spawn(async move { store.put_bytes(&key, Bytes::from_static(b"same")).await })
+            tokio::spawn(async move { store.put(&key, Bytes::from_static(b"same")).await })
         })
         .collect();
+    let mut created = 0;
     for t in tasks {
-        t.await.unwrap().unwrap();
+        created += usize::from(t.await.unwrap().unwrap().created);
     }
+    assert_eq!(
+        created, 1,
+        "exactly one identical racing create created the object"
+    );
 }
 
 async fn listing_runs(store: &Store) {
     let runs: Vec<String> = store
-        .list_runs()
+        .runs()
         .await
         .unwrap()
+        .runs
         .iter()
         .map(|r| r.to_string())
         .collect();
@@ -253,6 +280,24 @@ async fn conformance_s3() {
 }
 
 #[tokio::test]
+async fn file_store_lists_links_as_foreign_never_as_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&format!("file://{}", dir.path().display()))
+        .await
+        .unwrap();
+    let key = Key::parse("runs/x/a.json").unwrap();
+    store.put(&key, Bytes::from_static(b"{}")).await.unwrap();
+    let folder = dir.path().join("runs/x");
+    std::os::unix::fs::symlink(folder.join("a.json"), folder.join("b.json")).unwrap();
+    let listing = store.list("runs/x").await.unwrap();
+    assert_eq!(listing.keys, vec![key]);
+    assert_eq!(
+        listing.foreign,
+        vec!["runs/x/b.json (a symbolic link)".to_string()]
+    );
+}
+
+#[tokio::test]
 async fn file_store_detects_edits_and_truncation_on_disk() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&format!("file://{}", dir.path().display()))
@@ -262,7 +307,8 @@ async fn file_store_detects_edits_and_truncation_on_disk() {
     let stored = store
         .put_json(&key, &json!({"frames": [1, 2, 3]}))
         .await
-        .unwrap();
+        .unwrap()
+        .stored;
     let file = dir.path().join(key.as_str());
     // Edit one byte.
     let mut bytes = std::fs::read(&file).unwrap();
@@ -308,10 +354,7 @@ async fn file_store_that_cannot_be_written_names_the_key() {
 async fn documents_over_the_limit_are_refused_before_reading() {
     let store = Store::open("memory://").await.unwrap().with_doc_limit(16);
     let key = Key::parse("runs/big/header.json").unwrap();
-    store
-        .put_bytes(&key, Bytes::from(vec![b' '; 100]))
-        .await
-        .unwrap();
+    store.put(&key, Bytes::from(vec![b' '; 100])).await.unwrap();
     let err = store.get(&key).await.unwrap_err();
     assert!(
         matches!(

@@ -2,7 +2,7 @@
 //!
 //! `jobs` worker threads of their own each take the next item and drive its async work with
 //! the runtime's handle: the work may then read a `file://` store on that thread
-//! ([`seal_store::Store::direct_io`]) without a hand-off per object, and the items spread
+//! ([`seal_store::Store::with_direct_io`]) without a hand-off per object, and the items spread
 //! over every core. Exactly `jobs` threads exist (not one per item: each thread's buffers and
 //! allocator arena stay few); results are handed to the caller in the order of the items, and
 //! at most `4 × jobs` finished results wait for an earlier one, so memory stays bounded

@@ -153,7 +153,7 @@ pub(super) async fn replay_in_parallel(
     jobs: usize,
     tally: &mut ReplayTally,
 ) -> Result<(), String> {
-    job.engine.store = job.engine.store.clone().direct_io();
+    job.engine.store = job.engine.store.clone().with_direct_io();
     let witnesses = job.engine.witnesses.clone();
     let job = Arc::new(job);
     let work = move |id: seal_core::ids::RunId| {
@@ -272,8 +272,9 @@ pub(super) async fn replay_ids(
         // Which of them are decided sources is asked in each run's job (replay_one).
         None => engine
             .store
-            .list_runs()
+            .runs()
             .await
+            .map(|l| l.runs)
             .map_err(seal_engine::import::ImportError::from),
     };
     listed.map_err(fail)

@@ -89,7 +89,7 @@ pub(super) async fn verify_targets(
     u8,
 > {
     if all {
-        let (ids, invalid) = store.list_run_folders().await.map_err(fail)?;
+        let seal_store::RunListing { runs: ids, invalid } = store.runs().await.map_err(fail)?;
         if ids.is_empty() && invalid.is_empty() {
             return Err(fail(format!("no runs in {url}")));
         }
@@ -125,7 +125,7 @@ pub(super) async fn verify_in_parallel(
     jobs: usize,
     printer: &mut VerifyPrinter,
 ) -> Result<(), String> {
-    let store = store.clone().direct_io();
+    let store = store.clone().with_direct_io();
     let work = move |id: seal_core::ids::RunId| {
         let (store, trusted, log) = (store.clone(), trusted.clone(), log.clone());
         async move {

@@ -32,8 +32,8 @@ pub fn chromium(test: &str) -> Option<PathBuf> {
 /// Runs headless Chromium with a fresh profile; (stdout, stderr). Killed after 90 s.
 pub fn run_chromium(bin: &Path, work: &Path, args: &[String]) -> (String, String) {
     let profile = tempfile::tempdir_in(work).unwrap();
-    let out = work.join(format!("out-{}", seal::store::random_hex(4)));
-    let err = work.join(format!("err-{}", seal::store::random_hex(4)));
+    let out = work.join(format!("out-{}", super::random_hex(4)));
+    let err = work.join(format!("err-{}", super::random_hex(4)));
     let mut child = Command::new(bin)
         .args([
             "--headless",

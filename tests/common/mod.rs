@@ -45,11 +45,15 @@ pub fn s3_url(test: &str) -> Option<String> {
 }
 
 fn s3_prefix(test: &str) -> String {
-    format!(
-        "t-{}-{}",
-        test.replace('_', "-"),
-        seal::store::random_hex(6)
-    )
+    format!("t-{}-{}", test.replace('_', "-"), random_hex(6))
+}
+
+/// `bytes` random bytes as lowercase hex: unique names for scratch folders and prefixes.
+pub fn random_hex(bytes: usize) -> String {
+    use rand::RngCore;
+    let mut b = vec![0u8; bytes];
+    rand::thread_rng().fill_bytes(&mut b);
+    hex::encode(b)
 }
 
 use seal::config::Config;

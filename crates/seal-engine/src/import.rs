@@ -1,7 +1,7 @@
 //! Importing a run from an archive (`seal replay --from`): stage, verify, then copy.
 //!
 //! 1. **Stage**: the source run (every object under `runs/<id>/`, and the frames its proof
-//!    packages name) is read into a private in-memory [`Store::staging`] area. A `file://`
+//!    packages name) is read into a private in-memory [`Staging`] area. A `file://`
 //!    archive is walked with [`seal_core::fsio`]: a symbolic link, FIFO, device or socket anywhere
 //!    in the run (or on the way to a frame) refuses the whole run; every file is read through
 //!    a bounded reader. Other archives (S3) are read with ordinary bounded store reads.
@@ -18,7 +18,6 @@
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use futures::TryStreamExt;
 
 use crate::verify::{self, VerifiedRun};
 use seal_core::doc::{AcceptanceMode, Evidence, ProofPackage};
@@ -26,7 +25,7 @@ use seal_core::fault::{Fault, HasFault};
 use seal_core::fsio::{self, FsError, Kind};
 use seal_core::ids::{RollId, RunId};
 use seal_core::sealing::PublicKey;
-use seal_store::{Key, Store, StoreError, StoreUrl};
+use seal_store::{Key, Staging, Store, StoreError, StoreUrl};
 
 /// Why a run was not imported. The destination is unchanged in every case.
 #[derive(Debug, thiserror::Error)]
@@ -107,7 +106,7 @@ impl Archive {
     /// run ids are returned as problems.
     pub async fn runs(&self) -> Result<(Vec<RunId>, Vec<String>), ImportError> {
         match self {
-            Archive::Store(s) => Ok((s.list_runs().await?, Vec::new())),
+            Archive::Store(s) => Ok((s.runs().await?.runs, Vec::new())),
             Archive::Folder { url, root } => {
                 let runs_dir = root.join("runs");
                 let entries = fsio::entries(&runs_dir).map_err(|e| ImportError::Archive {
@@ -133,30 +132,29 @@ impl Archive {
 
     /// Stages run `run` (its folder and the frames its proof packages name) in a private
     /// in-memory store.
-    async fn stage(&self, run: &RunId, limits: Limits) -> Result<Store, ImportError> {
-        let staging = Store::staging(limits.document);
+    async fn stage(&self, run: &RunId, limits: Limits) -> Result<Staging, ImportError> {
+        let staging = Staging::new(limits.document);
         match self {
             Archive::Folder { root, .. } => {
                 stage_folder(&staging, root, run, limits).await?;
             }
             Archive::Store(src) => {
-                for key in src.list(&Key::run_dir(run)).await? {
-                    staging.put_staged(&key, src.get(&key).await?).await?;
+                for key in src.list(&Key::run_dir(run)).await?.keys {
+                    staging.put(&key, src.get(&key).await?).await?;
                 }
             }
         }
-        for key in frame_keys(&staging, run).await {
-            let bytes = match self {
-                Archive::Folder { root, .. } => read_frame(root, run, &key, limits.blob)?,
-                Archive::Store(src) => match read_store_frame(src, &key, limits.blob).await {
-                    Ok(b) => b,
-                    // A missing frame is found (and named) by the verification.
-                    Err(StoreError::NotFound { .. }) => continue,
-                    Err(e) => return Err(e.into()),
-                },
-            };
-            if let Some(bytes) = bytes {
-                staging.put_staged(&key, bytes).await?;
+        for key in frame_keys(staging.store(), run).await {
+            match self {
+                Archive::Folder { root, .. } => {
+                    if let Some(bytes) = read_frame(root, run, &key, limits.blob)? {
+                        staging.put(&key, bytes).await?;
+                    }
+                }
+                // A missing frame is found (and named) by the verification.
+                Archive::Store(src) => {
+                    staging.copy_from(src, &key, limits.blob).await?;
+                }
             }
         }
         Ok(staging)
@@ -173,7 +171,7 @@ fn refused(run: &RunId, e: impl std::fmt::Display) -> ImportError {
 /// Reads every regular file under `root/runs/<run>/` into `staging`, refusing links and
 /// special files anywhere in it.
 async fn stage_folder(
-    staging: &Store,
+    staging: &Staging,
     root: &Path,
     run: &RunId,
     limits: Limits,
@@ -200,7 +198,7 @@ async fn stage_folder(
                         .map_err(|err| refused(run, format!("{}: {err}", e.path.display())))?;
                     let bytes =
                         fsio::read(&e.path, limits.document).map_err(|e| refused(run, e))?;
-                    staging.put_staged(&key, Bytes::from(bytes)).await?;
+                    staging.put(&key, Bytes::from(bytes)).await?;
                 }
                 other => {
                     return Err(refused(
@@ -271,22 +269,6 @@ fn read_frame(
     }
 }
 
-async fn read_store_frame(src: &Store, key: &Key, limit: u64) -> Result<Option<Bytes>, StoreError> {
-    let mut stream = src.get_stream(key).await?;
-    let mut buf = Vec::new();
-    while let Some(chunk) = stream.try_next().await? {
-        if (buf.len() + chunk.len()) as u64 > limit {
-            return Err(StoreError::TooLarge {
-                key: key.to_string(),
-                size: (buf.len() + chunk.len()) as u64,
-                limit,
-            });
-        }
-        buf.extend_from_slice(&chunk);
-    }
-    Ok(Some(Bytes::from(buf)))
-}
-
 /// Imports run `run` from `archive` into `to`: stage, verify against `trusted`, then copy
 /// exactly the bound objects. On any error `to` is unchanged.
 pub async fn import_run(
@@ -298,7 +280,7 @@ pub async fn import_run(
     skip_replays: bool,
 ) -> Result<Imported, ImportError> {
     let staging = archive.stage(run, limits).await?;
-    let Some(ev_bytes) = staging.get_opt(&Key::evidence(run)).await? else {
+    let Some(ev_bytes) = staging.store().get_opt(&Key::evidence(run)).await? else {
         return Err(ImportError::NotDecided { run: run.clone() });
     };
     if skip_replays {
@@ -308,7 +290,7 @@ pub async fn import_run(
             }
         }
     }
-    let verified = match verify::prove(&staging, run, trusted).await? {
+    let verified = match verify::prove(staging.store(), run, trusted).await? {
         Ok(v) => v,
         Err(report) => {
             return Err(ImportError::NotVerified {
@@ -323,15 +305,15 @@ pub async fn import_run(
 /// Copies the bound objects, after checking that none conflicts with the destination; the
 /// evidence and then the seal go last, so a crash mid-copy leaves no seal without its run.
 async fn copy_bound(
-    staging: &Store,
+    staging: &Staging,
     to: &Store,
     run: &RunId,
     verified: &VerifiedRun,
 ) -> Result<Imported, ImportError> {
     let mut keys: Vec<&Key> = verified.bound().iter().collect();
     for key in &keys {
-        let (staged, _) = staging.hash_object(key).await?;
-        if to.exists(key).await? && to.hash_object(key).await?.0 != staged {
+        let (staged, _) = staging.store().hash(key).await?;
+        if to.exists(key).await? && to.hash(key).await?.0 != staged {
             return Err(ImportError::Conflict {
                 run: run.clone(),
                 key: (*key).clone(),

@@ -15,7 +15,7 @@ use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::{RollId, RunId};
 use seal_core::merge;
 use seal_core::validate::{self, Report};
-use seal_store::{Key, Store, StoreError, Stored};
+use seal_store::{Key, Put, Store, StoreError, Stored};
 
 pub use seal_core::admit::{play_spec_problems, provenance_problem, snapshot_reserve, Origin};
 
@@ -105,14 +105,10 @@ async fn create(
     bytes: Bytes,
 ) -> Result<Accepted, IntakeError> {
     let store = &engine.store;
-    let existed = store.exists(key).await?;
-    match store.put_bytes(key, bytes).await {
-        Ok(stored) => {
+    match store.put(key, bytes).await {
+        Ok(Put { stored, created }) => {
             engine.receipt(kind, &stored, None).await?;
-            Ok(Accepted {
-                stored,
-                created: !existed,
-            })
+            Ok(Accepted { stored, created })
         }
         Err(StoreError::Conflict {
             existing,

@@ -54,7 +54,7 @@ async fn create(
             key: key.clone(),
             source,
         })?;
-    match store.put_bytes(&key, bytes).await {
+    match store.put(&key, bytes).await {
         Ok(_) => Ok(true),
         Err(StoreError::Conflict { .. }) => Ok(false),
         Err(e) => Err(e),
@@ -217,7 +217,7 @@ mod tests {
 
     async fn plant(store: &Store, at: AttemptRef<'_>, epoch: u32, bytes: Vec<u8>) {
         store
-            .put_bytes(&at.lease_key(epoch), Bytes::from(bytes))
+            .put(&at.lease_key(epoch), Bytes::from(bytes))
             .await
             .unwrap();
     }

@@ -346,7 +346,7 @@ async fn replay_rolls(
 /// (and the others go on).
 pub async fn replayable_runs(store: &Store) -> Result<Vec<RunId>, StoreError> {
     let mut out = Vec::new();
-    for run in store.list_runs().await? {
+    for run in store.runs().await?.runs {
         if is_replayable(store, &run).await? {
             out.push(run);
         }

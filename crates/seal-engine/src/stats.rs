@@ -139,7 +139,10 @@ pub async fn stats(
 ) -> Result<Stats, StatsError> {
     use futures::StreamExt;
     let w = window(&query)?;
-    let (runs, bad_folders) = store.list_run_folders().await?;
+    let seal_store::RunListing {
+        runs,
+        invalid: bad_folders,
+    } = store.runs().await?;
     let mut agg = Aggregator::new();
     for name in bad_folders {
         agg.listed();

@@ -109,7 +109,8 @@ fn mismatch(
 
 /// Whether the store holds anything for this run (to tell "no such run" from "not verified").
 pub async fn run_exists(store: &Store, run: &RunId) -> Result<bool, StoreError> {
-    Ok(!store.list(&Key::run_dir(run)).await?.is_empty())
+    let found = store.list(&Key::run_dir(run)).await?;
+    Ok(!found.keys.is_empty() || !found.foreign.is_empty())
 }
 
 /// A run that verified: its seal by a trusted key and its evidence. Only [`prove`] makes one,

@@ -13,19 +13,29 @@
 //!   retries, racing replicas); other bytes at an existing key is [`StoreError::Conflict`],
 //!   naming the key and both hashes. Nothing is ever overwritten or deleted, but for the one
 //!   operator command that moves a damaged transparency log aside ([`Store::remove_log_object`]).
-//! - **verified reads**: [`Store::get_verified`] and [`Store::verify`] re-hash what they read;
+//! - **verified reads**: [`Store::get_verified`] and [`Reads::verify`] re-hash what they read;
 //!   a missing object or a wrong hash is an error naming the key (and both hashes), never
 //!   repaired.
 //! - **keys checked first**: a [`Key`] is validated at construction, before any I/O.
 //! - **reserved keys**: `runs/<id>/evidence.json` and `runs/<id>/seal.dsse.json` can only be
 //!   written through [`Store::put_decided`] and [`Store::put_seal`], which take types only the
-//!   postguard can construct.
+//!   postguard can construct, or copied from a verified [`Staging`] area by an import.
+//!
+//! The surface: open ([`Store::open`], [`Store::open_existing`]), one create-only put
+//! ([`Store::put`], its JSON form, blobs, the two reserved writers, [`Store::import_from`]),
+//! reads verified or not, [`Store::list`] and [`Store::runs`]. Each backend (`file`, `object`)
+//! sits behind the facade; what is file-only (durable writes, direct reads, the walk that
+//! names what seal could not have written) is the file backend's.
 
 #![forbid(unsafe_code)]
 
+mod backend;
+mod blob;
 mod error;
 mod file;
+mod object;
 mod reads;
+mod staging;
 mod store;
 mod url;
 mod write_set;
@@ -34,5 +44,6 @@ pub use error::StoreError;
 pub use file::durable::fsync_counts;
 pub use reads::{OwnWrites, Reads};
 pub use seal_core::key::{Key, Stored};
-pub use store::{parse_stored, random_hex, Store, DEFAULT_DOC_LIMIT};
+pub use staging::Staging;
+pub use store::{parse_stored, Listing, Put, RunListing, Store, DEFAULT_DOC_LIMIT};
 pub use url::{is_loopback_host, StoreUrl};

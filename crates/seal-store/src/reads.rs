@@ -6,6 +6,7 @@
 use bytes::Bytes;
 use std::future::Future;
 
+use crate::store::mismatch;
 use crate::write_set::Recorded;
 use crate::{Key, Store, StoreError};
 use seal_core::canonical::Hash;
@@ -19,6 +20,7 @@ impl Store {
     }
 
     /// Keys recorded in the write set and bytes it holds (for tests of its bound).
+    #[doc(hidden)]
     pub fn write_set_usage(&self) -> (usize, usize) {
         self.recent.usage()
     }
@@ -58,7 +60,7 @@ impl Reads for Store {
         Store::get_verified(self, key, expected).await
     }
     async fn verify(&self, key: &Key, expected: &Hash) -> Result<u64, StoreError> {
-        Store::verify(self, key, expected).await
+        self.check_hash(key, expected).await
     }
     async fn get_opt_hashed(&self, key: &Key) -> Result<Option<(Bytes, Hash)>, StoreError> {
         Ok(self.get_opt(key).await?.map(|b| {
@@ -113,7 +115,7 @@ impl Reads for OwnWrites<'_> {
     async fn verify(&self, key: &Key, expected: &Hash) -> Result<u64, StoreError> {
         match self.store.recent.get(key) {
             Some(r) => mismatch(key, expected, r.hash).map(|()| r.size),
-            None => self.store.verify(key, expected).await,
+            None => self.store.check_hash(key, expected).await,
         }
     }
 
@@ -122,18 +124,6 @@ impl Reads for OwnWrites<'_> {
             return Ok(Some((bytes, hash)));
         }
         Reads::get_opt_hashed(self.store, key).await
-    }
-}
-
-fn mismatch(key: &Key, expected: &Hash, actual: Hash) -> Result<(), StoreError> {
-    if &actual == expected {
-        Ok(())
-    } else {
-        Err(StoreError::HashMismatch {
-            key: key.clone(),
-            expected: expected.clone(),
-            actual,
-        })
     }
 }
 
@@ -150,7 +140,7 @@ mod tests {
         let store = Store::open("memory://").await.unwrap();
         let k = key(7);
         let mine = Bytes::from_static(b"{\"a\":1}");
-        store.put_bytes(&k, mine.clone()).await.unwrap();
+        store.put(&k, mine.clone()).await.unwrap();
         let own = store.trusting_own_writes();
         // The recorded bytes answer for their own hash only.
         assert_eq!(own.get_verified(&k, &Hash::of(&mine)).await.unwrap(), mine);
@@ -165,7 +155,7 @@ mod tests {
         ));
         // A put of other bytes at the key is still a conflict, and is not recorded.
         let err = store
-            .put_bytes(&k, Bytes::from_static(b"{\"a\":2}"))
+            .put(&k, Bytes::from_static(b"{\"a\":2}"))
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
@@ -177,7 +167,7 @@ mod tests {
         let store = Store::open("memory://").await.unwrap();
         let k = key(8);
         let bytes = Bytes::from(vec![b' '; 100]);
-        store.put_bytes(&k, bytes.clone()).await.unwrap();
+        store.put(&k, bytes.clone()).await.unwrap();
         let small = store.clone().with_doc_limit(10);
         let err = small
             .trusting_own_writes()

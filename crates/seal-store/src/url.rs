@@ -4,11 +4,12 @@ use object_store::aws::{AmazonS3Builder, S3CopyIfNotExists};
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::prefix::PrefixStore;
-use object_store::ObjectStore;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::backend::Backend;
+use crate::file::FileBackend;
 use crate::StoreError;
 
 /// A parsed store URL.
@@ -108,17 +109,18 @@ impl StoreUrl {
         Err(bad(s, "scheme must be file://, memory:// or s3://"))
     }
 
-    pub(super) async fn build(&self) -> Result<Arc<dyn ObjectStore>, StoreError> {
+    /// The backend this URL names, created if it is a missing `file://` folder.
+    pub(crate) async fn backend(&self) -> Result<Backend, StoreError> {
         let shown = self.to_string();
         match self {
-            StoreUrl::Memory => Ok(Arc::new(InMemory::new())),
+            StoreUrl::Memory => Ok(Backend::Object(Arc::new(InMemory::new()))),
             StoreUrl::File(p) => {
                 std::fs::create_dir_all(p)
                     .map_err(|e| bad(&shown, format!("cannot create folder: {e}")))?;
                 let fs = LocalFileSystem::new_with_prefix(p)
                     .map_err(|e| bad(&shown, e.to_string()))?
                     .with_fsync(true);
-                Ok(Arc::new(fs))
+                Ok(Backend::File(FileBackend::new(p.clone(), Arc::new(fs))))
             }
             StoreUrl::S3 {
                 bucket,
@@ -160,9 +162,12 @@ impl StoreUrl {
                 }
                 let s3 = b.build().map_err(|e| bad(&shown, e.to_string()))?;
                 if prefix.is_empty() {
-                    Ok(Arc::new(s3))
+                    Ok(Backend::Object(Arc::new(s3)))
                 } else {
-                    Ok(Arc::new(PrefixStore::new(s3, prefix.as_str())))
+                    Ok(Backend::Object(Arc::new(PrefixStore::new(
+                        s3,
+                        prefix.as_str(),
+                    ))))
                 }
             }
         }
@@ -211,7 +216,7 @@ mod tests {
     async fn plain_http_only_for_loopback() {
         let u = StoreUrl::parse("s3://b?endpoint=http://example.com:9000").unwrap();
         let err = u
-            .build()
+            .backend()
             .await
             .err()
             .map(|e| e.to_string())

@@ -331,8 +331,8 @@ pub(super) async fn unbound<R: Reads>(a: &mut Audit, store: &R, run: &RunId, doc
         bound.insert(Key::play_spec(run));
     }
     let bound = bound.clone();
-    let (listed, odd) = match store.store().list_everything(&Key::run_dir(run)).await {
-        Ok(found) => found,
+    let (listed, odd) = match store.store().list(&Key::run_dir(run)).await {
+        Ok(found) => (found.keys, found.foreign),
         Err(e) => {
             a.push(
                 AuditCheck::Refs,

@@ -73,7 +73,8 @@ pub struct Judges {
 
 impl Judges {
     pub fn new(config: &Config) -> Result<Judges, EngineError> {
-        let instance = seal_store::random_hex(6);
+        // 12 hex digits naming this process's clients (logical client ids, replica ids).
+        let instance = hex::encode(rand::random::<[u8; 6]>());
         let metrics = Arc::new(crate::metrics::Metrics::default());
         let salt = config.deployment_secret()?;
         let redactor = Arc::new(secrets_of(config, &salt));
@@ -520,8 +521,8 @@ impl JudgeClient {
         if let Some(b) = store.get_opt(&req_key).await? {
             resume::check_request(id, expected, &b)?;
         }
-        match store.put_bytes(&req_key, expected.clone()).await {
-            Ok(s) => Ok(s),
+        match store.put(&req_key, expected.clone()).await {
+            Ok(p) => Ok(p.stored),
             Err(StoreError::Conflict { .. }) => Err(ResumeError::Planted(resume::Planted {
                 key: req_key.to_string(),
                 reason: "the stored request is not the one this configuration and seed salt build"
@@ -552,8 +553,8 @@ impl JudgeClient {
             retry_after,
             unredacted,
         } = self.raw_of(job, k, &exchange, (&started_at, &ended_at))?;
-        let raw_stored = match store.put_bytes(&raw_key, raw_bytes.clone()).await {
-            Ok(s) => s,
+        let raw_stored = match store.put(&raw_key, raw_bytes.clone()).await {
+            Ok(p) => p.stored,
             // Another replica stored an answer for this attempt meanwhile: theirs wins, if
             // theirs authenticates.
             Err(StoreError::Conflict { .. }) => {
@@ -733,7 +734,7 @@ impl JudgeClient {
         let key = Key::attempt_file(job.run, job.roll, self.slot, k, "meta.json");
         let meta = resume::sign_meta(job.salt, self.attempt_id(job, k), meta.clone());
         match store.put_json(&key, &meta).await {
-            Ok(s) => Ok((meta, s.hash)),
+            Ok(p) => Ok((meta, p.stored.hash)),
             Err(StoreError::Conflict { .. }) => {
                 let (found, hash) = store
                     .get_json::<SlotMeta>(&key)

@@ -171,7 +171,7 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
     }
     let (evidence, evidence_hash, wrote) = match store.put_decided(&decided).await {
         // The store holds exactly these bytes now (created, or identical ones were there).
-        Ok((stored, created)) => (decided.evidence().clone(), stored.hash, created),
+        Ok(put) => (decided.evidence().clone(), put.stored.hash, put.created),
         // A racing finalizer (another replica, whose clock gave another decidedAt) stored its
         // evidence first: it is sealed only if it is what this postguard derives with that
         // decidedAt, i.e. the same decision from the same authenticated inputs.
@@ -363,7 +363,7 @@ async fn stored_snapshot(
         }
         .into());
     }
-    match store.put_bytes(&snap_key, bytes::Bytes::from(bytes)).await {
+    match store.put(&snap_key, bytes::Bytes::from(bytes)).await {
         Ok(_) => {}
         Err(StoreError::Conflict {
             existing,

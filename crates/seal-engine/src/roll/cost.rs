@@ -67,8 +67,8 @@ pub(super) async fn reserve(
                     &source_roll.cost_reservation_hash,
                 )
                 .await?;
-            let stored = match store.put_bytes(&key, bytes.clone()).await {
-                Ok(s) => s,
+            let stored = match store.put(&key, bytes.clone()).await {
+                Ok(p) => p.stored,
                 Err(StoreError::Conflict { existing, .. }) => {
                     return Err(JudgingError::Planted {
                         key: key.to_string(),

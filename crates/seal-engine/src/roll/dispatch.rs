@@ -249,11 +249,24 @@ async fn copy_attempts(
     }
     let listed: Vec<u32> = result.attempts.iter().map(|h| h.attempt).collect();
     let folder = Key::slot_file(run, roll, slot, "x").dir().to_string();
-    let keys = store.list(&folder).await?;
-    if let Some(key) = keys.iter().find(|k| !replay_may_hold(&folder, k, &listed)) {
+    let listing = store.list(&folder).await?;
+    if let Some(key) = listing
+        .keys
+        .iter()
+        .find(|k| !replay_may_hold(&folder, k, &listed))
+    {
         return Err(JudgingError::Planted {
             key: key.to_string(),
             reason: format!("the verified source {from} binds no such attempt object"),
+        });
+    }
+    // A link or special file in the folder is no object of the source either.
+    if let Some(entry) = listing.foreign.first() {
+        return Err(JudgingError::Planted {
+            key: entry.clone(),
+            reason: format!(
+                "not an object seal writes; the verified source {from} binds nothing there"
+            ),
         });
     }
     Ok(SlotRun { slot, attempts })
@@ -295,8 +308,8 @@ async fn copy_attempt(
         let src = Key::attempt_file(from, roll, slot, h.attempt, file);
         let dst = Key::attempt_file(run, roll, slot, h.attempt, file);
         let bytes = store.get_verified(&src, &hash).await?;
-        match store.put_bytes(&dst, bytes.clone()).await {
-            Ok(stored) => Ok((stored, bytes)),
+        match store.put(&dst, bytes.clone()).await {
+            Ok(p) => Ok((p.stored, bytes)),
             Err(StoreError::Conflict { existing, .. }) => Err(JudgingError::Planted {
                 key: dst.to_string(),
                 reason: format!("stored sha256 {existing} is not {src} of the verified source"),

@@ -258,7 +258,7 @@ pub(crate) async fn put_derived<T: serde::Serialize>(
     doc: &T,
 ) -> Result<Stored, JudgingError> {
     match store.put_json(key, doc).await {
-        Ok(s) => Ok(s),
+        Ok(p) => Ok(p.stored),
         Err(StoreError::Conflict {
             existing,
             attempted,
@@ -288,10 +288,10 @@ pub(crate) async fn put_or_keep<T: serde::Serialize + serde::de::DeserializeOwne
         detail,
     };
     match store.put_json(key, doc).await {
-        Ok(s) => {
+        Ok(p) => {
             let value = serde_json::to_value(doc).map_err(|e| bad(e.to_string()))?;
             let typed = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
-            Ok((typed, s))
+            Ok((typed, p.stored))
         }
         Err(StoreError::Conflict { .. }) => {
             let bytes = store.get(key).await?;

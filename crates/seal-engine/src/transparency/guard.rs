@@ -32,7 +32,7 @@ pub type StoredSeal = (RunId, Result<Hash, StoreError>);
 /// entry, so every seal read here has its entry in the log read next, even while another
 /// replica seals runs.
 pub async fn stored_seals(store: &Store) -> Result<Vec<StoredSeal>, StoreError> {
-    let runs = store.list_runs().await?;
+    let runs = store.runs().await?.runs;
     futures::stream::iter(runs.into_iter().map(|run| {
         let store = store.clone();
         async move {

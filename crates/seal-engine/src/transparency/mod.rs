@@ -42,7 +42,7 @@ use seal_core::ids::RunId;
 pub use seal_core::key::{LOG_CHECKPOINTS, LOG_ENTRIES};
 use seal_core::sealing::{self, Envelope, PublicKey, SigningKey};
 use seal_core::tlog::{self, Leaf, LogEntry, TlogError, Tree};
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Key, Put, Store, StoreError};
 
 pub use view::{verify_log, LogReport, LogView};
 
@@ -353,8 +353,8 @@ impl Log {
             }
             let index = cache.entries.len() as u64;
             let k = Key::log_entry(index);
-            match self.store.put_bytes_reporting(&k, bytes.clone()).await {
-                Ok((_, created)) => {
+            match self.store.put(&k, bytes.clone()).await {
+                Ok(Put { created, .. }) => {
                     cache.push(bytes, &k)?;
                     return Ok(Placed::At { index, created });
                 }
@@ -389,7 +389,7 @@ impl Log {
         let note = sign_checkpoint(&self.origin, &cache.tree, size, key)?;
         let k = Key::log_checkpoint(size);
         let note = Bytes::from(note);
-        match self.store.put_bytes_reporting(&k, note.clone()).await {
+        match self.store.put(&k, note.clone()).await {
             Ok(_) => {
                 self.witnesses.offer(&cache.tree, size, &note);
                 Ok(size)
@@ -462,9 +462,11 @@ pub async fn append_delay() {
 
 /// Stored checkpoint keys, largest size first.
 pub async fn checkpoint_keys(store: &Store) -> Result<Vec<(u64, Key)>, StoreError> {
+    // A link or special file there is no checkpoint: only regular files are read.
     let mut keys: Vec<(u64, Key)> = store
         .list(LOG_CHECKPOINTS)
         .await?
+        .keys
         .into_iter()
         .filter_map(|k| k.log_number(LOG_CHECKPOINTS).map(|n| (n, k)))
         .collect();

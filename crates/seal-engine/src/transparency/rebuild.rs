@@ -224,7 +224,7 @@ impl Log {
                 detail: format!("cannot name its superseded copy: {e}"),
             })?;
             let bytes = self.store.get(k).await?;
-            self.store.put_bytes(&to, bytes).await?;
+            self.store.put(&to, bytes).await?;
         }
         // Removed only once everything is copied: a crash leaves the old log whole.
         for k in &moving {
@@ -250,7 +250,7 @@ impl Log {
             detail: e.to_string(),
         })?);
         let k = Key::log_entry(keep);
-        match self.store.put_bytes_reporting(&k, bytes.clone()).await {
+        match self.store.put(&k, bytes.clone()).await {
             Ok(_) => fresh.push(bytes, &k)?,
             Err(StoreError::Conflict { .. }) => return Err(RebuildError::Raced { key: k }),
             Err(e) => return Err(e.into()),

@@ -174,7 +174,16 @@ impl LogView {
         trusted: &[[u8; 32]],
     ) -> Result<(), StoreError> {
         let mut numbered = Vec::new();
-        for k in store.list(LOG_ENTRIES).await? {
+        let listing = store.list(LOG_ENTRIES).await?;
+        for entry in listing.foreign {
+            // A link or special file where entries are: never appended by seal, never read.
+            self.refuse(Problem::new(
+                AuditCheck::LogEntries,
+                entry,
+                "not an object seal writes: no entry can be read there",
+            ));
+        }
+        for k in listing.keys {
             match k.log_number(LOG_ENTRIES) {
                 Some(n) => numbered.push((n, k)),
                 None => {
@@ -532,7 +541,7 @@ async fn runs_against_log(
         }
     }
     problems.extend(view.by_run.keys().filter_map(|run| view.relogged(run)));
-    for run in store.list_runs().await? {
+    for run in store.runs().await?.runs {
         if view.by_run.contains_key(run.as_str()) || !store.exists(&Key::seal(&run)).await? {
             continue;
         }

@@ -148,7 +148,7 @@ pub async fn cosignatures(
         out.extend(cosig::parse_lines(block.as_bytes()).unwrap_or_default());
     }
     let dir = format!("{LOG_COSIGNATURES}/{size:020}");
-    for key in store.list(&dir).await? {
+    for key in store.list(&dir).await?.keys {
         match store.get_opt(&key).await {
             Ok(Some(bytes)) if bytes.len() <= MAX_READ_BYTES => {
                 out.extend(cosig::parse_lines(&bytes).unwrap_or_default());

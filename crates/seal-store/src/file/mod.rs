@@ -1,14 +1,132 @@
-//! The `file://` backend's own paths, beside `object_store`'s `LocalFileSystem`: seal's durable
-//! create-only writes ([`durable`]), direct reads that refuse anything but a regular file
-//! ([`read`]), and the listing walk that reports what seal could not have written.
+//! The `file://` backend: seal's durable create-only writes ([`durable`]), direct reads that
+//! refuse anything but a regular file ([`read`]), the listing walk that reports what seal could
+//! not have written, and `object_store`'s `LocalFileSystem` for what is the same on every
+//! backend (large-blob uploads, create-only copies, deletes, the top-level run listing).
+//!
+//! One decision: every blocking call of an operation runs as one task of the blocking pool
+//! (one hop for open, stat and read together), or on the calling thread when the caller asked
+//! for it ([`FileBackend::with_direct_io`]) because it is on a thread of its own already.
 
 pub(crate) mod durable;
 pub(crate) mod read;
 
-use crate::{Key, StoreError};
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use object_store::ObjectStore;
+use std::path::PathBuf;
+use std::sync::Arc;
 
-/// Walks a file store folder without following links (blocking; see
-/// [`crate::Store::list_everything`]).
+use crate::object;
+use crate::{Key, Listing, StoreError};
+use seal_core::canonical::Hash;
+
+/// A `file://` store: its root folder and how its blocking calls run.
+#[derive(Clone)]
+pub(crate) struct FileBackend {
+    root: PathBuf,
+    /// Blocking calls run on the calling thread ([`FileBackend::with_direct_io`]).
+    direct: bool,
+    /// The same folder through `object_store` (`LocalFileSystem`, with fsync).
+    local: Arc<dyn ObjectStore>,
+}
+
+impl FileBackend {
+    pub(crate) fn new(root: PathBuf, local: Arc<dyn ObjectStore>) -> FileBackend {
+        FileBackend {
+            root,
+            direct: false,
+            local,
+        }
+    }
+
+    /// The same backend, whose reads (get, hash, exists, listings) run on the calling thread
+    /// instead of the blocking pool. Only for callers on a thread of their own already (one
+    /// blocking task per verified run): on an async worker it would stall the other tasks.
+    pub(crate) fn with_direct_io(mut self) -> FileBackend {
+        self.direct = true;
+        self
+    }
+
+    pub(crate) fn objects(&self) -> &dyn ObjectStore {
+        self.local.as_ref()
+    }
+
+    /// Runs a blocking file operation: here when direct, else as one task of the blocking
+    /// pool (one hop for the whole operation).
+    async fn on_disk<T, F>(&self, key: &str, op: &'static str, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(PathBuf) -> Result<T, StoreError> + Send + 'static,
+    {
+        let root = self.root.clone();
+        if self.direct {
+            return f(root);
+        }
+        tokio::task::spawn_blocking(move || f(root))
+            .await
+            .map_err(|e| StoreError::Backend {
+                key: key.to_string(),
+                op,
+                detail: e.to_string(),
+            })?
+    }
+
+    /// seal's own durable write path ([`durable`]): `true` when this call created the object.
+    pub(crate) async fn create(&self, key: &Key, bytes: Bytes) -> Result<bool, StoreError> {
+        let k = key.clone();
+        self.on_disk(key.as_str(), "create-only put", move |root| {
+            durable::create(&root, &k, &bytes)
+        })
+        .await
+    }
+
+    pub(crate) async fn read(&self, key: &Key, limit: u64) -> Result<Bytes, StoreError> {
+        let k = key.clone();
+        self.on_disk(key.as_str(), "read", move |root| {
+            read::read(&root, &k, limit)
+        })
+        .await
+    }
+
+    pub(crate) async fn hash(&self, key: &Key) -> Result<(Hash, u64), StoreError> {
+        let k = key.clone();
+        self.on_disk(key.as_str(), "read", move |root| read::hash(&root, &k))
+            .await
+    }
+
+    /// Whether the object exists. `object_store`'s HEAD opens the file, and a FIFO there would
+    /// block it forever: this answers from the entry's type without opening anything.
+    pub(crate) async fn exists(&self, key: &Key) -> Result<bool, StoreError> {
+        let k = key.clone();
+        self.on_disk(key.as_str(), "stat", move |root| read::exists(&root, &k))
+            .await
+    }
+
+    /// Everything under `dir`, links never followed (see [`walk_file_store`]).
+    pub(crate) async fn list(&self, dir: &str) -> Result<Listing, StoreError> {
+        let d = dir.to_string();
+        let (keys, foreign) = self
+            .on_disk(dir, "list", move |root| walk_file_store(&root.join(&d), &d))
+            .await?;
+        Ok(Listing { keys, foreign })
+    }
+
+    /// The object's bytes as a stream; it must be a regular file (a FIFO, device, socket,
+    /// directory or link is not something seal wrote, and reading one could hang or never end).
+    pub(crate) async fn stream(
+        &self,
+        key: &Key,
+    ) -> Result<BoxStream<'static, Result<Bytes, StoreError>>, StoreError> {
+        match self.exists(key).await? {
+            true => object::stream(self.objects(), key).await,
+            false => Err(StoreError::NotFound { key: key.clone() }),
+        }
+    }
+}
+
+/// Walks a file store folder without following links (blocking): the keys of its regular
+/// files, and every other entry named (symlinks, FIFOs, devices, sockets, names that are not
+/// keys). A put's staging file (`<name>#<n>`) is neither.
 pub(crate) fn walk_file_store(
     base: &std::path::Path,
     dir: &str,
@@ -54,14 +172,6 @@ pub(crate) fn walk_file_store(
     keys.sort();
     odd.sort();
     Ok((keys, odd))
-}
-
-pub(crate) fn backend_io(key: &Key, op: &'static str, e: std::io::Error) -> StoreError {
-    StoreError::Backend {
-        key: key.to_string(),
-        op,
-        detail: e.to_string(),
-    }
 }
 
 pub(crate) fn file_kind(t: &std::fs::FileType) -> &'static str {
