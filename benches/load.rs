@@ -183,7 +183,7 @@ fn main() {
             header: serde_json::from_slice(&folder.header_bytes).expect("header"),
             brief: folder.brief.clone(),
             spec: folder.play_spec.clone().unwrap_or_default(),
-            proof: folder.rolls[0].1.clone(),
+            proof: folder.rolls[0].canonical().to_vec(),
             blobs: folder.blobs.iter().map(|(h, p)| (h.to_string(), std::fs::read(p).expect("blob"))).collect(),
         });
         let client = reqwest::Client::builder().pool_max_idle_per_host(512).timeout(Duration::from_secs(600)).build().expect("client");

@@ -37,10 +37,10 @@ use serde_json::{json, Value};
 
 use seal::canonical::Hash;
 use seal::config::Config;
-use seal::doc::{Evidence, ProofPackage};
 use seal::engine::Engine;
 use seal::ids::{RollId, RunId};
-use seal::runfolder::RunFolder;
+use seal::intake::ProofSubmission;
+use seal::roll::Submitted;
 use seal::sealing::SigningKey;
 use seal::store::{Key, Store};
 use seal_testkit::loopback::Loopback;
@@ -211,24 +211,33 @@ async fn seal_one(engine: &Engine, base: &Base, i: u64, frame_bytes: u64) -> (u6
     let limit = engine.config.max_document_bytes;
     let header_bytes = serde_json::to_vec_pretty(&header).unwrap();
     let proof_bytes = serde_json::to_vec_pretty(&proof).unwrap();
-    let folder = RunFolder {
-        dir: PathBuf::from(&run_id),
-        run,
-        header: seal::json::parse_as::<Evidence>(&header_bytes, limit).expect("header"),
-        header_bytes,
-        brief: base.brief.clone(),
-        play_spec: base.play_spec.clone(),
-        rolls: vec![(
-            RollId::R1,
-            proof_bytes.clone(),
-            seal::json::parse_as::<ProofPackage>(&proof_bytes, limit).expect("proof package"),
-        )],
-        // The frames are in the store already (put above, from memory).
-        blobs: Vec::new(),
-    };
-    let done = seal::runfolder::judge(engine, &folder)
+    // What `seal judge` does with a run folder, the frames being in the store already (put
+    // above, from memory).
+    let fail = |e: &dyn std::fmt::Display| -> ! { panic!("{run_id}: {e}") };
+    seal::intake::put_header(engine, &run, &header_bytes, seal::intake::Origin::Operator)
         .await
-        .unwrap_or_else(|e| panic!("{run_id}: {e}"));
+        .unwrap_or_else(|e| fail(&e));
+    seal::intake::put_brief(engine, &run, &base.brief)
+        .await
+        .unwrap_or_else(|e| fail(&e));
+    if let Some(spec) = &base.play_spec {
+        seal::intake::put_play_spec(engine, &run, spec)
+            .await
+            .unwrap_or_else(|e| fail(&e));
+    }
+    let proof = ProofSubmission::parse(&proof_bytes, None, limit).unwrap_or_else(|e| fail(&e));
+    match seal::roll::submit(engine, &run, RollId::R1, &proof).await {
+        Ok(Submitted::Accepted(accepted)) => accepted
+            .judge(&seal::roll::Source::Live)
+            .await
+            .map(drop)
+            .unwrap_or_else(|e| fail(&e)),
+        Ok(Submitted::AlreadyJudged(_)) => {}
+        Err(e) => fail(&e),
+    }
+    let done = seal::postguard::finalize(engine, &run)
+        .await
+        .unwrap_or_else(|e| fail(&e));
     let outcome = done
         .evidence
         .outcome

@@ -169,7 +169,7 @@ fn realistic_verdicts_adapt_into_folders_that_validate_and_read() {
         }
 
         // Proof package: events are emitsCaptured, in order.
-        let (_, _, proof) = &folder.rolls[0];
+        let proof = folder.rolls[0].package();
         let names: Vec<&str> = proof.events.iter().map(|e| e.name.as_str()).collect();
         let emits: Vec<&str> = v["playReport"]["emitsCaptured"]
             .as_array()
@@ -199,9 +199,8 @@ fn realistic_verdicts_adapt_into_folders_that_validate_and_read() {
     }
 
     // The accept Verdict's game_end carries gameEnd in wire (snake_case) form.
-    let (_, _, proof) = &RunFolder::read(&tmp.path().join("accept"), LIMIT)
-        .unwrap()
-        .rolls[0];
+    let accept = RunFolder::read(&tmp.path().join("accept"), LIMIT).unwrap();
+    let proof = accept.rolls[0].package();
     let end = proof.events.iter().find(|e| e.name == "game_end").unwrap();
     assert_eq!(end.data.get("completed"), Some(&json!(true)));
     assert_eq!(end.data.get("duration_ms"), Some(&json!(41870)));

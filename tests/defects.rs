@@ -63,7 +63,7 @@ async fn submit(c: &reqwest::Client, base: &str, f: &RunFolder) {
 }
 
 fn roll_bytes(f: &RunFolder, n: usize) -> Vec<u8> {
-    f.rolls[n - 1].1.clone()
+    f.rolls[n - 1].canonical().to_vec()
 }
 
 async fn keys_under(engine: &Engine, run: &str) -> Vec<String> {
@@ -482,10 +482,9 @@ async fn a_stored_snapshot_closes_the_run_to_rolls_and_is_decided_as_stored() {
         .put_json(&seal::store::Key::judging(&f.run), &snapshot)
         .await
         .unwrap();
-    let err =
-        seal::intake::put_proof_package(&engine, &f.run, seal::ids::RollId::R2, &roll_bytes(&f, 2))
-            .await
-            .unwrap_err();
+    let err = submit_roll(&engine, &f.run, seal::ids::RollId::R2, &roll_bytes(&f, 2))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("being finalized"), "{err}");
     let done = seal::postguard::finalize(&engine, &f.run).await.unwrap();
     assert_eq!(done.evidence.rolls.len(), 1);

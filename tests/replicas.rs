@@ -207,7 +207,7 @@ async fn kill_9_of_the_lease_holder_mid_call_is_taken_over_once() {
         let (c, base, f) = (c.clone(), holder.base.clone(), f.clone());
         async move {
             c.post(format!("{base}/v1/runs/{}/rolls/1", f.run))
-                .body(f.rolls[0].1.clone())
+                .body(f.rolls[0].canonical().to_vec())
                 .send()
                 .await
         }

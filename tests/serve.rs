@@ -359,7 +359,7 @@ async fn bad_input_gets_a_clear_error_and_loses_nothing() {
         .unwrap();
 
     // Rolls: bad number, roll 2 first, missing blobs named.
-    let (_, proof, _) = &folder.rolls[0];
+    let proof = folder.rolls[0].canonical();
     let (s, _) = error_of(
         c.post(format!("{base}/v1/runs/{run}/rolls/3"))
             .body(proof.clone())
@@ -493,7 +493,7 @@ async fn past_the_queue_bound_the_api_answers_429() {
         );
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(100 * i as u64)).await;
-            let (_, bytes, _) = &f.rolls[0];
+            let bytes = f.rolls[0].canonical();
             let r = c
                 .post(format!("{base}/v1/runs/{}/rolls/1", f.run))
                 .body(bytes.clone())
@@ -543,7 +543,7 @@ async fn kill_9_mid_judging_then_resubmit_seals_once_without_paying_twice() {
     let c = http();
     let daemon = spawn_daemon(dir.path(), &lb, store, &[]);
     submit(&c, &daemon.base, &folder).await;
-    let (_, proof, _) = &folder.rolls[0];
+    let proof = folder.rolls[0].canonical();
     let url = format!("{}/v1/runs/{}/rolls/1", daemon.base, folder.run);
     let pending = tokio::spawn({
         let (c, proof) = (c.clone(), proof.clone());
@@ -630,7 +630,7 @@ async fn sigterm_finishes_in_flight_work_then_exits_0() {
     let c = http();
     let mut daemon = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
     submit(&c, &daemon.base, &folder).await;
-    let (_, proof, _) = &folder.rolls[0];
+    let proof = folder.rolls[0].canonical();
     let url = format!("{}/v1/runs/{}/rolls/1", daemon.base, folder.run);
     let pending = tokio::spawn({
         let (c, proof) = (c.clone(), proof.clone());

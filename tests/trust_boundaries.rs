@@ -772,8 +772,8 @@ async fn a_header_and_proof_package_too_large_together_are_refused_before_judgin
     })
     .await;
     let folder = submit_inputs(&engine, &example(RUN)).await;
-    let (_, bytes, _) = &folder.rolls[0];
-    let err = seal::intake::put_proof_package(&engine, &folder.run, seal::ids::RollId::R1, bytes)
+    let bytes = folder.rolls[0].canonical();
+    let err = submit_roll(&engine, &folder.run, seal::ids::RollId::R1, bytes)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("judging.json"), "{err}");

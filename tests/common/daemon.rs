@@ -167,7 +167,7 @@ pub async fn post_roll(
     folder: &RunFolder,
     n: usize,
 ) -> (reqwest::StatusCode, Value) {
-    let (_, bytes, _) = &folder.rolls[n - 1];
+    let bytes = folder.rolls[n - 1].canonical();
     let r = c
         .post(format!("{base}/v1/runs/{}/rolls/{n}", folder.run))
         .body(bytes.clone())

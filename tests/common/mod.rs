@@ -163,14 +163,29 @@ pub async fn submit_inputs(engine: &Engine, dir: &std::path::Path) -> seal::runf
     folder
 }
 
+/// Submits proof-package bytes as roll `roll` of `run` through the one use case
+/// (`roll::submit`): parsed, checked and stored, not judged.
+pub async fn submit_roll(
+    engine: &Engine,
+    run: &seal::ids::RunId,
+    roll: seal::ids::RollId,
+    bytes: &[u8],
+) -> Result<(), seal::roll::SubmitError> {
+    let submission = seal::intake::ProofSubmission::parse(bytes, None, engine.store.doc_limit())
+        .map_err(|e| seal::intake::IntakeError::submission(run, roll, e))?;
+    seal::roll::submit(engine, run, roll, &submission)
+        .await
+        .map(drop)
+}
+
 /// Submits and judges roll 1 of an example folder.
 pub async fn judge_roll1(
     engine: &Engine,
     dir: &std::path::Path,
 ) -> (seal::runfolder::RunFolder, seal::roll::RollReport) {
     let folder = submit_inputs(engine, dir).await;
-    let (_, bytes, _) = &folder.rolls[0];
-    seal::intake::put_proof_package(engine, &folder.run, seal::ids::RollId::R1, bytes)
+    let bytes = folder.rolls[0].canonical();
+    submit_roll(engine, &folder.run, seal::ids::RollId::R1, bytes)
         .await
         .unwrap();
     let report = seal::roll::judge_roll(engine, &folder.run, seal::ids::RollId::R1)

@@ -7,17 +7,21 @@ use serde_json::Value;
 
 use crate::engine::Engine;
 use crate::receipt::{ReceiptError, ReceiptKind};
-use crate::run_state::{RunState, RunStateError};
+use crate::run_state::{OpenRun, RunState, RunStateError};
 use seal_core::canonical::Hash;
 use seal_core::contracts::{Finding, Kind};
 use seal_core::doc::*;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::{RollId, RunId};
+use seal_core::limits::OverLimit;
 use seal_core::merge;
 use seal_core::validate::{self, Report};
 use seal_store::{Key, Put, Store, StoreError, Stored};
 
-pub use seal_core::admit::{play_spec_problems, provenance_problem, snapshot_reserve, Origin};
+pub use seal_core::admit::{
+    play_spec_problems, provenance_problem, snapshot_reserve, Origin, ProofSubmission,
+    SubmissionError,
+};
 
 /// Why a submission was refused. `object` names what was submitted.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +50,9 @@ pub enum IntakeError {
     NotFound { object: String, reason: String },
     #[error("{object}: {reason}")]
     Provenance { object: String, reason: String },
+    /// More events, actions or frames than the daemon admits (counted before any parse).
+    #[error("{limit}")]
+    OverLimit { object: String, limit: OverLimit },
     #[error(transparent)]
     State(#[from] RunStateError),
     #[error(transparent)]
@@ -298,17 +305,19 @@ async fn snapshot_fits(
     Ok(())
 }
 
-/// Submits a proof package for roll `roll`: valid, for that roll, every frame already stored,
-/// and roll 2 only after an indecisive roll 1.
-pub async fn put_proof_package(
+/// Accepts the proof package of roll `roll` of an open run (loaded and locked by the caller,
+/// [`crate::roll::submit`]): for that roll, the header one this deployment accepted, every frame
+/// already stored, roll 2 only after an indecisive roll 1, room in the snapshot; then stored
+/// with its receipt.
+pub(crate) async fn accept_proof_package(
     engine: &Engine,
-    run: &RunId,
+    open: &OpenRun,
     roll: RollId,
-    bytes: &[u8],
-) -> Result<(Accepted, ProofPackage), IntakeError> {
+    submission: &ProofSubmission,
+) -> Result<Accepted, IntakeError> {
     let store = &engine.store;
-    let object = format!("run {run} {roll} proof package");
-    let open = RunState::load(store, run).await?.open()?;
+    let run = &open.run;
+    let object = package_object(run, roll);
     engine
         .notary
         .require(
@@ -318,14 +327,7 @@ pub async fn put_proof_package(
             &open.header_hash,
         )
         .await?;
-    let doc = parse(&object, bytes, store.doc_limit())?;
-    check(&object, Kind::ProofPackage, &doc)?;
-    // The canonical bytes first, then the tree moves into the typed package: one copy less.
-    let bytes = canonical(&object, &doc)?;
-    let p: ProofPackage = serde_json::from_value(doc).map_err(|e| IntakeError::Json {
-        object: object.clone(),
-        reason: e.to_string(),
-    })?;
+    let p = submission.package();
     if p.roll_id != roll {
         return Err(IntakeError::Mismatch {
             object,
@@ -350,14 +352,35 @@ pub async fn put_proof_package(
     if !missing.is_empty() {
         return Err(IntakeError::MissingBlobs { object, missing });
     }
+    let bytes = submission.canonical().clone();
     snapshot_fits(store, run, roll, bytes.len() as u64).await?;
-    let accepted = create(
+    create(
         engine,
         ReceiptKind::ProofPackage,
         &object,
         &Key::roll_file(run, roll, "proof-package.json"),
         bytes,
     )
-    .await?;
-    Ok((accepted, p))
+    .await
+}
+
+/// What a proof package of `roll` is called in errors.
+fn package_object(run: &RunId, roll: RollId) -> String {
+    format!("run {run} {roll} proof package")
+}
+
+impl IntakeError {
+    /// The refusal of bytes submitted as the proof package of roll `roll` of `run`.
+    pub fn submission(run: &RunId, roll: RollId, e: SubmissionError) -> IntakeError {
+        let object = package_object(run, roll);
+        match e {
+            SubmissionError::OverLimit(limit) => IntakeError::OverLimit { object, limit },
+            SubmissionError::Json(reason) => IntakeError::Json { object, reason },
+            SubmissionError::Invalid { kind, findings } => IntakeError::Invalid {
+                object,
+                kind,
+                findings,
+            },
+        }
+    }
 }

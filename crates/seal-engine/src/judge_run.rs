@@ -2,8 +2,10 @@
 //! sealed, through the same intake, rolls and postguard as the HTTP API.
 
 use crate::intake::{self, Origin};
+use crate::roll::{self, Source, SubmitError, Submitted};
 use crate::run_state::{decided_error, DecidedRun, RunState, RunStateError};
-use seal_core::canonical::Hash;
+use seal_core::admit::same_submission;
+use seal_core::canonical::{canonical_value_bytes, Hash};
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RollId;
 use seal_core::runfolder::{bad, fs_reason, FolderError, RunFolder};
@@ -21,6 +23,8 @@ pub enum JudgeRunError {
     #[error(transparent)]
     Roll(#[from] crate::roll::JudgingError),
     #[error(transparent)]
+    Submit(#[from] SubmitError),
+    #[error(transparent)]
     Finalize(#[from] crate::postguard::FinalizeError),
     #[error(transparent)]
     Store(#[from] seal_store::StoreError),
@@ -33,6 +37,7 @@ impl HasFault for JudgeRunError {
             JudgeRunError::Intake(e) => e.fault(),
             JudgeRunError::State(e) => e.fault(),
             JudgeRunError::Roll(e) => e.fault(),
+            JudgeRunError::Submit(e) => e.fault(),
             JudgeRunError::Finalize(e) => e.fault(),
             JudgeRunError::Store(e) => e.fault(),
         }
@@ -49,24 +54,24 @@ async fn adds_nothing(
 ) -> Result<(), JudgeRunError> {
     let store = &engine.store;
     let refuse = || JudgeRunError::State(decided_error(d));
-    let stored = store.get(&Key::header(&folder.run)).await?;
-    let submitted = seal_core::json::parse(&folder.header_bytes, store.doc_limit())
+    let stored = Hash::of(&store.get(&Key::header(&folder.run)).await?);
+    // What intake stores of a header is its canonical form.
+    let same_header = seal_core::json::parse(&folder.header_bytes, store.doc_limit())
         .ok()
-        .and_then(|v| seal_core::canonical::canonical_bytes(&v).ok());
-    if submitted.as_deref() != Some(stored.as_ref()) {
+        .and_then(|v| canonical_value_bytes(&v).ok())
+        .is_some_and(|b| same_submission(&Hash::of(&b), &stored));
+    if !same_header {
         return Err(refuse());
     }
     let sealed = &d.evidence.rolls;
-    for (roll, bytes, _) in &folder.rolls {
-        let canonical = seal_core::json::parse(bytes, store.doc_limit())
-            .ok()
-            .and_then(|v| seal_core::canonical::canonical_bytes(&v).ok());
-        match sealed.iter().find(|r| r.roll_id == *roll) {
-            Some(r) if canonical.map(|c| Hash::of(&c)) == Some(r.proof_package_hash.clone()) => {}
+    for proof in &folder.rolls {
+        let roll = proof.roll_id();
+        match sealed.iter().find(|r| r.roll_id == roll) {
+            Some(r) if same_submission(proof.hash(), &r.proof_package_hash) => {}
             Some(_) => return Err(refuse()),
             None => {
                 let before: Vec<_> = sealed.iter().map(|r| r.roll_outcome).collect();
-                if seal_core::merge::may_follow(&before, *roll) {
+                if seal_core::merge::may_follow(&before, roll) {
                     return Err(refuse());
                 }
             }
@@ -115,15 +120,20 @@ pub async fn judge(
     if let Some(spec) = &folder.play_spec {
         intake::put_play_spec(engine, &folder.run, spec).await?;
     }
-    for (roll, bytes, _) in &folder.rolls {
-        if *roll == RollId::R2 {
-            match crate::roll::stored_roll(engine, &folder.run, RollId::R1).await? {
+    for proof in &folder.rolls {
+        let roll = proof.roll_id();
+        if roll == RollId::R2 {
+            match roll::stored_roll(engine, &folder.run, RollId::R1).await? {
                 Some(r1) if r1.next == seal_core::merge::Next::Roll2 => {}
                 _ => break,
             }
         }
-        intake::put_proof_package(engine, &folder.run, *roll, bytes).await?;
-        crate::roll::judge_roll(engine, &folder.run, *roll).await?;
+        match roll::submit(engine, &folder.run, roll, proof).await? {
+            Submitted::AlreadyJudged(_) => {}
+            Submitted::Accepted(accepted) => {
+                accepted.judge(&Source::Live).await?;
+            }
+        }
     }
     Ok(crate::postguard::finalize(engine, &folder.run).await?)
 }

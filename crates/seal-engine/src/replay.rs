@@ -16,8 +16,9 @@ use serde::Serialize;
 use crate::engine::Engine;
 use crate::intake::{self, IntakeError, Origin};
 use crate::postguard::{self, FinalizeError};
-use crate::roll::{self, JudgingError, Source};
+use crate::roll::{self, JudgingError, Source, SubmitError, Submitted};
 use crate::verify::VerifiedRun;
+use seal_core::admit::ProofSubmission;
 use seal_core::consensus;
 use seal_core::doc::*;
 use seal_core::fault::{Fault, HasFault};
@@ -49,6 +50,8 @@ pub enum ReplayError {
     #[error(transparent)]
     Roll(#[from] JudgingError),
     #[error(transparent)]
+    Submit(#[from] SubmitError),
+    #[error(transparent)]
     Finalize(#[from] FinalizeError),
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -65,6 +68,7 @@ impl HasFault for ReplayError {
             | ReplayError::NoId { .. } => Fault::Caller,
             ReplayError::Intake(e) => e.fault(),
             ReplayError::Roll(e) => e.fault(),
+            ReplayError::Submit(e) => e.fault(),
             ReplayError::Finalize(e) => e.fault(),
             ReplayError::Store(e) => e.fault(),
             ReplayError::Log(e) => e.fault(),
@@ -301,16 +305,19 @@ async fn replay_rolls(
         let proof = store
             .get_verified(&old_roll.proof_package_ref, &old_roll.proof_package_hash)
             .await?;
-        match intake::put_proof_package(engine, &id, old_roll.roll_id, &proof).await {
-            Ok(_) => {}
+        let roll = old_roll.roll_id;
+        let submission = ProofSubmission::parse(&proof, None, store.doc_limit())
+            .map_err(|e| IntakeError::submission(&id, roll, e))?;
+        let report = match roll::submit(engine, &id, roll, &submission).await {
+            Ok(Submitted::AlreadyJudged(report)) => *report,
+            Ok(Submitted::Accepted(accepted)) => accepted.judge(&source_mode).await?,
             // The current strategy found roll 1 decisive: there is no roll 2 any more.
-            Err(IntakeError::Order { .. }) => {
+            Err(SubmitError::Intake(IntakeError::Order { .. })) => {
                 reproduced = false;
                 break;
             }
             Err(e) => return Err(e.into()),
-        }
-        let report = roll::judge_roll_from(engine, &id, old_roll.roll_id, &source_mode).await?;
+        };
         reproduced &= report.roll.judge_consensus_hash == old_roll.judge_consensus_hash;
     }
     let done = postguard::finalize(engine, &id).await?;

@@ -10,7 +10,7 @@ use seal_core::fault::{Fault, HasFault};
 use seal_engine::explain::ExplainError;
 use seal_engine::intake::IntakeError;
 use seal_engine::postguard::FinalizeError;
-use seal_engine::roll::JudgingError;
+use seal_engine::roll::{JudgingError, SubmitError};
 use seal_engine::run_state::RunStateError;
 use seal_engine::stats::StatsError;
 use seal_engine::transparency::LogError;
@@ -139,11 +139,34 @@ impl From<IntakeError> for ApiError {
             IntakeError::Conflict { object, .. } => ((StatusCode::CONFLICT, "conflict"), object),
             IntakeError::Order { object, .. } => ((StatusCode::CONFLICT, "out_of_order"), object),
             IntakeError::NotFound { object, .. } => ((StatusCode::NOT_FOUND, "not_found"), object),
+            IntakeError::OverLimit { object, .. } => {
+                ((StatusCode::UNPROCESSABLE_ENTITY, "limit_exceeded"), object)
+            }
             IntakeError::State(s) => return s.into(),
             IntakeError::Store(s) => return s.into(),
             IntakeError::Receipt(r) => return r.into(),
         };
         ApiError::by_fault(fault, caller, msg, Some(object))
+    }
+}
+
+impl From<SubmitError> for ApiError {
+    fn from(e: SubmitError) -> ApiError {
+        match e {
+            SubmitError::OtherPackage { run, roll } => ApiError::new(
+                StatusCode::CONFLICT,
+                "conflict",
+                SubmitError::OtherPackage {
+                    run: run.clone(),
+                    roll,
+                }
+                .to_string(),
+                Some(format!("run {run} {roll}")),
+            ),
+            SubmitError::State(s) => s.into(),
+            SubmitError::Intake(i) => i.into(),
+            SubmitError::Judging(j) => j.into(),
+        }
     }
 }
 

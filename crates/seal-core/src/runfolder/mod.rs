@@ -15,9 +15,9 @@ pub mod write;
 
 use std::path::{Path, PathBuf};
 
-use crate::admit;
+use crate::admit::{self, ProofSubmission};
 use crate::canonical::Hash;
-use crate::doc::{Evidence, ProofPackage};
+use crate::doc::Evidence;
 use crate::fsio::{describe, FsError, Kind};
 use crate::ids::{RollId, RunId};
 use crate::validate::{validate_bytes, Report};
@@ -45,7 +45,8 @@ pub struct RunFolder {
     pub header_bytes: Vec<u8>,
     pub brief: Vec<u8>,
     pub play_spec: Option<Vec<u8>>,
-    pub rolls: Vec<(RollId, Vec<u8>, ProofPackage)>,
+    /// Each roll's proof package, parsed once, in roll order.
+    pub rolls: Vec<ProofSubmission>,
     pub blobs: Vec<(Hash, PathBuf)>,
 }
 
@@ -147,16 +148,16 @@ impl RunFolder {
                 break;
             }
             let p = roll_dir.join("proof-package.json");
-            let bytes = valid(&p, limit)?;
-            let proof: ProofPackage =
-                crate::json::parse_as(&bytes, limit).map_err(|e| bad(&p, e.to_string()))?;
-            if proof.roll_id != roll {
+            let bytes = read_checked(&p, limit)?;
+            let proof =
+                ProofSubmission::parse(&bytes, None, limit).map_err(|e| bad(&p, e.to_string()))?;
+            if proof.roll_id() != roll {
                 return Err(bad(
                     &p,
-                    format!("rollId is {}, the folder is {roll}", proof.roll_id),
+                    format!("rollId is {}, the folder is {roll}", proof.roll_id()),
                 ));
             }
-            rolls.push((roll, bytes, proof));
+            rolls.push(proof);
         }
         if rolls.is_empty() {
             return Err(bad(dir, "no roll-1/proof-package.json"));
@@ -182,11 +183,9 @@ impl RunFolder {
     }
 }
 
-type Rolls = [(RollId, Vec<u8>, ProofPackage)];
-
 /// The blobs the proof packages reference: each a regular file `blobs/<sha256>.<ext>`. Files
 /// nothing references are left alone (never stored); a frame without a blob is refused.
-fn read_blobs(dir: &Path, rolls: &Rolls) -> Result<Vec<(Hash, PathBuf)>, FolderError> {
+fn read_blobs(dir: &Path, rolls: &[ProofSubmission]) -> Result<Vec<(Hash, PathBuf)>, FolderError> {
     let blob_dir = dir.join("blobs");
     let mut found: Vec<(Hash, PathBuf)> = Vec::new();
     if present(&blob_dir, Kind::Folder)? {
@@ -202,7 +201,7 @@ fn read_blobs(dir: &Path, rolls: &Rolls) -> Result<Vec<(Hash, PathBuf)>, FolderE
         }
     }
     let mut wanted = std::collections::BTreeSet::new();
-    for (_, _, proof) in rolls {
+    for proof in rolls.iter().map(ProofSubmission::package) {
         for f in &proof.frames {
             if !found.iter().any(|(h, _)| h == &f.hash) {
                 return Err(bad(

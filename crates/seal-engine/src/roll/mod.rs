@@ -8,6 +8,9 @@
 //! 5. [`record`]: parsed and normalized results, then [`seal_core::derive::derive_roll`] (the same
 //!    derivation the audit re-runs), the consensus and the roll record (`roll.json`).
 //!
+//! A roll comes in through [`submit`] (HTTP, `seal judge`, `seal replay` alike), which stores
+//! its proof package or answers the stored result of a roll already judged with it.
+//!
 //! Every stage writes create-only and derives its bytes from what is already stored, so running
 //! a roll again (a retry, a restart after a crash, a second replica) converges on the same
 //! objects and pays no judge twice for an answer already held. A roll is judged only on an
@@ -18,6 +21,9 @@ mod dispatch;
 mod guard;
 mod package;
 mod record;
+mod submit;
+
+pub use submit::{submit, Accepted, SubmitError, Submitted};
 
 use tracing::Instrument;
 

@@ -1,5 +1,7 @@
-//! `POST /v1/runs/{id}/rolls/{n}`: a proof package admitted (bounds, memory, limits), stored
-//! and judged, or the stored answer of a roll already judged with the same package.
+//! `POST /v1/runs/{id}/rolls/{n}`: a proof package admitted (bounds, memory), parsed once
+//! (element limits, schema, invariants), then [`roll::submit`]: stored and judged, or the
+//! stored answer of a roll already judged with the same package. The handler only translates
+//! HTTP; the use case is the engine's, the same one `seal judge` runs.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -9,11 +11,10 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 
+use seal_core::admit::ProofSubmission;
 use seal_core::ids::{RollId, RunId};
-use seal_engine::engine::Engine;
-use seal_engine::intake;
-use seal_engine::roll;
-use seal_engine::run_state::RunState;
+use seal_engine::intake::IntakeError;
+use seal_engine::roll::{self, Submitted};
 
 use crate::state::{admit_memory, run_id, Admission};
 use crate::{ApiError, AppState};
@@ -59,37 +60,18 @@ pub(crate) async fn post_roll(
     }
     let _admission = Admission(state.admitted.clone());
     let _memory = admit_memory(&state, body.len())?;
-    seal_core::limits::check_package(&body, &state.engine.config.package_limits).map_err(|e| {
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "limit_exceeded",
-            e.to_string(),
-            Some(format!("run {run} {roll} proof package")),
-        )
-    })?;
     let engine = &state.engine;
-    let _run_lock = engine.lock_run(&run).await;
-    let phase = RunState::load(&engine.store, &run).await?;
-    // A decided run takes no roll: only a retry of a roll it was sealed with gets its stored
-    // answer; nothing is judged, nothing is stored.
-    if let RunState::Decided(d) = &phase {
-        if d.evidence.rolls.iter().any(|r| r.roll_id == roll) {
-            if let Some(answer) = already_judged(engine, &run, roll, &body).await? {
-                return Ok(answer);
-            }
+    let limits = &engine.config.package_limits;
+    let submission = ProofSubmission::parse(&body, Some(limits), engine.store.doc_limit())
+        .map_err(|e| IntakeError::submission(&run, roll, e))?;
+    let accepted = match roll::submit(engine, &run, roll, &submission).await? {
+        Submitted::AlreadyJudged(done) => {
+            return Ok((StatusCode::OK, Json(roll_body(&run, &done))).into_response())
         }
-    }
-    let open = phase.open()?;
-    if open.judged(roll).is_some() {
-        // A record seal finished is answered; one without its receipt is judged (again),
-        // which commits it only if it is exactly what seal derives.
-        if let Some(answer) = already_judged(engine, &run, roll, &body).await? {
-            return Ok(answer);
-        }
-    }
-    intake::put_proof_package(engine, &run, roll, &body).await?;
+        Submitted::Accepted(accepted) => accepted,
+    };
     let _permit = state.rolls.acquire().await.map_err(|_| ApiError::busy(2))?;
-    let report = roll::judge_open_roll(engine, &open, roll, &roll::Source::Live).await?;
+    let report = accepted.judge(&roll::Source::Live).await?;
     engine.judges.metrics.roll_judged(
         &report.roll.roll_id.to_string(),
         report.roll.roll_outcome.as_str(),
@@ -101,33 +83,4 @@ pub(crate) async fn post_roll(
             .map(|o| o.status.as_str()),
     );
     Ok((StatusCode::OK, Json(roll_body(&run, &report))).into_response())
-}
-
-/// A roll seal already judged (its record's receipt verifies): the same proof package gets
-/// the stored answer, another one a conflict. `None` when no such record is stored.
-pub(crate) async fn already_judged(
-    engine: &Engine,
-    run: &RunId,
-    roll: RollId,
-    body: &[u8],
-) -> Result<Option<Response>, ApiError> {
-    let store = &engine.store;
-    let Some(done) = roll::stored_roll(engine, run, roll).await? else {
-        return Ok(None);
-    };
-    let submitted = seal_core::json::parse(body, store.doc_limit())
-        .ok()
-        .and_then(|v| seal_core::canonical::canonical_bytes(&v).ok())
-        .map(|b| seal_core::canonical::Hash::of(&b));
-    if submitted.as_ref() != Some(&done.roll.proof_package_hash) {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "conflict",
-            format!("{roll} was judged with another proof package"),
-            Some(format!("run {run} {roll}")),
-        ));
-    }
-    Ok(Some(
-        (StatusCode::OK, Json(roll_body(run, &done))).into_response(),
-    ))
 }
