@@ -7,10 +7,12 @@
 //! set-up     config, engine                   the checked configuration; one Engine per process
 //!                                             (store, judges, key, clock, log, notary)
 //! intake     intake, receipt                  documents checked, stored create-only, receipted
-//! judging    roll::{guard, package, cost, dispatch, record}
-//!                                             a roll: guard, ONE blinded package, budget, A ∥ B, records
-//!            judge::client, lease, resume     the OpenAI-compatible HTTP client; one caller per
-//!                                             attempt across replicas; only attempts we wrote resume
+//! judging    roll::{submit, guard, package, cost, dispatch, record}
+//!                                             a roll: submitted once, guard, ONE blinded package,
+//!                                             budget, A ∥ B, records
+//!            judge::{walk, attempt, client}   the OpenAI-compatible HTTP client: a slot's attempts,
+//!            lease, resume                    one attempt, the clients; one caller per attempt
+//!                                             across replicas; only attempts we wrote resume
 //!            run_state                        OPEN / FINALIZING / DECIDED, as typed states
 //! deciding   postguard                        the ONLY writer of a DECIDED document and its seal
 //!            transparency, witness            the log appended before the seal is stored; cosigners

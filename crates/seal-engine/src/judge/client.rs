@@ -1,30 +1,25 @@
-//! The HTTP edge of a judge slot: attempts, retries, and storing every byte.
-//!
-//! Order of writes per attempt `k` (what makes a crash harmless): `request.json` before the
-//! call, `raw.json` the moment the answer (or the transport error) is in, then `meta.json`.
-//! A restarted roll walks the attempts: an attempt whose `raw.json` is stored is never sent
-//! again (no judge is paid twice for an answer seal holds); an attempt with a request but no
-//! raw answer is re-sent from the stored request bytes.
+//! A judge slot's client ([`JudgeClient`]: one `reqwest::Client`, its configuration, prompt and
+//! secrets) and both slots ([`Judges`]), built once per engine; what a request is and how long
+//! to wait before the next attempt. Sending an attempt is [`super::attempt`]'s, walking a slot's
+//! attempts [`super::walk`]'s.
 
 use bytes::Bytes;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::Semaphore;
 
-use super::parse::{self, evaluate_raw, ErrorClass, ParseFailure, MAX_RESPONSE_BYTES};
+use super::parse::ErrorClass;
 use super::request;
-use super::slot::{AttemptRecord, SlotRun};
 use crate::config::{Config, Secret, SlotConfig};
 use crate::engine::EngineError;
-use crate::lease::{self, AttemptRef, LeasePolicy, Taken};
-use crate::resume::{self, AttemptId, ResumeError};
+use crate::lease::LeasePolicy;
+use crate::resume::AttemptId;
 use seal_core::canonical::Hash;
 use seal_core::doc::*;
 use seal_core::ids::{RollId, RunId, Slot};
 use seal_core::prompts::{self, PromptArtifact};
-use seal_store::{Key, Store, StoreError, Stored};
 
 /// A slot job: what one slot is asked to judge in one roll.
 pub struct SlotJob<'a> {
@@ -41,10 +36,6 @@ pub struct SlotJob<'a> {
     pub salt: &'a [u8],
 }
 
-/// How often to look for the meta of an attempt another replica answered first.
-/// How long a raw answer may wait for its meta when no live lease says someone is writing it.
-const META_GRACE_MS: u64 = 2_000;
-
 /// One judge slot: its configuration, prompt, and its own HTTP client.
 pub struct JudgeClient {
     pub slot: Slot,
@@ -52,13 +43,13 @@ pub struct JudgeClient {
     pub prompt: PromptArtifact,
     /// Identifies this slot's `reqwest::Client` instance in every SlotMeta/1.
     pub logical_client_id: String,
-    http: reqwest::Client,
-    inflight: Arc<Semaphore>,
-    metrics: Arc<crate::metrics::Metrics>,
+    pub(super) http: reqwest::Client,
+    pub(super) inflight: Arc<Semaphore>,
+    pub(super) metrics: Arc<crate::metrics::Metrics>,
     /// Every configured secret, scrubbed from answers before they are stored.
-    redactor: Arc<super::redact::Redactor>,
+    pub(super) redactor: Arc<super::redact::Redactor>,
     /// Who calls the judge for an attempt when replicas share the store.
-    lease: Arc<LeasePolicy>,
+    pub(super) lease: Arc<LeasePolicy>,
 }
 
 /// Both slots and the secret salt their seeds and sessions derive from.
@@ -137,7 +128,7 @@ impl Judges {
 }
 
 /// How a call ended at the HTTP level.
-enum Exchange {
+pub(super) enum Exchange {
     Answered {
         status: u16,
         retry_after: Option<Duration>,
@@ -181,44 +172,25 @@ fn default_replica_id(instance: &str) -> String {
     format!("{host}:{}:{instance}", std::process::id())
 }
 
-/// Polls for `key` until it exists (true) or the lease clock passes `until_ms` (false).
-async fn wait_for(store: &Store, key: &Key, until_ms: u64) -> Result<bool, StoreError> {
-    let mut polls = 0;
-    loop {
-        if store.exists(key).await? {
-            return Ok(true);
-        }
-        let now = lease::now_ms();
-        if now > until_ms {
-            return Ok(false);
-        }
-        let left = Duration::from_millis(until_ms - now + 1);
-        tokio::time::sleep(lease::poll_delay(polls).min(left)).await;
-        polls += 1;
-    }
-}
-
-fn now_rfc3339() -> String {
+pub(super) fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
 }
 
 impl JudgeClient {
-    fn redact(&self, s: &str) -> String {
+    pub(super) fn redact(&self, s: &str) -> String {
         match &self.config.api_key {
             Some(k) if !k.expose().is_empty() => s.replace(k.expose(), "[redacted]"),
             _ => s.to_string(),
         }
     }
-
     /// The worst-case cost of one attempt of this slot, in micro-RMB.
     pub fn worst_case_attempt_micro(&self, input_tokens: u64, images: u64) -> u64 {
         self.config
             .prices
             .cost_micro(input_tokens, self.config.max_tokens, images)
     }
-
     /// Upper bound on input tokens of a request: its text bytes (no tokenizer emits more
     /// tokens than bytes), images excluded (priced per image).
     pub fn input_token_bound(request: &Value) -> u64 {
@@ -226,7 +198,6 @@ impl JudgeClient {
             .map(|b| b.len() as u64)
             .unwrap_or(u64::MAX / 4)
     }
-
     /// Builds this slot's stored request for a job.
     pub fn build_request(&self, job: &SlotJob<'_>) -> Value {
         request::build(&request::RequestSpec {
@@ -243,8 +214,7 @@ impl JudgeClient {
             structured_output: self.config.structured_output,
         })
     }
-
-    fn backoff(&self, attempt_done: u32, retry_after: Option<Duration>) -> Duration {
+    pub(super) fn backoff(&self, attempt_done: u32, retry_after: Option<Duration>) -> Duration {
         use rand::Rng;
         let base = self.config.backoff_base.as_millis() as u64;
         let exp = base.saturating_mul(1u64 << attempt_done.saturating_sub(1).min(16));
@@ -257,97 +227,7 @@ impl JudgeClient {
             None => wait,
         }
     }
-
-    /// One HTTP exchange with the judge: the live body (images put back), the POST, the
-    /// answer read up to its cap. Every failure is classified, never raised.
-    async fn send(&self, job: &SlotJob<'_>, stored_request: &Value) -> Exchange {
-        let body = match live_body(job, stored_request) {
-            Ok(b) => b,
-            Err(failed) => return failed,
-        };
-        let _permit = self.inflight.acquire().await;
-        let mut req = self
-            .http
-            .post(self.config.endpoint())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header("X-Session-Id", job.session_id.as_str())
-            .body(body);
-        if let Some(key) = &self.config.api_key {
-            req = req.bearer_auth(key.expose());
-        }
-        let resp = match req.send().await {
-            Ok(r) => r,
-            Err(e) => {
-                let class = if e.is_timeout() {
-                    ErrorClass::Timeout
-                } else if e.is_connect() {
-                    ErrorClass::Connect
-                } else {
-                    ErrorClass::Transport
-                };
-                return Exchange::Failed {
-                    class,
-                    detail: self.redact(&error_chain(&e)),
-                };
-            }
-        };
-        let status = resp.status().as_u16();
-        let retry_after = resp
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
-        match self.read_capped(resp).await {
-            Ok(body) => Exchange::Answered {
-                status,
-                retry_after,
-                body,
-            },
-            Err(failed) => failed,
-        }
-    }
-
-    /// The answer's body, at most [`MAX_RESPONSE_BYTES`]; a body cut off or too large is a
-    /// classified failure.
-    async fn read_capped(&self, mut resp: reqwest::Response) -> Result<Bytes, Exchange> {
-        let mut body = Vec::new();
-        loop {
-            match resp.chunk().await {
-                Ok(Some(chunk)) => {
-                    if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                        return Err(Exchange::Failed {
-                            class: ErrorClass::ResponseTooLarge,
-                            detail: format!("response body over {MAX_RESPONSE_BYTES} bytes"),
-                        });
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                Ok(None) => return Ok(Bytes::from(body)),
-                Err(e) => {
-                    let class = if e.is_timeout() {
-                        ErrorClass::Timeout
-                    } else {
-                        ErrorClass::ConnectionReset
-                    };
-                    return Err(Exchange::Failed {
-                        class,
-                        detail: self.redact(&error_chain(&e)),
-                    });
-                }
-            }
-        }
-    }
-
-    /// Runs this slot for a job: resumes stored attempts (only those [`resume::check`]
-    /// authenticates), makes new ones up to the retry limit.
-    pub async fn run_slot(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, ResumeError> {
-        use tracing::Instrument;
-        let span = tracing::info_span!("judge", slot = %self.slot, session = %job.session_id);
-        self.run_attempts(store, job).instrument(span).await
-    }
-
-    fn attempt_id<'a>(&self, job: &SlotJob<'a>, attempt: u32) -> AttemptId<'a> {
+    pub(super) fn attempt_id<'a>(&self, job: &SlotJob<'a>, attempt: u32) -> AttemptId<'a> {
         AttemptId {
             run: job.run,
             roll: job.roll,
@@ -355,520 +235,4 @@ impl JudgeClient {
             attempt,
         }
     }
-
-    async fn run_attempts(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, ResumeError> {
-        let max = self.config.max_attempts();
-        let request_value = self.build_request(job);
-        let expected = Bytes::from(
-            seal_core::canonical::canonical_bytes(&request_value).map_err(|source| {
-                StoreError::Canonical {
-                    key: Key::attempt_file(job.run, job.roll, self.slot, 1, "request.json"),
-                    source,
-                }
-            })?,
-        );
-        let mut attempts: Vec<AttemptRecord> = Vec::new();
-        let mut last_retry_after = None;
-        for k in 1..=max {
-            let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
-            // An answer seal already holds is never asked for again, and used only if ours.
-            let record = match store.get_opt(&raw_key).await? {
-                Some(raw) => {
-                    // Its writer may still be storing the meta that goes with it.
-                    self.settle_meta(store, job, k).await?;
-                    let record = self.resume_stored(store, job, k, &expected, raw).await?;
-                    tracing::info!(
-                        attempt = k,
-                        held = true,
-                        ok = record.outcome.is_ok(),
-                        "attempt answer already stored"
-                    );
-                    record
-                }
-                None => {
-                    let request_stored = self.stored_request(store, job, k, &expected).await?;
-                    if let Some(prev) = attempts.last() {
-                        let wait = self.backoff(prev.attempt, last_retry_after.take());
-                        tracing::info!(
-                            attempt = k,
-                            wait_ms = wait.as_millis() as u64,
-                            "backing off before retry"
-                        );
-                        tokio::time::sleep(wait).await;
-                    }
-                    let (record, retry_after) = self
-                        .call_or_wait(store, job, k, &request_value, request_stored)
-                        .await?;
-                    last_retry_after = retry_after;
-                    record
-                }
-            };
-            let done = record
-                .outcome
-                .as_ref()
-                .map(|_| true)
-                .unwrap_or_else(|f| !f.class.is_retryable());
-            attempts.push(record);
-            if done {
-                break;
-            }
-        }
-        Ok(SlotRun {
-            slot: self.slot,
-            attempts,
-        })
-    }
-
-    /// An attempt with no stored answer: call the judge under the attempt's lease, or, while
-    /// another replica holds a live lease, wait for the answer it stores (see [`lease`]). A
-    /// lease that expires without an answer is taken over.
-    async fn call_or_wait(
-        &self,
-        store: &Store,
-        job: &SlotJob<'_>,
-        k: u32,
-        request_value: &Value,
-        request_stored: Stored,
-    ) -> Result<(AttemptRecord, Option<Duration>), ResumeError> {
-        let at = AttemptRef {
-            run: job.run,
-            roll: job.roll,
-            slot: self.slot,
-            attempt: k,
-        };
-        let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
-        let count = |result: &str| {
-            let labels = format!("slot=\"{}\",result=\"{result}\"", self.slot);
-            self.metrics.add("seal_judge_leases_total", &labels, 1.0);
-        };
-        loop {
-            match lease::take(store, &self.lease, at, self.config.timeout).await? {
-                Taken::Held { epoch, takeover } => {
-                    count(if takeover { "takeover" } else { "held" });
-                    // A crashed holder's answer may have landed just before we took over.
-                    if takeover && store.exists(&raw_key).await? {
-                        let record = self.their_attempt(store, job, k, &request_stored).await?;
-                        return Ok((record, None));
-                    }
-                    tracing::debug!(attempt = k, epoch, "attempt lease held: calling the judge");
-                    return self
-                        .attempt(store, job, k, request_value, request_stored)
-                        .await;
-                }
-                Taken::Busy { holder, until_ms } => {
-                    count("waited");
-                    tracing::info!(
-                        attempt = k,
-                        holder = ?holder,
-                        "another replica is calling this judge: waiting for its answer"
-                    );
-                    if wait_for(store, &raw_key, until_ms).await? {
-                        let record = self.their_attempt(store, job, k, &request_stored).await?;
-                        return Ok((record, None));
-                    }
-                }
-            }
-        }
-    }
-
-    /// A stored attempt: its request must be the one this configuration builds and its meta's
-    /// MAC must verify (see [`resume`]); else it is planted.
-    async fn resume_stored(
-        &self,
-        store: &Store,
-        job: &SlotJob<'_>,
-        k: u32,
-        expected: &Bytes,
-        raw: Bytes,
-    ) -> Result<AttemptRecord, ResumeError> {
-        let key = |file: &str| Key::attempt_file(job.run, job.roll, self.slot, k, file);
-        let request = store.get_opt(&key("request.json")).await?;
-        let meta = store.get_json::<SlotMeta>(&key("meta.json")).await?;
-        resume::check(
-            job.salt,
-            self.attempt_id(job, k),
-            Some(expected),
-            &resume::Stored {
-                request: request.as_deref(),
-                raw: &raw,
-                meta: meta.as_ref().map(|(m, _)| m),
-            },
-        )?;
-        let (meta, meta_hash) = meta.ok_or_else(|| StoreError::NotFound {
-            key: key("meta.json"),
-        })?;
-        Ok(AttemptRecord {
-            attempt: k,
-            request: request.map(|b| Stored::of(key("request.json"), &b)),
-            raw: Stored::of(key("raw.json"), &raw),
-            outcome: evaluate_raw(&raw, meta.http_status),
-            meta,
-            meta_hash,
-        })
-    }
-
-    /// The attempt's request: stored now, or (started before a restart) the stored one, which
-    /// must be byte-identical to what this configuration builds.
-    async fn stored_request(
-        &self,
-        store: &Store,
-        job: &SlotJob<'_>,
-        k: u32,
-        expected: &Bytes,
-    ) -> Result<Stored, ResumeError> {
-        let req_key = Key::attempt_file(job.run, job.roll, self.slot, k, "request.json");
-        let id = self.attempt_id(job, k);
-        if let Some(b) = store.get_opt(&req_key).await? {
-            resume::check_request(id, expected, &b)?;
-        }
-        match store.put(&req_key, expected.clone()).await {
-            Ok(p) => Ok(p.stored),
-            Err(StoreError::Conflict { .. }) => Err(ResumeError::Planted(resume::Planted {
-                key: req_key.to_string(),
-                reason: "the stored request is not the one this configuration and seed salt build"
-                    .into(),
-            })),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// Sends one attempt and stores its raw answer and signed meta.
-    async fn attempt(
-        &self,
-        store: &Store,
-        job: &SlotJob<'_>,
-        k: u32,
-        request_value: &Value,
-        request_stored: Stored,
-    ) -> Result<(AttemptRecord, Option<Duration>), ResumeError> {
-        let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
-        let started_at = now_rfc3339();
-        let t0 = Instant::now();
-        let exchange = self.send(job, request_value).await;
-        let latency_ms = t0.elapsed().as_millis() as u64;
-        let ended_at = now_rfc3339();
-        let RawAnswer {
-            bytes: raw_bytes,
-            status,
-            retry_after,
-            unredacted,
-        } = self.raw_of(job, k, &exchange, (&started_at, &ended_at))?;
-        let raw_stored = match store.put(&raw_key, raw_bytes.clone()).await {
-            Ok(p) => p.stored,
-            // Another replica stored an answer for this attempt meanwhile: theirs wins, if
-            // theirs authenticates.
-            Err(StoreError::Conflict { .. }) => {
-                let record = self.their_attempt(store, job, k, &request_stored).await?;
-                return Ok((record, None));
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let outcome = evaluate_raw(&raw_bytes, status);
-        let mut meta = self.meta(
-            job,
-            k,
-            Some(&request_stored),
-            &raw_stored,
-            status,
-            &raw_bytes,
-            (&started_at, &ended_at, latency_ms),
-            &outcome,
-            None,
-        );
-        if unredacted.is_some() {
-            tracing::warn!(
-                attempt = k,
-                "a configured secret was echoed by the judge endpoint: redacted before storing"
-            );
-        }
-        meta.unredacted_raw_hash = unredacted;
-        let (meta, meta_hash) = self.put_meta(store, job, k, &meta, &raw_bytes).await?;
-        self.report(k, latency_ms, status, &outcome, meta.cost_rmb);
-        let record = AttemptRecord {
-            attempt: k,
-            request: Some(request_stored),
-            raw: raw_stored,
-            meta,
-            meta_hash,
-            outcome,
-        };
-        Ok((record, retry_after))
-    }
-
-    /// What `raw.json` stores for an exchange: the answer's bytes with every configured
-    /// secret redacted (and the hash of the unredacted bytes when one was found), or a
-    /// JudgeAttemptFailure/1 record when no answer came; with the HTTP status and Retry-After.
-    fn raw_of(
-        &self,
-        job: &SlotJob<'_>,
-        k: u32,
-        exchange: &Exchange,
-        times: (&str, &str),
-    ) -> Result<RawAnswer, StoreError> {
-        Ok(match exchange {
-            Exchange::Answered {
-                status,
-                retry_after,
-                body,
-            } => {
-                let (scrubbed, unredacted) = self.redactor.scrub(body);
-                RawAnswer {
-                    bytes: scrubbed.into(),
-                    status: Some(*status),
-                    retry_after: *retry_after,
-                    unredacted,
-                }
-            }
-            Exchange::Failed { class, detail } => RawAnswer {
-                bytes: self.failure_record(job, k, *class, detail, times)?,
-                status: None,
-                retry_after: None,
-                unredacted: None,
-            },
-        })
-    }
-
-    /// Metrics and the log line of one finished attempt.
-    fn report(
-        &self,
-        k: u32,
-        latency_ms: u64,
-        status: Option<u16>,
-        outcome: &Result<JudgeOutput, crate::judge::parse::ParseFailure>,
-        cost_rmb: f64,
-    ) {
-        self.metrics.judge_attempt(
-            self.slot.as_str(),
-            k,
-            latency_ms as f64 / 1000.0,
-            outcome.as_ref().err().map(|f| f.class.as_str()),
-            cost_rmb,
-        );
-        match outcome {
-            Ok(_) => tracing::info!(attempt = k, latency_ms, status, "judge answered"),
-            Err(f) => {
-                tracing::warn!(attempt = k, latency_ms, status, class = %f.class, detail = %f.detail, "judge attempt failed")
-            }
-        }
-    }
-
-    /// The raw record of an attempt that got no HTTP answer.
-    fn failure_record(
-        &self,
-        job: &SlotJob<'_>,
-        k: u32,
-        class: ErrorClass,
-        detail: &str,
-        (started_at, ended_at): (&str, &str),
-    ) -> Result<Bytes, StoreError> {
-        let record = AttemptFailure {
-            schema_version: ATTEMPT_FAILURE.into(),
-            slot: self.slot,
-            session_id: job.session_id.to_string(),
-            attempt: k,
-            stage: FailureStage::Transport,
-            error_class: class,
-            detail: seal_core::contracts::shorten(detail, 1000),
-            started_at: Some(started_at.to_string()),
-            ended_at: Some(ended_at.to_string()),
-        };
-        seal_core::canonical::canonical_bytes(&record)
-            .map(Bytes::from)
-            .map_err(|source| StoreError::Canonical {
-                key: Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json"),
-                source,
-            })
-    }
-
-    /// Waits for an attempt's meta.json, which its writer stores right after raw.json: while
-    /// another replica's lease on the attempt is live, or else a moment. A raw answer still
-    /// without its meta afterwards is judged by [`resume::check`] (planted).
-    async fn settle_meta(
-        &self,
-        store: &Store,
-        job: &SlotJob<'_>,
-        k: u32,
-    ) -> Result<(), StoreError> {
-        let meta_key = Key::attempt_file(job.run, job.roll, self.slot, k, "meta.json");
-        if store.exists(&meta_key).await? {
-            return Ok(());
-        }
-        let at = AttemptRef {
-            run: job.run,
-            roll: job.roll,
-            slot: self.slot,
-            attempt: k,
-        };
-        let until = match lease::live_until(store, &self.lease, at, self.config.timeout).await? {
-            Some(until) => until,
-            None => lease::now_ms().saturating_add(META_GRACE_MS),
-        };
-        wait_for(store, &meta_key, until).await.map(|_| ())
-    }
-
-    /// The attempt another replica stored first: used once its signed meta is there too.
-    async fn their_attempt(
-        &self,
-        store: &Store,
-        job: &SlotJob<'_>,
-        k: u32,
-        request: &Stored,
-    ) -> Result<AttemptRecord, ResumeError> {
-        let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
-        let theirs = store.get(&raw_key).await?;
-        self.settle_meta(store, job, k).await?;
-        let expected = store.get(&request.key).await?;
-        self.resume_stored(store, job, k, &expected, theirs).await
-    }
-
-    /// Signs and stores an attempt's meta; an earlier record of this attempt stands only if
-    /// it authenticates.
-    async fn put_meta(
-        &self,
-        store: &Store,
-        job: &SlotJob<'_>,
-        k: u32,
-        meta: &SlotMeta,
-        raw: &[u8],
-    ) -> Result<(SlotMeta, Hash), ResumeError> {
-        let key = Key::attempt_file(job.run, job.roll, self.slot, k, "meta.json");
-        let meta = resume::sign_meta(job.salt, self.attempt_id(job, k), meta.clone());
-        match store.put_json(&key, &meta).await {
-            Ok(p) => Ok((meta, p.stored.hash)),
-            Err(StoreError::Conflict { .. }) => {
-                let (found, hash) = store
-                    .get_json::<SlotMeta>(&key)
-                    .await?
-                    .ok_or_else(|| StoreError::NotFound { key: key.clone() })?;
-                let request = match &found.request_ref {
-                    Some(_) => {
-                        store
-                            .get_opt(&Key::attempt_file(
-                                job.run,
-                                job.roll,
-                                self.slot,
-                                k,
-                                "request.json",
-                            ))
-                            .await?
-                    }
-                    None => None,
-                };
-                resume::check(
-                    job.salt,
-                    self.attempt_id(job, k),
-                    request.as_deref(),
-                    &resume::Stored {
-                        request: request.as_deref(),
-                        raw,
-                        meta: Some(&found),
-                    },
-                )?;
-                Ok((found, hash))
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn meta(
-        &self,
-        job: &SlotJob<'_>,
-        attempt: u32,
-        request: Option<&Stored>,
-        raw: &Stored,
-        status: Option<u16>,
-        raw_bytes: &[u8],
-        (started_at, ended_at, latency_ms): (&str, &str, u64),
-        outcome: &Result<JudgeOutput, ParseFailure>,
-        note: Option<&str>,
-    ) -> SlotMeta {
-        let facts = if status.is_some() {
-            parse::response_facts(raw_bytes)
-        } else {
-            Default::default()
-        };
-        let images = job.manifest.frames.len() as u64;
-        let ok_http = status.is_some_and(|s| (200..300).contains(&s));
-        let cost_micro = match (ok_http, facts.usage) {
-            (true, Some(u)) => {
-                self.config
-                    .prices
-                    .cost_micro(u.prompt_tokens, u.completion_tokens, images)
-            }
-            // A success without usage is charged as the worst case: a budget must not undercount.
-            (true, None) => {
-                self.worst_case_attempt_micro(request.map(|r| r.size).unwrap_or(0), images)
-            }
-            (false, _) => 0,
-        };
-        let (error_class, error_detail) = match outcome {
-            Ok(_) => (None, note.map(str::to_owned)),
-            Err(f) => (Some(f.class), Some(self.redact(&f.detail))),
-        };
-        SlotMeta {
-            schema_version: SLOT_META.into(),
-            slot: self.slot,
-            attempt,
-            logical_client_id: self.logical_client_id.clone(),
-            session_id: job.session_id.to_string(),
-            policy_seed: job.seed,
-            endpoint_host: self.config.host(),
-            model_requested: self.config.model.clone(),
-            model_answered: facts.model,
-            system_fingerprint: facts.system_fingerprint,
-            prompt_artifact: PromptArtifactRef {
-                id: self.prompt.id.clone(),
-                version: self.prompt.version.clone(),
-                hash: self.prompt.hash.clone(),
-            },
-            package_hash: job.package_hash.clone(),
-            request_ref: request.map(|r| r.key.clone()),
-            request_hash: request.map(|r| r.hash.clone()),
-            raw_ref: raw.key.clone(),
-            raw_hash: raw.hash.clone(),
-            http_status: status,
-            started_at: started_at.to_string(),
-            ended_at: ended_at.to_string(),
-            latency_ms,
-            usage: facts.usage,
-            cost_rmb: micro_to_rmb(cost_micro),
-            error_class,
-            error_detail,
-            accepted: outcome.is_ok(),
-            attempt_mac: None,
-            unredacted_raw_hash: None,
-        }
-    }
-}
-
-/// What `raw.json` of an attempt holds, and what the HTTP exchange said besides.
-struct RawAnswer {
-    bytes: Bytes,
-    status: Option<u16>,
-    retry_after: Option<Duration>,
-    /// The sha256 of the answer before a configured secret was redacted from it.
-    unredacted: Option<Hash>,
-}
-
-/// The request body sent to the judge: the stored request with its images put back.
-fn live_body(job: &SlotJob<'_>, stored_request: &Value) -> Result<Vec<u8>, Exchange> {
-    let failed = |detail: String| Exchange::Failed {
-        class: ErrorClass::RequestBuild,
-        detail,
-    };
-    let live =
-        request::materialize(stored_request, job.images).map_err(|e| failed(e.to_string()))?;
-    serde_json::to_vec(&live).map_err(|e| failed(e.to_string()))
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        src = inner.source();
-    }
-    s
 }

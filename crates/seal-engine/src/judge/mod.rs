@@ -2,14 +2,18 @@
 //!
 //! - [`request`], [`parse`], [`normalize`], [`slot`], [`redact`], the seeds and the attempt MAC:
 //!   the pure half, in [`seal_core::judge`] (re-exported here).
-//! - [`client`]: the HTTP edge: one `reqwest::Client` per slot (the logical client), attempts,
-//!   retries with capped exponential backoff and jitter, every byte stored before it is used.
+//! - the HTTP edge, in three files that import downward only: [`walk`] (a slot's attempts:
+//!   retries with capped exponential backoff and jitter, resuming what is stored, leases),
+//!   [`attempt`] (one call, its raw answer and meta stored before they are used) and
+//!   [`client`] (one `reqwest::Client` per slot, the logical client, and both slots).
 //!
 //! Per roll each slot gets a policy seed and a session id derived from (runId, rollId, slot)
 //! and a secret salt: distinct between A and B, fresh for every roll, unpredictable without the
 //! salt, and the same after a crash, so a resumed roll re-sends byte-identical requests.
 
+mod attempt;
 pub mod client;
+mod walk;
 
 pub use client::{JudgeClient, Judges, SlotJob};
 pub use seal_core::judge::*;

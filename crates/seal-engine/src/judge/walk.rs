@@ -1,0 +1,166 @@
+//! Walking a judge slot's attempts: retries with capped backoff, resuming what is stored,
+//! leases between replicas, and storing every byte.
+//!
+//! Order of writes per attempt `k` (what makes a crash harmless): `request.json` before the
+//! call, `raw.json` the moment the answer (or the transport error) is in, then `meta.json`.
+//! A restarted roll walks the attempts: an attempt whose `raw.json` is stored is never sent
+//! again (no judge is paid twice for an answer seal holds); an attempt with a request but no
+//! raw answer is re-sent from the stored request bytes.
+
+use bytes::Bytes;
+use serde_json::Value;
+use std::time::Duration;
+
+use super::attempt::wait_for;
+use super::client::{JudgeClient, SlotJob};
+use super::slot::{AttemptRecord, SlotRun};
+use crate::lease::{self, AttemptRef, Taken};
+use crate::resume::{self, ResumeError};
+use seal_store::{Key, Store, StoreError, Stored};
+
+impl JudgeClient {
+    /// Runs this slot for a job: resumes stored attempts (only those [`resume::check`]
+    /// authenticates), makes new ones up to the retry limit.
+    pub async fn run_slot(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, ResumeError> {
+        use tracing::Instrument;
+        let span = tracing::info_span!("judge", slot = %self.slot, session = %job.session_id);
+        self.run_attempts(store, job).instrument(span).await
+    }
+    async fn run_attempts(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, ResumeError> {
+        let max = self.config.max_attempts();
+        let request_value = self.build_request(job);
+        let expected = Bytes::from(
+            seal_core::canonical::canonical_bytes(&request_value).map_err(|source| {
+                StoreError::Canonical {
+                    key: Key::attempt_file(job.run, job.roll, self.slot, 1, "request.json"),
+                    source,
+                }
+            })?,
+        );
+        let mut attempts: Vec<AttemptRecord> = Vec::new();
+        let mut last_retry_after = None;
+        for k in 1..=max {
+            let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
+            // An answer seal already holds is never asked for again, and used only if ours.
+            let record = match store.get_opt(&raw_key).await? {
+                Some(raw) => {
+                    // Its writer may still be storing the meta that goes with it.
+                    self.settle_meta(store, job, k).await?;
+                    let record = self.resume_stored(store, job, k, &expected, raw).await?;
+                    tracing::info!(
+                        attempt = k,
+                        held = true,
+                        ok = record.outcome.is_ok(),
+                        "attempt answer already stored"
+                    );
+                    record
+                }
+                None => {
+                    let request_stored = self.stored_request(store, job, k, &expected).await?;
+                    if let Some(prev) = attempts.last() {
+                        let wait = self.backoff(prev.attempt, last_retry_after.take());
+                        tracing::info!(
+                            attempt = k,
+                            wait_ms = wait.as_millis() as u64,
+                            "backing off before retry"
+                        );
+                        tokio::time::sleep(wait).await;
+                    }
+                    let (record, retry_after) = self
+                        .call_or_wait(store, job, k, &request_value, request_stored)
+                        .await?;
+                    last_retry_after = retry_after;
+                    record
+                }
+            };
+            let done = record
+                .outcome
+                .as_ref()
+                .map(|_| true)
+                .unwrap_or_else(|f| !f.class.is_retryable());
+            attempts.push(record);
+            if done {
+                break;
+            }
+        }
+        Ok(SlotRun {
+            slot: self.slot,
+            attempts,
+        })
+    }
+    /// An attempt with no stored answer: call the judge under the attempt's lease, or, while
+    /// another replica holds a live lease, wait for the answer it stores (see [`lease`]). A
+    /// lease that expires without an answer is taken over.
+    async fn call_or_wait(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+        k: u32,
+        request_value: &Value,
+        request_stored: Stored,
+    ) -> Result<(AttemptRecord, Option<Duration>), ResumeError> {
+        let at = AttemptRef {
+            run: job.run,
+            roll: job.roll,
+            slot: self.slot,
+            attempt: k,
+        };
+        let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
+        let count = |result: &str| {
+            let labels = format!("slot=\"{}\",result=\"{result}\"", self.slot);
+            self.metrics.add("seal_judge_leases_total", &labels, 1.0);
+        };
+        loop {
+            match lease::take(store, &self.lease, at, self.config.timeout).await? {
+                Taken::Held { epoch, takeover } => {
+                    count(if takeover { "takeover" } else { "held" });
+                    // A crashed holder's answer may have landed just before we took over.
+                    if takeover && store.exists(&raw_key).await? {
+                        let record = self.their_attempt(store, job, k, &request_stored).await?;
+                        return Ok((record, None));
+                    }
+                    tracing::debug!(attempt = k, epoch, "attempt lease held: calling the judge");
+                    return self
+                        .attempt(store, job, k, request_value, request_stored)
+                        .await;
+                }
+                Taken::Busy { holder, until_ms } => {
+                    count("waited");
+                    tracing::info!(
+                        attempt = k,
+                        holder = ?holder,
+                        "another replica is calling this judge: waiting for its answer"
+                    );
+                    if wait_for(store, &raw_key, until_ms).await? {
+                        let record = self.their_attempt(store, job, k, &request_stored).await?;
+                        return Ok((record, None));
+                    }
+                }
+            }
+        }
+    }
+    /// The attempt's request: stored now, or (started before a restart) the stored one, which
+    /// must be byte-identical to what this configuration builds.
+    async fn stored_request(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+        k: u32,
+        expected: &Bytes,
+    ) -> Result<Stored, ResumeError> {
+        let req_key = Key::attempt_file(job.run, job.roll, self.slot, k, "request.json");
+        let id = self.attempt_id(job, k);
+        if let Some(b) = store.get_opt(&req_key).await? {
+            resume::check_request(id, expected, &b)?;
+        }
+        match store.put(&req_key, expected.clone()).await {
+            Ok(p) => Ok(p.stored),
+            Err(StoreError::Conflict { .. }) => Err(ResumeError::Planted(resume::Planted {
+                key: req_key.to_string(),
+                reason: "the stored request is not the one this configuration and seed salt build"
+                    .into(),
+            })),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
