@@ -73,16 +73,16 @@ async fn engine(lb: &Loopback, store: Store) -> Engine {
 async fn corpus(engine: &Engine, prefix: &str, n: usize) -> Vec<RunId> {
     use futures::TryStreamExt;
     let folder = seal::runfolder::RunFolder::read(&example(), 1 << 26).expect("example");
-    for (hash, path) in &folder.blobs {
+    for (hash, path) in folder.blobs() {
         let file = tokio::fs::File::open(path).await.expect("blob");
         let stream = tokio_util::io::ReaderStream::new(file).map_err(|e| e.to_string());
         engine
-            .store
+            .store()
             .put_blob(Box::pin(stream), Some(hash), u64::MAX)
             .await
             .expect("put blob");
     }
-    let mut header: Value = serde_json::from_slice(&folder.header_bytes).expect("header");
+    let mut header: Value = serde_json::from_slice(folder.header_bytes()).expect("header");
     let mut ids = Vec::new();
     for i in 0..n {
         let run = RunId::parse(&format!("{prefix}-{i:04}")).expect("id");
@@ -91,15 +91,15 @@ async fn corpus(engine: &Engine, prefix: &str, n: usize) -> Vec<RunId> {
         seal::intake::put_header(engine, &run, &bytes, seal::intake::Origin::Pipeline)
             .await
             .expect("header");
-        seal::intake::put_brief(engine, &run, &folder.brief)
+        seal::intake::put_brief(engine, &run, folder.brief())
             .await
             .expect("brief");
-        if let Some(spec) = &folder.play_spec {
+        if let Some(spec) = folder.play_spec() {
             seal::intake::put_play_spec(engine, &run, spec)
                 .await
                 .expect("spec");
         }
-        let roll = &folder.rolls[0];
+        let roll = &folder.rolls()[0];
         match seal::roll::submit(engine, &run, RollId::R1, roll).await {
             // Stored: judged below, all runs at once (the run's lock goes with it here).
             Ok(seal::roll::Submitted::Accepted(_)) => {}
@@ -155,7 +155,7 @@ fn main() {
                             let r = seal::roll::judge_roll(&engine, &run, RollId::R1)
                                 .await
                                 .expect("roll");
-                            assert_eq!(r.roll.roll_outcome, seal::doc::Outcome::Pass);
+                            assert_eq!(r.roll().roll_outcome, seal::doc::Outcome::Pass);
                             t0.elapsed()
                         })
                     })

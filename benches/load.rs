@@ -180,11 +180,11 @@ fn main() {
 
         let folder = seal::runfolder::RunFolder::read(&example(), 1 << 26).expect("example");
         let inputs = Arc::new(Inputs {
-            header: serde_json::from_slice(&folder.header_bytes).expect("header"),
-            brief: folder.brief.clone(),
-            spec: folder.play_spec.clone().unwrap_or_default(),
-            proof: folder.rolls[0].canonical().to_vec(),
-            blobs: folder.blobs.iter().map(|(h, p)| (h.to_string(), std::fs::read(p).expect("blob"))).collect(),
+            header: serde_json::from_slice(folder.header_bytes()).expect("header"),
+            brief: folder.brief().to_vec(),
+            spec: folder.play_spec().map(<[u8]>::to_vec).unwrap_or_default(),
+            proof: folder.rolls()[0].canonical().to_vec(),
+            blobs: folder.blobs().iter().map(|(h, p)| (h.to_string(), std::fs::read(p).expect("blob"))).collect(),
         });
         let client = reqwest::Client::builder().pool_max_idle_per_host(512).timeout(Duration::from_secs(600)).build().expect("client");
         println!("load benchmark: seal serve ({store}) at {base}, loopback judge L = {} ms, each run = 6 blob PUTs + header + brief + play-spec + roll + finalize", L.as_millis());

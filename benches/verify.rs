@@ -196,7 +196,7 @@ async fn seal_one(engine: &Engine, base: &Base, i: u64, frame_bytes: u64) -> (u6
         let hash = Hash::of(&blob);
         let chunks = futures::stream::iter([Ok::<Bytes, String>(Bytes::from(blob))]);
         engine
-            .store
+            .store()
             .put_blob(chunks, Some(&hash), u64::MAX)
             .await
             .expect("put frame");
@@ -208,7 +208,7 @@ async fn seal_one(engine: &Engine, base: &Base, i: u64, frame_bytes: u64) -> (u6
     assert!(swapped >= map.len() * 2, "frame refs not replaced");
     let mut header = base.header.clone();
     header["runId"] = json!(run_id);
-    let limit = engine.config.max_document_bytes;
+    let limit = engine.config().max_document_bytes;
     let header_bytes = serde_json::to_vec_pretty(&header).unwrap();
     let proof_bytes = serde_json::to_vec_pretty(&proof).unwrap();
     // What `seal judge` does with a run folder, the frames being in the store already (put
@@ -239,7 +239,7 @@ async fn seal_one(engine: &Engine, base: &Base, i: u64, frame_bytes: u64) -> (u6
         .await
         .unwrap_or_else(|e| fail(&e));
     let outcome = done
-        .evidence
+        .evidence()
         .outcome
         .map(|o| o.as_str().to_string())
         .unwrap_or_else(|| "?".into());

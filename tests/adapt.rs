@@ -98,11 +98,11 @@ fn realistic_verdicts_adapt_into_folders_that_validate_and_read() {
             assert_eq!(canonical_bytes(&parsed).unwrap(), bytes, "{name} {file}");
         }
         let folder = RunFolder::read(&out, LIMIT).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(folder.run, run);
-        assert_eq!(folder.rolls.len(), 1);
-        assert!(folder.play_spec.is_none() && folder.blobs.is_empty());
+        assert_eq!(folder.run(), &run);
+        assert_eq!(folder.rolls().len(), 1);
+        assert!(folder.play_spec().is_none() && folder.blobs().is_empty());
 
-        let h = &folder.header;
+        let h = &folder.header();
         assert_eq!(h.phase, Phase::Judging);
         assert_eq!(h.evidence_mode, EvidenceMode::LegacyAdapted);
         assert_eq!(h.genre, genre);
@@ -120,7 +120,7 @@ fn realistic_verdicts_adapt_into_folders_that_validate_and_read() {
         assert_eq!(h.task_binding_hash, Hash::of(task.as_bytes()));
         assert_eq!(h.acceptance_request_hash, Hash::of(design.as_bytes()));
         assert_eq!(h.artifact_hash, Hash::of(&canonical_bytes(&v).unwrap()));
-        assert_eq!(h.brief_hash, Hash::of(&folder.brief));
+        assert_eq!(h.brief_hash, Hash::of(folder.brief()));
         let x = &h.extensions.0;
         assert_eq!(x["_designId"], v["designId"]);
         assert_eq!(x["_taskId"], v["taskId"]);
@@ -169,7 +169,7 @@ fn realistic_verdicts_adapt_into_folders_that_validate_and_read() {
         }
 
         // Proof package: events are emitsCaptured, in order.
-        let proof = folder.rolls[0].package();
+        let proof = folder.rolls()[0].package();
         let names: Vec<&str> = proof.events.iter().map(|e| e.name.as_str()).collect();
         let emits: Vec<&str> = v["playReport"]["emitsCaptured"]
             .as_array()
@@ -189,7 +189,7 @@ fn realistic_verdicts_adapt_into_folders_that_validate_and_read() {
         assert_eq!(proof.floor, h.floor);
 
         // The brief never names the design or the expected outcome (it reaches the judges).
-        let brief = String::from_utf8(folder.brief.clone()).unwrap();
+        let brief = String::from_utf8(folder.brief().to_vec()).unwrap();
         for secret in [&design[..16], task.as_str(), "accept", "kill", "P1", "P2"] {
             assert!(!brief.contains(secret), "{name}: {secret:?} in the brief");
         }
@@ -200,7 +200,7 @@ fn realistic_verdicts_adapt_into_folders_that_validate_and_read() {
 
     // The accept Verdict's game_end carries gameEnd in wire (snake_case) form.
     let accept = RunFolder::read(&tmp.path().join("accept"), LIMIT).unwrap();
-    let proof = accept.rolls[0].package();
+    let proof = accept.rolls()[0].package();
     let end = proof.events.iter().find(|e| e.name == "game_end").unwrap();
     assert_eq!(end.data.get("completed"), Some(&json!(true)));
     assert_eq!(end.data.get("duration_ms"), Some(&json!(41870)));
@@ -484,7 +484,7 @@ fn missing_bindings_and_undecided_runs_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
     verdict_to_run_folder(&verdict_bytes("accept"), Genre::Puzzle, &out).unwrap();
-    let header = RunFolder::read(&out, LIMIT).unwrap().header;
+    let header = RunFolder::read(&out, LIMIT).unwrap().header().clone();
     let err = evidence_to_verdict(&header).unwrap_err();
     assert!(matches!(err, AdaptError::NotDecided { .. }), "{err:?}");
     assert!(err.to_string().contains("JUDGING"), "{err}");
@@ -509,7 +509,7 @@ async fn adapted_verdicts_are_judged_and_map_back_to_their_decision() {
         let done = seal::runfolder::judge(&engine, &folder)
             .await
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let ev = &done.evidence;
+        let ev = &done.evidence();
         assert_eq!(ev.evidence_mode, EvidenceMode::LegacyAdapted);
         let want_action = match name {
             "accept" => DecisionAction::Accept,
@@ -524,8 +524,8 @@ async fn adapted_verdicts_are_judged_and_map_back_to_their_decision() {
         );
 
         // A sealed legacy run verifies like any other.
-        let trusted = [engine.key.as_ref().unwrap().public()];
-        let report = seal::verify::verify_run(&engine.store, &folder.run, &trusted)
+        let trusted = [engine.key().unwrap().public()];
+        let report = seal::verify::verify_run(engine.store(), folder.run(), &trusted)
             .await
             .unwrap();
         assert!(report.verified, "{name}: {:?}", report.problems);

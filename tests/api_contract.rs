@@ -24,7 +24,7 @@ async fn start() -> (String, tokio::sync::oneshot::Sender<()>, Loopback) {
     .await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let trusted = vec![engine.key.as_ref().unwrap().public()];
+    let trusted = vec![engine.key().unwrap().public()];
     let state = seal::server::AppState::new(engine, trusted);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(seal::server::run(listener, state, async move {

@@ -137,25 +137,25 @@ async fn case(a: Slot, b: Slot, floor_passes: bool, with_checks: bool) -> Result
     let done = seal::runfolder::judge(&engine, &run)
         .await
         .map_err(|e| format!("{what}: not sealed: {e}"))?;
-    let value = serde_json::to_value(&done.evidence).unwrap();
+    let value = serde_json::to_value(done.evidence()).unwrap();
     if let Report::Invalid(_, f) = validate_as(Kind::PlaytestV3, &value) {
         return Err(format!("{what}: evidence invalid: {f:?}"));
     }
     let want = expected(a, b, floor_passes);
-    if done.evidence.outcome != Some(want) {
+    if done.evidence().outcome != Some(want) {
         return Err(format!(
             "{what}: outcome {:?}, decision order says {want:?}; reasons {:?}",
-            done.evidence.outcome,
-            done.evidence.decision.as_ref().map(|d| &d.reasons)
+            done.evidence().outcome,
+            done.evidence().decision.as_ref().map(|d| &d.reasons)
         ));
     }
-    let reasons = &done.evidence.decision.as_ref().unwrap().reasons;
+    let reasons = &done.evidence().decision.as_ref().unwrap().reasons;
     let judges_failed = seal::vocab::Reason::Infra(seal::vocab::InfraCause::JudgesFailed);
     if want == Outcome::InfraError && reasons != &[judges_failed] {
         return Err(format!("{what}: both judges failed, reasons {reasons:?}"));
     }
-    let trusted = [engine.key.as_ref().unwrap().public()];
-    let report = seal::verify::verify_run(&engine.store, &run.run, &trusted)
+    let trusted = [engine.key().unwrap().public()];
+    let report = seal::verify::verify_run(engine.store(), run.run(), &trusted)
         .await
         .map_err(|e| format!("{what}: verify could not run: {e}"))?;
     if !report.verified {

@@ -42,7 +42,7 @@ async fn post(c: &reqwest::Client, url: String, body: Vec<u8>) -> (StatusCode, V
 
 /// Header, brief, play-spec and blobs of a folder, over the API.
 async fn submit(c: &reqwest::Client, base: &str, f: &RunFolder) {
-    for (hash, path) in &f.blobs {
+    for (hash, path) in f.blobs() {
         let (s, b) = put(
             c,
             format!("{base}/v1/blobs/sha256/{hash}"),
@@ -51,24 +51,29 @@ async fn submit(c: &reqwest::Client, base: &str, f: &RunFolder) {
         .await;
         assert!(s.is_success(), "{b}");
     }
-    let run = &f.run;
-    let (s, b) = put(c, format!("{base}/v1/runs/{run}"), f.header_bytes.clone()).await;
+    let run = f.run();
+    let (s, b) = put(
+        c,
+        format!("{base}/v1/runs/{run}"),
+        f.header_bytes().to_vec(),
+    )
+    .await;
     assert!(s.is_success(), "{b}");
-    let (s, _) = put(c, format!("{base}/v1/runs/{run}/brief"), f.brief.clone()).await;
+    let (s, _) = put(c, format!("{base}/v1/runs/{run}/brief"), f.brief().to_vec()).await;
     assert!(s.is_success());
-    if let Some(spec) = &f.play_spec {
-        let (s, _) = put(c, format!("{base}/v1/runs/{run}/play-spec"), spec.clone()).await;
+    if let Some(spec) = f.play_spec() {
+        let (s, _) = put(c, format!("{base}/v1/runs/{run}/play-spec"), spec.to_vec()).await;
         assert!(s.is_success());
     }
 }
 
 fn roll_bytes(f: &RunFolder, n: usize) -> Vec<u8> {
-    f.rolls[n - 1].canonical().to_vec()
+    f.rolls()[n - 1].canonical().to_vec()
 }
 
 async fn keys_under(engine: &Engine, run: &str) -> Vec<String> {
     engine
-        .store
+        .store()
         .list(&format!("runs/{run}"))
         .await
         .unwrap()
@@ -110,13 +115,13 @@ async fn both_judges_failing_on_a_passing_floor_is_sealed_as_infra_error_over_ht
         submit(&c, &base, &f).await;
         let (s, b) = post(
             &c,
-            format!("{base}/v1/runs/{}/rolls/1", f.run),
+            format!("{base}/v1/runs/{}/rolls/1", f.run()),
             roll_bytes(&f, 1),
         )
         .await;
         assert_eq!(s, StatusCode::OK, "{b}");
         assert_eq!(b["rollOutcome"], "infra_error", "{fa:?}/{fb:?}: {b}");
-        let (s, b) = post(&c, format!("{base}/v1/runs/{}/finalize", f.run), vec![]).await;
+        let (s, b) = post(&c, format!("{base}/v1/runs/{}/finalize", f.run()), vec![]).await;
         assert_eq!(s, StatusCode::OK, "{fa:?}/{fb:?}: {b}");
         assert_eq!(b["outcome"], "infra_error");
         assert_eq!(b["decision"]["action"], "retry");
@@ -125,7 +130,7 @@ async fn both_judges_failing_on_a_passing_floor_is_sealed_as_infra_error_over_ht
             serde_json::json!(["infra_judges_failed"])
         );
         let r = c
-            .get(format!("{base}/v1/runs/{}/verify", f.run))
+            .get(format!("{base}/v1/runs/{}/verify", f.run()))
             .send()
             .await
             .unwrap();
@@ -151,7 +156,7 @@ async fn a_decided_run_refuses_roll_2_over_http_without_calling_a_judge_or_stori
     submit(&c, &base, &f).await;
     let (s, b) = post(
         &c,
-        format!("{base}/v1/runs/{}/rolls/1", f.run),
+        format!("{base}/v1/runs/{}/rolls/1", f.run()),
         roll_bytes(&f, 1),
     )
     .await;
@@ -160,7 +165,7 @@ async fn a_decided_run_refuses_roll_2_over_http_without_calling_a_judge_or_stori
         (StatusCode::OK, Some("roll-2")),
         "{b}"
     );
-    let (s, b) = post(&c, format!("{base}/v1/runs/{}/finalize", f.run), vec![]).await;
+    let (s, b) = post(&c, format!("{base}/v1/runs/{}/finalize", f.run()), vec![]).await;
     assert_eq!(
         (s, b["outcome"].as_str()),
         (StatusCode::OK, Some("inconclusive")),
@@ -168,10 +173,10 @@ async fn a_decided_run_refuses_roll_2_over_http_without_calling_a_judge_or_stori
     );
 
     let calls = judge.calls().len();
-    let before = keys_under(&probe, f.run.as_str()).await;
+    let before = keys_under(&probe, f.run().as_str()).await;
     let (s, b) = post(
         &c,
-        format!("{base}/v1/runs/{}/rolls/2", f.run),
+        format!("{base}/v1/runs/{}/rolls/2", f.run()),
         roll_bytes(&f, 2),
     )
     .await;
@@ -183,15 +188,15 @@ async fn a_decided_run_refuses_roll_2_over_http_without_calling_a_judge_or_stori
         "a judge was called for a decided run"
     );
     assert_eq!(
-        keys_under(&probe, f.run.as_str()).await,
+        keys_under(&probe, f.run().as_str()).await,
         before,
         "bytes were stored"
     );
     // Header, brief and play-spec of a decided run are refused too.
     let (s, b) = put(
         &c,
-        format!("{base}/v1/runs/{}/brief", f.run),
-        f.brief.clone(),
+        format!("{base}/v1/runs/{}/brief", f.run()),
+        f.brief().to_vec(),
     )
     .await;
     assert_eq!(
@@ -201,7 +206,7 @@ async fn a_decided_run_refuses_roll_2_over_http_without_calling_a_judge_or_stori
     // A worker retrying the sealed roll 1 gets the stored answer.
     let (s, b) = post(
         &c,
-        format!("{base}/v1/runs/{}/rolls/1", f.run),
+        format!("{base}/v1/runs/{}/rolls/1", f.run()),
         roll_bytes(&f, 1),
     )
     .await;
@@ -225,7 +230,7 @@ async fn seal_judge_refuses_to_add_a_roll_to_a_decided_run() {
     let one_roll = RunFolder::read(dir.path(), 1 << 26).unwrap();
     let sealed = seal::runfolder::judge(&engine, &one_roll).await.unwrap();
     let again = seal::runfolder::judge(&engine, &one_roll).await.unwrap();
-    assert_eq!(again.evidence_hash, sealed.evidence_hash);
+    assert_eq!(again.evidence_hash(), sealed.evidence_hash());
     let calls = judge.calls().len();
     let two_rolls = inconclusive_with_roll2(dir.path());
     let err = seal::runfolder::judge(&engine, &two_rolls)
@@ -245,18 +250,19 @@ async fn finalize_racing_roll_2_never_answers_for_an_unsealed_roll() {
     personas(&judge);
     let engine = engine_with(&judge, "memory://", &[]).await;
     let probe = engine.clone();
-    let trusted = [engine.key.as_ref().unwrap().public()];
+    let trusted = [engine.key().unwrap().public()];
     let (base, _stop) = start(engine).await;
     let c = http();
     for i in 0..6 {
         let dir = tempfile::tempdir().unwrap();
-        let mut f = inconclusive_with_roll2(dir.path());
-        // A fresh run id per round.
+        inconclusive_with_roll2(dir.path());
+        // A fresh run id per round: the header on disk renamed, the folder read again.
         let id = format!("race-{i}");
-        let mut h: Value = serde_json::from_slice(&f.header_bytes).unwrap();
+        let header = dir.path().join("header.json");
+        let mut h: Value = serde_json::from_slice(&std::fs::read(&header).unwrap()).unwrap();
         h["runId"] = Value::String(id.clone());
-        f.header_bytes = serde_json::to_vec(&h).unwrap();
-        f.run = seal::ids::RunId::parse(&id).unwrap();
+        std::fs::write(&header, serde_json::to_vec(&h).unwrap()).unwrap();
+        let f = RunFolder::read(dir.path(), 1 << 26).unwrap();
         submit(&c, &base, &f).await;
         let (s, _) = post(
             &c,
@@ -276,17 +282,17 @@ async fn finalize_racing_roll_2_never_answers_for_an_unsealed_roll() {
         let rolls_sealed = bf["sourceRollId"].as_str().map(|_| ()).and(Some(()));
         assert!(rolls_sealed.is_some());
         let run = seal::ids::RunId::parse(&id).unwrap();
-        let report = seal::verify::verify_run(&probe.store, &run, &trusted)
+        let report = seal::verify::verify_run(probe.store(), &run, &trusted)
             .await
             .unwrap();
         assert!(report.verified, "round {i}: {:?}", report.problems);
-        let ev = seal::run_state::RunState::load(&probe.store, &run)
+        let ev = seal::run_state::RunState::load(probe.store(), &run)
             .await
             .unwrap();
         let seal::run_state::RunState::Decided(d) = ev else {
             panic!("round {i}: not decided")
         };
-        let has_roll2 = d.evidence.rolls.len() == 2;
+        let has_roll2 = d.evidence().rolls.len() == 2;
         match s2 {
             StatusCode::OK => assert!(
                 has_roll2,
@@ -316,7 +322,7 @@ async fn the_api_refuses_headers_claiming_replay_or_legacy_provenance() {
     let (base, _stop) = start(engine).await;
     let c = http();
     let f = RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
-    let header: Value = serde_json::from_slice(&f.header_bytes).unwrap();
+    let header: Value = serde_json::from_slice(f.header_bytes()).unwrap();
     let cases: Vec<(&str, Value)> = vec![
         ("replay", {
             let mut h = header.clone();
@@ -451,20 +457,20 @@ async fn a_stored_snapshot_closes_the_run_to_rolls_and_is_decided_as_stored() {
     let dir = tempfile::tempdir().unwrap();
     let f = inconclusive_with_roll2(dir.path());
     let (_, report) = judge_roll1(&engine, &example("run-narrative-0011-inconclusive")).await;
-    assert_eq!(report.roll.roll_outcome, seal::doc::Outcome::Inconclusive);
+    assert_eq!(report.roll().roll_outcome, seal::doc::Outcome::Inconclusive);
     // What an interrupted finalize leaves: the snapshot of roll 1.
     let header: seal::doc::Evidence = serde_json::from_slice(
         &engine
-            .store
-            .get(&seal::store::Key::header(&f.run))
+            .store()
+            .get(&seal::store::Key::header(f.run()))
             .await
             .unwrap(),
     )
     .unwrap();
     let proof: seal::doc::ProofPackage = serde_json::from_slice(
         &engine
-            .store
-            .get(&report.roll.proof_package_ref)
+            .store()
+            .get(&report.roll().proof_package_ref)
             .await
             .unwrap(),
     )
@@ -472,28 +478,28 @@ async fn a_stored_snapshot_closes_the_run_to_rolls_and_is_decided_as_stored() {
     let snapshot = seal::derive::judging_snapshot(
         &header,
         &[seal::derive::JudgedRoll {
-            roll: &report.roll,
+            roll: report.roll(),
             proof: &proof,
-            consensus: &report.consensus,
+            consensus: report.consensus(),
         }],
     );
     engine
-        .store
-        .put_json(&seal::store::Key::judging(&f.run), &snapshot)
+        .store()
+        .put_json(&seal::store::Key::judging(f.run()), &snapshot)
         .await
         .unwrap();
-    let err = submit_roll(&engine, &f.run, seal::ids::RollId::R2, &roll_bytes(&f, 2))
+    let err = submit_roll(&engine, f.run(), seal::ids::RollId::R2, &roll_bytes(&f, 2))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("being finalized"), "{err}");
-    let done = seal::postguard::finalize(&engine, &f.run).await.unwrap();
-    assert_eq!(done.evidence.rolls.len(), 1);
+    let done = seal::postguard::finalize(&engine, f.run()).await.unwrap();
+    assert_eq!(done.evidence().rolls.len(), 1);
     assert_eq!(
-        done.evidence.outcome,
+        done.evidence().outcome,
         Some(seal::doc::Outcome::Inconclusive)
     );
-    let trusted = [engine.key.as_ref().unwrap().public()];
-    let r = seal::verify::verify_run(&engine.store, &f.run, &trusted)
+    let trusted = [engine.key().unwrap().public()];
+    let r = seal::verify::verify_run(engine.store(), f.run(), &trusted)
         .await
         .unwrap();
     assert!(r.verified, "{:?}", r.problems);

@@ -15,7 +15,7 @@ async fn race(store_url: &str) {
     personas(&lb);
     let first = engine_with(&lb, store_url, &[]).await;
     let (folder, report) = judge_roll1(&first, &example("run-narrative-0010-pass")).await;
-    assert_eq!(report.roll.roll_outcome, seal::doc::Outcome::Pass);
+    assert_eq!(report.roll().roll_outcome, seal::doc::Outcome::Pass);
     // Eight finalizers, each a "replica" with its own engine and signing key.
     let mut engines = Vec::new();
     for _ in 0..8 {
@@ -26,7 +26,7 @@ async fn race(store_url: &str) {
     let tasks: Vec<_> = engines
         .into_iter()
         .map(|e| {
-            let run = folder.run.clone();
+            let run = folder.run().clone();
             tokio::spawn(async move { seal::postguard::finalize(&e, &run).await })
         })
         .collect();
@@ -38,18 +38,19 @@ async fn race(store_url: &str) {
                 .expect("every finalizer returns the result"),
         );
     }
-    let writers = results.iter().filter(|r| r.wrote).count();
+    let writers = results.iter().filter(|r| r.wrote()).count();
     assert_eq!(writers, 1, "exactly one finalizer writes the evidence");
     for r in &results {
-        assert_eq!(r.evidence_hash, results[0].evidence_hash);
+        assert_eq!(r.evidence_hash(), results[0].evidence_hash());
         assert_eq!(
-            r.envelope_hash, results[0].envelope_hash,
+            r.envelope_hash(),
+            results[0].envelope_hash(),
             "one seal for everybody"
         );
     }
     let store = Store::open(store_url).await.unwrap();
     let keys = store
-        .list(&format!("runs/{}", folder.run))
+        .list(&format!("runs/{}", folder.run()))
         .await
         .unwrap()
         .keys;

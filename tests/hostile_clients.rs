@@ -36,7 +36,7 @@ async fn start(header_ms: u64, body_ms: u64, max_connections: usize) -> Server {
     .await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
-    let trusted = vec![engine.key.as_ref().unwrap().public()];
+    let trusted = vec![engine.key().unwrap().public()];
     let state = seal::server::AppState::new(engine, trusted);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(seal::server::run(listener, state, async move {

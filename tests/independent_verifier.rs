@@ -17,7 +17,6 @@ use seal_testkit::loopback::{Fault, Loopback};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Whether `python3` can import `cryptography`; panics in CI (`SEAL_REQUIRE_PYTHON=1`) if not.
@@ -48,7 +47,8 @@ struct Sealed {
     _dir: tempfile::TempDir,
     store: PathBuf,
     pub_pem: PathBuf,
-    key: Arc<SigningKey>,
+    /// The id of the key that sealed the runs.
+    key_id: String,
     runs: Vec<(RunId, seal::postguard::Finalized)>,
 }
 
@@ -65,7 +65,7 @@ fn seal_runs(names: &[&str], setup: impl FnOnce(&Loopback)) -> Sealed {
         .enable_all()
         .build()
         .unwrap();
-    let (key, runs) = rt.block_on(async {
+    let (key_id, pub_pem, runs) = rt.block_on(async {
         let lb = Loopback::start(Duration::from_millis(5)).await.unwrap();
         personas(&lb);
         setup(&lb);
@@ -76,16 +76,17 @@ fn seal_runs(names: &[&str], setup: impl FnOnce(&Loopback)) -> Sealed {
             let done = judge(&engine, &folder)
                 .await
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            runs.push((folder.run.clone(), done));
+            runs.push((folder.run().clone(), done));
         }
-        (engine.key.clone().expect("engine has a key"), runs)
+        let key = engine.key().expect("engine has a key");
+        let (_, pub_pem) = key.write_pair(&dir.path().join("key")).unwrap();
+        (key.key_id.clone(), pub_pem, runs)
     });
-    let (_, pub_pem) = key.write_pair(&dir.path().join("key")).unwrap();
     Sealed {
         _dir: dir,
         store,
         pub_pem,
-        key,
+        key_id,
         runs,
     }
 }
@@ -160,10 +161,7 @@ fn python_verifier_accepts_every_sealed_example() {
         let (code, out) = verifier(&s.store, run.as_str(), &s.pub_pem);
         println!("{out}");
         assert_eq!(code, 0, "{run}: {out}");
-        assert!(
-            out.contains(&s.key.key_id),
-            "{run}: keyid not reported: {out}"
-        );
+        assert!(out.contains(&s.key_id), "{run}: keyid not reported: {out}");
     }
 }
 
@@ -215,7 +213,7 @@ fn python_verifier_accepts_retried_and_failed_slots() {
         let key = format!("/rolls/0/judge{slot}Ref/normalizedRef");
         let result = stored_json(
             store,
-            str_at(&serde_json::to_value(&done.evidence).unwrap(), &key),
+            str_at(&serde_json::to_value(done.evidence()).unwrap(), &key),
         );
         result["attempts"].as_array().unwrap().clone()
     };
@@ -333,7 +331,8 @@ fn python_verifier_rejects_envelopes_not_signed_by_the_trusted_key() {
     let (run, done) = &s.runs[0];
     let seal_key = format!("runs/{run}/seal.dsse.json");
     let other = SigningKey::generate();
-    let statement = seal::sealing::statement_for(run, &done.evidence, &done.evidence_hash).unwrap();
+    let statement =
+        seal::sealing::statement_for(run, done.evidence(), done.evidence_hash()).unwrap();
     let scratch = tempfile::tempdir().unwrap();
 
     // The true statement, re-signed by another key.
@@ -346,7 +345,7 @@ fn python_verifier_rejects_envelopes_not_signed_by_the_trusted_key() {
     assert!(
         out.contains(&format!(
             "FAIL {seal_key}: no signature by the trusted key (expected {}, actual {})",
-            s.key.key_id, other.key_id
+            s.key_id, other.key_id
         )),
         "{out}"
     );
@@ -355,7 +354,7 @@ fn python_verifier_rejects_envelopes_not_signed_by_the_trusted_key() {
     let mut forged = statement.clone();
     forged.predicate.outcome = "fail".into();
     let mut spoofed = sealing::sign(&other, &forged).unwrap();
-    spoofed.signatures[0].keyid = s.key.key_id.clone();
+    spoofed.signatures[0].keyid = s.key_id.clone();
     let copy = scratch.path().join("spoofed");
     copy_dir(&s.store, &copy);
     replace(&copy, &seal_key, &canonical_bytes(&spoofed).unwrap());

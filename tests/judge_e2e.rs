@@ -41,8 +41,10 @@ async fn examples_seal_with_the_outcomes_their_names_promise() {
         let done = judge(&engine, &folder)
             .await
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let ev = &done.evidence;
-        let summary = seal::report::summarize(&engine.store, &done).await.unwrap();
+        let ev = &done.evidence();
+        let summary = seal::report::summarize(engine.store(), &done)
+            .await
+            .unwrap();
         println!("{}", seal::report::render(&summary));
         assert_eq!(ev.outcome, Some(outcome), "{name}");
         assert_eq!(ev.decision.as_ref().unwrap().action, action, "{name}");
@@ -60,7 +62,7 @@ async fn examples_seal_with_the_outcomes_their_names_promise() {
         );
         // Judging again is idempotent: the same sealed result comes back.
         let again = judge(&engine, &folder).await.unwrap();
-        assert_eq!(again.evidence_hash, done.evidence_hash);
-        assert!(!again.wrote);
+        assert_eq!(again.evidence_hash(), done.evidence_hash());
+        assert!(!again.wrote());
     }
 }

@@ -29,7 +29,7 @@ async fn meta(
     k: u32,
 ) -> SlotMeta {
     engine
-        .store
+        .store()
         .get_json::<SlotMeta>(&Key::attempt_file(run, RollId::R1, slot, k, "meta.json"))
         .await
         .unwrap()
@@ -40,7 +40,7 @@ async fn meta(
 async fn result(engine: &seal::engine::Engine, r: &Roll, slot: Slot) -> JudgeResult {
     let s = r.slot_ref(slot);
     engine
-        .store
+        .store()
         .get_json_verified(&s.normalized_ref, &s.result_hash)
         .await
         .unwrap()
@@ -55,28 +55,28 @@ async fn recovers_from(
     lb.script(MODEL_A, [fault]);
     let engine = engine_edited(&lb, &[("SEAL_JUDGE_TIMEOUT_MS", "400")], &|t| t).await;
     let (folder, report) = judge_roll1(&engine, &example(PASS)).await;
-    let m1 = meta(&engine, &folder.run, Slot::A, 1).await;
+    let m1 = meta(&engine, folder.run(), Slot::A, 1).await;
     let class = m1.error_class.map(|c| c.to_string()).unwrap_or_default();
     assert!(
         classes.contains(&class.as_str()),
         "attempt 1 failed with {class:?}, expected one of {classes:?}"
     );
     assert!(!m1.accepted);
-    let m2 = meta(&engine, &folder.run, Slot::A, 2).await;
+    let m2 = meta(&engine, folder.run(), Slot::A, 2).await;
     assert!(m2.accepted, "attempt 2 must be accepted: {m2:?}");
     assert_eq!(m1.session_id, m2.session_id, "retries keep the session");
     assert_eq!(m1.policy_seed, m2.policy_seed, "retries keep the seed");
     assert_eq!(
-        report.roll.roll_outcome,
+        report.roll().roll_outcome,
         Outcome::Pass,
         "{:?}",
-        report.consensus
+        report.consensus()
     );
-    let a = result(&engine, &report.roll, Slot::A).await;
+    let a = result(&engine, report.roll(), Slot::A).await;
     assert_eq!(a.attempts.len(), 2);
     assert!(!a.attempts[0].accepted && a.attempts[1].accepted);
     assert!(report
-        .roll
+        .roll()
         .judge_a_ref
         .raw_ref
         .as_str()
@@ -115,9 +115,9 @@ async fn server_error_is_retried_and_its_body_kept() {
     )
     .await;
     let raw = engine
-        .store
+        .store()
         .get(&Key::attempt_file(
-            &folder.run,
+            folder.run(),
             RollId::R1,
             Slot::A,
             1,
@@ -131,7 +131,7 @@ async fn server_error_is_retried_and_its_body_kept() {
         "raw.json keeps the exact response bytes"
     );
     assert_eq!(
-        meta(&engine, &folder.run, Slot::A, 1).await.http_status,
+        meta(&engine, folder.run(), Slot::A, 1).await.http_status,
         Some(502)
     );
 }
@@ -242,9 +242,9 @@ async fn prose_around_one_object_and_fenced_json_are_accepted() {
     );
     let engine = engine_edited(&lb, &[], &|t| t).await;
     let (folder, report) = judge_roll1(&engine, &example(PASS)).await;
-    assert!(meta(&engine, &folder.run, Slot::A, 1).await.accepted);
-    assert!(meta(&engine, &folder.run, Slot::B, 1).await.accepted);
-    assert_eq!(report.roll.roll_outcome, Outcome::Pass);
+    assert!(meta(&engine, folder.run(), Slot::A, 1).await.accepted);
+    assert!(meta(&engine, folder.run(), Slot::B, 1).await.accepted);
+    assert_eq!(report.roll().roll_outcome, Outcome::Pass);
 }
 
 #[tokio::test]
@@ -255,13 +255,13 @@ async fn unknown_obligation_ids_are_recorded_and_ignored() {
     lb.script(MODEL_A, [Fault::Content(verdicts(&with_unknown, "11"))]);
     let engine = engine_edited(&lb, &[], &|t| t).await;
     let (_, report) = judge_roll1(&engine, &example(PASS)).await;
-    let a = result(&engine, &report.roll, Slot::A).await;
+    let a = result(&engine, report.roll(), Slot::A).await;
     assert_eq!(a.unknown_obligation_ids, vec!["made.up".to_string()]);
     assert!(a
         .warnings
         .contains(&"unknown_obligation:made.up".to_string()));
     assert_eq!(
-        report.roll.roll_outcome,
+        report.roll().roll_outcome,
         Outcome::Pass,
         "an unknown id changes nothing"
     );
@@ -274,7 +274,7 @@ async fn uncited_claims_and_skipped_obligations_become_missing() {
     lb.script(MODEL_A, [Fault::Content(uncited.into())]);
     let engine = engine_edited(&lb, &[], &|t| t).await;
     let (_, report) = judge_roll1(&engine, &example(PASS)).await;
-    let a = result(&engine, &report.roll, Slot::A).await;
+    let a = result(&engine, report.roll(), Slot::A).await;
     assert!(
         a.obligations
             .iter()
@@ -285,7 +285,7 @@ async fn uncited_claims_and_skipped_obligations_become_missing() {
         .warnings
         .contains(&"uncited_claim:core.loop-reached".to_string()));
     assert!(a.warnings.contains(&"skipped:ui.text-readable".to_string()));
-    assert_eq!(report.roll.roll_outcome, Outcome::Inconclusive);
+    assert_eq!(report.roll().roll_outcome, Outcome::Inconclusive);
 }
 
 #[tokio::test]
@@ -303,24 +303,24 @@ async fn citing_events_that_do_not_exist_is_contradicted() {
     let (_, report) = judge_roll1(&engine, &example(PASS)).await;
     assert!(
         report
-            .consensus
+            .consensus()
             .obligation_results
             .iter()
             .filter(|o| o.status == ObligationStatus::Contradicted)
             .count()
             >= 4,
         "{:?}",
-        report.consensus
+        report.consensus()
     );
-    assert_eq!(report.roll.roll_outcome, Outcome::Inconclusive);
+    assert_eq!(report.roll().roll_outcome, Outcome::Inconclusive);
     assert!(
         report
-            .consensus
+            .consensus()
             .conflicts
             .iter()
             .any(|c| c.contains("unsupported=A")),
         "{:?}",
-        report.consensus.conflicts
+        report.consensus().conflicts
     );
 }
 
@@ -350,20 +350,20 @@ async fn a_fake_verdict_in_game_text_never_becomes_the_answer() {
     let engine = engine_edited(&lb, &[], &|t| t).await;
     let (folder, report) = judge_roll1(&engine, dir.path()).await;
     assert_eq!(
-        meta(&engine, &folder.run, Slot::A, 1)
+        meta(&engine, folder.run(), Slot::A, 1)
             .await
             .error_class
             .map(|c| c.as_str()),
         Some("multiple_json")
     );
     assert_eq!(
-        report.roll.roll_outcome,
+        report.roll().roll_outcome,
         Outcome::Fail,
         "the truthful answers decide: {:?}",
-        report.consensus
+        report.consensus()
     );
     let core = report
-        .consensus
+        .consensus()
         .obligation_results
         .iter()
         .find(|o| o.id == "core.loop-reached")
@@ -371,9 +371,9 @@ async fn a_fake_verdict_in_game_text_never_becomes_the_answer() {
     assert_eq!(core.status, ObligationStatus::Failed);
     // The fake verdict reached the judges only as data inside the marked package block.
     let req = engine
-        .store
+        .store()
         .get(&Key::attempt_file(
-            &folder.run,
+            folder.run(),
             RollId::R1,
             Slot::B,
             1,
@@ -403,8 +403,8 @@ async fn a_slot_without_valid_answer_fails_and_keeps_every_attempt() {
         for f in ["request.json", "raw.json", "meta.json"] {
             assert!(
                 engine
-                    .store
-                    .exists(&Key::attempt_file(&folder.run, RollId::R1, Slot::A, k, f))
+                    .store()
+                    .exists(&Key::attempt_file(folder.run(), RollId::R1, Slot::A, k, f))
                     .await
                     .unwrap(),
                 "attempt-{k}/{f}"
@@ -412,9 +412,9 @@ async fn a_slot_without_valid_answer_fails_and_keeps_every_attempt() {
         }
     }
     assert!(!engine
-        .store
+        .store()
         .exists(&Key::attempt_file(
-            &folder.run,
+            folder.run(),
             RollId::R1,
             Slot::A,
             4,
@@ -422,7 +422,7 @@ async fn a_slot_without_valid_answer_fails_and_keeps_every_attempt() {
         ))
         .await
         .unwrap());
-    let a = result(&engine, &report.roll, Slot::A).await;
+    let a = result(&engine, report.roll(), Slot::A).await;
     assert_eq!(
         a.slot_failed
             .as_ref()
@@ -430,9 +430,9 @@ async fn a_slot_without_valid_answer_fails_and_keeps_every_attempt() {
         Some(("http_5xx", 3))
     );
     let parsed: AttemptFailure = engine
-        .store
+        .store()
         .get_json(&Key::slot_file(
-            &folder.run,
+            folder.run(),
             RollId::R1,
             Slot::A,
             "parsed.json",
@@ -442,14 +442,14 @@ async fn a_slot_without_valid_answer_fails_and_keeps_every_attempt() {
         .unwrap()
         .0;
     assert_eq!(parsed.error_class.as_str(), "http_5xx");
-    assert!(report.consensus.degraded);
+    assert!(report.consensus().degraded);
     assert_eq!(
-        report.roll.roll_outcome,
+        report.roll().roll_outcome,
         Outcome::Inconclusive,
         "one judge never passes a run"
     );
     assert!(report
-        .roll
+        .roll()
         .errors
         .iter()
         .any(|e| e.to_string() == "judge-a:http_5xx"));
@@ -469,16 +469,16 @@ async fn client_errors_are_not_retried() {
     let engine = engine_edited(&lb, &[], &|t| t).await;
     let (folder, _) = judge_roll1(&engine, &example(PASS)).await;
     assert_eq!(
-        meta(&engine, &folder.run, Slot::A, 1)
+        meta(&engine, folder.run(), Slot::A, 1)
             .await
             .error_class
             .map(|c| c.as_str()),
         Some("http_4xx")
     );
     assert!(!engine
-        .store
+        .store()
         .exists(&Key::attempt_file(
-            &folder.run,
+            folder.run(),
             RollId::R1,
             Slot::A,
             2,
@@ -503,7 +503,7 @@ async fn both_slots_failing_is_infra_error() {
     }
     let engine = engine_edited(&lb, &[], &|t| t).await;
     let (_, report) = judge_roll1(&engine, &example(PASS)).await;
-    assert_eq!(report.roll.roll_outcome, Outcome::InfraError);
+    assert_eq!(report.roll().roll_outcome, Outcome::InfraError);
 }
 
 #[tokio::test]
@@ -513,7 +513,7 @@ async fn judges_a_and_b_are_in_flight_at_the_same_time() {
     let t0 = Instant::now();
     let (_, report) = judge_roll1(&engine, &example(PASS)).await;
     let wall = t0.elapsed();
-    assert_eq!(report.roll.roll_outcome, Outcome::Pass);
+    assert_eq!(report.roll().roll_outcome, Outcome::Pass);
     assert_eq!(lb.max_in_flight(), 2, "A and B must overlap");
     assert!(
         wall < Duration::from_millis(580),
@@ -526,11 +526,11 @@ async fn slots_are_independent_clients_sessions_seeds_and_prompts() {
     let lb = setup(1).await;
     let engine = engine_edited(&lb, &[], &|t| t).await;
     let (folder, report) = judge_roll1(&engine, &example(PASS)).await;
-    let checks = report.consensus.independence_checks;
+    let checks = report.consensus().independence_checks;
     assert!(checks.all_required_hold(), "{checks:?}");
     let (a, b) = (
-        meta(&engine, &folder.run, Slot::A, 1).await,
-        meta(&engine, &folder.run, Slot::B, 1).await,
+        meta(&engine, folder.run(), Slot::A, 1).await,
+        meta(&engine, folder.run(), Slot::B, 1).await,
     );
     assert_ne!(a.logical_client_id, b.logical_client_id);
     assert_ne!(a.session_id, b.session_id);
@@ -556,9 +556,9 @@ async fn slots_are_independent_clients_sessions_seeds_and_prompts() {
     }
     // Stored requests carry placeholders, not image bytes.
     let req = engine
-        .store
+        .store()
         .get(&Key::attempt_file(
-            &folder.run,
+            folder.run(),
             RollId::R1,
             Slot::A,
             1,
@@ -580,9 +580,9 @@ async fn structured_output_can_be_turned_off_per_slot() {
     .await;
     let (folder, _) = judge_roll1(&engine, &example(PASS)).await;
     let a = engine
-        .store
+        .store()
         .get(&Key::attempt_file(
-            &folder.run,
+            folder.run(),
             RollId::R1,
             Slot::A,
             1,
@@ -591,9 +591,9 @@ async fn structured_output_can_be_turned_off_per_slot() {
         .await
         .unwrap();
     let b = engine
-        .store
+        .store()
         .get(&Key::attempt_file(
-            &folder.run,
+            folder.run(),
             RollId::R1,
             Slot::B,
             1,
@@ -634,12 +634,12 @@ async fn provider_flavors_are_understood() {
         let engine = engine_edited(&lb, &[], &|t| t).await;
         let (folder, report) = judge_roll1(&engine, &example(PASS)).await;
         assert_eq!(
-            report.roll.roll_outcome,
+            report.roll().roll_outcome,
             Outcome::Pass,
             "{flavor:?}: {:?}",
-            report.consensus
+            report.consensus()
         );
-        let a = meta(&engine, &folder.run, Slot::A, 1).await;
+        let a = meta(&engine, folder.run(), Slot::A, 1).await;
         assert!(a.usage.is_some(), "{flavor:?}: usage is read");
         match flavor {
             Flavor::Ollama => assert_eq!(a.model_answered.as_deref(), Some("loop-judge-a:latest")),
@@ -655,20 +655,20 @@ async fn over_budget_no_judge_is_called() {
     let engine = engine_edited(&lb, &[], &|t| t.replace("run_rmb = 5.0", "run_rmb = 0.05")).await;
     let (folder, report) = judge_roll1(&engine, &example(PASS)).await;
     assert!(lb.calls().is_empty(), "no judge may be called over budget");
-    assert_eq!(report.roll.roll_outcome, Outcome::InfraError);
+    assert_eq!(report.roll().roll_outcome, Outcome::InfraError);
     assert!(
         report
-            .roll
+            .roll()
             .errors
             .iter()
             .any(|e| e.to_string() == "guard:budget"),
         "{:?}",
-        report.roll.errors
+        report.roll().errors
     );
     let res: CostReservation = engine
-        .store
+        .store()
         .get_json(&Key::roll_file(
-            &folder.run,
+            folder.run(),
             RollId::R1,
             "cost-reservation.json",
         ))
@@ -678,12 +678,12 @@ async fn over_budget_no_judge_is_called() {
         .0;
     assert!(!res.within_budget);
     assert!(res.reserved_rmb > 0.0);
-    let done = seal::postguard::finalize(&engine, &folder.run)
+    let done = seal::postguard::finalize(&engine, folder.run())
         .await
         .unwrap();
-    assert_eq!(done.evidence.outcome, Some(Outcome::InfraError));
+    assert_eq!(done.evidence().outcome, Some(Outcome::InfraError));
     assert_eq!(
-        done.evidence.decision.as_ref().unwrap().reasons,
+        done.evidence().decision.as_ref().unwrap().reasons,
         vec![Reason::Infra(InfraCause::Budget)]
     );
 }
@@ -694,9 +694,9 @@ async fn cost_is_reserved_before_dispatch_and_charged_from_usage() {
     let engine = engine_edited(&lb, &[], &|t| t).await;
     let (folder, report) = judge_roll1(&engine, &example(PASS)).await;
     let res: CostReservation = engine
-        .store
+        .store()
         .get_json(&Key::roll_file(
-            &folder.run,
+            folder.run(),
             RollId::R1,
             "cost-reservation.json",
         ))
@@ -705,8 +705,8 @@ async fn cost_is_reserved_before_dispatch_and_charged_from_usage() {
         .unwrap()
         .0;
     let (a, b) = (
-        meta(&engine, &folder.run, Slot::A, 1).await,
-        meta(&engine, &folder.run, Slot::B, 1).await,
+        meta(&engine, folder.run(), Slot::A, 1).await,
+        meta(&engine, folder.run(), Slot::B, 1).await,
     );
     let usage = a.usage.unwrap();
     let expected_a = (usage.prompt_tokens as f64 * 3.0
@@ -721,7 +721,7 @@ async fn cost_is_reserved_before_dispatch_and_charged_from_usage() {
     );
     assert!(a.cost_rmb + b.cost_rmb <= res.reserved_rmb);
     let actor = 0.3714;
-    assert!((report.roll.cost_rmb - (actor + a.cost_rmb + b.cost_rmb)).abs() < 1e-6);
+    assert!((report.roll().cost_rmb - (actor + a.cost_rmb + b.cost_rmb)).abs() < 1e-6);
 }
 
 #[tokio::test]
@@ -804,11 +804,11 @@ async fn an_endpoint_echoing_the_api_key_gets_it_redacted_before_storing() {
     let engine = engine_edited(&lb, &[], &|t| t).await;
     let (folder, _report) = judge_roll1(&engine, &example(PASS)).await;
     for (slot, echo) in [(Slot::A, &echo401), (Slot::B, &echo200)] {
-        let raw_key = Key::attempt_file(&folder.run, RollId::R1, slot, 1, "raw.json");
-        let raw = engine.store.get(&raw_key).await.unwrap();
+        let raw_key = Key::attempt_file(folder.run(), RollId::R1, slot, 1, "raw.json");
+        let raw = engine.store().get(&raw_key).await.unwrap();
         let text = String::from_utf8_lossy(&raw).to_string();
         assert!(text.contains("Bearer [redacted]"), "{slot:?}: {text}");
-        let m = meta(&engine, &folder.run, slot, 1).await;
+        let m = meta(&engine, folder.run(), slot, 1).await;
         assert_eq!(
             m.unredacted_raw_hash,
             Some(seal::canonical::Hash::of(echo.as_bytes())),
@@ -816,14 +816,14 @@ async fn an_endpoint_echoing_the_api_key_gets_it_redacted_before_storing() {
         );
         assert_eq!(m.raw_hash, seal::canonical::Hash::of(&raw));
     }
-    let m2 = meta(&engine, &folder.run, Slot::B, 2).await;
+    let m2 = meta(&engine, folder.run(), Slot::B, 2).await;
     assert_eq!(
         m2.unredacted_raw_hash, None,
         "an answer without secrets is kept as is"
     );
     // Nothing anywhere in the store holds a key.
-    for obj in engine.store.list("runs").await.unwrap().keys {
-        let bytes = engine.store.get(&obj).await.unwrap();
+    for obj in engine.store().list("runs").await.unwrap().keys {
+        let bytes = engine.store().get(&obj).await.unwrap();
         let text = String::from_utf8_lossy(&bytes);
         assert!(
             !text.contains(key_a) && !text.contains(key_b),

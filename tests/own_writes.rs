@@ -32,32 +32,32 @@ async fn verify_rehashes_objects_this_process_wrote() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine_with(&lb, &file_url(dir.path()), &[]).await;
     let (folder, _) = judge_roll1(&engine, &example("run-narrative-0010-pass")).await;
-    let done = seal::postguard::finalize(&engine, &folder.run)
+    let done = seal::postguard::finalize(&engine, folder.run())
         .await
         .unwrap();
-    assert!(done.wrote);
-    let run = folder.run.clone();
-    let trusted = [engine.key.as_ref().unwrap().public()];
-    let clean = seal::verify::verify_run(&engine.store, &run, &trusted)
+    assert!(done.wrote());
+    let run = folder.run().clone();
+    let trusted = [engine.key().unwrap().public()];
+    let clean = seal::verify::verify_run(engine.store(), &run, &trusted)
         .await
         .unwrap();
     assert!(clean.verified, "{:?}", clean.problems);
-    let (recorded, _) = engine.store.write_set_usage();
+    let (recorded, _) = engine.store().write_set_usage();
     assert!(
         recorded > 20,
         "the write set recorded only {recorded} objects"
     );
 
     // Damage a frame, a raw answer and a consensus document on disk; the write set of
-    // `engine.store` still has all three as they were written.
-    let proof = folder.rolls[0].package();
+    // `engine.store()` still has all three as they were written.
+    let proof = folder.rolls()[0].package();
     let frame = Key::cas(&proof.frames[0].hash);
     let raw = Key::attempt_file(&run, RollId::R1, Slot::A, 1, "raw.json");
     let consensus = Key::roll_file(&run, RollId::R1, "consensus.json");
     for k in [&frame, &raw, &consensus] {
         flip_middle_byte(&dir.path().join(k.as_str()));
     }
-    let report = seal::verify::verify_run(&engine.store, &run, &trusted)
+    let report = seal::verify::verify_run(engine.store(), &run, &trusted)
         .await
         .unwrap();
     assert!(!report.verified);

@@ -149,18 +149,18 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
     personas(&lb);
     let engine = engine_with(&lb, &file_url(&root), &[]).await;
-    let engine_key = engine.key.as_ref().unwrap().public();
+    let engine_key = engine.key().unwrap().public();
     let trusted = vec![engine_key.clone(), fixture_key()];
     let runs = fixture_run_ids();
     assert!(runs.len() >= 10);
     let mut lines = Vec::new();
     for id in &runs {
         let source = RunId::parse(id).unwrap();
-        let old = evidence(&engine.store, id).await;
+        let old = evidence(engine.store(), id).await;
         let r = replay(&engine, &source, JudgesFrom::Stored, None, &[fixture_key()])
             .await
             .unwrap_or_else(|e| panic!("replay {id}: {e}"));
-        let new = evidence(&engine.store, &r.replay).await;
+        let new = evidence(engine.store(), &r.replay).await;
         lines.push(format!(
             "{id} -> {}: {:?} -> {:?}, reproduced {}",
             r.replay, r.old_outcome, r.new_outcome, r.consensus_reproduced
@@ -224,7 +224,7 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
 
         // Sealed like any run: verified, by the engine's key.
         let new_id = RunId::parse(&r.replay).unwrap();
-        let report = seal::verify::verify_run(&engine.store, &new_id, &trusted)
+        let report = seal::verify::verify_run(engine.store(), &new_id, &trusted)
             .await
             .unwrap();
         assert!(
@@ -234,7 +234,7 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
         );
         assert_eq!(report.key_id.as_deref(), Some(engine_key.key_id.as_str()));
         // Not by the fixtures' key alone.
-        let only_fixture = seal::verify::verify_run(&engine.store, &new_id, &[fixture_key()])
+        let only_fixture = seal::verify::verify_run(engine.store(), &new_id, &[fixture_key()])
             .await
             .unwrap();
         assert!(!only_fixture.verified);
@@ -251,7 +251,7 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
     // The sources are untouched and still verify.
     for id in &runs {
         let report =
-            seal::verify::verify_run(&engine.store, &RunId::parse(id).unwrap(), &[fixture_key()])
+            seal::verify::verify_run(engine.store(), &RunId::parse(id).unwrap(), &[fixture_key()])
                 .await
                 .unwrap();
         assert!(report.verified, "{id}: {:#?}", report.problems);
@@ -525,7 +525,7 @@ async fn an_unknown_strategy_is_refused_and_the_current_one_is_accepted() {
     personas(&lb);
     let engine = engine_with(&lb, &file_url(&root), &[]).await;
     let source = RunId::parse("run-puzzle-0013-fail-end").unwrap();
-    let before = engine.store.runs().await.unwrap().runs;
+    let before = engine.store().runs().await.unwrap().runs;
 
     let e = replay(
         &engine,
@@ -543,7 +543,7 @@ async fn an_unknown_strategy_is_refused_and_the_current_one_is_accepted() {
     assert!(e.to_string().contains("dual-strict/2"), "{e}");
     assert!(e.to_string().contains("dual-strict/1"), "{e}");
     assert_eq!(
-        engine.store.runs().await.unwrap().runs,
+        engine.store().runs().await.unwrap().runs,
         before,
         "a refused replay writes nothing"
     );
@@ -632,7 +632,7 @@ async fn a_source_with_a_tampered_raw_answer_is_refused() {
 
     // Library, on the working store.
     let engine = engine_with(&lb, &file_url(&root), &[]).await;
-    let before = engine.store.runs().await.unwrap().runs;
+    let before = engine.store().runs().await.unwrap().runs;
     for judges in [JudgesFrom::Stored, JudgesFrom::Live] {
         let e = replay(
             &engine,
@@ -648,7 +648,7 @@ async fn a_source_with_a_tampered_raw_answer_is_refused() {
         assert!(msg.contains("does not verify"), "{msg}");
         assert!(msg.contains(&format!("[refs_resolve] {raw}")), "{msg}");
     }
-    assert_eq!(engine.store.runs().await.unwrap().runs, before);
+    assert_eq!(engine.store().runs().await.unwrap().runs, before);
     assert!(lb.calls().is_empty());
 
     // The binary, in place and importing from a damaged archive with --from.
@@ -765,7 +765,7 @@ async fn replay_refuses_sources_whose_seal_does_not_verify() {
         let engine = engine_with(&lb, &file_url(&root), &[]).await;
         // The damage is real: verify rejects the source.
         let report = seal::verify::verify_run(
-            &engine.store,
+            engine.store(),
             &RunId::parse(run_id).unwrap(),
             &[fixture_key()],
         )

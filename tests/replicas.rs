@@ -98,7 +98,7 @@ async fn one_daemon_same_roll_twice_at_once_calls_each_judge_once() {
     assert_eq!(lb.calls().len(), 2, "one call per judge");
     // One lease per slot's attempt, held by this daemon.
     assert_eq!(
-        lease_files(&dir.path().join("store"), f.run.as_str()),
+        lease_files(&dir.path().join("store"), f.run().as_str()),
         [
             "roll-1/judge-a/attempt-1/000000",
             "roll-1/judge-b/attempt-1/000000"
@@ -132,7 +132,7 @@ async fn three_replicas_one_call(store: &str, dir: &Path) {
     // Finalize sent to all three at once: one seal, the same answer, and it verifies.
     for f in &folders {
         let answers = futures::future::join_all(replicas.iter().map(|r| {
-            c.post(format!("{}/v1/runs/{}/finalize", r.base, f.run))
+            c.post(format!("{}/v1/runs/{}/finalize", r.base, f.run()))
                 .send()
         }))
         .await;
@@ -148,7 +148,7 @@ async fn three_replicas_one_call(store: &str, dir: &Path) {
             "{seals:?}"
         );
         let v: Value = c
-            .get(format!("{}/v1/runs/{}/verify", replicas[1].base, f.run))
+            .get(format!("{}/v1/runs/{}/verify", replicas[1].base, f.run()))
             .send()
             .await
             .unwrap()
@@ -206,8 +206,8 @@ async fn kill_9_of_the_lease_holder_mid_call_is_taken_over_once() {
     let first = tokio::spawn({
         let (c, base, f) = (c.clone(), holder.base.clone(), f.clone());
         async move {
-            c.post(format!("{base}/v1/runs/{}/rolls/1", f.run))
-                .body(f.rolls[0].canonical().to_vec())
+            c.post(format!("{base}/v1/runs/{}/rolls/1", f.run()))
+                .body(f.rolls()[0].canonical().to_vec())
                 .send()
                 .await
         }
@@ -240,7 +240,7 @@ async fn kill_9_of_the_lease_holder_mid_call_is_taken_over_once() {
         "took over after {waited:?}"
     );
     assert_eq!(
-        lease_files(&dir.path().join("store"), f.run.as_str()),
+        lease_files(&dir.path().join("store"), f.run().as_str()),
         [
             "roll-1/judge-a/attempt-1/000000",
             "roll-1/judge-a/attempt-1/000001",
@@ -250,13 +250,13 @@ async fn kill_9_of_the_lease_holder_mid_call_is_taken_over_once() {
     );
     // The run seals once and verifies.
     let r = c
-        .post(format!("{}/v1/runs/{}/finalize", other.base, f.run))
+        .post(format!("{}/v1/runs/{}/finalize", other.base, f.run()))
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     let v: Value = c
-        .get(format!("{}/v1/runs/{}/verify", other.base, f.run))
+        .get(format!("{}/v1/runs/{}/verify", other.base, f.run()))
         .send()
         .await
         .unwrap()
@@ -284,7 +284,7 @@ async fn drive_on_two(c: &reqwest::Client, bases: [&str; 2], f: &RunFolder) -> V
     );
     assert_eq!(roll_result(&a.1), roll_result(&b.1));
     let r = c
-        .post(format!("{}/v1/runs/{}/finalize", bases[1], f.run))
+        .post(format!("{}/v1/runs/{}/finalize", bases[1], f.run()))
         .send()
         .await
         .unwrap();
@@ -341,7 +341,7 @@ async fn three_replicas_300_runs_every_roll_sent_twice_cost_two_calls_per_roll()
     assert_eq!(report.checkpoint_size, Some(RUNS as u64));
     let view = seal::verify::load_log(&store, &[pem]).await.unwrap();
     for f in &folders {
-        assert_eq!(view.indices(f.run.as_str()).len(), 1, "{}", f.run);
+        assert_eq!(view.indices(f.run().as_str()).len(), 1, "{}", f.run());
     }
     let p: Value = c
         .get(format!("{}/v1/runs/r300-007/log-proof", bases[2]))

@@ -404,7 +404,7 @@ async fn an_hour_long_lease_of_another_holder_does_not_hold_back_a_1s_judge_call
     let run = RunId::parse("run-narrative-0010-pass").unwrap();
     let key = Key::lease(&run, RollId::R1, Slot::A, 1, 0);
     engine
-        .store
+        .store()
         .put(&key, foreign_lease(0, 3_600_000))
         .await
         .unwrap();
@@ -430,7 +430,7 @@ async fn planted_lease_epochs_never_fail_an_attempt_after_the_other_judge_was_pa
     for epoch in 0..200 {
         let key = Key::lease(&run, RollId::R1, Slot::B, 1, epoch);
         let garbage = bytes::Bytes::from(format!("garbage {epoch}"));
-        engine.store.put(&key, garbage).await.unwrap();
+        engine.store().put(&key, garbage).await.unwrap();
     }
     let started = Instant::now();
     let (_, report) = judge_roll1(&engine, &example("run-narrative-0010-pass")).await;

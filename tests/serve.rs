@@ -18,14 +18,14 @@ async fn drive(c: &reqwest::Client, base: &str, folder: &RunFolder) -> Value {
     loop {
         let (status, body) = post_roll(c, base, folder, n).await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        if body["next"] == "roll-2" && folder.rolls.len() > n {
+        if body["next"] == "roll-2" && folder.rolls().len() > n {
             n += 1;
             continue;
         }
         break;
     }
     let r = c
-        .post(format!("{base}/v1/runs/{}/finalize", folder.run))
+        .post(format!("{base}/v1/runs/{}/finalize", folder.run()))
         .send()
         .await
         .unwrap();
@@ -198,11 +198,11 @@ async fn bad_input_gets_a_clear_error_and_loses_nothing() {
         )
     })
     .await;
-    let store = engine.store.clone();
+    let store = engine.store().clone();
     let (base, _stop) = start(engine).await;
     let c = http();
     let folder = RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
-    let run = folder.run.to_string();
+    let run = folder.run().to_string();
 
     // Malformed and hostile documents.
     let (s, v) = error_of(
@@ -232,7 +232,7 @@ async fn bad_input_gets_a_clear_error_and_loses_nothing() {
         .contains("duplicate key"));
     let (s, _) = error_of(
         c.put(format!("{base}/v1/runs/other-run"))
-            .body(folder.header_bytes.clone())
+            .body(folder.header_bytes().to_vec())
             .send()
             .await
             .unwrap(),
@@ -245,14 +245,14 @@ async fn bad_input_gets_a_clear_error_and_loses_nothing() {
     );
     let (s, v) = error_of(
         c.put(format!("{base}/v1/runs/..%2F..%2Fetc"))
-            .body(folder.header_bytes.clone())
+            .body(folder.header_bytes().to_vec())
             .send()
             .await
             .unwrap(),
     )
     .await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
-    let mut invalid: Value = serde_json::from_slice(&folder.header_bytes).unwrap();
+    let mut invalid: Value = serde_json::from_slice(folder.header_bytes()).unwrap();
     invalid["genre"] = "shooter".into();
     let (s, v) = error_of(
         c.put(format!("{base}/v1/runs/{run}"))
@@ -281,7 +281,7 @@ async fn bad_input_gets_a_clear_error_and_loses_nothing() {
     );
 
     // A blob whose bytes are not its name.
-    let (hash, path) = &folder.blobs[0];
+    let (hash, path) = &folder.blobs()[0];
     let (s, v) = error_of(
         c.put(format!(
             "{base}/v1/blobs/sha256/{}",
@@ -312,19 +312,19 @@ async fn bad_input_gets_a_clear_error_and_loses_nothing() {
     // Idempotent header; other bytes conflict.
     let r = c
         .put(format!("{base}/v1/runs/{run}"))
-        .body(folder.header_bytes.clone())
+        .body(folder.header_bytes().to_vec())
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::CREATED);
     let r = c
         .put(format!("{base}/v1/runs/{run}"))
-        .body(folder.header_bytes.clone())
+        .body(folder.header_bytes().to_vec())
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    let mut other: Value = serde_json::from_slice(&folder.header_bytes).unwrap();
+    let mut other: Value = serde_json::from_slice(folder.header_bytes()).unwrap();
     other["gameId"] = "game-other".into();
     let (s, v) = error_of(
         c.put(format!("{base}/v1/runs/{run}"))
@@ -353,13 +353,13 @@ async fn bad_input_gets_a_clear_error_and_loses_nothing() {
         (StatusCode::UNPROCESSABLE_ENTITY, Some("mismatch"))
     );
     c.put(format!("{base}/v1/runs/{run}/brief"))
-        .body(folder.brief.clone())
+        .body(folder.brief().to_vec())
         .send()
         .await
         .unwrap();
 
     // Rolls: bad number, roll 2 first, missing blobs named.
-    let proof = folder.rolls[0].canonical();
+    let proof = folder.rolls()[0].canonical();
     let (s, _) = error_of(
         c.post(format!("{base}/v1/runs/{run}/rolls/3"))
             .body(proof.clone())
@@ -387,7 +387,7 @@ async fn bad_input_gets_a_clear_error_and_loses_nothing() {
             .unwrap()
             .contains(hash.as_str())
             || folder
-                .blobs
+                .blobs()
                 .iter()
                 .any(|(h, _)| v["error"]["message"].as_str().unwrap().contains(h.as_str())),
         "{v}"
@@ -489,13 +489,13 @@ async fn past_the_queue_bound_the_api_answers_429() {
         let (c, base, f) = (
             c.clone(),
             base.clone(),
-            RunFolder::read(&f.dir, 1 << 26).unwrap(),
+            RunFolder::read(f.dir(), 1 << 26).unwrap(),
         );
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(100 * i as u64)).await;
-            let bytes = f.rolls[0].canonical();
+            let bytes = f.rolls()[0].canonical();
             let r = c
-                .post(format!("{base}/v1/runs/{}/rolls/1", f.run))
+                .post(format!("{base}/v1/runs/{}/rolls/1", f.run()))
                 .body(bytes.clone())
                 .send()
                 .await
@@ -543,8 +543,8 @@ async fn kill_9_mid_judging_then_resubmit_seals_once_without_paying_twice() {
     let c = http();
     let daemon = spawn_daemon(dir.path(), &lb, store, &[]);
     submit(&c, &daemon.base, &folder).await;
-    let proof = folder.rolls[0].canonical();
-    let url = format!("{}/v1/runs/{}/rolls/1", daemon.base, folder.run);
+    let proof = folder.rolls()[0].canonical();
+    let url = format!("{}/v1/runs/{}/rolls/1", daemon.base, folder.run());
     let pending = tokio::spawn({
         let (c, proof) = (c.clone(), proof.clone());
         async move { c.post(url).body(proof).send().await }
@@ -592,7 +592,7 @@ async fn kill_9_mid_judging_then_resubmit_seals_once_without_paying_twice() {
     );
     // Finalize twice: sealed once.
     let f1: Value = c
-        .post(format!("{}/v1/runs/{}/finalize", daemon.base, folder.run))
+        .post(format!("{}/v1/runs/{}/finalize", daemon.base, folder.run()))
         .send()
         .await
         .unwrap()
@@ -600,7 +600,7 @@ async fn kill_9_mid_judging_then_resubmit_seals_once_without_paying_twice() {
         .await
         .unwrap();
     let f2: Value = c
-        .post(format!("{}/v1/runs/{}/finalize", daemon.base, folder.run))
+        .post(format!("{}/v1/runs/{}/finalize", daemon.base, folder.run()))
         .send()
         .await
         .unwrap()
@@ -610,7 +610,7 @@ async fn kill_9_mid_judging_then_resubmit_seals_once_without_paying_twice() {
     assert_eq!(f1["outcome"], "pass");
     assert_eq!(f1["evidenceSha256"], f2["evidenceSha256"]);
     let v: Value = c
-        .get(format!("{}/v1/runs/{}/verify", daemon.base, folder.run))
+        .get(format!("{}/v1/runs/{}/verify", daemon.base, folder.run()))
         .send()
         .await
         .unwrap()
@@ -630,8 +630,8 @@ async fn sigterm_finishes_in_flight_work_then_exits_0() {
     let c = http();
     let mut daemon = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
     submit(&c, &daemon.base, &folder).await;
-    let proof = folder.rolls[0].canonical();
-    let url = format!("{}/v1/runs/{}/rolls/1", daemon.base, folder.run);
+    let proof = folder.rolls()[0].canonical();
+    let url = format!("{}/v1/runs/{}/rolls/1", daemon.base, folder.run());
     let pending = tokio::spawn({
         let (c, proof) = (c.clone(), proof.clone());
         async move { c.post(url).body(proof).send().await.unwrap().status() }
@@ -700,9 +700,9 @@ async fn two_replicas_on_one_s3_bucket_seal_each_run_once() {
     // Finalize of each run sent to both replicas at once: one seal, both answer the same.
     for (_, f) in &folders {
         let (a, b) = tokio::join!(
-            c.post(format!("{}/v1/runs/{}/finalize", r1.base, f.run))
+            c.post(format!("{}/v1/runs/{}/finalize", r1.base, f.run()))
                 .send(),
-            c.post(format!("{}/v1/runs/{}/finalize", r2.base, f.run))
+            c.post(format!("{}/v1/runs/{}/finalize", r2.base, f.run()))
                 .send()
         );
         let a: Value = a.unwrap().json().await.unwrap();
@@ -710,7 +710,7 @@ async fn two_replicas_on_one_s3_bucket_seal_each_run_once() {
         assert_eq!(a["evidenceSha256"], b["evidenceSha256"], "{a} {b}");
         assert_eq!(a["sealSha256"], b["sealSha256"]);
         let v: Value = c
-            .get(format!("{}/v1/runs/{}/verify", r2.base, f.run))
+            .get(format!("{}/v1/runs/{}/verify", r2.base, f.run()))
             .send()
             .await
             .unwrap()

@@ -220,7 +220,7 @@ async fn open_after_roll_1(prod: &Production) -> Daemon {
     submit(&c, &daemon.base, &folder).await;
     let r = c
         .post(format!("{}/v1/runs/{RUN}/rolls/1", daemon.base))
-        .body(folder.rolls[0].canonical().to_vec())
+        .body(folder.rolls()[0].canonical().to_vec())
         .send()
         .await
         .unwrap();

@@ -221,7 +221,7 @@ async fn stored_judge_replay_reproduces_the_manifest() {
     let engine = Engine::new(store, fixture_config(), Some(key))
         .unwrap()
         .with_clock(Arc::new(FixedClock(DECIDED_AT.into())));
-    let mut runs = replayable_runs(&engine.store).await.unwrap();
+    let mut runs = replayable_runs(engine.store()).await.unwrap();
     runs.sort_by(|a, b| a.as_str().cmp(b.as_str()));
     assert!(runs.len() >= 10, "{runs:?}");
     for run in &runs {

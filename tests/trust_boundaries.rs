@@ -772,15 +772,15 @@ async fn a_header_and_proof_package_too_large_together_are_refused_before_judgin
     })
     .await;
     let folder = submit_inputs(&engine, &example(RUN)).await;
-    let bytes = folder.rolls[0].canonical();
-    let err = submit_roll(&engine, &folder.run, seal::ids::RollId::R1, bytes)
+    let bytes = folder.rolls()[0].canonical();
+    let err = submit_roll(&engine, folder.run(), seal::ids::RollId::R1, bytes)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("judging.json"), "{err}");
     assert!(!engine
-        .store
+        .store()
         .exists(&Key::roll_file(
-            &folder.run,
+            folder.run(),
             seal::ids::RollId::R1,
             "proof-package.json"
         ))
@@ -822,9 +822,9 @@ async fn judge_stores_only_the_blobs_the_proof_packages_reference() {
     std::fs::write(dir.join(format!("blobs/{junk_hash}.png")), junk).unwrap();
     let engine = engine_with(&lb, "memory://", &[]).await;
     let folder = seal::runfolder::RunFolder::read(&dir, 1 << 26).unwrap();
-    assert!(folder.blobs.iter().all(|(h, _)| h != &junk_hash));
+    assert!(folder.blobs().iter().all(|(h, _)| h != &junk_hash));
     seal::runfolder::judge(&engine, &folder).await.unwrap();
-    assert!(!engine.store.exists(&Key::cas(&junk_hash)).await.unwrap());
+    assert!(!engine.store().exists(&Key::cas(&junk_hash)).await.unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

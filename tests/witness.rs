@@ -310,7 +310,7 @@ async fn the_daemon_sends_every_new_checkpoint_to_its_witnesses() {
         let (status, body) = post_roll(&c, &daemon.base, &folder, 1).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         let r = c
-            .post(format!("{}/v1/runs/{}/finalize", daemon.base, folder.run))
+            .post(format!("{}/v1/runs/{}/finalize", daemon.base, folder.run()))
             .send()
             .await
             .unwrap();

@@ -51,17 +51,17 @@ pub(super) fn cmd_judge(
             Err(code) => return code,
         };
         // The log must account for the store before any judge is paid (G2, §13).
-        if let Some(key) = engine.key.clone() {
-            if let Err(e) = engine.log.admit(&key, &[]).await {
+        if let Some(key) = engine.key() {
+            if let Err(e) = engine.log().admit(key, &[]).await {
                 return fail_by_fault(e);
             }
         }
         let judged = seal_engine::judge_run::judge(&engine, &folder).await;
         // The checkpoint this process published reaches the witnesses before it exits.
-        engine.witnesses.settle().await;
+        engine.witnesses().settle().await;
         match judged {
             Ok(done) => {
-                let summary = match summary::summarize(&engine.store, &done).await {
+                let summary = match summary::summarize(engine.store(), &done).await {
                     Ok(s) => s,
                     Err(e) => return fail(e),
                 };

@@ -125,7 +125,7 @@ pub(super) async fn replay_one(
         }
     }
     if job.all && job.archive.is_none() {
-        match seal_engine::replay::is_replayable(&engine.store, &id).await {
+        match seal_engine::replay::is_replayable(engine.store(), &id).await {
             Ok(true) => {}
             Ok(false) => return None,
             Err(e) => {
@@ -153,8 +153,8 @@ pub(super) async fn replay_in_parallel(
     jobs: usize,
     tally: &mut ReplayTally,
 ) -> Result<(), String> {
-    job.engine.store = job.engine.store.clone().with_direct_io();
-    let witnesses = job.engine.witnesses.clone();
+    job.engine = job.engine.clone().with_direct_io();
+    let witnesses = job.engine.witnesses().clone();
     let job = Arc::new(job);
     let work = move |id: seal_core::ids::RunId| {
         let job = job.clone();
@@ -271,7 +271,7 @@ pub(super) async fn replay_ids(
         }),
         // Which of them are decided sources is asked in each run's job (replay_one).
         None => engine
-            .store
+            .store()
             .runs()
             .await
             .map(|l| l.runs)
@@ -291,12 +291,12 @@ pub(super) async fn import_one(
     all: bool,
     errors: &mut Vec<String>,
 ) -> bool {
-    match seal_engine::import::import_run(src, &engine.store, id, trusted, limits, all).await {
+    match seal_engine::import::import_run(src, engine.store(), id, trusted, limits, all).await {
         // The imported run verified against the trusted keys: this store's log now accounts
         // for it (a checkpoint signed by this process's key).
         Ok(seal_engine::import::Imported::Copied { .. }) => {
-            if let Some(key) = &engine.key {
-                if let Err(e) = engine.log.append_trusted(id, key, trusted).await {
+            if let Some(key) = engine.key() {
+                if let Err(e) = engine.log().append_trusted(id, key, trusted).await {
                     errors.push(format!("{id}: log: {e}"));
                     return false;
                 }

@@ -45,8 +45,8 @@ pub(super) fn cmd_serve(
         };
         // G2 (docs/DESIGN.md §13): never serve, and so never sign, a log that does not account
         // for the store's sealed runs; the operator looks, then runs `seal log rebuild`.
-        if let Some(key) = engine.key.clone() {
-            if let Err(e) = engine.log.admit(&key, &trusted).await {
+        if let Some(key) = engine.key() {
+            if let Err(e) = engine.log().admit(key, &trusted).await {
                 return fail(format!(
                     "refusing to serve: {}",
                     terminal_safe(&e.to_string())
@@ -58,7 +58,7 @@ pub(super) fn cmd_serve(
             Err(e) => return fail(format!("cannot listen on {addr}: {e}")),
         };
         let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
-        tracing::info!(addr = %local, store = %engine.store.url(), "seal serve listening");
+        tracing::info!(addr = %local, store = %engine.store().url(), "seal serve listening");
         // The first stdout line tells scripts (and tests binding port 0) where we are.
         println!("seal serve listening on http://{local}");
         use std::io::Write;

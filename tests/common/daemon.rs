@@ -112,7 +112,7 @@ pub async fn submit(c: &reqwest::Client, base: &str, folder: &RunFolder) {
 
 /// PUTs every blob of a run folder.
 pub async fn put_blobs(c: &reqwest::Client, base: &str, folder: &RunFolder) {
-    for (hash, path) in &folder.blobs {
+    for (hash, path) in folder.blobs() {
         let r = c
             .put(format!("{base}/v1/blobs/sha256/{hash}"))
             .body(std::fs::read(path).unwrap())
@@ -129,10 +129,10 @@ pub async fn put_blobs(c: &reqwest::Client, base: &str, folder: &RunFolder) {
 
 /// PUTs the header, brief and play-spec of a run folder.
 pub async fn put_documents(c: &reqwest::Client, base: &str, folder: &RunFolder) {
-    let run = &folder.run;
+    let run = folder.run();
     let r = c
         .put(format!("{base}/v1/runs/{run}"))
-        .body(folder.header_bytes.clone())
+        .body(folder.header_bytes().to_vec())
         .send()
         .await
         .unwrap();
@@ -144,15 +144,15 @@ pub async fn put_documents(c: &reqwest::Client, base: &str, folder: &RunFolder) 
     );
     let r = c
         .put(format!("{base}/v1/runs/{run}/brief"))
-        .body(folder.brief.clone())
+        .body(folder.brief().to_vec())
         .send()
         .await
         .unwrap();
     assert!(r.status().is_success());
-    if let Some(spec) = &folder.play_spec {
+    if let Some(spec) = folder.play_spec() {
         let r = c
             .put(format!("{base}/v1/runs/{run}/play-spec"))
-            .body(spec.clone())
+            .body(spec.to_vec())
             .send()
             .await
             .unwrap();
@@ -167,9 +167,9 @@ pub async fn post_roll(
     folder: &RunFolder,
     n: usize,
 ) -> (reqwest::StatusCode, Value) {
-    let bytes = folder.rolls[n - 1].canonical();
+    let bytes = folder.rolls()[n - 1].canonical();
     let r = c
-        .post(format!("{base}/v1/runs/{}/rolls/{n}", folder.run))
+        .post(format!("{base}/v1/runs/{}/rolls/{n}", folder.run()))
         .body(bytes.clone())
         .send()
         .await

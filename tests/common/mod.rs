@@ -135,28 +135,28 @@ pub async fn engine_with(judge: &Loopback, store_url: &str, extra: &[(&str, &str
 pub async fn submit_inputs(engine: &Engine, dir: &std::path::Path) -> seal::runfolder::RunFolder {
     use futures::TryStreamExt;
     let folder = seal::runfolder::RunFolder::read(dir, 1 << 26).expect("run folder");
-    for (hash, path) in &folder.blobs {
+    for (hash, path) in folder.blobs() {
         let file = tokio::fs::File::open(path).await.unwrap();
         let stream = tokio_util::io::ReaderStream::new(file).map_err(|e| e.to_string());
         engine
-            .store
+            .store()
             .put_blob(Box::pin(stream), Some(hash), u64::MAX)
             .await
             .unwrap();
     }
     seal::intake::put_header(
         engine,
-        &folder.run,
-        &folder.header_bytes,
+        folder.run(),
+        folder.header_bytes(),
         seal::intake::Origin::Operator,
     )
     .await
     .unwrap();
-    seal::intake::put_brief(engine, &folder.run, &folder.brief)
+    seal::intake::put_brief(engine, folder.run(), folder.brief())
         .await
         .unwrap();
-    if let Some(spec) = &folder.play_spec {
-        seal::intake::put_play_spec(engine, &folder.run, spec)
+    if let Some(spec) = folder.play_spec() {
+        seal::intake::put_play_spec(engine, folder.run(), spec)
             .await
             .unwrap();
     }
@@ -171,7 +171,7 @@ pub async fn submit_roll(
     roll: seal::ids::RollId,
     bytes: &[u8],
 ) -> Result<(), seal::roll::SubmitError> {
-    let submission = seal::intake::ProofSubmission::parse(bytes, None, engine.store.doc_limit())
+    let submission = seal::intake::ProofSubmission::parse(bytes, None, engine.store().doc_limit())
         .map_err(|e| seal::intake::IntakeError::submission(run, roll, e))?;
     seal::roll::submit(engine, run, roll, &submission)
         .await
@@ -184,11 +184,11 @@ pub async fn judge_roll1(
     dir: &std::path::Path,
 ) -> (seal::runfolder::RunFolder, seal::roll::RollReport) {
     let folder = submit_inputs(engine, dir).await;
-    let bytes = folder.rolls[0].canonical();
-    submit_roll(engine, &folder.run, seal::ids::RollId::R1, bytes)
+    let bytes = folder.rolls()[0].canonical();
+    submit_roll(engine, folder.run(), seal::ids::RollId::R1, bytes)
         .await
         .unwrap();
-    let report = seal::roll::judge_roll(engine, &folder.run, seal::ids::RollId::R1)
+    let report = seal::roll::judge_roll(engine, folder.run(), seal::ids::RollId::R1)
         .await
         .expect("roll");
     (folder, report)
@@ -409,12 +409,12 @@ pub async fn sealed_run_with_text(
         .await
         .expect("hostile run seals");
     assert_eq!(
-        done.evidence.outcome,
+        done.evidence().outcome,
         Some(seal::doc::Outcome::Pass),
         "{:?}",
-        done.evidence.decision
+        done.evidence().decision
     );
-    let run = folder.run.to_string();
+    let run = folder.run().to_string();
     (dir, url, pem, run)
 }
 
@@ -423,7 +423,7 @@ pub async fn sealed_run_with_text(
 pub async fn start(engine: Engine) -> (String, tokio::sync::oneshot::Sender<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let trusted = vec![engine.key.as_ref().unwrap().public()];
+    let trusted = vec![engine.key().unwrap().public()];
     let state = seal::server::AppState::new(engine, trusted);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(seal::server::run(listener, state, async move {

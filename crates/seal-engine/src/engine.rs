@@ -12,20 +12,23 @@ use seal_core::ids::RunId;
 use seal_core::sealing::SigningKey;
 use seal_store::Store;
 
+/// What a command or a request handler judges runs with, built once by [`Engine::new`]. Its
+/// parts are read through accessors: only `new` (and the `with_*` builders) put them together,
+/// so the log, the notary and the witnesses always work on the engine's own store and key.
 #[derive(Clone)]
 pub struct Engine {
-    pub store: Store,
-    pub config: Arc<Config>,
-    pub judges: Arc<Judges>,
+    pub(crate) store: Store,
+    pub(crate) config: Arc<Config>,
+    pub(crate) judges: Arc<Judges>,
     /// None for read-only uses (verify); finalizing needs it.
-    pub key: Option<Arc<SigningKey>>,
-    pub clock: Arc<dyn Clock>,
+    pub(crate) key: Option<Arc<SigningKey>>,
+    pub(crate) clock: Arc<dyn Clock>,
     /// The transparency log of seals in `store` (appended by the postguard).
-    pub log: crate::transparency::Log,
+    pub(crate) log: crate::transparency::Log,
     /// Issues and checks the receipts of what this deployment accepted or wrote.
-    pub notary: crate::receipt::Notary,
+    pub(crate) notary: crate::receipt::Notary,
     /// The witnesses every checkpoint of `log` is sent to (`[[witnesses]]`; none by default).
-    pub witnesses: crate::transparency::publish::Publisher,
+    pub(crate) witnesses: crate::transparency::publish::Publisher,
     runs: Arc<RunLocks>,
 }
 
@@ -159,5 +162,37 @@ impl Engine {
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Engine {
         self.clock = clock;
         self
+    }
+
+    /// The same engine, reading a `file://` store on the calling thread
+    /// ([`Store::with_direct_io`]): for one blocking task per run.
+    pub fn with_direct_io(mut self) -> Engine {
+        self.store = self.store.with_direct_io();
+        self
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn judges(&self) -> &Judges {
+        &self.judges
+    }
+
+    /// The signing key; `None` for read-only uses.
+    pub fn key(&self) -> Option<&SigningKey> {
+        self.key.as_deref()
+    }
+
+    pub fn log(&self) -> &crate::transparency::Log {
+        &self.log
+    }
+
+    pub fn witnesses(&self) -> &crate::transparency::publish::Publisher {
+        &self.witnesses
     }
 }

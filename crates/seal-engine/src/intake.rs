@@ -73,11 +73,22 @@ impl HasFault for IntakeError {
     }
 }
 
-/// What a put did: created, or found the same content already there.
+/// What an accepted input's put did: created, or found the same content already there.
 #[derive(Debug, Clone)]
 pub struct Accepted {
-    pub stored: Stored,
-    pub created: bool,
+    stored: Stored,
+    created: bool,
+}
+
+impl Accepted {
+    /// The object as stored.
+    pub fn stored(&self) -> &Stored {
+        &self.stored
+    }
+    /// This submission created it; `false`: the same bytes were there already.
+    pub fn created(&self) -> bool {
+        self.created
+    }
 }
 
 fn parse(object: &str, bytes: &[u8], limit: u64) -> Result<Value, IntakeError> {
@@ -149,10 +160,10 @@ async fn open_header(engine: &Engine, run: &RunId) -> Result<Evidence, IntakeErr
             &engine.store,
             ReceiptKind::Header,
             &Key::header(run),
-            &open.header_hash,
+            open.header_hash(),
         )
         .await?;
-    Ok(open.header)
+    Ok(open.into_parts().0)
 }
 
 /// Submits the run header: a playtest/3 document in phase JUDGING with no rolls yet, with
@@ -316,7 +327,7 @@ pub(crate) async fn accept_proof_package(
     submission: &ProofSubmission,
 ) -> Result<Accepted, IntakeError> {
     let store = &engine.store;
-    let run = &open.run;
+    let run = open.run();
     let object = package_object(run, roll);
     engine
         .notary
@@ -324,7 +335,7 @@ pub(crate) async fn accept_proof_package(
             store,
             ReceiptKind::Header,
             &Key::header(run),
-            &open.header_hash,
+            open.header_hash(),
         )
         .await?;
     let p = submission.package();

@@ -54,17 +54,17 @@ async fn adds_nothing(
 ) -> Result<(), JudgeRunError> {
     let store = &engine.store;
     let refuse = || JudgeRunError::State(decided_error(d));
-    let stored = Hash::of(&store.get(&Key::header(&folder.run)).await?);
+    let stored = Hash::of(&store.get(&Key::header(folder.run())).await?);
     // What intake stores of a header is its canonical form.
-    let same_header = seal_core::json::parse(&folder.header_bytes, store.doc_limit())
+    let same_header = seal_core::json::parse(folder.header_bytes(), store.doc_limit())
         .ok()
         .and_then(|v| canonical_value_bytes(&v).ok())
         .is_some_and(|b| same_submission(&Hash::of(&b), &stored));
     if !same_header {
         return Err(refuse());
     }
-    let sealed = &d.evidence.rolls;
-    for proof in &folder.rolls {
+    let sealed = &d.evidence().rolls;
+    for proof in folder.rolls() {
         let roll = proof.roll_id();
         match sealed.iter().find(|r| r.roll_id == roll) {
             Some(r) if same_submission(proof.hash(), &r.proof_package_hash) => {}
@@ -89,22 +89,22 @@ pub async fn judge(
     let store = &engine.store;
     if engine.key.is_none() {
         return Err(crate::postguard::FinalizeError::NoKey {
-            run: folder.run.clone(),
+            run: folder.run().clone(),
         }
         .into());
     }
-    match RunState::load(store, &folder.run).await {
+    match RunState::load(store, folder.run()).await {
         Ok(RunState::Decided(d)) => {
             adds_nothing(engine, &d, folder).await?;
-            return Ok(crate::postguard::finalize(engine, &folder.run).await?);
+            return Ok(crate::postguard::finalize(engine, folder.run()).await?);
         }
         Ok(RunState::Finalizing(_)) => {
-            return Ok(crate::postguard::finalize(engine, &folder.run).await?)
+            return Ok(crate::postguard::finalize(engine, folder.run()).await?)
         }
         Ok(RunState::Open(_)) | Err(RunStateError::NotFound { .. }) => {}
         Err(e) => return Err(e.into()),
     }
-    for (hash, path) in &folder.blobs {
+    for (hash, path) in folder.blobs() {
         let file = tokio::fs::File::from_std(
             seal_core::fsio::open(path).map_err(|e| bad(path, fs_reason(e)))?,
         );
@@ -115,25 +115,31 @@ pub async fn judge(
             .await
             .map_err(|e| bad(path, e.to_string()))?;
     }
-    intake::put_header(engine, &folder.run, &folder.header_bytes, Origin::Operator).await?;
-    intake::put_brief(engine, &folder.run, &folder.brief).await?;
-    if let Some(spec) = &folder.play_spec {
-        intake::put_play_spec(engine, &folder.run, spec).await?;
+    intake::put_header(
+        engine,
+        folder.run(),
+        folder.header_bytes(),
+        Origin::Operator,
+    )
+    .await?;
+    intake::put_brief(engine, folder.run(), folder.brief()).await?;
+    if let Some(spec) = folder.play_spec() {
+        intake::put_play_spec(engine, folder.run(), spec).await?;
     }
-    for proof in &folder.rolls {
+    for proof in folder.rolls() {
         let roll = proof.roll_id();
         if roll == RollId::R2 {
-            match roll::stored_roll(engine, &folder.run, RollId::R1).await? {
-                Some(r1) if r1.next == seal_core::merge::Next::Roll2 => {}
+            match roll::stored_roll(engine, folder.run(), RollId::R1).await? {
+                Some(r1) if r1.next() == seal_core::merge::Next::Roll2 => {}
                 _ => break,
             }
         }
-        match roll::submit(engine, &folder.run, roll, proof).await? {
+        match roll::submit(engine, folder.run(), roll, proof).await? {
             Submitted::AlreadyJudged(_) => {}
             Submitted::Accepted(accepted) => {
                 accepted.judge(&Source::Live).await?;
             }
         }
     }
-    Ok(crate::postguard::finalize(engine, &folder.run).await?)
+    Ok(crate::postguard::finalize(engine, folder.run()).await?)
 }

@@ -318,22 +318,22 @@ async fn replay_rolls(
             }
             Err(e) => return Err(e.into()),
         };
-        reproduced &= report.roll.judge_consensus_hash == old_roll.judge_consensus_hash;
+        reproduced &= report.roll().judge_consensus_hash == old_roll.judge_consensus_hash;
     }
     let done = postguard::finalize(engine, &id).await?;
     // Live spending is the judges' part of each new roll; stored answers cost nothing new.
     let mut new_cost = 0u64;
     if judges == JudgesFrom::Live {
-        for r in &done.evidence.rolls {
+        for r in &done.evidence().rolls {
             let proof: ProofPackage = store
                 .get_json_verified(&r.proof_package_ref, &r.proof_package_hash)
                 .await?;
             new_cost += rmb_to_micro(r.cost_rmb).saturating_sub(rmb_to_micro(proof.actor_cost_rmb));
         }
     }
-    reproduced &= done.evidence.rolls.len() == old.rolls.len()
+    reproduced &= done.evidence().rolls.len() == old.rolls.len()
         && done
-            .evidence
+            .evidence()
             .rolls
             .iter()
             .zip(&old.rolls)
@@ -342,7 +342,7 @@ async fn replay_rolls(
         source: source.to_string(),
         replay: id.to_string(),
         old_outcome: old.outcome,
-        new_outcome: done.evidence.outcome,
+        new_outcome: done.evidence().outcome,
         consensus_reproduced: reproduced,
         new_cost_rmb: micro_to_rmb(new_cost),
     })

@@ -9,17 +9,44 @@ use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::{RollId, RunId};
 use seal_store::{Key, Store, StoreError};
 
-/// A run whose header is stored and which is not decided yet.
+/// A run whose header is stored and which is not decided yet. Made only by [`RunState::load`]
+/// (and [`RunState::decided_view`]): its fields are what the store held.
 #[derive(Debug, Clone)]
 pub struct OpenRun {
-    pub run: RunId,
-    pub header: Evidence,
-    pub header_hash: Hash,
+    run: RunId,
+    header: Evidence,
+    header_hash: Hash,
     /// The judged rolls (`roll.json` present), in order.
-    pub rolls: Vec<Roll>,
+    rolls: Vec<Roll>,
 }
 
 impl OpenRun {
+    pub fn run(&self) -> &RunId {
+        &self.run
+    }
+    pub fn header(&self) -> &Evidence {
+        &self.header
+    }
+    /// The sha256 of the stored header.
+    pub fn header_hash(&self) -> &Hash {
+        &self.header_hash
+    }
+    /// The judged rolls, in order.
+    pub fn rolls(&self) -> &[Roll] {
+        &self.rolls
+    }
+    /// The header and the judged rolls, taken out.
+    pub(crate) fn into_parts(self) -> (Evidence, Vec<Roll>) {
+        (self.header, self.rolls)
+    }
+    /// The same run as it stands with `rolls` judged (the postguard's view while it judges
+    /// the rolls an interrupted finalize left pending).
+    pub(crate) fn with_rolls(&self, rolls: Vec<Roll>) -> OpenRun {
+        OpenRun {
+            rolls,
+            ..self.clone()
+        }
+    }
     /// The outcomes of the judged rolls before `roll`.
     pub fn outcomes_before(&self, roll: RollId) -> Vec<Outcome> {
         self.rolls
@@ -33,12 +60,28 @@ impl OpenRun {
     }
 }
 
-/// A run whose evidence is stored (sealed or about to be).
+/// A run whose evidence is stored (sealed or about to be). Made only by [`RunState::load`].
 #[derive(Debug, Clone)]
 pub struct DecidedRun {
-    pub run: RunId,
-    pub evidence: Evidence,
-    pub evidence_hash: Hash,
+    run: RunId,
+    evidence: Evidence,
+    evidence_hash: Hash,
+}
+
+impl DecidedRun {
+    pub fn run(&self) -> &RunId {
+        &self.run
+    }
+    pub fn evidence(&self) -> &Evidence {
+        &self.evidence
+    }
+    /// The sha256 of the stored evidence.
+    pub fn evidence_hash(&self) -> &Hash {
+        &self.evidence_hash
+    }
+    pub(crate) fn into_parts(self) -> (Evidence, Hash) {
+        (self.evidence, self.evidence_hash)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -102,6 +145,24 @@ impl RunState {
             return Ok(RunState::Finalizing(open));
         }
         Ok(RunState::Open(open))
+    }
+
+    /// The header and judged rolls of a decided run, as an [`OpenRun`] is loaded (the
+    /// derivation that re-proves its evidence starts from them); `None` without a header.
+    pub(crate) async fn decided_view(
+        store: &Store,
+        run: &RunId,
+    ) -> Result<Option<OpenRun>, StoreError> {
+        let Some((header, header_hash)) = store.get_json::<Evidence>(&Key::header(run)).await?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(OpenRun {
+            run: run.clone(),
+            header,
+            header_hash,
+            rolls: judged_rolls(store, run).await?,
+        }))
     }
 
     /// The open run, or the refusal a decided run gets.

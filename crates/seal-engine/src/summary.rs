@@ -44,7 +44,7 @@ pub struct Summary {
 }
 
 pub async fn summarize(store: &Store, done: &Finalized) -> Result<Summary, StoreError> {
-    let e = &done.evidence;
+    let e = &done.evidence();
     let run = seal_core::ids::RunId::parse(&e.run_id)
         .map_err(|err| StoreError::Upload(err.to_string()))?;
     let source = e
@@ -102,16 +102,16 @@ pub async fn summarize(store: &Store, done: &Finalized) -> Result<Summary, Store
         postguard_passed: e.final_postguard.as_ref().is_some_and(|p| p.passed),
         store: store.url().to_string(),
         evidence_ref: Key::evidence(&run),
-        evidence_sha256: done.evidence_hash.to_string(),
+        evidence_sha256: done.evidence_hash().to_string(),
         seal_ref: Key::seal(&run),
-        seal_sha256: done.envelope_hash.to_string(),
+        seal_sha256: done.envelope_hash().to_string(),
         key_id: done
-            .envelope
+            .envelope()
             .signatures
             .first()
             .map(|s| s.keyid.clone())
             .unwrap_or_default(),
-        wrote: done.wrote,
+        wrote: done.wrote(),
     })
 }
 

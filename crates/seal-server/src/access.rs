@@ -11,7 +11,7 @@ use seal_engine::config::Secret;
 use crate::{ApiError, AppState};
 
 pub(crate) async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let server = &state.engine.config.server;
+    let server = &state.engine.config().server;
     guarded(req, next, &[server.bearer_token.as_ref()]).await
 }
 
@@ -22,7 +22,7 @@ pub(crate) async fn metrics_auth(
     req: Request,
     next: Next,
 ) -> Response {
-    let server = &state.engine.config.server;
+    let server = &state.engine.config().server;
     let tokens = [server.bearer_token.as_ref(), server.metrics_token.as_ref()];
     guarded(req, next, &tokens).await
 }

@@ -41,8 +41,8 @@ use routes::runs::{get_run, post_finalize, put_brief, put_header, put_play_spec}
 
 /// The router (exposed for tests that want it without a socket).
 pub fn router(state: AppState) -> Router {
-    let doc_limit = state.engine.config.max_document_bytes as usize;
-    let timeout = state.engine.config.server.request_timeout;
+    let doc_limit = state.engine.config().max_document_bytes as usize;
+    let timeout = state.engine.config().server.request_timeout;
     let docs = Router::new()
         .route("/v1/runs/{run_id}", put(put_header).get(get_run))
         .route("/v1/runs/{run_id}/play-spec", put(put_play_spec))
@@ -77,7 +77,7 @@ pub fn router(state: AppState) -> Router {
             timeout,
         ))
         .layer(middleware::from_fn_with_state(
-            state.engine.config.server.body_timeout,
+            state.engine.config().server.body_timeout,
             uniform::body_timeout,
         ))
         .layer(tower_http::trace::TraceLayer::new_for_http())
@@ -93,7 +93,7 @@ pub async fn run(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let server_cfg = &state.engine.config.server;
+    let server_cfg = &state.engine.config().server;
     let grace = server_cfg.shutdown_grace;
     let limits = listen::ConnLimits {
         max_connections: server_cfg.max_connections,

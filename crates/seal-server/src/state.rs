@@ -31,9 +31,9 @@ pub const ROLL_AMPLIFICATION: u64 = 16;
 
 impl AppState {
     pub fn new(engine: Engine, trusted: Vec<PublicKey>) -> AppState {
-        let s = &engine.config.server;
+        let s = &engine.config().server;
         let admit_limit = s.max_rolls_in_progress + s.queue_bound;
-        let memory_kib = u32::try_from((engine.config.admission_bytes / 1024).max(1))
+        let memory_kib = u32::try_from((engine.config().admission_bytes / 1024).max(1))
             .unwrap_or(Semaphore::MAX_PERMITS as u32)
             .min(Semaphore::MAX_PERMITS as u32);
         AppState {

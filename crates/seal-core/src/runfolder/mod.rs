@@ -36,18 +36,49 @@ pub fn bad(path: &Path, reason: impl Into<String>) -> FolderError {
     }
 }
 
-/// A checked run folder.
-#[derive(Debug)]
+/// A checked run folder, made only by [`RunFolder::read`]: whatever holds one holds a folder
+/// that passed every check of the module doc.
+#[derive(Debug, Clone)]
 pub struct RunFolder {
-    pub dir: PathBuf,
-    pub run: RunId,
-    pub header: Evidence,
-    pub header_bytes: Vec<u8>,
-    pub brief: Vec<u8>,
-    pub play_spec: Option<Vec<u8>>,
+    dir: PathBuf,
+    run: RunId,
+    header: Evidence,
+    header_bytes: Vec<u8>,
+    brief: Vec<u8>,
+    play_spec: Option<Vec<u8>>,
+    rolls: Vec<ProofSubmission>,
+    blobs: Vec<(Hash, PathBuf)>,
+}
+
+impl RunFolder {
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    /// The run id the header names.
+    pub fn run(&self) -> &RunId {
+        &self.run
+    }
+    pub fn header(&self) -> &Evidence {
+        &self.header
+    }
+    /// The header's bytes as read (intake stores their canonical form).
+    pub fn header_bytes(&self) -> &[u8] {
+        &self.header_bytes
+    }
+    pub fn brief(&self) -> &[u8] {
+        &self.brief
+    }
+    pub fn play_spec(&self) -> Option<&[u8]> {
+        self.play_spec.as_deref()
+    }
     /// Each roll's proof package, parsed once, in roll order.
-    pub rolls: Vec<ProofSubmission>,
-    pub blobs: Vec<(Hash, PathBuf)>,
+    pub fn rolls(&self) -> &[ProofSubmission] {
+        &self.rolls
+    }
+    /// The frame blobs the proof packages reference: (sha256, path), each a regular file.
+    pub fn blobs(&self) -> &[(Hash, PathBuf)] {
+        &self.blobs
+    }
 }
 
 fn read_checked(path: &Path, limit: u64) -> Result<Vec<u8>, FolderError> {

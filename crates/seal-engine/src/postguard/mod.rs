@@ -39,15 +39,39 @@ use seal_core::sealing::{self, Envelope};
 use seal_core::vocab::AuditCheck;
 use seal_store::{parse_stored, Key, OwnWrites, Reads, Store, StoreError};
 
-/// A sealed run.
+/// A sealed run, as [`finalize`] left it (made only there).
 #[derive(Debug, Clone)]
 pub struct Finalized {
-    pub evidence: Evidence,
-    pub evidence_hash: Hash,
-    pub envelope: Envelope,
-    pub envelope_hash: Hash,
+    evidence: Evidence,
+    evidence_hash: Hash,
+    envelope: Envelope,
+    envelope_hash: Hash,
+    wrote: bool,
+}
+
+impl Finalized {
+    /// The DECIDED evidence.
+    pub fn evidence(&self) -> &Evidence {
+        &self.evidence
+    }
+    pub fn evidence_hash(&self) -> &Hash {
+        &self.evidence_hash
+    }
+    /// The seal (a DSSE envelope over the evidence's statement).
+    pub fn envelope(&self) -> &Envelope {
+        &self.envelope
+    }
+    pub fn envelope_hash(&self) -> &Hash {
+        &self.envelope_hash
+    }
     /// False when another finalizer had already written this run's evidence.
-    pub wrote: bool,
+    pub fn wrote(&self) -> bool {
+        self.wrote
+    }
+    /// The evidence, taken out.
+    pub fn into_evidence(self) -> Evidence {
+        self.evidence
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -127,8 +151,9 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
         RunState::Decided(d) => {
             if store.exists(&Key::seal(run)).await? {
                 // Sealed: nothing is signed here; the seal must be one this deployment trusts.
-                trusted_seal(engine, run, &d.evidence_hash, &key).await?;
-                return seal_and_log(engine, run, &key, d.evidence, d.evidence_hash, false).await;
+                trusted_seal(engine, run, d.evidence_hash(), &key).await?;
+                let (evidence, evidence_hash) = d.into_parts();
+                return seal_and_log(engine, run, &key, evidence, evidence_hash, false).await;
             }
             // Decided without a seal: derived again below, and sealed only if identical.
             (open_view(store, run).await?, Found::Decided(Box::new(d)))
@@ -138,7 +163,7 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
     };
     let rolls = match found {
         Found::Open => judge_pending(engine, open).await?,
-        Found::Finalizing | Found::Decided(_) => open.rolls,
+        Found::Finalizing | Found::Decided(_) => open.into_parts().1,
     };
     if rolls.is_empty() {
         return Err(FinalizeError::NoRolls { run: run.clone() });
@@ -152,7 +177,7 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
     let snapshot = stored_snapshot(&own, run, &rolls).await?;
     let checks = postguard_checks(&own, run, &snapshot).await?;
     let (decided_at, stored) = match found {
-        Found::Decided(d) => (decided_at_of(run, &d.evidence)?, Some(d)),
+        Found::Decided(d) => (decided_at_of(run, d.evidence())?, Some(d)),
         _ => (engine.clock.now_rfc3339(), None),
     };
     let redecide = |at: String| {
@@ -167,7 +192,7 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
     };
     let decided = redecide(decided_at)?;
     if let Some(d) = &stored {
-        same_decision(run, &decided, &d.evidence_hash)?;
+        same_decision(run, &decided, d.evidence_hash())?;
     }
     let (evidence, evidence_hash, wrote) = match store.put_decided(&decided).await {
         // The store holds exactly these bytes now (created, or identical ones were there).
@@ -217,22 +242,15 @@ enum Found {
     Decided(Box<crate::run_state::DecidedRun>),
 }
 
-/// A decided run's header and judged rolls, as an [`OpenRun`] is loaded (the derivation that
-/// re-proves its evidence starts from them).
+/// A decided run's header and judged rolls (see [`RunState::decided_view`]).
 async fn open_view(store: &Store, run: &RunId) -> Result<OpenRun, FinalizeError> {
-    let Some((header, header_hash)) = store.get_json::<Evidence>(&Key::header(run)).await? else {
-        return Err(FinalizeError::Planted {
+    RunState::decided_view(store, run)
+        .await?
+        .ok_or_else(|| FinalizeError::Planted {
             object: Key::evidence(run).to_string(),
             kind: "evidence",
             reason: "decided evidence without a stored header".into(),
-        });
-    };
-    Ok(OpenRun {
-        run: run.clone(),
-        header,
-        header_hash,
-        rolls: crate::run_state::judged_rolls(store, run).await?,
-    })
+        })
 }
 
 /// The `decidedAt` a stored decided document carries: the one input of the decision that is
@@ -294,18 +312,15 @@ async fn judge_pending(engine: &Engine, open: OpenRun) -> Result<Vec<Roll>, Fina
         if !merge::may_follow(&before, roll) {
             break;
         }
-        let stored = |file| Key::roll_file(&open.run, roll, file);
+        let stored = |file| Key::roll_file(open.run(), roll, file);
         if !engine.store.exists(&stored("proof-package.json")).await?
             && !engine.store.exists(&stored("roll.json")).await?
         {
             break;
         }
-        let view = OpenRun {
-            rolls: judged.clone(),
-            ..open.clone()
-        };
+        let view = open.with_rolls(judged.clone());
         let report = roll::judge_open_roll(engine, &view, roll, &Source::Live).await?;
-        judged.push(report.roll);
+        judged.push(report.into_roll());
     }
     Ok(judged)
 }

@@ -30,9 +30,9 @@ pub(super) async fn reserve(
     let price_a = slot_price(ja, &ja.build_request(&jobs.a), images);
     let price_b = slot_price(jb, &jb.build_request(&jobs.b), images);
     // Spent before this roll: the header's cost, the earlier rolls', this roll's actor.
-    let spent_before = rmb_to_micro(open.header.cost_rmb)
+    let spent_before = rmb_to_micro(open.header().cost_rmb)
         + open
-            .rolls
+            .rolls()
             .iter()
             .filter(|r| r.roll_id < g.roll)
             .map(|r| rmb_to_micro(r.cost_rmb))

@@ -52,7 +52,7 @@ pub(super) async fn check(
     roll: RollId,
 ) -> Result<Guarded, JudgingError> {
     let store = &engine.store;
-    let run = &open.run;
+    let run = open.run();
     let proof_key = Key::roll_file(run, roll, "proof-package.json");
     let Some((proof, proof_hash)) = store.get_json::<ProofPackage>(&proof_key).await? else {
         return Err(JudgingError::NoProofPackage {
@@ -68,17 +68,17 @@ pub(super) async fn check(
             store,
             ReceiptKind::Header,
             &Key::header(run),
-            &open.header_hash,
+            open.header_hash(),
         )
         .await?;
     notary
         .require(store, ReceiptKind::ProofPackage, &proof_key, &proof_hash)
         .await?;
-    let header = &open.header;
+    let header = open.header();
     let mut checks = vec![entry(
         GuardCheck::Header,
         header.phase == Phase::Judging && header.rolls.is_empty(),
-        GuardCheck::Header.binding_detail(&open.header_hash, None),
+        GuardCheck::Header.binding_detail(open.header_hash(), None),
     )];
     let (brief_check, brief_text) = brief(engine, run, header).await?;
     checks.push(brief_check);

@@ -84,12 +84,30 @@ pub(crate) fn internal(run: &RunId, roll: RollId, e: impl std::fmt::Display) -> 
     }
 }
 
-/// The result of a judged roll.
+/// The result of a judged roll: its record and consensus as stored, and what comes next.
 #[derive(Debug, Clone)]
 pub struct RollReport {
-    pub roll: Roll,
-    pub consensus: JudgeConsensus,
-    pub next: Next,
+    roll: Roll,
+    consensus: JudgeConsensus,
+    next: Next,
+}
+
+impl RollReport {
+    /// The roll record (`roll.json`).
+    pub fn roll(&self) -> &Roll {
+        &self.roll
+    }
+    pub fn consensus(&self) -> &JudgeConsensus {
+        &self.consensus
+    }
+    /// Roll 2 or finalize.
+    pub fn next(&self) -> Next {
+        self.next
+    }
+    /// The roll record, taken out.
+    pub fn into_roll(self) -> Roll {
+        self.roll
+    }
 }
 
 /// Where a roll's judge answers come from.
@@ -148,7 +166,7 @@ pub async fn judge_open_roll(
     roll: RollId,
     source: &Source,
 ) -> Result<RollReport, JudgingError> {
-    let span = tracing::info_span!("roll", run = %open.run, roll = %roll);
+    let span = tracing::info_span!("roll", run = %open.run(), roll = %roll);
     judge_stages(engine, open, roll, source)
         .instrument(span)
         .await
@@ -161,7 +179,7 @@ async fn judge_stages(
     source: &Source,
 ) -> Result<RollReport, JudgingError> {
     let store = &engine.store;
-    let run = &open.run;
+    let run = open.run();
     authenticate_earlier(engine, open, roll).await?;
     if let Some(done) = stored_roll(engine, run, roll).await? {
         tracing::info!(outcome = %done.roll.roll_outcome, "roll already judged");
@@ -204,10 +222,10 @@ async fn authenticate_earlier(
     open: &OpenRun,
     roll: RollId,
 ) -> Result<(), JudgingError> {
-    for r in open.rolls.iter().filter(|r| r.roll_id < roll) {
-        if stored_roll(engine, &open.run, r.roll_id).await?.is_none() {
+    for r in open.rolls().iter().filter(|r| r.roll_id < roll) {
+        if stored_roll(engine, open.run(), r.roll_id).await?.is_none() {
             return Err(ReceiptError::Unauthenticated {
-                object: Key::roll_file(&open.run, r.roll_id, "roll.json").to_string(),
+                object: Key::roll_file(open.run(), r.roll_id, "roll.json").to_string(),
                 kind: ReceiptKind::Roll,
                 reason: format!("{roll} cannot follow a roll seal did not finish"),
             }

@@ -44,7 +44,7 @@ pub struct Accepted<'e> {
 impl std::fmt::Debug for Accepted<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Accepted")
-            .field("run", &self.open.run)
+            .field("run", &self.open.run())
             .field("roll", &self.roll)
             .field("stored", &self.stored)
             .finish()
@@ -99,7 +99,7 @@ pub async fn submit<'e>(
     let lock = engine.lock_run(run).await;
     let phase = RunState::load(&engine.store, run).await?;
     if let RunState::Decided(d) = &phase {
-        if d.evidence.rolls.iter().any(|r| r.roll_id == roll) {
+        if d.evidence().rolls.iter().any(|r| r.roll_id == roll) {
             if let Some(done) = judged_with(engine, run, roll, submission).await? {
                 return Ok(Submitted::AlreadyJudged(Box::new(done)));
             }

@@ -28,15 +28,15 @@ pub(crate) async fn put_blob(
         )
     })?;
     let key = Key::cas(&hash);
-    let existed = state.engine.store.exists(&key).await?;
+    let existed = state.engine.store().exists(&key).await?;
     let stream = body.into_data_stream().map_err(|e| e.to_string());
     let stored = match state
         .engine
-        .store
+        .store()
         .put_blob(
             Box::pin(stream),
             Some(&hash),
-            state.engine.config.max_blob_bytes,
+            state.engine.config().max_blob_bytes,
         )
         .await
     {

@@ -14,8 +14,8 @@ use crate::state::run_id;
 use crate::{ApiError, AppState, OPENAPI_JSON};
 
 pub(crate) async fn healthz(State(state): State<AppState>) -> Response {
-    match state.engine.store.exists(&Key::health()).await {
-        Ok(_) => Json(json!({"status": "ok", "store": state.engine.store.url().to_string()}))
+    match state.engine.store().exists(&Key::health()).await {
+        Ok(_) => Json(json!({"status": "ok", "store": state.engine.store().url().to_string()}))
             .into_response(),
         Err(e) => ApiError::from(e).into_response(),
     }
@@ -26,10 +26,10 @@ pub(crate) async fn get_openapi() -> Response {
 }
 
 pub(crate) async fn get_metrics(State(state): State<AppState>) -> Response {
-    let in_progress =
-        (state.engine.config.server.max_rolls_in_progress - state.rolls.available_permits()) as f64;
+    let in_progress = (state.engine.config().server.max_rolls_in_progress
+        - state.rolls.available_permits()) as f64;
     let admitted = state.admitted.load(Ordering::SeqCst) as f64;
-    let text = state.engine.judges.metrics.render(&[
+    let text = state.engine.judges().metrics.render(&[
         (
             "seal_rolls_in_progress",
             "rolls being judged now",
@@ -58,7 +58,7 @@ pub(crate) async fn get_verify(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
-    if !seal_engine::verify::run_exists(&state.engine.store, &run).await? {
+    if !seal_engine::verify::run_exists(state.engine.store(), &run).await? {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "not_found",
@@ -66,7 +66,8 @@ pub(crate) async fn get_verify(
             Some(format!("run {run}")),
         ));
     }
-    let report = seal_engine::verify::verify_run(&state.engine.store, &run, &state.trusted).await?;
+    let report =
+        seal_engine::verify::verify_run(state.engine.store(), &run, &state.trusted).await?;
     Ok(Json(report).into_response())
 }
 
@@ -78,7 +79,7 @@ pub(crate) async fn get_explain(
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
     let explained =
-        seal_engine::explain::explain(&state.engine.store, &run, &state.trusted).await?;
+        seal_engine::explain::explain(state.engine.store(), &run, &state.trusted).await?;
     let wants_html = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -86,7 +87,7 @@ pub(crate) async fn get_explain(
     if wants_html {
         let cmd = format!(
             "seal verify {run} --store {} --trust seal.pub.pem",
-            state.engine.store.url()
+            state.engine.store().url()
         );
         Ok((
             [
@@ -113,7 +114,7 @@ pub(crate) async fn get_explain(
 pub(crate) async fn get_log_checkpoint(
     State(state): State<AppState>,
 ) -> Result<Response, ApiError> {
-    match seal_engine::transparency::latest_checkpoint(&state.engine.store).await? {
+    match seal_engine::transparency::latest_checkpoint(state.engine.store()).await? {
         Some(note) => {
             Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], note).into_response())
         }
@@ -127,7 +128,7 @@ pub(crate) async fn get_log_proof(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
-    let view = seal_engine::verify::load_log(&state.engine.store, &state.trusted).await?;
+    let view = seal_engine::verify::load_log(state.engine.store(), &state.trusted).await?;
     let proof = view.proof(&run)?;
     Ok(Json(proof).into_response())
 }
@@ -163,7 +164,7 @@ pub(crate) async fn get_stats(
     headers: axum::http::HeaderMap,
 ) -> Result<Response, ApiError> {
     let query = stats_query(raw.as_deref())?;
-    let stats = seal_engine::stats::stats(&state.engine.store, &state.trusted, query).await?;
+    let stats = seal_engine::stats::stats(state.engine.store(), &state.trusted, query).await?;
     let wants_html = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())

@@ -22,16 +22,16 @@ use crate::{ApiError, AppState};
 pub(crate) fn roll_body(run: &RunId, r: &roll::RollReport) -> Value {
     json!({
         "runId": run,
-        "rollId": r.roll.roll_id,
-        "rollOutcome": r.roll.roll_outcome,
-        "decision": r.consensus.decision,
-        "degraded": r.consensus.degraded,
-        "conflicts": r.consensus.conflicts,
-        "errors": r.roll.errors,
-        "costRmb": r.roll.cost_rmb,
-        "consensusRef": r.roll.judge_consensus_ref,
-        "consensusHash": r.roll.judge_consensus_hash,
-        "next": r.next,
+        "rollId": r.roll().roll_id,
+        "rollOutcome": r.roll().roll_outcome,
+        "decision": r.consensus().decision,
+        "degraded": r.consensus().degraded,
+        "conflicts": r.consensus().conflicts,
+        "errors": r.roll().errors,
+        "costRmb": r.roll().cost_rmb,
+        "consensusRef": r.roll().judge_consensus_ref,
+        "consensusHash": r.roll().judge_consensus_hash,
+        "next": r.next(),
     })
 }
 
@@ -61,8 +61,8 @@ pub(crate) async fn post_roll(
     let _admission = Admission(state.admitted.clone());
     let _memory = admit_memory(&state, body.len())?;
     let engine = &state.engine;
-    let limits = &engine.config.package_limits;
-    let submission = ProofSubmission::parse(&body, Some(limits), engine.store.doc_limit())
+    let limits = &engine.config().package_limits;
+    let submission = ProofSubmission::parse(&body, Some(limits), engine.store().doc_limit())
         .map_err(|e| IntakeError::submission(&run, roll, e))?;
     let accepted = match roll::submit(engine, &run, roll, &submission).await? {
         Submitted::AlreadyJudged(done) => {
@@ -72,12 +72,12 @@ pub(crate) async fn post_roll(
     };
     let _permit = state.rolls.acquire().await.map_err(|_| ApiError::busy(2))?;
     let report = accepted.judge(&roll::Source::Live).await?;
-    engine.judges.metrics.roll_judged(
-        &report.roll.roll_id.to_string(),
-        report.roll.roll_outcome.as_str(),
-        report.consensus.degraded,
+    engine.judges().metrics.roll_judged(
+        &report.roll().roll_id.to_string(),
+        report.roll().roll_outcome.as_str(),
+        report.consensus().degraded,
         report
-            .consensus
+            .consensus()
             .obligation_results
             .iter()
             .map(|o| o.status.as_str()),

@@ -37,8 +37,8 @@ pub(crate) async fn put_header(
     let _run_lock = state.engine.lock_run(&run).await;
     let a = intake::put_header(&state.engine, &run, &body, Origin::Pipeline).await?;
     Ok(created(
-        a.created,
-        json!({"runId": run, "key": a.stored.key.as_str(), "sha256": a.stored.hash}),
+        a.created(),
+        json!({"runId": run, "key": a.stored().key.as_str(), "sha256": a.stored().hash}),
     ))
 }
 
@@ -51,8 +51,8 @@ pub(crate) async fn put_brief(
     let _run_lock = state.engine.lock_run(&run).await;
     let a = intake::put_brief(&state.engine, &run, &body).await?;
     Ok(created(
-        a.created,
-        json!({"runId": run, "key": a.stored.key.as_str(), "sha256": a.stored.hash}),
+        a.created(),
+        json!({"runId": run, "key": a.stored().key.as_str(), "sha256": a.stored().hash}),
     ))
 }
 
@@ -65,8 +65,8 @@ pub(crate) async fn put_play_spec(
     let _run_lock = state.engine.lock_run(&run).await;
     let a = intake::put_play_spec(&state.engine, &run, &body).await?;
     Ok(created(
-        a.created,
-        json!({"runId": run, "key": a.stored.key.as_str(), "sha256": a.stored.hash}),
+        a.created(),
+        json!({"runId": run, "key": a.stored().key.as_str(), "sha256": a.stored().hash}),
     ))
 }
 
@@ -76,15 +76,15 @@ pub(crate) async fn post_finalize(
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
     let done = seal_engine::postguard::finalize(&state.engine, &run).await?;
-    if done.wrote {
-        let outcome = done.evidence.outcome.map(|o| o.as_str()).unwrap_or("?");
-        state.engine.judges.metrics.add(
+    if done.wrote() {
+        let outcome = done.evidence().outcome.map(|o| o.as_str()).unwrap_or("?");
+        state.engine.judges().metrics.add(
             "seal_runs_decided_total",
             &format!("outcome=\"{outcome}\""),
             1.0,
         );
     }
-    let e = &done.evidence;
+    let e = done.evidence();
     Ok(Json(json!({
         "runId": run,
         "outcome": e.outcome,
@@ -92,10 +92,10 @@ pub(crate) async fn post_finalize(
         "sourceRollId": e.source_roll_id,
         "costRmb": e.cost_rmb,
         "evidenceRef": Key::evidence(&run).as_str(),
-        "evidenceSha256": done.evidence_hash,
+        "evidenceSha256": done.evidence_hash(),
         "sealRef": Key::seal(&run).as_str(),
-        "sealSha256": done.envelope_hash,
-        "keyId": done.envelope.signatures.first().map(|s| s.keyid.clone()),
+        "sealSha256": done.envelope_hash(),
+        "keyId": done.envelope().signatures.first().map(|s| s.keyid.clone()),
     }))
     .into_response())
 }
@@ -111,19 +111,19 @@ pub(crate) async fn get_run(
             .map(|r| json!({"rollId": r.roll_id, "rollOutcome": r.roll_outcome}))
             .collect()
     };
-    let (open, phase) = match RunState::load(&state.engine.store, &run).await? {
+    let (open, phase) = match RunState::load(state.engine.store(), &run).await? {
         RunState::Decided(d) => {
-            let ev = &d.evidence;
+            let ev = d.evidence();
             return Ok(Json(json!({
                 "runId": run, "phase": "DECIDED", "outcome": ev.outcome, "decision": ev.decision,
-                "rolls": rolls(&ev.rolls), "evidenceSha256": d.evidence_hash, "next": null
+                "rolls": rolls(&ev.rolls), "evidenceSha256": d.evidence_hash(), "next": null
             }))
             .into_response());
         }
         RunState::Open(o) => (o, "JUDGING"),
         RunState::Finalizing(o) => (o, "FINALIZING"),
     };
-    let next = match (phase, open.rolls.last()) {
+    let next = match (phase, open.rolls().last()) {
         ("FINALIZING", _) => "finalize",
         (_, None) => "roll-1",
         (_, Some(r)) => match seal_core::merge::next_after(r.roll_id, r.roll_outcome) {
@@ -132,7 +132,7 @@ pub(crate) async fn get_run(
         },
     };
     Ok(
-        Json(json!({"runId": run, "phase": phase, "rolls": rolls(&open.rolls), "next": next}))
+        Json(json!({"runId": run, "phase": phase, "rolls": rolls(open.rolls()), "next": next}))
             .into_response(),
     )
 }

@@ -338,7 +338,7 @@ async fn run() -> Res<()> {
             .await
             .map_err(|e| format!("{name}: {e}"))?;
         let d = done
-            .evidence
+            .evidence()
             .decision
             .as_ref()
             .map(|d| {
@@ -348,7 +348,7 @@ async fn run() -> Res<()> {
             .unwrap_or_default();
         println!(
             "sealed {name}: {} ({d})",
-            done.evidence.outcome.map(|o| o.as_str()).unwrap_or("?")
+            done.evidence().outcome.map(|o| o.as_str()).unwrap_or("?")
         );
     }
     reset(&lb);
