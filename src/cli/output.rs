@@ -1,6 +1,13 @@
 //! What commands write: progress bars, shell words, output files, and text made safe for a terminal.
+//!
+//! Decision: an output file (`--out`, `--html FILE`) is always a new file, never overwritten
+//! and never written through a link ([`seal_core::fsio::write_new`]): a page or a Verdict
+//! written over a file someone meant to keep is worse than an error (exit 2, as
+//! `seal keygen` over an existing key).
 
-use super::*;
+use std::path::Path;
+
+use super::error::CliError;
 
 pub(super) fn progress(len: u64, wanted: bool) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
@@ -29,21 +36,22 @@ pub(super) fn shell_word(s: &str) -> String {
     }
 }
 
-/// Writes `bytes` to `out`, or to stdout.
-pub(super) fn write_output(out: Option<&Path>, bytes: &[u8]) -> u8 {
+/// Writes `bytes` to a new file `out` (mode 0644), or to stdout.
+pub(super) fn write_output(out: Option<&Path>, bytes: &[u8]) -> Result<(), CliError> {
     use std::io::Write;
     match out {
-        Some(p) => match std::fs::write(p, bytes) {
-            Ok(()) => {
-                eprintln!("wrote {}", p.display());
-                0
-            }
-            Err(e) => fail(format!("{}: {e}", p.display())),
-        },
-        None => match std::io::stdout().write_all(bytes) {
-            Ok(()) => 0,
-            Err(e) => fail(e),
-        },
+        Some(p) => {
+            seal_core::fsio::write_new(p, bytes, 0o644)?;
+            eprintln!("wrote {}", p.display());
+            Ok(())
+        }
+        None => {
+            let mut stdout = std::io::stdout();
+            stdout
+                .write_all(bytes)
+                .and_then(|()| stdout.flush())
+                .map_err(CliError::io("stdout"))
+        }
     }
 }
 
