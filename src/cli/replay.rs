@@ -307,23 +307,29 @@ async fn destination(
     }
 }
 
-/// Named runs imported with `--from` must be in the archive.
+/// Named runs imported with `--from` must be in the archive. Whatever stands at a run's
+/// name counts (a link, a file): the import then refuses it, named, as it refuses any
+/// source it cannot trust — the answer for that run, not "no such run".
 async fn named_in_archive(
     archive: &Archive,
     from: Option<&StoreArg>,
     runs: &[RunId],
 ) -> Result<(), CliError> {
-    if runs.is_empty() {
-        return Ok(());
+    for id in runs {
+        let present = match archive {
+            Archive::Folder { root, .. } => {
+                seal_core::fsio::kind(&root.join("runs").join(id.as_str()))?.is_some()
+            }
+            Archive::Store(store) => seal_engine::verify::run_exists(store, id).await?,
+        };
+        if !present {
+            return Err(CliError::NoRun {
+                run: id.clone(),
+                store: from.map(StoreArg::to_string).unwrap_or_default(),
+            });
+        }
     }
-    let (listed, _) = archive.runs().await.map_err(CliError::failed)?;
-    match runs.iter().find(|id| !listed.contains(id)) {
-        Some(id) => Err(CliError::NoRun {
-            run: id.clone(),
-            store: from.map(StoreArg::to_string).unwrap_or_default(),
-        }),
-        None => Ok(()),
-    }
+    Ok(())
 }
 
 /// Imports one run from an archive before its replay; false when it is not to be replayed
