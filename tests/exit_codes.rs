@@ -203,6 +203,8 @@ fn log_and_writer_rows(f: &Fixture) -> Vec<Row> {
         row("log checkpoint: no checkpoint yet", 1, "no signed log checkpoint", &["log", "checkpoint", "--store", &f.url("empty-store")]),
         row("log prove: a run not in the store", 2, "no run run-nope", &["log", "prove", "run-nope", "--store", &store, "--trust", &pem]),
         row("log prove: a run not in the log", 1, "not in the transparency log", &["log", "prove", UNLOGGED, "--store", &store, "--trust", &pem]),
+        row("log prove: a missing store", 2, "no store there", &["log", "prove", PLAIN, "--store", &missing, "--trust", &pem]),
+        row("log verify: a missing store", 2, "no store there", &["log", "verify", "--store", &missing, "--trust", &pem]),
         row("log verify: a bad store URL", 2, "invalid value", &["log", "verify", "--store", "ftp://x", "--trust", &pem]),
         row("log verify: a missing --checkpoint file", 2, "does not exist", &["log", "verify", "--store", &fixtures, "--trust", &pem, "--checkpoint", &f.at("missing/note")]),
         row("log rebuild: a missing store", 2, "no store there", &["log", "rebuild", "--store", &missing, "--key", &key]),

@@ -23,7 +23,7 @@ use seal_core::sealing::KeyError;
 use seal_engine::config::ConfigError;
 use seal_store::StoreError;
 
-use super::output::terminal_safe;
+use super::terminal::terminal_safe;
 
 /// What a command answered when it ran to its end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,8 +9,8 @@
 //!
 //! - shared: [`args`] (values checked where clap reads them), [`context`] (logging, config,
 //!   runtime, keys, stores, engine), [`error`] (how a command ends), [`output`] (progress,
-//!   output files, terminal-safe text), [`bulk`] (worker threads of `verify --all` and
-//!   `replay --all`);
+//!   output files), [`terminal`] (text made safe for a terminal), [`bulk`] (worker threads
+//!   of `verify --all` and `replay --all`);
 //! - one file per command: [`validate`], [`keygen`], [`verify`], [`explain`], [`stats`],
 //!   [`replay`], [`serve`], [`adapt`], [`export`], [`log`], [`witness`], [`judge`].
 
@@ -28,6 +28,7 @@ pub mod output;
 pub mod replay;
 pub mod serve;
 pub mod stats;
+pub mod terminal;
 pub mod validate;
 pub mod verify;
 pub mod witness;
