@@ -12,6 +12,8 @@ use super::error::{CliError, ExitStatus};
 
 #[derive(Debug, clap::Args)]
 pub struct KeygenArgs {
+    /// Folder to write seal.key.pem, seal.pub.pem and seal.secret into (created 0700; a link
+    /// or a folder others may write to is refused).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// Write only what DIR lacks (the key pair, the secret); succeed when it holds both.
