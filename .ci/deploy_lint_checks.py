@@ -60,7 +60,7 @@ def rename(variant, rule):
 def parse_config_types(src):
     """Raw* structs: {name: {field: (type, optional)}}; Raw* unit enums: {name: {accepted strings}}."""
     structs, enums = {}, {}
-    for m in re.finditer(r"((?:#\[serde\([^\]]*\)\]\s*)*)(?:pub\s+)?enum (Raw\w+)\s*\{(.*?)\n\}", src, re.S):
+    for m in re.finditer(r"((?:#\[[^\]]*\]\s*)*)(?:pub(?:\([\w:]+\))?\s+)?enum (Raw\w+)\s*\{(.*?)\n\}", src, re.S):
         rule = re.search(r'rename_all\s*=\s*"([^"]+)"', m.group(1))
         names, explicit = set(), None
         for line in m.group(3).splitlines():
