@@ -236,8 +236,9 @@ async fn seal_judge_refuses_to_add_a_roll_to_a_decided_run() {
     let err = seal::runfolder::judge(&engine, &two_rolls)
         .await
         .unwrap_err();
-    use seal::fault::HasFault;
-    assert_eq!(err.fault().exit_code(), 1, "{err}");
+    use seal::fault::{Fault, HasFault};
+    // The caller's: `seal judge` answers no (exit 1) for such a folder.
+    assert_eq!(err.fault(), Fault::Caller, "{err}");
     assert!(err.to_string().contains("already decided"), "{err}");
     assert_eq!(judge.calls().len(), calls);
 }

@@ -407,8 +407,9 @@ async fn cli_json_table_html_and_bad_options() {
     let out = run(seal(&["--html", page.to_str().unwrap()])).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(std::fs::read_to_string(&page).unwrap().contains("<svg"));
+    // A bad option value is a usage error: could not answer (2), like in every command.
     let bad = run(seal(&["--since", "last tuesday"])).await;
-    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad.stderr));
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
     let bad = run(seal(&["--genre", "chess"])).await;
-    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(bad.status.code(), Some(2));
 }

@@ -18,6 +18,13 @@ use tokio::sync::{mpsc, oneshot};
 #[error("a job of the batch failed: {0}")]
 pub struct BulkError(String);
 
+impl seal_core::fault::HasFault for BulkError {
+    fn fault(&self) -> seal_core::fault::Fault {
+        // A thread that could not start, or a job that panicked: nothing the caller gave.
+        seal_core::fault::Fault::Infrastructure
+    }
+}
+
 /// The default number of jobs: the cores this process may use.
 pub fn default_jobs() -> usize {
     std::thread::available_parallelism()

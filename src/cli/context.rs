@@ -1,8 +1,27 @@
-//! Shared by the commands: logging, the configuration, the runtime, keys and the engine.
+//! What the commands share, built once: logging, the configuration, the runtime, keys, stores
+//! and the engine. It replaces the preamble each command used to copy (load the config, read
+//! the keys, start a runtime, open the store, set its document limit, build the engine).
+//!
+//! Decision: a command that only reads opens its store with [`Context::read_store`], which
+//! never creates one (a mistyped `file://` path is an error, never a new empty folder); only
+//! a writer opens with [`Context::write_store`], and only once the deployment secret is known
+//! to be usable, so a command that cannot judge creates nothing.
 
-use super::*;
+use std::future::Future;
+use std::path::{Path, PathBuf};
 
-pub(super) fn init_logging(format: LogFormat, default_level: &str) {
+use seal_core::ids::RunId;
+use seal_core::sealing::{PublicKey, SigningKey};
+use seal_engine::config::Config;
+use seal_engine::engine::Engine;
+use seal_store::Store;
+
+use super::args::StoreArg;
+use super::error::CliError;
+use super::LogFormat;
+
+/// Logs on stderr, in `format`, at the level of `SEAL_LOG` (else `default_level`).
+pub fn init_logging(format: LogFormat, default_level: &str) {
     use tracing_subscriber::EnvFilter;
     let filter =
         EnvFilter::try_from_env("SEAL_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
@@ -15,66 +34,195 @@ pub(super) fn init_logging(format: LogFormat, default_level: &str) {
     };
 }
 
-pub(super) fn load_config(path: Option<&Path>) -> Result<Config, u8> {
-    Config::load(path).map_err(fail)
-}
+/// Threads for blocking file I/O (see [`runtime`]).
+pub const MAX_BLOCKING_THREADS: usize = 32;
 
-/// Threads for blocking file I/O (see `runtime`).
-pub(super) const MAX_BLOCKING_THREADS: usize = 32;
-
-pub(super) fn runtime() -> Result<tokio::runtime::Runtime, u8> {
+/// The runtime every command but validate, keygen and adapt runs on.
+pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     // Blocking threads do the file store's I/O; a bound keeps memory flat under load while
     // staying far above what one disk can use.
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(MAX_BLOCKING_THREADS)
         .build()
-        .map_err(fail)
+        .map_err(CliError::Runtime)
 }
 
-pub(super) fn load_key(path: &Path) -> Result<SigningKey, u8> {
-    SigningKey::load(path).map_err(fail)
+/// Resolves on SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
-pub(super) async fn engine(
+/// Whether a writer may create its store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    /// `seal judge`, `seal serve`, `seal replay --from`: a new deployment starts empty.
+    CreateIfMissing,
+    /// `seal replay` in place: the runs replayed are in the store, so it must exist.
+    ExistingOnly,
+}
+
+/// The configuration and the runtime of one command.
+pub struct Context {
     config: Config,
-    store_url: Option<&str>,
-    key: Option<SigningKey>,
-) -> Result<Engine, u8> {
-    // Checked before the store is opened: a command that cannot judge creates nothing.
-    if let Err(e) = config.deployment_secret() {
-        return Err(fail(e));
-    }
-    let url = store_url
-        .map(str::to_owned)
-        .unwrap_or_else(|| config.store.clone());
-    let store = Store::open(&url).await.map_err(fail)?;
-    Engine::new(store, config, key).map_err(fail)
+    runtime: tokio::runtime::Runtime,
 }
 
-/// The config's trusted keys plus `--trust`; at least one.
-pub(super) fn trusted_keys(
-    config: &Config,
-    trust: &[PathBuf],
-) -> Result<Vec<seal_core::sealing::PublicKey>, u8> {
-    let trusted = load_trusted(config, trust)?;
-    if trusted.is_empty() {
-        return Err(fail(
-            "no trusted public key: give --trust PEM (or keys.trusted in the config)",
-        ));
-    }
-    Ok(trusted)
+/// What a writer signs with: the configuration as `--key` changes it, and the key.
+pub struct Signing {
+    config: Config,
+    key: SigningKey,
 }
 
-/// The public keys of the config's `keys.trusted` and of every `--trust`, possibly none.
-pub(super) fn load_trusted(
-    config: &Config,
-    trust: &[PathBuf],
-) -> Result<Vec<seal_core::sealing::PublicKey>, u8> {
-    config
-        .trusted_keys
-        .iter()
-        .chain(trust)
-        .map(|p| seal_core::sealing::PublicKey::load(p).map_err(fail))
-        .collect()
+impl Signing {
+    pub fn key(&self) -> &SigningKey {
+        &self.key
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+}
+
+impl Context {
+    /// Loads the configuration (`--config`, else the default) and starts the runtime.
+    pub fn new(config: Option<&Path>) -> Result<Context, CliError> {
+        let config = Config::load(config)?;
+        tracing::debug!(config = %config.source, "configuration loaded");
+        Ok(Context {
+            config,
+            runtime: runtime()?,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Runs a command's async part to its end on the runtime.
+    pub fn block_on<F: Future>(&self, f: F) -> F::Output {
+        self.runtime.block_on(f)
+    }
+
+    /// `--store`, else the config's `store`.
+    pub fn store_url(&self, given: Option<&StoreArg>) -> Result<StoreArg, CliError> {
+        match given {
+            Some(url) => Ok(url.clone()),
+            None => Ok(StoreArg::parse(&self.config.store)?),
+        }
+    }
+
+    /// The public keys of the config's `keys.trusted` and of every `extra` (`--trust`),
+    /// possibly none.
+    pub fn public_keys(&self, extra: &[PathBuf]) -> Result<Vec<PublicKey>, CliError> {
+        let keys = self.config.trusted_keys.iter().chain(extra);
+        Ok(keys.map(|p| PublicKey::load(p)).collect::<Result<_, _>>()?)
+    }
+
+    /// The keys a run or a checkpoint is trusted under: `signer` (when given), the config's
+    /// `keys.trusted` and every `extra`; at least one.
+    pub fn trusted(
+        &self,
+        extra: &[PathBuf],
+        signer: Option<PublicKey>,
+    ) -> Result<Vec<PublicKey>, CliError> {
+        let mut keys: Vec<PublicKey> = signer.into_iter().collect();
+        keys.extend(self.public_keys(extra)?);
+        if keys.is_empty() {
+            return Err(CliError::Usage(
+                "no trusted public key: give --trust PEM (or keys.trusted in the config)".into(),
+            ));
+        }
+        Ok(keys)
+    }
+
+    /// The public half of the configured signing key, when it loads (`seal log prove` trusts
+    /// it, so an operator on the signing host needs no `--trust`).
+    pub fn own_public_key(&self) -> Option<PublicKey> {
+        SigningKey::load(&self.config.signing_key)
+            .ok()
+            .map(|k| k.public())
+    }
+
+    /// The signing key: `--key` when given (the default secret file is then the one beside
+    /// it), else the config's `keys.signing_key`.
+    pub fn signing(&self, key: Option<&Path>) -> Result<Signing, CliError> {
+        let config = self.config.clone().with_signing_key(key);
+        let key = SigningKey::load(&config.signing_key)?;
+        Ok(Signing { config, key })
+    }
+
+    /// An existing store, read-only in spirit: never created (see the module doc), its
+    /// documents bounded by `limits.max_document_bytes`.
+    pub async fn read_store(&self, url: &StoreArg) -> Result<Store, CliError> {
+        let store = Store::open_existing(url.as_str()).await?;
+        tracing::debug!(store = %url, "store opened (existing only)");
+        Ok(store.with_doc_limit(self.config.max_document_bytes))
+    }
+
+    /// A writer's store, opened once the deployment secret loads (a command that cannot judge
+    /// creates nothing); created when missing only with [`Opening::CreateIfMissing`].
+    pub async fn write_store(
+        &self,
+        signing: &Signing,
+        url: &StoreArg,
+        opening: Opening,
+    ) -> Result<Store, CliError> {
+        signing
+            .config
+            .deployment_secret()
+            .map_err(CliError::failed)?;
+        let store = match opening {
+            Opening::CreateIfMissing => Store::open(url.as_str()).await?,
+            Opening::ExistingOnly => Store::open_existing(url.as_str()).await?,
+        };
+        tracing::debug!(store = %url, ?opening, "store opened for writing");
+        Ok(store.with_doc_limit(self.config.max_document_bytes))
+    }
+
+    /// The engine over `store`, signing with `signing`'s key; the judges are set up from its
+    /// configuration.
+    pub fn engine(&self, signing: Signing, store: Store) -> Result<Engine, CliError> {
+        Engine::new(store, signing.config, Some(signing.key))
+            .map_err(|e| CliError::Setup(e.to_string()))
+    }
+
+    /// A run named on the command line must be in the store: "no such run" is not a run
+    /// that does not verify, nor one missing from the log.
+    pub async fn named_run(
+        &self,
+        store: &Store,
+        url: &StoreArg,
+        run: &RunId,
+    ) -> Result<(), CliError> {
+        if seal_engine::verify::run_exists(store, run).await? {
+            Ok(())
+        } else {
+            Err(CliError::NoRun {
+                run: run.clone(),
+                store: url.to_string(),
+            })
+        }
+    }
 }

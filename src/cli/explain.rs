@@ -1,77 +1,83 @@
 //! `seal explain`: the decision tree of a sealed run, as JSON or a page.
+//!
+//! Exit 0 explained, 1 the run does not verify (its problems on stderr, nothing written), 2
+//! could not run (no such run, no store, an existing `--out`, …).
 
-use super::*;
+use std::path::PathBuf;
 
-pub(super) struct ExplainArgs<'a> {
-    pub(super) run_id: &'a str,
-    pub(super) store: Option<&'a str>,
-    pub(super) trust: &'a [PathBuf],
-    pub(super) html: bool,
-    pub(super) out: Option<&'a Path>,
+use seal_core::ids::RunId;
+use seal_engine::explain::{ExplainError, Explanation};
+
+use super::args::{self, StoreArg};
+use super::context::Context;
+use super::error::{CliError, ExitStatus};
+use super::output::{shell_word, terminal_safe, write_output};
+
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    /// The run id.
+    #[arg(value_parser = args::run_id)]
+    pub run_id: RunId,
+    /// Store URL (default: the config's).
+    #[arg(long, value_name = "URL", value_parser = args::store)]
+    pub store: Option<StoreArg>,
+    /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
+    #[arg(long, value_name = "PEM")]
+    pub trust: Vec<PathBuf>,
+    /// Write the tree as canonical JSON (the default).
+    #[arg(long, conflicts_with = "html")]
+    pub json: bool,
+    /// Write the page (HTML) instead of the JSON.
+    #[arg(long)]
+    pub html: bool,
+    /// Write to this new file instead of stdout (never overwritten, never through a link).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
-pub(super) fn cmd_explain(cli: &Cli, args: ExplainArgs<'_>) -> u8 {
-    use seal_core::fault::HasFault;
-    init_logging(cli.log_format, "warn");
-    let config = match load_config(cli.config.as_deref()) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let run = match seal_core::ids::RunId::parse(args.run_id) {
-        Ok(r) => r,
-        Err(e) => return fail(e),
-    };
-    let trusted = match trusted_keys(&config, args.trust) {
-        Ok(t) => t,
-        Err(code) => return code,
-    };
-    let rt = match runtime() {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    let url = args
-        .store
-        .map(str::to_owned)
-        .unwrap_or_else(|| config.store.clone());
-    let result = rt.block_on(async {
-        // Read-only: a mistyped store is an error, never a new folder.
-        let store = Store::open_existing(&url)
-            .await?
-            .with_doc_limit(config.max_document_bytes);
-        seal_engine::explain::explain(&store, &run, &trusted).await
-    });
-    let explained = match result {
+pub fn run(ctx: &Context, args: ExplainArgs) -> Result<ExitStatus, CliError> {
+    let trusted = ctx.trusted(&args.trust, None)?;
+    let url = ctx.store_url(args.store.as_ref())?;
+    let run = &args.run_id;
+    let explained = ctx.block_on(async {
+        let store = ctx.read_store(&url).await?;
+        ctx.named_run(&store, &url, run).await?;
+        Ok::<_, CliError>(seal_engine::explain::explain(&store, run, &trusted).await)
+    })?;
+    let explained = match explained {
         Ok(e) => e,
-        Err(seal_engine::explain::ExplainError::NotVerified(report)) => {
+        Err(ExplainError::NotVerified(report)) => {
             eprintln!("seal: run {run} does not verify; it is not explained:");
             for p in &report.problems {
-                eprintln!("    {p}");
+                eprintln!("    {}", terminal_safe(&p.to_string()));
             }
-            return 1;
+            return Ok(ExitStatus::No);
         }
-        Err(e @ seal_engine::explain::ExplainError::NotFound { .. }) => return fail(e),
-        Err(e) => {
-            eprintln!("seal: {e}");
-            return e.fault().exit_code();
-        }
+        Err(e) => return Err(CliError::failed(e)),
     };
     let bytes = if args.html {
-        let mut cmd = format!(
-            "seal verify {} --store {}",
-            shell_word(run.as_str()),
-            shell_word(&url)
-        );
-        for p in config.trusted_keys.iter().chain(args.trust) {
-            cmd.push_str(&format!(
-                " --trust {}",
-                shell_word(&p.display().to_string())
-            ));
-        }
-        explained.html(&cmd).into_bytes()
+        page(ctx, &args, &url, &explained)
     } else {
         let mut b = explained.tree_bytes.clone();
         b.push(b'\n');
         b
     };
-    write_output(args.out, &bytes)
+    write_output(args.out.as_deref(), &bytes)?;
+    Ok(ExitStatus::Yes)
+}
+
+/// The page, with the `seal verify` command that re-proves the run.
+fn page(ctx: &Context, args: &ExplainArgs, url: &StoreArg, explained: &Explanation) -> Vec<u8> {
+    let mut cmd = format!(
+        "seal verify {} --store {}",
+        shell_word(args.run_id.as_str()),
+        shell_word(url.as_str())
+    );
+    for p in ctx.config().trusted_keys.iter().chain(&args.trust) {
+        cmd.push_str(&format!(
+            " --trust {}",
+            shell_word(&p.display().to_string())
+        ));
+    }
+    explained.html(&cmd).into_bytes()
 }

@@ -1,81 +1,62 @@
 //! `seal export verdict`: the agent-loop Verdict of a sealed run that verifies.
+//!
+//! Exit 0 exported; 1 the run does not verify, or was decided without a Verdict (a retry, no
+//! `_versionId`, …): the command judged the run and the answer is no; 2 could not run (no such
+//! run, no store, an existing `--out`, …).
 
-use super::*;
+use std::path::PathBuf;
 
-pub(super) fn cmd_export_verdict(
-    cli: &Cli,
-    run_id: &str,
-    store: Option<&str>,
-    out: Option<&Path>,
-    trust: &[PathBuf],
-) -> u8 {
-    let config = match load_config(cli.config.as_deref()) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let run = match seal_core::ids::RunId::parse(run_id) {
-        Ok(r) => r,
-        Err(e) => return fail(e),
-    };
-    let trusted = match trusted_keys(&config, trust) {
-        Ok(t) if t.is_empty() => {
-            return fail("no trusted public key: give --trust PEM (or keys.trusted in the config)")
+use seal_core::ids::RunId;
+
+use super::args::{self, StoreArg};
+use super::context::Context;
+use super::error::{refused, CliError, ExitStatus};
+use super::output::{terminal_safe, write_output};
+
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// The run id.
+    #[arg(value_parser = args::run_id)]
+    pub run_id: RunId,
+    /// Store URL (default: the config's).
+    #[arg(long, value_name = "URL", value_parser = args::store)]
+    pub store: Option<StoreArg>,
+    /// Write the Verdict here instead of stdout (a new file: never overwritten, never
+    /// written through a link).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config. The
+    /// run must verify under one of them before anything is exported.
+    #[arg(long, value_name = "PEM")]
+    pub trust: Vec<PathBuf>,
+}
+
+pub fn run(ctx: &Context, args: ExportArgs) -> Result<ExitStatus, CliError> {
+    let trusted = ctx.trusted(&args.trust, None)?;
+    let url = ctx.store_url(args.store.as_ref())?;
+    let run = &args.run_id;
+    let proven = ctx.block_on(async {
+        let store = ctx.read_store(&url).await?;
+        ctx.named_run(&store, &url, run).await?;
+        Ok::<_, CliError>(seal_engine::verify::prove(&store, run, &trusted).await?)
+    })?;
+    let verified = match proven {
+        Ok(v) => v,
+        Err(report) => {
+            eprintln!("seal: run {run} does NOT VERIFY; nothing exported");
+            for p in &report.problems {
+                eprintln!("    {}", terminal_safe(&p.to_string()));
+            }
+            return Ok(ExitStatus::No);
         }
-        Ok(t) => t,
-        Err(code) => return code,
     };
-    let rt = match runtime() {
-        Ok(r) => r,
-        Err(code) => return code,
+    let verdict = match seal_core::adapt::evidence_to_verdict(verified.evidence()) {
+        Ok(v) => v,
+        // Decided without a Verdict (a retry, no versionId, …): the answer for this run.
+        Err(e) => return Ok(refused(&e)),
     };
-    rt.block_on(async {
-        let url = store
-            .map(str::to_owned)
-            .unwrap_or_else(|| config.store.clone());
-        // Read-only: a store that does not exist is an error, never created.
-        let store = match Store::open_existing(&url).await {
-            Ok(s) => s.with_doc_limit(config.max_document_bytes),
-            Err(e) => return fail(e),
-        };
-        let verified = match seal_engine::verify::prove(&store, &run, &trusted).await {
-            Ok(Ok(v)) => v,
-            Ok(Err(report)) => {
-                eprintln!("seal: run {run} does NOT VERIFY; nothing exported");
-                for p in &report.problems {
-                    eprintln!("    {p}");
-                }
-                return 1;
-            }
-            Err(e) => return fail(e),
-        };
-        let text = match seal_core::adapt::evidence_to_verdict(verified.evidence()).and_then(|v| {
-            serde_json::to_string_pretty(&v).map_err(|e| seal_core::adapt::AdaptError::Output {
-                path: run.to_string(),
-                reason: e.to_string(),
-            })
-        }) {
-            Ok(t) => t + "\n",
-            Err(e) => {
-                eprintln!("seal: {e}");
-                return 1;
-            }
-        };
-        match out {
-            Some(p) => match seal_core::fsio::write_new(p, text.as_bytes(), 0o644) {
-                Ok(()) => {
-                    println!("wrote {}", p.display());
-                    0
-                }
-                Err(e @ seal_core::fsio::FsError::Exists { .. }) => {
-                    eprintln!("seal: {e}");
-                    1
-                }
-                Err(e) => fail(e),
-            },
-            None => {
-                print!("{text}");
-                0
-            }
-        }
-    })
+    // A `Value` prints infallibly; `{:#}` is `to_string_pretty`'s layout.
+    let text = format!("{verdict:#}\n");
+    write_output(args.out.as_deref(), text.as_bytes())?;
+    Ok(ExitStatus::Yes)
 }

@@ -1,82 +1,87 @@
 //! `seal judge`: a run folder judged and sealed, and the one-screen summary of the result.
+//!
+//! Exit 0 sealed (or already sealed from the same folder); 1 the folder refused (a document
+//! invalid, a hash that does not match, a decided run the folder would change: the caller's
+//! fault, judged); 2 could not run (the folder missing or not a folder, a refused
+//! `memory://` store, key, config, store, judges or log unusable).
 
-use super::*;
+use std::path::PathBuf;
 
-pub(super) fn cmd_judge(
-    cli: &Cli,
-    run_dir: &Path,
-    store: Option<&str>,
-    key: Option<&Path>,
-    json: bool,
-    allow_ephemeral_store: bool,
-) -> u8 {
-    init_logging(cli.log_format, "warn");
-    let config = match load_config(cli.config.as_deref()) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let url = store.unwrap_or(&config.store);
-    if !allow_ephemeral_store
-        && matches!(
-            seal_store::StoreUrl::parse(url),
-            Ok(seal_store::StoreUrl::Memory)
-        )
-    {
-        return fail(
+use seal_core::fault::{Fault, HasFault};
+use seal_engine::summary;
+use seal_store::StoreUrl;
+
+use super::args::{self, StoreArg};
+use super::context::{Context, Opening};
+use super::error::{refused, CliError, ExitStatus};
+
+#[derive(Debug, clap::Args)]
+pub struct JudgeArgs {
+    /// The run folder (header.json, brief.md, roll-1/…, blobs/…).
+    pub run_dir: PathBuf,
+    /// Store URL (default: the config's, file://./var/store).
+    #[arg(long, value_name = "URL", value_parser = args::store)]
+    pub store: Option<StoreArg>,
+    /// Signing key (default: keys.signing_key of the config).
+    #[arg(long, value_name = "PEM")]
+    pub key: Option<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Allow a `memory://` store: the evidence vanishes when seal exits, although the
+    /// judges are called (and paid) for real.
+    #[arg(long)]
+    pub allow_ephemeral_store: bool,
+}
+
+pub fn run(ctx: &Context, args: JudgeArgs) -> Result<ExitStatus, CliError> {
+    let url = ctx.store_url(args.store.as_ref())?;
+    if !args.allow_ephemeral_store && *url.url() == StoreUrl::Memory {
+        return Err(CliError::Usage(
             "refusing to judge into memory://: the sealed evidence would vanish at exit \
-             while the judges are paid; pass --allow-ephemeral-store if that is meant",
-        );
+             while the judges are paid; pass --allow-ephemeral-store if that is meant"
+                .into(),
+        ));
     }
-    // `--key`, when given, is the key; the default secret file is the one beside it.
-    let config = config.with_signing_key(key);
-    let key = match load_key(&config.signing_key) {
-        Ok(k) => k,
-        Err(code) => return code,
+    let signing = ctx.signing(args.key.as_deref())?;
+    // A folder that is not there is no input to judge (exit 2); what it holds is judged.
+    seal_core::fsio::require_folder(&args.run_dir)?;
+    let limit = ctx.config().max_document_bytes;
+    let folder = match seal_core::runfolder::RunFolder::read(&args.run_dir, limit) {
+        Ok(f) => f,
+        Err(e) => return Ok(refused(&e)),
     };
-    let rt = match runtime() {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    rt.block_on(async {
-        let folder = match seal_core::runfolder::RunFolder::read(run_dir, config.max_document_bytes)
-        {
-            Ok(f) => f,
-            Err(e) => {
-                eprintln!("seal: {e}");
-                return 1;
-            }
-        };
-        let engine = match engine(config, store, Some(key)).await {
-            Ok(e) => e,
-            Err(code) => return code,
-        };
+    ctx.block_on(async {
+        let store = ctx
+            .write_store(&signing, &url, Opening::CreateIfMissing)
+            .await?;
+        let engine = ctx.engine(signing, store)?;
         // The log must account for the store before any judge is paid (G2, §13).
         if let Some(key) = engine.key() {
-            if let Err(e) = engine.log().admit(key, &[]).await {
-                return fail_by_fault(e);
-            }
+            engine
+                .log()
+                .admit(key, &[])
+                .await
+                .map_err(CliError::failed)?;
         }
         let judged = seal_engine::judge_run::judge(&engine, &folder).await;
         // The checkpoint this process published reaches the witnesses before it exits.
         engine.witnesses().settle().await;
-        match judged {
-            Ok(done) => {
-                let summary = match summary::summarize(engine.store(), &done).await {
-                    Ok(s) => s,
-                    Err(e) => return fail(e),
-                };
-                if json {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&summary).unwrap_or_default()
-                    );
-                } else {
-                    print!("{}", render(&summary));
-                }
-                0
-            }
-            Err(e) => fail_by_fault(e),
+        let done = match judged {
+            Ok(done) => done,
+            Err(e) if e.fault() == Fault::Caller => return Ok(refused(&e)),
+            Err(e) => return Err(CliError::failed(e)),
+        };
+        let summary = summary::summarize(engine.store(), &done).await?;
+        if args.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&summary).unwrap_or_default()
+            );
+        } else {
+            print!("{}", render(&summary));
         }
+        Ok(ExitStatus::Yes)
     })
 }
 

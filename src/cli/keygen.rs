@@ -1,50 +1,59 @@
 //! `seal keygen`: a signing key pair and the deployment secret, in a private folder.
+//!
+//! Exit 0 written (or, with `--if-missing`, already there), 2 refused: an existing secret, a
+//! folder that is a link or writable by others, a write that failed.
 
-use super::*;
+use std::path::{Path, PathBuf};
 
-pub(super) fn cmd_keygen(out: &Path, if_missing: bool) -> u8 {
+use seal_core::fsio::{self, Kind};
+use seal_core::sealing::SigningKey;
+
+use super::error::{CliError, ExitStatus};
+
+#[derive(Debug, clap::Args)]
+pub struct KeygenArgs {
+    /// Folder to write seal.key.pem, seal.pub.pem and seal.secret into (created 0700; a link
+    /// or a folder others may write to is refused).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Write only what DIR lacks (the key pair, the secret); succeed when it holds both.
+    #[arg(long)]
+    pub if_missing: bool,
+}
+
+pub fn run(args: KeygenArgs) -> Result<ExitStatus, CliError> {
+    let out = args.out.as_path();
     // The folder first: created 0700 whatever the umask, never a link, never writable by
     // others (see `fsio::private_folder`).
-    if let Err(e) = seal_core::fsio::private_folder(out) {
-        return fail(format!("--out {e}"));
-    }
+    fsio::private_folder(out).map_err(|e| CliError::Usage(format!("--out {e}")))?;
     let secret = out.join(seal_engine::config::SECRET_FILE);
-    let is_file = |p: &Path| {
-        matches!(
-            seal_core::fsio::kind(p),
-            Ok(Some(seal_core::fsio::Kind::File))
-        )
-    };
+    let is_file = |p: &Path| matches!(fsio::kind(p), Ok(Some(Kind::File)));
     let have_pair = is_file(&out.join("seal.key.pem")) && is_file(&out.join("seal.pub.pem"));
     let have_secret = is_file(&secret);
-    if !if_missing && !matches!(seal_core::fsio::kind(&secret), Ok(None)) {
+    if !args.if_missing && !matches!(fsio::kind(&secret), Ok(None)) {
         // Refused before anything is written: a half-made set is worse than none.
-        return fail(format!(
+        return Err(CliError::Usage(format!(
             "{}: already exists: refusing to overwrite a secret (--if-missing keeps it)",
             secret.display()
-        ));
+        )));
     }
-    if if_missing && have_pair {
+    if args.if_missing && have_pair {
         println!("key pair already in {}", out.display());
     } else {
         let key = SigningKey::generate();
-        match key.write_pair(out) {
-            Ok((k, p)) => println!(
-                "private key {} (mode 0600)\npublic key  {}\nkeyid       {}",
-                k.display(),
-                p.display(),
-                key.key_id
-            ),
-            Err(e) => return fail(e),
-        }
+        let (k, p) = key.write_pair(out)?;
+        println!(
+            "private key {} (mode 0600)\npublic key  {}\nkeyid       {}",
+            k.display(),
+            p.display(),
+            key.key_id
+        );
     }
-    if if_missing && have_secret {
+    if args.if_missing && have_secret {
         println!("secret already in {}", secret.display());
     } else {
-        if let Err(e) = seal_engine::config::write_secret_file(&secret) {
-            return fail(e);
-        }
+        seal_engine::config::write_secret_file(&secret).map_err(CliError::failed)?;
         println!("secret      {} (mode 0600)", secret.display());
     }
-    0
+    Ok(ExitStatus::Yes)
 }

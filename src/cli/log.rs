@@ -5,6 +5,10 @@
 //! checks the whole log against the store and, given one, an older checkpoint; `rebuild` is
 //! the operator's explicit answer to a log seal refuses to sign (a signed rebuild entry).
 //!
+//! Exit codes: 0 yes; 1 no (the log not verified, the run not in the log, no checkpoint yet, a
+//! rebuild refused); 2 could not run (no store, a named run not in it, no trusted key, …).
+//! Every command opens an existing store only: a mistyped path is an error, never created.
+//!
 //! Decision: checkpoints are trusted under the same keys as seals (`keys.trusted`, `--trust`),
 //! because the log is signed with the seal signing key; `prove` also trusts the public half of
 //! the configured signing key, so an operator on the signing host needs no extra flag.
@@ -13,15 +17,15 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 
-use super::context::{init_logging, load_config, runtime};
-use super::error::fail;
+use super::args::{self, StoreArg, WitnessArgs};
+use super::context::Context;
+use super::error::{refused, CliError, ExitStatus};
 use super::output::terminal_safe;
-use seal_core::fault::HasFault;
+use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
-use seal_core::sealing::{PublicKey, SigningKey};
-use seal_engine::config::Config;
+use seal_core::sealing::PublicKey;
 use seal_engine::engine::Clock;
-use seal_engine::transparency::{self, LogReport};
+use seal_engine::transparency::{self, LogError, LogReport};
 use seal_store::Store;
 
 /// Largest older-checkpoint file read (a note is a few hundred bytes).
@@ -32,16 +36,17 @@ pub enum LogCommand {
     /// Print the latest signed checkpoint (a C2SP signed note), exactly as stored.
     Checkpoint {
         /// Store URL (default: the config's).
-        #[arg(long, value_name = "URL")]
-        store: Option<String>,
+        #[arg(long, value_name = "URL", value_parser = args::store)]
+        store: Option<StoreArg>,
     },
     /// Print the inclusion proof of a run's seal against the latest checkpoint.
     Prove {
         /// The run id.
-        run_id: String,
+        #[arg(value_parser = args::run_id)]
+        run_id: RunId,
         /// Store URL (default: the config's).
-        #[arg(long, value_name = "URL")]
-        store: Option<String>,
+        #[arg(long, value_name = "URL", value_parser = args::store)]
+        store: Option<StoreArg>,
         /// Public key trusted to sign checkpoints (SPKI PEM); repeatable; adds to keys.trusted
         /// and the public half of keys.signing_key when readable.
         #[arg(long, value_name = "PEM")]
@@ -55,8 +60,8 @@ pub enum LogCommand {
     /// 1 not, 2 could not run.
     Verify {
         /// Store URL (default: the config's).
-        #[arg(long, value_name = "URL")]
-        store: Option<String>,
+        #[arg(long, value_name = "URL", value_parser = args::store)]
+        store: Option<StoreArg>,
         /// An older signed checkpoint (note text) the log must be consistent with.
         #[arg(long, value_name = "FILE")]
         checkpoint: Option<PathBuf>,
@@ -80,8 +85,8 @@ pub enum LogCommand {
     /// 1 refused (a run that cannot be relogged), 2 could not run.
     Rebuild {
         /// Store URL (default: the config's).
-        #[arg(long, value_name = "URL")]
-        store: Option<String>,
+        #[arg(long, value_name = "URL", value_parser = args::store)]
+        store: Option<StoreArg>,
         /// The signing key (default: keys.signing_key of the config).
         #[arg(long, value_name = "PEM")]
         key: Option<PathBuf>,
@@ -95,152 +100,77 @@ pub enum LogCommand {
     },
 }
 
-/// The witnesses a verification requires (adds to `[[witnesses]]` of the config).
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct WitnessArgs {
-    /// A witness public key (SPKI PEM) whose cosignature the checkpoint relied on must carry;
-    /// repeatable.
-    #[arg(long = "witness", value_name = "PEM")]
-    pub keys: Vec<PathBuf>,
-    /// How many of the witnesses must have cosigned (default: witness_quorum of the config,
-    /// else all of them).
-    #[arg(long = "witness-quorum", value_name = "N")]
-    pub quorum: Option<usize>,
-}
-
-impl WitnessArgs {
-    /// The checked policy: these flags over the config's witnesses.
-    pub fn policy(&self, config: &Config) -> Result<seal_engine::witness::check::Policy, String> {
-        seal_engine::witness::check::Policy::load(
-            &config.witnesses,
-            config.witness_quorum,
-            &self.keys,
-            self.quorum,
-        )
-        .map_err(|e| e.to_string())
-    }
-}
-
-/// Runs a `seal log` command (on the caller's runtime); returns the exit code.
-pub async fn run(config: &Config, cmd: &LogCommand) -> u8 {
-    match cmd {
-        LogCommand::Checkpoint { store } => checkpoint(config, store.as_deref()).await,
-        LogCommand::Prove {
-            run_id,
-            store,
-            trust,
-            json,
-        } => prove(config, run_id, store.as_deref(), trust, *json).await,
-        LogCommand::Verify {
-            store,
-            checkpoint,
-            trust,
-            witnesses,
-            witness_url,
-            json,
-        } => {
-            let witnessing = match witnesses.policy(config) {
-                Ok(policy) => Witnessing {
-                    policy,
-                    urls: witness_url.clone(),
-                },
-                Err(e) => return fail(e),
-            };
-            verify(
-                config,
-                store.as_deref(),
-                checkpoint.as_deref(),
+/// Runs a `seal log` command.
+pub fn run(ctx: &Context, cmd: LogCommand) -> Result<ExitStatus, CliError> {
+    ctx.block_on(async {
+        match cmd {
+            LogCommand::Checkpoint { store } => checkpoint(ctx, store.as_ref()).await,
+            LogCommand::Prove {
+                run_id,
+                store,
                 trust,
-                &witnessing,
-                *json,
-            )
-            .await
-        }
-        LogCommand::Rebuild {
-            store,
-            key,
-            trust,
-            json,
-        } => rebuild(config, store.as_deref(), key.as_deref(), trust, *json).await,
-    }
-}
-
-async fn open(config: &Config, store: Option<&str>) -> Result<Store, u8> {
-    let url = store.unwrap_or(&config.store);
-    // Read-only: a store that does not exist is an error, never created.
-    Store::open_existing(url)
-        .await
-        .map(|s| s.with_doc_limit(config.max_document_bytes))
-        .map_err(fail)
-}
-
-/// Trusted keys: `keys.trusted`, every `--trust`, and (with `signer`) the public half of the
-/// configured signing key when it loads.
-fn trusted(config: &Config, trust: &[PathBuf], signer: bool) -> Result<Vec<PublicKey>, u8> {
-    let mut keys = Vec::new();
-    for p in config.trusted_keys.iter().chain(trust) {
-        keys.push(PublicKey::load(p).map_err(fail)?);
-    }
-    if signer {
-        if let Ok(k) = SigningKey::load(&config.signing_key) {
-            keys.push(k.public());
-        }
-    }
-    if keys.is_empty() {
-        return Err(fail(
-            "no trusted public key: give --trust PEM (or keys.trusted in the config)",
-        ));
-    }
-    Ok(keys)
-}
-
-async fn checkpoint(config: &Config, store: Option<&str>) -> u8 {
-    let store = match open(config, store).await {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    match transparency::latest_checkpoint(&store).await {
-        Ok(Some(note)) => {
-            use std::io::Write;
-            let mut out = std::io::stdout();
-            match out.write_all(&note).and_then(|_| out.flush()) {
-                Ok(()) => 0,
-                Err(e) => fail(e),
+                json,
+            } => prove(ctx, &run_id, store.as_ref(), &trust, json).await,
+            LogCommand::Verify {
+                store,
+                checkpoint,
+                trust,
+                witnesses,
+                witness_url,
+                json,
+            } => {
+                let witnessing = Witnessing {
+                    policy: witnesses.policy(ctx.config())?,
+                    urls: witness_url,
+                };
+                let old = checkpoint.as_deref();
+                verify(ctx, store.as_ref(), old, &trust, &witnessing, json).await
             }
+            LogCommand::Rebuild {
+                store,
+                key,
+                trust,
+                json,
+            } => rebuild(ctx, store.as_ref(), key.as_deref(), &trust, json).await,
         }
-        Ok(None) => {
-            eprintln!("seal: {}", transparency::LogError::NoCheckpoint);
-            1
-        }
-        Err(e) => fail(e),
-    }
+    })
+}
+
+/// The store, existing only: a store that does not exist is an error, never created.
+async fn open(ctx: &Context, store: Option<&StoreArg>) -> Result<(Store, StoreArg), CliError> {
+    let url = ctx.store_url(store)?;
+    Ok((ctx.read_store(&url).await?, url))
+}
+
+async fn checkpoint(ctx: &Context, store: Option<&StoreArg>) -> Result<ExitStatus, CliError> {
+    let (store, _) = open(ctx, store).await?;
+    let Some(note) = transparency::latest_checkpoint(&store).await? else {
+        return Ok(refused(&LogError::NoCheckpoint));
+    };
+    use std::io::Write;
+    let mut out = std::io::stdout();
+    out.write_all(&note)
+        .and_then(|_| out.flush())
+        .map_err(CliError::io("stdout"))?;
+    Ok(ExitStatus::Yes)
 }
 
 async fn prove(
-    config: &Config,
-    run_id: &str,
-    store: Option<&str>,
+    ctx: &Context,
+    run: &RunId,
+    store: Option<&StoreArg>,
     trust: &[PathBuf],
     json: bool,
-) -> u8 {
-    let run = match RunId::parse(run_id) {
-        Ok(r) => r,
-        Err(e) => return fail(e),
-    };
-    let (store, keys) = match (open(config, store).await, trusted(config, trust, true)) {
-        (Ok(s), Ok(k)) => (s, k),
-        (Err(code), _) | (_, Err(code)) => return code,
-    };
-    let view = match seal_engine::verify::load_log(&store, &keys).await {
-        Ok(v) => v,
-        Err(e) => return fail(e),
-    };
-    let proof = match view.proof(&run) {
+) -> Result<ExitStatus, CliError> {
+    let keys = ctx.trusted(trust, ctx.own_public_key())?;
+    let (store, url) = open(ctx, store).await?;
+    ctx.named_run(&store, &url, run).await?;
+    let view = seal_engine::verify::load_log(&store, &keys).await?;
+    let proof = match view.proof(run) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("seal: {e}");
-            return 1;
-        }
+        // In the store, not in the log: the answer for this run is no.
+        Err(e) if e.fault() == Fault::Caller => return Ok(refused(&e)),
+        Err(e) => return Err(CliError::failed(e)),
     };
     if json {
         println!(
@@ -259,17 +189,17 @@ async fn prove(
         }
         print!("checkpoint:\n{}", proof.checkpoint);
     }
-    0
+    Ok(ExitStatus::Yes)
 }
 
-fn read_note(path: &Path) -> Result<Vec<u8>, u8> {
+fn read_note(path: &Path) -> Result<Vec<u8>, CliError> {
     // Through fsio: no link followed, no FIFO waited on, at most MAX_NOTE_FILE bytes read.
     seal_core::fsio::read(path, MAX_NOTE_FILE).map_err(|e| match e {
-        seal_core::fsio::FsError::TooLarge { .. } => fail(format!(
+        seal_core::fsio::FsError::TooLarge { .. } => CliError::Usage(format!(
             "{}: not a checkpoint (over {MAX_NOTE_FILE} bytes)",
             path.display()
         )),
-        other => fail(other),
+        other => CliError::File(other),
     })
 }
 
@@ -280,30 +210,19 @@ struct Witnessing {
 }
 
 async fn verify(
-    config: &Config,
-    store: Option<&str>,
+    ctx: &Context,
+    store: Option<&StoreArg>,
     old: Option<&Path>,
     trust: &[PathBuf],
     witnessing: &Witnessing,
     json: bool,
-) -> u8 {
-    let (store, keys) = match (open(config, store).await, trusted(config, trust, false)) {
-        (Ok(s), Ok(k)) => (s, k),
-        (Err(code), _) | (_, Err(code)) => return code,
-    };
-    let old = match old.map(read_note).transpose() {
-        Ok(o) => o,
-        Err(code) => return code,
-    };
+) -> Result<ExitStatus, CliError> {
+    let keys = ctx.trusted(trust, None)?;
+    let (store, _) = open(ctx, store).await?;
+    let old = old.map(read_note).transpose()?;
     let raw: Vec<[u8; 32]> = keys.iter().map(PublicKey::raw).collect();
-    let mut report = match transparency::verify_log(&store, &raw, old.as_deref()).await {
-        Ok(r) => r,
-        Err(e) => return fail(e),
-    };
-    let lines = match witness_checks(config, &store, &raw, witnessing, &mut report).await {
-        Ok(l) => l,
-        Err(e) => return fail(e),
-    };
+    let mut report = transparency::verify_log(&store, &raw, old.as_deref()).await?;
+    let lines = witness_checks(ctx, &store, &raw, witnessing, &mut report).await?;
     if json {
         println!(
             "{}",
@@ -312,22 +231,18 @@ async fn verify(
     } else {
         print!("{}{}", lines, render(&report));
     }
-    if report.verified {
-        0
-    } else {
-        1
-    }
+    Ok(ExitStatus::yes_if(report.verified))
 }
 
 /// The witness checks of `seal log verify`: the quorum on the latest checkpoint, then each
 /// `--witness-url`; problems go into the report, the summary lines are returned.
 async fn witness_checks(
-    config: &Config,
+    ctx: &Context,
     store: &Store,
     trusted: &[[u8; 32]],
     w: &Witnessing,
     report: &mut LogReport,
-) -> Result<String, String> {
+) -> Result<String, CliError> {
     use seal_engine::witness::check;
     let mut lines = String::new();
     let latest = match &report.checkpoint {
@@ -335,9 +250,7 @@ async fn witness_checks(
         None => None,
     };
     if let (false, Some(c)) = (w.policy.is_empty(), &latest) {
-        let seen = check::witnessed(store, &w.policy, c)
-            .await
-            .map_err(|e| e.to_string())?;
+        let seen = check::witnessed(store, &w.policy, c).await?;
         lines.push_str(&format!(
             "checkpoint of size {} cosigned by {} of {} witnesses (quorum {}){}\n",
             seen.size,
@@ -355,11 +268,11 @@ async fn witness_checks(
     let origin = report
         .origin
         .clone()
-        .unwrap_or_else(|| config.log_origin.clone());
+        .unwrap_or_else(|| ctx.config().log_origin.clone());
     for url in &w.urls {
         let asked = check::ask_witness(store, trusted, url, &origin, report.checkpoint_size)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| CliError::Witness(e.to_string()))?;
         lines.push_str(&format!(
             "witness {}: holds {}\n",
             asked.url,
@@ -429,40 +342,24 @@ fn render(r: &LogReport) -> String {
 }
 
 async fn rebuild(
-    config: &Config,
-    store: Option<&str>,
+    ctx: &Context,
+    store: Option<&StoreArg>,
     key: Option<&Path>,
     trust: &[PathBuf],
     json: bool,
-) -> u8 {
+) -> Result<ExitStatus, CliError> {
     // An existing store only: a mistyped path must not be "rebuilt" as an empty store.
-    let url = store.unwrap_or(&config.store);
-    let store = match Store::open_existing(url).await {
-        Ok(s) => s.with_doc_limit(config.max_document_bytes),
-        Err(e) => return fail(e),
-    };
-    let key = match SigningKey::load(key.unwrap_or(&config.signing_key)) {
-        Ok(k) => k,
-        Err(e) => return fail(e),
-    };
-    let mut trusted = Vec::new();
-    for p in config.trusted_keys.iter().chain(trust) {
-        match PublicKey::load(p) {
-            Ok(k) => trusted.push(k),
-            Err(e) => return fail(e),
-        }
-    }
+    let (store, _) = open(ctx, store).await?;
+    let signing = ctx.signing(key)?;
+    let trusted = ctx.public_keys(trust)?;
     let url = store.url().to_string();
-    let log = transparency::Log::new(store, &config.log_origin);
+    let log = transparency::Log::new(store, &ctx.config().log_origin);
     let now = seal_engine::engine::SystemClock.now_rfc3339();
-    let rebuilt = match log.rebuild(&key, &trusted, &now).await {
+    let rebuilt = match log.rebuild(signing.key(), &trusted, &now).await {
         Ok(r) => r,
-        Err(e) => {
-            for line in format!("seal: {e}").lines() {
-                eprintln!("{}", terminal_safe(line));
-            }
-            return e.fault().exit_code();
-        }
+        // A sealed run that cannot be relogged: the operator has a run to restore first.
+        Err(e) if e.fault() == Fault::Caller => return Ok(refused(&e)),
+        Err(e) => return Err(CliError::failed(e)),
     };
     if json {
         let value = match &rebuilt {
@@ -479,7 +376,7 @@ async fn rebuild(
             "{}",
             serde_json::to_string_pretty(&value).unwrap_or_default()
         );
-        return 0;
+        return Ok(ExitStatus::Yes);
     }
     match rebuilt {
         None => println!("the log of {url} accounts for every sealed run: nothing to rebuild"),
@@ -489,7 +386,7 @@ async fn rebuild(
             }
         }
     }
-    0
+    Ok(ExitStatus::Yes)
 }
 
 fn render_rebuilt(url: &str, r: &transparency::rebuild::Rebuilt) -> String {
@@ -515,16 +412,4 @@ fn render_rebuilt(url: &str, r: &transparency::rebuild::Rebuilt) -> String {
         out.push_str(&format!("relogged {run}\n"));
     }
     out
-}
-
-pub(super) fn cmd_log(cli: &super::Cli, cmd: &LogCommand) -> u8 {
-    init_logging(cli.log_format, "warn");
-    let config = match load_config(cli.config.as_deref()) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    match runtime() {
-        Ok(rt) => rt.block_on(run(&config, cmd)),
-        Err(code) => code,
-    }
 }

@@ -1,6 +1,14 @@
 //! What commands write: progress bars, shell words, output files, and text made safe for a terminal.
+//!
+//! Decision: an output file (`--out`, `--html FILE`) is always a new file, never overwritten
+//! and never written through a link ([`seal_core::fsio::write_new`]): a page or a Verdict
+//! written over a file someone meant to keep is worse than an error (exit 2, as
+//! `seal keygen` over an existing key).
 
-use super::*;
+use std::path::Path;
+
+use super::error::CliError;
+pub use super::terminal::terminal_safe;
 
 pub(super) fn progress(len: u64, wanted: bool) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
@@ -29,54 +37,21 @@ pub(super) fn shell_word(s: &str) -> String {
     }
 }
 
-/// Writes `bytes` to `out`, or to stdout.
-pub(super) fn write_output(out: Option<&Path>, bytes: &[u8]) -> u8 {
+/// Writes `bytes` to a new file `out` (mode 0644), or to stdout.
+pub(super) fn write_output(out: Option<&Path>, bytes: &[u8]) -> Result<(), CliError> {
     use std::io::Write;
     match out {
-        Some(p) => match std::fs::write(p, bytes) {
-            Ok(()) => {
-                eprintln!("wrote {}", p.display());
-                0
-            }
-            Err(e) => fail(format!("{}: {e}", p.display())),
-        },
-        None => match std::io::stdout().write_all(bytes) {
-            Ok(()) => 0,
-            Err(e) => fail(e),
-        },
-    }
-}
-
-/// Text from games, models or a store, made safe for a terminal: control characters (C0, C1,
-/// DEL: an ESC would let a judge's rationale repaint the screen) and bidirectional overrides
-/// (U+202A–U+202E, U+2066–U+2069: they reorder what a reviewer reads) are written as `\u{…}`.
-pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
-    let hostile =
-        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    if !s.chars().any(hostile) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if hostile(c) {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            out.push(c);
+        Some(p) => {
+            seal_core::fsio::write_new(p, bytes, 0o644)?;
+            eprintln!("wrote {}", p.display());
+            Ok(())
         }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
-#[cfg(test)]
-mod terminal_tests {
-    use super::terminal_safe;
-
-    #[test]
-    fn escapes_reach_the_terminal_only_as_text() {
-        assert_eq!(terminal_safe("plain"), "plain");
-        assert_eq!(
-            terminal_safe("a\u{1b}[2Jb\u{202e}c\nd"),
-            "a\\u{1b}[2Jb\\u{202e}c\\u{a}d"
-        );
+        None => {
+            let mut stdout = std::io::stdout();
+            stdout
+                .write_all(bytes)
+                .and_then(|()| stdout.flush())
+                .map_err(CliError::io("stdout"))
+        }
     }
 }

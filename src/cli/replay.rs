@@ -1,120 +1,131 @@
 //! `seal replay`: decided runs judged again from stored or live judges, as new runs.
+//!
+//! Exit 0 every source replayed (or already replayed), 1 some replays failed (each named on
+//! stdout; the others are still replayed), 2 could not run: a named run not in the store (or
+//! in the `--from` archive), the store missing when replaying in place, an unknown strategy,
+//! key, config, judges.
 
-use super::verify::run_ids;
-use super::*;
+use std::path::PathBuf;
+use std::sync::Arc;
 
-pub(super) struct ReplayArgs<'a> {
-    pub(super) runs: &'a [String],
-    pub(super) all: bool,
-    pub(super) judges: seal_engine::replay::JudgesFrom,
-    pub(super) strategy: Option<&'a str>,
-    pub(super) store: Option<&'a str>,
-    pub(super) from: Option<&'a str>,
-    pub(super) trust: &'a [PathBuf],
-    pub(super) key: Option<&'a Path>,
-    pub(super) resume: bool,
-    pub(super) jobs: Option<usize>,
-    pub(super) json: bool,
+use seal_core::ids::RunId;
+use seal_engine::engine::Engine;
+use seal_engine::import::Archive;
+use seal_store::Store;
+
+use super::args::{self, JudgesArg, StoreArg, Strategy};
+use super::bulk;
+use super::context::{Context, Opening, Signing};
+use super::error::{CliError, ExitStatus};
+use super::output::progress;
+
+#[derive(Debug, clap::Args)]
+pub struct ReplayArgs {
+    /// Run ids to replay.
+    #[arg(
+        value_name = "RUN_ID",
+        required_unless_present = "all",
+        conflicts_with = "all",
+        value_parser = args::run_id
+    )]
+    pub runs: Vec<RunId>,
+    /// Replay every decided run that is not itself a replay.
+    #[arg(long)]
+    pub all: bool,
+    /// Where the judge answers come from.
+    #[arg(long, value_enum)]
+    pub judges: JudgesArg,
+    /// Consensus strategy to replay with (this build: dual-strict/1).
+    #[arg(long, value_name = "V", value_parser = args::strategy)]
+    pub strategy: Option<Strategy>,
+    /// Store URL (default: the config's).
+    #[arg(long, value_name = "URL", value_parser = args::store)]
+    pub store: Option<StoreArg>,
+    /// Import the source runs from this store first (an archive, the committed fixtures).
+    #[arg(long, value_name = "URL", value_parser = args::store)]
+    pub from: Option<StoreArg>,
+    /// Public key trusted to have sealed the sources (SPKI PEM); repeatable; adds to
+    /// keys.trusted of the config and this replay's own key.
+    #[arg(long, value_name = "PEM")]
+    pub trust: Vec<PathBuf>,
+    /// Signing key (default: keys.signing_key of the config).
+    #[arg(long, value_name = "PEM")]
+    pub key: Option<PathBuf>,
+    /// With --all: replay every source into a new replay id, also those replayed before.
+    /// Without it, --all resumes: a source whose last replay is decided is skipped, and an
+    /// interrupted replay (killed) is finished under its own id.
+    #[arg(long, requires = "all")]
+    pub again: bool,
+    /// Runs replayed at once (default: four per core; replay waits on fsyncs).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
-pub(super) fn cmd_replay(cli: &Cli, args: ReplayArgs<'_>) -> u8 {
-    let ReplayArgs {
-        runs,
-        all,
-        judges,
-        strategy,
-        store,
-        from,
-        trust,
-        key,
-        resume,
-        jobs,
-        json,
-    } = args;
-    init_logging(cli.log_format, "warn");
-    if let Some(s) = strategy.filter(|s| *s != seal_core::consensus::STRATEGY) {
-        return fail(format!(
-            "unknown consensus strategy {s:?}: this build implements {}",
-            seal_core::consensus::STRATEGY
-        ));
-    }
-    let config = match load_config(cli.config.as_deref()) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    // `--key`, when given, is the key; the default secret file is the one beside it.
-    let config = config.with_signing_key(key);
-    let key = match load_key(&config.signing_key) {
-        Ok(k) => k,
-        Err(code) => return code,
-    };
-    let mut trusted = vec![key.public()];
-    match load_trusted(&config, trust) {
-        Ok(more) => trusted.extend(more),
-        Err(code) => return code,
-    }
+pub fn run(ctx: &Context, args: ReplayArgs) -> Result<ExitStatus, CliError> {
+    let signing = ctx.signing(args.key.as_deref())?;
+    let trusted = ctx.trusted(&args.trust, Some(signing.key().public()))?;
     let limits = seal_engine::import::Limits {
-        document: config.max_document_bytes,
-        blob: config.max_blob_bytes,
+        document: ctx.config().max_document_bytes,
+        blob: ctx.config().max_blob_bytes,
     };
-    let rt = match runtime() {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    rt.block_on(async {
-        let archive = match from {
-            Some(url) => match seal_engine::import::Archive::open(url).await {
-                Ok(a) => Some(a),
-                Err(e) => return fail(e),
-            },
+    let url = ctx.store_url(args.store.as_ref())?;
+    ctx.block_on(async {
+        // The archive first: a mistyped --from creates no store.
+        let archive = match &args.from {
+            Some(from) => Some(
+                Archive::open(from.as_str())
+                    .await
+                    .map_err(CliError::failed)?,
+            ),
             None => None,
         };
-        let engine = match engine(config, store, Some(key)).await {
-            Ok(e) => e,
-            Err(code) => return code,
-        };
+        let store = destination(ctx, &signing, &url, archive.as_ref(), &args).await?;
+        let engine = ctx.engine(signing, store)?;
         let mut errors = Vec::new();
-        let ids = match replay_ids(archive.as_ref(), &engine, all, runs, &mut errors).await {
-            Ok(ids) => ids,
-            Err(code) => return code,
+        let ids = if args.all {
+            all_sources(archive.as_ref(), &engine, &mut errors).await?
+        } else {
+            args.runs.clone()
         };
         let job = ReplayJob {
             engine,
             archive,
             trusted,
             limits,
-            all,
-            resume,
-            judges,
-            strategy: strategy.map(str::to_owned),
+            all: args.all,
+            resume: args.all && !args.again,
+            judges: args.judges.into(),
+            strategy: args.strategy,
         };
-        let jobs = jobs.unwrap_or_else(super::bulk::default_write_jobs);
-        let mut tally = ReplayTally::new(judges, json, errors, progress(ids.len() as u64, all));
-        match replay_in_parallel(job, ids, jobs, &mut tally).await {
-            Ok(()) => tally.finish(),
-            Err(e) => fail(e),
-        }
+        let jobs = args.jobs.unwrap_or_else(bulk::default_write_jobs);
+        let bar = progress(ids.len() as u64, args.all);
+        let mut tally = ReplayTally::new(job.judges, args.json, errors, bar);
+        replay_in_parallel(job, ids, jobs, &mut tally).await?;
+        Ok(tally.finish())
     })
 }
 
 /// What every replay of a batch shares.
-pub(super) struct ReplayJob {
-    pub(super) engine: Engine,
-    pub(super) archive: Option<seal_engine::import::Archive>,
-    pub(super) trusted: Vec<seal_core::sealing::PublicKey>,
-    pub(super) limits: seal_engine::import::Limits,
-    pub(super) all: bool,
+struct ReplayJob {
+    engine: Engine,
+    archive: Option<Archive>,
+    trusted: Vec<seal_core::sealing::PublicKey>,
+    limits: seal_engine::import::Limits,
+    all: bool,
     /// `--all` without `--again`: see [`seal_engine::replay::replay_resumable`].
-    pub(super) resume: bool,
-    pub(super) judges: seal_engine::replay::JudgesFrom,
-    pub(super) strategy: Option<String>,
+    resume: bool,
+    judges: seal_engine::replay::JudgesFrom,
+    strategy: Option<Strategy>,
 }
 
 /// One source run: import it when `--from`, then replay it (with `--all`, resumably: see
 /// [`seal_engine::replay::replay_resumable`]). None when there is nothing to replay.
-pub(super) async fn replay_one(
+async fn replay_one(
     job: &ReplayJob,
-    id: seal_core::ids::RunId,
+    id: RunId,
     errors: &mut Vec<String>,
 ) -> Option<seal_engine::replay::Resumed> {
     let engine = &job.engine;
@@ -134,7 +145,7 @@ pub(super) async fn replay_one(
             }
         }
     }
-    let strategy = job.strategy.as_deref();
+    let strategy = job.strategy.map(Strategy::as_str);
     let done = if job.resume {
         seal_engine::replay::replay_resumable(engine, &id, job.judges, strategy, &job.trusted).await
     } else {
@@ -145,18 +156,18 @@ pub(super) async fn replay_one(
     done.map_err(|e| errors.push(e.to_string())).ok()
 }
 
-/// Replays runs on their own threads, at most `jobs` at once (see [`crate::bulk`]), reading
+/// Replays runs on their own threads, at most `jobs` at once (see [`bulk`]), reading
 /// a `file://` store directly; results are tallied in the order of `ids`.
-pub(super) async fn replay_in_parallel(
+async fn replay_in_parallel(
     mut job: ReplayJob,
-    ids: Vec<seal_core::ids::RunId>,
+    ids: Vec<RunId>,
     jobs: usize,
     tally: &mut ReplayTally,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     job.engine = job.engine.clone().with_direct_io();
     let witnesses = job.engine.witnesses().clone();
     let job = Arc::new(job);
-    let work = move |id: seal_core::ids::RunId| {
+    let work = move |id: RunId| {
         let job = job.clone();
         async move {
             let mut errors = Vec::new();
@@ -166,17 +177,17 @@ pub(super) async fn replay_in_parallel(
     };
     let sink = |(done, errors): (Option<seal_engine::replay::Resumed>, Vec<String>)| {
         tally.add(done, errors);
-        Ok::<(), String>(())
+        Ok::<(), CliError>(())
     };
-    let done = super::bulk::in_order(ids, jobs, work, sink).await;
+    let done = bulk::in_order(ids, jobs, work, sink).await;
     // The checkpoints this replay published reach the witnesses before the process exits.
     witnesses.settle().await;
-    done.map_err(|e| e.to_string())?
+    done.map_err(CliError::failed)?
 }
 
 /// The replays of a batch as they finish: a line each on a terminal (streamed), and what
 /// the summary needs.
-pub(super) struct ReplayTally {
+struct ReplayTally {
     judges: seal_engine::replay::JudgesFrom,
     json: bool,
     bar: indicatif::ProgressBar,
@@ -223,7 +234,7 @@ impl ReplayTally {
         }
     }
 
-    fn finish(self) -> u8 {
+    fn finish(self) -> ExitStatus {
         self.bar.finish_and_clear();
         print_replays(
             &self.done,
@@ -232,11 +243,11 @@ impl ReplayTally {
             self.judges,
             self.json,
         );
-        u8::from(!self.errors.is_empty())
+        ExitStatus::yes_if(self.errors.is_empty())
     }
 }
 
-pub(super) fn replay_line(r: &seal_engine::replay::Replayed) -> String {
+fn replay_line(r: &seal_engine::replay::Replayed) -> String {
     let show = |o: Option<seal_core::doc::Outcome>| o.map(|o| o.as_str()).unwrap_or("?");
     format!(
         "{} -> {}: {} -> {}{}",
@@ -252,40 +263,81 @@ pub(super) fn replay_line(r: &seal_engine::replay::Replayed) -> String {
     )
 }
 
-/// The runs to replay: the named ones, or with `--all` every decided run of the archive (its
-/// unreadable entries go to `errors`) or of the store.
-pub(super) async fn replay_ids(
-    archive: Option<&seal_engine::import::Archive>,
+/// With `--all`: every run of the archive (its unreadable entries go to `errors`) or of the
+/// store; which of them are decided sources is asked in each run's job ([`replay_one`]).
+async fn all_sources(
+    archive: Option<&Archive>,
     engine: &Engine,
-    all: bool,
-    runs: &[String],
     errors: &mut Vec<String>,
-) -> Result<Vec<seal_core::ids::RunId>, u8> {
-    if !all {
-        return run_ids(runs);
-    }
-    let listed = match archive {
-        Some(a) => a.runs().await.map(|(ids, problems)| {
+) -> Result<Vec<RunId>, CliError> {
+    match archive {
+        Some(a) => {
+            let (ids, problems) = a.runs().await.map_err(CliError::failed)?;
             errors.extend(problems);
-            ids
-        }),
-        // Which of them are decided sources is asked in each run's job (replay_one).
-        None => engine
-            .store()
-            .runs()
-            .await
-            .map(|l| l.runs)
-            .map_err(seal_engine::import::ImportError::from),
-    };
-    listed.map_err(fail)
+            Ok(ids)
+        }
+        None => Ok(engine.store().runs().await?.runs),
+    }
+}
+
+/// The store replays are written to, once the named sources are known to exist: in the
+/// archive before the store is opened (a run that is not there creates nothing), or in place
+/// in the store, which must then exist.
+async fn destination(
+    ctx: &Context,
+    signing: &Signing,
+    url: &StoreArg,
+    archive: Option<&Archive>,
+    args: &ReplayArgs,
+) -> Result<Store, CliError> {
+    let named = if args.all { &[][..] } else { &args.runs[..] };
+    match archive {
+        Some(a) => {
+            named_in_archive(a, args.from.as_ref(), named).await?;
+            ctx.write_store(signing, url, Opening::CreateIfMissing)
+                .await
+        }
+        None => {
+            let store = ctx.write_store(signing, url, Opening::ExistingOnly).await?;
+            for id in named {
+                ctx.named_run(&store, url, id).await?;
+            }
+            Ok(store)
+        }
+    }
+}
+
+/// Named runs imported with `--from` must be in the archive. Whatever stands at a run's
+/// name counts (a link, a file): the import then refuses it, named, as it refuses any
+/// source it cannot trust — the answer for that run, not "no such run".
+async fn named_in_archive(
+    archive: &Archive,
+    from: Option<&StoreArg>,
+    runs: &[RunId],
+) -> Result<(), CliError> {
+    for id in runs {
+        let present = match archive {
+            Archive::Folder { root, .. } => {
+                seal_core::fsio::kind(&root.join("runs").join(id.as_str()))?.is_some()
+            }
+            Archive::Store(store) => seal_engine::verify::run_exists(store, id).await?,
+        };
+        if !present {
+            return Err(CliError::NoRun {
+                run: id.clone(),
+                store: from.map(StoreArg::to_string).unwrap_or_default(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Imports one run from an archive before its replay; false when it is not to be replayed
 /// (already a replay, undecided under `--all`, or refused: the reason is in `errors`).
-pub(super) async fn import_one(
-    src: &seal_engine::import::Archive,
+async fn import_one(
+    src: &Archive,
     engine: &Engine,
-    id: &seal_core::ids::RunId,
+    id: &RunId,
     trusted: &[seal_core::sealing::PublicKey],
     limits: seal_engine::import::Limits,
     all: bool,
@@ -295,7 +347,7 @@ pub(super) async fn import_one(
         // The imported run verified against the trusted keys: this store's log now accounts
         // for it (a checkpoint signed by this process's key).
         Ok(seal_engine::import::Imported::Copied { .. }) => {
-            if let Some(key) = engine.key() {
+            if let Some(key) = &engine.key() {
                 if let Err(e) = engine.log().append_trusted(id, key, trusted).await {
                     errors.push(format!("{id}: log: {e}"));
                     return false;
@@ -315,7 +367,7 @@ pub(super) async fn import_one(
 
 /// The replay summary: JSON, or (the replay lines were streamed) the errors, the totals and
 /// the flipped outcomes.
-pub(super) fn print_replays(
+fn print_replays(
     done: &[seal_engine::replay::Replayed],
     already: &[(String, String)],
     errors: &[String],

@@ -1,59 +1,75 @@
 //! `seal stats`: judge agreement and costs over proven runs, as a table, JSON or a page.
+//!
+//! Exit 0 (runs that do not verify are counted and listed, not an answer of no), 2 could not
+//! run: a bad `--since`, `--until` or `--genre` (a usage error), no store, an existing
+//! `--html` file, ….
 
-use super::*;
+use std::path::PathBuf;
 
-pub(super) struct StatsArgs<'a> {
-    pub(super) store: Option<&'a str>,
-    pub(super) trust: &'a [PathBuf],
-    pub(super) query: seal_engine::stats::Query,
-    pub(super) json: bool,
-    pub(super) html: Option<&'a Path>,
+use seal_core::doc::Genre;
+
+use super::args::{self, StoreArg, Time};
+use super::context::Context;
+use super::error::{CliError, ExitStatus};
+use super::output::write_output;
+
+#[derive(Debug, clap::Args)]
+pub struct StatsArgs {
+    /// Store URL (default: the config's).
+    #[arg(long, value_name = "URL", value_parser = args::store)]
+    pub store: Option<StoreArg>,
+    /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
+    #[arg(long, value_name = "PEM")]
+    pub trust: Vec<PathBuf>,
+    /// Only runs decided at or after this time (RFC 3339).
+    #[arg(long, value_name = "RFC3339", value_parser = args::time)]
+    pub since: Option<Time>,
+    /// Only runs decided before this time (RFC 3339).
+    #[arg(long, value_name = "RFC3339", value_parser = args::time)]
+    pub until: Option<Time>,
+    /// Only runs of this genre.
+    #[arg(long, value_name = "G", value_parser = args::genre)]
+    pub genre: Option<Genre>,
+    /// Print the figures as canonical JSON (seal.stats/1).
+    #[arg(long, conflicts_with = "html")]
+    pub json: bool,
+    /// Write the page (HTML with SVG charts) to FILE, a new file (never overwritten, never
+    /// through a link).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
-pub(super) fn cmd_stats(cli: &Cli, args: StatsArgs<'_>) -> u8 {
-    use seal_core::fault::HasFault;
-    init_logging(cli.log_format, "warn");
-    let config = match load_config(cli.config.as_deref()) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let trusted = match trusted_keys(&config, args.trust) {
-        Ok(t) => t,
-        Err(code) => return code,
-    };
-    let rt = match runtime() {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    let url = args
-        .store
-        .map(str::to_owned)
-        .unwrap_or_else(|| config.store.clone());
-    let result = rt.block_on(async {
-        let store = Store::open_existing(&url)
-            .await?
-            .with_doc_limit(config.max_document_bytes);
-        seal_engine::stats::stats(&store, &trusted, args.query).await
-    });
-    let stats = match result {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("seal: {e}");
-            return e.fault().exit_code();
-        }
-    };
+pub fn run(ctx: &Context, args: StatsArgs) -> Result<ExitStatus, CliError> {
+    let trusted = ctx.trusted(&args.trust, None)?;
+    let url = ctx.store_url(args.store.as_ref())?;
+    let query = query(&args);
+    let stats = ctx.block_on(async {
+        let store = ctx.read_store(&url).await?;
+        seal_engine::stats::stats(&store, &trusted, query)
+            .await
+            .map_err(CliError::failed)
+    })?;
     if stats.report.runs.not_verified > 0 {
         eprintln!(
             "seal: {} decided run(s) do not verify and are not counted (listed in the report)",
             stats.report.runs.not_verified
         );
     }
-    if let Some(path) = args.html {
-        return write_output(Some(path), stats.html().as_bytes());
-    }
-    if args.json {
-        write_output(None, &stats.bytes)
+    if let Some(path) = &args.html {
+        write_output(Some(path), stats.html().as_bytes())?;
+    } else if args.json {
+        write_output(None, &stats.bytes)?;
     } else {
-        write_output(None, stats.text().as_bytes())
+        write_output(None, stats.text().as_bytes())?;
+    }
+    Ok(ExitStatus::Yes)
+}
+
+/// The engine's query, from values clap has checked already.
+fn query(args: &StatsArgs) -> seal_engine::stats::Query {
+    seal_engine::stats::Query {
+        since: args.since.as_ref().map(|t| t.as_str().to_string()),
+        until: args.until.as_ref().map(|t| t.as_str().to_string()),
+        genre: args.genre.map(args::genre_name),
     }
 }

@@ -1,14 +1,39 @@
 //! `seal validate`: documents checked (kind, schema, invariants) from files.
+//!
+//! Exit 0 every file valid, 1 some document invalid (the answer is no), 2 some file could not
+//! be validated at all (unreadable, over the limit, not a kind seal knows): then there is no
+//! answer for it, whatever the other files say.
 
-use super::*;
+use std::path::{Path, PathBuf};
 
-pub(super) fn cmd_validate(files: &[PathBuf], limit: u64) -> u8 {
-    let mut worst = 0u8;
-    for file in files {
-        let report = validate_file(file, limit);
-        match &report {
+use seal_core::validate::Report;
+use seal_engine::config::Config;
+
+use super::error::{CliError, ExitStatus};
+
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Files to validate.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Size limit in bytes (default: limits.max_document_bytes of the config, 64 MiB).
+    #[arg(long, value_name = "BYTES")]
+    pub max_bytes: Option<u64>,
+}
+
+/// Validates every file, a line (or block) each; the configuration is read only for its
+/// document limit, when `--max-bytes` is not given.
+pub fn run(config: Option<&Path>, args: ValidateArgs) -> Result<ExitStatus, CliError> {
+    let limit = match args.max_bytes {
+        Some(b) => b,
+        None => Config::load(config)?.max_document_bytes,
+    };
+    let (mut invalid, mut unusable) = (0usize, 0usize);
+    for file in &args.files {
+        match validate_file(file, limit) {
             Report::Valid(kind) => println!("valid    {} ({})", file.display(), kind.name()),
             Report::Invalid(kind, findings) => {
+                invalid += 1;
                 println!(
                     "INVALID  {} ({}): {} problem{}",
                     file.display(),
@@ -20,11 +45,19 @@ pub(super) fn cmd_validate(files: &[PathBuf], limit: u64) -> u8 {
                     println!("    {f}");
                 }
             }
-            Report::Unusable(reason) => eprintln!("ERROR    {}: {reason}", file.display()),
+            Report::Unusable(reason) => {
+                unusable += 1;
+                eprintln!("ERROR    {}: {reason}", file.display());
+            }
         }
-        worst = worst.max(report.exit_code());
     }
-    worst
+    if unusable > 0 {
+        return Err(CliError::Unusable {
+            files: unusable,
+            of: args.files.len(),
+        });
+    }
+    Ok(ExitStatus::yes_if(invalid == 0))
 }
 
 /// Reads (through [`seal_core::fsio`]: no link, no special file, at most `limit` bytes read) and
@@ -36,7 +69,7 @@ pub fn validate_file(path: &Path, limit: u64) -> Report {
     }
 }
 
-pub(super) fn unusable_file(e: seal_core::fsio::FsError) -> String {
+fn unusable_file(e: seal_core::fsio::FsError) -> String {
     use seal_core::fsio::FsError;
     match e {
         FsError::NotRegular { kind, .. } => format!("not a regular file ({kind})"),

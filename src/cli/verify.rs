@@ -1,154 +1,142 @@
 //! `seal verify`: runs proven again from the store, in parallel, one report a run.
+//!
+//! Exit 0 every run verified, 1 some run not verified (each report says why), 2 could not run
+//! (no store, a named run not in it, no trusted key, a bad witness policy, a failed read).
 
-use super::*;
+use std::path::PathBuf;
+use std::sync::Arc;
 
-pub(super) fn run_ids(ids: &[String]) -> Result<Vec<seal_core::ids::RunId>, u8> {
-    ids.iter()
-        .map(|s| seal_core::ids::RunId::parse(s).map_err(fail))
-        .collect()
+use seal_core::ids::RunId;
+use seal_core::sealing::PublicKey;
+use seal_engine::audit::Problem;
+use seal_engine::transparency::LogView;
+use seal_engine::verify::RunReport;
+use seal_store::Store;
+
+use super::args::{self, StoreArg, WitnessArgs};
+use super::bulk;
+use super::context::Context;
+use super::error::{CliError, ExitStatus};
+use super::output::{progress, terminal_safe};
+
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// Run ids to verify.
+    #[arg(
+        value_name = "RUN_ID",
+        required_unless_present = "all",
+        conflicts_with = "all",
+        value_parser = args::run_id
+    )]
+    pub runs: Vec<RunId>,
+    /// Verify every run in the store.
+    #[arg(long)]
+    pub all: bool,
+    /// Store URL (default: the config's).
+    #[arg(long, value_name = "URL", value_parser = args::store)]
+    pub store: Option<StoreArg>,
+    /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
+    #[arg(long, value_name = "PEM")]
+    pub trust: Vec<PathBuf>,
+    #[command(flatten)]
+    pub witnesses: WitnessArgs,
+    /// Runs verified at once.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Print the reports as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
-pub(super) fn cmd_verify(
-    cli: &Cli,
-    runs: &[String],
-    all: bool,
-    store: Option<&str>,
-    (trust, witnesses): (&[PathBuf], &super::log::WitnessArgs),
-    jobs: Option<usize>,
-    json: bool,
-) -> u8 {
-    init_logging(cli.log_format, "warn");
-    let config = match load_config(cli.config.as_deref()) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let policy = match witnesses.policy(&config) {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
-    let trusted = match trusted_keys(&config, trust) {
-        Ok(t) => t,
-        Err(code) => return code,
-    };
-    let rt = match runtime() {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    rt.block_on(async {
-        let url = store
-            .map(str::to_owned)
-            .unwrap_or_else(|| config.store.clone());
-        let store = match Store::open_existing(&url).await {
-            Ok(s) => s.with_doc_limit(config.max_document_bytes),
-            Err(e) => return fail(e),
-        };
-        let (ids, mut reports) = match verify_targets(&store, &url, all, runs).await {
-            Ok(t) => t,
-            Err(code) => return code,
-        };
-        let jobs = jobs.unwrap_or_else(super::bulk::default_jobs).max(1);
+pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitStatus, CliError> {
+    let policy = args.witnesses.policy(ctx.config())?;
+    let trusted = ctx.trusted(&args.trust, None)?;
+    let url = ctx.store_url(args.store.as_ref())?;
+    ctx.block_on(async {
+        let store = ctx.read_store(&url).await?;
+        let (ids, reports) = targets(ctx, &store, &url, &args).await?;
+        let jobs = args.jobs.unwrap_or_else(bulk::default_jobs).max(1);
         // The transparency log is read once for all runs (each run's inclusion is checked).
-        let log = match seal_engine::verify::load_log(&store, &trusted).await {
-            Ok(v) => Arc::new(v),
-            Err(e) => return fail(e),
-        };
+        let log = Arc::new(seal_engine::verify::load_log(&store, &trusted).await?);
         // Every run is proven against the latest checkpoint: it needs the witness quorum.
         let unwitnessed =
-            match seal_engine::witness::check::quorum_problem(&store, &policy, log.latest.as_ref())
-                .await
-            {
-                Ok(p) => p,
-                Err(e) => return fail(e),
-            };
-        let mut printer = VerifyPrinter::new(json, progress(ids.len() as u64, all));
+            seal_engine::witness::check::quorum_problem(&store, &policy, log.latest.as_ref())
+                .await?;
+        let mut printer = VerifyPrinter::new(args.json, progress(ids.len() as u64, args.all));
         let log = (log, unwitnessed);
-        let run = verify_in_parallel(&store, ids, Arc::new(trusted), log, jobs, &mut printer);
-        if let Err(e) = run.await {
+        let done = verify_in_parallel(&store, ids, Arc::new(trusted), log, jobs, &mut printer);
+        if let Err(e) = done.await {
             printer.bar.finish_and_clear();
-            return fail(e);
+            return Err(e);
         }
-        for r in reports.drain(..) {
-            printer.print(&r);
+        for r in &reports {
+            printer.print(r);
         }
-        printer.finish()
+        Ok(printer.finish())
     })
 }
 
 /// The runs to verify, and a report for every folder under `runs/` that cannot be (a name
 /// that is not a run id is listed as not verified, never skipped).
-pub(super) async fn verify_targets(
+async fn targets(
+    ctx: &Context,
     store: &Store,
-    url: &str,
-    all: bool,
-    runs: &[String],
-) -> Result<
-    (
-        Vec<seal_core::ids::RunId>,
-        Vec<seal_engine::verify::RunReport>,
-    ),
-    u8,
-> {
-    if all {
-        let seal_store::RunListing { runs: ids, invalid } = store.runs().await.map_err(fail)?;
+    url: &StoreArg,
+    args: &VerifyArgs,
+) -> Result<(Vec<RunId>, Vec<RunReport>), CliError> {
+    if args.all {
+        let seal_store::RunListing { runs: ids, invalid } = store.runs().await?;
         if ids.is_empty() && invalid.is_empty() {
-            return Err(fail(format!("no runs in {url}")));
+            return Err(CliError::Usage(format!("no runs in {url}")));
         }
         let reports = invalid
             .into_iter()
-            .map(seal_engine::verify::RunReport::unverifiable_folder)
+            .map(RunReport::unverifiable_folder)
             .collect();
         return Ok((ids, reports));
     }
-    let ids = run_ids(runs)?;
     // Named runs must exist (ids from --all came from the listing itself).
-    for id in &ids {
-        match seal_engine::verify::run_exists(store, id).await {
-            Ok(true) => {}
-            Ok(false) => return Err(fail(format!("no run {id} in {url}"))),
-            Err(e) => return Err(fail(e)),
-        }
+    for id in &args.runs {
+        ctx.named_run(store, url, id).await?;
     }
-    Ok((ids, Vec::new()))
+    Ok((args.runs.clone(), Vec::new()))
 }
 
-/// Verifies runs on their own threads, at most `jobs` at once (see [`crate::bulk`]), each
+/// Verifies runs on their own threads, at most `jobs` at once (see [`bulk`]), each
 /// reading a `file://` store directly; reports are printed in the order of `ids` as they
 /// finish, and none is kept.
-pub(super) async fn verify_in_parallel(
+async fn verify_in_parallel(
     store: &Store,
-    ids: Vec<seal_core::ids::RunId>,
-    trusted: Arc<Vec<seal_core::sealing::PublicKey>>,
-    (log, unwitnessed): (
-        Arc<seal_engine::transparency::LogView>,
-        Option<seal_engine::audit::Problem>,
-    ),
+    ids: Vec<RunId>,
+    trusted: Arc<Vec<PublicKey>>,
+    (log, unwitnessed): (Arc<LogView>, Option<Problem>),
     jobs: usize,
     printer: &mut VerifyPrinter,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let store = store.clone().with_direct_io();
-    let work = move |id: seal_core::ids::RunId| {
+    let work = move |id: RunId| {
         let (store, trusted, log) = (store.clone(), trusted.clone(), log.clone());
         async move {
             seal_engine::verify::verify_run_logged(&store, &id, &trusted, &log)
                 .await
-                .map_err(|e| format!("run {id}: {e}"))
+                .map_err(|e| CliError::within(format!("run {id}"), e))
         }
     };
-    let sink = |r: Result<seal_engine::verify::RunReport, String>| {
+    let sink = |r: Result<RunReport, CliError>| {
         printer.bar.inc(1);
         r.map(|mut report| {
             seal_engine::witness::check::require(&mut report, unwitnessed.as_ref());
             printer.print(&report)
         })
     };
-    super::bulk::in_order(ids, jobs, work, sink)
+    bulk::in_order(ids, jobs, work, sink)
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(CliError::failed)?
 }
 
 /// Prints verify reports as they come: a block of lines a run, or with `--json` one JSON
 /// line a run (NDJSON); [`VerifyPrinter::finish`] prints the summary and gives the exit code.
-pub(super) struct VerifyPrinter {
+struct VerifyPrinter {
     json: bool,
     bar: indicatif::ProgressBar,
     runs: usize,
@@ -165,7 +153,7 @@ impl VerifyPrinter {
         }
     }
 
-    fn print(&mut self, r: &seal_engine::verify::RunReport) {
+    fn print(&mut self, r: &RunReport) {
         self.runs += 1;
         if !r.verified {
             self.failed += 1;
@@ -178,7 +166,7 @@ impl VerifyPrinter {
         self.bar.suspend(|| println!("{text}"));
     }
 
-    fn finish(self) -> u8 {
+    fn finish(self) -> ExitStatus {
         self.bar.finish_and_clear();
         let (n, failed) = (self.runs, self.failed);
         if self.json {
@@ -191,13 +179,13 @@ impl VerifyPrinter {
                 n - failed
             );
         }
-        u8::from(failed > 0)
+        ExitStatus::yes_if(failed == 0)
     }
 }
 
 /// One run's report for a terminal (every problem on a line of its own).
-pub(super) fn verify_lines(r: &seal_engine::verify::RunReport) -> String {
-    let run = super::output::terminal_safe(&r.run_id);
+fn verify_lines(r: &RunReport) -> String {
+    let run = terminal_safe(&r.run_id);
     if r.verified {
         let outcome = r.outcome.as_deref().unwrap_or("?");
         let key = r.key_id.as_deref().unwrap_or("?");
@@ -210,7 +198,7 @@ pub(super) fn verify_lines(r: &seal_engine::verify::RunReport) -> String {
     );
     for p in &r.problems {
         text.push_str("\n    ");
-        text.push_str(&super::output::terminal_safe(&p.to_string()));
+        text.push_str(&terminal_safe(&p.to_string()));
     }
     text
 }

@@ -7,6 +7,8 @@
 //!
 //! Decision: a witness takes its keys and state from flags, not from seal's config: it is meant
 //! to run on another host, by another operator, with nothing of the seal deployment.
+//!
+//! Exit 0 after SIGTERM or SIGINT, 2 could not start.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -15,8 +17,8 @@ use std::sync::Arc;
 
 use clap::Subcommand;
 
-use super::context::{init_logging, runtime};
-use super::error::fail;
+use super::context::{runtime, shutdown_signal};
+use super::error::{CliError, ExitStatus};
 use seal_core::sealing::{PublicKey, SigningKey};
 use seal_engine::witness::service::{self, Witness};
 use seal_engine::witness::state::StateFile;
@@ -51,8 +53,11 @@ pub enum WitnessCommand {
     },
 }
 
-/// Runs a `seal witness` command until `shutdown` resolves; returns the exit code.
-pub async fn run(cmd: &WitnessCommand, shutdown: impl Future<Output = ()> + Send) -> u8 {
+/// Runs a `seal witness` command until `shutdown` resolves.
+pub async fn run(
+    cmd: &WitnessCommand,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<ExitStatus, CliError> {
     let WitnessCommand::Serve {
         listen,
         key,
@@ -61,14 +66,10 @@ pub async fn run(cmd: &WitnessCommand, shutdown: impl Future<Output = ()> + Send
         origin,
         name,
     } = cmd;
-    let witness = match build(key, state, log_keys, origin, name).await {
-        Ok(w) => Arc::new(w),
-        Err(msg) => return fail(msg),
-    };
-    let listener = match tokio::net::TcpListener::bind(listen).await {
-        Ok(l) => l,
-        Err(e) => return fail(format!("cannot listen on {listen}: {e}")),
-    };
+    let witness = Arc::new(build(key, state, log_keys, origin, name).await?);
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(CliError::io(format!("cannot listen on {listen}")))?;
     let local = listener
         .local_addr()
         .map(|a| a.to_string())
@@ -84,10 +85,10 @@ pub async fn run(cmd: &WitnessCommand, shutdown: impl Future<Output = ()> + Send
         "seal witness listening on http://{local}\nverifier key {vkey}\n"
     );
     let _ = out.flush();
-    match seal_server::witness::run(listener, witness, shutdown).await {
-        Ok(()) => 0,
-        Err(e) => fail(e),
-    }
+    seal_server::witness::run(listener, witness, shutdown)
+        .await
+        .map_err(CliError::io("serving"))?;
+    Ok(ExitStatus::Yes)
 }
 
 async fn build(
@@ -96,31 +97,32 @@ async fn build(
     log_keys: &[PathBuf],
     origin: &str,
     name: &str,
-) -> Result<Witness, String> {
-    let key = SigningKey::load(key).map_err(|e| e.to_string())?;
+) -> Result<Witness, CliError> {
+    let key = SigningKey::load(key)?;
     let mut trusted = Vec::new();
     for p in log_keys {
-        trusted.push(PublicKey::load(p).map_err(|e| e.to_string())?.raw());
+        trusted.push(PublicKey::load(p)?.raw());
     }
     if trusted.contains(&key.public().raw()) {
-        return Err("the witness key must not be one of the log's keys (a witness signs separately from the log it watches)".into());
+        return Err(CliError::Usage("the witness key must not be one of the log's keys (a witness signs separately from the log it watches)".into()));
     }
     let path = state.to_path_buf();
     let (file, held) = tokio::task::spawn_blocking(move || StateFile::open(&path))
         .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| CliError::Io {
+            what: format!("witness state {}", state.display()),
+            source: e.into(),
+        })?
+        .map_err(CliError::failed)?;
     if held.logs.is_empty() {
         tracing::warn!(state = %state.display(), "starting with an empty state: this witness has cosigned nothing yet");
     }
     let logs = BTreeMap::from([(origin.to_string(), trusted)]);
-    Witness::new(name, key, logs, file, held, service::system_clock()).map_err(|e| e.to_string())
+    Witness::new(name, key, logs, file, held, service::system_clock())
+        .map_err(|e| CliError::Usage(e.to_string()))
 }
 
-pub(super) fn cmd_witness(cli: &super::Cli, cmd: &WitnessCommand) -> u8 {
-    init_logging(cli.log_format, "info");
-    match runtime() {
-        Ok(rt) => rt.block_on(run(cmd, super::serve::shutdown_signal())),
-        Err(code) => code,
-    }
+/// `seal witness …` from the command line: on its own runtime, until a signal.
+pub(super) fn run_command(cmd: WitnessCommand) -> Result<ExitStatus, CliError> {
+    runtime()?.block_on(run(&cmd, shutdown_signal()))
 }

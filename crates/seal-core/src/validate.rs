@@ -13,18 +13,8 @@ pub enum Report {
     Valid(Kind),
     /// Parsed, known kind, but violations.
     Invalid(Kind, Vec<Finding>),
-    /// Could not read, not JSON, or unknown kind (exit 2).
+    /// Could not read, not JSON, or unknown kind: no answer for this file.
     Unusable(String),
-}
-
-impl Report {
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            Report::Valid(_) => 0,
-            Report::Invalid(..) => 1,
-            Report::Unusable(_) => 2,
-        }
-    }
 }
 
 /// Validates a parsed document: kind detection, schema, then invariants (only when the schema

@@ -97,7 +97,7 @@ class SealUnavailable(SealError):
 
 
 class SealCorruptStore(SealError):
-    """500 `corrupt_store`/`planted_attempt`: stored evidence is wrong. Never retried."""
+    """500 `corrupt_store`/`planted_*`: stored evidence is wrong or unauthenticated. Never retried."""
 
     fault: Fault = "corruption"
 
@@ -141,6 +141,7 @@ ERROR_CLASSES: dict[str, type[SealError]] = {
     "no_rolls": SealConflict,
     "not_verified": SealConflict,
     "not_sealed": SealConflict,
+    "log_refused": SealConflict,
     "invalid_document": SealInvalidDocument,
     "mismatch": SealInvalidDocument,
     "provenance": SealInvalidDocument,
@@ -154,6 +155,15 @@ ERROR_CLASSES: dict[str, type[SealError]] = {
     "no_signing_key": SealUnavailable,
     "corrupt_store": SealCorruptStore,
     "planted_attempt": SealCorruptStore,
+    "planted_document": SealCorruptStore,
+    "planted_seal": SealCorruptStore,
+    "planted_snapshot": SealCorruptStore,
+    "planted_evidence": SealCorruptStore,
+    "planted_header": SealCorruptStore,
+    "planted_brief": SealCorruptStore,
+    "planted_play_spec": SealCorruptStore,
+    "planted_proof_package": SealCorruptStore,
+    "planted_roll": SealCorruptStore,
     "internal": SealInternalError,
 }
 

@@ -1,0 +1,200 @@
+//! Arguments converted once into checked types, by clap value parsers: run ids, store URLs,
+//! genres, RFC 3339 times, the consensus strategy, where replayed judge answers come from, and
+//! the witnesses a verification requires.
+//!
+//! Decision: a value is checked where clap reads it, not inside each command, so a bad value
+//! is a usage error (exit 2, clap's message naming the option) in every command, before any
+//! configuration, key or store is touched — ripgrep's "low args → high args", done by clap.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use seal_core::doc::Genre;
+use seal_core::ids::{IdError, RunId};
+use seal_engine::config::Config;
+use seal_engine::replay::JudgesFrom;
+use seal_engine::witness::check::Policy;
+use seal_store::{StoreError, StoreUrl};
+
+use super::error::CliError;
+
+/// `RUN_ID` arguments: a run id per docs/DESIGN.md §2.
+pub fn run_id(s: &str) -> Result<RunId, IdError> {
+    RunId::parse(s)
+}
+
+/// A `--store` (or `--from`) URL that parses: the text as given, for messages and for the
+/// `seal verify` command a page prints, and the URL it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreArg {
+    text: String,
+    url: StoreUrl,
+}
+
+impl StoreArg {
+    /// Checks a store URL (`file://`, `memory://`, `s3://`), as `--store` and the config's
+    /// `store` are checked.
+    pub fn parse(s: &str) -> Result<StoreArg, StoreError> {
+        Ok(StoreArg {
+            text: s.to_string(),
+            url: StoreUrl::parse(s)?,
+        })
+    }
+
+    /// The URL as given (what `Store::open` takes).
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    pub fn url(&self) -> &StoreUrl {
+        &self.url
+    }
+}
+
+impl fmt::Display for StoreArg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// `--store URL` and `--from URL`.
+pub fn store(s: &str) -> Result<StoreArg, StoreError> {
+    StoreArg::parse(s)
+}
+
+/// `--genre G`: one of the genres a header may name.
+pub fn genre(s: &str) -> Result<Genre, String> {
+    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|_| {
+        format!("unknown genre {s:?}: narrative, trpg, heritage, puzzle or sim-business")
+    })
+}
+
+/// A genre's name as documents spell it (`sim-business`).
+pub fn genre_name(g: Genre) -> String {
+    serde_json::to_value(g)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// An RFC 3339 time (`--since`, `--until`), and its text as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Time {
+    text: String,
+    at: time::OffsetDateTime,
+}
+
+impl Time {
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    pub fn at(&self) -> time::OffsetDateTime {
+        self.at
+    }
+}
+
+/// `--since T` and `--until T`.
+pub fn time(s: &str) -> Result<Time, String> {
+    let at = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+        .map_err(|_| format!("not an RFC 3339 time (e.g. 2025-01-31T00:00:00Z): {s:?}"))?;
+    Ok(Time {
+        text: s.to_string(),
+        at,
+    })
+}
+
+/// A consensus strategy this build implements (`--strategy`): only `dual-strict/1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    DualStrict,
+}
+
+impl Strategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::DualStrict => seal_core::consensus::STRATEGY,
+        }
+    }
+}
+
+/// `--strategy V`.
+pub fn strategy(s: &str) -> Result<Strategy, String> {
+    if s == seal_core::consensus::STRATEGY {
+        Ok(Strategy::DualStrict)
+    } else {
+        Err(format!(
+            "unknown consensus strategy {s:?}: this build implements {}",
+            seal_core::consensus::STRATEGY
+        ))
+    }
+}
+
+/// `--judges` of `seal replay`: where replayed judge answers come from.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum JudgesArg {
+    /// Re-use the stored raw answers (no model call, no cost).
+    Stored,
+    /// Ask both judges again.
+    Live,
+}
+
+impl From<JudgesArg> for JudgesFrom {
+    fn from(a: JudgesArg) -> JudgesFrom {
+        match a {
+            JudgesArg::Stored => JudgesFrom::Stored,
+            JudgesArg::Live => JudgesFrom::Live,
+        }
+    }
+}
+
+/// The witnesses a verification requires (adds to `[[witnesses]]` of the config).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct WitnessArgs {
+    /// A witness public key (SPKI PEM) whose cosignature the checkpoint relied on must carry;
+    /// repeatable.
+    #[arg(long = "witness", value_name = "PEM")]
+    pub keys: Vec<PathBuf>,
+    /// How many of the witnesses must have cosigned (default: witness_quorum of the config,
+    /// else all of them).
+    #[arg(long = "witness-quorum", value_name = "N")]
+    pub quorum: Option<usize>,
+}
+
+impl WitnessArgs {
+    /// The checked policy: these flags over the config's witnesses.
+    pub fn policy(&self, config: &Config) -> Result<Policy, CliError> {
+        Policy::load(
+            &config.witnesses,
+            config.witness_quorum,
+            &self.keys,
+            self.quorum,
+        )
+        .map_err(|e| CliError::Usage(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checked_values_keep_their_text_and_refuse_bad_ones() {
+        let s = store("s3://bucket/p?endpoint=http://127.0.0.1:9000").unwrap();
+        // The text as given, not the URL's display (which is not a URL for S3 endpoints).
+        assert_eq!(s.as_str(), "s3://bucket/p?endpoint=http://127.0.0.1:9000");
+        assert!(store("ftp://x").is_err());
+        assert_eq!(genre_name(genre("sim-business").unwrap()), "sim-business");
+        assert!(genre("chess").is_err());
+        assert_eq!(
+            time("2025-01-31T00:00:00Z").unwrap().as_str(),
+            "2025-01-31T00:00:00Z"
+        );
+        assert!(time("last tuesday").is_err());
+        assert_eq!(strategy("dual-strict/1").unwrap().as_str(), "dual-strict/1");
+        assert!(strategy("dual-strict/2")
+            .unwrap_err()
+            .contains("unknown consensus strategy \"dual-strict/2\""));
+        assert!(run_id("../x").is_err());
+    }
+}
