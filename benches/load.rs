@@ -167,6 +167,8 @@ fn main() {
             .env("SEAL_JUDGE_B_URL", lb.url())
             .env("SEAL_JUDGE_A_MODEL", "load-a")
             .env("SEAL_JUDGE_B_MODEL", "load-b")
+            .env("SEAL_JUDGE_A_KEY", "sk-load-a-0123456789")
+            .env("SEAL_JUDGE_B_KEY", "sk-load-b-0123456789")
             .env("SEAL_SEED_SALT", "load-salt-0123456789abcdef0123456789abcdef")
             .env("SEAL_LOG", "warn")
             .stdout(Stdio::piped())

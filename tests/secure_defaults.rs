@@ -282,7 +282,10 @@ fn serve_refuses_a_non_loopback_address_without_a_token_unless_insecure_no_auth(
             "file://./store",
         ])
         .args(["--key", "keys/seal.key.pem"])
-        .args(extra);
+        .args(extra)
+        // The judges' keys are there: this test is about the API token.
+        .env("SEAL_JUDGE_A_KEY", "sk-secure-defaults-a-0123")
+        .env("SEAL_JUDGE_B_KEY", "sk-secure-defaults-b-0123");
         if let Some(t) = token {
             c.env("SEAL_API_TOKEN", t);
         }

@@ -201,6 +201,30 @@ impl Context {
         Ok(store.with_doc_limit(self.config.max_document_bytes))
     }
 
+    /// Refuses, before any store is opened, a writer that would call judges without their
+    /// credentials: the deployment secret first (as [`Context::write_store`] checks it), then
+    /// every judge key and header variable, all of them named.
+    pub fn judge_keys(&self, signing: &Signing) -> Result<(), CliError> {
+        signing
+            .config
+            .deployment_secret()
+            .map_err(CliError::failed)?;
+        signing
+            .config
+            .judge_credentials()
+            .map_err(|e| CliError::within("refusing to call the judges", e))?;
+        for c in [&signing.config.a, &signing.config.b] {
+            if c.allow_plain_http && c.base_url.scheme() == "http" {
+                tracing::warn!(
+                    slot = c.slot.as_str(),
+                    host = %c.host(),
+                    "judge over plain http (allow_plain_http): its key and requests travel in clear"
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// The engine over `store`, signing with `signing`'s key; the judges are set up from its
     /// configuration.
     pub fn engine(&self, signing: Signing, store: Store) -> Result<Engine, CliError> {

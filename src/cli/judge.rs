@@ -51,6 +51,7 @@ pub fn run(ctx: &Context, args: JudgeArgs) -> Result<ExitStatus, CliError> {
         Ok(f) => f,
         Err(e) => return Ok(refused(&e)),
     };
+    ctx.judge_keys(&signing)?;
     ctx.block_on(async {
         let store = ctx
             .write_store(&signing, &url, Opening::CreateIfMissing)

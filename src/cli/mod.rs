@@ -12,7 +12,7 @@
 //!   output files), [`terminal`] (text made safe for a terminal), [`bulk`] (worker threads
 //!   of `verify --all` and `replay --all`);
 //! - one file per command: [`validate`], [`keygen`], [`verify`], [`explain`], [`stats`],
-//!   [`replay`], [`serve`], [`adapt`], [`export`], [`log`], [`witness`], [`judge`].
+//!   [`replay`], [`serve`], [`adapt`], [`export`], [`log`], [`witness`], [`judge`], [`judges`].
 
 pub mod adapt;
 pub mod args;
@@ -22,6 +22,7 @@ pub mod error;
 pub mod explain;
 pub mod export;
 pub mod judge;
+pub mod judges;
 pub mod keygen;
 pub mod log;
 pub mod output;
@@ -104,6 +105,9 @@ pub enum Command {
     /// Judge a run folder end to end: rolls, finalPostguard, seal. Exit 0 sealed, 1 the
     /// folder refused, 2 could not run.
     Judge(judge::JudgeArgs),
+    /// The configured judges: `check` sends each slot one minimal request.
+    #[command(subcommand)]
+    Judges(judges::JudgesCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -163,5 +167,6 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CliError> {
         Command::Export(ExportCommand::Verdict(args)) => export::run(&Context::new(config)?, args),
         Command::Log(cmd) => log::run(&Context::new(config)?, cmd),
         Command::Judge(args) => judge::run(&Context::new(config)?, args),
+        Command::Judges(cmd) => judges::run(&Context::new(config)?, cmd),
     }
 }

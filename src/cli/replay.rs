@@ -72,6 +72,9 @@ pub fn run(ctx: &Context, args: ReplayArgs) -> Result<ExitStatus, CliError> {
         blob: ctx.config().max_blob_bytes,
     };
     let url = ctx.store_url(args.store.as_ref())?;
+    if matches!(args.judges, JudgesArg::Live) {
+        ctx.judge_keys(&signing)?;
+    }
     ctx.block_on(async {
         // The archive first: a mistyped --from creates no store.
         let archive = match &args.from {

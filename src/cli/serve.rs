@@ -34,6 +34,7 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitStatus, CliError> {
     let signing = ctx.signing(args.key.as_deref())?;
     let trusted = ctx.trusted(&[], Some(signing.key().public()))?;
     seal_core::contracts::self_check().map_err(|e| CliError::Setup(e.to_string()))?;
+    ctx.judge_keys(&signing)?;
     ctx.block_on(async {
         let store = ctx
             .write_store(&signing, &url, Opening::CreateIfMissing)

@@ -68,24 +68,76 @@ pub fn response_facts(body: &[u8]) -> ResponseFacts {
     }
 }
 
-/// Classifies an HTTP status that is not a success.
-pub fn status_failure(status: u16) -> Option<ParseFailure> {
-    match status {
-        200..=299 => None,
-        429 => Some(ParseFailure::new(ErrorClass::Http429, "rate limited (429)")),
-        500..=599 => Some(ParseFailure::new(
-            ErrorClass::Http5xx,
-            format!("server error {status}"),
-        )),
-        408 => Some(ParseFailure::new(
-            ErrorClass::Http408,
-            "request timeout (408)",
-        )),
-        _ => Some(ParseFailure::new(
-            ErrorClass::Http4xx,
-            format!("client error {status}"),
-        )),
+/// Classifies an HTTP status that is not a success; the detail keeps what the provider said
+/// (its `error.message`, `code` and `type`, else the body's start), key-shaped text masked.
+pub fn status_failure(status: u16, body: &[u8]) -> Option<ParseFailure> {
+    let (class, what) = match status {
+        200..=299 => return None,
+        429 => (ErrorClass::Http429, "rate limited (429)".to_string()),
+        500..=599 => (ErrorClass::Http5xx, format!("server error {status}")),
+        408 => (ErrorClass::Http408, "request timeout (408)".to_string()),
+        _ => (ErrorClass::Http4xx, format!("client error {status}")),
+    };
+    let detail = match provider_message(body) {
+        Some(said) => format!("{what}: {said}"),
+        None => what,
+    };
+    Some(ParseFailure::new(class, detail))
+}
+
+/// What a provider's error body says: OpenAI's (and DashScope's compatible mode)
+/// `{"error": {"message", "code", "type"}}`, DashScope's `{"code", "message"}`, else the first
+/// 300 characters of the body; masked by [`mask_key_shapes`]. None for an empty body.
+pub fn provider_message(body: &[u8]) -> Option<String> {
+    let text = match serde_json::from_slice::<Value>(body) {
+        Ok(v) => {
+            let e = v.get("error").filter(|e| e.is_object()).unwrap_or(&v);
+            let s = |k: &str| match e.get(k) {
+                Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+                Some(Value::Number(n)) => Some(n.to_string()),
+                _ => None,
+            };
+            let mut parts: Vec<String> = s("message").into_iter().collect();
+            let tags: Vec<String> = [s("code"), s("type")].into_iter().flatten().collect();
+            if !tags.is_empty() {
+                parts.push(format!("({})", tags.join(", ")));
+            }
+            parts.join(" ")
+        }
+        Err(_) => String::from_utf8_lossy(body).chars().take(300).collect(),
+    };
+    let text = mask_key_shapes(text.trim());
+    (!text.is_empty()).then_some(text)
+}
+
+/// Masks what looks like a credential, because providers echo partial keys (`sk-ab***yz`)
+/// that the exact-match redaction of configured secrets misses: a word starting `sk-`, or a
+/// run of 24 or more key characters (letters, digits, `+/=_-`), becomes `[redacted]`.
+pub fn mask_key_shapes(text: &str) -> String {
+    let keyish = |c: char| c.is_ascii_alphanumeric() || "+/=_-*.".contains(c);
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        let core = word.trim_end_matches('.');
+        let long = core.chars().filter(|c| c.is_ascii_alphanumeric()).count() >= 24;
+        if core.starts_with("sk-") || long {
+            out.push_str("[redacted]");
+            out.push_str(&word[core.len()..]);
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if keyish(c) {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
     }
+    flush(&mut word, &mut out);
+    out
 }
 
 /// What a stored attempt amounts to: its recorded failure (a transport or guard record in
@@ -97,7 +149,7 @@ pub fn evaluate_raw(raw: &[u8], http_status: Option<u16>) -> Result<JudgeOutput,
             return Err(ParseFailure::new(f.error_class, f.detail));
         }
     }
-    if let Some(fail) = http_status.and_then(status_failure) {
+    if let Some(fail) = http_status.and_then(|status| status_failure(status, raw)) {
         return Err(fail);
     }
     parse_answer(raw)
@@ -328,6 +380,40 @@ mod tests {
 
     fn body(content: Value) -> Vec<u8> {
         serde_json::to_vec(&json!({"choices":[{"message":{"role":"assistant","content":content},"finish_reason":"stop"}]})).unwrap()
+    }
+
+    #[test]
+    fn a_provider_error_keeps_its_message_with_echoed_keys_masked() {
+        let openai = br#"{"error":{"message":"Incorrect API key provided: sk-ab***yz. You can find your API key at https://x.","type":"invalid_request_error","code":"invalid_api_key"}}"#;
+        let f = status_failure(401, openai).unwrap();
+        assert_eq!(f.class, ErrorClass::Http4xx);
+        assert!(
+            f.detail.starts_with(
+                "client error 401: Incorrect API key provided: [redacted]. You can find"
+            ),
+            "{}",
+            f.detail
+        );
+        assert!(
+            f.detail
+                .contains("(invalid_api_key, invalid_request_error)"),
+            "{}",
+            f.detail
+        );
+        assert!(!f.detail.contains("sk-ab"), "{}", f.detail);
+        let dashscope =
+            br#"{"code":"InvalidApiKey","message":"Invalid API-key provided.","request_id":"1"}"#;
+        assert_eq!(
+            status_failure(401, dashscope).unwrap().detail,
+            "client error 401: Invalid API-key provided. (InvalidApiKey)"
+        );
+        let plain = b"upstream says no: token 0123456789abcdef0123456789abcdef";
+        assert_eq!(
+            status_failure(502, plain).unwrap().detail,
+            "server error 502: upstream says no: token [redacted]"
+        );
+        assert_eq!(status_failure(404, b"").unwrap().detail, "client error 404");
+        assert!(status_failure(200, openai).is_none());
     }
 
     #[test]

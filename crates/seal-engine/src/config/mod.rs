@@ -4,6 +4,7 @@
 //! struct that refuses unknown keys, then converted once into a checked [`Config`]. Every error
 //! names the file and the field.
 
+mod judge_auth;
 mod secret;
 
 use serde::Deserialize;
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use zeroize::Zeroizing;
 
+pub use judge_auth::{JudgeAuth, JudgeHeader, MissingCredentials};
 pub use secret::{write_secret_file, SecretError, SecretSource, MIN_SECRET_BYTES, SECRET_FILE};
 
 use seal_core::ids::Slot;
@@ -201,6 +203,15 @@ struct RawSlot {
     base_url: String,
     model: String,
     api_key_env: String,
+    /// `bearer` (the default: the key is required) or `none` (an endpoint that takes no key).
+    #[serde(default)]
+    auth: judge_auth::RawAuth,
+    /// Plain `http://` to a host that is not loopback (an in-cluster gateway); logged at start.
+    #[serde(default)]
+    allow_plain_http: bool,
+    /// Extra request headers: header name → the env var holding its (secret) value.
+    #[serde(default)]
+    headers: std::collections::BTreeMap<String, String>,
     prompt: String,
     timeout_ms: u64,
     max_retries: u32,
@@ -246,6 +257,12 @@ pub struct SlotConfig {
     pub model: String,
     pub api_key: Option<Secret>,
     pub api_key_source: String,
+    /// Whether the judge takes a bearer key (`judges.<s>.auth`).
+    pub auth: JudgeAuth,
+    /// `judges.<s>.allow_plain_http`: plain http to a non-loopback host was asked for.
+    pub allow_plain_http: bool,
+    /// `judges.<s>.headers`: sent with every call; values are secrets.
+    pub headers: Vec<JudgeHeader>,
     pub prompt: String,
     pub timeout: Duration,
     pub max_retries: u32,
@@ -540,11 +557,14 @@ fn slot_config(
         )));
     }
     if base_url.scheme() == "http"
+        && !r.allow_plain_http
         && !seal_store::is_loopback_host(base_url.host_str().unwrap_or(""))
     {
         return Err(err(format!(
-            "{}: plain http is allowed only for a loopback judge (API keys would travel in clear)",
-            field("base_url")
+            "{}: plain http is allowed only for a loopback judge (API keys would travel in \
+             clear); set {} = true for an in-cluster gateway",
+            field("base_url"),
+            field("allow_plain_http")
         )));
     }
     let model = nonempty(env(&format!("SEAL_JUDGE_{up}_MODEL"))).unwrap_or_else(|| r.model.clone());
@@ -558,6 +578,10 @@ fn slot_config(
             r.api_key_env.clone(),
         ),
     };
+    let auth: JudgeAuth = r.auth.into();
+    // `auth = "none"` sends no key even when one is set: the setting says what the judge takes.
+    let api_key = api_key.filter(|_| auth == JudgeAuth::Bearer);
+    let headers = judge_auth::headers(source, &field("headers"), &r.headers, env)?;
     slot_limits(source, r, &field)?;
     let p = &r.prices;
     let timeout_ms = timeout_override.unwrap_or(r.timeout_ms);
@@ -570,6 +594,9 @@ fn slot_config(
         model,
         api_key,
         api_key_source,
+        auth,
+        allow_plain_http: r.allow_plain_http,
+        headers,
         prompt: r.prompt.clone(),
         timeout: Duration::from_millis(timeout_ms),
         max_retries: r.max_retries,

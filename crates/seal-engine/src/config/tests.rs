@@ -265,3 +265,74 @@ fn bad_configs_name_the_field() {
     let e = Config::parse("x", EMBEDDED, &env(&[("SEAL_JUDGE_TIMEOUT_MS", "soon")])).unwrap_err();
     assert!(e.to_string().contains("SEAL_JUDGE_TIMEOUT_MS"), "{e}");
 }
+
+/// The embedded config with `line` added to judge slot a.
+fn slot_a_with(line: &str) -> String {
+    EMBEDDED.replacen(
+        "api_key_env = \"DASHSCOPE_API_KEY\"\n",
+        &format!("api_key_env = \"DASHSCOPE_API_KEY\"\n{line}\n"),
+        1,
+    )
+}
+
+#[test]
+fn plain_http_beyond_loopback_needs_allow_plain_http() {
+    let gateway = [("SEAL_JUDGE_A_URL", "http://litellm.ai.svc:4000/v1")];
+    let e = Config::parse("t", EMBEDDED, &env(&gateway)).unwrap_err();
+    assert!(e.to_string().contains("judges.a.allow_plain_http"), "{e}");
+    let c = Config::parse("t", &slot_a_with("allow_plain_http = true"), &env(&gateway)).unwrap();
+    assert!(c.a.allow_plain_http);
+    assert_eq!(
+        c.a.endpoint(),
+        "http://litellm.ai.svc:4000/v1/chat/completions"
+    );
+}
+
+#[test]
+fn judge_credentials_name_every_missing_key_and_header_variable() {
+    let text = slot_a_with("headers = { \"api-key\" = \"GATEWAY_KEY\" }");
+    let c = Config::parse("t", &text, &env(&[("SEAL_JUDGE_B_KEY", "sk-b-123456789")])).unwrap();
+    let e = c.judge_credentials().unwrap_err().to_string();
+    assert!(
+        e.contains("judge a: DASHSCOPE_API_KEY (or SEAL_JUDGE_A_KEY) is not set"),
+        "{e}"
+    );
+    assert!(
+        e.contains("judge a: GATEWAY_KEY (the value of header api-key) is not set"),
+        "{e}"
+    );
+    assert!(!e.contains("judge b"), "{e}");
+    let all = env(&[
+        ("SEAL_JUDGE_A_KEY", "sk-a-1"),
+        ("SEAL_JUDGE_B_KEY", "sk-b-1"),
+        ("GATEWAY_KEY", "g-1"),
+    ]);
+    let c = Config::parse("t", &text, &all).unwrap();
+    assert!(c.judge_credentials().is_ok());
+    assert_eq!(
+        c.a.headers[0].value.as_ref().map(Secret::expose),
+        Some("g-1")
+    );
+    let none = Config::parse(
+        "t",
+        &slot_a_with("auth = \"none\""),
+        &env(&[("DASHSCOPE_API_KEY", "sk-x-123")]),
+    )
+    .unwrap();
+    assert_eq!(none.a.auth, JudgeAuth::None);
+    assert!(none.a.api_key.is_none(), "auth = none sends no key");
+}
+
+#[test]
+fn a_header_seal_sets_itself_is_refused() {
+    for name in ["Authorization", "x-session-id", "bad name"] {
+        let text = slot_a_with(&format!("headers = {{ \"{name}\" = \"V\" }}"));
+        let e = Config::parse("t", &text, &env(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("is not a header name seal may send"),
+            "{name}: {e}"
+        );
+    }
+}

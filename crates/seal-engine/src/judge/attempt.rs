@@ -46,15 +46,9 @@ impl JudgeClient {
             Err(failed) => return failed,
         };
         let _permit = self.inflight.acquire().await;
-        let mut req = self
-            .http
-            .post(self.config.endpoint())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
+        let req = super::client::authorized_post(&self.http, &self.config)
             .header("X-Session-Id", job.session_id.as_str())
             .body(body);
-        if let Some(key) = &self.config.api_key {
-            req = req.bearer_auth(key.expose());
-        }
         let resp = match req.send().await {
             Ok(r) => r,
             Err(e) => {

@@ -79,16 +79,7 @@ impl Judges {
             max_clock_skew: config.leases.max_clock_skew,
         });
         let make = |c: &SlotConfig| -> Result<JudgeClient, EngineError> {
-            let http = reqwest::Client::builder()
-                .timeout(c.timeout)
-                .connect_timeout(c.timeout.min(Duration::from_secs(10)))
-                .pool_idle_timeout(Duration::from_secs(30))
-                .user_agent(concat!("seal/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .map_err(|e| EngineError::JudgeClient {
-                    slot: c.slot,
-                    reason: e.to_string(),
-                })?;
+            let http = http_client(c)?;
             Ok(JudgeClient {
                 slot: c.slot,
                 config: c.clone(),
@@ -127,6 +118,38 @@ impl Judges {
     }
 }
 
+/// A slot's HTTP client: its timeouts and user agent. `seal judges check` builds its client
+/// here too, so the check goes through the production path.
+pub fn http_client(c: &SlotConfig) -> Result<reqwest::Client, EngineError> {
+    reqwest::Client::builder()
+        .timeout(c.timeout)
+        .connect_timeout(c.timeout.min(Duration::from_secs(10)))
+        .pool_idle_timeout(Duration::from_secs(30))
+        .user_agent(concat!("seal/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| EngineError::JudgeClient {
+            slot: c.slot,
+            reason: e.to_string(),
+        })
+}
+
+/// A POST to the slot's endpoint with its credentials: the bearer key (`auth = "bearer"`) and
+/// every configured header. Shared by the attempts and `seal judges check`.
+pub fn authorized_post(http: &reqwest::Client, c: &SlotConfig) -> reqwest::RequestBuilder {
+    let mut req = http
+        .post(c.endpoint())
+        .header(reqwest::header::CONTENT_TYPE, "application/json");
+    if let Some(key) = &c.api_key {
+        req = req.bearer_auth(key.expose());
+    }
+    for h in &c.headers {
+        if let Some(value) = &h.value {
+            req = req.header(h.name.as_str(), value.expose());
+        }
+    }
+    req
+}
+
 /// How a call ended at the HTTP level.
 pub(super) enum Exchange {
     Answered {
@@ -154,6 +177,8 @@ fn secrets_of<'a>(config: &'a Config, salt: &'a Secret) -> super::redact::Redact
     {
         secrets.push(k.expose());
     }
+    let header_values = config.a.headers.iter().chain(&config.b.headers);
+    secrets.extend(header_values.filter_map(|h| h.value.as_ref().map(Secret::expose)));
     super::redact::Redactor::new(secrets)
 }
 

@@ -12,6 +12,7 @@
 //! salt, and the same after a crash, so a resumed roll re-sends byte-identical requests.
 
 mod attempt;
+pub mod check;
 pub mod client;
 mod walk;
 

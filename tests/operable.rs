@@ -1,0 +1,312 @@
+//! Operable as a service (issue 24), each case a real `seal` process against the loopback
+//! judge on real sockets: judge keys checked at start, `seal judges check`, the provider's
+//! message kept in an attempt's detail.
+
+mod common;
+
+use common::*;
+use seal_testkit::loopback::{Fault, Loopback};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+const SALT: &str = "operable-salt-0123456789abcdef0123456789abcdef";
+const KEY_A: &str = "sk-operable-key-a-1234567890";
+const KEY_B: &str = "sk-operable-key-b-0987654321";
+
+/// `seal` in `dir` with both slots on `lb`, the keys given, no key variable inherited.
+fn seal_without_keys(dir: &Path, lb: &Loopback) -> Command {
+    let mut c = seal_cmd_with(dir, lb, "", "", SALT);
+    for var in ["SEAL_JUDGE_A_KEY", "SEAL_JUDGE_B_KEY", "DASHSCOPE_API_KEY"] {
+        c.env_remove(var);
+    }
+    c.env("SEAL_JUDGE_TIMEOUT_MS", "5000");
+    c
+}
+
+fn seal_with_keys(dir: &Path, lb: &Loopback) -> Command {
+    let mut c = seal_cmd_with(dir, lb, KEY_A, KEY_B, SALT);
+    c.env("SEAL_JUDGE_TIMEOUT_MS", "5000");
+    c
+}
+
+/// Runs `c` to its end, killing it (and failing) after `secs`: a daemon that should have
+/// refused must not hang the test.
+async fn output_within(mut c: Command, secs: u64) -> std::process::Output {
+    use std::process::Stdio;
+    let child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let waiter = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap());
+    match tokio::time::timeout(Duration::from_secs(secs), waiter).await {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            panic!("still running after {secs} s: it should have refused at start");
+        }
+    }
+}
+
+fn keygen(dir: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_seal"))
+        .current_dir(dir)
+        .args(["keygen", "--out", "keys"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// The refusal every command that calls judges gives without keys.
+fn assert_names_both_key_variables(stderr: &str) {
+    assert!(
+        stderr.contains("judge a: DASHSCOPE_API_KEY (or SEAL_JUDGE_A_KEY) is not set")
+            && stderr.contains("judge b: DASHSCOPE_API_KEY (or SEAL_JUDGE_B_KEY) is not set")
+            && stderr.contains("auth = \"none\""),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn judge_without_api_key_refuses_naming_the_variable() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    let mut c = seal_without_keys(dir.path(), &lb);
+    c.arg("judge")
+        .arg(example("run-narrative-0010-pass"))
+        .args(["--store", "file://./store", "--key", "keys/seal.key.pem"]);
+    let out = run(c).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_names_both_key_variables(&text(&out.stderr));
+    assert!(lb.calls().is_empty(), "no judge may be called");
+    assert!(
+        !dir.path().join("store").exists(),
+        "no store may be created"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_without_api_key_refuses_naming_the_variable() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    let mut c = seal_without_keys(dir.path(), &lb);
+    c.args(["serve", "--listen", "127.0.0.1:0"]).args([
+        "--store",
+        "file://./store",
+        "--key",
+        "keys/seal.key.pem",
+    ]);
+    let out = output_within(c, 30).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_names_both_key_variables(&text(&out.stderr));
+    assert!(text(&out.stdout).is_empty(), "never listened");
+    assert!(
+        !dir.path().join("store").exists(),
+        "no store may be created"
+    );
+}
+
+/// The embedded configuration with `line` added to both judge slots.
+fn config_with_slot_line(dir: &Path, line: &str) {
+    let text = seal::config::EMBEDDED.replace(
+        "api_key_env = \"DASHSCOPE_API_KEY\"\n",
+        &format!("api_key_env = \"DASHSCOPE_API_KEY\"\n{line}\n"),
+    );
+    std::fs::create_dir_all(dir.join("config")).unwrap();
+    std::fs::write(dir.join("config/seal.toml"), text).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_none_judge_sends_no_authorization() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    config_with_slot_line(dir.path(), "auth = \"none\"");
+    let mut c = seal_without_keys(dir.path(), &lb);
+    // A key in the environment is not sent either: the setting says what the judge takes.
+    c.env("DASHSCOPE_API_KEY", "sk-should-never-be-sent-123");
+    c.arg("judge")
+        .arg(example("run-narrative-0010-pass"))
+        .args(["--store", "file://./store", "--key", "keys/seal.key.pem"]);
+    let out = run(c).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let calls = lb.calls();
+    assert!(calls.len() >= 2, "both slots called: {calls:?}");
+    assert!(calls.iter().all(|c| c.authorization.is_none()), "{calls:?}");
+}
+
+/// Every `meta.json` under the store's judge-`slot` attempts.
+fn metas(root: &Path, slot: &str) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.ends_with("meta.json")
+                && p.to_string_lossy().contains(&format!("/judge-{slot}/"))
+            {
+                out.push(serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_error_message_is_kept_redacted_in_attempt_detail() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    // The provider echoes the whole key and a partial one.
+    let body = format!(
+        r#"{{"error":{{"message":"Incorrect API key provided: {KEY_A} (sk-op***21).","type":"invalid_request_error","code":"invalid_api_key"}}}}"#
+    );
+    let refusal = Fault::Status {
+        code: 401,
+        body,
+        retry_after: None,
+    };
+    lb.script(MODEL_A, vec![refusal; 6]);
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    let mut c = seal_with_keys(dir.path(), &lb);
+    c.arg("judge")
+        .arg(example("run-narrative-0010-pass"))
+        .args(["--store", "file://./store", "--key", "keys/seal.key.pem"]);
+    let out = run(c).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let metas = metas(&dir.path().join("store"), "a");
+    assert!(!metas.is_empty(), "attempts of slot a stored");
+    for m in &metas {
+        let detail = m["errorDetail"].as_str().unwrap_or_default();
+        assert!(
+            detail.starts_with("client error 401: Incorrect API key provided: [redacted]")
+                && detail.contains("(invalid_api_key, invalid_request_error)"),
+            "{m}"
+        );
+        assert!(!detail.contains(KEY_A) && !detail.contains("sk-op"), "{m}");
+    }
+}
+
+fn status(code: u16, body: &str) -> Fault {
+    Fault::Status {
+        code,
+        body: body.to_string(),
+        retry_after: None,
+    }
+}
+
+/// `seal judges check` with slot a on `model_a` and slot b on `model_b`.
+async fn judges_check(
+    lb: &Loopback,
+    dir: &Path,
+    models: (&str, &str),
+    args: &[&str],
+) -> (i32, String) {
+    let mut c = seal_with_keys(dir, lb);
+    c.env("SEAL_JUDGE_A_MODEL", models.0)
+        .env("SEAL_JUDGE_B_MODEL", models.1)
+        .args(["judges", "check"])
+        .args(args);
+    let out = run(c).await;
+    let stdout = text(&out.stdout);
+    assert!(
+        !stdout.contains(KEY_A) && !stdout.contains(KEY_B),
+        "{stdout}"
+    );
+    (out.status.code().unwrap_or(-1), stdout)
+}
+
+/// The row of `slot` in the table, split on whitespace.
+fn row<'a>(table: &'a str, slot: &str) -> Vec<&'a str> {
+    let line = table
+        .lines()
+        .find(|l| l.starts_with(&format!("{slot} ")))
+        .unwrap_or_else(|| panic!("no row {slot}: {table}"));
+    line.split_whitespace().collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn judges_check_reports_each_failure_in_a_table() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let no_auth = format!(
+        r#"{{"error":{{"message":"Incorrect API key provided: {KEY_A}","code":"invalid_api_key"}}}}"#
+    );
+    lb.script("m-noauth", [status(401, &no_auth)]);
+    lb.script(
+        "m-gone",
+        [status(
+            404,
+            r#"{"error":{"message":"The model `m-gone` does not exist","code":"model_not_found"}}"#,
+        )],
+    );
+    let (code, table) = judges_check(&lb, dir.path(), ("m-noauth", "m-gone"), &[]).await;
+    assert_eq!(code, 1, "{table}");
+    // slot host model reach auth model structured latency …
+    assert_eq!(row(&table, "a")[3..7], ["ok", "FAIL", "-", "-"], "{table}");
+    assert!(
+        table.contains("HTTP 401: Incorrect API key provided: [redacted]"),
+        "{table}"
+    );
+    assert_eq!(row(&table, "b")[3..7], ["ok", "ok", "FAIL", "-"], "{table}");
+    assert!(
+        table.contains("does not exist (model_not_found)"),
+        "{table}"
+    );
+    // One minimal request per slot, through the production path (with the key).
+    let calls = lb.calls();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(calls
+        .iter()
+        .all(|c| c.user.as_deref() == Some("seal-judges-check")));
+    assert!(calls.iter().all(|c| c
+        .authorization
+        .as_deref()
+        .is_some_and(|a| a.starts_with("Bearer sk-operable"))));
+
+    lb.script("m-noschema", [status(400, r#"{"error":{"message":"'response_format.type' json_schema is not supported by this model"}}"#)]);
+    lb.script("m-fine", [Fault::Content(r#"{"ok": true}"#.into())]);
+    let (code, json) = judges_check(&lb, dir.path(), ("m-noschema", "m-fine"), &["--json"]).await;
+    assert_eq!(code, 1, "{json}");
+    let rows: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0]["structured"], "fail", "{json}");
+    assert!(
+        rows[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("set structured_output = false"),
+        "{json}"
+    );
+    for col in ["reach", "auth", "modelKnown", "structured"] {
+        assert_eq!(rows[1][col], "ok", "{json}");
+    }
+
+    lb.script("m-fine", [Fault::Content(r#"{"ok": true}"#.into())]);
+    let (code, table) =
+        judges_check(&lb, dir.path(), ("m-noauth", "m-fine"), &["--slot", "b"]).await;
+    assert_eq!(code, 0, "{table}");
+    assert_eq!(row(&table, "b")[3..7], ["ok", "ok", "ok", "ok"], "{table}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn judges_check_without_keys_refuses_naming_the_variable() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = seal_without_keys(dir.path(), &lb);
+    c.args(["judges", "check"]);
+    let out = run(c).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_names_both_key_variables(&text(&out.stderr));
+    assert!(lb.calls().is_empty());
+}
