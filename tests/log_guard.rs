@@ -267,8 +267,10 @@ async fn a_planted_sealed_run_missing_from_the_log_is_refused_and_named() {
     assert!(stderr.contains("runs/g2-same-key"), "{stderr}");
     std::fs::remove_dir_all(store(home.path()).join("runs/g2-same-key")).unwrap();
 
-    // Planted while the daemon runs: its finalize refuses it instead of logging it.
+    // Planted while the daemon runs (once its start-up admission is over): its finalize
+    // refuses it instead of logging it.
     let daemon = spawn_daemon(home.path(), &lb, STORE, &[]);
+    wait_admitted(&daemon.base).await;
     plant(same_key.path(), home.path(), "g2-same-key");
     let resp = reqwest::Client::new()
         .post(format!("{}/v1/runs/g2-same-key/finalize", daemon.base))
@@ -281,6 +283,20 @@ async fn a_planted_sealed_run_missing_from_the_log_is_refused_and_named() {
     assert!(body.contains("run_unlogged"), "{body}");
     assert!(body.contains("runs/g2-same-key"), "{body}");
     assert_eq!(entry_count(home.path()), 1, "nothing appended");
+}
+
+/// Waits until the daemon's log admission, which runs after it binds, has admitted the log.
+async fn wait_admitted(base: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = reqwest::get(format!("{base}/readyz")).await.unwrap();
+        let body = r.text().await.unwrap();
+        if body.contains("\"admitted\"") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never admitted: {body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// `seal verify <run> --json`: the check ids of the run's problems.

@@ -310,3 +310,199 @@ async fn judges_check_without_keys_refuses_naming_the_variable() {
     assert_names_both_key_variables(&text(&out.stderr));
     assert!(lb.calls().is_empty());
 }
+
+// ---- probes, the log admission off the start path, the build ---------------------------------
+
+/// GET `path` of the daemon: (status, Retry-After, body as JSON or text).
+async fn get(c: &reqwest::Client, url: String) -> (u16, String) {
+    let r = c.get(url).send().await.unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+/// POSTs finalize: (status, Retry-After, body).
+async fn finalize(
+    c: &reqwest::Client,
+    base: &str,
+    run: &str,
+) -> (u16, Option<String>, serde_json::Value) {
+    let r = c
+        .post(format!("{base}/v1/runs/{run}/finalize"))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let retry = r
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (status, retry, r.json().await.unwrap_or_default())
+}
+
+/// The commit `git rev-parse HEAD` names, when this is a git checkout.
+fn head_commit() -> Option<String> {
+    let out = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| text(&out.stdout).trim().to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_binds_before_reading_history() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    // The admission is held back 8 s: the daemon must answer long before that.
+    let t0 = std::time::Instant::now();
+    let d = spawn_daemon(
+        dir.path(),
+        &lb,
+        "file://./store",
+        &[("SEAL_TEST_ADMISSION_DELAY_MS", "8000")],
+    );
+    let c = reqwest::Client::new();
+    let (code, body) = get(&c, format!("{}/livez", d.base)).await;
+    let up = t0.elapsed();
+    assert_eq!(code, 200, "{body}");
+    assert!(up < Duration::from_secs(6), "listening took {up:?}");
+    let (code, body) = get(&c, format!("{}/readyz", d.base)).await;
+    assert_eq!(code, 200, "{body}");
+    let ready: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (ready["store"].as_str(), ready["admission"].as_str()),
+        (Some("ok"), Some("pending")),
+        "{body}"
+    );
+    let (_, metrics) = get(&c, format!("{}/metrics", d.base)).await;
+    assert!(
+        metrics.contains("seal_log_admission{state=\"pending\"} 1"),
+        "{metrics}"
+    );
+    // Intake and rolls run meanwhile; finalize, which appends to the log, waits, then 503.
+    let folder =
+        seal::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
+    submit(&c, &d.base, &folder).await;
+    let (status, body) = post_roll(&c, &d.base, &folder, 1).await;
+    assert_eq!(status.as_u16(), 200, "{body}");
+    let (code, retry, body) = finalize(&c, &d.base, folder.run().as_str()).await;
+    assert_eq!((code, retry.as_deref()), (503, Some("5")), "{body}");
+    assert_eq!(body["error"]["code"], "log_not_admitted", "{body}");
+    assert!(
+        !dir.path().join("store/log").exists()
+            || std::fs::read_dir(dir.path().join("store/log/entries"))
+                .map(|d| d.count() == 0)
+                .unwrap_or(true),
+        "nothing logged before the admission"
+    );
+    // Once admitted, the same finalize seals.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, body) = get(&c, format!("{}/readyz", d.base)).await;
+        if body.contains("\"admitted\"") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never admitted: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (code, _, body) = finalize(&c, &d.base, folder.run().as_str()).await;
+    assert_eq!(code, 200, "{body}");
+    eprintln!(
+        "seal serve: /livez answered {} ms after spawn",
+        up.as_millis()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finalize_waits_for_log_admission() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    let d = spawn_daemon(
+        dir.path(),
+        &lb,
+        "file://./store",
+        &[("SEAL_TEST_ADMISSION_DELAY_MS", "3000")],
+    );
+    let c = reqwest::Client::new();
+    let folder =
+        seal::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
+    submit(&c, &d.base, &folder).await;
+    let (status, body) = post_roll(&c, &d.base, &folder, 1).await;
+    assert_eq!(status.as_u16(), 200, "{body}");
+    let (_, ready) = get(&c, format!("{}/readyz", d.base)).await;
+    assert!(
+        ready.contains("\"pending\""),
+        "still admitting when finalize is sent: {ready}"
+    );
+    // Within the 5 s a finalize waits, the admission ends: it seals, no retry needed.
+    let (code, _, body) = finalize(&c, &d.base, folder.run().as_str()).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["outcome"], "pass", "{body}");
+}
+
+#[test]
+fn version_names_the_commit() {
+    let out = Command::new(env!("CARGO_BIN_EXE_seal"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let version = text(&out.stdout);
+    assert!(
+        version.starts_with(&format!("seal {} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{version}"
+    );
+    assert!(version.contains(", rustc "), "{version}");
+    if let Some(head) = head_commit() {
+        assert!(version.contains(&head), "{version} is not HEAD {head}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_name_the_build_and_livez_needs_no_token() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    let d = spawn_daemon(
+        dir.path(),
+        &lb,
+        "file://./store",
+        &[("SEAL_API_TOKEN", "operable-api-token-0123456789")],
+    );
+    let c = reqwest::Client::new();
+    for probe in ["livez", "readyz", "healthz"] {
+        let (code, body) = get(&c, format!("{}/{probe}", d.base)).await;
+        assert_eq!(code, 200, "/{probe} without a token: {body}");
+    }
+    let (code, _) = get(&c, format!("{}/metrics", d.base)).await;
+    assert_eq!(code, 401);
+    let r = c
+        .get(format!("{}/metrics", d.base))
+        .bearer_auth("operable-api-token-0123456789")
+        .send()
+        .await
+        .unwrap();
+    let metrics = r.text().await.unwrap();
+    assert!(
+        metrics.contains("# TYPE seal_build_info gauge"),
+        "{metrics}"
+    );
+    let commit = head_commit().unwrap_or_default();
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("seal_build_info{"))
+        .unwrap_or_default();
+    assert!(
+        line.contains(&format!("commit=\"{commit}")) && line.ends_with(" 1"),
+        "{line}"
+    );
+}

@@ -41,10 +41,30 @@ use std::process::ExitCode;
 use context::Context;
 use error::{CliError, ExitStatus};
 
+/// `seal --version`: the package version, the commit it was built from and the compiler
+/// (see build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SEAL_GIT_COMMIT"),
+    ", rustc ",
+    env!("SEAL_RUSTC_VERSION"),
+    ")"
+);
+
+/// What `seal_build_info` and the start-up line say about this binary.
+pub fn build_info() -> seal_server::BuildInfo {
+    seal_server::BuildInfo {
+        version: env!("CARGO_PKG_VERSION"),
+        commit: env!("SEAL_GIT_COMMIT"),
+        rustc: env!("SEAL_RUSTC_VERSION"),
+    }
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "seal",
-    version,
+    version = VERSION,
     about = "Dual-judge consensus and evidence sealing for playtest/3"
 )]
 pub struct Cli {

@@ -5,7 +5,10 @@
 
 use std::path::PathBuf;
 
+use seal_core::sealing::PublicKey;
 use seal_engine::config::Config;
+use seal_engine::engine::Engine;
+use seal_server::health::{Admission, AdmissionGate};
 
 use super::args::{self, StoreArg};
 use super::context::{shutdown_signal, Context, Opening};
@@ -40,15 +43,8 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitStatus, CliError> {
             .write_store(&signing, &url, Opening::CreateIfMissing)
             .await?;
         let engine = ctx.engine(signing, store)?;
-        // G2 (docs/DESIGN.md §13): never serve, and so never sign, a log that does not account
-        // for the store's sealed runs; the operator looks, then runs `seal log rebuild`.
-        if let Some(key) = engine.key() {
-            engine
-                .log()
-                .admit(key, &trusted)
-                .await
-                .map_err(|e| CliError::within("refusing to serve", e))?;
-        }
+        // The port first: liveness and readiness answer while the log admission reads the
+        // history (it grows with every seal); only finalize waits for it (`server::health`).
         let listener = tokio::net::TcpListener::bind(&addr)
             .await
             .map_err(CliError::io(format!("cannot listen on {addr}")))?;
@@ -58,14 +54,54 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitStatus, CliError> {
         println!("seal serve listening on http://{local}");
         use std::io::Write;
         let _ = std::io::stdout().flush();
-        let state = seal_server::AppState::new(engine, trusted);
-        seal_server::run(listener, state, shutdown_signal())
-            .await
-            .map_err(CliError::io("serving"))?;
+        let state = seal_server::AppState::new(engine.clone(), trusted.clone())
+            .with_build(super::build_info());
+        let gate = state.admission_gate();
+        gate.set(Admission::Pending);
+        let served = seal_server::run(listener, state, shutdown_signal());
+        tokio::select! {
+            r = served => r.map_err(CliError::io("serving"))?,
+            refused = admit(engine, trusted, gate) => return Err(refused),
+        }
         tracing::info!("stopped");
         Ok(ExitStatus::Yes)
     })
 }
+
+/// The log admission (G2, docs/DESIGN.md §13), off the start path: never append to, and so
+/// never sign, a log that does not account for the store's sealed runs. Resolves only when it
+/// refuses (the daemon then exits 2, after readiness turned 503; the operator looks, then runs
+/// `seal log rebuild`); once admitted it stays pending for ever, leaving the server to run.
+async fn admit(engine: Engine, trusted: Vec<PublicKey>, gate: AdmissionGate) -> CliError {
+    if let Some(ms) = std::env::var(ADMISSION_DELAY_HOOK)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    let t0 = std::time::Instant::now();
+    let checked = match engine.key() {
+        Some(key) => engine.log().admit(key, &trusted).await,
+        None => Ok(()),
+    };
+    match checked {
+        Ok(()) => {
+            gate.set(Admission::Admitted);
+            let ms = t0.elapsed().as_millis() as u64;
+            tracing::info!(admission_ms = ms, "log admitted: finalize may append");
+            std::future::pending().await
+        }
+        Err(e) => {
+            gate.set(Admission::Refused);
+            tracing::error!(error = %e, "log admission refused: readiness is 503, exiting");
+            CliError::within("refusing to serve", e)
+        }
+    }
+}
+
+/// Test hook: delays the log admission by this many milliseconds, so tests can watch a
+/// daemon that serves before its admission ended.
+const ADMISSION_DELAY_HOOK: &str = "SEAL_TEST_ADMISSION_DELAY_MS";
 
 /// The address `seal serve` listens on, checked before anything else: an open daemon on the
 /// network is refused, not discovered later (see `server::exposure`).

@@ -11,6 +11,7 @@
 
 mod access;
 mod error;
+pub mod health;
 pub mod listen;
 mod routes;
 mod state;
@@ -28,7 +29,7 @@ use tokio::net::TcpListener;
 
 pub use access::{exposure, Exposure, ExposureError};
 pub use error::ApiError;
-pub use state::{AppState, ROLL_AMPLIFICATION};
+pub use state::{AppState, BuildInfo, ROLL_AMPLIFICATION};
 
 use access::{auth, metrics_auth};
 use routes::blobs::put_blob;
@@ -69,6 +70,8 @@ pub fn router(state: AppState) -> Router {
         .route_layer(middleware::from_fn_with_state(state.clone(), auth))
         .merge(metrics)
         .route("/healthz", get(healthz))
+        .route("/livez", get(health::livez))
+        .route("/readyz", get(health::readyz))
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such route", None)
         })

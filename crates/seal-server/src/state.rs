@@ -23,6 +23,19 @@ pub struct AppState {
     pub(crate) memory: Arc<Semaphore>,
     pub(crate) memory_kib: u32,
     pub(crate) trusted: Arc<Vec<PublicKey>>,
+    /// Whether the log may be appended to yet (see [`crate::health`]).
+    pub(crate) admission: crate::health::AdmissionGate,
+    /// What built the binary (`seal_build_info`); None in tests that build no binary.
+    pub(crate) build: Option<BuildInfo>,
+}
+
+/// The binary's version, the commit it was built from and the compiler (the `seal` package's
+/// build script knows them; this crate has none).
+#[derive(Debug, Clone, Copy)]
+pub struct BuildInfo {
+    pub version: &'static str,
+    pub commit: &'static str,
+    pub rustc: &'static str,
 }
 
 /// What a roll request may take in memory per byte of its proof package, at peak (parse tree,
@@ -43,8 +56,22 @@ impl AppState {
             admitted: Arc::new(AtomicUsize::new(0)),
             admit_limit,
             trusted: Arc::new(trusted),
+            admission: crate::health::AdmissionGate::new(crate::health::Admission::Admitted),
+            build: None,
             engine,
         }
+    }
+
+    /// The same state, reporting `build` in `seal_build_info`.
+    pub fn with_build(mut self, build: BuildInfo) -> AppState {
+        self.build = Some(build);
+        self
+    }
+
+    /// The log admission gate: admitted unless the caller sets it pending and runs the
+    /// admission itself (`seal serve` does, after binding its port).
+    pub fn admission_gate(&self) -> crate::health::AdmissionGate {
+        self.admission.clone()
     }
 }
 

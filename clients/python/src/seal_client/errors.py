@@ -152,6 +152,7 @@ ERROR_CLASSES: dict[str, type[SealError]] = {
     "busy": SealUnavailable,
     "unavailable": SealUnavailable,
     "overloaded": SealUnavailable,
+    "log_not_admitted": SealUnavailable,
     "no_signing_key": SealUnavailable,
     "corrupt_store": SealCorruptStore,
     "planted_attempt": SealCorruptStore,

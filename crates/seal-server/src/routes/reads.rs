@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 
 use seal_store::Key;
 
+use crate::health::Admission;
 use crate::state::run_id;
 use crate::{ApiError, AppState, OPENAPI_JSON};
 
@@ -50,7 +51,38 @@ pub(crate) async fn get_metrics(State(state): State<AppState>) -> Response {
          seal_store_fsyncs_total{{kind=\"file\"}} {file}\n\
          seal_store_fsyncs_total{{kind=\"folder\"}} {folder}\n"
     );
+    let text = text + &process_info(&state);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+/// `seal_build_info` (the commit serving) and `seal_log_admission` (one series per state, the
+/// current one at 1), both present from the first scrape.
+fn process_info(state: &AppState) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if let Some(b) = &state.build {
+        let _ = writeln!(
+            out,
+            "# HELP seal_build_info the binary serving: version, git commit, compiler"
+        );
+        let _ = writeln!(out, "# TYPE seal_build_info gauge");
+        let _ = writeln!(
+            out,
+            "seal_build_info{{version=\"{}\",commit=\"{}\",rustc=\"{}\"}} 1",
+            b.version, b.commit, b.rustc
+        );
+    }
+    let now = state.admission.get();
+    let _ = writeln!(
+        out,
+        "# HELP seal_log_admission the log admission after start (1: the state it is in)"
+    );
+    let _ = writeln!(out, "# TYPE seal_log_admission gauge");
+    for s in [Admission::Pending, Admission::Admitted, Admission::Refused] {
+        let v = u8::from(s == now);
+        let _ = writeln!(out, "seal_log_admission{{state=\"{}\"}} {v}", s.as_str());
+    }
+    out
 }
 
 pub(crate) async fn get_verify(

@@ -75,6 +75,11 @@ pub(crate) async fn post_finalize(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
+    // Finalize appends to the log: never before the log is known to account for the store.
+    state
+        .admission
+        .wait_admitted(crate::health::FINALIZE_WAIT)
+        .await?;
     let done = seal_engine::postguard::finalize(&state.engine, &run).await?;
     if done.wrote() {
         let outcome = done.evidence().outcome.map(|o| o.as_str()).unwrap_or("?");
