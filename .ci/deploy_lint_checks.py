@@ -21,7 +21,7 @@ import tomllib
 import yaml
 
 # Routes the manifests may probe before the server serves them (reported `pend`, not failed).
-# None now: /livez and /readyz are served (crates/seal-server/src/health.rs) and checked like
+# None now: /livez and /readyz are served (crates/seal-server/src/routes/health.rs) and checked like
 # any other route of docs/openapi.yaml.
 PENDING_ROUTES: set = set()
 # What every long-running container must carry (docs/DEPLOYING.md §3).

@@ -506,3 +506,249 @@ async fn metrics_name_the_build_and_livez_needs_no_token() {
         "{line}"
     );
 }
+
+// ---- metrics, access log, request ids, colour ------------------------------------------------
+
+/// `/metrics` parsed by the reference Python parser (tools/metrics_dump.py); None when python3
+/// lacks `prometheus_client` (a failure under `SEAL_REQUIRE_PYTHON=1`).
+fn parse_metrics(text: &str) -> Option<serde_json::Value> {
+    use std::io::Write;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/metrics_dump.py");
+    let has = Command::new("python3")
+        .args(["-c", "import prometheus_client"])
+        .output();
+    if !has.is_ok_and(|o| o.status.success()) {
+        assert_ne!(
+            std::env::var("SEAL_REQUIRE_PYTHON").as_deref(),
+            Ok("1"),
+            "python3 has no prometheus_client"
+        );
+        eprintln!("skipped: python3 has no prometheus_client");
+        return None;
+    }
+    let mut child = Command::new("python3")
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}\n{text}", text_of(&out.stderr));
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn text_of(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The value of the sample `name{labels}` in parsed metrics.
+fn sample(m: &serde_json::Value, family: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    m[family]["samples"].as_array()?.iter().find_map(|s| {
+        let l = &s[1];
+        let all = labels.iter().all(|(k, v)| l[*k] == *v);
+        (s[0] == name && all && l.as_object().map(|o| o.len()) == Some(labels.len()))
+            .then(|| s[2].as_f64())
+            .flatten()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_parse_with_a_prometheus_parser_with_help_and_known_series_at_zero() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    let d = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
+    let c = reqwest::Client::new();
+    let (_, before) = get(&c, format!("{}/metrics", d.base)).await;
+    let Some(m) = parse_metrics(&before) else {
+        return;
+    };
+    let deploying =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/DEPLOYING.md")).unwrap();
+    for (family, v) in m.as_object().unwrap() {
+        assert!(
+            !v["help"].as_str().unwrap_or_default().is_empty(),
+            "{family} has no HELP"
+        );
+        assert!(
+            deploying.contains(&format!("| `{family}")),
+            "{family} is not in docs/DEPLOYING.md §6"
+        );
+    }
+    // Series an alert divides by exist before the first event.
+    for (family, name, labels) in [
+        (
+            "seal_judge_attempts",
+            "seal_judge_attempts_total",
+            vec![("slot", "a"), ("result", "error")],
+        ),
+        (
+            "seal_judge_failures",
+            "seal_judge_failures_total",
+            vec![("slot", "b"), ("class", "timeout")],
+        ),
+        (
+            "seal_runs_decided",
+            "seal_runs_decided_total",
+            vec![("outcome", "infra_error")],
+        ),
+        (
+            "seal_http_request_duration_seconds",
+            "seal_http_request_duration_seconds_count",
+            vec![("route", "/v1/runs/{run_id}/finalize"), ("method", "POST")],
+        ),
+    ] {
+        assert_eq!(
+            sample(&m, family, name, &labels),
+            Some(0.0),
+            "{name}{labels:?}:\n{before}"
+        );
+    }
+    // One run through the API: the roll is counted by route template, tokens by slot.
+    let folder =
+        seal::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
+    submit(&c, &d.base, &folder).await;
+    let (status, body) = post_roll(&c, &d.base, &folder, 1).await;
+    assert_eq!(status.as_u16(), 200, "{body}");
+    let (code, _, body) = finalize(&c, &d.base, folder.run().as_str()).await;
+    assert_eq!(code, 200, "{body}");
+    let (_, after) = get(&c, format!("{}/metrics", d.base)).await;
+    let m = parse_metrics(&after).unwrap();
+    let roll = [
+        ("route", "/v1/runs/{run_id}/rolls/{n}"),
+        ("method", "POST"),
+        ("status", "200"),
+    ];
+    assert_eq!(
+        sample(&m, "seal_http_requests", "seal_http_requests_total", &roll),
+        Some(1.0),
+        "{after}"
+    );
+    assert!(
+        sample(
+            &m,
+            "seal_judge_tokens",
+            "seal_judge_tokens_total",
+            &[("slot", "a"), ("kind", "input")]
+        )
+        .unwrap_or(0.0)
+            > 0.0,
+        "{after}"
+    );
+    assert_eq!(
+        sample(
+            &m,
+            "seal_runs_decided",
+            "seal_runs_decided_total",
+            &[("outcome", "pass")]
+        ),
+        Some(1.0),
+        "{after}"
+    );
+    assert!(
+        !after.contains(folder.run().as_str()),
+        "no run id may become a label"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_gets_an_access_log_line_with_its_request_id() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    let d = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
+    let c = reqwest::Client::new();
+    let r = c
+        .get(format!("{}/livez", d.base))
+        .header("x-request-id", "worker-7:run-0010.a")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["x-request-id"], "worker-7:run-0010.a");
+    // A hostile id is replaced, never echoed; a refusal carries an id too.
+    let r = c
+        .get(format!("{}/v1/nope", d.base))
+        .header("x-request-id", "x\"}{\"evil\":1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    let fresh = r.headers()["x-request-id"].to_str().unwrap().to_string();
+    assert!(
+        fresh.len() == 32 && fresh.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{fresh}"
+    );
+    // The access lines are written when the answer is: wait for both.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let lines = loop {
+        let access: Vec<serde_json::Value> = d
+            .log_text()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["target"] == "seal::access")
+            .collect();
+        if access.len() >= 2 || std::time::Instant::now() > deadline {
+            break access;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let find = |id: &str| {
+        lines
+            .iter()
+            .find(|v| v["fields"]["request_id"] == id)
+            .cloned()
+    };
+    let live = find("worker-7:run-0010.a").unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!(live["level"], "INFO");
+    assert_eq!(
+        (
+            live["fields"]["route"].as_str(),
+            live["fields"]["status"].as_u64()
+        ),
+        (Some("/livez"), Some(200)),
+        "{live}"
+    );
+    assert!(live["fields"]["duration_ms"].is_u64(), "{live}");
+    let nope = find(&fresh).unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!(
+        (
+            nope["fields"]["route"].as_str(),
+            nope["fields"]["status"].as_u64()
+        ),
+        (Some("unmatched"), Some(404)),
+        "{nope}"
+    );
+    assert!(
+        !d.log_text().contains("evil"),
+        "the hostile id never reaches the log"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_to_a_pipe_carry_no_ansi() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    lb.script(MODEL_A, [Fault::Content(r#"{"ok": true}"#.into())]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = seal_with_keys(dir.path(), &lb);
+    c.env("SEAL_LOG", "debug")
+        .env_remove("NO_COLOR")
+        .args(["judges", "check", "--slot", "a"]);
+    let out = run(c).await;
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.lines().count() >= 1,
+        "debug lines expected: {stderr}"
+    );
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "escape codes in a pipe: {stderr:?}"
+    );
+}

@@ -20,17 +20,22 @@ use super::args::StoreArg;
 use super::error::CliError;
 use super::LogFormat;
 
-/// Logs on stderr, in `format`, at the level of `SEAL_LOG` (else `default_level`).
+/// Logs on stderr, in `format`, at the level of `SEAL_LOG` (else `default_level`). Colour only
+/// when stderr is a terminal and `NO_COLOR` is unset: escape codes in a file or a pipe are
+/// noise to every reader but a terminal. JSON lines carry the current span's fields (the
+/// request id of `http.request`) under `span`.
 pub fn init_logging(format: LogFormat, default_level: &str) {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let filter =
         EnvFilter::try_from_env("SEAL_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     let _ = match format {
-        LogFormat::Json => builder.json().try_init(),
-        LogFormat::Human => builder.try_init(),
+        LogFormat::Json => builder.json().with_ansi(false).try_init(),
+        LogFormat::Human => builder.with_ansi(colour).try_init(),
     };
 }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use seal_core::sealing::PublicKey;
 use seal_engine::config::Config;
 use seal_engine::engine::Engine;
-use seal_server::health::{Admission, AdmissionGate};
+use seal_server::{Admission, AdmissionGate};
 
 use super::args::{self, StoreArg};
 use super::context::{shutdown_signal, Context, Opening};
@@ -44,7 +44,7 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitStatus, CliError> {
             .await?;
         let engine = ctx.engine(signing, store)?;
         // The port first: liveness and readiness answer while the log admission reads the
-        // history (it grows with every seal); only finalize waits for it (`server::health`).
+        // history (it grows with every seal); only finalize waits for it (`server::routes::health`).
         let listener = tokio::net::TcpListener::bind(&addr)
             .await
             .map_err(CliError::io(format!("cannot listen on {addr}")))?;

@@ -1,56 +1,235 @@
-//! Prometheus metrics, kept by hand: a few counters and one latency histogram per judge slot.
-//! Rendering is the text exposition format (version 0.0.4).
+//! Prometheus metrics on the `prometheus-client` crate: typed families, each registered once
+//! with its HELP, in one [`Registry`] per engine (tests run several daemons in one process, so
+//! no global recorder). Rendered as the Prometheus text format 0.0.4.
+//!
+//! Decision: every label set that is known in advance is created at zero when the engine
+//! starts (both slots × every result and error class, every outcome, every consensus status),
+//! so a rate or a ratio alert has a series to read before the first event instead of "no
+//! data". Counters are registered without `_total`; the encoder appends it, so the exposed
+//! names are the ones docs/DEPLOYING.md §6 lists.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
+use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use seal_core::doc::{ObligationStatus, Outcome};
+use seal_core::vocab::ErrorClass;
 
 /// Latency buckets in seconds: judges answer in 0.2 s … 2 min.
 const BUCKETS: [f64; 12] = [
     0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 ];
 
-#[derive(Default)]
-struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    count: u64,
-    sum: f64,
+/// A label set: (name, value) pairs in a fixed order.
+pub type Labels = Vec<(&'static str, String)>;
+
+type Counters = Family<Labels, Counter>;
+type RmbCounters = Family<Labels, Counter<f64, AtomicU64>>;
+type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
+
+const SLOTS: [&str; 2] = ["a", "b"];
+/// What an attempt lease came to (`judge::walk`).
+const LEASE_RESULTS: [&str; 3] = ["held", "takeover", "waited"];
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
 }
 
-#[derive(Default)]
-struct Inner {
-    counters: BTreeMap<(String, String), f64>,
-    latency: BTreeMap<String, Histogram>,
+fn labels(pairs: &[(&'static str, &str)]) -> Labels {
+    pairs.iter().map(|(k, v)| (*k, v.to_string())).collect()
 }
 
-/// The daemon's metrics. Cheap to update from any task.
-#[derive(Default)]
+/// The engine's metrics. Cheap to update from any task; rendered by `/metrics`.
 pub struct Metrics {
-    inner: Mutex<Inner>,
+    registry: Mutex<Registry>,
+    attempts: Counters,
+    retries: Counters,
+    failures: Counters,
+    cost: RmbCounters,
+    tokens: Counters,
+    leases: Counters,
+    latency: Histograms,
+    rolls: Counters,
+    rolls_by_id: Counters,
+    rolls_degraded: Counter,
+    consensus: Counters,
+    runs_decided: Counters,
+    witness_submissions: Counters,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        let m = Metrics {
+            registry: Mutex::new(Registry::default()),
+            attempts: Counters::default(),
+            retries: Counters::default(),
+            failures: Counters::default(),
+            cost: RmbCounters::default(),
+            tokens: Counters::default(),
+            leases: Counters::default(),
+            latency: Histograms::new_with_constructor(latency_histogram),
+            rolls: Counters::default(),
+            rolls_by_id: Counters::default(),
+            rolls_degraded: Counter::default(),
+            consensus: Counters::default(),
+            runs_decided: Counters::default(),
+            witness_submissions: Counters::default(),
+        };
+        m.register_all();
+        m.create_known_series();
+        m
+    }
 }
 
 impl Metrics {
-    /// Adds `v` to counter `name` with the label set `labels` (e.g. `slot="a",class="timeout"`).
-    pub fn add(&self, name: &str, labels: &str, v: f64) {
-        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        *g.counters
-            .entry((name.to_string(), labels.to_string()))
-            .or_insert(0.0) += v;
+    /// Registers a metric of another layer (the HTTP server's) in the same registry.
+    pub fn register(
+        &self,
+        name: &str,
+        help: &str,
+        metric: impl prometheus_client::registry::Metric,
+    ) {
+        let mut r = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        r.register(name, help, metric);
     }
 
-    pub fn observe_latency(&self, slot: &str, seconds: f64) {
-        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let h = g.latency.entry(slot.to_string()).or_default();
-        for (i, b) in BUCKETS.iter().enumerate() {
-            if seconds <= *b {
-                h.counts[i] += 1;
+    fn register_all(&self) {
+        let c = |n: &str, h: &str, f: &Counters| self.register(n, h, f.clone());
+        c(
+            "seal_judge_attempts",
+            "judge calls made, by slot and result (ok: an answer that parsed)",
+            &self.attempts,
+        );
+        c(
+            "seal_judge_retries",
+            "judge attempts after the first, by slot",
+            &self.retries,
+        );
+        c(
+            "seal_judge_failures",
+            "judge attempts without a valid answer, by slot and error class",
+            &self.failures,
+        );
+        self.register(
+            "seal_judge_cost_rmb",
+            "what the judge calls cost, in RMB, by slot",
+            self.cost.clone(),
+        );
+        c(
+            "seal_judge_tokens",
+            "tokens the judges reported in usage, by slot and kind (input, output)",
+            &self.tokens,
+        );
+        c(
+            "seal_judge_leases",
+            "attempt leases across replicas, by slot and result (held, takeover, waited)",
+            &self.leases,
+        );
+        self.register(
+            "seal_judge_latency_seconds",
+            "judge call latency, by slot",
+            self.latency.clone(),
+        );
+        c("seal_rolls", "rolls judged, by roll outcome", &self.rolls);
+        c(
+            "seal_rolls_by_id",
+            "rolls judged, by roll id (roll-2 rate)",
+            &self.rolls_by_id,
+        );
+        self.register(
+            "seal_rolls_degraded",
+            "rolls judged with a degraded consensus (one judge)",
+            self.rolls_degraded.clone(),
+        );
+        c(
+            "seal_consensus_obligations",
+            "obligations of judged rolls, by consensus status",
+            &self.consensus,
+        );
+        c(
+            "seal_runs_decided",
+            "runs sealed by this process, by outcome",
+            &self.runs_decided,
+        );
+        c(
+            "seal_witness_submissions",
+            "checkpoints sent to witnesses, by witness and result",
+            &self.witness_submissions,
+        );
+    }
+
+    /// Every series whose labels are known before the first event, at zero.
+    fn create_known_series(&self) {
+        for slot in SLOTS {
+            for result in ["ok", "error"] {
+                let _ = self
+                    .attempts
+                    .get_or_create(&labels(&[("slot", slot), ("result", result)]));
             }
+            for class in ErrorClass::ALL {
+                let _ = self
+                    .failures
+                    .get_or_create(&labels(&[("slot", slot), ("class", class.as_str())]));
+            }
+            for kind in ["input", "output"] {
+                let _ = self
+                    .tokens
+                    .get_or_create(&labels(&[("slot", slot), ("kind", kind)]));
+            }
+            for result in LEASE_RESULTS {
+                let _ = self
+                    .leases
+                    .get_or_create(&labels(&[("slot", slot), ("result", result)]));
+            }
+            let _ = self.retries.get_or_create(&labels(&[("slot", slot)]));
+            let _ = self.cost.get_or_create(&labels(&[("slot", slot)]));
+            let _ = self.latency.get_or_create(&labels(&[("slot", slot)]));
         }
-        h.count += 1;
-        h.sum += seconds;
+        let outcomes = [
+            Outcome::Pass,
+            Outcome::Fail,
+            Outcome::Inconclusive,
+            Outcome::InfraError,
+        ];
+        for o in outcomes {
+            let _ = self
+                .rolls
+                .get_or_create(&labels(&[("outcome", o.as_str())]));
+            let _ = self
+                .runs_decided
+                .get_or_create(&labels(&[("outcome", o.as_str())]));
+        }
+        for roll in ["roll-1", "roll-2"] {
+            let _ = self.rolls_by_id.get_or_create(&labels(&[("roll", roll)]));
+        }
+        let statuses = [
+            ObligationStatus::Satisfied,
+            ObligationStatus::Failed,
+            ObligationStatus::Missing,
+            ObligationStatus::Contradicted,
+            ObligationStatus::Disputed,
+        ];
+        for s in statuses {
+            let _ = self
+                .consensus
+                .get_or_create(&labels(&[("status", s.as_str())]));
+        }
     }
 
-    /// Records one judge attempt.
+    /// Creates the series of a configured witness at zero.
+    pub fn known_witness(&self, witness: &str) {
+        for result in ["cosigned", "refused", "unreachable"] {
+            let _ = self
+                .witness_submissions
+                .get_or_create(&labels(&[("witness", witness), ("result", result)]));
+        }
+    }
+
+    /// Records one judge attempt (tokens as the judge reported them, when it did).
     pub fn judge_attempt(
         &self,
         slot: &str,
@@ -59,28 +238,51 @@ impl Metrics {
         error_class: Option<&str>,
         cost_rmb: f64,
     ) {
-        self.observe_latency(slot, latency_s);
+        let by_slot = labels(&[("slot", slot)]);
+        self.latency.get_or_create(&by_slot).observe(latency_s);
         let result = if error_class.is_some() { "error" } else { "ok" };
-        self.add(
-            "seal_judge_attempts_total",
-            &format!("slot=\"{slot}\",result=\"{result}\""),
-            1.0,
-        );
+        self.attempts
+            .get_or_create(&labels(&[("slot", slot), ("result", result)]))
+            .inc();
         if attempt > 1 {
-            self.add("seal_judge_retries_total", &format!("slot=\"{slot}\""), 1.0);
+            self.retries.get_or_create(&by_slot).inc();
         }
         if let Some(c) = error_class {
-            self.add(
-                "seal_judge_failures_total",
-                &format!("slot=\"{slot}\",class=\"{c}\""),
-                1.0,
-            );
+            self.failures
+                .get_or_create(&labels(&[("slot", slot), ("class", c)]))
+                .inc();
         }
-        self.add(
-            "seal_judge_cost_rmb_total",
-            &format!("slot=\"{slot}\""),
-            cost_rmb,
-        );
+        self.cost.get_or_create(&by_slot).inc_by(cost_rmb.max(0.0));
+    }
+
+    /// Records the tokens a judge reported for one call.
+    pub fn judge_tokens(&self, slot: &str, input: u64, output: u64) {
+        for (kind, n) in [("input", input), ("output", output)] {
+            self.tokens
+                .get_or_create(&labels(&[("slot", slot), ("kind", kind)]))
+                .inc_by(n);
+        }
+    }
+
+    /// Records one attempt lease (`held`, `takeover`, `waited`).
+    pub fn lease(&self, slot: &str, result: &str) {
+        self.leases
+            .get_or_create(&labels(&[("slot", slot), ("result", result)]))
+            .inc();
+    }
+
+    /// Records one sealed run.
+    pub fn run_decided(&self, outcome: &str) {
+        self.runs_decided
+            .get_or_create(&labels(&[("outcome", outcome)]))
+            .inc();
+    }
+
+    /// Records one checkpoint submission to a witness.
+    pub fn witness_submission(&self, witness: &str, result: &str) {
+        self.witness_submissions
+            .get_or_create(&labels(&[("witness", witness), ("result", result)]))
+            .inc();
     }
 
     /// Records one judged roll: the running counters behind `seal stats` (rolls by id and
@@ -93,68 +295,63 @@ impl Metrics {
         degraded: bool,
         statuses: impl IntoIterator<Item = &'a str>,
     ) {
-        self.add("seal_rolls_total", &format!("outcome=\"{outcome}\""), 1.0);
-        self.add(
-            "seal_rolls_by_id_total",
-            &format!("roll=\"{roll_id}\""),
-            1.0,
-        );
+        self.rolls
+            .get_or_create(&labels(&[("outcome", outcome)]))
+            .inc();
+        self.rolls_by_id
+            .get_or_create(&labels(&[("roll", roll_id)]))
+            .inc();
         if degraded {
-            self.add("seal_rolls_degraded_total", "", 1.0);
+            self.rolls_degraded.inc();
         }
         for status in statuses {
-            self.add(
-                "seal_consensus_obligations_total",
-                &format!("status=\"{status}\""),
-                1.0,
-            );
+            self.consensus
+                .get_or_create(&labels(&[("status", status)]))
+                .inc();
         }
     }
 
-    /// The text exposition.
-    pub fn render(&self, gauges: &[(&str, &str, f64)]) -> String {
-        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+    /// The Prometheus text exposition (0.0.4) of every registered metric.
+    pub fn render(&self) -> String {
+        let r = self.registry.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = String::new();
-        let mut last = "";
-        for ((name, labels), v) in &g.counters {
-            if name != last {
-                let _ = writeln!(out, "# TYPE {name} counter");
-                last = name;
-            }
-            if labels.is_empty() {
-                let _ = writeln!(out, "{name} {v}");
-            } else {
-                let _ = writeln!(out, "{name}{{{labels}}} {v}");
-            }
-        }
-        let _ = writeln!(out, "# TYPE seal_judge_latency_seconds histogram");
-        for (slot, h) in &g.latency {
-            for (i, b) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(
-                    out,
-                    "seal_judge_latency_seconds_bucket{{slot=\"{slot}\",le=\"{b}\"}} {}",
-                    h.counts[i]
-                );
-            }
-            let _ = writeln!(
-                out,
-                "seal_judge_latency_seconds_bucket{{slot=\"{slot}\",le=\"+Inf\"}} {}",
-                h.count
-            );
-            let _ = writeln!(
-                out,
-                "seal_judge_latency_seconds_sum{{slot=\"{slot}\"}} {}",
-                h.sum
-            );
-            let _ = writeln!(
-                out,
-                "seal_judge_latency_seconds_count{{slot=\"{slot}\"}} {}",
-                h.count
-            );
-        }
-        for (name, help, v) in gauges {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+        // Writing to a String cannot fail; an encoder error would be a bug of the crate.
+        if let Err(e) = prometheus_client::encoding::prometheus_text::encode(&mut out, &r) {
+            tracing::error!(error = %e, "metrics could not be encoded");
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_series_exist_at_zero_with_help_before_any_event() {
+        let m = Metrics::default();
+        let text = m.render();
+        for line in [
+            "# HELP seal_judge_attempts_total judge calls made, by slot and result (ok: an answer that parsed).",
+            "seal_judge_attempts_total{slot=\"a\",result=\"error\"} 0",
+            "seal_judge_failures_total{slot=\"b\",class=\"http_4xx\"} 0",
+            "seal_runs_decided_total{outcome=\"infra_error\"} 0",
+            "seal_judge_latency_seconds_count{slot=\"a\"} 0",
+            "seal_rolls_degraded_total 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+        }
+        m.judge_attempt("a", 2, 0.3, Some("timeout"), 0.25);
+        m.judge_tokens("a", 120, 30);
+        let text = m.render();
+        for line in [
+            "seal_judge_failures_total{slot=\"a\",class=\"timeout\"} 1",
+            "seal_judge_retries_total{slot=\"a\"} 1",
+            "seal_judge_cost_rmb_total{slot=\"a\"} 0.25",
+            "seal_judge_tokens_total{slot=\"a\",kind=\"input\"} 120",
+            "seal_judge_latency_seconds_bucket{slot=\"a\",le=\"0.5\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+        }
     }
 }

@@ -11,7 +11,6 @@
 
 mod access;
 mod error;
-pub mod health;
 pub mod listen;
 mod routes;
 mod state;
@@ -29,6 +28,8 @@ use tokio::net::TcpListener;
 
 pub use access::{exposure, Exposure, ExposureError};
 pub use error::ApiError;
+pub use routes::health::{Admission, AdmissionGate, FINALIZE_WAIT};
+pub use routes::observe::REQUEST_ID;
 pub use state::{AppState, BuildInfo, ROLL_AMPLIFICATION};
 
 use access::{auth, metrics_auth};
@@ -70,8 +71,8 @@ pub fn router(state: AppState) -> Router {
         .route_layer(middleware::from_fn_with_state(state.clone(), auth))
         .merge(metrics)
         .route("/healthz", get(healthz))
-        .route("/livez", get(health::livez))
-        .route("/readyz", get(health::readyz))
+        .route("/livez", get(routes::health::livez))
+        .route("/readyz", get(routes::health::readyz))
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such route", None)
         })
@@ -83,9 +84,12 @@ pub fn router(state: AppState) -> Router {
             state.engine.config().server.body_timeout,
             uniform::body_timeout,
         ))
-        .layer(tower_http::trace::TraceLayer::new_for_http())
         .layer(middleware::from_fn(uniform::uri_bound))
         .layer(middleware::from_fn(uniform::uniform_errors))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            routes::observe::observe,
+        ))
         .with_state(state)
 }
 

@@ -23,10 +23,10 @@ pub struct AppState {
     pub(crate) memory: Arc<Semaphore>,
     pub(crate) memory_kib: u32,
     pub(crate) trusted: Arc<Vec<PublicKey>>,
-    /// Whether the log may be appended to yet (see [`crate::health`]).
-    pub(crate) admission: crate::health::AdmissionGate,
-    /// What built the binary (`seal_build_info`); None in tests that build no binary.
-    pub(crate) build: Option<BuildInfo>,
+    /// Whether the log may be appended to yet (see [`crate::routes::health`]).
+    pub(crate) admission: crate::routes::health::AdmissionGate,
+    /// The server's own metrics (requests, rolls in progress, fsyncs, admission, build).
+    pub(crate) metrics: Arc<crate::routes::metrics::ServerMetrics>,
 }
 
 /// The binary's version, the commit it was built from and the compiler (the `seal` package's
@@ -56,21 +56,23 @@ impl AppState {
             admitted: Arc::new(AtomicUsize::new(0)),
             admit_limit,
             trusted: Arc::new(trusted),
-            admission: crate::health::AdmissionGate::new(crate::health::Admission::Admitted),
-            build: None,
+            admission: crate::routes::health::AdmissionGate::new(
+                crate::routes::health::Admission::Admitted,
+            ),
+            metrics: Arc::new(crate::routes::metrics::ServerMetrics::new()),
             engine,
         }
     }
 
     /// The same state, reporting `build` in `seal_build_info`.
-    pub fn with_build(mut self, build: BuildInfo) -> AppState {
-        self.build = Some(build);
+    pub fn with_build(self, build: BuildInfo) -> AppState {
+        self.metrics.set_build(&build);
         self
     }
 
     /// The log admission gate: admitted unless the caller sets it pending and runs the
     /// admission itself (`seal serve` does, after binding its port).
-    pub fn admission_gate(&self) -> crate::health::AdmissionGate {
+    pub fn admission_gate(&self) -> crate::routes::health::AdmissionGate {
         self.admission.clone()
     }
 }

@@ -198,6 +198,11 @@ impl JudgeClient {
         meta.unredacted_raw_hash = unredacted;
         let (meta, meta_hash) = self.put_meta(store, job, k, &meta, &raw_bytes).await?;
         self.report(k, latency_ms, status, &outcome, meta.cost_rmb);
+        if let Some(u) = &meta.usage {
+            let slot = self.slot.as_str();
+            self.metrics
+                .judge_tokens(slot, u.prompt_tokens, u.completion_tokens);
+        }
         let record = AttemptRecord {
             attempt: k,
             request: Some(request_stored),

@@ -106,10 +106,7 @@ impl JudgeClient {
             attempt: k,
         };
         let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
-        let count = |result: &str| {
-            let labels = format!("slot=\"{}\",result=\"{result}\"", self.slot);
-            self.metrics.add("seal_judge_leases_total", &labels, 1.0);
-        };
+        let count = |result: &str| self.metrics.lease(self.slot.as_str(), result);
         loop {
             match lease::take(store, &self.lease, at, self.config.timeout).await? {
                 Taken::Held { epoch, takeover } => {

@@ -39,7 +39,6 @@ const BACKOFF_MAX: Duration = Duration::from_secs(60);
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 /// 409 answers followed in one submission (the witness moved between two requests).
 const MAX_CONFLICTS: usize = 2;
-const METRIC: &str = "seal_witness_submissions_total";
 
 /// A checkpoint to send.
 #[derive(Clone)]
@@ -108,6 +107,7 @@ impl Publisher {
         }
         let mut endpoints = Vec::new();
         for s in specs {
+            metrics.known_witness(&metric_name(&s.name));
             let public = seal_core::sealing::PublicKey::load(&s.public_key)
                 .map_err(|e| PublisherError::WitnessKey {
                     name: s.name.clone(),
@@ -314,22 +314,8 @@ impl Inner {
     }
 
     fn count(&self, ep: &Endpoint, result: &str) {
-        let name: String = ep
-            .name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "./:_-".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        self.metrics.add(
-            METRIC,
-            &format!("witness=\"{name}\",result=\"{result}\""),
-            1.0,
-        );
+        let name = metric_name(&ep.name);
+        self.metrics.witness_submission(&name, result);
     }
 
     /// One submission of `offer` to witness `i`, following 409s; `known` is the witness's size.
@@ -464,4 +450,17 @@ impl Inner {
         }
         Outcome::Finished
     }
+}
+
+/// A witness name as a metric label value: characters beyond `[A-Za-z0-9./:_-]` become `_`.
+fn metric_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "./:_-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }

@@ -10,7 +10,6 @@ use std::sync::atomic::Ordering;
 
 use seal_store::Key;
 
-use crate::health::Admission;
 use crate::state::run_id;
 use crate::{ApiError, AppState, OPENAPI_JSON};
 
@@ -27,62 +26,21 @@ pub(crate) async fn get_openapi() -> Response {
 }
 
 pub(crate) async fn get_metrics(State(state): State<AppState>) -> Response {
-    let in_progress = (state.engine.config().server.max_rolls_in_progress
-        - state.rolls.available_permits()) as f64;
-    let admitted = state.admitted.load(Ordering::SeqCst) as f64;
-    let text = state.engine.judges().metrics.render(&[
-        (
-            "seal_rolls_in_progress",
-            "rolls being judged now",
-            in_progress,
-        ),
-        (
-            "seal_rolls_admitted",
-            "rolls in progress or waiting for a permit",
-            admitted,
-        ),
-    ]);
-    // The file store's durable writes: how many fsyncs the disk is asked for (folder fsyncs
-    // are shared by concurrent writers, so `folder` grows slower than `file` under load).
-    let (folder, file) = seal_store::fsync_counts();
-    let text = format!(
-        "{text}# HELP seal_store_fsyncs_total fsyncs of the file store's durable writes\n\
-         # TYPE seal_store_fsyncs_total counter\n\
-         seal_store_fsyncs_total{{kind=\"file\"}} {file}\n\
-         seal_store_fsyncs_total{{kind=\"folder\"}} {folder}\n"
-    );
-    let text = text + &process_info(&state);
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
-}
-
-/// `seal_build_info` (the commit serving) and `seal_log_admission` (one series per state, the
-/// current one at 1), both present from the first scrape.
-fn process_info(state: &AppState) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    if let Some(b) = &state.build {
-        let _ = writeln!(
-            out,
-            "# HELP seal_build_info the binary serving: version, git commit, compiler"
-        );
-        let _ = writeln!(out, "# TYPE seal_build_info gauge");
-        let _ = writeln!(
-            out,
-            "seal_build_info{{version=\"{}\",commit=\"{}\",rustc=\"{}\"}} 1",
-            b.version, b.commit, b.rustc
-        );
-    }
-    let now = state.admission.get();
-    let _ = writeln!(
-        out,
-        "# HELP seal_log_admission the log admission after start (1: the state it is in)"
-    );
-    let _ = writeln!(out, "# TYPE seal_log_admission gauge");
-    for s in [Admission::Pending, Admission::Admitted, Admission::Refused] {
-        let v = u8::from(s == now);
-        let _ = writeln!(out, "seal_log_admission{{state=\"{}\"}} {v}", s.as_str());
-    }
-    out
+    let in_progress =
+        state.engine.config().server.max_rolls_in_progress - state.rolls.available_permits();
+    let admitted = state.admitted.load(Ordering::SeqCst);
+    let text = state.engine.judges().metrics.render()
+        + &state
+            .metrics
+            .render(in_progress, admitted, state.admission.get());
+    (
+        [(
+            header::CONTENT_TYPE,
+            prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+        )],
+        text,
+    )
+        .into_response()
 }
 
 pub(crate) async fn get_verify(

@@ -78,16 +78,12 @@ pub(crate) async fn post_finalize(
     // Finalize appends to the log: never before the log is known to account for the store.
     state
         .admission
-        .wait_admitted(crate::health::FINALIZE_WAIT)
+        .wait_admitted(crate::routes::health::FINALIZE_WAIT)
         .await?;
     let done = seal_engine::postguard::finalize(&state.engine, &run).await?;
     if done.wrote() {
         let outcome = done.evidence().outcome.map(|o| o.as_str()).unwrap_or("?");
-        state.engine.judges().metrics.add(
-            "seal_runs_decided_total",
-            &format!("outcome=\"{outcome}\""),
-            1.0,
-        );
+        state.engine.judges().metrics.run_decided(outcome);
     }
     let e = done.evidence();
     Ok(Json(json!({

@@ -1,0 +1,92 @@
+//! One request, observed: its id (`X-Request-Id` as the caller sent it when it is a safe
+//! token, else a fresh one), a `http.request` span every log line of the request carries, one
+//! access line at info (target `seal::access`) when it is answered, its count and duration in
+//! the metrics, and the id echoed in the answer.
+//!
+//! Decision: a caller's id is taken only when it is 1–128 of `[A-Za-z0-9._:-]`; anything else
+//! is replaced, never escaped, so a hostile header can neither break a log line nor grow a
+//! label. tower-http's request-id layer would take any value, hence this one.
+
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::Response;
+use tracing::Instrument;
+
+use crate::AppState;
+
+/// The header carrying the request id, both ways.
+pub const REQUEST_ID: &str = "x-request-id";
+/// Longest request id taken from a caller.
+const MAX_ID: usize = 128;
+
+/// The caller's id when it is safe to log and echo.
+pub fn accepted_id(value: Option<&HeaderValue>) -> Option<String> {
+    let v = value?.to_str().ok()?;
+    let ok = !v.is_empty()
+        && v.len() <= MAX_ID
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b));
+    ok.then(|| v.to_string())
+}
+
+/// 16 random bytes as hex.
+fn fresh_id() -> String {
+    let bytes: [u8; 16] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The middleware: outermost, so refusals of the inner layers are logged and counted too.
+pub(crate) async fn observe(
+    State(state): State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let t0 = Instant::now();
+    let id = accepted_id(req.headers().get(REQUEST_ID)).unwrap_or_else(fresh_id);
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".into());
+    let method = req.method().as_str().to_string();
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        req.headers_mut().insert(REQUEST_ID, v);
+    }
+    let span =
+        tracing::info_span!("http.request", request_id = %id, method = %method, route = %route);
+    let mut resp = next.run(req).instrument(span.clone()).await;
+    let status = resp.status().as_u16();
+    let elapsed = t0.elapsed();
+    state
+        .metrics
+        .observe(&route, &method, status, elapsed.as_secs_f64());
+    let duration_ms = elapsed.as_millis() as u64;
+    span.in_scope(|| {
+        tracing::info!(target: "seal::access", method = %method, route = %route, status, duration_ms, request_id = %id, "request");
+    });
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        resp.headers_mut().insert(REQUEST_ID, v);
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_safe_token_is_taken_as_the_request_id() {
+        let id = |s: &str| accepted_id(HeaderValue::from_str(s).ok().as_ref());
+        assert_eq!(
+            id("worker-7:run-0010.a_1"),
+            Some("worker-7:run-0010.a_1".into())
+        );
+        for bad in ["", "a b", "x\"}{", "é", &"a".repeat(129)] {
+            assert_eq!(id(bad), None, "{bad:?}");
+        }
+        assert_eq!(fresh_id().len(), 32);
+    }
+}
