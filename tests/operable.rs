@@ -752,3 +752,60 @@ async fn logs_to_a_pipe_carry_no_ansi() {
         "escape codes in a pipe: {stderr:?}"
     );
 }
+
+// ---- quiet pipes -------------------------------------------------------------------------------
+
+/// Runs `seal args…` with stdout a pipe the test closes after the first line: (exit code or
+/// signal, stderr).
+fn first_line_then_close(args: &[&str]) -> (std::process::ExitStatus, String) {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_seal"))
+        .current_dir(dir.path())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    out.read_line(&mut line).unwrap();
+    assert!(!line.is_empty(), "{args:?} printed nothing");
+    drop(out);
+    let output = child.wait_with_output().unwrap();
+    (output.status, text(&output.stderr))
+}
+
+#[test]
+fn verify_all_piped_into_head_exits_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let store = file_url(&fixture_store_dir());
+    let pem = fixture_trust_pem().display().to_string();
+    for args in [
+        vec![
+            "verify", "--all", "--store", &store, "--trust", &pem, "--jobs", "1",
+        ],
+        vec![
+            "verify", "--all", "--store", &store, "--trust", &pem, "--json",
+        ],
+        vec![
+            "log", "verify", "--store", &store, "--trust", &pem, "--json",
+        ],
+    ] {
+        let (status, stderr) = first_line_then_close(&args);
+        // Killed by SIGPIPE (as `head` leaves coreutils), or done before the pipe closed.
+        let quiet =
+            status.signal() == Some(libc_sigpipe()) || status.code().is_some_and(|c| c != 101);
+        assert!(quiet, "{args:?}: {status:?}\n{stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// SIGPIPE's number on Linux and the BSDs.
+fn libc_sigpipe() -> i32 {
+    13
+}

@@ -156,6 +156,13 @@ impl Command {
 
 /// Entry point used by the binary: parse, run, and map the result to the exit code.
 pub fn main() -> ExitCode {
+    main_with(|| {})
+}
+
+/// [`main`], calling `quiet_pipes` first for every command but the daemons (`serve`, `witness
+/// serve`): the binary passes a function that restores SIGPIPE's default, so a command whose
+/// reader went away ends quietly instead of panicking on EPIPE.
+pub fn main_with(quiet_pipes: fn()) -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -164,6 +171,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    if !matches!(cli.command, Command::Serve(_) | Command::Witness(_)) {
+        quiet_pipes();
+    }
     ExitCode::from(error::exit_code(run(cli)))
 }
 
