@@ -809,3 +809,93 @@ fn verify_all_piped_into_head_exits_quietly() {
 fn libc_sigpipe() -> i32 {
     13
 }
+
+// ---- idempotent retries on a decided run ------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_header_after_decision_answers_200_with_state() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    let d = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
+    let c = reqwest::Client::new();
+    let folder =
+        seal::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
+    let run = folder.run().as_str().to_string();
+    submit(&c, &d.base, &folder).await;
+    let (status, body) = post_roll(&c, &d.base, &folder, 1).await;
+    assert_eq!(status.as_u16(), 200, "{body}");
+    let (code, _, body) = finalize(&c, &d.base, &run).await;
+    assert_eq!(code, 200, "{body}");
+    let put = |path: String, bytes: Vec<u8>| {
+        let c = c.clone();
+        async move {
+            let r = c.put(path).body(bytes).send().await.unwrap();
+            let status = r.status().as_u16();
+            (
+                status,
+                r.json::<serde_json::Value>().await.unwrap_or_default(),
+            )
+        }
+    };
+    // The same header, even pretty-printed (the same canonical document): 200 and the state.
+    let header: serde_json::Value = serde_json::from_slice(folder.header_bytes()).unwrap();
+    let pretty = serde_json::to_vec_pretty(&header).unwrap();
+    for bytes in [folder.header_bytes().to_vec(), pretty] {
+        let (status, body) = put(format!("{}/v1/runs/{run}", d.base), bytes).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            (
+                body["phase"].as_str(),
+                body["outcome"].as_str(),
+                body["decision"]["action"].as_str()
+            ),
+            (Some("DECIDED"), Some("pass"), Some("accept")),
+            "{body}"
+        );
+        assert_eq!(body["key"], format!("runs/{run}/header.json"), "{body}");
+    }
+    let (status, body) = put(
+        format!("{}/v1/runs/{run}/brief", d.base),
+        folder.brief().to_vec(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["outcome"].as_str()),
+        (200, Some("pass")),
+        "{body}"
+    );
+    if let Some(spec) = folder.play_spec() {
+        let (status, body) =
+            put(format!("{}/v1/runs/{run}/play-spec", d.base), spec.to_vec()).await;
+        assert_eq!(
+            (status, body["outcome"].as_str()),
+            (200, Some("pass")),
+            "{body}"
+        );
+    }
+    // Other bytes are still refused.
+    let mut other = header.clone();
+    other["designId"] = "another-design".into();
+    let (status, body) = put(
+        format!("{}/v1/runs/{run}", d.base),
+        serde_json::to_vec(&other).unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("run_decided")),
+        "{body}"
+    );
+    let (status, body) = put(
+        format!("{}/v1/runs/{run}/brief", d.base),
+        b"another brief".to_vec(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("run_decided")),
+        "{body}"
+    );
+}

@@ -141,6 +141,46 @@ async fn create(
     }
 }
 
+/// On a finalizing or decided run, a re-sent document is accepted when its bytes (`candidate`:
+/// canonical JSON, or the brief's bytes) are the ones stored at `key`: a worker retrying after a
+/// lost answer gets success, not `run_decided`. Nothing is written, so no guarantee changes;
+/// other bytes get `refusal` (409 `run_decided` / `run_finalizing`) as before.
+async fn same_as_stored(
+    engine: &Engine,
+    key: &Key,
+    candidate: Option<Bytes>,
+    refusal: RunStateError,
+) -> Result<Accepted, IntakeError> {
+    let Some(candidate) = candidate else {
+        return Err(refusal.into());
+    };
+    match engine.store.get_opt(key).await? {
+        Some(stored) if stored == candidate => Ok(Accepted {
+            stored: Stored::of(key.clone(), &stored),
+            created: false,
+        }),
+        _ => Err(refusal.into()),
+    }
+}
+
+/// The canonical form of a JSON document re-sent to a decided run (None when it is not JSON:
+/// it cannot be the stored document).
+fn canonical_resent(bytes: &[u8], limit: u64) -> Option<Bytes> {
+    let doc = seal_core::json::parse(bytes, limit).ok()?;
+    seal_core::canonical::canonical_bytes(&doc)
+        .ok()
+        .map(Bytes::from)
+}
+
+/// The refusal of a run that takes no more documents, or None when it is open.
+async fn closed(engine: &Engine, run: &RunId) -> Result<Option<RunStateError>, IntakeError> {
+    match RunState::load(&engine.store, run).await {
+        Ok(state) => Ok(state.open().err()),
+        Err(RunStateError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 fn canonical(object: &str, doc: &Value) -> Result<Bytes, IntakeError> {
     seal_core::canonical::canonical_bytes(doc)
         .map(Bytes::from)
@@ -176,12 +216,9 @@ pub async fn put_header(
 ) -> Result<Accepted, IntakeError> {
     let store = &engine.store;
     let object = format!("run {run} header");
-    match RunState::load(store, run).await {
-        Ok(state) => {
-            state.open()?;
-        }
-        Err(RunStateError::NotFound { .. }) => {}
-        Err(e) => return Err(e.into()),
+    if let Some(refusal) = closed(engine, run).await? {
+        let resent = canonical_resent(bytes, store.doc_limit());
+        return same_as_stored(engine, &Key::header(run), resent, refusal).await;
     }
     let doc = parse(&object, bytes, store.doc_limit())?;
     check(&object, Kind::PlaytestV3, &doc)?;
@@ -234,6 +271,10 @@ pub async fn put_brief(
 ) -> Result<Accepted, IntakeError> {
     let store = &engine.store;
     let object = format!("run {run} brief");
+    if let Some(refusal) = closed(engine, run).await? {
+        let resent = Some(Bytes::copy_from_slice(bytes));
+        return same_as_stored(engine, &Key::brief(run), resent, refusal).await;
+    }
     let h = open_header(engine, run).await?;
     if bytes.len() as u64 > store.doc_limit() {
         return Err(IntakeError::Json {
@@ -275,6 +316,10 @@ pub async fn put_play_spec(
 ) -> Result<Accepted, IntakeError> {
     let store = &engine.store;
     let object = format!("run {run} play-spec");
+    if let Some(refusal) = closed(engine, run).await? {
+        let resent = canonical_resent(bytes, store.doc_limit());
+        return same_as_stored(engine, &Key::play_spec(run), resent, refusal).await;
+    }
     let h = open_header(engine, run).await?;
     let doc = parse(&object, bytes, store.doc_limit())?;
     check(&object, Kind::PlaySpec, &doc)?;

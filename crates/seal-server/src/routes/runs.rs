@@ -8,6 +8,7 @@ use axum::Json;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use seal_core::ids::RunId;
 use seal_core::merge::Next as NextStep;
 use seal_engine::intake::{self, Origin};
 use seal_engine::run_state::RunState;
@@ -15,6 +16,26 @@ use seal_store::Key;
 
 use crate::state::run_id;
 use crate::{ApiError, AppState};
+
+/// The answer to an accepted document: 201 created, else 200; a document re-sent to a run
+/// that is finalizing or decided also says where the run stands (`phase`, `outcome`,
+/// `decision`), so a retrying worker learns the result without another call.
+async fn accepted(state: &AppState, run: &RunId, a: &intake::Accepted) -> Response {
+    let mut body = json!({"runId": run, "key": a.stored().key.as_str(), "sha256": a.stored().hash});
+    if !a.created() {
+        match RunState::load(state.engine.store(), run).await {
+            Ok(RunState::Decided(d)) => {
+                let e = d.evidence();
+                body["phase"] = json!(e.phase);
+                body["outcome"] = json!(e.outcome);
+                body["decision"] = json!(e.decision);
+            }
+            Ok(RunState::Finalizing(_)) => body["phase"] = json!("FINALIZING"),
+            _ => {}
+        }
+    }
+    created(a.created(), body)
+}
 
 pub(crate) fn created(created: bool, body: Value) -> Response {
     (
@@ -36,10 +57,7 @@ pub(crate) async fn put_header(
     let run = run_id(&id)?;
     let _run_lock = state.engine.lock_run(&run).await;
     let a = intake::put_header(&state.engine, &run, &body, Origin::Pipeline).await?;
-    Ok(created(
-        a.created(),
-        json!({"runId": run, "key": a.stored().key.as_str(), "sha256": a.stored().hash}),
-    ))
+    Ok(accepted(&state, &run, &a).await)
 }
 
 pub(crate) async fn put_brief(
@@ -50,10 +68,7 @@ pub(crate) async fn put_brief(
     let run = run_id(&id)?;
     let _run_lock = state.engine.lock_run(&run).await;
     let a = intake::put_brief(&state.engine, &run, &body).await?;
-    Ok(created(
-        a.created(),
-        json!({"runId": run, "key": a.stored().key.as_str(), "sha256": a.stored().hash}),
-    ))
+    Ok(accepted(&state, &run, &a).await)
 }
 
 pub(crate) async fn put_play_spec(
@@ -64,10 +79,7 @@ pub(crate) async fn put_play_spec(
     let run = run_id(&id)?;
     let _run_lock = state.engine.lock_run(&run).await;
     let a = intake::put_play_spec(&state.engine, &run, &body).await?;
-    Ok(created(
-        a.created(),
-        json!({"runId": run, "key": a.stored().key.as_str(), "sha256": a.stored().hash}),
-    ))
+    Ok(accepted(&state, &run, &a).await)
 }
 
 pub(crate) async fn post_finalize(
