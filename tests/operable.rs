@@ -899,3 +899,71 @@ async fn identical_header_after_decision_answers_200_with_state() {
         "{body}"
     );
 }
+
+// ---- gateway headers ------------------------------------------------------------------------
+
+/// Whether any file under `root` contains `needle`.
+fn any_file_contains(root: &Path, needle: &str) -> Option<std::path::PathBuf> {
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read(&p).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle))
+            {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_headers_are_sent_and_their_values_never_stored() {
+    const GATEWAY: &str = "gw-secret-value-0123456789";
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    // The gateway echoes its header in a refusal: the stored answer must not keep it.
+    let echo = format!(r#"{{"error":{{"message":"api-key {GATEWAY} is not allowed here"}}}}"#);
+    lb.script(MODEL_A, [status(403, &echo)]);
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    config_with_slot_line(dir.path(), "headers = { \"api-key\" = \"GATEWAY_KEY\" }");
+    let mut c = seal_with_keys(dir.path(), &lb);
+    c.env("GATEWAY_KEY", GATEWAY)
+        .env("SEAL_LOG", "debug")
+        .arg("judge")
+        .arg(example("run-narrative-0010-pass"))
+        .args(["--store", "file://./store", "--key", "keys/seal.key.pem"]);
+    let out = run(c).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let calls = lb.calls();
+    assert!(calls.len() >= 2, "{calls:?}");
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.headers.get("api-key").map(String::as_str) == Some(GATEWAY)),
+        "{calls:?}"
+    );
+    assert!(
+        !text(&out.stderr).contains(GATEWAY),
+        "a log line holds the header value"
+    );
+    assert_eq!(any_file_contains(&dir.path().join("store"), GATEWAY), None);
+    // Without the variable, nothing is called.
+    let before = lb.calls().len();
+    let mut c = seal_with_keys(dir.path(), &lb);
+    c.env_remove("GATEWAY_KEY")
+        .arg("judge")
+        .arg(example("run-puzzle-0013-fail-end"))
+        .args(["--store", "file://./store", "--key", "keys/seal.key.pem"]);
+    let out = run(c).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("GATEWAY_KEY (the value of header api-key) is not set"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(lb.calls().len(), before);
+}

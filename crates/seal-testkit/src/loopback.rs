@@ -98,6 +98,8 @@ pub struct Call {
     pub user: Option<String>,
     pub seed: Option<u64>,
     pub authorization: Option<String>,
+    /// Every header of the call, names lower-case (gateway headers a judge is configured with).
+    pub headers: HashMap<String, String>,
     pub body_bytes: usize,
     pub images: usize,
 }
@@ -343,6 +345,7 @@ async fn answer(
             user: req.get("user").and_then(Value::as_str).map(str::to_owned),
             seed: req.get("seed").and_then(Value::as_u64),
             authorization: headers.get("authorization").cloned(),
+            headers: headers.clone(),
             body_bytes: body.len(),
             images,
         });
