@@ -68,21 +68,38 @@ pub fn response_facts(body: &[u8]) -> ResponseFacts {
     }
 }
 
-/// Classifies an HTTP status that is not a success; the detail keeps what the provider said
-/// (its `error.message`, `code` and `type`, else the body's start), key-shaped text masked.
-pub fn status_failure(status: u16, body: &[u8]) -> Option<ParseFailure> {
-    let (class, what) = match status {
-        200..=299 => return None,
-        429 => (ErrorClass::Http429, "rate limited (429)".to_string()),
-        500..=599 => (ErrorClass::Http5xx, format!("server error {status}")),
-        408 => (ErrorClass::Http408, "request timeout (408)".to_string()),
-        _ => (ErrorClass::Http4xx, format!("client error {status}")),
-    };
-    let detail = match provider_message(body) {
-        Some(said) => format!("{what}: {said}"),
-        None => what,
-    };
-    Some(ParseFailure::new(class, detail))
+/// Classifies an HTTP status that is not a success. The detail names the status only: it is
+/// part of `parsed.json`, which the audit re-derives from the stored answer, so it must stay
+/// what sealed runs hold. The provider's words go to the attempt's `errorDetail` instead
+/// ([`with_provider_message`]).
+pub fn status_failure(status: u16) -> Option<ParseFailure> {
+    match status {
+        200..=299 => None,
+        429 => Some(ParseFailure::new(ErrorClass::Http429, "rate limited (429)")),
+        500..=599 => Some(ParseFailure::new(
+            ErrorClass::Http5xx,
+            format!("server error {status}"),
+        )),
+        408 => Some(ParseFailure::new(
+            ErrorClass::Http408,
+            "request timeout (408)",
+        )),
+        _ => Some(ParseFailure::new(
+            ErrorClass::Http4xx,
+            format!("client error {status}"),
+        )),
+    }
+}
+
+/// The detail an attempt's meta records for `failure`: for an HTTP status that is not a
+/// success, followed by what the provider said ([`provider_message`]), so an operator reads
+/// "Incorrect API key provided" rather than "client error 401".
+pub fn with_provider_message(failure: &ParseFailure, status: Option<u16>, body: &[u8]) -> String {
+    let failed_status = status.is_some_and(|s| !(200..300).contains(&s));
+    match provider_message(body).filter(|_| failed_status) {
+        Some(said) => contracts::shorten(&format!("{}: {said}", failure.detail), 500),
+        None => failure.detail.clone(),
+    }
 }
 
 /// What a provider's error body says: OpenAI's (and DashScope's compatible mode)
@@ -149,7 +166,7 @@ pub fn evaluate_raw(raw: &[u8], http_status: Option<u16>) -> Result<JudgeOutput,
             return Err(ParseFailure::new(f.error_class, f.detail));
         }
     }
-    if let Some(fail) = http_status.and_then(|status| status_failure(status, raw)) {
+    if let Some(fail) = http_status.and_then(status_failure) {
         return Err(fail);
     }
     parse_answer(raw)
@@ -391,35 +408,43 @@ mod tests {
             r#"{{"error":{{"message":"Incorrect API key provided: sk-ab***yz. You can find your API key at https://x.","type":"invalid_request_error","code":"{code}"}}}}"#
         );
         let openai = openai.as_bytes();
-        let f = status_failure(401, openai).unwrap();
-        assert_eq!(f.class, ErrorClass::Http4xx);
+        let f = status_failure(401).unwrap();
+        assert_eq!(
+            (f.class, f.detail.as_str()),
+            (ErrorClass::Http4xx, "client error 401")
+        );
+        let d = with_provider_message(&f, Some(401), openai);
         assert!(
-            f.detail.starts_with(
-                "client error 401: Incorrect API key provided: [redacted]. You can find"
-            ),
-            "{}",
-            f.detail
+            d.starts_with("client error 401: Incorrect API key provided: [redacted]. You can find"),
+            "{d}"
         );
         assert!(
-            f.detail
-                .contains("(invalid_api_key, invalid_request_error)"),
-            "{}",
-            f.detail
+            d.contains("(invalid_api_key, invalid_request_error)"),
+            "{d}"
         );
-        assert!(!f.detail.contains("sk-ab"), "{}", f.detail);
+        assert!(!d.contains("sk-ab"), "{d}");
         let dashscope =
             br#"{"code":"InvalidApiKey","message":"Invalid API-key provided.","request_id":"1"}"#;
         assert_eq!(
-            status_failure(401, dashscope).unwrap().detail,
+            with_provider_message(&f, Some(401), dashscope),
             "client error 401: Invalid API-key provided. (InvalidApiKey)"
         );
         let plain = b"upstream says no: token 0123456789abcdef0123456789abcdef";
+        let f5 = status_failure(502).unwrap();
         assert_eq!(
-            status_failure(502, plain).unwrap().detail,
+            with_provider_message(&f5, Some(502), plain),
             "server error 502: upstream says no: token [redacted]"
         );
-        assert_eq!(status_failure(404, b"").unwrap().detail, "client error 404");
-        assert!(status_failure(200, openai).is_none());
+        assert_eq!(
+            with_provider_message(&f, Some(404), b""),
+            "client error 401"
+        );
+        // A parse failure of a 2xx answer keeps its own detail.
+        assert_eq!(
+            with_provider_message(&f, Some(200), openai),
+            "client error 401"
+        );
+        assert!(status_failure(200).is_none());
     }
 
     #[test]

@@ -416,7 +416,10 @@ impl JudgeClient {
         };
         let (error_class, error_detail) = match outcome {
             Ok(_) => (None, note.map(str::to_owned)),
-            Err(f) => (Some(f.class), Some(self.redact(&f.detail))),
+            Err(f) => {
+                let said = parse::with_provider_message(f, status, raw_bytes);
+                (Some(f.class), Some(self.redact(&said)))
+            }
         };
         SlotMeta {
             schema_version: SLOT_META.into(),
