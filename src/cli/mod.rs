@@ -12,7 +12,8 @@
 //!   output files), [`terminal`] (text made safe for a terminal), [`bulk`] (worker threads
 //!   of `verify --all` and `replay --all`);
 //! - one file per command: [`validate`], [`keygen`], [`verify`], [`explain`], [`stats`],
-//!   [`replay`], [`serve`], [`adapt`], [`export`], [`log`], [`witness`], [`judge`].
+//!   [`replay`], [`serve`], [`adapt`], [`export`], [`log`], [`witness`], [`judge`],
+//!   [`shadow_report`].
 
 pub mod adapt;
 pub mod args;
@@ -27,6 +28,7 @@ pub mod log;
 pub mod output;
 pub mod replay;
 pub mod serve;
+pub mod shadow_report;
 pub mod stats;
 pub mod terminal;
 pub mod validate;
@@ -104,6 +106,11 @@ pub enum Command {
     /// Judge a run folder end to end: rolls, finalPostguard, seal. Exit 0 sealed, 1 the
     /// folder refused, 2 could not run.
     Judge(judge::JudgeArgs),
+    /// Legacy agent-loop Verdicts (a JSONL ledger) against the verified v3_shadow runs of the
+    /// same designs: legacy accept/fix/kill × v3 outcome, agreement and Cohen's kappa on
+    /// accept-vs-not (seeded 95% bootstrap interval) per genre and evidence mode, every
+    /// disagreement. Exit 0, 2 could not run.
+    ShadowReport(shadow_report::ShadowReportArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -163,5 +170,6 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CliError> {
         Command::Export(ExportCommand::Verdict(args)) => export::run(&Context::new(config)?, args),
         Command::Log(cmd) => log::run(&Context::new(config)?, cmd),
         Command::Judge(args) => judge::run(&Context::new(config)?, args),
+        Command::ShadowReport(args) => shadow_report::run(&Context::new(config)?, args),
     }
 }

@@ -43,6 +43,9 @@ pub fn check(kind: Kind, doc: &Value) -> Vec<Finding> {
         Kind::CostReservation => typed::<CostReservation>(doc).map(|d| cost_reservation(&d)),
         Kind::ImageManifest => typed::<ImageManifest>(doc).map(|d| image_manifest(&d)),
         Kind::DecisionTree => typed::<DecisionTree>(doc).map(|d| decision_tree(&d)),
+        Kind::ShadowReport => {
+            typed::<crate::shadow::ShadowReport>(doc).map(|d| crate::shadow::invariants(&d))
+        }
         Kind::SlotMeta
         | Kind::JudgeAttemptFailure
         | Kind::JudgeOutput
