@@ -98,6 +98,7 @@ fn fixture() -> (LedgerSummary, RunSet) {
         run("r6", Some(6), "66", "puzzle", Pass, 10),   // task mismatch
         run("r8", Some(8), "8", "puzzle", Fail, 10),    // no verdict
         run("r9", None, "9", "puzzle", Pass, 10),       // no designId
+        run("r10", None, "10", "trpg", Fail, 10),       // no designId either
     ];
     let runs = RunSet {
         listed: 11,
@@ -130,7 +131,10 @@ fn the_pairing_rules_hold_on_a_fixed_store() {
         ),
         ("r5a", "r5b")
     );
-    assert_eq!(r.runs.without_ids, vec!["r9".to_string()]);
+    assert_eq!(
+        r.runs.without_ids,
+        vec!["r10".to_string(), "r9".to_string()]
+    );
     assert_eq!(r.unmatched.task_mismatch.len(), 1);
     assert_eq!(r.unmatched.task_mismatch[0].run_task_id, "66");
     assert_eq!(r.unmatched.runs_without_verdict[0].run_id, "r8");
@@ -168,8 +172,10 @@ fn kappa_and_agreement_equal_a_hand_computation() {
     assert_eq!(a.kappa, Some(0.166667));
     // decided [[2,0],[1,1]]: p_o = 3/4; p_e = (2/4)(3/4) + (2/4)(1/4) = 1/2; κ = 1/2.
     assert_eq!(r.all.decided.kappa, Some(0.5));
-    // puzzle: r1 accept/pass, r2 accept/inconclusive: legacy says accept only, κ undefined.
-    assert_eq!(r.by_genre["puzzle"].accept_vs_not.kappa, None);
+    // puzzle: r1 accept/pass, r2 accept/inconclusive: legacy says accept only, so p_e = p_o
+    // and κ = 0; over the decided pairs (r1 only) chance agreement is 1 and κ is undefined.
+    assert_eq!(r.by_genre["puzzle"].accept_vs_not.kappa, Some(0.0));
+    assert_eq!(r.by_genre["puzzle"].decided.kappa, None);
 }
 
 #[test]
@@ -217,7 +223,8 @@ fn a_miscounted_report_breaks_an_invariant() {
         validate_as(Kind::ShadowReport, &v),
         Report::Valid(_)
     ));
-    let edits: [(&str, fn(&mut Value)); 4] = [
+    type Edit = (&'static str, fn(&mut Value));
+    let edits: [Edit; 4] = [
         ("invariant.shadow.pairs", |v| {
             v["all"]["confusion"][1][1] = json!(7)
         }),
@@ -280,12 +287,12 @@ fn arb_outcome() -> impl Strategy<Value = Outcome> {
     ]
 }
 
-fn arb_case() -> impl Strategy<
-    Value = (
-        Vec<(u32, u8, bool)>,
-        Vec<(u32, bool, Outcome, i128, bool, u8)>,
-    ),
-> {
+/// Verdicts (design, decision, numeric taskId) and runs (design, same taskId, outcome, time,
+/// adapted, genre).
+type Case = (Vec<(u32, u8, bool)>, Vec<RunCase>);
+type RunCase = (u32, bool, Outcome, i128, bool, u8);
+
+fn arb_case() -> impl Strategy<Value = Case> {
     let verdicts = prop::collection::vec((0u32..12, 0u8..3, any::<bool>()), 0..20);
     let runs = prop::collection::vec(
         (
@@ -301,10 +308,7 @@ fn arb_case() -> impl Strategy<
     (verdicts, runs)
 }
 
-fn case_inputs(
-    verdicts: &[(u32, u8, bool)],
-    runs: &[(u32, bool, Outcome, i128, bool, u8)],
-) -> (LedgerSummary, RunSet) {
+fn case_inputs(verdicts: &[(u32, u8, bool)], runs: &[RunCase]) -> (LedgerSummary, RunSet) {
     let rows: Vec<Value> = verdicts
         .iter()
         .map(|(d, dec, num)| {
@@ -353,7 +357,8 @@ proptest! {
     #[test]
     fn any_store_and_ledger_give_a_valid_order_free_report((verdicts, runs) in arb_case()) {
         let (l, set) = case_inputs(&verdicts, &runs);
-        let r = build(&l, "", &set);
+        let sha = "0".repeat(64);
+        let r = build(&l, &sha, &set);
         let v = serde_json::to_value(&r).unwrap();
         let report = validate_as(Kind::ShadowReport, &v);
         prop_assert!(matches!(report, Report::Valid(_)), "{:?}", report);
@@ -366,6 +371,6 @@ proptest! {
         prop_assert!(r.runs.paired <= 2 * l.verdicts.len() as u64);
         let mut reversed = set.clone();
         reversed.shadow.reverse();
-        prop_assert_eq!(bytes(&build(&l, "", &reversed)), bytes(&r));
+        prop_assert_eq!(bytes(&build(&l, &sha, &reversed)), bytes(&r));
     }
 }
