@@ -15,5 +15,5 @@ mod attempt;
 pub mod client;
 mod walk;
 
-pub use client::{JudgeClient, Judges, SlotJob};
+pub use client::{JudgeClient, Judges, JudgesError, SlotJob};
 pub use seal_core::judge::*;
