@@ -4,6 +4,7 @@
 //! written once and enforced at every gate. Each violation names the JSON pointer and the rule.
 //! [`words`] reads the typed words of the document first, so a bad one is named where it is.
 
+pub mod shadow;
 mod words;
 
 use serde_json::Value;
