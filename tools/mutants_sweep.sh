@@ -5,5 +5,8 @@
 #   tools/mutants_sweep.sh [extra cargo-mutants args, e.g. -f crates/seal-core/src/merge.rs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PROPTEST_CASES=${PROPTEST_CASES:-64} exec cargo mutants --in-place --no-shuffle -p seal-core \
+# With arguments (e.g. -f FILE) the config's file list is left out, so that -f narrows the run.
+config=()
+[ "$#" -gt 0 ] && config=(--no-config)
+PROPTEST_CASES=${PROPTEST_CASES:-64} exec cargo mutants "${config[@]}" --in-place --no-shuffle -p seal-core \
   --timeout 300 --output "${CARGO_TARGET_DIR:-target}/mutants" --colors never "$@"
