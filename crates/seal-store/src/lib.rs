@@ -31,6 +31,7 @@
 
 mod backend;
 mod blob;
+pub mod crash;
 mod error;
 mod file;
 mod object;

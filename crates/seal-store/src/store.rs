@@ -208,7 +208,9 @@ impl Store {
                 detail: "only log entries and checkpoints are ever removed".into(),
             });
         }
-        object::delete(self.backend.objects(), key).await
+        object::delete(self.backend.objects(), key).await?;
+        crate::crash::after_write(key);
+        Ok(())
     }
 
     /// The one create path: a create-only put of bytes whose sha256 is `hash`, settled when the
@@ -232,6 +234,9 @@ impl Store {
             self.settle_existing(key, hash, size).await?
         };
         self.recent.record(key, &stored.hash, &held);
+        if created && self.url != StoreUrl::Memory {
+            crate::crash::after_write(key);
+        }
         Ok(Put { stored, created })
     }
 
