@@ -119,7 +119,7 @@ impl Store {
         let key = Key::cas(&hash);
         let linked_ours = object::copy_if_absent(self.backend.objects(), scratch, &key).await?;
         if linked_ours {
-            crate::crash::after_write(&key);
+            crate::store::crash::after_write(&key);
         }
         // A local hard link is the very file just hashed; anything else (someone else's
         // object, a server-side copy) is re-hashed: a CAS key must hash to its name.
