@@ -520,3 +520,97 @@ async fn a_sample_of_crash_points_of_a_two_roll_run_is_survived_on_s3() {
         started.elapsed().as_secs_f64()
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Orphans: what a crash leaves is a warning of `seal verify --all` and a line of `seal gc`.
+
+/// `seal ARGS` in `dir`: its output.
+async fn seal_in(dir: &Path, args: &[&str]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_seal"));
+    c.current_dir(dir).args(args);
+    run(c).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_leftovers_are_warnings_of_verify_and_listed_by_gc_dry_run() {
+    let p = Point::new(Backend::File, "orphans").await;
+    // Killed right after roll 1's first request is stored: the worker never comes back.
+    let spec = "key:runs/*/roll-1/judge-a/attempt-1/request.json";
+    let mut d = p.daemon(&[(CRASH_ENV, spec)]);
+    let first = submit_run(&http(), &d.base, &p.folder).await;
+    assert!(matches!(first, Err(Stopped::Gone(_))), "{first:?}");
+    let _ = d.child.wait();
+    let attempt = format!("runs/{}/roll-1/judge-a/attempt-1", p.folder.run());
+
+    let store = p.store.as_str();
+    let out = seal_in(
+        p.dir.path(),
+        &[
+            "verify",
+            "--all",
+            "--store",
+            store,
+            "--trust",
+            "keys/seal.pub.pem",
+        ],
+    )
+    .await;
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("warning  uncommitted_attempt"), "{stdout}");
+    assert!(stdout.contains(&attempt), "{stdout}");
+    assert!(
+        stdout.contains("0 runs: 0 verified, 0 not verified"),
+        "{stdout}"
+    );
+
+    let out = seal_in(
+        p.dir.path(),
+        &["gc", "--dry-run", "--json", "--store", store],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kinds: Vec<(&str, &str)> = v["orphans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["warning"].as_str().unwrap(),
+                o["object"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    // The worker uploaded both rolls' frames first: roll 2's are named by no proof package yet.
+    let frames: Vec<String> = p
+        .folder
+        .blobs()
+        .iter()
+        .map(|(h, _)| h.to_string())
+        .collect();
+    assert_eq!(kinds[0], ("uncommitted_attempt", attempt.as_str()), "{v}");
+    for (kind, object) in &kinds[1..] {
+        assert_eq!(*kind, "unreferenced_cas", "{v}");
+        assert!(
+            frames.iter().any(|h| object.ends_with(h.as_str())),
+            "{object}"
+        );
+    }
+
+    // Deleting is not offered: objects are create-only.
+    let out = seal_in(p.dir.path(), &["gc", "--store", store]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+
+    // The worker comes back: the run seals and nothing is left over.
+    let d2 = p.daemon(&[]);
+    let done = submit_run(&http(), &d2.base, &p.folder).await;
+    assert!(done.is_ok(), "{:?}", done.err().map(|e| e.to_string()));
+    let out = seal_in(
+        p.dir.path(),
+        &["gc", "--dry-run", "--json", "--store", store],
+    )
+    .await;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["orphans"], serde_json::json!([]), "{v}");
+}
