@@ -178,6 +178,8 @@ fn reader_rows(f: &Fixture) -> Vec<Row> {
         row("stats: a bad store URL", 2, "invalid value", &["stats", "--store", "ftp://x", "--trust", &pem]),
         row("stats: a missing store", 2, "no store there", &["stats", "--store", &missing, "--trust", &pem]),
         row("stats: an existing --html", 2, "already exists", &["stats", "--store", &store, "--trust", &pem, "--html", &f.at("exists.txt")]),
+        row("gc: without --dry-run (it deletes nothing)", 2, "deletes nothing", &["gc", "--store", &store]),
+        row("gc: a missing store", 2, "no store there", &["gc", "--dry-run", "--store", &missing]),
         row("export: a run not in the store", 2, "no run run-nope", &["export", "verdict", "run-nope", "--store", &store, "--trust", &pem]),
         row("export: a missing store", 2, "no store there", &["export", "verdict", LEGACY, "--store", &missing, "--trust", &pem]),
         row("export: an existing --out", 2, "already exists", &["export", "verdict", LEGACY, "--store", &store, "--trust", &pem, "--out", &f.at("exists.txt")]),

@@ -22,6 +22,7 @@ pub mod context;
 pub mod error;
 pub mod explain;
 pub mod export;
+pub mod gc;
 pub mod judge;
 pub mod keygen;
 pub mod log;
@@ -86,6 +87,9 @@ pub enum Command {
     /// roll 2, infra causes; slot attempts, latency and cost; replay flips. Runs that do not
     /// verify are counted and listed, never used. Exit 0, 2 could not run (bad options too).
     Stats(stats::StatsArgs),
+    /// List what crashes left in the store (uncommitted objects, undecided runs) with what
+    /// completes each; deletes nothing. Exit 0 listed, 2 could not run (or no --dry-run).
+    Gc(gc::GcArgs),
     /// Re-judge decided runs into new historical_replay runs. Exit 0 all replayed, 1 some
     /// failed, 2 could not run.
     Replay(replay::ReplayArgs),
@@ -166,6 +170,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CliError> {
         Command::Explain(args) => explain::run(&Context::new(config)?, args),
         Command::Stats(args) => stats::run(&Context::new(config)?, args),
         Command::Replay(args) => replay::run(&Context::new(config)?, args),
+        Command::Gc(args) => gc::run(&Context::new(config)?, args),
         Command::Serve(args) => serve::run(&Context::new(config)?, args),
         Command::Export(ExportCommand::Verdict(args)) => export::run(&Context::new(config)?, args),
         Command::Log(cmd) => log::run(&Context::new(config)?, cmd),
