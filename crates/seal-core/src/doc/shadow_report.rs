@@ -184,7 +184,3 @@ pub struct ExplainLink {
     /// The command that writes the same page from a store.
     pub command: String,
 }
-
-// ---------------------------------------------------------------------------------------------
-// Pairing
-
