@@ -45,7 +45,7 @@ pub fn check(kind: Kind, doc: &Value) -> Vec<Finding> {
         Kind::ImageManifest => typed::<ImageManifest>(doc).map(|d| image_manifest(&d)),
         Kind::DecisionTree => typed::<DecisionTree>(doc).map(|d| decision_tree(&d)),
         Kind::ShadowReport => {
-            typed::<crate::shadow::ShadowReport>(doc).map(|d| crate::shadow::invariants(&d))
+            typed::<crate::doc::shadow_report::ShadowReport>(doc).map(|d| shadow::invariants(&d))
         }
         Kind::SlotMeta
         | Kind::JudgeAttemptFailure
