@@ -73,6 +73,11 @@ pub mod runfolder {
 }
 
 /// Document validation ([`seal_core::validate`]), and reading a file to validate (the CLI's).
+pub mod shadow {
+    pub use seal_core::shadow::*;
+    pub use seal_engine::shadow::{load, report, Shadow, ShadowError};
+}
+
 pub mod validate {
     pub use crate::cli::validate::validate_file;
     pub use seal_core::validate::*;

@@ -1,76 +1,282 @@
-//! The layers of docs/DESIGN.md §10, enforced inside each crate: reads every `crate::…` /
-//! `super::…` path of a crate's `src/` (as text, comments skipped), maps it to the module that
-//! defines it, and fails when a lower layer imports a higher one, when the pure rules and the
-//! store import each other, or when modules import each other in a cycle. Between crates the
-//! compiler holds the layers (seal-core depends on no other seal crate).
-//!
-//! A new module must be given a layer below: an unplaced module fails the test, so the map
-//! stays the one place where the architecture is written down.
+//! The layers of docs/DESIGN.md §10, read from the table between its `layers:begin` and
+//! `layers:end` markers and checked against the code: each crate's `seal-*` dependencies are
+//! the ones the table names; every module of a crate is placed by exactly one row and every
+//! module a row names exists (no stale entry); inside a crate no module imports a module of a
+//! higher level (every `crate::…` / `super::…` path of `src/` is read as text, comments
+//! skipped); no two modules (files), and no two top-level folders, import each other in a
+//! cycle. Between crates the compiler holds the layers. Two rules the graph cannot say are
+//! checked by name: only seal-core's file modules use `std::fs`, and only the engine's
+//! `postguard` calls `decided::decide` / `decided::seal`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// (level, group) of a module of seal-core (`crates/seal-core/src`): the words at the bottom,
-/// the pure rules above them.
-fn core_layer(module: &str) -> Option<(u8, &'static str)> {
-    let bottom = (0, "documents");
-    let pure = (1, "pure");
-    let top = module.split("::").next().unwrap_or(module);
-    Some(match top {
-        "ids" | "canonical" | "json" | "contracts" | "doc" | "refs" | "key" | "vocab" | "fault"
-        | "prompts" | "fsio" | "limits" | "html" | "net" => bottom,
-        "blinding" | "assertions" | "consensus" | "independence" | "invariants" | "merge"
-        | "derive" | "validate" | "judge" | "explain" | "tlog" | "stats" | "witness" | "admit"
-        | "decided" | "lease" | "receipt" | "runfolder" | "adapt" | "sealing" => pure,
-        _ => return None,
-    })
+const DESIGN: &str = include_str!("../docs/DESIGN.md");
+
+/// One row of the layer table.
+#[derive(Debug)]
+struct Row {
+    krate: String,
+    deps: BTreeSet<String>,
+    level: u8,
+    group: String,
+    modules: Vec<String>,
 }
 
-/// (level, group) of a module of seal-store (`crates/seal-store/src`): one layer.
-fn store_layer(module: &str) -> Option<(u8, &'static str)> {
-    match module {
-        "backend" | "blob" | "error" | "file" | "file::durable" | "file::read" | "object"
-        | "reads" | "staging" | "store" | "url" | "write_set" => Some((1, "store")),
-        _ => None,
+/// The names in backticks of a table cell.
+fn ticked(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+fn layer_table() -> Vec<Row> {
+    let start = DESIGN
+        .find("<!-- layers:begin -->")
+        .expect("docs/DESIGN.md §10 has a layers:begin marker");
+    let end = DESIGN
+        .find("<!-- layers:end -->")
+        .expect("docs/DESIGN.md §10 has a layers:end marker");
+    let mut rows = Vec::new();
+    for line in DESIGN[start..end].lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(
+            cells.len(),
+            4,
+            "layer row with {} cells: {line}",
+            cells.len()
+        );
+        let (level, group) = cells[2]
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("level cell `<n> <name>` expected: {line}"));
+        rows.push(Row {
+            krate: ticked(cells[0]).concat(),
+            deps: ticked(cells[1]).into_iter().collect(),
+            level: level
+                .parse()
+                .unwrap_or_else(|_| panic!("level number: {line}")),
+            group: group.to_string(),
+            modules: ticked(cells[3]),
+        });
+    }
+    assert!(rows.len() >= 6, "only {} layer rows read", rows.len());
+    rows
+}
+
+/// The source folder and manifest of a crate named in the table.
+fn crate_dir(krate: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if krate == "seal" {
+        root.to_path_buf()
+    } else {
+        root.join("crates").join(krate)
     }
 }
 
-/// (level, group) of a module of seal-engine (`crates/seal-engine/src`): the use cases, one
-/// level, over a runtime counter.
-fn engine_layer(module: &str) -> Option<(u8, &'static str)> {
-    let bottom = (0, "documents");
-    let work = (2, "work");
-    let top = module.split("::").next().unwrap_or(module);
-    Some(match top {
-        "metrics" => bottom,
-        "config" | "engine" | "run_state" | "judge" | "roll" | "audit" | "postguard" | "verify"
-        | "replay" | "intake" | "judge_run" | "import" | "resume" | "explain" | "transparency"
-        | "stats" | "lease" | "receipt" | "witness" | "summary" => work,
-        _ => return None,
-    })
-}
-
-/// (level, group) of a module of seal-server (`crates/seal-server/src`) and of the root
-/// package's CLI (`src/`): the edges, which translate HTTP and arguments into use cases.
-fn edge_layer(module: &str) -> Option<(u8, &'static str)> {
-    let top = module.split("::").next().unwrap_or(module);
-    match top {
-        "access" | "error" | "listen" | "routes" | "state" | "uniform" | "witness" | "cli" => {
-            Some((3, "edge"))
+/// The `seal-*` crates of a manifest's `[dependencies]` (not dev or build).
+fn seal_deps(manifest: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(manifest).unwrap_or_else(|e| panic!("{manifest:?}: {e}"));
+    let mut deps = BTreeSet::new();
+    let mut in_deps = false;
+    for line in text.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            in_deps = l == "[dependencies]";
+        } else if in_deps && l.starts_with("seal-") {
+            deps.insert(l.split([' ', '=']).next().unwrap_or(l).to_string());
         }
-        _ => None,
+    }
+    deps
+}
+
+/// (level, group) of each top-level module of a crate, from the table.
+fn layers_of(rows: &[Row], krate: &str) -> BTreeMap<String, (u8, String)> {
+    let mut map = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.krate == krate) {
+        for m in &r.modules {
+            let before = map.insert(m.clone(), (r.level, r.group.clone()));
+            assert!(before.is_none(), "{krate}: {m} is placed by two rows");
+        }
+    }
+    map
+}
+
+fn top(module: &str) -> &str {
+    module.split("::").next().unwrap_or(module)
+}
+
+fn crates(rows: &[Row]) -> BTreeSet<String> {
+    rows.iter().map(|r| r.krate.clone()).collect()
+}
+
+#[test]
+fn each_crate_depends_on_the_seal_crates_the_table_names() {
+    let rows = layer_table();
+    let mut wrong = Vec::new();
+    for krate in crates(&rows) {
+        let named: BTreeSet<String> = rows
+            .iter()
+            .filter(|r| r.krate == krate)
+            .flat_map(|r| r.deps.iter().cloned())
+            .collect();
+        let actual = seal_deps(&crate_dir(&krate).join("Cargo.toml"));
+        if named != actual {
+            wrong.push(format!("{krate}: table {named:?}, Cargo.toml {actual:?}"));
+        }
+    }
+    // The fuzz crate builds alone, on the pure core only.
+    let fuzz = seal_deps(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/Cargo.toml"));
+    if fuzz != BTreeSet::from(["seal-core".to_string()]) {
+        wrong.push(format!("fuzz: {fuzz:?}, the table allows seal-core only"));
+    }
+    assert!(
+        wrong.is_empty(),
+        "crate graph against docs/DESIGN.md §10:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn every_module_is_placed_and_every_placed_module_exists() {
+    let rows = layer_table();
+    let mut wrong = Vec::new();
+    for krate in crates(&rows) {
+        let layers = layers_of(&rows, &krate);
+        let g = graph(&crate_dir(&krate).join("src"));
+        let tops: BTreeSet<&str> = g.keys().map(|m| top(m)).collect();
+        for m in &tops {
+            if !layers.contains_key(*m) {
+                wrong.push(format!(
+                    "{krate}: module {m} has no row (place it in DESIGN §10)"
+                ));
+            }
+        }
+        for m in layers.keys() {
+            if !tops.contains(m.as_str()) {
+                wrong.push(format!(
+                    "{krate}: the table names {m}, which does not exist (stale)"
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn no_lower_level_imports_a_higher_one() {
+    let rows = layer_table();
+    let mut bad = Vec::new();
+    for krate in crates(&rows) {
+        let layers = layers_of(&rows, &krate);
+        for (from, tos) in graph(&crate_dir(&krate).join("src")) {
+            let Some((lf, gf)) = layers.get(top(&from)) else {
+                continue;
+            };
+            for to in tos {
+                let Some((lt, gt)) = layers.get(top(&to)) else {
+                    continue;
+                };
+                if lt > lf {
+                    bad.push(format!("{krate}: {from} ({lf} {gf}) -> {to} ({lt} {gt})"));
+                }
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "imports against the layers:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn modules_do_not_import_each_other_in_a_cycle() {
+    for krate in crates(&layer_table()) {
+        no_cycle_in(&krate, &graph(&crate_dir(&krate).join("src")));
     }
 }
 
-/// The crates whose modules are checked: (name, source folder, layer map).
-type LayerOf = fn(&str) -> Option<(u8, &'static str)>;
-const CRATES: [(&str, &str, LayerOf); 5] = [
-    ("seal-core", "crates/seal-core/src", core_layer),
-    ("seal-store", "crates/seal-store/src", store_layer),
-    ("seal-engine", "crates/seal-engine/src", engine_layer),
-    ("seal-server", "crates/seal-server/src", edge_layer),
-    ("seal", "src", edge_layer),
-];
+#[test]
+fn top_level_folders_do_not_import_each_other_in_a_cycle() {
+    for krate in crates(&layer_table()) {
+        let mut folders: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (from, tos) in graph(&crate_dir(&krate).join("src")) {
+            let e = folders.entry(top(&from).to_string()).or_default();
+            e.extend(
+                tos.iter()
+                    .map(|t| top(t).to_string())
+                    .filter(|t| t != top(&from)),
+            );
+        }
+        no_cycle_in(&krate, &folders);
+    }
+}
+
+/// The source lines of `text` before its unit tests, comments dropped.
+fn code_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines()
+        .take_while(|l| !l.trim_start().starts_with("#[cfg(test)]"))
+        .filter(|l| !l.trim_start().starts_with("//"))
+}
+
+/// Files of `dir` whose code (unit tests and comments aside) contains `needle`.
+fn files_using(dir: &Path, needle: &str) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    let mut using = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        if code_lines(&text).any(|l| l.contains(needle)) {
+            using.push(f.strip_prefix(dir).unwrap_or(f).display().to_string());
+        }
+    }
+    using
+}
+
+#[test]
+fn only_the_file_modules_of_the_core_touch_the_file_system() {
+    let core = crate_dir("seal-core").join("src");
+    let allowed = ["fsio.rs", "sealing.rs", "runfolder/"];
+    let others: Vec<String> = files_using(&core, "std::fs")
+        .into_iter()
+        .filter(|f| !allowed.iter().any(|a| f.starts_with(a)))
+        .collect();
+    assert!(
+        others.is_empty(),
+        "seal-core files using std::fs outside fsio/sealing/runfolder: {others:?}"
+    );
+}
+
+#[test]
+fn only_the_postguard_decides_a_run() {
+    let mut callers = Vec::new();
+    for krate in crates(&layer_table()) {
+        let src = crate_dir(&krate).join("src");
+        for needle in ["decided::decide(", "decided::seal("] {
+            callers.extend(
+                files_using(&src, needle)
+                    .into_iter()
+                    .map(|f| format!("{krate}/src/{f}")),
+            );
+        }
+    }
+    callers.sort();
+    callers.dedup();
+    assert!(
+        !callers.is_empty(),
+        "no caller of decided::decide / decided::seal found: the check reads the wrong text"
+    );
+    let outside: Vec<&String> = callers
+        .iter()
+        .filter(|c| !c.starts_with("seal-engine/src/postguard"))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "decided::decide / decided::seal called outside the postguard: {outside:?}"
+    );
+}
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -222,13 +428,12 @@ fn owner<'a>(modules: &'a BTreeSet<String>, path: &str) -> Option<&'a String> {
     best
 }
 
-fn graph(src: &str) -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
+fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    rust_files(src, &mut files);
     let mut texts = BTreeMap::new();
     for f in &files {
-        if let Some(m) = module_of(&src, f) {
+        if let Some(m) = module_of(src, f) {
             texts.insert(m, std::fs::read_to_string(f).unwrap_or_default());
         }
     }
@@ -249,59 +454,7 @@ fn graph(src: &str) -> BTreeMap<String, BTreeSet<String>> {
     edges
 }
 
-#[test]
-fn every_module_has_a_layer() {
-    let mut unplaced = Vec::new();
-    for (name, src, layer) in CRATES {
-        let g = graph(src);
-        assert!(
-            g.len() >= 5,
-            "{name}: only {} modules read from {src}",
-            g.len()
-        );
-        unplaced.extend(
-            g.keys()
-                .filter(|m| layer(m).is_none())
-                .map(|m| format!("{name}: {m}")),
-        );
-    }
-    assert!(
-        unplaced.is_empty(),
-        "modules without a layer (place them in tests/architecture.rs and docs/DESIGN.md §10): {unplaced:?}"
-    );
-}
-
-#[test]
-fn no_lower_layer_imports_a_higher_one() {
-    let mut bad = Vec::new();
-    for (name, src, layer) in CRATES {
-        for (from, tos) in graph(src) {
-            let Some((lf, gf)) = layer(&from) else {
-                continue;
-            };
-            for to in tos {
-                let Some((lt, gt)) = layer(&to) else { continue };
-                if lt > lf || (lt == lf && gt != gf && lf == 1) {
-                    bad.push(format!("{name}: {from} ({lf} {gf}) -> {to} ({lt} {gt})"));
-                }
-            }
-        }
-    }
-    assert!(
-        bad.is_empty(),
-        "imports against the layers:\n{}",
-        bad.join("\n")
-    );
-}
-
-#[test]
-fn modules_do_not_import_each_other_in_a_cycle() {
-    for (_, src, _) in CRATES {
-        no_cycle_in(&graph(src));
-    }
-}
-
-fn no_cycle_in(g: &BTreeMap<String, BTreeSet<String>>) {
+fn no_cycle_in(krate: &str, g: &BTreeMap<String, BTreeSet<String>>) {
     // Depth-first search with colours; report every back edge's cycle.
     fn visit(
         n: &str,
@@ -334,7 +487,11 @@ fn no_cycle_in(g: &BTreeMap<String, BTreeSet<String>>) {
             visit(n, g, &mut colour, &mut Vec::new(), &mut cycles);
         }
     }
-    assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
+    assert!(
+        cycles.is_empty(),
+        "{krate}: import cycles:\n{}",
+        cycles.join("\n")
+    );
 }
 
 #[test]

@@ -156,7 +156,7 @@ fn file_rows(f: &Fixture) -> Vec<Row> {
     ]
 }
 
-/// verify, explain, stats, export: the commands that read a store.
+/// verify, explain, stats, export, shadow-report: the commands that read a store.
 #[rustfmt::skip]
 fn reader_rows(f: &Fixture) -> Vec<Row> {
     let pem = fixture_trust_pem().display().to_string();
@@ -178,11 +178,19 @@ fn reader_rows(f: &Fixture) -> Vec<Row> {
         row("stats: a bad store URL", 2, "invalid value", &["stats", "--store", "ftp://x", "--trust", &pem]),
         row("stats: a missing store", 2, "no store there", &["stats", "--store", &missing, "--trust", &pem]),
         row("stats: an existing --html", 2, "already exists", &["stats", "--store", &store, "--trust", &pem, "--html", &f.at("exists.txt")]),
+        row("gc: without --dry-run (it deletes nothing)", 2, "deletes nothing", &["gc", "--store", &store]),
+        row("gc: a missing store", 2, "no store there", &["gc", "--dry-run", "--store", &missing]),
         row("export: a run not in the store", 2, "no run run-nope", &["export", "verdict", "run-nope", "--store", &store, "--trust", &pem]),
         row("export: a missing store", 2, "no store there", &["export", "verdict", LEGACY, "--store", &missing, "--trust", &pem]),
         row("export: an existing --out", 2, "already exists", &["export", "verdict", LEGACY, "--store", &store, "--trust", &pem, "--out", &f.at("exists.txt")]),
         row("export: a run that does not verify", 1, "does NOT VERIFY", &["export", "verdict", TAMPERED, "--store", &store, "--trust", &pem]),
         row("export: a run decided without a Verdict", 1, "_designId", &["export", "verdict", PLAIN, "--store", &store, "--trust", &pem]),
+        row("shadow-report: no ledger", 2, "does not exist", &["shadow-report", "--verdicts", &f.at("no-ledger.jsonl"), "--store", &store, "--trust", &pem]),
+        row("shadow-report: a folder as the ledger", 2, "not a regular file", &["shadow-report", "--verdicts", &f.at("not-empty"), "--store", &store, "--trust", &pem]),
+        row("shadow-report: a missing store", 2, "no store there", &["shadow-report", "--verdicts", &f.at("exists.txt"), "--store", &missing, "--trust", &pem]),
+        row("shadow-report: no trusted key", 2, "no trusted public key", &["shadow-report", "--verdicts", &f.at("exists.txt"), "--store", &store]),
+        row("shadow-report: an existing --html", 2, "already exists", &["shadow-report", "--verdicts", &f.at("exists.txt"), "--store", &store, "--trust", &pem, "--html", &f.at("exists.txt")]),
+        row("shadow-report: a ledger of no Verdict is still a report", 0, "no valid verdict row", &["shadow-report", "--verdicts", &f.at("not-a-verdict.json"), "--store", &store, "--trust", &pem]),
     ]
 }
 

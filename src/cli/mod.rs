@@ -12,7 +12,8 @@
 //!   output files), [`terminal`] (text made safe for a terminal), [`bulk`] (worker threads
 //!   of `verify --all` and `replay --all`);
 //! - one file per command: [`validate`], [`keygen`], [`verify`], [`explain`], [`stats`],
-//!   [`replay`], [`serve`], [`adapt`], [`export`], [`log`], [`witness`], [`judge`], [`judges`].
+//!   [`replay`], [`serve`], [`adapt`], [`export`], [`log`], [`witness`], [`judge`], [`judges`],
+//!   [`shadow_report`], [`gc`].
 
 pub mod adapt;
 pub mod args;
@@ -21,6 +22,7 @@ pub mod context;
 pub mod error;
 pub mod explain;
 pub mod export;
+pub mod gc;
 pub mod judge;
 pub mod judges;
 pub mod keygen;
@@ -28,6 +30,7 @@ pub mod log;
 pub mod output;
 pub mod replay;
 pub mod serve;
+pub mod shadow_report;
 pub mod stats;
 pub mod terminal;
 pub mod validate;
@@ -105,6 +108,9 @@ pub enum Command {
     /// roll 2, infra causes; slot attempts, latency and cost; replay flips. Runs that do not
     /// verify are counted and listed, never used. Exit 0, 2 could not run (bad options too).
     Stats(stats::StatsArgs),
+    /// List what crashes left in the store (uncommitted objects, undecided runs) with what
+    /// completes each; deletes nothing. Exit 0 listed, 2 could not run (or no --dry-run).
+    Gc(gc::GcArgs),
     /// Re-judge decided runs into new historical_replay runs. Exit 0 all replayed, 1 some
     /// failed, 2 could not run.
     Replay(replay::ReplayArgs),
@@ -128,6 +134,11 @@ pub enum Command {
     /// The configured judges: `check` sends each slot one minimal request.
     #[command(subcommand)]
     Judges(judges::JudgesCommand),
+    /// Legacy agent-loop Verdicts (a JSONL ledger) against the verified v3_shadow runs of the
+    /// same designs: legacy accept/fix/kill × v3 outcome, agreement and Cohen's kappa on
+    /// accept-vs-not (seeded 95% bootstrap interval) per genre and evidence mode, every
+    /// disagreement. Exit 0, 2 could not run.
+    ShadowReport(shadow_report::ShadowReportArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -193,10 +204,12 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CliError> {
         Command::Explain(args) => explain::run(&Context::new(config)?, args),
         Command::Stats(args) => stats::run(&Context::new(config)?, args),
         Command::Replay(args) => replay::run(&Context::new(config)?, args),
+        Command::Gc(args) => gc::run(&Context::new(config)?, args),
         Command::Serve(args) => serve::run(&Context::new(config)?, args),
         Command::Export(ExportCommand::Verdict(args)) => export::run(&Context::new(config)?, args),
         Command::Log(cmd) => log::run(&Context::new(config)?, cmd),
         Command::Judge(args) => judge::run(&Context::new(config)?, args),
         Command::Judges(cmd) => judges::run(&Context::new(config)?, cmd),
+        Command::ShadowReport(args) => shadow_report::run(&Context::new(config)?, args),
     }
 }

@@ -346,18 +346,28 @@ async fn import_one(
     all: bool,
     errors: &mut Vec<String>,
 ) -> bool {
-    match seal_engine::import::import_run(src, engine.store(), id, trusted, limits, all).await {
-        // The imported run verified against the trusted keys: this store's log now accounts
-        // for it (a checkpoint signed by this process's key).
-        Ok(seal_engine::import::Imported::Copied { .. }) => {
-            if let Some(key) = &engine.key() {
-                if let Err(e) = engine.log().append_trusted(id, key, trusted).await {
-                    errors.push(format!("{id}: log: {e}"));
-                    return false;
-                }
-            }
-            true
+    // The imported run verified against the trusted keys: this store's log accounts for it
+    // (a checkpoint signed by this process's key) before its seal is stored.
+    let imported = match &engine.key() {
+        Some(key) => {
+            seal_engine::import::import_logged(
+                src,
+                engine.store(),
+                id,
+                trusted,
+                limits,
+                all,
+                engine.log(),
+                key,
+            )
+            .await
         }
+        None => {
+            seal_engine::import::import_run(src, engine.store(), id, trusted, limits, all).await
+        }
+    };
+    match imported {
+        Ok(seal_engine::import::Imported::Copied { .. }) => true,
         Ok(seal_engine::import::Imported::IsReplay) => false,
         // --all takes decided runs only; an undecided one is not an error there.
         Err(seal_engine::import::ImportError::NotDecided { .. }) if all => false,

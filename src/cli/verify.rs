@@ -9,6 +9,7 @@ use std::sync::Arc;
 use seal_core::ids::RunId;
 use seal_core::sealing::PublicKey;
 use seal_engine::audit::Problem;
+use seal_engine::resume::orphans::Orphan;
 use seal_engine::transparency::LogView;
 use seal_engine::verify::RunReport;
 use seal_store::Store;
@@ -62,7 +63,15 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitStatus, CliError> {
         let unwitnessed =
             seal_engine::witness::check::quorum_problem(&store, &policy, log.latest.as_ref())
                 .await?;
+        // Crash leftovers are warnings, not failures: an unsealed run the log does not hold is
+        // not verified but listed with what completes it (docs/DESIGN.md §2, "Crash safety").
+        let (ids, warnings) = if args.all {
+            undecided_apart(&store, ids, &log).await?
+        } else {
+            (ids, Vec::new())
+        };
         let mut printer = VerifyPrinter::new(args.json, progress(ids.len() as u64, args.all));
+        printer.warnings = warnings;
         let log = (log, unwitnessed);
         let done = verify_in_parallel(&store, ids, Arc::new(trusted), log, jobs, &mut printer);
         if let Err(e) = done.await {
@@ -100,6 +109,24 @@ async fn targets(
         ctx.named_run(store, url, id).await?;
     }
     Ok((args.runs.clone(), Vec::new()))
+}
+
+/// The runs to verify, and the store's crash leftovers: a run without a seal that the log does
+/// not hold is not verified (it was never sealed); one the log holds is (its seal is missing).
+async fn undecided_apart(
+    store: &Store,
+    ids: Vec<RunId>,
+    log: &LogView,
+) -> Result<(Vec<RunId>, Vec<Orphan>), CliError> {
+    let mut keep = Vec::new();
+    for id in ids {
+        let logged = log.logged(id.as_str()).next().is_some();
+        if logged || store.exists(&seal_store::Key::seal(&id)).await? {
+            keep.push(id);
+        }
+    }
+    let warnings = seal_engine::resume::orphans::scan(store).await?;
+    Ok((keep, warnings))
 }
 
 /// Verifies runs on their own threads, at most `jobs` at once (see [`bulk`]), each
@@ -141,6 +168,8 @@ struct VerifyPrinter {
     bar: indicatif::ProgressBar,
     runs: usize,
     failed: usize,
+    /// Crash leftovers (`--all`): printed before the summary, never failures.
+    warnings: Vec<Orphan>,
 }
 
 impl VerifyPrinter {
@@ -150,6 +179,7 @@ impl VerifyPrinter {
             bar,
             runs: 0,
             failed: 0,
+            warnings: Vec::new(),
         }
     }
 
@@ -170,9 +200,16 @@ impl VerifyPrinter {
         self.bar.finish_and_clear();
         let (n, failed) = (self.runs, self.failed);
         if self.json {
-            let doc = serde_json::json!({"runs": n, "verified": n - failed, "notVerified": failed});
+            let mut doc =
+                serde_json::json!({"runs": n, "verified": n - failed, "notVerified": failed});
+            if !self.warnings.is_empty() {
+                doc["warnings"] = serde_json::json!(self.warnings);
+            }
             println!("{doc}");
         } else {
+            for line in super::gc::orphan_lines(&self.warnings) {
+                println!("warning  {line}");
+            }
             let plural = if n == 1 { "" } else { "s" };
             println!(
                 "{n} run{plural}: {} verified, {failed} not verified",

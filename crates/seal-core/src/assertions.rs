@@ -252,6 +252,46 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    // The equality and path rules the floor's `==` and `in` assertions stand on (each found
+    // by mutation testing: no fixture happened to compare arrays, objects or 1 with 1.0).
+    #[test]
+    fn numbers_are_equal_by_value_whatever_their_json_spelling() {
+        assert!(json_eq(&json!(1), &json!(1.0)));
+        assert!(!json_eq(&json!(1), &json!(2)));
+    }
+
+    #[test]
+    fn arrays_are_equal_element_by_element_and_only_at_the_same_length() {
+        assert!(json_eq(&json!([1, 2]), &json!([1.0, 2.0])));
+        assert!(!json_eq(&json!([1, 2]), &json!([1, 3])));
+        assert!(!json_eq(&json!([1]), &json!([1, 2])));
+        assert!(!json_eq(&json!([1, 2]), &json!([1])));
+    }
+
+    #[test]
+    fn objects_are_equal_key_by_key_and_only_with_the_same_keys() {
+        assert!(json_eq(
+            &json!({"a": 1, "b": [1]}),
+            &json!({"b": [1.0], "a": 1.0})
+        ));
+        assert!(!json_eq(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+        assert!(!json_eq(&json!({"a": 1, "b": 2}), &json!({"a": 1})));
+        assert!(!json_eq(&json!({"a": 1}), &json!({"a": 2})));
+        assert!(!json_eq(&json!({"a": 1}), &json!({"b": 1})));
+    }
+
+    #[test]
+    fn a_path_descends_objects_and_array_indices() {
+        let data = json!({"s": {"xs": [10, {"y": 3}]}});
+        let data = data.as_object().unwrap();
+        assert_eq!(lookup(data, "s.xs.1.y"), Some(&json!(3)));
+        assert_eq!(lookup(data, "s.xs.0"), Some(&json!(10)));
+        assert_eq!(lookup(data, "s.xs.5"), None);
+        assert_eq!(lookup(data, "s.xs.a"), None);
+        assert_eq!(lookup(data, "s.q"), None);
+        assert_eq!(lookup(data, "s.xs.0.z"), None);
+    }
+
     fn ev(seq: u64, name: &str, data: Value) -> GameEvent {
         GameEvent {
             seq,

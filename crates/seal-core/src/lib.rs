@@ -19,6 +19,7 @@
 //! sealing    sealing, tlog                     DSSE/in-toto seal, ed25519; the RFC 6962 log, checkpoints
 //!            receipt, lease, witness           receipt MACs, lease standing, C2SP witness formats
 //! reading    explain, stats, html              the decision tree and stats pages (pure renderers)
+//!            shadow                            legacy Verdicts against v3_shadow runs (`seal shadow-report`)
 //! folders    fsio, runfolder, adapt            files read (and written) one safe way; run folders; legacy Verdicts
 //! ```
 //!
@@ -57,6 +58,7 @@ pub mod receipt;
 pub mod refs;
 pub mod runfolder;
 pub mod sealing;
+pub mod shadow;
 pub mod stats;
 pub mod tlog;
 pub mod validate;

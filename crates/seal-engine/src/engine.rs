@@ -72,14 +72,8 @@ impl Clock for FixedClock {
 pub enum EngineError {
     #[error(transparent)]
     Secret(#[from] crate::config::SecretError),
-    /// A judge slot names a prompt the build does not carry.
     #[error(transparent)]
-    Prompt(#[from] seal_core::prompts::PromptError),
-    #[error("judge {slot}: HTTP client: {reason}")]
-    JudgeClient {
-        slot: seal_core::ids::Slot,
-        reason: String,
-    },
+    Judges(#[from] crate::judge::JudgesError),
     #[error(transparent)]
     Witnesses(#[from] crate::transparency::publish::PublisherError),
 }
@@ -88,9 +82,7 @@ impl HasFault for EngineError {
     fn fault(&self) -> Fault {
         match self {
             EngineError::Secret(e) => e.fault(),
-            // The configuration names them: the operator's to fix.
-            EngineError::Prompt(_) => Fault::Caller,
-            EngineError::JudgeClient { .. } => Fault::Infrastructure,
+            EngineError::Judges(e) => e.fault(),
             EngineError::Witnesses(e) => e.fault(),
         }
     }

@@ -8,8 +8,16 @@
 //! 2. **Verify**: [`crate::verify::prove`] runs on the staging area against the trusted keys.
 //!    Only a decided run that verifies goes on.
 //! 3. **Copy**: exactly the objects the verified evidence binds ([`VerifiedRun::bound`]) are
-//!    copied, after checking that none of them conflicts with what the destination holds; the
-//!    seal last. Nothing else is ever written.
+//!    copied, after checking that none of them conflicts with what the destination holds;
+//!    then the destination's log gets the run's entry, computed from the staged (verified)
+//!    evidence and seal; the seal is copied last, as the commit point. Nothing else is ever
+//!    written.
+//!
+//! Log before seal, as the postguard does (docs/DESIGN.md §13): a seal stored before its entry
+//! is what the log guard (G2) refuses, and another process (a concurrent `seal replay --all
+//! --from`, a `seal serve` starting) reads the store at any moment. An import killed, or merely
+//! seen, between its entry and its seal leaves a logged run without its seal (sealPending),
+//! which the rerun completes with the same bytes.
 //!
 //! Decision: refuse the run rather than import "the good part" of it. A run with an extra
 //! object does not verify where it is, so the archive is not what was sealed; importing a
@@ -19,12 +27,13 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
+use crate::transparency::{Log, LogError};
 use crate::verify::{self, VerifiedRun};
 use seal_core::doc::{AcceptanceMode, Evidence, ProofPackage};
 use seal_core::fault::{Fault, HasFault};
 use seal_core::fsio::{self, FsError, Kind};
 use seal_core::ids::{RollId, RunId};
-use seal_core::sealing::PublicKey;
+use seal_core::sealing::{PublicKey, SigningKey};
 use seal_store::{Key, Staging, Store, StoreError, StoreUrl};
 
 /// Why a run was not imported. The destination is unchanged in every case.
@@ -44,6 +53,8 @@ pub enum ImportError {
         "run {run}: {key} in the destination holds other bytes than the archive; nothing imported"
     )]
     Conflict { run: RunId, key: Key },
+    #[error("run {run}: log: {source}")]
+    Log { run: RunId, source: LogError },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -52,6 +63,7 @@ impl HasFault for ImportError {
     fn fault(&self) -> Fault {
         match self {
             ImportError::Store(e) => e.fault(),
+            ImportError::Log { source, .. } => source.fault(),
             _ => Fault::Caller,
         }
     }
@@ -270,7 +282,8 @@ fn read_frame(
 }
 
 /// Imports run `run` from `archive` into `to`: stage, verify against `trusted`, then copy
-/// exactly the bound objects. On any error `to` is unchanged.
+/// exactly the bound objects, the seal last. On any error before the copy `to` is unchanged.
+/// Nothing is logged: for a destination without a signing key (see [`import_logged`]).
 pub async fn import_run(
     archive: &Archive,
     to: &Store,
@@ -278,6 +291,35 @@ pub async fn import_run(
     trusted: &[PublicKey],
     limits: Limits,
     skip_replays: bool,
+) -> Result<Imported, ImportError> {
+    import_inner(archive, to, run, trusted, limits, skip_replays, None).await
+}
+
+/// As [`import_run`], and the run's entry is appended to `log` (its checkpoint signed by
+/// `key`) before the seal is copied: see the module doc.
+#[allow(clippy::too_many_arguments)]
+pub async fn import_logged(
+    archive: &Archive,
+    to: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+    limits: Limits,
+    skip_replays: bool,
+    log: &Log,
+    key: &SigningKey,
+) -> Result<Imported, ImportError> {
+    let logger = Some((log, key));
+    import_inner(archive, to, run, trusted, limits, skip_replays, logger).await
+}
+
+async fn import_inner(
+    archive: &Archive,
+    to: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+    limits: Limits,
+    skip_replays: bool,
+    logger: Option<(&Log, &SigningKey)>,
 ) -> Result<Imported, ImportError> {
     let staging = archive.stage(run, limits).await?;
     let Some(ev_bytes) = staging.store().get_opt(&Key::evidence(run)).await? else {
@@ -299,33 +341,60 @@ pub async fn import_run(
             });
         }
     };
-    copy_bound(&staging, to, run, &verified).await
+    let copy = Copy {
+        staging: &staging,
+        to,
+        run,
+        trusted,
+    };
+    copy.bound(&verified, logger).await
 }
 
-/// Copies the bound objects, after checking that none conflicts with the destination; the
-/// evidence and then the seal go last, so a crash mid-copy leaves no seal without its run.
-async fn copy_bound(
-    staging: &Staging,
-    to: &Store,
-    run: &RunId,
-    verified: &VerifiedRun,
-) -> Result<Imported, ImportError> {
-    let mut keys: Vec<&Key> = verified.bound().iter().collect();
-    for key in &keys {
-        let (staged, _) = staging.store().hash(key).await?;
-        if to.exists(key).await? && to.hash(key).await?.0 != staged {
-            return Err(ImportError::Conflict {
-                run: run.clone(),
-                key: (*key).clone(),
-            });
+/// One verified run on its way from the staging area to the destination.
+struct Copy<'a> {
+    staging: &'a Staging,
+    to: &'a Store,
+    run: &'a RunId,
+    trusted: &'a [PublicKey],
+}
+
+impl Copy<'_> {
+    /// Copies the bound objects, after checking that none conflicts with the destination: the
+    /// evidence after every object it binds, then the log entry, then the seal (the commit).
+    async fn bound(
+        &self,
+        verified: &VerifiedRun,
+        logger: Option<(&Log, &SigningKey)>,
+    ) -> Result<Imported, ImportError> {
+        let (staging, to, run) = (self.staging, self.to, self.run);
+        let mut keys: Vec<&Key> = verified.bound().iter().collect();
+        for key in &keys {
+            let (staged, _) = staging.store().hash(key).await?;
+            if to.exists(key).await? && to.hash(key).await?.0 != staged {
+                return Err(ImportError::Conflict {
+                    run: run.clone(),
+                    key: (*key).clone(),
+                });
+            }
         }
+        let (ev, seal) = (Key::evidence(run), Key::seal(run));
+        keys.sort_by_key(|k| (**k == ev || **k == seal, **k == seal));
+        for key in keys.iter().filter(|k| ***k != seal) {
+            to.import_from(staging, key).await?;
+        }
+        if let Some((log, key)) = logger {
+            log.append_imported(run, staging.store(), key, self.trusted)
+                .await
+                .map_err(|source| ImportError::Log {
+                    run: run.clone(),
+                    source,
+                })?;
+        }
+        if keys.iter().any(|k| **k == seal) {
+            to.import_from(staging, &seal).await?;
+        }
+        Ok(Imported::Copied {
+            objects: keys.len(),
+        })
     }
-    let (ev, seal) = (Key::evidence(run), Key::seal(run));
-    keys.sort_by_key(|k| (**k == ev || **k == seal, **k == seal));
-    for key in &keys {
-        to.import_from(staging, key).await?;
-    }
-    Ok(Imported::Copied {
-        objects: keys.len(),
-    })
 }

@@ -17,7 +17,7 @@
 //! deciding   postguard                        the ONLY writer of a DECIDED document and its seal
 //!            transparency, witness            the log appended before the seal is stored; cosigners
 //! proving    audit, verify                    re-hash, re-verify, re-derive everything
-//!            explain, stats, summary          proven runs, read for people
+//!            explain, stats, summary, shadow  proven runs, read for people
 //! operating  replay, import, judge_run        historical replays, archives, `seal judge` on a folder
 //! counters   metrics                          what `/metrics` shows
 //! ```
@@ -44,6 +44,7 @@ pub mod replay;
 pub mod resume;
 pub mod roll;
 pub mod run_state;
+pub mod shadow;
 pub mod stats;
 pub mod summary;
 pub mod transparency;

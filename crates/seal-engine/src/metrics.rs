@@ -52,6 +52,7 @@ pub struct Metrics {
     cost: RmbCounters,
     tokens: Counters,
     leases: Counters,
+    answers_discarded: Counters,
     latency: Histograms,
     rolls: Counters,
     rolls_by_id: Counters,
@@ -71,6 +72,7 @@ impl Default for Metrics {
             cost: RmbCounters::default(),
             tokens: Counters::default(),
             leases: Counters::default(),
+            answers_discarded: Counters::default(),
             latency: Histograms::new_with_constructor(latency_histogram),
             rolls: Counters::default(),
             rolls_by_id: Counters::default(),
@@ -129,6 +131,11 @@ impl Metrics {
             "attempt leases across replicas, by slot and result (held, takeover, waited)",
             &self.leases,
         );
+        c(
+            "seal_judge_answers_discarded",
+            "judge answers paid for but not used because another replica committed the attempt first, by slot",
+            &self.answers_discarded,
+        );
         self.register(
             "seal_judge_latency_seconds",
             "judge call latency, by slot",
@@ -186,6 +193,9 @@ impl Metrics {
                     .get_or_create(&labels(&[("slot", slot), ("result", result)]));
             }
             let _ = self.retries.get_or_create(&labels(&[("slot", slot)]));
+            let _ = self
+                .answers_discarded
+                .get_or_create(&labels(&[("slot", slot)]));
             let _ = self.cost.get_or_create(&labels(&[("slot", slot)]));
             let _ = self.latency.get_or_create(&labels(&[("slot", slot)]));
         }
@@ -268,6 +278,13 @@ impl Metrics {
     pub fn lease(&self, slot: &str, result: &str) {
         self.leases
             .get_or_create(&labels(&[("slot", slot), ("result", result)]))
+            .inc();
+    }
+
+    /// Records a judge answer paid for but discarded: another replica committed the attempt.
+    pub fn answer_discarded(&self, slot: &str) {
+        self.answers_discarded
+            .get_or_create(&labels(&[("slot", slot)]))
             .inc();
     }
 

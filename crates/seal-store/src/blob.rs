@@ -118,6 +118,9 @@ impl Store {
         check_expected(expected, &hash)?;
         let key = Key::cas(&hash);
         let linked_ours = object::copy_if_absent(self.backend.objects(), scratch, &key).await?;
+        if linked_ours {
+            crate::store::crash::after_write(&key);
+        }
         // A local hard link is the very file just hashed; anything else (someone else's
         // object, a server-side copy) is re-hashed: a CAS key must hash to its name.
         if linked_ours && self.backend.is_file() {

@@ -45,5 +45,6 @@ pub use file::durable::fsync_counts;
 pub use reads::{OwnWrites, Reads};
 pub use seal_core::key::{Key, Stored};
 pub use staging::Staging;
+pub use store::crash;
 pub use store::{parse_stored, Listing, Put, RunListing, Store, DEFAULT_DOC_LIMIT};
 pub use url::{is_loopback_host, StoreUrl};

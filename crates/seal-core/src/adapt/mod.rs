@@ -67,7 +67,8 @@ use crate::runfolder::write::{self as folder, WriteError, HEADER_FILE, PROOF_FIL
 pub use to_run::{adapt_verdict, prompt_text, Adapted};
 pub use to_verdict::evidence_to_verdict;
 pub use verdict::{
-    parse_verdict, AgentLoopVerdict, GameEnd, PlayReport, VerdictEvidence, VerdictFinding,
+    parse_verdict, task_id_string, AgentLoopVerdict, GameEnd, PlayReport, VerdictEvidence,
+    VerdictFinding,
 };
 
 /// Size limit for a Verdict file and for reading the adapted folder back (the default

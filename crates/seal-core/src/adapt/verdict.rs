@@ -90,8 +90,9 @@ pub fn parse_verdict(object: &str, bytes: &[u8]) -> Result<(Value, AgentLoopVerd
     Ok((value, verdict))
 }
 
-/// The taskId as a string: a number in decimal, a string as written.
-pub(crate) fn task_id_string(v: &Value) -> String {
+/// The taskId as a string: a number in decimal, a string as written (so `123` and `"123"`
+/// name the same task, here and in `seal shadow-report`).
+pub fn task_id_string(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {

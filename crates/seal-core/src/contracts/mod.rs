@@ -92,6 +92,10 @@ pub const AUTHORED: &[(&str, &str)] = &[
         "stats.schema.json",
         include_str!("schemas/stats.schema.json"),
     ),
+    (
+        "shadow-report.schema.json",
+        include_str!("schemas/shadow-report.schema.json"),
+    ),
 ];
 
 /// The kinds of document seal validates.
@@ -115,10 +119,12 @@ pub enum Kind {
     DecisionTree,
     /// The figures of `seal stats --json`.
     Stats,
+    /// The pairing of `seal shadow-report --json`.
+    ShadowReport,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 15] = [
+    pub const ALL: [Kind; 16] = [
         Kind::PlaytestV3,
         Kind::ProofPackage,
         Kind::JudgePackage,
@@ -134,6 +140,7 @@ impl Kind {
         Kind::V3Roll,
         Kind::DecisionTree,
         Kind::Stats,
+        Kind::ShadowReport,
     ];
 
     pub fn name(self) -> &'static str {
@@ -153,6 +160,7 @@ impl Kind {
             Kind::V3Roll => "playtest/3 roll",
             Kind::DecisionTree => "seal.decision-tree/1",
             Kind::Stats => "seal.stats/1",
+            Kind::ShadowReport => "seal.shadow-report/1",
         }
     }
 
@@ -180,6 +188,9 @@ impl Kind {
                 "https://wanxiang.ai/contracts/play-loop/decision-tree.schema.json"
             }
             Kind::Stats => "https://wanxiang.ai/contracts/play-loop/stats.schema.json",
+            Kind::ShadowReport => {
+                "https://wanxiang.ai/contracts/play-loop/shadow-report.schema.json"
+            }
         }
     }
 
@@ -202,6 +213,7 @@ impl Kind {
                 "JudgeAttemptFailure/1" => Ok(Kind::JudgeAttemptFailure),
                 "seal.decision-tree/1" => Ok(Kind::DecisionTree),
                 "seal.stats/1" => Ok(Kind::Stats),
+                "seal.shadow-report/1" => Ok(Kind::ShadowReport),
                 v if v.starts_with("play-spec/") => Ok(Kind::PlaySpec),
                 other => Err(UnknownKind::Version(other.chars().take(64).collect())),
             },

@@ -15,6 +15,7 @@ pub mod evidence;
 pub mod judge_package;
 pub mod judge_result;
 pub mod proof_package;
+pub mod shadow_report;
 pub mod slot_meta;
 
 pub use common::*;

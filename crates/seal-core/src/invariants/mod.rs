@@ -4,6 +4,7 @@
 //! written once and enforced at every gate. Each violation names the JSON pointer and the rule.
 //! [`words`] reads the typed words of the document first, so a bad one is named where it is.
 
+pub mod shadow;
 mod words;
 
 use serde_json::Value;
@@ -43,6 +44,9 @@ pub fn check(kind: Kind, doc: &Value) -> Vec<Finding> {
         Kind::CostReservation => typed::<CostReservation>(doc).map(|d| cost_reservation(&d)),
         Kind::ImageManifest => typed::<ImageManifest>(doc).map(|d| image_manifest(&d)),
         Kind::DecisionTree => typed::<DecisionTree>(doc).map(|d| decision_tree(&d)),
+        Kind::ShadowReport => {
+            typed::<crate::doc::shadow_report::ShadowReport>(doc).map(|d| shadow::invariants(&d))
+        }
         Kind::SlotMeta
         | Kind::JudgeAttemptFailure
         | Kind::JudgeOutput

@@ -1,6 +1,7 @@
 //! One attempt of a judge slot: the call (body capped, transport errors classified), the raw
-//! answer stored the moment it is in (redacted of every configured secret), then its signed
-//! `meta.json`. [`super::walk`] decides which attempt to make.
+//! answer (redacted of every configured secret) stored content-addressed the moment it is in,
+//! then its signed `meta.json` (the attempt's commit point), then `raw.json`, a copy of the
+//! bytes the meta names. [`super::walk`] decides which attempt to make.
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -111,8 +112,10 @@ impl JudgeClient {
             }
         }
     }
-    /// A stored attempt: its request must be the one this configuration builds and its meta's
-    /// MAC must verify (see [`resume`]); else it is planted.
+    /// A `raw.json` found without a committed meta (only a binary that stored the raw answer
+    /// before its meta, or a writer of the store, leaves one): its request must be the one this
+    /// configuration builds and a meta must have arrived whose MAC verifies (see [`resume`]);
+    /// else it is planted.
     pub(super) async fn resume_stored(
         &self,
         store: &Store,
@@ -167,16 +170,8 @@ impl JudgeClient {
             retry_after,
             unredacted,
         } = self.raw_of(job, k, &exchange, (&started_at, &ended_at))?;
-        let raw_stored = match store.put(&raw_key, raw_bytes.clone()).await {
-            Ok(p) => p.stored,
-            // Another replica stored an answer for this attempt meanwhile: theirs wins, if
-            // theirs authenticates.
-            Err(StoreError::Conflict { .. }) => {
-                let record = self.their_attempt(store, job, k, &request_stored).await?;
-                return Ok((record, None));
-            }
-            Err(e) => return Err(e.into()),
-        };
+        // The answer's bytes first, content-addressed: harmless if the meta never follows.
+        let raw_stored = put_answer(store, &raw_key, &raw_bytes).await?;
         let outcome = evaluate_raw(&raw_bytes, status);
         let mut meta = self.meta(
             job,
@@ -196,7 +191,15 @@ impl JudgeClient {
             );
         }
         meta.unredacted_raw_hash = unredacted;
-        let (meta, meta_hash) = self.put_meta(store, job, k, &meta, &raw_bytes).await?;
+        let Some((meta, meta_hash)) = self.put_meta(store, job, k, &meta).await? else {
+            // Another replica committed this attempt first: its answer stands, ours is an
+            // orphan in `cas/` (paid for, and counted).
+            self.metrics.answer_discarded(self.slot.as_str());
+            let expected = store.get(&request_stored.key).await?;
+            let record = self.resume_committed(store, job, k, &expected).await?;
+            return Ok((record, None));
+        };
+        complete_raw(store, self.attempt_id(job, k), &raw_key, &raw_bytes).await?;
         self.report(k, latency_ms, status, &outcome, meta.cost_rmb);
         if let Some(u) = &meta.usage {
             let slot = self.slot.as_str();
@@ -320,65 +323,70 @@ impl JudgeClient {
         };
         wait_for(store, &meta_key, until).await.map(|_| ())
     }
-    /// The attempt another replica stored first: used once its signed meta is there too.
-    pub(super) async fn their_attempt(
+    /// A committed attempt (its `meta.json` is stored): the request must be the one this
+    /// configuration builds and the meta's MAC must verify over it and the raw answer the meta
+    /// names; a `raw.json` a crash kept from being written is copied from `cas/` (once the MAC
+    /// verified), one holding other bytes is planted, and a commit whose answer the store lost
+    /// is a corrupt store.
+    pub(super) async fn resume_committed(
         &self,
         store: &Store,
         job: &SlotJob<'_>,
         k: u32,
-        request: &Stored,
+        expected: &Bytes,
     ) -> Result<AttemptRecord, ResumeError> {
-        let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
-        let theirs = store.get(&raw_key).await?;
-        self.settle_meta(store, job, k).await?;
-        let expected = store.get(&request.key).await?;
-        self.resume_stored(store, job, k, &expected, theirs).await
+        let key = |file: &str| Key::attempt_file(job.run, job.roll, self.slot, k, file);
+        let (meta, meta_hash) = store
+            .get_json::<SlotMeta>(&key("meta.json"))
+            .await?
+            .ok_or_else(|| StoreError::NotFound {
+                key: key("meta.json"),
+            })?;
+        let request = store.get_opt(&key("request.json")).await?;
+        let (raw, copied) = match store.get_opt(&key("raw.json")).await? {
+            Some(raw) => (raw, false),
+            None => {
+                let cas = Key::cas(&meta.raw_hash);
+                (store.get_verified(&cas, &meta.raw_hash).await?, true)
+            }
+        };
+        let id = self.attempt_id(job, k);
+        resume::check(
+            job.salt,
+            id,
+            Some(expected),
+            &resume::Stored {
+                request: request.as_deref(),
+                raw: &raw,
+                meta: Some(&meta),
+            },
+        )?;
+        if copied {
+            complete_raw(store, id, &key("raw.json"), &raw).await?;
+        }
+        Ok(AttemptRecord {
+            attempt: k,
+            request: request.map(|b| Stored::of(key("request.json"), &b)),
+            raw: Stored::of(key("raw.json"), &raw),
+            outcome: evaluate_raw(&raw, meta.http_status),
+            meta,
+            meta_hash,
+        })
     }
-    /// Signs and stores an attempt's meta; an earlier record of this attempt stands only if
-    /// it authenticates.
+    /// Signs and stores an attempt's meta, the attempt's commit point. `None`: another
+    /// replica committed this attempt first (its meta is judged by [`Self::resume_committed`]).
     async fn put_meta(
         &self,
         store: &Store,
         job: &SlotJob<'_>,
         k: u32,
         meta: &SlotMeta,
-        raw: &[u8],
-    ) -> Result<(SlotMeta, Hash), ResumeError> {
+    ) -> Result<Option<(SlotMeta, Hash)>, ResumeError> {
         let key = Key::attempt_file(job.run, job.roll, self.slot, k, "meta.json");
         let meta = resume::sign_meta(job.salt, self.attempt_id(job, k), meta.clone());
         match store.put_json(&key, &meta).await {
-            Ok(p) => Ok((meta, p.stored.hash)),
-            Err(StoreError::Conflict { .. }) => {
-                let (found, hash) = store
-                    .get_json::<SlotMeta>(&key)
-                    .await?
-                    .ok_or_else(|| StoreError::NotFound { key: key.clone() })?;
-                let request = match &found.request_ref {
-                    Some(_) => {
-                        store
-                            .get_opt(&Key::attempt_file(
-                                job.run,
-                                job.roll,
-                                self.slot,
-                                k,
-                                "request.json",
-                            ))
-                            .await?
-                    }
-                    None => None,
-                };
-                resume::check(
-                    job.salt,
-                    self.attempt_id(job, k),
-                    request.as_deref(),
-                    &resume::Stored {
-                        request: request.as_deref(),
-                        raw,
-                        meta: Some(&found),
-                    },
-                )?;
-                Ok((found, hash))
-            }
+            Ok(p) => Ok(Some((meta, p.stored.hash))),
+            Err(StoreError::Conflict { .. }) => Ok(None),
             Err(e) => Err(e.into()),
         }
     }
@@ -454,6 +462,36 @@ impl JudgeClient {
             attempt_mac: None,
             unredacted_raw_hash: None,
         }
+    }
+}
+
+/// Stores an attempt's answer at `cas/sha256/<h>` before its meta commits it: what `raw.json`
+/// (`raw_key`) will hold once the meta is stored. Content-addressed, so an answer whose meta
+/// never follows (a crash, a lost race) is a harmless orphan (`seal gc --dry-run`).
+pub async fn put_answer(store: &Store, raw_key: &Key, bytes: &Bytes) -> Result<Stored, StoreError> {
+    let hash = Hash::of(bytes);
+    store.put(&Key::cas(&hash), bytes.clone()).await?;
+    Ok(Stored {
+        key: raw_key.clone(),
+        hash,
+        size: bytes.len() as u64,
+    })
+}
+
+/// Writes `raw.json` of a committed attempt: the bytes its meta names. Other bytes there
+/// contradict the commit: planted.
+pub(crate) async fn complete_raw(
+    store: &Store,
+    id: resume::AttemptId<'_>,
+    raw_key: &Key,
+    bytes: &Bytes,
+) -> Result<(), ResumeError> {
+    match store.put(raw_key, bytes.clone()).await {
+        Ok(_) => Ok(()),
+        Err(StoreError::Conflict { .. }) => Err(ResumeError::Planted(
+            id.planted("raw.json holds other bytes than the answer its committed SlotMeta names"),
+        )),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -4,6 +4,7 @@
 //! attempts [`super::walk`]'s.
 
 use bytes::Bytes;
+use seal_core::fault::{Fault, HasFault};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,7 +14,6 @@ use tokio::sync::Semaphore;
 use super::parse::ErrorClass;
 use super::request;
 use crate::config::{Config, Secret, SlotConfig};
-use crate::engine::EngineError;
 use crate::lease::LeasePolicy;
 use crate::resume::AttemptId;
 use seal_core::canonical::Hash;
@@ -62,8 +62,35 @@ pub struct Judges {
     pub metrics: Arc<crate::metrics::Metrics>,
 }
 
+/// Why the judge clients could not be built from a configuration.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JudgesError {
+    #[error(transparent)]
+    Secret(#[from] crate::config::SecretError),
+    /// A judge slot names a prompt the build does not carry.
+    #[error(transparent)]
+    Prompt(#[from] seal_core::prompts::PromptError),
+    #[error("judge {slot}: HTTP client: {reason}")]
+    Client {
+        slot: seal_core::ids::Slot,
+        reason: String,
+    },
+}
+
+impl HasFault for JudgesError {
+    fn fault(&self) -> Fault {
+        match self {
+            JudgesError::Secret(e) => e.fault(),
+            // The configuration names them: the operator's to fix.
+            JudgesError::Prompt(_) => Fault::Caller,
+            JudgesError::Client { .. } => Fault::Infrastructure,
+        }
+    }
+}
+
 impl Judges {
-    pub fn new(config: &Config) -> Result<Judges, EngineError> {
+    pub fn new(config: &Config) -> Result<Judges, JudgesError> {
         // 12 hex digits naming this process's clients (logical client ids, replica ids).
         let instance = hex::encode(rand::random::<[u8; 6]>());
         let metrics = Arc::new(crate::metrics::Metrics::default());
@@ -78,7 +105,7 @@ impl Judges {
             margin: config.leases.margin,
             max_clock_skew: config.leases.max_clock_skew,
         });
-        let make = |c: &SlotConfig| -> Result<JudgeClient, EngineError> {
+        let make = |c: &SlotConfig| -> Result<JudgeClient, JudgesError> {
             let http = http_client(c)?;
             Ok(JudgeClient {
                 slot: c.slot,
@@ -120,14 +147,14 @@ impl Judges {
 
 /// A slot's HTTP client: its timeouts and user agent. `seal judges check` builds its client
 /// here too, so the check goes through the production path.
-pub fn http_client(c: &SlotConfig) -> Result<reqwest::Client, EngineError> {
+pub fn http_client(c: &SlotConfig) -> Result<reqwest::Client, JudgesError> {
     reqwest::Client::builder()
         .timeout(c.timeout)
         .connect_timeout(c.timeout.min(Duration::from_secs(10)))
         .pool_idle_timeout(Duration::from_secs(30))
         .user_agent(concat!("seal/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| EngineError::JudgeClient {
+        .map_err(|e| JudgesError::Client {
             slot: c.slot,
             reason: e.to_string(),
         })

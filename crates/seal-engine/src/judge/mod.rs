@@ -4,7 +4,7 @@
 //!   the pure half, in [`seal_core::judge`] (re-exported here).
 //! - the HTTP edge, in three files that import downward only: [`walk`] (a slot's attempts:
 //!   retries with capped exponential backoff and jitter, resuming what is stored, leases),
-//!   [`attempt`] (one call, its raw answer and meta stored before they are used) and
+//!   [`attempt`] (one call; its answer into `cas/`, the MAC'd meta as the commit, `raw.json`) and
 //!   [`client`] (one `reqwest::Client` per slot, the logical client, and both slots).
 //!
 //! Per roll each slot gets a policy seed and a session id derived from (runId, rollId, slot)
@@ -16,5 +16,6 @@ pub mod check;
 pub mod client;
 mod walk;
 
-pub use client::{JudgeClient, Judges, SlotJob};
+pub use attempt::put_answer;
+pub use client::{JudgeClient, Judges, JudgesError, SlotJob};
 pub use seal_core::judge::*;

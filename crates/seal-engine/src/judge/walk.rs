@@ -1,11 +1,14 @@
 //! Walking a judge slot's attempts: retries with capped backoff, resuming what is stored,
 //! leases between replicas, and storing every byte.
 //!
-//! Order of writes per attempt `k` (what makes a crash harmless): `request.json` before the
-//! call, `raw.json` the moment the answer (or the transport error) is in, then `meta.json`.
-//! A restarted roll walks the attempts: an attempt whose `raw.json` is stored is never sent
-//! again (no judge is paid twice for an answer seal holds); an attempt with a request but no
-//! raw answer is re-sent from the stored request bytes.
+//! Order of writes per attempt `k` (docs/DESIGN.md §2, "Crash safety"): `request.json` before
+//! the call, the lease, the answer (or the transport error's record) at `cas/sha256/<h>` the
+//! moment it is in, then `meta.json` (MAC'd over request and answer): the commit point; then
+//! `raw.json`, a copy of the bytes the meta names. An attempt is done iff its meta is stored.
+//! A restarted roll walks the attempts: a committed attempt is never sent again (no judge is
+//! paid twice for an answer seal committed; a missing `raw.json` is copied from `cas/`); an
+//! uncommitted one (a request, maybe an orphan answer in `cas/`) is re-sent from the stored
+//! request bytes under the next lease: the one call lost with the crash is paid again.
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -40,22 +43,19 @@ impl JudgeClient {
         let mut attempts: Vec<AttemptRecord> = Vec::new();
         let mut last_retry_after = None;
         for k in 1..=max {
-            let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
-            // An answer seal already holds is never asked for again, and used only if ours.
-            let record = match store.get_opt(&raw_key).await? {
-                Some(raw) => {
-                    // Its writer may still be storing the meta that goes with it.
-                    self.settle_meta(store, job, k).await?;
-                    let record = self.resume_stored(store, job, k, &expected, raw).await?;
+            // A committed answer is never asked for again, and used only if ours.
+            let record = match self.is_committed(store, job, k).await? {
+                true => {
+                    let record = self.resume_committed(store, job, k, &expected).await?;
                     tracing::info!(
                         attempt = k,
                         held = true,
                         ok = record.outcome.is_ok(),
-                        "attempt answer already stored"
+                        "attempt answer already committed"
                     );
                     record
                 }
-                None => {
+                false => {
                     let request_stored = self.stored_request(store, job, k, &expected).await?;
                     if let Some(prev) = attempts.last() {
                         let wait = self.backoff(prev.attempt, last_retry_after.take());
@@ -88,6 +88,34 @@ impl JudgeClient {
             attempts,
         })
     }
+    /// Whether attempt `k` is committed (its meta is stored). A `raw.json` without a meta
+    /// is no state this binary leaves: an older binary's writer may still be adding the meta
+    /// (a rolling upgrade), so it is waited for; still without a meta, it is planted.
+    async fn is_committed(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+        k: u32,
+    ) -> Result<bool, ResumeError> {
+        let file = |f: &str| Key::attempt_file(job.run, job.roll, self.slot, k, f);
+        if store.exists(&file("meta.json")).await? {
+            return Ok(true);
+        }
+        let Some(raw) = store.get_opt(&file("raw.json")).await? else {
+            return Ok(false);
+        };
+        self.settle_meta(store, job, k).await?;
+        if store.exists(&file("meta.json")).await? {
+            return Ok(true);
+        }
+        let expected = store
+            .get_opt(&file("request.json"))
+            .await?
+            .unwrap_or_default();
+        // No meta: `resume_stored` names it planted.
+        self.resume_stored(store, job, k, &expected, raw).await?;
+        Ok(true)
+    }
     /// An attempt with no stored answer: call the judge under the attempt's lease, or, while
     /// another replica holds a live lease, wait for the answer it stores (see [`lease`]). A
     /// lease that expires without an answer is taken over.
@@ -105,15 +133,16 @@ impl JudgeClient {
             slot: self.slot,
             attempt: k,
         };
-        let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
+        let meta_key = Key::attempt_file(job.run, job.roll, self.slot, k, "meta.json");
         let count = |result: &str| self.metrics.lease(self.slot.as_str(), result);
         loop {
             match lease::take(store, &self.lease, at, self.config.timeout).await? {
                 Taken::Held { epoch, takeover } => {
                     count(if takeover { "takeover" } else { "held" });
-                    // A crashed holder's answer may have landed just before we took over.
-                    if takeover && store.exists(&raw_key).await? {
-                        let record = self.their_attempt(store, job, k, &request_stored).await?;
+                    // A crashed holder may have committed just before we took over.
+                    if takeover && store.exists(&meta_key).await? {
+                        let expected = store.get(&request_stored.key).await?;
+                        let record = self.resume_committed(store, job, k, &expected).await?;
                         return Ok((record, None));
                     }
                     tracing::debug!(attempt = k, epoch, "attempt lease held: calling the judge");
@@ -128,8 +157,9 @@ impl JudgeClient {
                         holder = ?holder,
                         "another replica is calling this judge: waiting for its answer"
                     );
-                    if wait_for(store, &raw_key, until_ms).await? {
-                        let record = self.their_attempt(store, job, k, &request_stored).await?;
+                    if wait_for(store, &meta_key, until_ms).await? {
+                        let expected = store.get(&request_stored.key).await?;
+                        let record = self.resume_committed(store, job, k, &expected).await?;
                         return Ok((record, None));
                     }
                 }

@@ -142,7 +142,15 @@ async fn not_dispatched(
         started_at: None,
         ended_at: None,
     };
-    let (_, raw) = put_or_keep(store, &raw_key, &record).await?;
+    // The attempt's write order (judge::walk): the record content-addressed, the MAC'd meta
+    // (the commit), then raw.json. The record is deterministic, so a redo writes the same.
+    let record_bytes = seal_core::canonical::canonical_bytes(&record)
+        .map(bytes::Bytes::from)
+        .map_err(|source| seal_store::StoreError::Canonical {
+            key: raw_key.clone(),
+            source,
+        })?;
+    let raw = crate::judge::put_answer(store, &raw_key, &record_bytes).await?;
     let meta = not_dispatched_meta(client, job, &raw, &record.detail);
     let id = resume::AttemptId {
         run: job.run,
@@ -158,6 +166,7 @@ async fn not_dispatched(
     )
     .await?;
     // Records kept from an earlier run of this roll must be this daemon's.
+    let (_, raw) = put_or_keep(store, &raw_key, &record).await?;
     let raw_bytes = store.get(&raw.key).await?;
     resume::check(
         job.salt,

@@ -51,14 +51,11 @@ pub async fn stored_seals(store: &Store) -> Result<Vec<StoredSeal>, StoreError> 
     .await
 }
 
-/// What stops an append: the view's own refusals, then every stored seal (but `except`'s)
-/// that is not logged for its run.
-pub fn refusals(view: &LogView, seals: &[StoredSeal], except: Option<&RunId>) -> Vec<Problem> {
+/// What stops an append: the view's own refusals, then every stored seal that is not logged
+/// for its run. No exception: even an import logs a run before it stores its seal.
+pub fn refusals(view: &LogView, seals: &[StoredSeal]) -> Vec<Problem> {
     let mut problems = view.refusals().to_vec();
     for (run, hash) in seals {
-        if Some(run) == except {
-            continue;
-        }
         match hash {
             Ok(hash) => {
                 let hash = hash.to_string();
@@ -98,14 +95,10 @@ pub fn unlogged_seal(run: &RunId, other_logged: bool) -> Problem {
 
 /// The guard: reads the stored seals, then the log (checkpoints trusted under `trusted`), and
 /// hands out the log view when nothing stops an append; else refuses, naming every problem.
-pub async fn check(
-    store: &Store,
-    trusted: &[[u8; 32]],
-    except: Option<&RunId>,
-) -> Result<LogView, LogError> {
+pub async fn check(store: &Store, trusted: &[[u8; 32]]) -> Result<LogView, LogError> {
     let seals = stored_seals(store).await?;
     let view = LogView::load(store, trusted, false).await?;
-    let problems = refusals(&view, &seals, except);
+    let problems = refusals(&view, &seals);
     if problems.is_empty() {
         Ok(view)
     } else {

@@ -233,20 +233,14 @@ impl Log {
     /// per process: `seal serve` at start, `seal judge` before judging, else the first append.
     pub async fn admit(&self, key: &SigningKey, trusted: &[PublicKey]) -> Result<(), LogError> {
         let mut cache = self.cache.lock().await;
-        self.admit_locked(&mut cache, &raw_keys(key, trusted), None)
-            .await
+        self.admit_locked(&mut cache, &raw_keys(key, trusted)).await
     }
 
-    async fn admit_locked(
-        &self,
-        cache: &mut Cache,
-        trusted: &[[u8; 32]],
-        except: Option<&RunId>,
-    ) -> Result<(), LogError> {
+    async fn admit_locked(&self, cache: &mut Cache, trusted: &[[u8; 32]]) -> Result<(), LogError> {
         if cache.admitted {
             return Ok(());
         }
-        let view = guard::check(&self.store, trusted, except).await?;
+        let view = guard::check(&self.store, trusted).await?;
         let mut fresh = Cache::default();
         for (i, bytes) in view.entries.iter().enumerate() {
             fresh.push(bytes.clone(), &Key::log_entry(i as u64))?;
@@ -267,8 +261,7 @@ impl Log {
         key: &SigningKey,
     ) -> Result<SealLogged, LogError> {
         let mut cache = self.cache.lock().await;
-        self.admit_locked(&mut cache, &raw_keys(key, &[]), None)
-            .await?;
+        self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
         let (index, created) = match self.append_locked(&mut cache, run, entry).await? {
             Placed::At { index, created } => (index, created),
             Placed::Rival(rival) => return Ok(SealLogged::Rival(rival)),
@@ -291,8 +284,7 @@ impl Log {
         key: &SigningKey,
     ) -> Result<LogEntry, LogError> {
         let mut cache = self.cache.lock().await;
-        self.admit_locked(&mut cache, &raw_keys(key, &[]), None)
-            .await?;
+        self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
         self.sync(&mut cache).await?;
         let logged = cache.logged(run.as_str());
         let hash = seal_sha256.to_string();
@@ -306,19 +298,21 @@ impl Log {
         Ok(entry)
     }
 
-    /// Appends the stored seal of a run this process has just imported from an archive and
-    /// verified under `trusted` (`seal replay --from`); `key` signs the checkpoint. The only
-    /// append of a seal stored before its entry: import copies verified bytes, it signs
-    /// nothing. The guard ignores that one run.
-    pub async fn append_trusted(
+    /// Appends the entry of a run this process is importing from an archive
+    /// (`seal replay --from`), computed from the seal and evidence `staged` (verified there
+    /// under `trusted`), before the import stores the seal: log before seal, as the
+    /// postguard does, so that no other process ever sees the imported seal unlogged. `key`
+    /// signs the checkpoint. Import copies verified bytes; it signs no seal.
+    pub async fn append_imported(
         &self,
         run: &RunId,
+        staged: &Store,
         key: &SigningKey,
         trusted: &[PublicKey],
     ) -> Result<Appended, LogError> {
-        let entry = trusted_entry(&self.store, run, trusted).await?;
+        let entry = trusted_entry(staged, run, trusted).await?;
         let mut cache = self.cache.lock().await;
-        self.admit_locked(&mut cache, &raw_keys(key, trusted), Some(run))
+        self.admit_locked(&mut cache, &raw_keys(key, trusted))
             .await?;
         let (index, created) = self.append_locked(&mut cache, run, &entry).await?.at(run)?;
         let tree_size = self.publish(&cache, key).await?;

@@ -93,7 +93,7 @@ impl Log {
         let raw = raw_keys(key, trusted);
         let seals = guard::stored_seals(&self.store).await?;
         let view = LogView::load(&self.store, &raw, true).await?;
-        let found = guard::refusals(&view, &seals, None);
+        let found = guard::refusals(&view, &seals);
         if found.is_empty() {
             return Ok(None);
         }

@@ -24,3 +24,5 @@ impl HasFault for ResumeError {
         }
     }
 }
+
+pub mod orphans;

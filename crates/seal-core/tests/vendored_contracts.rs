@@ -3,10 +3,10 @@
 //! `tests/data/upstream-sha256.txt` is `sha256sum *.json` run in the pipeline's published
 //! `upstream-contracts` folder. This test compares it with the files in
 //! `crates/seal-core/src/contracts/upstream/` and with the text embedded in the binary
-//! (`seal::contracts::UPSTREAM`). It reads nothing outside the workspace: regenerate the list
+//! (`seal_core::contracts::UPSTREAM`). It reads nothing outside the workspace: regenerate the list
 //! from upstream only when upstream publishes a new version.
 
-use seal::canonical::Hash;
+use seal_core::canonical::Hash;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -38,7 +38,7 @@ fn upstream_list() -> BTreeMap<String, String> {
 fn vendored_upstream_files_are_byte_for_byte_upstream() {
     let list = upstream_list();
     assert!(list.len() >= 4, "{list:?}");
-    let dir = root().join("crates/seal-core/src/contracts/upstream");
+    let dir = root().join("src/contracts/upstream");
     let mut on_disk = BTreeMap::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -72,7 +72,7 @@ fn vendored_upstream_files_are_byte_for_byte_upstream() {
 #[test]
 fn embedded_upstream_schemas_are_the_vendored_files() {
     let list = upstream_list();
-    let embedded: BTreeMap<&str, &str> = seal::contracts::UPSTREAM.iter().copied().collect();
+    let embedded: BTreeMap<&str, &str> = seal_core::contracts::UPSTREAM.iter().copied().collect();
     assert_eq!(
         embedded.keys().copied().collect::<Vec<_>>(),
         list.keys().map(String::as_str).collect::<Vec<_>>(),
@@ -89,5 +89,5 @@ fn embedded_upstream_schemas_are_the_vendored_files() {
 
 #[test]
 fn every_embedded_schema_compiles() {
-    seal::contracts::self_check().unwrap();
+    seal_core::contracts::self_check().unwrap();
 }

@@ -1,7 +1,7 @@
 //! Golden vectors for `JudgeConsensus/1`, strategy `dual-strict/1` (docs/DESIGN.md §5).
 //!
 //! Each file in `tests/data/consensus/*.json` holds one case: the inputs of
-//! `seal::consensus::decide` (a judge package, `floorPassed`, the `JudgeResult/1` of A and B with
+//! `seal_core::consensus::decide` (a judge package, `floorPassed`, the `JudgeResult/1` of A and B with
 //! their hashes, the independence facts) and what docs/DESIGN.md §5 says must come out: the decision,
 //! `degraded`, the status of every obligation, `conflicts`, `failureSignature`, and the sha256 of
 //! the canonical consensus bytes (the whole document is kept next to it for review).
@@ -20,12 +20,12 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use seal::canonical::{canonical_with_hash, Hash};
-use seal::consensus::{decide, ConsensusInput};
-use seal::contracts::Kind;
-use seal::doc::*;
-use seal::ids::{RollId, Slot};
-use seal::validate::{validate_as, Report};
+use seal_core::canonical::{canonical_with_hash, Hash};
+use seal_core::consensus::{decide, ConsensusInput};
+use seal_core::contracts::Kind;
+use seal_core::doc::*;
+use seal_core::ids::{RollId, Slot};
+use seal_core::validate::{validate_as, Report};
 
 fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/consensus")
@@ -88,7 +88,7 @@ fn required_coverage() -> Vec<String> {
     for u in ["event-seq", "action-seq", "frame-hash", "from-gt-to"] {
         tags.push(format!("unsupported:{u}"));
     }
-    for op in seal::assertions::OPS {
+    for op in seal_core::assertions::OPS {
         for w in ["holds", "fails", "against-holds", "against-fails"] {
             tags.push(format!("check:{op}:{w}"));
         }
@@ -467,7 +467,7 @@ fn result(slot: Slot, pkg: &JudgePackage, judge: &Judge) -> JudgeResult {
             ids.iter().map(|id| missing(id)).collect(),
             vec![],
             Some(SlotFailed {
-                error_class: seal::vocab::ErrorClass::Timeout,
+                error_class: seal_core::vocab::ErrorClass::Timeout,
                 attempts: 3,
             }),
             vec![attempt(1, false), attempt(2, false), attempt(3, false)],
@@ -495,8 +495,8 @@ fn result(slot: Slot, pkg: &JudgePackage, judge: &Judge) -> JudgeResult {
                     Some(vd) => ResultObligation {
                         id: id.to_string(),
                         status: vd.status,
-                        sequence_refs: seal::refs::merge_ranges(&vd.refs),
-                        frame_hashes: seal::refs::sort_hashes(&vd.frames),
+                        sequence_refs: seal_core::refs::merge_ranges(&vd.refs),
+                        frame_hashes: seal_core::refs::sort_hashes(&vd.frames),
                         rationale: format!("judge {tag}: {} on {id}", vd.status.as_str()),
                     },
                 })

@@ -6,13 +6,13 @@
 //! - `numbers-ieee.txt`: RFC 8785 Appendix B, IEEE 754 bit patterns and their canonical text.
 //! - `numbers-text.txt`: number literals as they may arrive and their canonical text.
 //!
-//! Every vector goes through seal's own path: `seal::json::parse` (strict input), then
-//! `seal::canonical::canonical_bytes`. JCS numbers are IEEE doubles, so seal deliberately refuses
+//! Every vector goes through seal's own path: `seal_core::json::parse` (strict input), then
+//! `seal_core::canonical::canonical_bytes`. JCS numbers are IEEE doubles, so seal deliberately refuses
 //! any number whose magnitude exceeds 2^53 - 1 (docs/DESIGN.md §2): for such vectors the test checks that
 //! seal refuses them, and checks the expected text on the underlying JCS engine instead.
 
 use proptest::prelude::*;
-use seal::canonical::{self, canonical_bytes, canonical_with_hash, CanonicalError, Hash};
+use seal_core::canonical::{self, canonical_bytes, canonical_with_hash, CanonicalError, Hash};
 use serde_json::{json, Number, Value};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
@@ -70,7 +70,9 @@ fn cyberphone_vectors() {
         let relaxed: Value = serde_json::from_slice(&input).unwrap();
         if has_unsafe_number(&relaxed) {
             // values.json carries 1E30: seal refuses it on input and in canonical_bytes...
-            let err = seal::json::parse(&input, LIMIT).unwrap_err().to_string();
+            let err = seal_core::json::parse(&input, LIMIT)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("beyond 2^53"), "{name}: {err}");
             assert!(matches!(
                 canonical_bytes(&relaxed),
@@ -85,7 +87,7 @@ fn cyberphone_vectors() {
             );
             continue;
         }
-        let v = seal::json::parse(&input, LIMIT).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let v = seal_core::json::parse(&input, LIMIT).unwrap_or_else(|e| panic!("{name}: {e}"));
         let got = canonical_bytes(&v).unwrap();
         assert_eq!(
             String::from_utf8_lossy(&got),
@@ -108,7 +110,7 @@ fn cyberphone_values_without_the_big_number() {
     let want = std::fs::read_to_string(jcs_dir().join("output/values.json")).unwrap();
     let input = input.replace(" 1E30,", "");
     let want = want.replace(",1e+30", "");
-    let v = seal::json::parse(input.as_bytes(), LIMIT).unwrap();
+    let v = seal_core::json::parse(input.as_bytes(), LIMIT).unwrap();
     assert_eq!(
         String::from_utf8(canonical_bytes(&v).unwrap()).unwrap(),
         want
@@ -126,7 +128,7 @@ fn canonical_hash_is_sha256_of_canonical_bytes() {
         let bytes = if has_unsafe_number(&relaxed) {
             serde_json_canonicalizer::to_vec(&relaxed).unwrap()
         } else {
-            let v = seal::json::parse(&input, LIMIT).unwrap();
+            let v = seal_core::json::parse(&input, LIMIT).unwrap();
             let (bytes, hash) = canonical_with_hash(&v).unwrap();
             assert_eq!(hash.as_str(), hex, "{name}: canonical_with_hash");
             assert_eq!(bytes, canonical_bytes(&v).unwrap());
@@ -181,7 +183,7 @@ fn number_literals() {
         let relaxed: Value = serde_json::from_str(&text).unwrap();
         let magnitude = relaxed.as_f64().unwrap().abs();
         if magnitude > MAX_SAFE {
-            let err = seal::json::parse(text.as_bytes(), LIMIT)
+            let err = seal_core::json::parse(text.as_bytes(), LIMIT)
                 .unwrap_err()
                 .to_string();
             assert!(err.contains("beyond 2^53"), "{text}: {err}");
@@ -197,12 +199,12 @@ fn number_literals() {
             );
             continue;
         }
-        let v = seal::json::parse(text.as_bytes(), LIMIT).unwrap();
+        let v = seal_core::json::parse(text.as_bytes(), LIMIT).unwrap();
         let got = String::from_utf8(canonical_bytes(&v).unwrap()).unwrap();
         assert_eq!(got, want, "{text}");
         // Inside a document too (numbers are not special-cased at the top level).
         let doc = format!(r#"{{"b":[{text}],"a":{text}}}"#);
-        let v = seal::json::parse(doc.as_bytes(), LIMIT).unwrap();
+        let v = seal_core::json::parse(doc.as_bytes(), LIMIT).unwrap();
         let got = String::from_utf8(canonical_bytes(&v).unwrap()).unwrap();
         assert_eq!(got, format!(r#"{{"a":{want},"b":[{want}]}}"#), "{doc}");
         through_seal += 1;
@@ -222,13 +224,13 @@ fn integers_beyond_2_pow_53_are_refused_by_parse() {
         r#"{"seed": 9007199254740993}"#,
         r#"{"rolls": [{"policySeed": 12345678901234567890}]}"#,
     ] {
-        let err = seal::json::parse(s.as_bytes(), LIMIT)
+        let err = seal_core::json::parse(s.as_bytes(), LIMIT)
             .unwrap_err()
             .to_string();
         assert!(err.contains("beyond 2^53"), "{s}: {err}");
     }
     for s in ["9007199254740991", "-9007199254740991", "0", "-0", "0.5"] {
-        seal::json::parse(s.as_bytes(), LIMIT).unwrap_or_else(|e| panic!("{s}: {e}"));
+        seal_core::json::parse(s.as_bytes(), LIMIT).unwrap_or_else(|e| panic!("{s}: {e}"));
     }
 }
 
@@ -389,7 +391,7 @@ proptest! {
         let mut rng = seed;
         let mut text = String::new();
         write_scrambled(&v, &mut rng, &mut text);
-        let reparsed = seal::json::parse(text.as_bytes(), u64::MAX).unwrap();
+        let reparsed = seal_core::json::parse(text.as_bytes(), u64::MAX).unwrap();
         prop_assert_eq!(canonical_bytes(&reparsed).unwrap(), want);
     }
 
@@ -399,7 +401,7 @@ proptest! {
     fn canonical_bytes_survive_a_reparse(v in json_value()) {
         let (bytes, hash) = canonical_with_hash(&v).unwrap();
         prop_assert!(std::str::from_utf8(&bytes).is_ok());
-        let reparsed = seal::json::parse(&bytes, u64::MAX).unwrap();
+        let reparsed = seal_core::json::parse(&bytes, u64::MAX).unwrap();
         let (again, hash_again) = canonical_with_hash(&reparsed).unwrap();
         prop_assert_eq!(&again, &bytes);
         prop_assert_eq!(hash_again, hash);
@@ -421,7 +423,7 @@ proptest! {
     #[test]
     fn safe_doubles_round_trip(f in any::<f64>().prop_filter("safe", |f| f.is_finite() && f.abs() <= MAX_SAFE)) {
         let bytes = canonical_bytes(&json!(f)).unwrap();
-        let back = seal::json::parse(&bytes, LIMIT).unwrap();
+        let back = seal_core::json::parse(&bytes, LIMIT).unwrap();
         let g = back.as_f64().unwrap();
         prop_assert!(g == f, "{} -> {} -> {}", f, String::from_utf8_lossy(&bytes), g);
     }

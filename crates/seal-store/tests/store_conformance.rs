@@ -5,9 +5,9 @@ mod common;
 
 use bytes::Bytes;
 use futures::stream;
-use seal::canonical::Hash;
-use seal::ids::RunId;
-use seal::store::{Key, Reads, Staging, Store, StoreError};
+use seal_core::canonical::Hash;
+use seal_core::ids::RunId;
+use seal_store::{Key, Reads, Staging, Store, StoreError};
 use serde_json::json;
 
 async fn suite(store: &Store, backend: &str) {

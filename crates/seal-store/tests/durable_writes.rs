@@ -7,8 +7,8 @@
 //! and writing everything again succeeds without a single conflict (a torn object would be one).
 
 use futures::StreamExt;
-use seal::canonical::Hash;
-use seal::store::{Key, Store};
+use seal_core::canonical::Hash;
+use seal_store::{Key, Store};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -47,7 +47,7 @@ fn key_of(i: usize) -> Key {
     }
 }
 
-async fn put(store: &Store, i: usize) -> Result<bool, seal::store::StoreError> {
+async fn put(store: &Store, i: usize) -> Result<bool, seal_store::StoreError> {
     let bytes = bytes::Bytes::from_static(content(i));
     if i % 3 == 0 {
         let stream = futures::stream::iter([Ok::<_, std::io::Error>(bytes)]);

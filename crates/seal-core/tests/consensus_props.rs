@@ -1,4 +1,4 @@
-//! Property tests of `seal::consensus::decide` (JudgeConsensus/1, strategy dual-strict/1,
+//! Property tests of `seal_core::consensus::decide` (JudgeConsensus/1, strategy dual-strict/1,
 //! docs/DESIGN.md §5) over random judge packages and random normalized judge results.
 //!
 //! The generator makes well-formed inputs (a valid JudgePackage/1, valid JudgeResult/1 documents
@@ -20,12 +20,12 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde_json::{json, Value};
 
-use seal::canonical::{canonical_bytes, canonical_with_hash, Hash};
-use seal::consensus::{decide, ConsensusInput};
-use seal::contracts::Kind;
-use seal::doc::*;
-use seal::ids::{RollId, Slot};
-use seal::validate::{validate_as, Report};
+use seal_core::canonical::{canonical_bytes, canonical_with_hash, Hash};
+use seal_core::consensus::{decide, ConsensusInput};
+use seal_core::contracts::Kind;
+use seal_core::doc::*;
+use seal_core::ids::{RollId, Slot};
+use seal_core::validate::{validate_as, Report};
 
 // ---------------------------------------------------------------------------------------------
 // Scenario
@@ -119,7 +119,7 @@ fn scalar() -> impl Strategy<Value = Value> {
 
 fn assertion() -> impl Strategy<Value = Assertion> {
     (
-        prop::sample::select(seal::assertions::OPS.to_vec()),
+        prop::sample::select(seal_core::assertions::OPS.to_vec()),
         prop::sample::select(PATHS.to_vec()),
         (0i64..20),
         scalar(),
@@ -390,7 +390,7 @@ fn failed_result(slot: Slot, pkg: &JudgePackage, pkg_hash: &Hash) -> JudgeResult
         unknown_obligation_ids: vec![],
         warnings: vec![],
         slot_failed: Some(SlotFailed {
-            error_class: seal::vocab::ErrorClass::Http5xx,
+            error_class: seal_core::vocab::ErrorClass::Http5xx,
             attempts: 3,
         }),
         attempts: (1..=3).map(|n| attempt(slot, n, false)).collect(),
@@ -466,8 +466,8 @@ fn fit(slot: Slot, raw: &RawJudge, pkg: &JudgePackage, pkg_hash: &Hash) -> Judge
                     RawFrame::Unknown(i) => h(&format!("not-in-package-{i}")).to_string(),
                 })
                 .collect();
-            let sequence_refs = seal::refs::merge_ranges(&refs);
-            let frame_hashes = seal::refs::sort_hashes(&frames);
+            let sequence_refs = seal_core::refs::merge_ranges(&refs);
+            let frame_hashes = seal_core::refs::sort_hashes(&frames);
             let mut status = e.status;
             if status.is_claim() && sequence_refs.is_empty() && frame_hashes.is_empty() {
                 warnings.push(format!("uncited_claim:{}", o.id));
@@ -588,7 +588,7 @@ fn oracle(s: &Scenario) -> Oracle {
         let st = if a_bad || b_bad {
             ObligationStatus::Contradicted
         } else if let Some(check) = &ob.check {
-            let holds = seal::assertions::evaluate(check, &pkg.events).holds;
+            let holds = seal_core::assertions::evaluate(check, &pkg.events).holds;
             let want = if holds {
                 JudgeStatus::Satisfied
             } else {
@@ -812,7 +812,7 @@ proptest! {
         // when nobody claims against it): the judge that answers says nothing.
         for o in &mut t.package.obligations {
             o.required = o.check.as_ref().is_some_and(|c| {
-                seal::assertions::evaluate(c, &t.package.events).holds
+                seal_core::assertions::evaluate(c, &t.package.events).holds
             });
         }
         t.package_hash = hash_of(&t.package);
@@ -940,7 +940,7 @@ fn generator_reaches_every_outcome() {
         }
         for o in &s.package.obligations {
             if let Some(check) = &o.check {
-                if seal::assertions::evaluate(check, &s.package.events).holds {
+                if seal_core::assertions::evaluate(check, &s.package.events).holds {
                     checks_hold += 1;
                 } else {
                     checks_fail += 1;

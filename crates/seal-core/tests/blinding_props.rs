@@ -17,11 +17,11 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Map, Value};
 
-use seal::blinding::{judge_package, leaks};
-use seal::canonical::{canonical_bytes, Hash};
-use seal::contracts::Kind;
-use seal::doc::*;
-use seal::validate::{validate_as, Report};
+use seal_core::blinding::{judge_package, leaks};
+use seal_core::canonical::{canonical_bytes, Hash};
+use seal_core::contracts::Kind;
+use seal_core::doc::*;
+use seal_core::validate::{validate_as, Report};
 
 struct Example {
     header: Evidence,
@@ -30,7 +30,7 @@ struct Example {
 }
 
 fn examples() -> Vec<Example> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sealed-fixtures/inputs");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../sealed-fixtures/inputs");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap()
         .map(|e| e.unwrap().path())

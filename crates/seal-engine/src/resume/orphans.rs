@@ -1,0 +1,239 @@
+//! What honest crashes leave behind (docs/DESIGN.md §2, "Crash safety"): objects written before
+//! a step's commit object that no commit object names yet. Each is harmless (content-addressed,
+//! redone identically, or waiting for the worker's resend); they are listed, as warnings, by
+//! `seal verify --all` and `seal gc --dry-run`, never reported as problems of a run.
+//!
+//! Presence checks only: no secret is held here, so nothing is authenticated and a warning
+//! vouches for nothing. A sealed run is never looked into (verify judges every object of it).
+
+use std::collections::{BTreeMap, HashSet};
+
+use seal_core::canonical::Hash;
+use seal_core::doc::{ProofPackage, SlotMeta};
+use seal_core::ids::RunId;
+use seal_store::{Key, Store, StoreError};
+
+/// One orphaned object (or an undecided run folder).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Orphan {
+    /// What kind of leftover: `uncommitted_input`, `uncommitted_attempt`, `uncommitted_roll`,
+    /// `pending_finalize`, `pending_import`, `open_run`, `unreferenced_cas`, `staging_upload`.
+    pub warning: &'static str,
+    /// The object (or run folder) it is about.
+    pub object: String,
+    /// The step it belongs to.
+    pub step: &'static str,
+    /// What completes it, or why it is harmless.
+    pub redo: &'static str,
+}
+
+impl Orphan {
+    fn new(
+        warning: &'static str,
+        object: impl Into<String>,
+        step: &'static str,
+        redo: &'static str,
+    ) -> Orphan {
+        Orphan {
+            warning,
+            object: object.into(),
+            step,
+            redo,
+        }
+    }
+}
+
+/// Every orphan of the store: per undecided or unsealed run, then `cas/` and `tmp/uploads/`.
+pub async fn scan(store: &Store) -> Result<Vec<Orphan>, StoreError> {
+    let runs = by_run(store.list("runs").await?.keys);
+    let mut out = Vec::new();
+    let mut referenced = HashSet::new();
+    for (run, keys) in &runs {
+        referenced.extend(referenced_hashes(store, keys).await);
+        let receipts: HashSet<String> = store
+            .list(&format!("receipts/{run}"))
+            .await?
+            .keys
+            .into_iter()
+            .map(|k| k.to_string())
+            .collect();
+        out.extend(run_orphans(run, keys, &receipts));
+    }
+    for key in store.list("cas").await?.keys {
+        if key.cas_hash().is_some_and(|h| !referenced.contains(&h)) {
+            out.push(Orphan::new(
+                "unreferenced_cas",
+                key.to_string(),
+                "judge attempt or frame upload",
+                "an answer whose meta was never stored (the call is redone), or a frame no proof package names: harmless",
+            ));
+        }
+    }
+    for key in store.list("tmp/uploads").await?.keys {
+        out.push(Orphan::new(
+            "staging_upload",
+            key.to_string(),
+            "large blob upload",
+            "scratch: lifecycle rules may delete it",
+        ));
+    }
+    Ok(out)
+}
+
+/// The run folders' keys, by run (keys that name no valid run are left to verify).
+fn by_run(keys: Vec<Key>) -> BTreeMap<RunId, Vec<Key>> {
+    let mut runs: BTreeMap<RunId, Vec<Key>> = BTreeMap::new();
+    for key in keys {
+        if let Some(run) = key.run_id() {
+            runs.entry(run).or_default().push(key);
+        }
+    }
+    runs
+}
+
+/// The `cas/` hashes a run's documents name: its proof packages' frames, its metas' answers.
+/// Unreadable documents name nothing (verify reports them, this only lists leftovers).
+async fn referenced_hashes(store: &Store, keys: &[Key]) -> Vec<Hash> {
+    let mut out = Vec::new();
+    for key in keys {
+        let name = key.as_str().rsplit('/').next().unwrap_or("");
+        if name == "proof-package.json" {
+            if let Ok(Some((p, _))) = store.get_json::<ProofPackage>(key).await {
+                out.extend(p.frames.into_iter().map(|f| f.hash));
+            }
+        } else if name == "meta.json" {
+            if let Ok(Some((m, _))) = store.get_json::<SlotMeta>(key).await {
+                out.push(m.raw_hash);
+            }
+        }
+    }
+    out
+}
+
+/// The leftovers of one run folder, from its keys and its receipts' keys.
+pub fn run_orphans(run: &RunId, keys: &[Key], receipts: &HashSet<String>) -> Vec<Orphan> {
+    let names: HashSet<&str> = keys.iter().map(Key::as_str).collect();
+    let has = |file: &str| names.contains(format!("runs/{run}/{file}").as_str());
+    if has("seal.dsse.json") {
+        return Vec::new();
+    }
+    if has("evidence.json") {
+        return vec![Orphan::new(
+            "pending_finalize",
+            Key::evidence(run).to_string(),
+            "finalize",
+            "decided, not sealed yet: the next finalize (or the import's rerun) stores the seal",
+        )];
+    }
+    if receipts.is_empty() && keys.iter().any(|k| !is_input(k)) {
+        return vec![Orphan::new(
+            "pending_import",
+            format!("runs/{run}"),
+            "import (seal replay --from)",
+            "a partial import: run the import again",
+        )];
+    }
+    let mut out = Vec::new();
+    for key in keys {
+        let receipt = Key::receipt_for(key).map(|r| r.to_string());
+        let unreceipted = receipt.is_some_and(|r| !receipts.contains(&r));
+        let name = key.as_str().rsplit('/').next().unwrap_or("");
+        let sibling = |file: &str| format!("{}/{file}", key.dir());
+        if is_input(key) && unreceipted {
+            out.push(Orphan::new(
+                "uncommitted_input",
+                key.to_string(),
+                "intake",
+                "the worker resends it",
+            ));
+        } else if name == "request.json" && !names.contains(sibling("meta.json").as_str()) {
+            out.push(Orphan::new(
+                "uncommitted_attempt",
+                key.dir().to_string(),
+                "judge attempt",
+                "the next roll POST sends it again",
+            ));
+        } else if name == "roll.json" && unreceipted {
+            out.push(Orphan::new(
+                "uncommitted_roll",
+                key.to_string(),
+                "roll",
+                "derived again by the next roll POST",
+            ));
+        } else if name == "judging.json" {
+            out.push(Orphan::new(
+                "pending_finalize",
+                key.to_string(),
+                "finalize",
+                "the next finalize decides the run",
+            ));
+        }
+    }
+    if out.is_empty() {
+        out.push(Orphan::new(
+            "open_run",
+            format!("runs/{run}"),
+            "run",
+            "undecided: the worker submits its rolls and finalizes",
+        ));
+    }
+    out
+}
+
+/// A worker input: header, brief, play-spec, a roll's proof package.
+fn is_input(key: &Key) -> bool {
+    let parts: Vec<&str> = key.as_str().split('/').collect();
+    match parts.as_slice() {
+        ["runs", _, "header.json" | "brief.md" | "play-spec.json"] => true,
+        ["runs", _, roll, "proof-package.json"] => roll.starts_with("roll-"),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(run: &str, files: &[&str]) -> Vec<Key> {
+        files
+            .iter()
+            .map(|f| Key::parse(&format!("runs/{run}/{f}")).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn an_uncommitted_attempt_and_an_unreceipted_input_are_named() {
+        let run = RunId::parse("r-1").unwrap();
+        let ks = keys(
+            "r-1",
+            &[
+                "header.json",
+                "brief.md",
+                "roll-1/proof-package.json",
+                "roll-1/judge-a/attempt-1/request.json",
+            ],
+        );
+        let receipts: HashSet<String> = ["receipts/r-1/header.json", "receipts/r-1/brief.md"]
+            .map(String::from)
+            .into();
+        let found: Vec<&str> = run_orphans(&run, &ks, &receipts)
+            .iter()
+            .map(|o| o.warning)
+            .collect();
+        assert_eq!(found, ["uncommitted_input", "uncommitted_attempt"]);
+    }
+
+    #[test]
+    fn a_sealed_run_has_no_orphans_and_an_unsealed_decided_one_is_pending() {
+        let run = RunId::parse("r-1").unwrap();
+        let none = HashSet::new();
+        assert!(run_orphans(
+            &run,
+            &keys("r-1", &["evidence.json", "seal.dsse.json"]),
+            &none
+        )
+        .is_empty());
+        let pending = run_orphans(&run, &keys("r-1", &["evidence.json"]), &none);
+        assert_eq!(pending[0].warning, "pending_finalize");
+    }
+}
