@@ -10,8 +10,10 @@
 //! Retry-After, so memory stays flat whatever the load. Judge calls are bounded per slot too.
 
 mod access;
+mod admission;
 mod error;
 pub mod listen;
+mod metrics;
 mod routes;
 mod state;
 pub mod uniform;
@@ -27,8 +29,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 pub use access::{exposure, Exposure, ExposureError};
+pub use admission::{Admission, AdmissionGate, FINALIZE_WAIT};
 pub use error::ApiError;
-pub use routes::health::{Admission, AdmissionGate, FINALIZE_WAIT};
 pub use routes::observe::REQUEST_ID;
 pub use state::{AppState, BuildInfo, ROLL_AMPLIFICATION};
 

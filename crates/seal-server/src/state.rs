@@ -24,9 +24,9 @@ pub struct AppState {
     pub(crate) memory_kib: u32,
     pub(crate) trusted: Arc<Vec<PublicKey>>,
     /// Whether the log may be appended to yet (see [`crate::routes::health`]).
-    pub(crate) admission: crate::routes::health::AdmissionGate,
+    pub(crate) admission: crate::admission::AdmissionGate,
     /// The server's own metrics (requests, rolls in progress, fsyncs, admission, build).
-    pub(crate) metrics: Arc<crate::routes::metrics::ServerMetrics>,
+    pub(crate) metrics: Arc<crate::metrics::ServerMetrics>,
 }
 
 /// The binary's version, the commit it was built from and the compiler (the `seal` package's
@@ -56,10 +56,8 @@ impl AppState {
             admitted: Arc::new(AtomicUsize::new(0)),
             admit_limit,
             trusted: Arc::new(trusted),
-            admission: crate::routes::health::AdmissionGate::new(
-                crate::routes::health::Admission::Admitted,
-            ),
-            metrics: Arc::new(crate::routes::metrics::ServerMetrics::new()),
+            admission: crate::admission::AdmissionGate::new(crate::admission::Admission::Admitted),
+            metrics: Arc::new(crate::metrics::ServerMetrics::new()),
             engine,
         }
     }
@@ -72,7 +70,7 @@ impl AppState {
 
     /// The log admission gate: admitted unless the caller sets it pending and runs the
     /// admission itself (`seal serve` does, after binding its port).
-    pub fn admission_gate(&self) -> crate::routes::health::AdmissionGate {
+    pub fn admission_gate(&self) -> crate::admission::AdmissionGate {
         self.admission.clone()
     }
 }

@@ -90,7 +90,7 @@ pub(crate) async fn post_finalize(
     // Finalize appends to the log: never before the log is known to account for the store.
     state
         .admission
-        .wait_admitted(crate::routes::health::FINALIZE_WAIT)
+        .wait_admitted(crate::admission::FINALIZE_WAIT)
         .await?;
     let done = seal_engine::postguard::finalize(&state.engine, &run).await?;
     if done.wrote() {

@@ -16,7 +16,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
-use crate::routes::health::Admission;
+use crate::admission::Admission;
 use crate::BuildInfo;
 
 type Labels = Vec<(&'static str, String)>;
