@@ -80,18 +80,6 @@ fn r(x: f64) -> f64 {
     kappa::round(x, DECIMALS)
 }
 
-/// Mixes the report seed with a section key, as `seal stats` does, so a section's interval
-/// does not depend on which other sections exist.
-pub fn key_seed(seed: u64, key: &str) -> u64 {
-    let d = Sha256::new()
-        .chain_update(seed.to_be_bytes())
-        .chain_update(key.as_bytes())
-        .finalize();
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&d[..8]);
-    u64::from_be_bytes(b)
-}
-
 /// The report seed: the first 8 bytes of sha256 over the paired run ids, sorted, one per line.
 pub fn ids_seed<'a>(ids: impl IntoIterator<Item = &'a str>) -> [u8; 8] {
     let mut sorted: Vec<&str> = ids.into_iter().collect();
@@ -210,7 +198,7 @@ fn agreement(m: [[u64; 2]; 2], seed: u64, key: &str) -> Agreement {
             c.cells[i][j] = *n;
         }
     }
-    let ci = kappa::kappa_interval(&c, key_seed(seed, key), BOOTSTRAP_RESAMPLES);
+    let ci = kappa::kappa_interval(&c, kappa::key_seed(seed, key), BOOTSTRAP_RESAMPLES);
     Agreement {
         n: c.n(),
         matrix: m,

@@ -290,22 +290,10 @@ fn unverified_row(u: &Unverified) -> NotVerifiedRun {
     }
 }
 
-/// Mixes the store seed with a key, so each key's bootstrap does not depend on which other
-/// keys exist.
-fn key_seed(seed: u64, key: &str) -> u64 {
-    let d = Sha256::new()
-        .chain_update(seed.to_be_bytes())
-        .chain_update(key.as_bytes())
-        .finalize();
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&d[..8]);
-    u64::from_be_bytes(b)
-}
-
 fn agreement(acc: &AgreementAcc, seed: u64, key: &str) -> Agreement {
     let m = &acc.matrix;
     let n = m.n();
-    let ci = kappa::kappa_interval(m, key_seed(seed, key), BOOTSTRAP_RESAMPLES);
+    let ci = kappa::kappa_interval(m, kappa::key_seed(seed, key), BOOTSTRAP_RESAMPLES);
     let judge = |i: usize| JudgeVsCheck {
         agree: acc.vs_check[i][0],
         opposite: acc.vs_check[i][1],

@@ -205,6 +205,20 @@ pub fn round(x: f64, decimals: i32) -> f64 {
     }
 }
 
+/// Mixes a report's seed with a key (a section, a genre, a judge pair), so each key's bootstrap
+/// interval does not depend on which other keys exist. `seal stats` and `seal shadow-report`
+/// both seed their intervals this way.
+pub fn key_seed(seed: u64, key: &str) -> u64 {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::new()
+        .chain_update(seed.to_be_bytes())
+        .chain_update(key.as_bytes())
+        .finalize();
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    u64::from_be_bytes(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
