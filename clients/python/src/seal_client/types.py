@@ -39,11 +39,16 @@ def _raw() -> Any:
 
 @dataclass(frozen=True)
 class Stored:
-    """`PUT /v1/runs/{id}`, `/brief`, `/play-spec`: stored (201) or already stored (200)."""
+    """`PUT /v1/runs/{id}`, `/brief`, `/play-spec`: stored (201) or already stored (200). The
+    same document re-sent to a finalizing or decided run is 200 with `phase` (and, once decided,
+    its `outcome` and `decision`)."""
 
     run_id: str = _j("runId")
     key: str = _j("key")
     sha256: str = _j("sha256")
+    phase: str | None = _jo("phase")
+    outcome: str | None = _jo("outcome")
+    decision: Any = _jo("decision")
     created: bool = field(default=False, metadata={"local": True})
     raw: Mapping[str, Any] = _raw()
 
