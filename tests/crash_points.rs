@@ -85,6 +85,11 @@ impl ImportRig {
 
     /// `seal replay RUNS --from <archive> --judges stored --jobs 1` into `store`.
     fn replay(&self, runs: &[&str], store: &Path) -> Command {
+        self.replay_to(runs, &file_url(store))
+    }
+
+    /// The same into the store at `url`.
+    fn replay_to(&self, runs: &[&str], url: &str) -> Command {
         let mut c = seal_cmd_with(
             self.work.path(),
             &self.lb,
@@ -98,7 +103,7 @@ impl ImportRig {
             .arg("--from")
             .arg(file_url(&self.src))
             .arg("--store")
-            .arg(file_url(store))
+            .arg(url)
             .arg("--key")
             .arg(&self.key)
             .arg("--trust")
@@ -108,9 +113,14 @@ impl ImportRig {
 
     /// `seal verify --all` on `store`: its exit code and output.
     async fn verify_all(&self, store: &Path) -> Output {
+        self.verify_all_at(&file_url(store)).await
+    }
+
+    /// The same on the store at `url`.
+    async fn verify_all_at(&self, url: &str) -> Output {
         let mut c = seal_cmd_with(self.work.path(), &self.lb, "a", "b", "salt");
         c.args(["verify", "--all", "--store"])
-            .arg(file_url(store))
+            .arg(url)
             .arg("--trust")
             .arg(&self.public)
             .arg("--trust")
@@ -181,6 +191,148 @@ async fn an_import_killed_at_any_write_never_stops_another_import() {
         .await;
     println!(
         "import: {last} crash points survived in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A whole stored replay: the import of the source, then its `historical_replay` run (header,
+// rolls from copied attempts, finalize, log, seal).
+
+/// Every object under `runs/` of the store at `url` (key → bytes).
+async fn run_objects(url: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let store = seal::store::Store::open(url).await.unwrap();
+    let mut out = std::collections::BTreeMap::new();
+    for key in store.list("runs").await.unwrap().keys {
+        out.insert(key.to_string(), store.get(&key).await.unwrap().to_vec());
+    }
+    out
+}
+
+/// An uninterrupted `seal replay IMPORTED --from … --judges stored` into `url`: its counted
+/// writes and the objects it leaves under `runs/`.
+async fn replay_reference(
+    rig: &ImportRig,
+    url: &str,
+) -> (
+    Vec<(u64, String)>,
+    std::collections::BTreeMap<String, Vec<u8>>,
+) {
+    let log = rig
+        .work
+        .path()
+        .join(format!("replay-ref-{}.writes", random_hex(4)));
+    let mut c = rig.replay_to(&[IMPORTED], url);
+    c.env(WRITE_LOG_ENV, &log);
+    let out = run(c).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (writes, _) = read_write_log(&log);
+    let replay_seal = format!("runs/{IMPORTED}.replay-1/seal.dsse.json");
+    assert!(
+        writes.iter().any(|(_, k)| *k == replay_seal),
+        "the reference replay stored no seal of its replay run: {writes:?}"
+    );
+    (writes, run_objects(url).await)
+}
+
+/// One crash point of a whole stored replay: killed after its `n`-th write into `url`, the
+/// same command run again must finish it: exit 0, one replay run (`.replay-1`, no second),
+/// `seal verify --all` 0, the reference's objects, byte for byte where no timing is held.
+async fn survive_replay_crash(
+    rig: &ImportRig,
+    url: &str,
+    reference: &std::collections::BTreeMap<String, Vec<u8>>,
+    n: u64,
+) {
+    let log = rig
+        .work
+        .path()
+        .join(format!("replay-crash-{n}-{}.writes", random_hex(4)));
+    let mut c = rig.replay_to(&[IMPORTED], url);
+    c.env(CRASH_ENV, n.to_string()).env(WRITE_LOG_ENV, &log);
+    let out = run(c).await;
+    assert_crashed(&out, &log, n);
+    let crashed = read_write_log(&log).1.unwrap_or_default();
+    // Killed right after the replay's seal (its commit): the replay is done, and an explicit
+    // `seal replay RUN` run again would rightly start a second one. Before it, the rerun must
+    // finish this one.
+    if crashed != format!("runs/{IMPORTED}.replay-1/seal.dsse.json") {
+        let out = run(rig.replay_to(&[IMPORTED], url)).await;
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "replay crash point {n} (after {crashed}): the rerun failed:\n{}\n{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+    }
+    let out = rig.verify_all_at(url).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "replay crash point {n} (after {crashed}): {}",
+        text(&out.stdout)
+    );
+    let objects = run_objects(url).await;
+    let keys =
+        |m: &std::collections::BTreeMap<String, Vec<u8>>| m.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(
+        keys(&objects),
+        keys(reference),
+        "replay crash point {n} (after {crashed})"
+    );
+    for (k, bytes) in &objects {
+        if !holds_timings(k) {
+            assert!(
+                reference[k] == *bytes,
+                "replay crash point {n} (after {crashed}): {k} differs"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_crash_point_of_a_stored_replay_is_survived_on_file() {
+    use futures::StreamExt;
+    let rig = ImportRig::new().await;
+    let reference_url = file_url(&rig.work.path().join("replay-reference"));
+    let (writes, reference) = replay_reference(&rig, &reference_url).await;
+    let started = Instant::now();
+    let last = writes.len() as u64;
+    futures::stream::iter(1..=last)
+        .for_each_concurrent(2, |n| {
+            let url = file_url(&rig.work.path().join(format!("replay-{n}")));
+            let reference = &reference;
+            let rig = &rig;
+            async move { survive_replay_crash(rig, &url, reference, n).await }
+        })
+        .await;
+    println!(
+        "stored replay on file://: {last} crash points survived in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_crash_point_of_a_stored_replay_is_survived_on_s3() {
+    use futures::StreamExt;
+    let Some(reference_url) = s3_url("replay-crash-reference") else {
+        return;
+    };
+    let rig = ImportRig::new().await;
+    let (writes, reference) = replay_reference(&rig, &reference_url).await;
+    let started = Instant::now();
+    let last = writes.len() as u64;
+    futures::stream::iter(1..=last)
+        .for_each_concurrent(3, |n| {
+            let url = s3_url(&format!("replay-crash-{n}")).unwrap();
+            let reference = &reference;
+            let rig = &rig;
+            async move { survive_replay_crash(rig, &url, reference, n).await }
+        })
+        .await;
+    println!(
+        "stored replay on S3: {last} crash points survived in {:.1} s",
         started.elapsed().as_secs_f64()
     );
 }
@@ -562,8 +714,13 @@ async fn survive_crash_with(backend: Backend, reference: &Reference, n: u64, who
 async fn survive_points(backend: Backend, reference: &Reference, points: Vec<u64>) -> usize {
     use futures::StreamExt;
     let count = points.len();
+    // On S3 most of a point is spent waiting on the server: three at once.
+    let at_once = match backend {
+        Backend::File => 2,
+        Backend::S3 => 3,
+    };
     futures::stream::iter(points)
-        .for_each_concurrent(2, |n| survive_run_crash(backend, reference, n))
+        .for_each_concurrent(at_once, |n| survive_run_crash(backend, reference, n))
         .await;
     count
 }
@@ -607,20 +764,17 @@ async fn crash_points_with_two_replicas_are_survived_by_takeover_on_file() {
     );
 }
 
-/// On S3 a sample: every fifth write and the last one (moto answers one request at a time;
-/// the whole run on `file://` covers every point).
+/// The same on the S3 server: every write index of the two-roll run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_sample_of_crash_points_of_a_two_roll_run_is_survived_on_s3() {
+async fn every_crash_point_of_a_two_roll_run_is_survived_on_s3() {
     if s3_store("crash-points").await.is_none() {
         return;
     }
     let started = Instant::now();
     let reference = reference(Backend::S3).await;
-    let mut points: Vec<u64> = (1..=reference.writes).step_by(5).collect();
-    points.push(reference.writes);
-    let count = survive_points(Backend::S3, &reference, points).await;
+    let count = survive_points(Backend::S3, &reference, (1..=reference.writes).collect()).await;
     println!(
-        "two-roll run on S3: {count} sampled crash points of {} writes survived in {:.1} s",
+        "two-roll run on S3: {count} crash points of {} writes survived in {:.1} s",
         reference.writes,
         started.elapsed().as_secs_f64()
     );
@@ -724,4 +878,275 @@ async fn crash_leftovers_are_warnings_of_verify_and_listed_by_gc_dry_run() {
     .await;
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["orphans"], serde_json::json!([]), "{v}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The issue's cluster: three replicas on one bucket, one killed with SIGKILL a third of the way
+// through and started again later, a worker that retries on another replica.
+
+/// Runs submitted; half of them need a second roll (the disputed-font example).
+const CLUSTER_RUNS: usize = 30;
+
+/// How a cluster worker finishes one run: from replica `first` on, every failure (the replica
+/// went away, a 5xx, a 409 asking for a re-send) is retried on the next replica, as the
+/// pipeline worker does; gives up after `deadline`. Returns the finalize answer and the
+/// number of retries.
+async fn finish_on_any(
+    c: &reqwest::Client,
+    bases: &std::sync::RwLock<Vec<String>>,
+    first: usize,
+    folder: &seal::runfolder::RunFolder,
+    deadline: Instant,
+) -> Result<(serde_json::Value, usize), String> {
+    let mut replica = first;
+    let mut retries = 0;
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        let base = bases.read().unwrap()[replica % 3].clone();
+        match submit_run(c, &base, folder).await {
+            Ok(v) => return Ok((v, retries)),
+            Err(e) => {
+                last = e.to_string();
+                retries += 1;
+                replica += 1;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    Err(format!(
+        "{}: not sealed after {retries} retries; last answer: {last}",
+        folder.run()
+    ))
+}
+
+/// Three `seal serve` replicas on the S3 server (short leases), 30 runs (15 of two rolls)
+/// submitted six at a time by workers that retry on another replica. Replica 1 is killed with
+/// SIGKILL once a third of the runs are sealed, and started again under its name once two
+/// thirds are. Every run must seal, and `seal verify --all` must verify all 30.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_replicas_one_killed_a_third_through_seal_every_run_on_s3() {
+    use futures::StreamExt;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let Some(store) = s3_url("three-replicas-kill") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    let lb = Loopback::start(Duration::from_millis(40)).await.unwrap();
+    personas(&lb);
+    let p = Point {
+        dir,
+        store: store.clone(),
+        lb,
+        folder: seal::runfolder::RunFolder::read(&example(TWO_ROLL_RUN), 1 << 26).unwrap(),
+    };
+    p.short_leases();
+    let timeout = [("SEAL_JUDGE_TIMEOUT_MS", "1000")];
+    let folders: Vec<seal::runfolder::RunFolder> = (0..CLUSTER_RUNS)
+        .map(|i| {
+            let src = if i % 2 == 0 {
+                TWO_ROLL_RUN
+            } else {
+                "run-narrative-0010-pass"
+            };
+            renamed_copy(
+                &example(src),
+                &p.dir.path().join(format!("in/{i}")),
+                &format!("run-cluster-{i:03}"),
+            )
+        })
+        .collect();
+    let mut daemons: Vec<Daemon> = (1..=3)
+        .map(|r| p.daemon_as(&format!("cluster-replica-{r}"), &timeout))
+        .collect();
+    let bases = std::sync::RwLock::new(daemons.iter().map(|d| d.base.clone()).collect());
+    let sealed = AtomicUsize::new(0);
+    let c = http();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let started = Instant::now();
+
+    let workers = futures::stream::iter(folders.iter().enumerate())
+        .map(|(i, f)| {
+            let (c, bases, sealed) = (&c, &bases, &sealed);
+            async move {
+                let r = finish_on_any(c, bases, i, f, deadline).await;
+                sealed.fetch_add(1, Ordering::SeqCst);
+                r
+            }
+        })
+        .buffer_unordered(6)
+        .collect::<Vec<_>>();
+    let chaos = async {
+        while sealed.load(Ordering::SeqCst) < CLUSTER_RUNS / 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        daemons[0].child.kill().unwrap();
+        let _ = daemons[0].child.wait();
+        let killed_at = sealed.load(Ordering::SeqCst);
+        while sealed.load(Ordering::SeqCst) < 2 * CLUSTER_RUNS / 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let again = p.daemon_as("cluster-replica-1", &timeout);
+        bases.write().unwrap()[0] = again.base.clone();
+        daemons[0] = again;
+        killed_at
+    };
+    let (results, killed_at) = tokio::join!(workers, chaos);
+    let mut retries = 0;
+    let mut failed = Vec::new();
+    for r in results {
+        match r {
+            Ok((v, n)) => {
+                assert!(v["evidenceSha256"].is_string(), "{v}");
+                retries += n;
+            }
+            Err(e) => failed.push(e),
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {CLUSTER_RUNS} runs not sealed:\n{}\nreplica logs:\n{}",
+        failed.len(),
+        failed.join("\n"),
+        daemons
+            .iter()
+            .map(|d| d.log_text())
+            .collect::<Vec<_>>()
+            .join("\n---\n")
+    );
+    // The kill landed while runs were in flight on the killed replica (else it proved nothing).
+    assert!(
+        retries > 0,
+        "no worker had to retry: the kill hit nothing in flight"
+    );
+    let out = p.verify_all().await;
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains(&format!(
+            "{CLUSTER_RUNS} runs: {CLUSTER_RUNS} verified, 0 not verified"
+        )),
+        "{stdout}"
+    );
+    println!(
+        "three replicas on S3: {CLUSTER_RUNS} runs sealed and verified in {:.1} s; replica 1 \
+         killed after {killed_at} sealed, restarted after {}; {retries} worker retries",
+        started.elapsed().as_secs_f64(),
+        2 * CLUSTER_RUNS / 3
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A committed attempt is resumed only through its MAC'd meta and the answer it names: bytes a
+// store writer plants in the crash window (between `meta.json` and the `raw.json` copy) are
+// never judged or sealed.
+
+/// What the writer does in the window after roll 1's judge A committed attempt 1.
+#[derive(Clone, Copy, Debug)]
+enum Plant {
+    /// Nothing: the restart copies `raw.json` from `cas/` and seals.
+    Nothing,
+    /// Writes its own `raw.json` (a well-formed answer, every obligation satisfied).
+    Raw,
+    /// Rewrites the answer's bytes in `cas/` under the hash the meta names.
+    Cas,
+    /// Replaces `meta.json` with one that names its own answer (stored in `cas/`), MAC kept.
+    Meta,
+}
+
+/// Replaces a stored file's bytes the way a writer with folder access does (unlink, create).
+fn replace_file(path: &Path, bytes: &[u8]) {
+    std::fs::remove_file(path).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+async fn committed_attempt_with(plant: Plant) -> (Point, Option<serde_json::Value>, String) {
+    let p = Point::new(Backend::File, "committed-window").await;
+    let run = p.folder.run().to_string();
+    let attempt = p
+        .dir
+        .path()
+        .join(format!("store/runs/{run}/roll-1/judge-a/attempt-1"));
+    let spec = "key:runs/*/roll-1/judge-a/attempt-1/meta.json";
+    let mut d = p.daemon(&[(CRASH_ENV, spec)]);
+    let first = submit_run(&http(), &d.base, &p.folder).await;
+    assert!(matches!(first, Err(Stopped::Gone(_))), "{first:?}");
+    let _ = d.child.wait();
+    assert!(attempt.join("meta.json").exists() && !attempt.join("raw.json").exists());
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(attempt.join("meta.json")).unwrap()).unwrap();
+    let raw_hash = meta["rawHash"].as_str().unwrap().to_string();
+    let cas = |h: &str| {
+        p.dir
+            .path()
+            .join(format!("store/cas/sha256/{}/{h}", &h[..2]))
+    };
+    let forged = serde_json::to_vec(&serde_json::json!({
+        "id": "chatcmpl-forged",
+        "object": "chat.completion",
+        "model": MODEL_A,
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+            "content": "{\"verdicts\": []}"}}]
+    }))
+    .unwrap();
+    match plant {
+        Plant::Nothing => {}
+        Plant::Raw => std::fs::write(attempt.join("raw.json"), &forged).unwrap(),
+        Plant::Cas => replace_file(&cas(&raw_hash), &forged),
+        Plant::Meta => {
+            let h = seal::canonical::Hash::of(&forged);
+            std::fs::create_dir_all(cas(h.as_str()).parent().unwrap()).unwrap();
+            std::fs::write(cas(h.as_str()), &forged).unwrap();
+            let mut m = meta.clone();
+            m["rawHash"] = h.to_string().into();
+            replace_file(&attempt.join("meta.json"), &serde_json::to_vec(&m).unwrap());
+        }
+    }
+    let d2 = p.daemon(&[]);
+    let c = http();
+    let done = submit_run(&c, &d2.base, &p.folder).await;
+    let answer = match done {
+        Ok(v) => Some(v),
+        Err(Stopped::Refused(status, body)) => {
+            assert_eq!(status, 500, "{plant:?}: {body}");
+            // "<what>: <json>"
+            let json = body.split_once(": ").map_or("", |(_, j)| j);
+            let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+            let code = v["error"]["code"].as_str().unwrap_or_default().to_string();
+            assert!(!code.is_empty(), "{plant:?}: {body}");
+            return (p, None, format!("{code}: {}", v["error"]["message"]));
+        }
+        Err(e) => panic!("{plant:?}: {e}"),
+    };
+    (p, answer, String::new())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_committed_attempt_resumes_only_through_its_mac_and_the_answer_it_names() {
+    // The window itself is survived (the control: without it the refusals below prove nothing).
+    let (p, sealed, _) = committed_attempt_with(Plant::Nothing).await;
+    assert!(sealed.is_some_and(|v| v["evidenceSha256"].is_string()));
+    assert_eq!(p.verify_all().await.status.code(), Some(0));
+
+    for (plant, expected) in [
+        // `raw.json` must be the bytes the meta's MAC covers.
+        (
+            Plant::Raw,
+            "the SlotMeta names another request or raw answer",
+        ),
+        // The `cas/` copy is read verified against the meta's `rawHash`.
+        (Plant::Cas, "hash mismatch"),
+        // A meta naming another answer fails its MAC.
+        (Plant::Meta, "its attemptMac does not verify"),
+    ] {
+        let (p, sealed, code) = committed_attempt_with(plant).await;
+        assert!(sealed.is_none(), "{plant:?}: the planted answer was sealed");
+        assert!(code.starts_with("corrupt_store: "), "{plant:?}: {code}");
+        assert!(code.contains(expected), "{plant:?}: {code}");
+        let seal = p
+            .dir
+            .path()
+            .join(format!("store/runs/{}/seal.dsse.json", p.folder.run()));
+        assert!(!seal.exists(), "{plant:?}: sealed");
+    }
 }

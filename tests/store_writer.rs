@@ -155,13 +155,17 @@ async fn finalize_does_not_sign_planted_evidence_from_another_key_and_salt() {
     );
     let daemon = prod.serve();
     let (status, body) = finalize(&daemon.base).await;
-    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
-    assert!(code(&body).starts_with("planted_"), "{body}");
+    // The planted inputs have no receipt of this deployment: never committed here.
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(code(&body), "uncommitted", "{body}");
     assert!(!prod.seal_path().exists(), "the planted pass was sealed");
     let out = prod.verify().await;
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
 }
 
+/// A run planted without receipts was never committed by this deployment: 409 `uncommitted`
+/// naming the header (re-send it), nothing judged or signed. Not "planted": an honest crash
+/// between an input and its receipt looks the same (docs/DESIGN.md §2, "Crash safety").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finalize_does_not_sign_a_planted_open_run() {
     let attacker = attacker_store().await;
@@ -170,6 +174,34 @@ async fn finalize_does_not_sign_a_planted_open_run() {
         &attacker.path().join("store"),
         &prod.store,
         &["seal.dsse.json", "evidence.json", "judging.json"],
+    );
+    let daemon = prod.serve();
+    let (status, body) = finalize(&daemon.base).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(code(&body), "uncommitted", "{body}");
+    assert_eq!(
+        body["error"]["object"],
+        format!("runs/{RUN}/header.json"),
+        "{body}"
+    );
+    assert!(!prod.seal_path().exists(), "the planted pass was sealed");
+    assert!(prod.lb.calls().is_empty(), "a planted run was judged");
+}
+
+/// The same planted run with the attacker's own receipts beside it: receipts MAC'd under
+/// another secret contradict the commit they claim, so this is planted (500 `planted_header`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receipts_from_another_deployment_make_a_planted_run_planted_not_uncommitted() {
+    let attacker = attacker_store().await;
+    let prod = production().await;
+    plant(
+        &attacker.path().join("store"),
+        &prod.store,
+        &["seal.dsse.json", "evidence.json", "judging.json"],
+    );
+    copy_tree(
+        &attacker.path().join("store/receipts").join(RUN),
+        &prod.store.join("receipts").join(RUN),
     );
     let daemon = prod.serve();
     let (status, body) = finalize(&daemon.base).await;
@@ -244,8 +276,14 @@ async fn a_proof_package_planted_in_an_open_run_is_named_and_never_judged() {
     )
     .unwrap();
     let (status, body) = finalize(&daemon.base).await;
-    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
-    assert_eq!(code(&body), "planted_proof_package", "{body}");
+    // No receipt: never committed; the worker would re-send roll 2 (409), nothing is judged.
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(code(&body), "uncommitted", "{body}");
+    assert_eq!(
+        body["error"]["object"],
+        format!("runs/{RUN}/roll-2/proof-package.json"),
+        "{body}"
+    );
     assert_eq!(
         prod.lb.calls().len(),
         calls,

@@ -13,20 +13,52 @@ pub use seal_core::receipt::*;
 /// An input or record seal cannot authenticate: never judged, resumed, copied or sealed from.
 #[derive(Debug, thiserror::Error)]
 pub enum ReceiptError {
+    /// A receipt is there but does not vouch for the object (wrong MAC, run, key or hash, or
+    /// unreadable): the object contradicts its commit point, so it is planted.
     #[error("{object}: planted {kind} (not judged, resumed or sealed from): {reason}")]
     Unauthenticated {
         object: String,
         kind: ReceiptKind,
         reason: String,
     },
+    /// The object has no receipt: its step was never committed (a crash between the object
+    /// and its receipt, or bytes nobody submitted). Not done rather than planted
+    /// (docs/DESIGN.md §2, "Crash safety"): the caller re-sends it and the step is redone;
+    /// nothing is judged or sealed from it meanwhile.
+    #[error(
+        "{object}: {kind} not committed (no receipt: a crash before its commit, or planted; \
+         not judged or sealed from): {resend}"
+    )]
+    Uncommitted {
+        object: String,
+        kind: ReceiptKind,
+        /// What the caller re-sends to commit it.
+        resend: String,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// The API error code of an object without its commit receipt (HTTP 409).
+pub const UNCOMMITTED: &str = "uncommitted";
+
+/// What a caller re-sends to commit an object of `kind`.
+pub fn resend_hint(kind: ReceiptKind) -> String {
+    match kind {
+        ReceiptKind::Header => "re-send the run's header".into(),
+        ReceiptKind::Brief => "re-send the brief".into(),
+        ReceiptKind::PlaySpec => "re-send the play-spec".into(),
+        ReceiptKind::ProofPackage => "re-send the roll's proof package".into(),
+        ReceiptKind::Roll => "re-send the roll's proof package (the roll is judged again)".into(),
+        ReceiptKind::ReplayedAttempt => "run the replay again".into(),
+    }
 }
 
 impl HasFault for ReceiptError {
     fn fault(&self) -> Fault {
         match self {
             ReceiptError::Unauthenticated { .. } => Fault::Corruption,
+            ReceiptError::Uncommitted { .. } => Fault::Caller,
             ReceiptError::Store(e) => e.fault(),
         }
     }
@@ -37,6 +69,7 @@ impl ReceiptError {
     pub fn code(&self) -> Option<&'static str> {
         match self {
             ReceiptError::Unauthenticated { kind, .. } => Some(kind.code()),
+            ReceiptError::Uncommitted { .. } => Some(UNCOMMITTED),
             ReceiptError::Store(_) => None,
         }
     }
@@ -106,7 +139,11 @@ impl Notary {
         };
         let key = receipt_key(object, kind)?;
         let Some((bytes, _)) = reads.get_opt_hashed(&key).await? else {
-            return Err(unauth("no receipt: seal did not accept or write it".into()));
+            return Err(ReceiptError::Uncommitted {
+                object: object.to_string(),
+                kind,
+                resend: resend_hint(kind),
+            });
         };
         let receipt: Receipt = parse_stored(&key, &bytes, 64 * 1024)
             .map_err(|e| unauth(format!("unreadable receipt: {e}")))?;

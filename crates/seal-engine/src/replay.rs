@@ -182,9 +182,24 @@ pub async fn replay(
     trusted: &[seal_core::sealing::PublicKey],
 ) -> Result<Replayed, ReplayError> {
     let verified = prove_source(engine, source, strategy, trusted).await?;
-    let id = next_replay_id(&engine.store, source).await?;
+    // The last replay killed before its seal (no `seal.dsse.json`) is this replay, finished
+    // under its own id: a kill never leaves an open or unsealed replay beside a new one. Every
+    // step is create-only and idempotent, so the rerun writes what the killed one would have.
+    let id = match last_replay(&engine.store, source).await? {
+        Some(id) if !engine.store.exists(&Key::seal(&id)).await? => id,
+        _ => next_replay_id(&engine.store, source).await?,
+    };
     start_replay(engine, &verified, source, &id).await?;
     replay_rolls(engine, &verified, source, &id, judges).await
+}
+
+/// Whether the replay `id` takes no more rolls: finalizing, or decided but (killed before its
+/// seal) not sealed; the postguard then finishes it from what is stored.
+async fn past_rolls(store: &Store, id: &RunId) -> bool {
+    matches!(
+        crate::run_state::RunState::load(store, id).await,
+        Ok(crate::run_state::RunState::Finalizing(_) | crate::run_state::RunState::Decided(_))
+    )
 }
 
 /// The source must be decided and verify under `trusted`; it is then logged here.
@@ -235,10 +250,7 @@ async fn start_replay(
     id: &RunId,
 ) -> Result<(), ReplayError> {
     let store = &engine.store;
-    if matches!(
-        crate::run_state::RunState::load(store, id).await,
-        Ok(crate::run_state::RunState::Finalizing(_))
-    ) {
+    if past_rolls(store, id).await {
         return Ok(());
     }
     let bound = |check| {
@@ -295,11 +307,11 @@ async fn replay_rolls(
         },
         JudgesFrom::Live => Source::Live,
     };
-    let finalizing = matches!(
-        crate::run_state::RunState::load(store, &id).await,
-        Ok(crate::run_state::RunState::Finalizing(_))
-    );
-    let rolls = if finalizing { &[][..] } else { &old.rolls[..] };
+    let rolls = if past_rolls(store, &id).await {
+        &[][..]
+    } else {
+        &old.rolls[..]
+    };
     let mut reproduced = true;
     for old_roll in rolls {
         let proof = store

@@ -210,12 +210,19 @@ impl From<JudgingError> for ApiError {
 }
 
 /// An object seal cannot authenticate: 500 `planted_<kind>`, naming it (never retried
-/// silently, never a caller's fault).
+/// silently, never a caller's fault); one without its receipt was never committed: 409
+/// `uncommitted`, naming it and what to re-send.
 impl From<seal_engine::receipt::ReceiptError> for ApiError {
     fn from(e: seal_engine::receipt::ReceiptError) -> ApiError {
         let msg = e.to_string();
         match e {
             seal_engine::receipt::ReceiptError::Store(s) => s.into(),
+            seal_engine::receipt::ReceiptError::Uncommitted { object, .. } => ApiError::new(
+                StatusCode::CONFLICT,
+                seal_engine::receipt::UNCOMMITTED,
+                msg,
+                Some(object),
+            ),
             seal_engine::receipt::ReceiptError::Unauthenticated { object, kind, .. } => {
                 ApiError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,

@@ -142,6 +142,7 @@ ERROR_CLASSES: dict[str, type[SealError]] = {
     "not_verified": SealConflict,
     "not_sealed": SealConflict,
     "log_refused": SealConflict,
+    "uncommitted": SealConflict,
     "invalid_document": SealInvalidDocument,
     "mismatch": SealInvalidDocument,
     "provenance": SealInvalidDocument,

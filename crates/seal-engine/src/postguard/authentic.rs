@@ -126,15 +126,15 @@ async fn attempts<R: Reads>(
             .require(reads, ReceiptKind::ReplayedAttempt, &meta_key, &h.meta_hash)
             .await
             .map_err(|e| match e {
-                ReceiptError::Unauthenticated { object, kind, .. } => {
-                    ReceiptError::Unauthenticated {
-                        object,
-                        kind,
-                        reason: "its attemptMac does not verify under this deployment's secret \
+                // A meta whose MAC fails contradicts its own commit: planted, receipt or not.
+                ReceiptError::Unauthenticated { object, kind, .. }
+                | ReceiptError::Uncommitted { object, kind, .. } => ReceiptError::Unauthenticated {
+                    object,
+                    kind,
+                    reason: "its attemptMac does not verify under this deployment's secret \
                                  and no receipt says seal copied it from a verified source"
-                            .into(),
-                    }
-                }
+                        .into(),
+                },
                 other => other,
             })?;
     }

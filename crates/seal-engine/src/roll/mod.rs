@@ -223,11 +223,14 @@ async fn authenticate_earlier(
     roll: RollId,
 ) -> Result<(), JudgingError> {
     for r in open.rolls().iter().filter(|r| r.roll_id < roll) {
+        // An earlier roll not finished (a crash before its record's receipt) is not planted:
+        // the worker re-sends it, which judges it again (adopting its committed attempts),
+        // and then this roll.
         if stored_roll(engine, open.run(), r.roll_id).await?.is_none() {
-            return Err(ReceiptError::Unauthenticated {
+            return Err(ReceiptError::Uncommitted {
                 object: Key::roll_file(open.run(), r.roll_id, "roll.json").to_string(),
                 kind: ReceiptKind::Roll,
-                reason: format!("{roll} cannot follow a roll seal did not finish"),
+                resend: format!("{roll} follows {}: re-send {} first", r.roll_id, r.roll_id),
             }
             .into());
         }
@@ -256,7 +259,11 @@ pub async fn stored_roll(
     {
         Ok(()) => {}
         Err(ReceiptError::Unauthenticated { reason, .. }) => {
-            tracing::info!(%reason, "stored roll record not committed: judging the roll");
+            tracing::info!(%reason, "stored roll record not authenticated: judging the roll");
+            return Ok(None);
+        }
+        Err(ReceiptError::Uncommitted { .. }) => {
+            tracing::info!("stored roll record not committed: judging the roll");
             return Ok(None);
         }
         Err(ReceiptError::Store(e)) => return Err(e.into()),
