@@ -1150,3 +1150,78 @@ async fn a_committed_attempt_resumes_only_through_its_mac_and_the_answer_it_name
         assert!(!seal.exists(), "{plant:?}: sealed");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A step found without its commit object is not done: the caller is told what to re-send
+// (409 `uncommitted`), never that the store is corrupt.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_without_its_commit_is_409_uncommitted_until_the_worker_resends_it() {
+    let c = http();
+    // The header stored, its receipt not: the brief alone is refused, naming the header.
+    let p = Point::new(Backend::File, "uncommitted-header").await;
+    let run = p.folder.run().to_string();
+    let mut d = p.daemon(&[(CRASH_ENV, "key:runs/*/header.json")]);
+    let first = submit_run(&c, &d.base, &p.folder).await;
+    assert!(matches!(first, Err(Stopped::Gone(_))), "{first:?}");
+    let _ = d.child.wait();
+    let d2 = p.daemon(&[]);
+    let brief = c
+        .put(format!("{}/v1/runs/{run}/brief", d2.base))
+        .body(p.folder.brief().to_vec());
+    let (status, v) = send(brief).await.unwrap();
+    assert_eq!(status, 409, "{v}");
+    assert_eq!(v["error"]["code"], "uncommitted", "{v}");
+    assert_eq!(
+        v["error"]["object"],
+        format!("runs/{run}/header.json"),
+        "{v}"
+    );
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("re-send the run's header"),
+        "{v}"
+    );
+    // The worker's resend commits it, and the run seals.
+    let done = submit_run(&c, &d2.base, &p.folder).await;
+    assert!(done.is_ok(), "{:?}", done.err().map(|e| e.to_string()));
+    assert_eq!(p.verify_all().await.status.code(), Some(0));
+
+    // Roll 1's record stored, its receipt not: roll 2 alone is refused, naming roll 1.
+    let p = Point::new(Backend::File, "uncommitted-roll").await;
+    let run = p.folder.run().to_string();
+    let mut d = p.daemon(&[(CRASH_ENV, "key:runs/*/roll-1/roll.json")]);
+    let first = submit_run(&c, &d.base, &p.folder).await;
+    assert!(matches!(first, Err(Stopped::Gone(_))), "{first:?}");
+    let _ = d.child.wait();
+    let calls = p.lb.calls().len();
+    let d2 = p.daemon(&[]);
+    let roll2 = c
+        .post(format!("{}/v1/runs/{run}/rolls/2", d2.base))
+        .body(p.folder.rolls()[1].canonical().clone());
+    let (status, v) = send(roll2).await.unwrap();
+    assert_eq!(status, 409, "{v}");
+    assert_eq!(v["error"]["code"], "uncommitted", "{v}");
+    assert_eq!(
+        v["error"]["object"],
+        format!("runs/{run}/roll-1/roll.json"),
+        "{v}"
+    );
+    assert_eq!(
+        p.lb.calls().len(),
+        calls,
+        "roll 2 was judged after an uncommitted roll 1"
+    );
+    // Re-sending roll 1 commits it from its committed attempts (no judge is called again).
+    let done = submit_run(&c, &d2.base, &p.folder).await;
+    assert!(done.is_ok(), "{:?}", done.err().map(|e| e.to_string()));
+    // Roll 2's two judges only: roll 1's were not called again.
+    assert_eq!(
+        p.lb.calls().len(),
+        calls + 2,
+        "roll 1's judges were called again"
+    );
+    assert_eq!(p.verify_all().await.status.code(), Some(0));
+}
