@@ -190,16 +190,24 @@ fn canonical(object: &str, doc: &Value) -> Result<Bytes, IntakeError> {
         })
 }
 
-/// The header of a run that is still open (refuses a decided or finalizing run, and a header
-/// this deployment never accepted).
-async fn open_header(engine: &Engine, run: &RunId) -> Result<Evidence, IntakeError> {
-    let open = RunState::load(&engine.store, run).await?.open()?;
+/// The run a brief or play-spec is submitted to, loaded once: open, or the refusal of a run
+/// that takes no more documents (`Err(refusal)`; an identical re-send is still accepted).
+async fn document_target(
+    engine: &Engine,
+    run: &RunId,
+) -> Result<Result<OpenRun, RunStateError>, IntakeError> {
+    Ok(RunState::load(&engine.store, run).await?.open())
+}
+
+/// The header of an open run, once its receipt says this deployment accepted it.
+async fn open_header(engine: &Engine, open: OpenRun) -> Result<Evidence, IntakeError> {
+    let run = open.run().clone();
     engine
         .notary
         .require(
             &engine.store,
             ReceiptKind::Header,
-            &Key::header(run),
+            &Key::header(&run),
             open.header_hash(),
         )
         .await?;
@@ -271,11 +279,14 @@ pub async fn put_brief(
 ) -> Result<Accepted, IntakeError> {
     let store = &engine.store;
     let object = format!("run {run} brief");
-    if let Some(refusal) = closed(engine, run).await? {
-        let resent = Some(Bytes::copy_from_slice(bytes));
-        return same_as_stored(engine, &Key::brief(run), resent, refusal).await;
-    }
-    let h = open_header(engine, run).await?;
+    let open = match document_target(engine, run).await? {
+        Ok(open) => open,
+        Err(refusal) => {
+            let resent = Some(Bytes::copy_from_slice(bytes));
+            return same_as_stored(engine, &Key::brief(run), resent, refusal).await;
+        }
+    };
+    let h = open_header(engine, open).await?;
     if bytes.len() as u64 > store.doc_limit() {
         return Err(IntakeError::Json {
             object,
@@ -316,11 +327,14 @@ pub async fn put_play_spec(
 ) -> Result<Accepted, IntakeError> {
     let store = &engine.store;
     let object = format!("run {run} play-spec");
-    if let Some(refusal) = closed(engine, run).await? {
-        let resent = canonical_resent(bytes, store.doc_limit());
-        return same_as_stored(engine, &Key::play_spec(run), resent, refusal).await;
-    }
-    let h = open_header(engine, run).await?;
+    let open = match document_target(engine, run).await? {
+        Ok(open) => open,
+        Err(refusal) => {
+            let resent = canonical_resent(bytes, store.doc_limit());
+            return same_as_stored(engine, &Key::play_spec(run), resent, refusal).await;
+        }
+    };
+    let h = open_header(engine, open).await?;
     let doc = parse(&object, bytes, store.doc_limit())?;
     check(&object, Kind::PlaySpec, &doc)?;
     if let Some(reason) = play_spec_problems(&doc, &h).into_iter().next() {

@@ -28,12 +28,11 @@ pub(crate) async fn put_blob(
         )
     })?;
     let key = Key::cas(&hash);
-    let existed = state.engine.store().exists(&key).await?;
     let stream = body.into_data_stream().map_err(|e| e.to_string());
-    let stored = match state
+    let put = match state
         .engine
         .store()
-        .put_blob(
+        .put_blob_once(
             Box::pin(stream),
             Some(&hash),
             state.engine.config().max_blob_bytes,
@@ -61,8 +60,9 @@ pub(crate) async fn put_blob(
         }
         Err(e) => return Err(e.into()),
     };
+    let stored = put.stored;
     Ok(created(
-        !existed,
+        put.created,
         json!({"key": stored.key.as_str(), "sha256": stored.hash, "bytes": stored.size}),
     ))
 }

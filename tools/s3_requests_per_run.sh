@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# S3 requests per run (docs/BENCHMARKS.md, "S3 requests per run"): a counting moto server
+# (tools/s3_server.py with SEAL_S3_REQUEST_LOG), the loopback judge, one `seal serve` on S3, and
+# N copies of an example run submitted through the Python client's `seal-submit`; prints the
+# requests per run by method and by object kind.
+#   tools/s3_requests_per_run.sh [N=10] [EXAMPLE=run-narrative-0010-pass]
+# Needs: cargo build (debug `seal` and `loopback-judge`), pip install moto[server] ./clients/python.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-10}
+EXAMPLE=${2:-run-narrative-0010-pass}
+T=${CARGO_TARGET_DIR:-target}/debug
+work=$(mktemp -d)
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; [ -n "${KEEP:-}" ] && cp "$work/requests.tsv" "$KEEP"; rm -rf "$work"; }
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+S3_PORT=$(port)
+SEAL_S3_REQUEST_LOG="$work/requests.tsv" python3 tools/s3_server.py 127.0.0.1 "$S3_PORT" >"$work/s3.log" 2>&1 &
+pids+=($!)
+JUDGE_PORT=$(port)
+"$T/loopback-judge" "127.0.0.1:$JUDGE_PORT" >"$work/judge.log" 2>&1 &
+pids+=($!)
+python3 - "$S3_PORT" <<'PY'
+import sys, time, urllib.request
+base = f"http://127.0.0.1:{sys.argv[1]}"
+for _ in range(150):
+    try:
+        urllib.request.urlopen(base + "/", timeout=1); break
+    except Exception:
+        time.sleep(0.2)
+urllib.request.urlopen(urllib.request.Request(base + "/bench", method="PUT"), timeout=5)
+PY
+: >"$work/requests.tsv"   # the bucket's creation is not a run's
+
+export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1
+export SEAL_JUDGE_A_URL="http://127.0.0.1:$JUDGE_PORT/v1" SEAL_JUDGE_B_URL="http://127.0.0.1:$JUDGE_PORT/v1"
+export SEAL_JUDGE_A_MODEL=loop-judge-a SEAL_JUDGE_B_MODEL=loop-judge-b
+export SEAL_JUDGE_A_KEY=sk-bench-a SEAL_JUDGE_B_KEY=sk-bench-b
+(cd "$work" && "$OLDPWD/$T/seal" keygen --out keys >/dev/null)
+store="s3://bench/runs-$RANDOM?endpoint=http://127.0.0.1:$S3_PORT"
+(cd "$work" && exec "$OLDPWD/$T/seal" serve --listen 127.0.0.1:0 --store "$store" --key keys/seal.key.pem) \
+  >"$work/serve.out" 2>"$work/serve.log" &
+pids+=($!)
+for _ in $(seq 100); do grep -q 'http://' "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
+url=$(grep -m1 -o 'http://[^ ]*' "$work/serve.out")
+: >"$work/requests.tsv"   # start-up (log admission) is not a run's either
+for i in $(seq "$N"); do
+  d="$work/in/r$i"; mkdir -p "$d"; cp -r "sealed-fixtures/inputs/$EXAMPLE/." "$d"
+  python3 - "$d/header.json" "run-s3req-$i-$RANDOM" <<'PY'
+import json, sys
+p, run = sys.argv[1], sys.argv[2]
+h = json.load(open(p)); h["runId"] = run; json.dump(h, open(p, "w"))
+PY
+done
+seal-submit --url "$url" "$work"/in/r* >"$work/submit.jsonl"
+sealed=$(grep -c '"evidenceSha256"' "$work/submit.jsonl" || true)
+python3 - "$work/requests.tsv" "$N" "$sealed" <<'PY'
+import collections, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
+n, sealed = int(sys.argv[2]), int(sys.argv[3])
+by_method = collections.Counter(r[0] for r in rows)
+def kind(key):
+    parts = key.split("/")
+    if len(parts) > 1 and parts[1] in ("cas", "receipts", "leases", "log", "tmp"):
+        return parts[1]
+    return parts[-1] if parts[-1] else "(bucket)"
+by_kind = collections.Counter((r[0], kind(r[1]) if r[0] != "GET" or "list-type" not in r[2] else "LIST") for r in rows)
+print(f"{n} runs submitted, {sealed} sealed; {len(rows)} S3 requests: {len(rows)/n:.1f} per run")
+for m, c in by_method.most_common():
+    print(f"  {m:7} {c/n:6.1f} per run")
+print("by method and object (per run):")
+for (m, k), c in by_kind.most_common(40):
+    print(f"  {m:7} {k:28} {c/n:6.2f}")
+PY
