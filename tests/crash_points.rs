@@ -291,50 +291,54 @@ async fn survive_replay_crash(
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_crash_point_of_a_stored_replay_is_survived_on_file() {
+/// Every crash point of a stored replay into stores made by `store_at` (`None`: the reference,
+/// else the point's own store), `at_once` points at a time.
+async fn survive_replay_points(
+    backend: &str,
+    store_at: impl Fn(Option<u64>) -> String,
+    at_once: usize,
+) {
     use futures::StreamExt;
     let rig = ImportRig::new().await;
-    let reference_url = file_url(&rig.work.path().join("replay-reference"));
-    let (writes, reference) = replay_reference(&rig, &reference_url).await;
+    let (writes, reference) = replay_reference(&rig, &store_at(None)).await;
     let started = Instant::now();
     let last = writes.len() as u64;
     futures::stream::iter(1..=last)
-        .for_each_concurrent(2, |n| {
-            let url = file_url(&rig.work.path().join(format!("replay-{n}")));
-            let reference = &reference;
-            let rig = &rig;
+        .for_each_concurrent(at_once, |n| {
+            let url = store_at(Some(n));
+            let (reference, rig) = (&reference, &rig);
             async move { survive_replay_crash(rig, &url, reference, n).await }
         })
         .await;
     println!(
-        "stored replay on file://: {last} crash points survived in {:.1} s",
+        "stored replay on {backend}: {last} crash points survived in {:.1} s",
         started.elapsed().as_secs_f64()
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_crash_point_of_a_stored_replay_is_survived_on_s3() {
-    use futures::StreamExt;
-    let Some(reference_url) = s3_url("replay-crash-reference") else {
-        return;
+async fn every_crash_point_of_a_stored_replay_is_survived_on_file() {
+    let root = tempfile::tempdir().unwrap();
+    let store_at = |n: Option<u64>| match n {
+        None => file_url(&root.path().join("replay-reference")),
+        Some(n) => file_url(&root.path().join(format!("replay-{n}"))),
     };
-    let rig = ImportRig::new().await;
-    let (writes, reference) = replay_reference(&rig, &reference_url).await;
-    let started = Instant::now();
-    let last = writes.len() as u64;
-    futures::stream::iter(1..=last)
-        .for_each_concurrent(3, |n| {
-            let url = s3_url(&format!("replay-crash-{n}")).unwrap();
-            let reference = &reference;
-            let rig = &rig;
-            async move { survive_replay_crash(rig, &url, reference, n).await }
-        })
-        .await;
-    println!(
-        "stored replay on S3: {last} crash points survived in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+    survive_replay_points("file://", store_at, 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_crash_point_of_a_stored_replay_is_survived_on_s3() {
+    if s3_endpoint().is_none() {
+        return;
+    }
+    let store_at = |n: Option<u64>| {
+        match n {
+            None => s3_url("replay-crash-reference"),
+            Some(n) => s3_url(&format!("replay-crash-{n}")),
+        }
+        .unwrap_or_default()
+    };
+    survive_replay_points("S3", store_at, 3).await;
 }
 
 // ---------------------------------------------------------------------------------------------

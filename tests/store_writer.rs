@@ -163,11 +163,10 @@ async fn finalize_does_not_sign_planted_evidence_from_another_key_and_salt() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
 }
 
-/// A run planted without receipts was never committed by this deployment: 409 `uncommitted`
-/// naming the header (re-send it), nothing judged or signed. Not "planted": an honest crash
-/// between an input and its receipt looks the same (docs/DESIGN.md §2, "Crash safety").
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn finalize_does_not_sign_a_planted_open_run() {
+/// The attacker's sealed pass planted as an open run (without its seal, evidence and
+/// snapshot), with or without the attacker's receipts beside it; production finalizes it.
+/// Whatever it answers, nothing may be judged or sealed.
+async fn finalize_planted_open_run(with_receipts: bool) -> (StatusCode, Value) {
     let attacker = attacker_store().await;
     let prod = production().await;
     plant(
@@ -175,8 +174,25 @@ async fn finalize_does_not_sign_a_planted_open_run() {
         &prod.store,
         &["seal.dsse.json", "evidence.json", "judging.json"],
     );
+    if with_receipts {
+        copy_tree(
+            &attacker.path().join("store/receipts").join(RUN),
+            &prod.store.join("receipts").join(RUN),
+        );
+    }
     let daemon = prod.serve();
-    let (status, body) = finalize(&daemon.base).await;
+    let answer = finalize(&daemon.base).await;
+    assert!(!prod.seal_path().exists(), "the planted pass was sealed");
+    assert!(prod.lb.calls().is_empty(), "a planted run was judged");
+    answer
+}
+
+/// A run planted without receipts was never committed by this deployment: 409 `uncommitted`
+/// naming the header (re-send it), nothing judged or signed. Not "planted": an honest crash
+/// between an input and its receipt looks the same (docs/DESIGN.md §2, "Crash safety").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finalize_does_not_sign_a_planted_open_run() {
+    let (status, body) = finalize_planted_open_run(false).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(code(&body), "uncommitted", "{body}");
     assert_eq!(
@@ -184,31 +200,15 @@ async fn finalize_does_not_sign_a_planted_open_run() {
         format!("runs/{RUN}/header.json"),
         "{body}"
     );
-    assert!(!prod.seal_path().exists(), "the planted pass was sealed");
-    assert!(prod.lb.calls().is_empty(), "a planted run was judged");
 }
 
 /// The same planted run with the attacker's own receipts beside it: receipts MAC'd under
 /// another secret contradict the commit they claim, so this is planted (500 `planted_header`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn receipts_from_another_deployment_make_a_planted_run_planted_not_uncommitted() {
-    let attacker = attacker_store().await;
-    let prod = production().await;
-    plant(
-        &attacker.path().join("store"),
-        &prod.store,
-        &["seal.dsse.json", "evidence.json", "judging.json"],
-    );
-    copy_tree(
-        &attacker.path().join("store/receipts").join(RUN),
-        &prod.store.join("receipts").join(RUN),
-    );
-    let daemon = prod.serve();
-    let (status, body) = finalize(&daemon.base).await;
+    let (status, body) = finalize_planted_open_run(true).await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
     assert_eq!(code(&body), "planted_header", "{body}");
-    assert!(!prod.seal_path().exists(), "the planted pass was sealed");
-    assert!(prod.lb.calls().is_empty(), "a planted run was judged");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
