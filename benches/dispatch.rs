@@ -60,6 +60,7 @@ async fn engine(lb: &Loopback, store: Store) -> Engine {
         "SEAL_JUDGE_A_URL" | "SEAL_JUDGE_B_URL" => Some(url.clone()),
         "SEAL_JUDGE_A_MODEL" => Some("bench-a".to_string()),
         "SEAL_JUDGE_B_MODEL" => Some("bench-b".to_string()),
+        "SEAL_JUDGE_A_KEY" | "SEAL_JUDGE_B_KEY" => Some("sk-bench-loopback".to_string()),
         "SEAL_SEED_SALT" => Some("bench-salt-0123456789abcdef0123456789abcdef".to_string()),
         _ => None,
     };

@@ -152,6 +152,7 @@ fn bench_config(lb: &Loopback) -> Config {
             "SEAL_JUDGE_A_URL" | "SEAL_JUDGE_B_URL" => Some(url.clone()),
             "SEAL_JUDGE_A_MODEL" => Some("bench-judge-a".into()),
             "SEAL_JUDGE_B_MODEL" => Some("bench-judge-b".into()),
+            "SEAL_JUDGE_A_KEY" | "SEAL_JUDGE_B_KEY" => Some("sk-bench-loopback".into()),
             "SEAL_JUDGE_TIMEOUT_MS" => Some("30000".into()),
             "SEAL_SEED_SALT" => Some(SALT.into()),
             _ => None,

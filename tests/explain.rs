@@ -19,7 +19,12 @@ use std::path::Path;
 async fn explain_in(root: &Path, run: &str, pem: &Path) -> Result<Explanation, ExplainError> {
     let store = Store::open(&file_url(root)).await.unwrap();
     let key = PublicKey::load(pem).unwrap();
-    explain(&store, &RunId::parse(run).unwrap(), &[key]).await
+    explain(
+        &store,
+        &RunId::parse(run).unwrap(),
+        &verifier(&store, key).await,
+    )
+    .await
 }
 
 fn sha_of(root: &Path, key: &str) -> Hash {

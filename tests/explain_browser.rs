@@ -34,9 +34,13 @@ fn url_of(p: &Path) -> String {
 async fn explained(root: &Path, run: &str, pem: &Path) -> Explanation {
     let store = Store::open(&file_url(root)).await.unwrap();
     let key = PublicKey::load(pem).unwrap();
-    explain(&store, &RunId::parse(run).unwrap(), &[key])
-        .await
-        .unwrap_or_else(|e| panic!("{run}: {e}"))
+    explain(
+        &store,
+        &RunId::parse(run).unwrap(),
+        &verifier(&store, key).await,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{run}: {e}"))
 }
 
 /// Loads one page: checks the DOM and the console, takes a screenshot; returns its size.

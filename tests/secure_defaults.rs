@@ -518,15 +518,15 @@ async fn bidi_controls_in_game_text_rationales_and_models_are_shown_visibly_on_b
     let (dir, url, pem, run) = sealed_run_with_text(&evil, &model).await;
     let store = Store::open_existing(&url).await.unwrap();
     let key = PublicKey::load(&pem).unwrap();
-    let explained = seal::explain::explain(
-        &store,
-        &RunId::parse(&run).unwrap(),
-        std::slice::from_ref(&key),
-    )
-    .await
-    .unwrap();
+    let policy = seal::witness::check::Policy::default();
+    let verifier = seal::verify::Verifier::load(&store, vec![key], &policy)
+        .await
+        .unwrap();
+    let explained = seal::explain::explain(&store, &RunId::parse(&run).unwrap(), &verifier)
+        .await
+        .unwrap();
     let explain_page = explained.html("seal verify x");
-    let stats_page = seal::stats::stats(&store, &[key], seal::stats::Query::default())
+    let stats_page = seal::stats::stats(&store, &verifier, seal::stats::Query::default())
         .await
         .unwrap()
         .html();

@@ -212,7 +212,9 @@ proptest! {
 async fn fixture_stats(root: &Path, query: Query) -> Stats {
     let store = Store::open_existing(&file_url(root)).await.unwrap();
     let key = PublicKey::load(&fixture_trust_pem()).unwrap();
-    stats(&store, &[key], query).await.unwrap()
+    stats(&store, &verifier(&store, key).await, query)
+        .await
+        .unwrap()
 }
 
 fn read(root: &Path, key: &str) -> Value {

@@ -18,7 +18,7 @@ fn url_of(p: &Path) -> String {
 async fn page_of(root: &Path, pem: &Path) -> String {
     let store = Store::open_existing(&file_url(root)).await.unwrap();
     let key = PublicKey::load(pem).unwrap();
-    stats(&store, &[key], Query::default())
+    stats(&store, &verifier(&store, key).await, Query::default())
         .await
         .unwrap()
         .html()

@@ -174,6 +174,7 @@ fn fixture_config() -> Config {
             "SEAL_JUDGE_A_URL" | "SEAL_JUDGE_B_URL" => Some("http://127.0.0.1:9/v1".into()),
             "SEAL_JUDGE_A_MODEL" => Some("fixture-judge-a".into()),
             "SEAL_JUDGE_B_MODEL" => Some("fixture-judge-b".into()),
+            "SEAL_JUDGE_A_KEY" | "SEAL_JUDGE_B_KEY" => Some("sk-fixture-never-sent".into()),
             "SEAL_JUDGE_TIMEOUT_MS" => Some("3000".into()),
             "SEAL_SEED_SALT" => Some(FIXTURE_SALT.into()),
             _ => None,

@@ -18,25 +18,45 @@ use seal_store::Store;
 
 use super::args::StoreArg;
 use super::error::CliError;
+use super::telemetry::Traces;
 use super::LogFormat;
 
 /// Logs on stderr, in `format`, at the level of `SEAL_LOG` (else `default_level`). Colour only
 /// when stderr is a terminal and `NO_COLOR` is unset: escape codes in a file or a pipe are
 /// noise to every reader but a terminal. JSON lines carry the current span's fields (the
-/// request id of `http.request`) under `span`.
-pub fn init_logging(format: LogFormat, default_level: &str) {
+/// request id of `http.request`) under `span`. Spans also become OpenTelemetry spans,
+/// exported when `otlp_endpoint` (the config's) or the standard variables say where
+/// ([`super::telemetry`]); the caller shuts the returned [`Traces`] down at exit.
+pub fn init_logging(format: LogFormat, default_level: &str, otlp_endpoint: Option<&str>) -> Traces {
     use std::io::IsTerminal;
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, Layer};
     let filter =
         EnvFilter::try_from_env("SEAL_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Json => builder.json().with_ansi(false).try_init(),
-        LogFormat::Human => builder.with_ansi(colour).try_init(),
+    let target = super::telemetry::export_target(otlp_endpoint, &|k| std::env::var(k).ok());
+    let (traces, problem) = Traces::new(target.as_ref());
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = match format {
+        LogFormat::Json => fmt.json().with_ansi(false).with_filter(filter).boxed(),
+        LogFormat::Human => fmt.with_ansi(colour).with_filter(filter).boxed(),
     };
+    let otel = traces.layer().with_filter(super::telemetry::span_filter());
+    let _ = tracing_subscriber::registry()
+        .with(fmt)
+        .with(otel)
+        .try_init();
+    if let Some(p) = problem {
+        tracing::warn!("{p}");
+    } else if let Some(t) = &target {
+        let to = match t {
+            super::telemetry::Target::Url(u) => u.as_str(),
+            super::telemetry::Target::Environment => "OTEL_EXPORTER_OTLP_*",
+        };
+        tracing::debug!(to = %to, "traces exported over OTLP/HTTP");
+    }
+    traces
 }
 
 /// Threads for blocking file I/O (see [`runtime`]).
@@ -178,6 +198,23 @@ impl Context {
         Ok(Signing { config, key })
     }
 
+    /// `seal verify`'s verdict over `store` under `trusted` and the config's witness policy:
+    /// `explain`, `export` and `stats` ask it, so they refuse exactly what `verify` refuses.
+    pub async fn verifier(
+        &self,
+        store: &Store,
+        trusted: Vec<PublicKey>,
+    ) -> Result<seal_engine::verify::Verifier, CliError> {
+        let policy = seal_engine::witness::check::Policy::load(
+            &self.config.witnesses,
+            self.config.witness_quorum,
+            &[],
+            None,
+        )
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+        Ok(seal_engine::verify::Verifier::load(store, trusted, &policy).await?)
+    }
+
     /// An existing store, read-only in spirit: never created (see the module doc), its
     /// documents bounded by `limits.max_document_bytes`.
     pub async fn read_store(&self, url: &StoreArg) -> Result<Store, CliError> {
@@ -234,6 +271,17 @@ impl Context {
     /// configuration.
     pub fn engine(&self, signing: Signing, store: Store) -> Result<Engine, CliError> {
         Engine::new(store, signing.config, Some(signing.key))
+            .map_err(|e| CliError::Setup(e.to_string()))
+    }
+
+    /// [`Context::engine`] for `seal replay --judges stored`, whose judges are never called
+    /// (their keys are not required).
+    pub fn engine_for_stored_answers(
+        &self,
+        signing: Signing,
+        store: Store,
+    ) -> Result<Engine, CliError> {
+        Engine::for_stored_answers(store, signing.config, Some(signing.key))
             .map_err(|e| CliError::Setup(e.to_string()))
     }
 

@@ -42,7 +42,8 @@ pub fn run(ctx: &Context, args: ExplainArgs) -> Result<ExitStatus, CliError> {
     let explained = ctx.block_on(async {
         let store = ctx.read_store(&url).await?;
         ctx.named_run(&store, &url, run).await?;
-        Ok::<_, CliError>(seal_engine::explain::explain(&store, run, &trusted).await)
+        let verifier = ctx.verifier(&store, trusted).await?;
+        Ok::<_, CliError>(seal_engine::explain::explain(&store, run, &verifier).await)
     })?;
     let explained = match explained {
         Ok(e) => e,

@@ -38,7 +38,8 @@ pub fn run(ctx: &Context, args: ExportArgs) -> Result<ExitStatus, CliError> {
     let proven = ctx.block_on(async {
         let store = ctx.read_store(&url).await?;
         ctx.named_run(&store, &url, run).await?;
-        Ok::<_, CliError>(seal_engine::verify::prove(&store, run, &trusted).await?)
+        let verifier = ctx.verifier(&store, trusted).await?;
+        Ok::<_, CliError>(verifier.prove(&store, run).await?)
     })?;
     let verified = match proven {
         Ok(v) => v,

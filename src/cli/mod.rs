@@ -32,6 +32,7 @@ pub mod replay;
 pub mod serve;
 pub mod shadow_report;
 pub mod stats;
+pub mod telemetry;
 pub mod terminal;
 pub mod validate;
 pub mod verify;
@@ -190,9 +191,32 @@ pub fn main_with(quiet_pipes: fn()) -> ExitCode {
 
 /// Runs a parsed command.
 pub fn run(cli: Cli) -> Result<ExitStatus, CliError> {
-    context::init_logging(cli.log_format, cli.command.log_level());
     let config = cli.config.as_deref();
-    match cli.command {
+    // The commands that share a context load the configuration before logging starts: its
+    // `[telemetry]` says where traces go. A configuration that does not load is reported as
+    // the command's error, after logging is set up.
+    let ctx = match &cli.command {
+        Command::Validate(_) | Command::Keygen(_) | Command::Adapt(_) | Command::Witness(_) => None,
+        _ => Some(Context::new(config)),
+    };
+    let otlp = match &ctx {
+        Some(Ok(c)) => c.config().telemetry.otlp_endpoint.clone(),
+        _ => None,
+    };
+    let traces = context::init_logging(cli.log_format, cli.command.log_level(), otlp.as_deref());
+    let done = dispatch(cli.command, config, ctx);
+    traces.shutdown();
+    done
+}
+
+/// Runs `command`, on `ctx` (loaded by [`run`]) when it needs one.
+fn dispatch(
+    command: Command,
+    config: Option<&std::path::Path>,
+    ctx: Option<Result<Context, CliError>>,
+) -> Result<ExitStatus, CliError> {
+    let ctx = move || ctx.unwrap_or_else(|| Context::new(config));
+    match command {
         // No store, no runtime: these read files only.
         Command::Validate(args) => validate::run(config, args),
         Command::Keygen(args) => keygen::run(args),
@@ -200,16 +224,16 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CliError> {
         // A witness runs on another host, with nothing of seal's configuration.
         Command::Witness(cmd) => witness::run_command(cmd),
         // The others share one context: the configuration and a runtime.
-        Command::Verify(args) => verify::run(&Context::new(config)?, args),
-        Command::Explain(args) => explain::run(&Context::new(config)?, args),
-        Command::Stats(args) => stats::run(&Context::new(config)?, args),
-        Command::Replay(args) => replay::run(&Context::new(config)?, args),
-        Command::Gc(args) => gc::run(&Context::new(config)?, args),
-        Command::Serve(args) => serve::run(&Context::new(config)?, args),
-        Command::Export(ExportCommand::Verdict(args)) => export::run(&Context::new(config)?, args),
-        Command::Log(cmd) => log::run(&Context::new(config)?, cmd),
-        Command::Judge(args) => judge::run(&Context::new(config)?, args),
-        Command::Judges(cmd) => judges::run(&Context::new(config)?, cmd),
-        Command::ShadowReport(args) => shadow_report::run(&Context::new(config)?, args),
+        Command::Verify(args) => verify::run(&ctx()?, args),
+        Command::Explain(args) => explain::run(&ctx()?, args),
+        Command::Stats(args) => stats::run(&ctx()?, args),
+        Command::Replay(args) => replay::run(&ctx()?, args),
+        Command::Gc(args) => gc::run(&ctx()?, args),
+        Command::Serve(args) => serve::run(&ctx()?, args),
+        Command::Export(ExportCommand::Verdict(args)) => export::run(&ctx()?, args),
+        Command::Log(cmd) => log::run(&ctx()?, cmd),
+        Command::Judge(args) => judge::run(&ctx()?, args),
+        Command::Judges(cmd) => judges::run(&ctx()?, cmd),
+        Command::ShadowReport(args) => shadow_report::run(&ctx()?, args),
     }
 }

@@ -86,7 +86,12 @@ pub fn run(ctx: &Context, args: ReplayArgs) -> Result<ExitStatus, CliError> {
             None => None,
         };
         let store = destination(ctx, &signing, &url, archive.as_ref(), &args).await?;
-        let engine = ctx.engine(signing, store)?;
+        let engine = if matches!(args.judges, JudgesArg::Live) {
+            ctx.engine(signing, store)?
+        } else {
+            // Stored answers call no judge: no judge key is required.
+            ctx.engine_for_stored_answers(signing, store)?
+        };
         let mut errors = Vec::new();
         let ids = if args.all {
             all_sources(archive.as_ref(), &engine, &mut errors).await?

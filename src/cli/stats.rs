@@ -45,7 +45,8 @@ pub fn run(ctx: &Context, args: StatsArgs) -> Result<ExitStatus, CliError> {
     let query = query(&args);
     let stats = ctx.block_on(async {
         let store = ctx.read_store(&url).await?;
-        seal_engine::stats::stats(&store, &trusted, query)
+        let verifier = ctx.verifier(&store, trusted).await?;
+        seal_engine::stats::stats(&store, &verifier, query)
             .await
             .map_err(CliError::failed)
     })?;

@@ -4,14 +4,11 @@
 //! (no store, a named run not in it, no trusted key, a bad witness policy, a failed read).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use seal_core::ids::RunId;
-use seal_core::sealing::PublicKey;
-use seal_engine::audit::Problem;
 use seal_engine::resume::orphans::Orphan;
 use seal_engine::transparency::LogView;
-use seal_engine::verify::RunReport;
+use seal_engine::verify::{RunReport, Verifier};
 use seal_store::Store;
 
 use super::args::{self, StoreArg, WitnessArgs};
@@ -57,23 +54,20 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitStatus, CliError> {
         let store = ctx.read_store(&url).await?;
         let (ids, reports) = targets(ctx, &store, &url, &args).await?;
         let jobs = args.jobs.unwrap_or_else(bulk::default_jobs).max(1);
-        // The transparency log is read once for all runs (each run's inclusion is checked).
-        let log = Arc::new(seal_engine::verify::load_log(&store, &trusted).await?);
-        // Every run is proven against the latest checkpoint: it needs the witness quorum.
-        let unwitnessed =
-            seal_engine::witness::check::quorum_problem(&store, &policy, log.latest.as_ref())
-                .await?;
+        // The transparency log is read once for all runs (each run's inclusion is checked),
+        // and every run is proven against the latest checkpoint: it needs the witness quorum.
+        // `explain`, `export` and `stats` ask the same verifier (`Context::verifier`).
+        let verifier = Verifier::load(&store, trusted, &policy).await?;
         // Crash leftovers are warnings, not failures: an unsealed run the log does not hold is
         // not verified but listed with what completes it (docs/DESIGN.md §2, "Crash safety").
         let (ids, warnings) = if args.all {
-            undecided_apart(&store, ids, &log).await?
+            undecided_apart(&store, ids, verifier.log()).await?
         } else {
             (ids, Vec::new())
         };
         let mut printer = VerifyPrinter::new(args.json, progress(ids.len() as u64, args.all));
         printer.warnings = warnings;
-        let log = (log, unwitnessed);
-        let done = verify_in_parallel(&store, ids, Arc::new(trusted), log, jobs, &mut printer);
+        let done = verify_in_parallel(&store, ids, verifier, jobs, &mut printer);
         if let Err(e) = done.await {
             printer.bar.finish_and_clear();
             return Err(e);
@@ -135,26 +129,23 @@ async fn undecided_apart(
 async fn verify_in_parallel(
     store: &Store,
     ids: Vec<RunId>,
-    trusted: Arc<Vec<PublicKey>>,
-    (log, unwitnessed): (Arc<LogView>, Option<Problem>),
+    verifier: Verifier,
     jobs: usize,
     printer: &mut VerifyPrinter,
 ) -> Result<(), CliError> {
     let store = store.clone().with_direct_io();
     let work = move |id: RunId| {
-        let (store, trusted, log) = (store.clone(), trusted.clone(), log.clone());
+        let (store, verifier) = (store.clone(), verifier.clone());
         async move {
-            seal_engine::verify::verify_run_logged(&store, &id, &trusted, &log)
+            verifier
+                .report(&store, &id)
                 .await
                 .map_err(|e| CliError::within(format!("run {id}"), e))
         }
     };
     let sink = |r: Result<RunReport, CliError>| {
         printer.bar.inc(1);
-        r.map(|mut report| {
-            seal_engine::witness::check::require(&mut report, unwitnessed.as_ref());
-            printer.print(&report)
-        })
+        r.map(|report| printer.print(&report))
     };
     bulk::in_order(ids, jobs, work, sink)
         .await

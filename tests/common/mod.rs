@@ -277,6 +277,15 @@ pub fn copy_fixture_store() -> (tempfile::TempDir, PathBuf) {
     (dir, root)
 }
 
+/// `seal verify`'s verdict over `store` under `key`, with no witness policy: what `explain`
+/// and `stats` take.
+pub async fn verifier(store: &Store, key: seal::sealing::PublicKey) -> seal::verify::Verifier {
+    let policy = seal::witness::check::Policy::default();
+    seal::verify::Verifier::load(store, vec![key], &policy)
+        .await
+        .expect("the log of the store reads")
+}
+
 /// The `file://` URL of a store folder.
 pub fn file_url(root: &std::path::Path) -> String {
     format!("file://{}", root.display())

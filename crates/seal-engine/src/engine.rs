@@ -95,6 +95,26 @@ impl Engine {
         key: Option<SigningKey>,
     ) -> Result<Engine, EngineError> {
         let judges = Judges::new(&config)?;
+        Self::with_judges(store, config, key, judges)
+    }
+
+    /// An engine for a replay of stored judge answers: its judges are never called, so their
+    /// credentials are not required ([`Judges::for_stored_answers`]).
+    pub fn for_stored_answers(
+        store: Store,
+        config: Config,
+        key: Option<SigningKey>,
+    ) -> Result<Engine, EngineError> {
+        let judges = Judges::for_stored_answers(&config)?;
+        Self::with_judges(store, config, key, judges)
+    }
+
+    fn with_judges(
+        store: Store,
+        config: Config,
+        key: Option<SigningKey>,
+        judges: Judges,
+    ) -> Result<Engine, EngineError> {
         let store = store.with_doc_limit(config.max_document_bytes);
         let notary = crate::receipt::Notary::new(judges.salt(), judges.replica().to_string());
         let witnesses = crate::transparency::publish::Publisher::new(

@@ -1,8 +1,9 @@
 //! `seal explain`: the evidence-bound decision tree of a sealed run, as JSON
 //! (`seal.decision-tree/1`) and as a self-contained page a reviewer reads (docs/DESIGN.md §7).
 //!
-//! Three parts: this loader proves the run first ([`crate::verify::prove`]: a run that does
-//! not verify is not explained) and then reads every document the tree needs by its ref and
+//! Three parts: this loader proves the run first with `seal verify`'s verdict
+//! ([`crate::verify::Verifier`], the log and witness quorum included: a run that does not
+//! verify is not explained) and then reads every document the tree needs by its ref and
 //! the sha256 the sealed evidence records, so an object swapped after the proof is refused;
 //! [`tree`] builds the tree from those documents (pure); [`html`] renders the page (pure).
 
@@ -10,13 +11,12 @@ pub use seal_core::explain::{html, svg, tree};
 
 use std::collections::BTreeMap;
 
-use crate::verify::{self, RunReport, VerifiedRun};
+use crate::verify::{self, RunReport, VerifiedRun, Verifier};
 use seal_core::canonical::{self, Hash};
 use seal_core::contracts::Kind;
 use seal_core::doc::*;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::{RunId, Slot};
-use seal_core::sealing::PublicKey;
 use seal_core::validate::{validate_as, Report};
 use seal_store::{Key, Store, StoreError};
 
@@ -74,18 +74,18 @@ impl Explanation {
     }
 }
 
-/// Proves the run against `trusted`, then explains it.
+/// Proves the run as `seal verify` does (`verifier`), then explains it.
 pub async fn explain(
     store: &Store,
     run: &RunId,
-    trusted: &[PublicKey],
+    verifier: &Verifier,
 ) -> Result<Explanation, ExplainError> {
     if !verify::run_exists(store, run).await? {
         return Err(ExplainError::NotFound {
             run: run.to_string(),
         });
     }
-    let proof = match verify::prove(store, run, trusted).await? {
+    let proof = match verifier.prove(store, run).await? {
         Ok(p) => p,
         Err(report) => return Err(ExplainError::NotVerified(Box::new(report))),
     };

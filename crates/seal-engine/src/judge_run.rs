@@ -81,7 +81,17 @@ async fn adds_nothing(
 }
 
 /// Judges a whole run folder: submit, roll 1, roll 2 when needed and present, finalize, seal.
+/// One `run` span holds the rolls' spans (the trace of the run).
 pub async fn judge(
+    engine: &crate::engine::Engine,
+    folder: &RunFolder,
+) -> Result<crate::postguard::Finalized, JudgeRunError> {
+    use tracing::Instrument;
+    let span = tracing::info_span!("run", run = %folder.run());
+    judge_folder(engine, folder).instrument(span).await
+}
+
+async fn judge_folder(
     engine: &crate::engine::Engine,
     folder: &RunFolder,
 ) -> Result<crate::postguard::Finalized, JudgeRunError> {

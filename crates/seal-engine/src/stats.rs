@@ -1,9 +1,9 @@
 //! `seal stats`: how well the two judges agree, per obligation, per genre and over time, and
 //! what decided runs cost (docs/DESIGN.md §7, §14).
 //!
-//! Four parts: this loader streams the store's run ids (sorted), proves each run
-//! ([`crate::verify::prove`]: a decided run that does not verify is counted and listed, never
-//! used), reads the documents the figures need by the ref and sha256 the sealed evidence
+//! Four parts: this loader streams the store's run ids (sorted), proves each run with `seal
+//! verify`'s verdict ([`crate::verify::Verifier`]: a decided run that does not verify is
+//! counted and listed, never used), reads the documents the figures need by the ref and sha256 the sealed evidence
 //! records, reduces them to [`facts`], and feeds them one run at a time to the
 //! [`aggregate::Aggregator`] (bounded memory: counters, matrices, exact histograms). The
 //! statistics ([`kappa`]), the aggregator, the terminal table ([`text`]) and the page
@@ -19,8 +19,9 @@ use time::OffsetDateTime;
 use seal_core::doc::*;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::{RunId, Slot};
-use seal_core::sealing::PublicKey;
 use seal_store::{Key, Store, StoreError};
+
+use crate::verify::Verifier;
 
 pub use aggregate::{Aggregator, Query, StatsReport};
 use facts::*;
@@ -115,13 +116,13 @@ enum Visit {
 async fn visit(
     store: &Store,
     run: &RunId,
-    trusted: &[PublicKey],
+    verifier: &Verifier,
     w: &Window,
 ) -> Result<Visit, StatsError> {
     if !store.exists(&Key::evidence(run)).await? {
         return Ok(Visit::Open); // not decided: nothing to count
     }
-    Ok(match crate::verify::prove(store, run, trusted).await? {
+    Ok(match verifier.prove(store, run).await? {
         Err(report) => Visit::NotVerified(unverified(&report)),
         Ok(proof) => match facts_of(store, run, proof.evidence(), w).await? {
             Some(f) => Visit::Used(Box::new(f)),
@@ -130,13 +131,9 @@ async fn visit(
     })
 }
 
-/// Streams every run of the store through [`verify::prove`](crate::verify::prove) and the
-/// aggregator, [`JOBS`] runs at a time, in store order.
-pub async fn stats(
-    store: &Store,
-    trusted: &[PublicKey],
-    query: Query,
-) -> Result<Stats, StatsError> {
+/// Streams every run of the store through `seal verify`'s verdict ([`Verifier::prove`]) and
+/// the aggregator, [`JOBS`] runs at a time, in store order.
+pub async fn stats(store: &Store, verifier: &Verifier, query: Query) -> Result<Stats, StatsError> {
     use futures::StreamExt;
     let w = window(&query)?;
     let seal_store::RunListing {
@@ -151,7 +148,7 @@ pub async fn stats(
     }
     let w = &w;
     let mut visits = futures::stream::iter(runs)
-        .map(|run| async move { visit(store, &run, trusted, w).await })
+        .map(|run| async move { visit(store, &run, verifier, w).await })
         .buffered(JOBS);
     while let Some(v) = visits.next().await {
         match v? {

@@ -18,6 +18,7 @@
 
 use serde::Serialize;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use crate::audit::{self, Problem};
 use crate::transparency::LogView;
@@ -172,6 +173,17 @@ pub async fn verify_run_logged(
     log: &LogView,
 ) -> Result<RunReport, StoreError> {
     let mut report = check_run(store, run, trusted).await?.0;
+    check_logged(store, run, log, &mut report).await?;
+    Ok(report)
+}
+
+/// Adds the run's log problems to `report` and settles `verified`.
+async fn check_logged(
+    store: &Store,
+    run: &RunId,
+    log: &LogView,
+    report: &mut RunReport,
+) -> Result<(), StoreError> {
     // Only a run whose evidence reads as an object has a seal to find in the log (an
     // unreadable one is already a problem of the report).
     if matches!(store.exists(&Key::evidence(run)).await, Ok(true)) {
@@ -186,7 +198,79 @@ pub async fn verify_run_logged(
         }
     }
     report.verified = report.problems.is_empty();
-    Ok(report)
+    Ok(())
+}
+
+/// `seal verify`'s verdict, set up once for many runs: the trusted keys, the transparency log
+/// as of its latest trusted checkpoint, and whether that checkpoint has the witness quorum.
+///
+/// Decision: `seal verify`, `seal explain`, `seal export verdict` and `seal stats` (and their
+/// HTTP routes) all ask this one verifier, so a run one of them calls NOT VERIFIED is never
+/// explained, exported or counted by another (issue 24: `explain` used to draw a page for a
+/// run `verify` refused on `log_inclusion`). Only code that proves a run before it is logged
+/// here (an import from an archive, a replay's source) uses [`prove`], which omits the log.
+#[derive(Debug, Clone)]
+pub struct Verifier {
+    trusted: Arc<Vec<PublicKey>>,
+    log: Arc<LogView>,
+    unwitnessed: Option<Problem>,
+}
+
+impl Verifier {
+    /// Reads the log once and checks the latest checkpoint's witness quorum under `policy`
+    /// (an empty policy requires no witness).
+    pub async fn load(
+        store: &Store,
+        trusted: Vec<PublicKey>,
+        policy: &crate::witness::check::Policy,
+    ) -> Result<Verifier, StoreError> {
+        let log = load_log(store, &trusted).await?;
+        let unwitnessed =
+            crate::witness::check::quorum_problem(store, policy, log.latest.as_ref()).await?;
+        Ok(Verifier {
+            trusted: Arc::new(trusted),
+            log: Arc::new(log),
+            unwitnessed,
+        })
+    }
+
+    /// The log this verifier checks runs against.
+    pub fn log(&self) -> &LogView {
+        &self.log
+    }
+
+    /// `seal verify`'s report of one run: its own checks, its log checks, the witness quorum.
+    pub async fn report(&self, store: &Store, run: &RunId) -> Result<RunReport, StoreError> {
+        Ok(self.verdict(store, run).await?.0)
+    }
+
+    /// The proof of a run that [`Verifier::report`] calls verified, else that report.
+    pub async fn prove(
+        &self,
+        store: &Store,
+        run: &RunId,
+    ) -> Result<Result<VerifiedRun, RunReport>, StoreError> {
+        let (report, proof) = self.verdict(store, run).await?;
+        Ok(match proof {
+            Some(p) if report.verified => Ok(p),
+            _ => Err(report),
+        })
+    }
+
+    async fn verdict(
+        &self,
+        store: &Store,
+        run: &RunId,
+    ) -> Result<(RunReport, Option<VerifiedRun>), StoreError> {
+        let (mut report, proof) = check_run(store, run, &self.trusted).await?;
+        check_logged(store, run, &self.log, &mut report).await?;
+        // The latest checkpoint without its witness quorum fails every run proven against it.
+        if let Some(p) = &self.unwitnessed {
+            report.problems.push(p.clone());
+            report.verified = false;
+        }
+        Ok((report, proof))
+    }
 }
 
 /// Verifies one run and, when it verifies, hands out the proof; else the report of why not.

@@ -1,6 +1,7 @@
 //! The HTTP server's metrics, beside the engine's ([`seal_engine::metrics`]): requests by
 //! route, method and status, their duration by route, the rolls in progress, the file store's
-//! fsyncs, the log admission and the build. One registry per [`crate::AppState`].
+//! fsyncs, the log admission, the build and the process (CPU, memory, descriptors, start time,
+//! read from Linux `/proc` when scraped). One registry per [`crate::AppState`].
 //!
 //! Decision: the `route` label is the route *template* axum matched (`/v1/runs/{run_id}`),
 //! never the path asked for, and an unmatched request is `unmatched`: a caller must not be able
@@ -63,6 +64,7 @@ pub(crate) struct ServerMetrics {
     admitted: Gauge,
     fsyncs: Family<Labels, Counter>,
     admission: Family<Labels, Gauge>,
+    process: process::ProcessMetrics,
 }
 
 impl ServerMetrics {
@@ -75,6 +77,7 @@ impl ServerMetrics {
             admitted: Gauge::default(),
             fsyncs: Family::default(),
             admission: Family::default(),
+            process: process::ProcessMetrics::default(),
         };
         {
             let mut r = m.registry.lock().unwrap_or_else(|e| e.into_inner());
@@ -108,6 +111,7 @@ impl ServerMetrics {
                 "the log admission after start, by state (1: the state it is in)",
                 m.admission.clone(),
             );
+            m.process.register(&mut r);
         }
         for (method, route) in ROUTES {
             let _ = m.duration.get_or_create(&vec![
@@ -182,11 +186,171 @@ impl ServerMetrics {
                 .get_or_create(&vec![("state", s.as_str().to_string())]);
             g.set(i64::from(s == admission));
         }
+        self.process.sample();
         let r = self.registry.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = String::new();
         if let Err(e) = prometheus_client::encoding::prometheus_text::encode(&mut out, &r) {
             tracing::error!(error = %e, "metrics could not be encoded");
         }
         out
+    }
+}
+
+/// The process families Prometheus' client libraries export under the same names, so the
+/// usual dashboards and alerts work: `process_cpu_seconds_total`,
+/// `process_resident_memory_bytes`, `process_virtual_memory_bytes`, `process_open_fds`,
+/// `process_max_fds`, `process_start_time_seconds`. Sampled from `/proc/self` at each scrape
+/// (Linux); elsewhere, or when `/proc` cannot be read, they stay at their last value.
+mod process {
+    use std::sync::atomic::AtomicU64;
+
+    use prometheus_client::metrics::counter::Counter;
+    use prometheus_client::metrics::gauge::Gauge;
+    use prometheus_client::registry::Registry;
+
+    #[derive(Default)]
+    pub(super) struct ProcessMetrics {
+        cpu: Counter<f64, AtomicU64>,
+        resident: Gauge,
+        virtual_bytes: Gauge,
+        open_fds: Gauge,
+        max_fds: Gauge,
+        start_time: Gauge<f64, AtomicU64>,
+    }
+
+    impl ProcessMetrics {
+        pub(super) fn register(&self, r: &mut Registry) {
+            r.register(
+                "process_cpu_seconds",
+                "user and system CPU time the process used, in seconds",
+                self.cpu.clone(),
+            );
+            r.register(
+                "process_resident_memory_bytes",
+                "resident memory of the process, in bytes",
+                self.resident.clone(),
+            );
+            r.register(
+                "process_virtual_memory_bytes",
+                "virtual memory of the process, in bytes",
+                self.virtual_bytes.clone(),
+            );
+            r.register(
+                "process_open_fds",
+                "file descriptors the process has open",
+                self.open_fds.clone(),
+            );
+            r.register(
+                "process_max_fds",
+                "most file descriptors the process may open (RLIMIT_NOFILE)",
+                self.max_fds.clone(),
+            );
+            r.register(
+                "process_start_time_seconds",
+                "when the process started, in seconds since the Unix epoch",
+                self.start_time.clone(),
+            );
+        }
+
+        /// Reads `/proc/self` now; a value that cannot be read is left as it was.
+        pub(super) fn sample(&self) {
+            let Some(stat) = read("/proc/self/stat").as_deref().and_then(Stat::parse) else {
+                return;
+            };
+            let ticks = rustix::param::clock_ticks_per_second() as f64;
+            let page = rustix::param::page_size() as i64;
+            if ticks > 0.0 {
+                let cpu = (stat.utime + stat.stime) as f64 / ticks;
+                let delta = cpu - self.cpu.get();
+                if delta > 0.0 {
+                    self.cpu.inc_by(delta);
+                }
+                if let Some(boot) = boot_time() {
+                    self.start_time.set(boot + stat.starttime as f64 / ticks);
+                }
+            }
+            self.resident
+                .set(stat.rss_pages.saturating_mul(page).max(0));
+            self.virtual_bytes
+                .set(i64::try_from(stat.vsize).unwrap_or(i64::MAX));
+            if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
+                // The listing's own descriptor is counted too, as client_golang does.
+                self.open_fds.set(dir.count() as i64);
+            }
+            if let Some(max) = max_open_files() {
+                self.max_fds.set(max);
+            }
+        }
+    }
+
+    fn read(path: &str) -> Option<String> {
+        std::fs::read_to_string(path).ok()
+    }
+
+    /// The fields of `/proc/self/stat` used here (proc(5)).
+    #[derive(Debug, PartialEq)]
+    pub(super) struct Stat {
+        pub utime: u64,
+        pub stime: u64,
+        pub starttime: u64,
+        pub vsize: u64,
+        pub rss_pages: i64,
+    }
+
+    impl Stat {
+        /// Parses the line; the command name (field 2) may hold spaces and parentheses, so
+        /// the fields are counted from the last `)`.
+        pub(super) fn parse(line: &str) -> Option<Stat> {
+            let rest = &line[line.rfind(')')? + 1..];
+            // rest[0] is field 3 (state): field n is rest[n - 3].
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let n = |i: usize| f.get(i - 3).and_then(|v| v.parse::<u64>().ok());
+            Some(Stat {
+                utime: n(14)?,
+                stime: n(15)?,
+                starttime: n(22)?,
+                vsize: n(23)?,
+                rss_pages: f.get(24 - 3)?.parse().ok()?,
+            })
+        }
+    }
+
+    /// The boot time (`btime` of `/proc/stat`), in seconds since the epoch.
+    fn boot_time() -> Option<f64> {
+        read("/proc/stat")?
+            .lines()
+            .find_map(|l| l.strip_prefix("btime "))
+            .and_then(|v| v.trim().parse().ok())
+    }
+
+    /// The soft limit on open files (`Max open files` of `/proc/self/limits`).
+    fn max_open_files() -> Option<i64> {
+        read("/proc/self/limits")?
+            .lines()
+            .find(|l| l.starts_with("Max open files"))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|v| v.parse().ok())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn stat_is_read_past_a_command_name_with_spaces_and_parentheses() {
+            let line = "42 (a b) c)) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 \
+                        12345 1048576 300 18446744073709551615";
+            assert_eq!(
+                Stat::parse(line),
+                Some(Stat {
+                    utime: 250,
+                    stime: 50,
+                    starttime: 12345,
+                    vsize: 1048576,
+                    rss_pages: 300,
+                })
+            );
+            assert_eq!(Stat::parse("garbage"), None);
+        }
     }
 }

@@ -65,6 +65,25 @@ struct RawConfig {
     witnesses: Vec<RawWitness>,
     #[serde(default)]
     witness_quorum: Option<usize>,
+    #[serde(default)]
+    telemetry: Option<RawTelemetry>,
+}
+
+/// `[telemetry]`: where traces go (docs/DEPLOYING.md §7).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTelemetry {
+    #[serde(default)]
+    otlp_endpoint: Option<String>,
+}
+
+/// Trace export, off unless an endpoint is configured (here or by the standard
+/// `OTEL_EXPORTER_OTLP_ENDPOINT`, which the binary reads).
+#[derive(Debug, Clone, Default)]
+pub struct TelemetrySettings {
+    /// `telemetry.otlp_endpoint`: the OTLP/HTTP base URL (`http://collector:4318`); traces are
+    /// posted to its `/v1/traces`.
+    pub otlp_endpoint: Option<String>,
 }
 
 /// One `[[witnesses]]` table.
@@ -259,6 +278,9 @@ pub struct SlotConfig {
     pub api_key_source: String,
     /// Whether the judge takes a bearer key (`judges.<s>.auth`).
     pub auth: JudgeAuth,
+    /// With `auth = "none"`: the key variable that is set all the same (its value is never
+    /// sent); the judges warn about it at start.
+    pub unused_key_var: Option<String>,
     /// `judges.<s>.allow_plain_http`: plain http to a non-loopback host was asked for.
     pub allow_plain_http: bool,
     /// `judges.<s>.headers`: sent with every call; values are secrets.
@@ -344,6 +366,7 @@ pub struct Config {
     pub server: ServerConfig,
     pub a: SlotConfig,
     pub b: SlotConfig,
+    pub telemetry: TelemetrySettings,
 }
 
 impl Config {
@@ -416,6 +439,7 @@ impl Config {
         let log_origin = log_origin(source, raw.log.as_ref())?;
         let leases = lease_settings(source, raw.leases.as_ref(), env)?;
         let witnesses = witness_specs(source, &raw.witnesses, raw.witness_quorum)?;
+        let telemetry = telemetry_settings(source, raw.telemetry.as_ref())?;
         Ok(Config {
             source: source.to_string(),
             store: raw.store,
@@ -454,6 +478,7 @@ impl Config {
             },
             a,
             b,
+            telemetry,
         })
     }
 
@@ -579,6 +604,8 @@ fn slot_config(
         ),
     };
     let auth: JudgeAuth = r.auth.into();
+    let unused_key_var =
+        (auth == JudgeAuth::None && api_key.is_some()).then(|| api_key_source.clone());
     // `auth = "none"` sends no key even when one is set: the setting says what the judge takes.
     let api_key = api_key.filter(|_| auth == JudgeAuth::Bearer);
     let headers = judge_auth::headers(source, &field("headers"), &r.headers, env)?;
@@ -595,6 +622,7 @@ fn slot_config(
         api_key,
         api_key_source,
         auth,
+        unused_key_var,
         allow_plain_http: r.allow_plain_http,
         headers,
         prompt: r.prompt.clone(),
@@ -706,6 +734,36 @@ fn witness_specs(
         }
     }
     Ok(out)
+}
+
+/// `[telemetry]`, checked: an endpoint is an http(s) URL without user info (it is logged).
+fn telemetry_settings(
+    source: &str,
+    raw: Option<&RawTelemetry>,
+) -> Result<TelemetrySettings, ConfigError> {
+    let Some(text) = raw.and_then(|r| r.otlp_endpoint.as_deref()) else {
+        return Ok(TelemetrySettings::default());
+    };
+    let bad = |why: &str| {
+        let shown: String = text
+            .chars()
+            .take(200)
+            .flat_map(char::escape_default)
+            .collect();
+        invalid(source, format!("telemetry.otlp_endpoint: {shown:?}: {why}"))
+    };
+    let url = url::Url::parse(text).map_err(|e| bad(&e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(bad("an http(s) URL with a host is required"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad(
+            "no user info: put credentials in OTEL_EXPORTER_OTLP_HEADERS",
+        ));
+    }
+    Ok(TelemetrySettings {
+        otlp_endpoint: Some(text.trim_end_matches('/').to_string()),
+    })
 }
 
 /// `[leases]` and `SEAL_REPLICA_ID`, checked.

@@ -21,6 +21,17 @@ use seal_store::{Key, Store, StoreError, Stored};
 /// How long a raw answer may wait for its meta when no live lease says someone is writing it.
 const META_GRACE_MS: u64 = 2_000;
 
+/// The W3C trace context (`traceparent`, `tracestate`) of the current span, for a judge
+/// request: none when no OpenTelemetry layer is installed (the library in tests), so a judge
+/// sees exactly the headers it did before.
+fn trace_headers() -> std::collections::HashMap<String, String> {
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let cx = tracing::Span::current().context();
+    let mut headers = std::collections::HashMap::new();
+    opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&cx, &mut headers));
+    headers
+}
+
 /// Polls for `key` until it exists (true) or the lease clock passes `until_ms` (false).
 pub(super) async fn wait_for(store: &Store, key: &Key, until_ms: u64) -> Result<bool, StoreError> {
     let mut polls = 0;
@@ -47,9 +58,13 @@ impl JudgeClient {
             Err(failed) => return failed,
         };
         let _permit = self.inflight.acquire().await;
-        let req = super::client::authorized_post(&self.http, &self.config)
+        let mut req = super::client::authorized_post(&self.http, &self.config)
             .header("X-Session-Id", job.session_id.as_str())
             .body(body);
+        // The trace this attempt belongs to (the worker's, when it sent one), as W3C headers.
+        for (name, value) in trace_headers() {
+            req = req.header(name, value);
+        }
         let resp = match req.send().await {
             Ok(r) => r,
             Err(e) => {
@@ -161,7 +176,12 @@ impl JudgeClient {
         let raw_key = Key::attempt_file(job.run, job.roll, self.slot, k, "raw.json");
         let started_at = now_rfc3339();
         let t0 = Instant::now();
-        let exchange = self.send(job, request_value).await;
+        // `attempt` as i64: OpenTelemetry has no unsigned attributes (a u32 would become text).
+        let span = tracing::info_span!("judge.attempt", slot = %self.slot, attempt = i64::from(k));
+        let exchange = {
+            use tracing::Instrument;
+            self.send(job, request_value).instrument(span).await
+        };
         let latency_ms = t0.elapsed().as_millis() as u64;
         let ended_at = now_rfc3339();
         let RawAnswer {

@@ -76,6 +76,10 @@ pub enum JudgesError {
         slot: seal_core::ids::Slot,
         reason: String,
     },
+    /// A judge that takes a bearer key has none (or a header's variable is unset): refused
+    /// here too, for a caller that skipped the start-up check (`Config::judge_credentials`).
+    #[error("refusing to call the judges: {0}")]
+    Credentials(#[from] crate::config::MissingCredentials),
 }
 
 impl HasFault for JudgesError {
@@ -85,12 +89,37 @@ impl HasFault for JudgesError {
             // The configuration names them: the operator's to fix.
             JudgesError::Prompt(_) => Fault::Caller,
             JudgesError::Client { .. } => Fault::Infrastructure,
+            JudgesError::Credentials(e) => e.fault(),
         }
     }
 }
 
 impl Judges {
+    /// Both slots, refusing a judge without its credentials: a request without
+    /// `Authorization` would be answered 401 and the run sealed INFRA_ERROR for good. A judge
+    /// with `auth = "none"` while its key variable is set is started with a warning (the key
+    /// is not sent: the setting may be a mistake).
     pub fn new(config: &Config) -> Result<Judges, JudgesError> {
+        config.judge_credentials()?;
+        for c in [&config.a, &config.b] {
+            if let Some(var) = &c.unused_key_var {
+                tracing::warn!(
+                    slot = c.slot.as_str(),
+                    var = %var,
+                    "judge auth = \"none\" but {var} is set: the key is not sent"
+                );
+            }
+        }
+        Self::build(config)
+    }
+
+    /// Both slots for a replay of stored answers (`seal replay --judges stored`), which calls
+    /// no judge: built without the credential check of [`Judges::new`].
+    pub fn for_stored_answers(config: &Config) -> Result<Judges, JudgesError> {
+        Self::build(config)
+    }
+
+    fn build(config: &Config) -> Result<Judges, JudgesError> {
         // 12 hex digits naming this process's clients (logical client ids, replica ids).
         let instance = hex::encode(rand::random::<[u8; 6]>());
         let metrics = Arc::new(crate::metrics::Metrics::default());

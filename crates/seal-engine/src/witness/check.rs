@@ -203,14 +203,6 @@ pub async fn quorum_problem(
     }
 }
 
-/// `seal verify`: adds the quorum problem (if any) to a run's report.
-pub fn require(report: &mut crate::verify::RunReport, problem: Option<&Problem>) {
-    if let Some(p) = problem {
-        report.problems.push(p.clone());
-        report.verified = false;
-    }
-}
-
 /// What a witness answered about its latest checkpoint of the log.
 #[derive(Debug, Clone)]
 pub struct Asked {

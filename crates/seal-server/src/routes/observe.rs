@@ -1,6 +1,7 @@
 //! One request, observed: its id (`X-Request-Id` as the caller sent it when it is a safe
 //! token, else a fresh one), a `http.request` span every log line of the request carries, one
-//! access line at info (target `seal::access`) when it is answered, its count and duration in
+//! access line at info (target `seal::access`) when it is answered, the caller's W3C trace
+//! context (`traceparent`) continued, its count and duration in
 //! the metrics, and the id echoed in the answer.
 //!
 //! Decision: a caller's id is taken only when it is 1–128 of `[A-Za-z0-9._:-]`; anything else
@@ -38,6 +39,29 @@ fn fresh_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Makes `span` a child of the caller's W3C trace context (`traceparent`, `tracestate`) when
+/// it sent one, so the roll's spans and the judges' requests carry the worker's trace id;
+/// returns that trace id (all zeros when no OpenTelemetry layer is installed). A malformed
+/// header is ignored (a new trace starts), never refused.
+fn continue_trace(span: &tracing::Span, headers: &axum::http::HeaderMap) -> String {
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    struct Headers<'a>(&'a axum::http::HeaderMap);
+    impl opentelemetry::propagation::Extractor for Headers<'_> {
+        fn get(&self, key: &str) -> Option<&str> {
+            self.0.get(key).and_then(|v| v.to_str().ok())
+        }
+        fn keys(&self) -> Vec<&str> {
+            self.0.keys().map(|k| k.as_str()).collect()
+        }
+    }
+    let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(headers)));
+    if parent.span().span_context().is_valid() {
+        let _ = span.set_parent(parent);
+    }
+    span.context().span().span_context().trace_id().to_string()
+}
+
 /// The middleware: outermost, so refusals of the inner layers are logged and counted too.
 pub(crate) async fn observe(
     State(state): State<AppState>,
@@ -57,6 +81,7 @@ pub(crate) async fn observe(
     }
     let span =
         tracing::info_span!("http.request", request_id = %id, method = %method, route = %route);
+    let trace_id = continue_trace(&span, req.headers());
     let mut resp = next.run(req).instrument(span.clone()).await;
     let status = resp.status().as_u16();
     let elapsed = t0.elapsed();
@@ -65,7 +90,7 @@ pub(crate) async fn observe(
         .observe(&route, &method, status, elapsed.as_secs_f64());
     let duration_ms = elapsed.as_millis() as u64;
     span.in_scope(|| {
-        tracing::info!(target: "seal::access", method = %method, route = %route, status, duration_ms, request_id = %id, "request");
+        tracing::info!(target: "seal::access", method = %method, route = %route, status, duration_ms, request_id = %id, trace_id = %trace_id, "request");
     });
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert(REQUEST_ID, v);

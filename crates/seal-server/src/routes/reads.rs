@@ -56,9 +56,20 @@ pub(crate) async fn get_verify(
             Some(format!("run {run}")),
         ));
     }
-    let report =
-        seal_engine::verify::verify_run(state.engine.store(), &run, &state.trusted).await?;
+    let report = verifier(&state)
+        .await?
+        .report(state.engine.store(), &run)
+        .await?;
     Ok(Json(report).into_response())
+}
+
+/// `seal verify`'s verdict under the daemon's trusted keys (no witness policy: the daemon has
+/// none), shared by the verify, explain and stats routes so they never disagree on a run.
+async fn verifier(state: &AppState) -> Result<seal_engine::verify::Verifier, ApiError> {
+    let policy = seal_engine::witness::check::Policy::default();
+    let store = state.engine.store();
+    let trusted = state.trusted.as_ref().clone();
+    Ok(seal_engine::verify::Verifier::load(store, trusted, &policy).await?)
 }
 
 /// The decision tree of a sealed run: the page for `Accept: text/html`, else the JSON.
@@ -68,8 +79,8 @@ pub(crate) async fn get_explain(
     headers: axum::http::HeaderMap,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
-    let explained =
-        seal_engine::explain::explain(state.engine.store(), &run, &state.trusted).await?;
+    let verifier = verifier(&state).await?;
+    let explained = seal_engine::explain::explain(state.engine.store(), &run, &verifier).await?;
     let wants_html = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -154,7 +165,8 @@ pub(crate) async fn get_stats(
     headers: axum::http::HeaderMap,
 ) -> Result<Response, ApiError> {
     let query = stats_query(raw.as_deref())?;
-    let stats = seal_engine::stats::stats(state.engine.store(), &state.trusted, query).await?;
+    let verifier = verifier(&state).await?;
+    let stats = seal_engine::stats::stats(state.engine.store(), &verifier, query).await?;
     let wants_html = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())

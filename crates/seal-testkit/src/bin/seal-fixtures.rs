@@ -124,6 +124,7 @@ fn config(lb: &Loopback, budget: Option<&str>) -> Res<Config> {
             "SEAL_JUDGE_A_URL" | "SEAL_JUDGE_B_URL" => Some(url.clone()),
             "SEAL_JUDGE_A_MODEL" => Some(MODEL_A.into()),
             "SEAL_JUDGE_B_MODEL" => Some(MODEL_B.into()),
+            "SEAL_JUDGE_A_KEY" | "SEAL_JUDGE_B_KEY" => Some("sk-fixtures-loopback".into()),
             "SEAL_JUDGE_TIMEOUT_MS" => Some("3000".into()),
             "SEAL_SEED_SALT" => Some("sealed-fixtures-salt (test only)".into()),
             _ => None,
