@@ -145,6 +145,13 @@ impl Context {
         Ok(keys.map(|p| PublicKey::load(p)).collect::<Result<_, _>>()?)
     }
 
+    /// The reviewer keys of the config's `reviewers.trusted` and of every `extra`
+    /// (`--trust-reviewer`), possibly none.
+    pub fn reviewer_keys(&self, extra: &[PathBuf]) -> Result<Vec<PublicKey>, CliError> {
+        let keys = self.config.reviewer_keys.iter().chain(extra);
+        Ok(keys.map(|p| PublicKey::load(p)).collect::<Result<_, _>>()?)
+    }
+
     /// The keys a run or a checkpoint is trusted under: `signer` (when given), the config's
     /// `keys.trusted` and every `extra`; at least one.
     pub fn trusted(

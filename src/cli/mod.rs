@@ -12,7 +12,7 @@
 //!   output files), [`terminal`] (text made safe for a terminal), [`bulk`] (worker threads
 //!   of `verify --all` and `replay --all`);
 //! - one file per command: [`validate`], [`keygen`], [`verify`], [`explain`], [`stats`],
-//!   [`replay`], [`serve`], [`adapt`], [`export`], [`log`], [`witness`], [`judge`], [`judges`],
+//!   [`replay`], [`review`], [`serve`], [`adapt`], [`export`], [`log`], [`witness`], [`judge`], [`judges`],
 //!   [`shadow_report`], [`gc`].
 
 pub mod adapt;
@@ -29,6 +29,7 @@ pub mod keygen;
 pub mod log;
 pub mod output;
 pub mod replay;
+pub mod review;
 pub mod serve;
 pub mod shadow_report;
 pub mod stats;
@@ -99,6 +100,10 @@ pub enum Command {
     /// Verify sealed runs: signature, subject, schemas, every ref re-hashed, consensus,
     /// independence and blinding recomputed, invariants. Exit 0 verified, 1 not, 2 could not run.
     Verify(verify::VerifyArgs),
+    /// Review a sealed run: a person's per-obligation decision, signed with their own ed25519
+    /// key (DSSE, in-toto), logged, then stored beside the run; the run must verify first.
+    /// Exit 0 stored, 1 refused, 2 could not run.
+    Review(review::ReviewArgs),
     /// Explain a sealed run: its evidence-bound decision tree (seal.decision-tree/1) as JSON,
     /// or as a self-contained HTML page. The run is verified first. Exit 0 explained, 1 the run
     /// does not verify, 2 could not run.
@@ -202,6 +207,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CliError> {
         // The others share one context: the configuration and a runtime.
         Command::Verify(args) => verify::run(&Context::new(config)?, args),
         Command::Explain(args) => explain::run(&Context::new(config)?, args),
+        Command::Review(args) => review::run(&Context::new(config)?, args),
         Command::Stats(args) => stats::run(&Context::new(config)?, args),
         Command::Replay(args) => replay::run(&Context::new(config)?, args),
         Command::Gc(args) => gc::run(&Context::new(config)?, args),

@@ -39,6 +39,10 @@ pub struct VerifyArgs {
     /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
     #[arg(long, value_name = "PEM")]
     pub trust: Vec<PathBuf>,
+    /// Trusted reviewer public key (SPKI PEM); repeatable; adds to reviewers.trusted of the
+    /// config. A stored review by any other key fails its run.
+    #[arg(long, value_name = "PEM")]
+    pub trust_reviewer: Vec<PathBuf>,
     #[command(flatten)]
     pub witnesses: WitnessArgs,
     /// Runs verified at once.
@@ -52,6 +56,7 @@ pub struct VerifyArgs {
 pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitStatus, CliError> {
     let policy = args.witnesses.policy(ctx.config())?;
     let trusted = ctx.trusted(&args.trust, None)?;
+    let reviewers = Arc::new(ctx.reviewer_keys(&args.trust_reviewer)?);
     let url = ctx.store_url(args.store.as_ref())?;
     ctx.block_on(async {
         let store = ctx.read_store(&url).await?;
@@ -73,7 +78,8 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitStatus, CliError> {
         let mut printer = VerifyPrinter::new(args.json, progress(ids.len() as u64, args.all));
         printer.warnings = warnings;
         let log = (log, unwitnessed);
-        let done = verify_in_parallel(&store, ids, Arc::new(trusted), log, jobs, &mut printer);
+        let trust = (Arc::new(trusted), reviewers);
+        let done = verify_in_parallel(&store, ids, trust, log, jobs, &mut printer);
         if let Err(e) = done.await {
             printer.bar.finish_and_clear();
             return Err(e);
@@ -135,7 +141,7 @@ async fn undecided_apart(
 async fn verify_in_parallel(
     store: &Store,
     ids: Vec<RunId>,
-    trusted: Arc<Vec<PublicKey>>,
+    (trusted, reviewers): (Arc<Vec<PublicKey>>, Arc<Vec<PublicKey>>),
     (log, unwitnessed): (Arc<LogView>, Option<Problem>),
     jobs: usize,
     printer: &mut VerifyPrinter,
@@ -143,8 +149,9 @@ async fn verify_in_parallel(
     let store = store.clone().with_direct_io();
     let work = move |id: RunId| {
         let (store, trusted, log) = (store.clone(), trusted.clone(), log.clone());
+        let reviewers = reviewers.clone();
         async move {
-            seal_engine::verify::verify_run_logged(&store, &id, &trusted, &log)
+            seal_engine::verify::verify_run_reviewed(&store, &id, &trusted, &reviewers, &log)
                 .await
                 .map_err(|e| CliError::within(format!("run {id}"), e))
         }

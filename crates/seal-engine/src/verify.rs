@@ -171,7 +171,27 @@ pub async fn verify_run_logged(
     trusted: &[PublicKey],
     log: &LogView,
 ) -> Result<RunReport, StoreError> {
-    let mut report = check_run(store, run, trusted).await?.0;
+    verify_run_reviewed(store, run, trusted, &[], log).await
+}
+
+/// [`verify_run_logged`], with the run's reviews checked under `reviewers`
+/// ([`crate::review::check_run_reviews`]): a review by a key not among them, about other
+/// bytes, or not logged is a problem of the run, named. With no reviewer key, every stored
+/// review is such a problem.
+pub async fn verify_run_reviewed(
+    store: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+    reviewers: &[PublicKey],
+    log: &LogView,
+) -> Result<RunReport, StoreError> {
+    let (mut report, proof) = check_run(store, run, trusted).await?;
+    let trust = crate::review::Trust {
+        seal: trusted,
+        reviewers,
+    };
+    let reviewed = crate::review::check_run_reviews(store, run, proof.as_ref(), trust, log).await?;
+    report.problems.extend(reviewed);
     // Only a run whose evidence reads as an object has a seal to find in the log (an
     // unreadable one is already a problem of the report).
     if matches!(store.exists(&Key::evidence(run)).await, Ok(true)) {

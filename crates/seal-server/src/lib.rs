@@ -55,6 +55,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/runs/{run_id}/verify", get(get_verify))
         .route("/v1/runs/{run_id}/explain", get(get_explain))
         .route("/v1/runs/{run_id}/log-proof", get(get_log_proof))
+        .route(
+            "/v1/runs/{run_id}/reviews",
+            post(routes::reviews::post_review).get(routes::reviews::get_reviews),
+        )
         .route("/v1/log/checkpoint", get(get_log_checkpoint))
         .route("/v1/stats", get(get_stats))
         .route_layer(middleware::from_fn(uniform::json_only))

@@ -96,6 +96,10 @@ pub const AUTHORED: &[(&str, &str)] = &[
         "shadow-report.schema.json",
         include_str!("schemas/shadow-report.schema.json"),
     ),
+    (
+        "review.schema.json",
+        include_str!("schemas/review.schema.json"),
+    ),
 ];
 
 /// The kinds of document seal validates.
@@ -121,10 +125,12 @@ pub enum Kind {
     Stats,
     /// The pairing of `seal shadow-report --json`.
     ShadowReport,
+    /// The in-toto statement of a person's review of a sealed run (`crate::review`).
+    Review,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 17] = [
         Kind::PlaytestV3,
         Kind::ProofPackage,
         Kind::JudgePackage,
@@ -141,6 +147,7 @@ impl Kind {
         Kind::DecisionTree,
         Kind::Stats,
         Kind::ShadowReport,
+        Kind::Review,
     ];
 
     pub fn name(self) -> &'static str {
@@ -161,6 +168,7 @@ impl Kind {
             Kind::DecisionTree => "seal.decision-tree/1",
             Kind::Stats => "seal.stats/1",
             Kind::ShadowReport => "seal.shadow-report/1",
+            Kind::Review => "seal.review/1",
         }
     }
 
@@ -191,6 +199,7 @@ impl Kind {
             Kind::ShadowReport => {
                 "https://wanxiang.ai/contracts/play-loop/shadow-report.schema.json"
             }
+            Kind::Review => "https://wanxiang.ai/contracts/play-loop/review.schema.json",
         }
     }
 
@@ -218,6 +227,12 @@ impl Kind {
                 other => Err(UnknownKind::Version(other.chars().take(64).collect())),
             },
             Some(other) => Err(UnknownKind::VersionType(type_name(other))),
+            // An in-toto statement carries its version in `predicateType`.
+            None if obj.get("predicateType").and_then(Value::as_str)
+                == Some(crate::review::PREDICATE_TYPE) =>
+            {
+                Ok(Kind::Review)
+            }
             None if obj.contains_key("derivedFrom") => Ok(Kind::PlaySpec),
             None if obj.contains_key("designId") => Ok(Kind::Verdict),
             None if obj.contains_key("rollId") && obj.contains_key("rollGuard") => Ok(Kind::V3Roll),

@@ -65,6 +65,15 @@ struct RawConfig {
     witnesses: Vec<RawWitness>,
     #[serde(default)]
     witness_quorum: Option<usize>,
+    #[serde(default)]
+    reviewers: Option<RawReviewers>,
+}
+
+/// `[reviewers]`: the people whose signed reviews of sealed runs are trusted.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReviewers {
+    trusted: Vec<String>,
 }
 
 /// One `[[witnesses]]` table.
@@ -330,6 +339,9 @@ pub struct Config {
     pub budget_run_micro: u64,
     pub signing_key: PathBuf,
     pub trusted_keys: Vec<PathBuf>,
+    /// SPKI PEM public keys of the reviewers whose reviews are trusted (`reviewers.trusted`,
+    /// also `--trust-reviewer`); a seal key is never one.
+    pub reviewer_keys: Vec<PathBuf>,
     /// Where the deployment secret comes from; read only by the commands that need it
     /// ([`Config::deployment_secret`]).
     pub secret: SecretSource,
@@ -434,6 +446,10 @@ impl Config {
             budget_run_micro: seal_core::doc::rmb_to_micro(raw.budget.run_rmb),
             signing_key,
             trusted_keys: raw.keys.trusted.into_iter().map(PathBuf::from).collect(),
+            reviewer_keys: raw
+                .reviewers
+                .map(|r| r.trusted.into_iter().map(PathBuf::from).collect())
+                .unwrap_or_default(),
             secret,
             log_origin,
             leases,

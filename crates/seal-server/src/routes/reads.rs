@@ -56,8 +56,16 @@ pub(crate) async fn get_verify(
             Some(format!("run {run}")),
         ));
     }
-    let report =
-        seal_engine::verify::verify_run(state.engine.store(), &run, &state.trusted).await?;
+    let store = state.engine.store();
+    let log = seal_engine::verify::load_log(store, &state.trusted).await?;
+    let report = seal_engine::verify::verify_run_reviewed(
+        store,
+        &run,
+        &state.trusted,
+        &state.reviewers,
+        &log,
+    )
+    .await?;
     Ok(Json(report).into_response())
 }
 
