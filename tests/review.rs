@@ -387,11 +387,11 @@ fn tampered_planted_and_misdirected_reviews_fail_verify_and_are_named() {
     let fixture = seal::sealing::PublicKey::load(&fixture_trust_pem()).unwrap();
     let facts = rt.block_on(async {
         let store = seal::store::Store::open(&s.url).await.unwrap();
-        let proof = seal::verify::prove(&store, &run, &[fixture.clone()])
+        let proof = seal::verify::prove(&store, &run, std::slice::from_ref(&fixture))
             .await
             .unwrap()
             .unwrap();
-        let mut facts = seal_engine::review::facts(&run, &proof, &[fixture.clone()]);
+        let mut facts = seal_engine::review::facts(&run, &proof, std::slice::from_ref(&fixture));
         seal_engine::review::read_checked(&store, &run, &mut facts, &[reviewer.public()])
             .await
             .unwrap();
@@ -468,4 +468,168 @@ fn the_store_refuses_review_keys_except_through_an_admitted_review() {
             .unwrap_err();
         assert!(matches!(e, seal::store::StoreError::Reserved { .. }), "{e}");
     });
+}
+
+/// `POST /v1/runs/{id}/reviews` on a real daemon: a review the reviewer signed client-side is
+/// stored (201) and logged, listed by GET and verified by `GET …/verify`; an untrusted key is
+/// 403 `untrusted_reviewer`, an unknown obligation 422 `invalid_review`, the same index again 409
+/// `review_conflict`, a review chained to nothing 409 `review_stale`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_takes_client_signed_reviews_and_refuses_the_rest_by_code() {
+    let s = setup();
+    // The daemon signs checkpoints with the fixture key and trusts the reviewer by config.
+    std::fs::create_dir_all(s.dir.path().join("keys")).unwrap();
+    std::fs::copy(&s.log_key, s.dir.path().join("keys/seal.key.pem")).unwrap();
+    std::fs::create_dir_all(s.dir.path().join("config")).unwrap();
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("config/seal.toml"))
+            .unwrap();
+    // reviewers.trusted is the second `trusted = []` (keys.trusted stays empty: the daemon
+    // trusts the key it signs with).
+    let at = text.find("[reviewers]").unwrap();
+    let (head, tail) = text.split_at(at);
+    let quoted = format!("trusted = [{:?}]", s.reviewer_pub.display().to_string());
+    let text = format!("{head}{}", tail.replacen("trusted = []", &quoted, 1));
+    std::fs::write(s.dir.path().join("config/seal.toml"), text).unwrap();
+    let lb = seal_testkit::loopback::Loopback::start(std::time::Duration::from_millis(5))
+        .await
+        .unwrap();
+    let daemon = spawn_daemon(s.dir.path(), &lb, &s.url, &[]);
+    let c = http();
+    let url = format!("{}/v1/runs/{RUN}/reviews", daemon.base);
+
+    let run = RunId::parse(RUN).unwrap();
+    let fixture = seal::sealing::PublicKey::load(&fixture_trust_pem()).unwrap();
+    let store = seal::store::Store::open(&s.url).await.unwrap();
+    let proof = seal::verify::prove(&store, &run, std::slice::from_ref(&fixture))
+        .await
+        .unwrap()
+        .unwrap();
+    let facts = seal_engine::review::facts(&run, &proof, std::slice::from_ref(&fixture));
+    let reviewer = SigningKey::load(&s.reviewer_key).unwrap();
+    let stranger = SigningKey::load(&s.stranger_key).unwrap();
+    let envelope = |key: &SigningKey, f: &seal_core::review::RunFacts, obligation: &str| {
+        let st = f.statement(
+            "Grace",
+            "2026-12-02T12:00:00Z",
+            vec![seal_core::review::ObligationDecision {
+                obligation_id: obligation.into(),
+                status: seal_core::review::Status::Satisfied,
+            }],
+            Some("</script><script>alert(1)</script>".into()),
+            &Hash::of(b"tree"),
+        );
+        seal_core::review::sign(key, &st).unwrap()
+    };
+    let post = |body: Vec<u8>| {
+        c.post(&url)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let code = |v: &serde_json::Value| v["error"]["code"].as_str().unwrap_or("").to_string();
+
+    let r = post(envelope(&stranger, &facts, "core.loop-reached"))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(code(&r.json().await.unwrap()), "untrusted_reviewer");
+    let r = post(envelope(&reviewer, &facts, "nope")).await.unwrap();
+    assert_eq!(r.status(), 422);
+    assert_eq!(code(&r.json().await.unwrap()), "invalid_review");
+    let first = envelope(&reviewer, &facts, "core.loop-reached");
+    let r = post(first.clone()).await.unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["reviewIndex"], 0);
+    assert_eq!(v["reviewSha256"], Hash::of(&first).to_string());
+    let r = post(first.clone()).await.unwrap();
+    assert_eq!(r.status(), 409);
+    assert_eq!(code(&r.json().await.unwrap()), "review_conflict");
+    let mut ahead = facts.clone();
+    ahead.reviews = vec![Hash::of(b"a"), Hash::of(b"b")];
+    let r = post(envelope(&reviewer, &ahead, "core.loop-reached"))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409);
+    assert_eq!(code(&r.json().await.unwrap()), "review_stale");
+
+    let listed: serde_json::Value = c.get(&url).send().await.unwrap().json().await.unwrap();
+    assert_eq!(listed["reviews"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["reviews"][0]["trusted"], true, "{listed}");
+    let verified: serde_json::Value = c
+        .get(format!("{}/v1/runs/{RUN}/verify", daemon.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(verified["verified"], true, "{verified}");
+    assert_eq!(std::fs::read(s.review_path(0)).unwrap(), first);
+    assert!(!s.review_path(1).exists());
+}
+
+/// `seal export labels`: one `seal.label/1` line per (run, roll, obligation) of the runs that
+/// verify, the human label the latest trusted review's, deterministic; without the reviewer
+/// trusted the reviewed run gives no line.
+#[test]
+fn labels_carry_the_human_decision_and_validate() {
+    let s = setup();
+    let out = s.review(&s.reviewer_key, &["core.loop-reached=failed"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let out = s.review(
+        &s.reviewer_key,
+        &["core.loop-reached=satisfied"],
+        "changed my mind",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let trust = fixture_trust_pem().display().to_string();
+    let rpub = s.reviewer_pub.display().to_string();
+    let export = |file: &str, with_reviewer: bool| {
+        let path = s.dir.path().join(file).display().to_string();
+        let mut args = vec![
+            "export", "labels", "--store", &s.url, "--trust", &trust, "--out", &path,
+        ];
+        if with_reviewer {
+            args.extend(["--trust-reviewer", &rpub]);
+        }
+        let out = s.seal(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+        std::fs::read_to_string(&path).unwrap()
+    };
+    let text = export("labels.jsonl", true);
+    assert_eq!(text, export("again.jsonl", true), "deterministic");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() > 5, "{text}");
+    for l in &lines {
+        let report = seal::validate::validate_as(seal::contracts::Kind::Label, l);
+        assert!(
+            matches!(report, seal::validate::Report::Valid(_)),
+            "{report:?}"
+        );
+    }
+    let ours: Vec<&serde_json::Value> = lines.iter().filter(|l| l["runId"] == RUN).collect();
+    assert!(!ours.is_empty());
+    let loop_reached = ours
+        .iter()
+        .find(|l| l["obligationId"] == "core.loop-reached")
+        .unwrap();
+    assert_eq!(loop_reached["human"], "satisfied", "the latest review wins");
+    assert!(
+        ours.iter().any(|l| l["human"].is_null()),
+        "undecided obligations are null"
+    );
+    // `seal validate` knows a line.
+    let one = s.dir.path().join("line.json");
+    std::fs::write(&one, text.lines().next().unwrap()).unwrap();
+    let val = s.seal(&["validate", &one.display().to_string()]);
+    assert_eq!(val.status.code(), Some(0), "{}", both(&val));
+    // Without the reviewer trusted, the reviewed run does not verify: no lines of it.
+    let without = export("without.jsonl", false);
+    assert!(!without.contains(RUN), "{without}");
+    assert!(without.lines().count() > 0);
 }

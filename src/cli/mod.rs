@@ -12,7 +12,7 @@
 //!   output files), [`terminal`] (text made safe for a terminal), [`bulk`] (worker threads
 //!   of `verify --all` and `replay --all`);
 //! - one file per command: [`validate`], [`keygen`], [`verify`], [`explain`], [`stats`],
-//!   [`replay`], [`review`], [`serve`], [`adapt`], [`export`], [`log`], [`witness`], [`judge`], [`judges`],
+//!   [`replay`], [`review`], [`labels`], [`serve`], [`adapt`], [`export`], [`log`], [`witness`], [`judge`], [`judges`],
 //!   [`shadow_report`], [`gc`].
 
 pub mod adapt;
@@ -26,6 +26,7 @@ pub mod gc;
 pub mod judge;
 pub mod judges;
 pub mod keygen;
+pub mod labels;
 pub mod log;
 pub mod output;
 pub mod replay;
@@ -158,6 +159,10 @@ pub enum ExportCommand {
     /// A decided run carrying _designId, _taskId and _traceId → a Verdict record. Exit 0
     /// exported, 1 the run does not verify or has no Verdict, 2 could not run.
     Verdict(export::ExportArgs),
+    /// Per-obligation labels (judge A, judge B, consensus, PlaySpec check, latest trusted human
+    /// review) of the runs that verify, one JSON line (seal.label/1) per run, roll and
+    /// obligation, in a fixed order. Exit 0 written, 2 could not run.
+    Labels(labels::LabelsArgs),
 }
 
 impl Command {
@@ -213,6 +218,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CliError> {
         Command::Gc(args) => gc::run(&Context::new(config)?, args),
         Command::Serve(args) => serve::run(&Context::new(config)?, args),
         Command::Export(ExportCommand::Verdict(args)) => export::run(&Context::new(config)?, args),
+        Command::Export(ExportCommand::Labels(args)) => labels::run(&Context::new(config)?, args),
         Command::Log(cmd) => log::run(&Context::new(config)?, cmd),
         Command::Judge(args) => judge::run(&Context::new(config)?, args),
         Command::Judges(cmd) => judges::run(&Context::new(config)?, cmd),

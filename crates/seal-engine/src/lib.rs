@@ -18,6 +18,7 @@
 //!            transparency, witness            the log appended before the seal is stored; cosigners
 //! proving    audit, verify                    re-hash, re-verify, re-derive everything
 //!            explain, stats, summary, shadow  proven runs, read for people
+//!            labels                           per-obligation labels (judges, consensus, check, human)
 //!            review                           people's signed reviews of sealed runs: admitted,
 //!                                             logged, then stored; checked by `seal verify`
 //! operating  replay, import, judge_run        historical replays, archives, `seal judge` on a folder
@@ -38,6 +39,7 @@ pub mod import;
 pub mod intake;
 pub mod judge;
 pub mod judge_run;
+pub mod labels;
 pub mod lease;
 pub mod metrics;
 pub mod postguard;

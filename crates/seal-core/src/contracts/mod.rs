@@ -100,6 +100,10 @@ pub const AUTHORED: &[(&str, &str)] = &[
         "review.schema.json",
         include_str!("schemas/review.schema.json"),
     ),
+    (
+        "label.schema.json",
+        include_str!("schemas/label.schema.json"),
+    ),
 ];
 
 /// The kinds of document seal validates.
@@ -127,10 +131,12 @@ pub enum Kind {
     ShadowReport,
     /// The in-toto statement of a person's review of a sealed run (`crate::review`).
     Review,
+    /// One line of `seal export labels`.
+    Label,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 17] = [
+    pub const ALL: [Kind; 18] = [
         Kind::PlaytestV3,
         Kind::ProofPackage,
         Kind::JudgePackage,
@@ -148,6 +154,7 @@ impl Kind {
         Kind::Stats,
         Kind::ShadowReport,
         Kind::Review,
+        Kind::Label,
     ];
 
     pub fn name(self) -> &'static str {
@@ -169,6 +176,7 @@ impl Kind {
             Kind::Stats => "seal.stats/1",
             Kind::ShadowReport => "seal.shadow-report/1",
             Kind::Review => "seal.review/1",
+            Kind::Label => "seal.label/1",
         }
     }
 
@@ -200,6 +208,7 @@ impl Kind {
                 "https://wanxiang.ai/contracts/play-loop/shadow-report.schema.json"
             }
             Kind::Review => "https://wanxiang.ai/contracts/play-loop/review.schema.json",
+            Kind::Label => "https://wanxiang.ai/contracts/play-loop/label.schema.json",
         }
     }
 
@@ -223,6 +232,7 @@ impl Kind {
                 "seal.decision-tree/1" => Ok(Kind::DecisionTree),
                 "seal.stats/1" => Ok(Kind::Stats),
                 "seal.shadow-report/1" => Ok(Kind::ShadowReport),
+                "seal.label/1" => Ok(Kind::Label),
                 v if v.starts_with("play-spec/") => Ok(Kind::PlaySpec),
                 other => Err(UnknownKind::Version(other.chars().take(64).collect())),
             },
