@@ -575,6 +575,18 @@ mod tests {
     }
 
     #[test]
+    fn validate_detects_a_review_statement_by_its_predicate_type() {
+        let seal = SigningKey::generate();
+        let st =
+            facts(&seal).statement("Ada", "2026-12-02T10:00:00Z", vec![], None, &Hash::of(b"t"));
+        let v = serde_json::to_value(&st).unwrap();
+        assert_eq!(
+            crate::contracts::Kind::detect(&v).unwrap(),
+            crate::contracts::Kind::Review
+        );
+    }
+
+    #[test]
     fn refusals_are_named() {
         let (seal, reviewer, stranger) = (
             SigningKey::generate(),

@@ -237,9 +237,10 @@ impl Kind {
                 other => Err(UnknownKind::Version(other.chars().take(64).collect())),
             },
             Some(other) => Err(UnknownKind::VersionType(type_name(other))),
-            // An in-toto statement carries its version in `predicateType`.
+            // An in-toto statement carries its version in `predicateType` (a review's:
+            // `review::PREDICATE_TYPE`, a rule of a higher layer, spelled out here).
             None if obj.get("predicateType").and_then(Value::as_str)
-                == Some(crate::review::PREDICATE_TYPE) =>
+                == Some("https://wanxiang.ai/seal/review/v1") =>
             {
                 Ok(Kind::Review)
             }

@@ -14,7 +14,7 @@ use seal_engine::review::{SubmitError, Trust};
 use crate::state::run_id;
 use crate::{ApiError, AppState};
 
-pub(crate) async fn post_review(
+pub(crate) async fn add_review(
     State(state): State<AppState>,
     Path(id): Path<String>,
     body: Bytes,
@@ -50,7 +50,7 @@ pub(crate) async fn post_review(
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
-pub(crate) async fn get_reviews(
+pub(crate) async fn reviews(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
