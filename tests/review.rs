@@ -448,6 +448,13 @@ fn tampered_planted_and_misdirected_reviews_fail_verify_and_are_named() {
     assert!(both(&out).contains("review_subject"), "{}", both(&out));
     std::fs::remove_file(s.review_path(1)).unwrap();
 
+    // A link where a review should be is named, never followed.
+    std::os::unix::fs::symlink(s.root.join(&review0), s.review_path(1)).unwrap();
+    let out = s.verify(true);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    assert!(both(&out).contains("reviews/1.dsse.json"), "{}", both(&out));
+    std::fs::remove_file(s.review_path(1)).unwrap();
+
     // A stray name in the reviews folder is an unbound object.
     std::fs::write(s.root.join(format!("runs/{RUN}/reviews/notes.txt")), b"x").unwrap();
     let out = s.verify(true);

@@ -584,8 +584,8 @@ fn header_fields(
     }
 }
 
-// Reviews of a sealed run (the engine's review use case stores them): read and checked here, as part of the
-// run's verification.
+// Reviews of a sealed run (the engine's review use case stores them): read and checked here,
+// as part of the run's verification.
 
 /// The trust a review is checked under: the seal keys (the run's seal; never a reviewer's)
 /// and the reviewer keys.
@@ -651,8 +651,23 @@ pub async fn read_checked(
     let (numbered, _) = stored_keys(store, run).await?;
     let mut out = Vec::with_capacity(numbered.len());
     for (index, key) in numbered {
-        let bytes = store.get(&key).await?;
-        let result = review::check_stored(index, &bytes, facts, reviewers);
+        // An object that cannot be what seal wrote (a link, a FIFO, over the size limit) is
+        // this review's problem, named; only an unreachable store stops the check.
+        let (bytes, result) = match store.get(&key).await {
+            Ok(bytes) => {
+                let result = review::check_stored(index, &bytes, facts, reviewers);
+                (bytes, result)
+            }
+            Err(e) if e.fault() == Fault::Infrastructure => return Err(e),
+            Err(e) => (
+                bytes::Bytes::new(),
+                Err(ReviewError {
+                    refusal: review::Refusal::Invalid,
+                    check: AuditCheck::ReviewSignature,
+                    detail: format!("unreadable: {e}"),
+                }),
+            ),
+        };
         facts.reviews.push(Hash::of(&bytes));
         out.push(Checked {
             index,
