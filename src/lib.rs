@@ -63,6 +63,16 @@ pub use seal_engine::{
     receipt, replay, resume, roll, run_state, stats, summary, transparency, verify, witness,
 };
 pub use seal_server as server;
+
+/// Reviews of sealed runs: the pure rules ([`seal_core::review`]) and the use case
+/// ([`seal_engine::review`]).
+pub mod review {
+    pub use seal_core::review::*;
+    pub use seal_engine::review::{
+        check_run_reviews, facts, list, read_checked, stored_keys, submit, Listed, Stored,
+        SubmitError, Trust,
+    };
+}
 pub use seal_store as store;
 
 /// Run folders: reading (and writing) them is pure ([`seal_core::runfolder`]); `seal judge`'s

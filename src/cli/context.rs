@@ -165,6 +165,13 @@ impl Context {
         Ok(keys.map(|p| PublicKey::load(p)).collect::<Result<_, _>>()?)
     }
 
+    /// The reviewer keys of the config's `reviewers.trusted` and of every `extra`
+    /// (`--trust-reviewer`), possibly none.
+    pub fn reviewer_keys(&self, extra: &[PathBuf]) -> Result<Vec<PublicKey>, CliError> {
+        let keys = self.config.reviewer_keys.iter().chain(extra);
+        Ok(keys.map(|p| PublicKey::load(p)).collect::<Result<_, _>>()?)
+    }
+
     /// The keys a run or a checkpoint is trusted under: `signer` (when given), the config's
     /// `keys.trusted` and every `extra`; at least one.
     pub fn trusted(
@@ -198,7 +205,8 @@ impl Context {
         Ok(Signing { config, key })
     }
 
-    /// `seal verify`'s verdict over `store` under `trusted` and the config's witness policy:
+    /// `seal verify`'s verdict over `store` under `trusted`, the config's reviewer keys and its
+    /// witness policy:
     /// `explain`, `export` and `stats` ask it, so they refuse exactly what `verify` refuses.
     pub async fn verifier(
         &self,
@@ -212,7 +220,10 @@ impl Context {
             None,
         )
         .map_err(|e| CliError::Usage(e.to_string()))?;
-        Ok(seal_engine::verify::Verifier::load(store, trusted, &policy).await?)
+        let reviewers = self.reviewer_keys(&[])?;
+        Ok(seal_engine::verify::Verifier::load(store, trusted, &policy)
+            .await?
+            .with_reviewers(reviewers))
     }
 
     /// An existing store, read-only in spirit: never created (see the module doc), its

@@ -326,6 +326,22 @@ fn render(r: &LogReport) -> String {
             "run {run}: logged, its seal not stored yet (a finalize was interrupted between the log append and the seal: finalize the run again to store the very seal logged)\n"
         ));
     }
+    for v in &r.reviews {
+        out.push_str(&format!(
+            "review {} of run {} at leaf {} (sha256 {}, reviewer key {}, {})\n",
+            v.review_index,
+            super::output::terminal_safe(&v.run_id),
+            v.leaf_index,
+            v.review_sha256,
+            super::output::terminal_safe(&v.key_id),
+            super::output::terminal_safe(&v.reviewed_at)
+        ));
+    }
+    for p in &r.review_pending {
+        out.push_str(&format!(
+            "review {p}: logged, not stored (interrupted before its write, or it lost its index to another review: send it again)\n"
+        ));
+    }
     if r.verified {
         out.push_str("verified\n");
     } else {

@@ -12,7 +12,7 @@
 //!   output files), [`terminal`] (text made safe for a terminal), [`bulk`] (worker threads
 //!   of `verify --all` and `replay --all`);
 //! - one file per command: [`validate`], [`keygen`], [`verify`], [`explain`], [`stats`],
-//!   [`replay`], [`serve`], [`adapt`], [`export`], [`log`], [`witness`], [`judge`], [`judges`],
+//!   [`replay`], [`review`], [`labels`], [`serve`], [`adapt`], [`export`], [`log`], [`witness`], [`judge`], [`judges`],
 //!   [`shadow_report`], [`gc`].
 
 pub mod adapt;
@@ -26,9 +26,11 @@ pub mod gc;
 pub mod judge;
 pub mod judges;
 pub mod keygen;
+pub mod labels;
 pub mod log;
 pub mod output;
 pub mod replay;
+pub mod review;
 pub mod serve;
 pub mod shadow_report;
 pub mod stats;
@@ -100,6 +102,10 @@ pub enum Command {
     /// Verify sealed runs: signature, subject, schemas, every ref re-hashed, consensus,
     /// independence and blinding recomputed, invariants. Exit 0 verified, 1 not, 2 could not run.
     Verify(verify::VerifyArgs),
+    /// Review a sealed run: a person's per-obligation decision, signed with their own ed25519
+    /// key (DSSE, in-toto), logged, then stored beside the run; the run must verify first.
+    /// Exit 0 stored, 1 refused, 2 could not run.
+    Review(review::ReviewArgs),
     /// Explain a sealed run: its evidence-bound decision tree (seal.decision-tree/1) as JSON,
     /// or as a self-contained HTML page. The run is verified first. Exit 0 explained, 1 the run
     /// does not verify, 2 could not run.
@@ -154,6 +160,10 @@ pub enum ExportCommand {
     /// A decided run carrying _designId, _taskId and _traceId → a Verdict record. Exit 0
     /// exported, 1 the run does not verify or has no Verdict, 2 could not run.
     Verdict(export::ExportArgs),
+    /// Per-obligation labels (judge A, judge B, consensus, PlaySpec check, latest trusted human
+    /// review) of the runs that verify, one JSON line (seal.label/1) per run, roll and
+    /// obligation, in a fixed order. Exit 0 written, 2 could not run.
+    Labels(labels::LabelsArgs),
 }
 
 impl Command {
@@ -226,11 +236,13 @@ fn dispatch(
         // The others share one context: the configuration and a runtime.
         Command::Verify(args) => verify::run(&ctx()?, args),
         Command::Explain(args) => explain::run(&ctx()?, args),
+        Command::Review(args) => review::run(&ctx()?, args),
         Command::Stats(args) => stats::run(&ctx()?, args),
         Command::Replay(args) => replay::run(&ctx()?, args),
         Command::Gc(args) => gc::run(&ctx()?, args),
         Command::Serve(args) => serve::run(&ctx()?, args),
         Command::Export(ExportCommand::Verdict(args)) => export::run(&ctx()?, args),
+        Command::Export(ExportCommand::Labels(args)) => labels::run(&ctx()?, args),
         Command::Log(cmd) => log::run(&ctx()?, cmd),
         Command::Judge(args) => judge::run(&ctx()?, args),
         Command::Judges(cmd) => judges::run(&ctx()?, cmd),

@@ -36,6 +36,7 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitStatus, CliError> {
     let url = ctx.store_url(args.store.as_ref())?;
     let signing = ctx.signing(args.key.as_deref())?;
     let trusted = ctx.trusted(&[], Some(signing.key().public()))?;
+    let reviewers = ctx.reviewer_keys(&[])?;
     seal_core::contracts::self_check().map_err(|e| CliError::Setup(e.to_string()))?;
     ctx.judge_keys(&signing)?;
     ctx.block_on(async {
@@ -55,6 +56,7 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitStatus, CliError> {
         use std::io::Write;
         let _ = std::io::stdout().flush();
         let state = seal_server::AppState::new(engine.clone(), trusted.clone())
+            .with_reviewers(reviewers.clone())
             .with_build(super::build_info());
         let gate = state.admission_gate();
         gate.set(Admission::Pending);

@@ -36,6 +36,10 @@ pub struct VerifyArgs {
     /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
     #[arg(long, value_name = "PEM")]
     pub trust: Vec<PathBuf>,
+    /// Trusted reviewer public key (SPKI PEM); repeatable; adds to reviewers.trusted of the
+    /// config. A stored review by any other key fails its run.
+    #[arg(long, value_name = "PEM")]
+    pub trust_reviewer: Vec<PathBuf>,
     #[command(flatten)]
     pub witnesses: WitnessArgs,
     /// Runs verified at once.
@@ -49,6 +53,7 @@ pub struct VerifyArgs {
 pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitStatus, CliError> {
     let policy = args.witnesses.policy(ctx.config())?;
     let trusted = ctx.trusted(&args.trust, None)?;
+    let reviewers = ctx.reviewer_keys(&args.trust_reviewer)?;
     let url = ctx.store_url(args.store.as_ref())?;
     ctx.block_on(async {
         let store = ctx.read_store(&url).await?;
@@ -57,7 +62,9 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitStatus, CliError> {
         // The transparency log is read once for all runs (each run's inclusion is checked),
         // and every run is proven against the latest checkpoint: it needs the witness quorum.
         // `explain`, `export` and `stats` ask the same verifier (`Context::verifier`).
-        let verifier = Verifier::load(&store, trusted, &policy).await?;
+        let verifier = Verifier::load(&store, trusted, &policy)
+            .await?
+            .with_reviewers(reviewers);
         // Crash leftovers are warnings, not failures: an unsealed run the log does not hold is
         // not verified but listed with what completes it (docs/DESIGN.md §2, "Crash safety").
         let (ids, warnings) = if args.all {

@@ -22,6 +22,9 @@ pub const LOG_CHECKPOINTS: &str = "log/checkpoints";
 /// `log/cosignatures/<size, 20 digits>/<key id>-<time>`.
 pub const LOG_COSIGNATURES: &str = "log/cosignatures";
 
+/// The folder of a run's reviews: `runs/<run>/reviews/`.
+pub const REVIEWS: &str = "reviews";
+
 /// What a put stored (or a read found): the key, the sha256 of its bytes, their length.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored {
@@ -126,6 +129,33 @@ impl Key {
         Key::join(&["runs", run.as_str(), roll.as_str(), &dir, &att, file])
     }
 
+    /// `runs/<run>/reviews/<n>.dsse.json`: review `n` of a sealed run (`crate::review`),
+    /// written only through the store's review writer (reserved: see [`Key::is_reserved`]).
+    pub fn review(run: &RunId, index: u64) -> Key {
+        let file = format!("{index}.dsse.json");
+        Key::join(&["runs", run.as_str(), REVIEWS, &file])
+    }
+
+    /// The folder of a run's reviews.
+    pub fn reviews_dir(run: &RunId) -> String {
+        format!("runs/{run}/{REVIEWS}")
+    }
+
+    /// The index `n` a `runs/<run>/reviews/<n>.dsse.json` key names, if it is one (decimal,
+    /// no leading zero: one index, one key).
+    pub fn review_number(&self, run: &RunId) -> Option<u64> {
+        let rest = self
+            .0
+            .strip_prefix(&Key::reviews_dir(run))?
+            .strip_prefix('/')?;
+        let n = rest.strip_suffix(".dsse.json")?;
+        let canonical = !n.is_empty()
+            && n.bytes().all(|b| b.is_ascii_digit())
+            && (n == "0" || !n.starts_with('0'))
+            && n.len() <= 19;
+        canonical.then(|| n.parse().ok()).flatten()
+    }
+
     /// `leases/<run>/<roll>/judge-<slot>/attempt-<k>/<epoch, 6 digits>`: who calls the judge
     /// for that attempt (see `crate::lease`). Outside `runs/`: leases are not evidence.
     pub fn lease(run: &RunId, roll: RollId, slot: Slot, attempt: u32, epoch: u32) -> Key {
@@ -183,12 +213,14 @@ impl Key {
         self.0.rsplit_once('/').map(|(d, _)| d).unwrap_or("")
     }
 
-    /// Keys only the postguard writes: the decided evidence and its seal.
+    /// Keys only the postguard writes (the decided evidence and its seal), and the run's
+    /// reviews folder, written only with an admitted review.
     pub fn is_reserved(&self) -> bool {
         let parts: Vec<&str> = self.0.split('/').collect();
-        parts.len() == 3
+        (parts.len() == 3
             && parts[0] == "runs"
-            && (parts[2] == "evidence.json" || parts[2] == "seal.dsse.json")
+            && (parts[2] == "evidence.json" || parts[2] == "seal.dsse.json"))
+            || (parts.len() >= 3 && parts[0] == "runs" && parts[2] == REVIEWS)
     }
 
     /// The run a `runs/<run>/…` key belongs to.

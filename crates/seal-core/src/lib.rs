@@ -17,6 +17,7 @@
 //!            merge, derive                     rolls, first-decisive/1, the JUDGING snapshot
 //!            decided                           the JUDGING → DECIDED transition, Decided and Seal
 //! sealing    sealing, tlog                     DSSE/in-toto seal, ed25519; the RFC 6962 log, checkpoints
+//!            review                            a person's signed review of a sealed run (own key)
 //!            receipt, lease, witness           receipt MACs, lease standing, C2SP witness formats
 //! reading    explain, stats, html              the decision tree and stats pages (pure renderers)
 //!            shadow                            legacy Verdicts against v3_shadow runs (`seal shadow-report`)
@@ -56,6 +57,7 @@ pub mod net;
 pub mod prompts;
 pub mod receipt;
 pub mod refs;
+pub mod review;
 pub mod runfolder;
 pub mod sealing;
 pub mod shadow;

@@ -215,6 +215,16 @@ impl PublicKey {
     pub fn to_bytes(&self) -> [u8; 32] {
         self.inner.to_bytes()
     }
+
+    /// Strict ed25519 verification of `signature` over `message` (as for seals: no
+    /// malleable or small-order signatures).
+    pub fn verify_strict(
+        &self,
+        message: &[u8],
+        signature: &ed25519_dalek::Signature,
+    ) -> Result<(), ed25519_dalek::SignatureError> {
+        self.inner.verify_strict(message, signature)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -197,11 +197,69 @@ impl RebuildEntry {
     }
 }
 
-/// A leaf of the log: a seal's entry, or the record of a rebuild.
+/// The `kind` of a review entry.
+const KIND_REVIEW: &str = "review";
+
+/// The leaf a stored review of a sealed run is logged as (`crate::review`), before it is
+/// stored: the review's own bytes are signed by its reviewer, so the entry needs no signature
+/// of its own; `seal verify` checks that the stored review is the one logged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReviewEntry {
+    /// Always `"review"`.
+    pub kind: String,
+    pub run_id: String,
+    pub review_index: u64,
+    /// sha256 of the stored envelope bytes.
+    pub review_sha256: String,
+    /// The reviewer key's id.
+    pub key_id: String,
+    pub reviewed_at: String,
+}
+
+impl ReviewEntry {
+    pub fn new(
+        run_id: &str,
+        review_index: u64,
+        review_sha256: &str,
+        key_id: &str,
+        reviewed_at: &str,
+    ) -> ReviewEntry {
+        ReviewEntry {
+            kind: KIND_REVIEW.into(),
+            run_id: run_id.into(),
+            review_index,
+            review_sha256: review_sha256.into(),
+            key_id: key_id.into(),
+            reviewed_at: reviewed_at.into(),
+        }
+    }
+
+    /// The exact leaf bytes (canonical JSON).
+    pub fn to_bytes(&self) -> Result<Vec<u8>, CanonicalError> {
+        canonical::canonical_bytes(self)
+    }
+}
+
+/// A leaf of the log: a seal's entry, the record of a rebuild, or a review's entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Leaf {
     Seal(LogEntry),
     Rebuild(RebuildEntry),
+    Review(ReviewEntry),
+}
+
+/// Parses a kind of leaf strictly: its canonical bytes, nothing else.
+fn strict<T: serde::de::DeserializeOwned + Serialize>(
+    value: serde_json::Value,
+    bytes: &[u8],
+) -> Result<T, TlogError> {
+    let entry: T = serde_json::from_value(value).map_err(|e| TlogError::Entry(e.to_string()))?;
+    let again = canonical::canonical_bytes(&entry).map_err(|e| TlogError::Entry(e.to_string()))?;
+    if again != bytes {
+        return Err(TlogError::Entry("not canonical JSON".into()));
+    }
+    Ok(entry)
 }
 
 impl Leaf {
@@ -211,17 +269,8 @@ impl Leaf {
             .map_err(|e| TlogError::Entry(e.to_string()))?;
         match value.get("kind") {
             None => LogEntry::from_bytes(bytes).map(Leaf::Seal),
-            Some(k) if k == KIND_REBUILD => {
-                let entry: RebuildEntry =
-                    serde_json::from_value(value).map_err(|e| TlogError::Entry(e.to_string()))?;
-                let again = entry
-                    .to_bytes()
-                    .map_err(|e| TlogError::Entry(e.to_string()))?;
-                if again != bytes {
-                    return Err(TlogError::Entry("not canonical JSON".into()));
-                }
-                Ok(Leaf::Rebuild(entry))
-            }
+            Some(k) if k == KIND_REBUILD => strict(value, bytes).map(Leaf::Rebuild),
+            Some(k) if k == KIND_REVIEW => strict(value, bytes).map(Leaf::Review),
             Some(_) => Err(TlogError::Entry("unknown leaf kind".into())),
         }
     }
@@ -669,5 +718,22 @@ mod tests {
         assert!(open_checkpoint(note.as_bytes(), &[other]).is_err());
         let forged = note.replace("\n3\n", "\n4\n");
         assert!(open_checkpoint(forged.as_bytes(), &[public]).is_err());
+    }
+
+    #[test]
+    fn a_review_leaf_round_trips_strictly() {
+        let e = ReviewEntry::new(
+            "run-1",
+            0,
+            &"a".repeat(64),
+            &"b".repeat(64),
+            "2026-12-02T00:00:00Z",
+        );
+        let bytes = e.to_bytes().unwrap();
+        assert_eq!(Leaf::from_bytes(&bytes).unwrap(), Leaf::Review(e));
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(Leaf::from_bytes(format!("{text} ").as_bytes()).is_err());
+        let extra = text.replacen('{', "{\"extra\":1,", 1);
+        assert!(Leaf::from_bytes(extra.as_bytes()).is_err());
     }
 }

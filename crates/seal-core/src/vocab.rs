@@ -250,6 +250,15 @@ words!(
         LogInclusion = "log_inclusion",
         /// N of M witnesses cosigned the checkpoint relied on.
         LogWitness = "log_witness",
+        /// A review's envelope: one signature, by a trusted reviewer key (never a seal key),
+        /// that verifies; stored as the canonical bytes seal wrote.
+        ReviewSignature = "review_signature",
+        /// A review's subjects are the run's evidence and seal, byte for byte.
+        ReviewSubject = "review_subject",
+        /// A review decides only obligations the run has, each once.
+        ReviewContent = "review_content",
+        /// A review is in the transparency log and in its run's chain of reviews.
+        ReviewLog = "review_log",
     }
 );
 

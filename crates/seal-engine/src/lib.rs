@@ -18,6 +18,9 @@
 //!            transparency, witness            the log appended before the seal is stored; cosigners
 //! proving    audit, verify                    re-hash, re-verify, re-derive everything
 //!            explain, stats, summary, shadow  proven runs, read for people
+//!            labels                           per-obligation labels (judges, consensus, check, human)
+//!            review                           people's signed reviews of sealed runs: admitted,
+//!                                             logged, then stored; checked by `seal verify`
 //! operating  replay, import, judge_run        historical replays, archives, `seal judge` on a folder
 //! counters   metrics                          what `/metrics` shows
 //! ```
@@ -36,12 +39,14 @@ pub mod import;
 pub mod intake;
 pub mod judge;
 pub mod judge_run;
+pub mod labels;
 pub mod lease;
 pub mod metrics;
 pub mod postguard;
 pub mod receipt;
 pub mod replay;
 pub mod resume;
+pub mod review;
 pub mod roll;
 pub mod run_state;
 pub mod shadow;

@@ -372,3 +372,15 @@ async fn slot_facts(
     };
     Ok((facts, result, raw))
 }
+
+/// The facts of one proven run inside `query` (`None` outside it), with the window rules of the
+/// figures: what `seal export labels` ([`crate::labels`]) reads.
+pub async fn proven_facts(
+    store: &Store,
+    run: &RunId,
+    proof: &crate::verify::VerifiedRun,
+    query: &Query,
+) -> Result<Option<RunFacts>, StatsError> {
+    let w = window(query)?;
+    facts_of(store, run, proof.evidence(), &w).await
+}

@@ -27,6 +27,7 @@ use seal_core::contracts::Kind;
 use seal_core::doc::*;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
+use seal_core::review::{self, ReviewError, ReviewStatement, RunFacts};
 use seal_core::sealing::{self, Envelope, PublicKey};
 use seal_core::validate::{validate_as, Report};
 use seal_core::vocab::{AuditCheck, GuardCheck};
@@ -172,9 +173,43 @@ pub async fn verify_run_logged(
     trusted: &[PublicKey],
     log: &LogView,
 ) -> Result<RunReport, StoreError> {
-    let mut report = check_run(store, run, trusted).await?.0;
+    verify_run_reviewed(store, run, trusted, &[], log).await
+}
+
+/// [`verify_run_logged`], with the run's reviews checked under `reviewers`
+/// ([`check_run_reviews`]): a review by a key not among them, about other
+/// bytes, or not logged is a problem of the run, named. With no reviewer key, every stored
+/// review is such a problem.
+pub async fn verify_run_reviewed(
+    store: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+    reviewers: &[PublicKey],
+    log: &LogView,
+) -> Result<RunReport, StoreError> {
+    Ok(reviewed_verdict(store, run, trusted, reviewers, log)
+        .await?
+        .0)
+}
+
+/// The run's own checks, its reviews under `reviewers`, then its log checks; with the proof
+/// of the run itself when its own checks passed.
+async fn reviewed_verdict(
+    store: &Store,
+    run: &RunId,
+    trusted: &[PublicKey],
+    reviewers: &[PublicKey],
+    log: &LogView,
+) -> Result<(RunReport, Option<VerifiedRun>), StoreError> {
+    let (mut report, proof) = check_run(store, run, trusted).await?;
+    let trust = Trust {
+        seal: trusted,
+        reviewers,
+    };
+    let reviewed = check_run_reviews(store, run, proof.as_ref(), trust, log).await?;
+    report.problems.extend(reviewed);
     check_logged(store, run, log, &mut report).await?;
-    Ok(report)
+    Ok((report, proof))
 }
 
 /// Adds the run's log problems to `report` and settles `verified`.
@@ -212,6 +247,9 @@ async fn check_logged(
 #[derive(Debug, Clone)]
 pub struct Verifier {
     trusted: Arc<Vec<PublicKey>>,
+    /// Reviewer keys (`--trust-reviewer`, config `reviewers.trusted`): a stored review by
+    /// another key is a problem of its run.
+    reviewers: Arc<Vec<PublicKey>>,
     log: Arc<LogView>,
     unwitnessed: Option<Problem>,
 }
@@ -229,9 +267,16 @@ impl Verifier {
             crate::witness::check::quorum_problem(store, policy, log.latest.as_ref()).await?;
         Ok(Verifier {
             trusted: Arc::new(trusted),
+            reviewers: Arc::new(Vec::new()),
             log: Arc::new(log),
             unwitnessed,
         })
+    }
+
+    /// This verifier, trusting reviews signed by `reviewers`.
+    pub fn with_reviewers(mut self, reviewers: Vec<PublicKey>) -> Verifier {
+        self.reviewers = Arc::new(reviewers);
+        self
     }
 
     /// The log this verifier checks runs against.
@@ -262,8 +307,8 @@ impl Verifier {
         store: &Store,
         run: &RunId,
     ) -> Result<(RunReport, Option<VerifiedRun>), StoreError> {
-        let (mut report, proof) = check_run(store, run, &self.trusted).await?;
-        check_logged(store, run, &self.log, &mut report).await?;
+        let (mut report, proof) =
+            reviewed_verdict(store, run, &self.trusted, &self.reviewers, &self.log).await?;
         // The latest checkpoint without its witness quorum fails every run proven against it.
         if let Some(p) = &self.unwitnessed {
             report.problems.push(p.clone());
@@ -645,4 +690,147 @@ fn header_fields(
             "the submitted header is missing",
         )),
     }
+}
+
+// Reviews of a sealed run (the engine's review use case stores them): read and checked here,
+// as part of the run's verification.
+
+/// The trust a review is checked under: the seal keys (the run's seal; never a reviewer's)
+/// and the reviewer keys.
+#[derive(Debug, Clone, Copy)]
+pub struct Trust<'a> {
+    pub seal: &'a [PublicKey],
+    pub reviewers: &'a [PublicKey],
+}
+
+/// The run's reviews as stored: `(index, key)` in index order, and the other objects of the
+/// reviews folder (names that are not a review's).
+pub async fn stored_keys(
+    store: &Store,
+    run: &RunId,
+) -> Result<(Vec<(u64, Key)>, Vec<String>), StoreError> {
+    let listing = store.list(&Key::reviews_dir(run)).await?;
+    let mut numbered = Vec::new();
+    let mut other: Vec<String> = listing.foreign.iter().map(|f| f.to_string()).collect();
+    for k in listing.keys {
+        match k.review_number(run) {
+            Some(n) => numbered.push((n, k)),
+            None => other.push(k.to_string()),
+        }
+    }
+    numbered.sort();
+    Ok((numbered, other))
+}
+
+/// What the reviews of a proven run are checked against (no reviews yet).
+pub fn facts(run: &RunId, proof: &VerifiedRun, seal_trusted: &[PublicKey]) -> RunFacts {
+    RunFacts {
+        run: run.clone(),
+        evidence_sha256: proof.evidence_hash().clone(),
+        seal_sha256: proof.seal_hash().clone(),
+        obligations: proof
+            .evidence()
+            .proof_obligations
+            .iter()
+            .map(|o| o.id.clone())
+            .collect(),
+        seal_key_ids: seal_trusted.iter().map(|k| k.key_id.clone()).collect(),
+        reviews: Vec::new(),
+    }
+}
+
+/// One stored review, read and checked.
+pub struct Checked {
+    pub index: u64,
+    pub key: Key,
+    pub bytes: bytes::Bytes,
+    pub result: Result<ReviewStatement, ReviewError>,
+}
+
+/// Reads the run's reviews in order and checks each against `facts` (extended with each
+/// review's hash, so the chain is checked too). A gap in the indices is a `review_log` error
+/// of the review after it.
+pub async fn read_checked(
+    store: &Store,
+    run: &RunId,
+    facts: &mut RunFacts,
+    reviewers: &[PublicKey],
+) -> Result<Vec<Checked>, StoreError> {
+    let (numbered, _) = stored_keys(store, run).await?;
+    let mut out = Vec::with_capacity(numbered.len());
+    for (index, key) in numbered {
+        // An object that cannot be what seal wrote (a link, a FIFO, over the size limit) is
+        // this review's problem, named; only an unreachable store stops the check.
+        let (bytes, result) = match store.get(&key).await {
+            Ok(bytes) => {
+                let result = review::check_stored(index, &bytes, facts, reviewers);
+                (bytes, result)
+            }
+            Err(e) if e.fault() == Fault::Infrastructure => return Err(e),
+            Err(e) => (
+                bytes::Bytes::new(),
+                Err(ReviewError {
+                    refusal: review::Refusal::Invalid,
+                    check: AuditCheck::ReviewSignature,
+                    detail: format!("unreadable: {e}"),
+                }),
+            ),
+        };
+        facts.reviews.push(Hash::of(&bytes));
+        out.push(Checked {
+            index,
+            key,
+            bytes,
+            result,
+        });
+    }
+    Ok(out)
+}
+
+/// `seal verify`'s review checks of a run whose seal and evidence verified: every object of
+/// the reviews folder is a review; every review is signed by a trusted reviewer key, about
+/// this run's evidence and seal, about its obligations, chained, and logged.
+/// `proof` is `None` when the run itself did not verify: its reviews cannot be checked then,
+/// only counted (the run's report says why).
+pub async fn check_run_reviews(
+    store: &Store,
+    run: &RunId,
+    proof: Option<&VerifiedRun>,
+    trust: Trust<'_>,
+    log: &LogView,
+) -> Result<Vec<Problem>, StoreError> {
+    let (numbered, other) = stored_keys(store, run).await?;
+    let mut problems: Vec<Problem> = other
+        .iter()
+        .map(|k| {
+            Problem::new(
+                AuditCheck::Refs,
+                k.as_str(),
+                "unbound object: not a review (runs/<id>/reviews/<n>.dsse.json)",
+            )
+        })
+        .collect();
+    let Some(proof) = proof.filter(|_| !numbered.is_empty()) else {
+        return Ok(problems);
+    };
+    let mut facts = facts(run, proof, trust.seal);
+    for c in read_checked(store, run, &mut facts, trust.reviewers).await? {
+        match c.result {
+            Err(e) => problems.push(Problem::new(
+                e.check,
+                c.key.as_str(),
+                format!("review {}: {}", c.index, e.detail),
+            )),
+            Ok(_) => {
+                if let Some(why) = log.check_review(run, c.index, Hash::of(&c.bytes).as_str()) {
+                    problems.push(Problem::new(
+                        AuditCheck::ReviewLog,
+                        c.key.as_str(),
+                        format!("review {}: {why}", c.index),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(problems)
 }

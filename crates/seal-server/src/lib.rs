@@ -40,6 +40,7 @@ use routes::reads::{
     get_explain, get_log_checkpoint, get_log_proof, get_metrics, get_openapi, get_stats,
     get_verify, healthz,
 };
+use routes::reviews::{add_review, reviews};
 use routes::rolls::post_roll;
 use routes::runs::{get_run, post_finalize, put_brief, put_header, put_play_spec};
 
@@ -55,6 +56,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/runs/{run_id}/verify", get(get_verify))
         .route("/v1/runs/{run_id}/explain", get(get_explain))
         .route("/v1/runs/{run_id}/log-proof", get(get_log_proof))
+        .route("/v1/runs/{run_id}/reviews", post(add_review).get(reviews))
         .route("/v1/log/checkpoint", get(get_log_checkpoint))
         .route("/v1/stats", get(get_stats))
         .route_layer(middleware::from_fn(uniform::json_only))

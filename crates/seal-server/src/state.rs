@@ -23,6 +23,8 @@ pub struct AppState {
     pub(crate) memory: Arc<Semaphore>,
     pub(crate) memory_kib: u32,
     pub(crate) trusted: Arc<Vec<PublicKey>>,
+    /// Reviewer keys whose reviews are trusted (`reviewers.trusted`); none by default.
+    pub(crate) reviewers: Arc<Vec<PublicKey>>,
     /// Whether the log may be appended to yet (see [`crate::routes::health`]).
     pub(crate) admission: crate::admission::AdmissionGate,
     /// The server's own metrics (requests, rolls in progress, fsyncs, admission, build).
@@ -56,10 +58,17 @@ impl AppState {
             admitted: Arc::new(AtomicUsize::new(0)),
             admit_limit,
             trusted: Arc::new(trusted),
+            reviewers: Arc::new(Vec::new()),
             admission: crate::admission::AdmissionGate::new(crate::admission::Admission::Admitted),
             metrics: Arc::new(crate::metrics::ServerMetrics::new()),
             engine,
         }
+    }
+
+    /// The same state, trusting reviews signed by `reviewers` (`reviewers.trusted`).
+    pub fn with_reviewers(mut self, reviewers: Vec<PublicKey>) -> AppState {
+        self.reviewers = Arc::new(reviewers);
+        self
     }
 
     /// The same state, reporting `build` in `seal_build_info`.

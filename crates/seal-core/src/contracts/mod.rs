@@ -96,6 +96,14 @@ pub const AUTHORED: &[(&str, &str)] = &[
         "shadow-report.schema.json",
         include_str!("schemas/shadow-report.schema.json"),
     ),
+    (
+        "review.schema.json",
+        include_str!("schemas/review.schema.json"),
+    ),
+    (
+        "label.schema.json",
+        include_str!("schemas/label.schema.json"),
+    ),
 ];
 
 /// The kinds of document seal validates.
@@ -121,10 +129,14 @@ pub enum Kind {
     Stats,
     /// The pairing of `seal shadow-report --json`.
     ShadowReport,
+    /// The in-toto statement of a person's review of a sealed run (`crate::review`).
+    Review,
+    /// One line of `seal export labels`.
+    Label,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 18] = [
         Kind::PlaytestV3,
         Kind::ProofPackage,
         Kind::JudgePackage,
@@ -141,6 +153,8 @@ impl Kind {
         Kind::DecisionTree,
         Kind::Stats,
         Kind::ShadowReport,
+        Kind::Review,
+        Kind::Label,
     ];
 
     pub fn name(self) -> &'static str {
@@ -161,6 +175,8 @@ impl Kind {
             Kind::DecisionTree => "seal.decision-tree/1",
             Kind::Stats => "seal.stats/1",
             Kind::ShadowReport => "seal.shadow-report/1",
+            Kind::Review => "seal.review/1",
+            Kind::Label => "seal.label/1",
         }
     }
 
@@ -191,6 +207,8 @@ impl Kind {
             Kind::ShadowReport => {
                 "https://wanxiang.ai/contracts/play-loop/shadow-report.schema.json"
             }
+            Kind::Review => "https://wanxiang.ai/contracts/play-loop/review.schema.json",
+            Kind::Label => "https://wanxiang.ai/contracts/play-loop/label.schema.json",
         }
     }
 
@@ -214,10 +232,18 @@ impl Kind {
                 "seal.decision-tree/1" => Ok(Kind::DecisionTree),
                 "seal.stats/1" => Ok(Kind::Stats),
                 "seal.shadow-report/1" => Ok(Kind::ShadowReport),
+                "seal.label/1" => Ok(Kind::Label),
                 v if v.starts_with("play-spec/") => Ok(Kind::PlaySpec),
                 other => Err(UnknownKind::Version(other.chars().take(64).collect())),
             },
             Some(other) => Err(UnknownKind::VersionType(type_name(other))),
+            // An in-toto statement carries its version in `predicateType` (a review's:
+            // `review::PREDICATE_TYPE`, a rule of a higher layer, spelled out here).
+            None if obj.get("predicateType").and_then(Value::as_str)
+                == Some("https://wanxiang.ai/seal/review/v1") =>
+            {
+                Ok(Kind::Review)
+            }
             None if obj.contains_key("derivedFrom") => Ok(Kind::PlaySpec),
             None if obj.contains_key("designId") => Ok(Kind::Verdict),
             None if obj.contains_key("rollId") && obj.contains_key("rollGuard") => Ok(Kind::V3Roll),

@@ -47,13 +47,16 @@ pub fn check(kind: Kind, doc: &Value) -> Vec<Finding> {
         Kind::ShadowReport => {
             typed::<crate::doc::shadow_report::ShadowReport>(doc).map(|d| shadow::invariants(&d))
         }
+        // A review's cross-field rules need its run (`crate::review::admit`); here only its shape.
+        Kind::Review => typed::<crate::review::ReviewStatement>(doc).map(|_| Vec::new()),
         Kind::SlotMeta
         | Kind::JudgeAttemptFailure
         | Kind::JudgeOutput
         | Kind::PlaySpec
         | Kind::Verdict
         | Kind::V3Roll
-        | Kind::Stats => Ok(Vec::new()),
+        | Kind::Stats
+        | Kind::Label => Ok(Vec::new()),
     };
     r.unwrap_or_else(|e| e)
 }

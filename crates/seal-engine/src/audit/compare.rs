@@ -311,7 +311,8 @@ pub(super) fn mirror(a: &mut Audit, doc: &Evidence, run: &RunId, docs: &[RollDoc
 }
 
 /// Every object under `runs/<id>/` is bound by the document (or is one of the run's own
-/// documents); anything else is named: nobody vouched for it. The run's own documents join
+/// documents, or one of its reviews, which `seal verify` checks on their own); anything else
+/// is named: nobody vouched for it. The run's own documents join
 /// the bound set, which is then exactly what an import copies.
 pub(super) async fn unbound<R: Reads>(a: &mut Audit, store: &R, run: &RunId, doc: &Evidence) {
     let bound = &mut a.bound;
@@ -349,7 +350,11 @@ pub(super) async fn unbound<R: Reads>(a: &mut Audit, store: &R, run: &RunId, doc
             "not an object seal writes: the run folder holds it but nothing binds it",
         );
     }
-    for key in listed.iter().filter(|k| !bound.contains(*k)) {
+    // A run's reviews (`runs/<id>/reviews/<n>.dsse.json`) are facts of their own, never bound
+    // by the evidence they review: `seal verify` checks each one (`verify::check_run_reviews`), an import
+    // leaves them behind. Any other name in that folder is unbound like everything else.
+    let review = |k: &Key| k.review_number(run).is_some();
+    for key in listed.iter().filter(|k| !bound.contains(*k) && !review(k)) {
         a.push(
             AuditCheck::Refs,
             key.as_str(),

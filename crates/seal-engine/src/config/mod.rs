@@ -67,6 +67,8 @@ struct RawConfig {
     witness_quorum: Option<usize>,
     #[serde(default)]
     telemetry: Option<RawTelemetry>,
+    #[serde(default)]
+    reviewers: Option<RawReviewers>,
 }
 
 /// `[telemetry]`: where traces go (docs/DEPLOYING.md §7).
@@ -84,6 +86,13 @@ pub struct TelemetrySettings {
     /// `telemetry.otlp_endpoint`: the OTLP/HTTP base URL (`http://collector:4318`); traces are
     /// posted to its `/v1/traces`.
     pub otlp_endpoint: Option<String>,
+}
+
+/// `[reviewers]`: the people whose signed reviews of sealed runs are trusted.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReviewers {
+    trusted: Vec<String>,
 }
 
 /// One `[[witnesses]]` table.
@@ -352,6 +361,9 @@ pub struct Config {
     pub budget_run_micro: u64,
     pub signing_key: PathBuf,
     pub trusted_keys: Vec<PathBuf>,
+    /// SPKI PEM public keys of the reviewers whose reviews are trusted (`reviewers.trusted`,
+    /// also `--trust-reviewer`); a seal key is never one.
+    pub reviewer_keys: Vec<PathBuf>,
     /// Where the deployment secret comes from; read only by the commands that need it
     /// ([`Config::deployment_secret`]).
     pub secret: SecretSource,
@@ -458,6 +470,10 @@ impl Config {
             budget_run_micro: seal_core::doc::rmb_to_micro(raw.budget.run_rmb),
             signing_key,
             trusted_keys: raw.keys.trusted.into_iter().map(PathBuf::from).collect(),
+            reviewer_keys: raw
+                .reviewers
+                .map(|r| r.trusted.into_iter().map(PathBuf::from).collect())
+                .unwrap_or_default(),
             secret,
             log_origin,
             leases,

@@ -145,6 +145,8 @@ struct Cache {
     entries: Vec<Bytes>,
     tree: Tree,
     by_run: HashMap<String, Vec<u64>>,
+    /// The review leaves seen: (run, review index, review sha256).
+    reviews: std::collections::HashSet<(String, u64, String)>,
     /// The guard let this process append (once per process: see [`Log::admit`]).
     admitted: bool,
 }
@@ -154,8 +156,13 @@ impl Cache {
         let leaf = Leaf::from_bytes(&bytes).map_err(|e| corrupt(key, e))?;
         self.tree.push(&bytes)?;
         let index = self.entries.len() as u64;
-        if let Leaf::Seal(entry) = leaf {
-            self.by_run.entry(entry.run_id).or_default().push(index);
+        match leaf {
+            Leaf::Seal(entry) => self.by_run.entry(entry.run_id).or_default().push(index),
+            Leaf::Review(r) => {
+                self.reviews
+                    .insert((r.run_id, r.review_index, r.review_sha256));
+            }
+            Leaf::Rebuild(_) => {}
         }
         self.entries.push(bytes);
         Ok(())
@@ -321,6 +328,65 @@ impl Log {
             created,
             tree_size,
         })
+    }
+
+    /// Appends the entry of a review about to be stored (log before store, as for seals),
+    /// unless those very bytes are logged already, then publishes the checkpoint. A crash
+    /// between the two leaves a logged review that is not stored: `seal log verify` lists it
+    /// as pending, and sending the same envelope again stores it.
+    pub async fn append_review(
+        &self,
+        entry: &tlog::ReviewEntry,
+        key: &SigningKey,
+    ) -> Result<Appended, LogError> {
+        let bytes = Bytes::from(entry.to_bytes().map_err(|e| LogError::Corrupt {
+            key: format!("runs/{}/reviews", entry.run_id),
+            detail: e.to_string(),
+        })?);
+        let mut cache = self.cache.lock().await;
+        self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
+        self.sync(&mut cache).await?;
+        let (index, created) = loop {
+            if let Some(i) = cache.entries.iter().position(|b| *b == bytes) {
+                break (i as u64, false);
+            }
+            let index = cache.entries.len() as u64;
+            let k = Key::log_entry(index);
+            match self.store.put(&k, bytes.clone()).await {
+                Ok(Put { created, .. }) => {
+                    cache.push(bytes.clone(), &k)?;
+                    break (index, created);
+                }
+                Err(StoreError::Conflict { .. }) => {
+                    let theirs = self.store.get(&k).await?;
+                    cache.push(theirs, &k)?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let tree_size = self.publish(&cache, key).await?;
+        Ok(Appended {
+            index,
+            created,
+            tree_size,
+        })
+    }
+
+    /// Whether a review leaf names these bytes as review `index` of `run` (after the guard,
+    /// and after reading what other processes appended): a stored review it does not name was
+    /// never admitted, and nothing is chained to it.
+    pub async fn review_logged(
+        &self,
+        run: &RunId,
+        index: u64,
+        sha256: &Hash,
+        key: &SigningKey,
+    ) -> Result<bool, LogError> {
+        let mut cache = self.cache.lock().await;
+        self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
+        self.sync(&mut cache).await?;
+        let wanted = (run.to_string(), index, sha256.to_string());
+        Ok(cache.reviews.contains(&wanted))
     }
 
     /// Creates the entry at the next free index unless it, or a rival, is logged already.

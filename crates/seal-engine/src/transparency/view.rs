@@ -18,7 +18,9 @@ use super::{checkpoint_keys, entry_for, stored_run, LogError, StoredRun, READ_AH
 use crate::audit::Problem;
 use seal_core::ids::RunId;
 use seal_core::key::LOG_ENTRIES;
-use seal_core::tlog::{self, Leaf, LogEntry, NodeHash, RebuildEntry, SignedCheckpoint, Tree};
+use seal_core::tlog::{
+    self, Leaf, LogEntry, NodeHash, RebuildEntry, ReviewEntry, SignedCheckpoint, Tree,
+};
 use seal_core::vocab::AuditCheck;
 use seal_store::{Key, Store, StoreError};
 
@@ -43,6 +45,8 @@ pub struct LogView {
     pub(super) first_bad_leaf: Option<u64>,
     /// The log's rebuild entries, by leaf index.
     pub rebuilds: Vec<(u64, RebuildEntry)>,
+    /// The log's review entries, by leaf index.
+    pub reviews: Vec<(u64, ReviewEntry)>,
     pub problems: Vec<Problem>,
     /// The problems that stop seal from appending (a subset of `problems`).
     refusals: Vec<Problem>,
@@ -102,8 +106,26 @@ pub struct LogReport {
     /// Logged runs whose seal is not stored yet: a finalize stopped between the log append
     /// and the seal write; finalizing the run again stores the very seal logged.
     pub seal_pending: Vec<String>,
+    /// Every review entry of the log.
+    pub reviews: Vec<ReviewNote>,
+    /// Logged reviews not stored (`runs/<id>/reviews/<n>.dsse.json`): a review stopped between
+    /// its log append and its write (sending it again stores it), or one that lost its index
+    /// to a concurrent review.
+    pub review_pending: Vec<String>,
     pub verified: bool,
     pub problems: Vec<Problem>,
+}
+
+/// A review entry, as `seal log verify` shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewNote {
+    pub leaf_index: u64,
+    pub run_id: String,
+    pub review_index: u64,
+    pub review_sha256: String,
+    pub key_id: String,
+    pub reviewed_at: String,
 }
 
 /// A rebuild entry, as `seal log verify` shows it.
@@ -253,6 +275,10 @@ impl LogView {
                 self.rebuilds.push((index, r.clone()));
                 Some(Leaf::Rebuild(r))
             }
+            Ok(Leaf::Review(r)) => {
+                self.reviews.push((index, r.clone()));
+                Some(Leaf::Review(r))
+            }
             Err(e) => {
                 self.first_bad_leaf.get_or_insert(index);
                 self.refuse(Problem::new(
@@ -392,6 +418,42 @@ impl LogView {
         Ok(problems)
     }
 
+    /// `seal verify`'s log check of one stored review: a review entry of the log names its
+    /// bytes (run, index, sha256), and that leaf is proven included in the latest signed
+    /// checkpoint. `None` when it is; else why not (`review_log`).
+    pub fn check_review(&self, run: &RunId, index: u64, sha256: &str) -> Option<String> {
+        let Some((leaf, _)) = self.reviews.iter().find(|(_, r)| {
+            r.run_id == run.as_str() && r.review_index == index && r.review_sha256 == sha256
+        }) else {
+            return Some(format!(
+                "not in the transparency log (sha256 {sha256}): a review nobody logged, planted or copied"
+            ));
+        };
+        let latest = match self.latest.as_ref() {
+            Some(l) if *leaf < l.size => l,
+            _ => {
+                return Some(format!(
+                    "logged at leaf {leaf}, which no trusted checkpoint signs yet"
+                ))
+            }
+        };
+        let bytes = usize::try_from(*leaf)
+            .ok()
+            .and_then(|i| self.entries.get(i))?;
+        let proven = self.tree.inclusion(*leaf, latest.size).and_then(|path| {
+            tlog::check_inclusion(
+                &path,
+                latest.size,
+                &latest.root,
+                *leaf,
+                &tlog::leaf_hash(bytes),
+            )
+        });
+        proven
+            .err()
+            .map(|e| format!("logged at leaf {leaf}, not proven in the latest checkpoint: {e}"))
+    }
+
     /// `run_relogged` when a run is logged more than once.
     fn relogged(&self, run: &str) -> Option<Problem> {
         let indices = self.indices(run);
@@ -445,6 +507,8 @@ pub async fn verify_log(
     let mut problems = std::mem::take(&mut view.problems);
     let (against, seal_pending) = runs_against_log(store, &view).await?;
     problems.extend(against);
+    let (against, review_pending) = reviews_against_log(store, &view).await?;
+    problems.extend(against);
     let consistency = match old {
         Some(old) => against_old(&view, trusted, old, &mut problems),
         None => None,
@@ -471,6 +535,19 @@ pub async fn verify_log(
         consistency,
         rebuilds,
         seal_pending,
+        reviews: view
+            .reviews
+            .iter()
+            .map(|(i, r)| ReviewNote {
+                leaf_index: *i,
+                run_id: r.run_id.clone(),
+                review_index: r.review_index,
+                review_sha256: r.review_sha256.clone(),
+                key_id: r.key_id.clone(),
+                reviewed_at: r.reviewed_at.clone(),
+            })
+            .collect(),
+        review_pending,
         verified: problems.is_empty(),
         problems,
     })
@@ -552,6 +629,47 @@ async fn runs_against_log(
         ));
     }
     pending.dedup();
+    Ok((problems, pending))
+}
+
+/// Every stored review is logged (`review_log`), and every logged review is stored or listed
+/// as pending: a review at its index whose bytes no entry names is a problem.
+async fn reviews_against_log(
+    store: &Store,
+    view: &LogView,
+) -> Result<(Vec<Problem>, Vec<String>), StoreError> {
+    let mut problems = Vec::new();
+    let mut pending = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for run in store.runs().await?.runs {
+        for key in store.list(&Key::reviews_dir(&run)).await?.keys {
+            let Some(index) = key.review_number(&run) else {
+                continue; // `seal verify` names it (an object nobody bound).
+            };
+            let (hash, _) = store.hash(&key).await?;
+            seen.insert((run.to_string(), index));
+            let logged = view.reviews.iter().any(|(_, r)| {
+                r.run_id == run.as_str()
+                    && r.review_index == index
+                    && r.review_sha256 == hash.as_str()
+            });
+            if !logged {
+                problems.push(Problem::new(
+                    AuditCheck::ReviewLog,
+                    key.as_str(),
+                    format!("stored, but not in the transparency log (sha256 {hash}): a review nobody logged"),
+                ));
+            }
+        }
+    }
+    for (leaf, r) in &view.reviews {
+        if !seen.contains(&(r.run_id.clone(), r.review_index)) {
+            pending.push(format!(
+                "runs/{}/reviews/{}.dsse.json (leaf {leaf})",
+                r.run_id, r.review_index
+            ));
+        }
+    }
     Ok((problems, pending))
 }
 

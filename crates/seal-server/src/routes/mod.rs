@@ -8,5 +8,6 @@ pub(crate) mod health;
 
 pub(crate) mod observe;
 pub(crate) mod reads;
+pub(crate) mod reviews;
 pub(crate) mod rolls;
 pub(crate) mod runs;

@@ -69,7 +69,10 @@ async fn verifier(state: &AppState) -> Result<seal_engine::verify::Verifier, Api
     let policy = seal_engine::witness::check::Policy::default();
     let store = state.engine.store();
     let trusted = state.trusted.as_ref().clone();
-    Ok(seal_engine::verify::Verifier::load(store, trusted, &policy).await?)
+    let reviewers = state.reviewers.as_ref().clone();
+    Ok(seal_engine::verify::Verifier::load(store, trusted, &policy)
+        .await?
+        .with_reviewers(reviewers))
 }
 
 /// The decision tree of a sealed run: the page for `Accept: text/html`, else the JSON.

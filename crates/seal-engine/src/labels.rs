@@ -1,0 +1,162 @@
+//! `seal export labels`: one JSON line per (run, roll, obligation) of the runs that verify, the
+//! per-obligation labels an eval set or a prompt change is measured against: judge A, judge B,
+//! the consensus, the PlaySpec check and the latest trusted human review (`crate::review`).
+//!
+//! Decision: only runs that verify **with their reviews** ([`crate::verify::verify_run_reviewed`]
+//! under the trusted reviewer keys) give lines; the others are returned apart, named. The lines
+//! are in a fixed order (run id, then the evidence's roll order, then the roll's obligation
+//! order) and each is canonical JSON, so two exports of one store are the same bytes.
+
+use serde::Serialize;
+
+use crate::review::{self, Trust};
+use crate::stats::{Query, StatsError};
+use crate::verify;
+use seal_core::canonical;
+use seal_core::fault::{Fault, HasFault};
+use seal_core::ids::RunId;
+use seal_store::{Key, Store, StoreError};
+
+/// `schemaVersion` of a label line.
+pub const SCHEMA_VERSION: &str = "seal.label/1";
+
+/// One line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Label {
+    pub schema_version: &'static str,
+    pub run_id: String,
+    pub roll_id: String,
+    pub obligation_id: String,
+    pub genre: String,
+    pub judge_a: seal_core::doc::JudgeStatus,
+    pub judge_b: seal_core::doc::JudgeStatus,
+    pub consensus: seal_core::doc::ObligationStatus,
+    /// The PlaySpec check of the obligation (null when it has none).
+    pub check: Option<bool>,
+    /// The latest trusted review's decision (null when no review decides it).
+    pub human: Option<seal_core::review::Status>,
+    pub outcome: String,
+    pub prompt_versions: PromptVersions,
+    pub evidence_sha256: String,
+}
+
+/// The prompt (`<id>@<version>`) each judge slot of the roll answered under.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PromptVersions {
+    pub a: String,
+    pub b: String,
+}
+
+/// The export: canonical JSON lines, and the runs left out because they do not verify.
+#[derive(Debug, Clone, Default)]
+pub struct Labels {
+    pub lines: Vec<Vec<u8>>,
+    pub runs: usize,
+    /// `(run id, first problem)` of every decided run that does not verify.
+    pub not_verified: Vec<(String, String)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LabelsError {
+    #[error(transparent)]
+    Query(#[from] StatsError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("label of run {run}: {detail}")]
+    Invalid { run: String, detail: String },
+}
+
+impl HasFault for LabelsError {
+    fn fault(&self) -> Fault {
+        match self {
+            LabelsError::Query(e) => e.fault(),
+            LabelsError::Store(e) => e.fault(),
+            LabelsError::Invalid { .. } => Fault::Corruption,
+        }
+    }
+}
+
+/// Every decided run of the store, in run-id order: verified by `seal verify`'s verdict
+/// (`verifier`: its log, its witness policy, its reviews under `trust.reviewers`), then its
+/// lines.
+pub async fn labels(
+    store: &Store,
+    verifier: &verify::Verifier,
+    trust: Trust<'_>,
+    query: &Query,
+) -> Result<Labels, LabelsError> {
+    let mut runs = store.runs().await?.runs;
+    runs.sort();
+    let mut out = Labels::default();
+    for run in runs {
+        if !store.exists(&Key::evidence(&run)).await? {
+            continue; // not decided
+        }
+        let proof = match verifier.prove(store, &run).await? {
+            Ok(p) => p,
+            Err(report) => {
+                out.not_verified.push((run.to_string(), report.summary(1)));
+                continue;
+            }
+        };
+        let Some(facts) = crate::stats::proven_facts(store, &run, &proof, query).await? else {
+            continue; // outside the window
+        };
+        out.runs += 1;
+        let human = human_decisions(store, &run, &proof, trust).await?;
+        for roll in &facts.rolls {
+            for o in &roll.obligations {
+                let label = Label {
+                    schema_version: SCHEMA_VERSION,
+                    run_id: facts.run_id.clone(),
+                    roll_id: roll.roll_id.clone(),
+                    obligation_id: o.id.clone(),
+                    genre: facts.genre.clone(),
+                    judge_a: o.a_status,
+                    judge_b: o.b_status,
+                    consensus: o.consensus,
+                    check: o.check,
+                    human: human.get(&o.id).copied(),
+                    outcome: facts.outcome.clone(),
+                    prompt_versions: PromptVersions {
+                        a: roll.slots[0].prompt.clone(),
+                        b: roll.slots[1].prompt.clone(),
+                    },
+                    evidence_sha256: proof.evidence_hash().to_string(),
+                };
+                out.lines.push(line(&run, &label)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The latest trusted review's status of each obligation.
+async fn human_decisions(
+    store: &Store,
+    run: &RunId,
+    proof: &verify::VerifiedRun,
+    trust: Trust<'_>,
+) -> Result<std::collections::BTreeMap<String, seal_core::review::Status>, StoreError> {
+    let mut facts = review::facts(run, proof, trust.seal);
+    let checked = review::read_checked(store, run, &mut facts, trust.reviewers).await?;
+    let statements: Vec<_> = checked.into_iter().filter_map(|c| c.result.ok()).collect();
+    Ok(review::latest_decisions(&statements))
+}
+
+/// A line: schema-checked canonical JSON.
+fn line(run: &RunId, label: &Label) -> Result<Vec<u8>, LabelsError> {
+    let invalid = |detail: String| LabelsError::Invalid {
+        run: run.to_string(),
+        detail,
+    };
+    let value = serde_json::to_value(label).map_err(|e| invalid(e.to_string()))?;
+    if let seal_core::validate::Report::Invalid(_, findings) =
+        seal_core::validate::validate_as(seal_core::contracts::Kind::Label, &value)
+    {
+        let shown: Vec<String> = findings.iter().take(3).map(|f| f.to_string()).collect();
+        return Err(invalid(shown.join("; ")));
+    }
+    canonical::canonical_bytes(&value).map_err(|e| invalid(e.to_string()))
+}

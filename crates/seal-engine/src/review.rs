@@ -1,0 +1,248 @@
+//! Reviews of sealed runs, as a use case (`seal review`, `POST /v1/runs/{id}/reviews`,
+//! `seal verify`): the rules are `seal_core::review`'s; this module reads what they are
+//! checked against from the store, logs an admitted review and stores it.
+//!
+//! Order of a submission: the run is proven first ([`crate::verify::prove`]: a run that does
+//! not verify is never reviewed), the stored reviews are read and each re-checked, the new one
+//! is admitted as the next of the chain, its entry is appended to the transparency log, and
+//! only then is it stored, create-only (log before store, as for seals: a review stored but
+//! not logged was planted). Submissions of one process are serialised, so two reviews sent
+//! at once never both claim one index here; across replicas the loser of the create gets
+//! `review_conflict`, and its logged entry is listed as pending by `seal log verify`.
+//!
+//! What it ignores, and why: reviews are never bound by the evidence (they come after it), so
+//! an import (`seal replay --from`) copies only the sealed run and leaves its reviews behind:
+//! a review names the importing store's log nowhere, and would be unlogged there.
+
+use bytes::Bytes;
+use std::collections::BTreeSet;
+
+use crate::transparency::{Log, LogError};
+use crate::verify::{self, RunReport};
+use seal_core::canonical::Hash;
+use seal_core::fault::{Fault, HasFault};
+use seal_core::ids::RunId;
+use seal_core::review::{self, AdmittedReview, ReviewError, ReviewStatement};
+use seal_core::sealing::SigningKey;
+use seal_core::tlog::ReviewEntry;
+use seal_core::vocab::AuditCheck;
+use seal_store::{Key, Store, StoreError};
+
+// Reading and checking stored reviews is `seal verify`'s (it checks them on every run); the
+// use case re-exports it.
+pub use crate::verify::{check_run_reviews, facts, read_checked, stored_keys, Checked, Trust};
+
+/// Why a review was not stored.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    #[error("no run {run} in the store")]
+    NotFound { run: RunId },
+    #[error("run {} does not verify ({}): it is not reviewed", .0.run_id, .0.summary(3))]
+    NotVerified(Box<RunReport>),
+    /// The review itself is refused (untrusted, invalid, conflict, stale).
+    #[error("review of run {run} refused: {error}")]
+    Refused { run: RunId, error: ReviewError },
+    /// A stored review of the run does not check: nothing is chained to it.
+    #[error("run {run}: stored review {key} does not check ({error}); nothing is added after it")]
+    Stored {
+        run: RunId,
+        key: String,
+        error: ReviewError,
+    },
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl HasFault for SubmitError {
+    fn fault(&self) -> Fault {
+        match self {
+            SubmitError::NotFound { .. }
+            | SubmitError::NotVerified(_)
+            | SubmitError::Refused { .. } => Fault::Caller,
+            SubmitError::Stored { .. } => Fault::Corruption,
+            SubmitError::Log(e) => e.fault(),
+            SubmitError::Store(e) => e.fault(),
+        }
+    }
+}
+
+/// A stored review.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub index: u64,
+    pub key: Key,
+    pub sha256: Hash,
+    /// Its log leaf.
+    pub leaf_index: u64,
+    pub created: bool,
+}
+
+/// Proves the run, admits `envelope` as its next review, logs it, stores it.
+pub async fn submit(
+    store: &Store,
+    log: &Log,
+    seal_key: &SigningKey,
+    trust: Trust<'_>,
+    run: &RunId,
+    envelope: &[u8],
+) -> Result<Stored, SubmitError> {
+    if !verify::run_exists(store, run).await? {
+        return Err(SubmitError::NotFound { run: run.clone() });
+    }
+    let proof = match verify::prove(store, run, trust.seal).await? {
+        Ok(p) => p,
+        Err(report) => return Err(SubmitError::NotVerified(Box::new(report))),
+    };
+    // One submission at a time in this process: the index is read, then taken.
+    let _turn = SUBMITTING.lock().await;
+    let mut facts = facts(run, &proof, trust.seal);
+    for c in read_checked(store, run, &mut facts, trust.reviewers).await? {
+        let sha256 = Hash::of(&c.bytes);
+        let result = match c.result {
+            Ok(_) if !log.review_logged(run, c.index, &sha256, seal_key).await? => {
+                Err(ReviewError {
+                    refusal: review::Refusal::Invalid,
+                    check: AuditCheck::ReviewLog,
+                    detail: format!(
+                        "not in the transparency log (sha256 {sha256}): a review nobody logged"
+                    ),
+                })
+            }
+            other => other.map(|_| ()),
+        };
+        if let Err(error) = result {
+            return Err(SubmitError::Stored {
+                run: run.clone(),
+                key: c.key.to_string(),
+                error,
+            });
+        }
+    }
+    let admitted =
+        review::admit(envelope, &facts, trust.reviewers).map_err(|error| SubmitError::Refused {
+            run: run.clone(),
+            error,
+        })?;
+    store_admitted(store, log, seal_key, &admitted).await
+}
+
+/// Serialises this process's submissions (see the module doc).
+static SUBMITTING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Log, then store.
+async fn store_admitted(
+    store: &Store,
+    log: &Log,
+    seal_key: &SigningKey,
+    admitted: &AdmittedReview,
+) -> Result<Stored, SubmitError> {
+    let p = &admitted.statement().predicate;
+    let entry = ReviewEntry::new(
+        admitted.run().as_str(),
+        admitted.index(),
+        admitted.hash().as_str(),
+        admitted.key_id(),
+        &p.reviewed_at,
+    );
+    let appended = log.append_review(&entry, seal_key).await?;
+    let put = match store.put_review(admitted).await {
+        Ok(put) => put,
+        Err(StoreError::Conflict { .. }) => {
+            return Err(SubmitError::Refused {
+                run: admitted.run().clone(),
+                error: conflict(admitted.index()),
+            })
+        }
+        Err(e) => return Err(e.into()),
+    };
+    tracing::info!(
+        run = %admitted.run(),
+        index = admitted.index(),
+        leaf = appended.index,
+        "review stored"
+    );
+    Ok(Stored {
+        index: admitted.index(),
+        key: admitted.key(),
+        sha256: admitted.hash().clone(),
+        leaf_index: appended.index,
+        created: put.created,
+    })
+}
+
+fn conflict(index: u64) -> ReviewError {
+    ReviewError {
+        refusal: review::Refusal::Conflict,
+        check: AuditCheck::ReviewLog,
+        detail: format!(
+            "another review was stored as review {index} first: sign it again as the next"
+        ),
+    }
+}
+
+/// The stored review envelopes of a run, in order, as stored (`GET /v1/runs/{id}/reviews`),
+/// each with whether it checks under `trust` and why not.
+pub async fn list(
+    store: &Store,
+    run: &RunId,
+    trust: Trust<'_>,
+) -> Result<Vec<Listed>, SubmitError> {
+    if !verify::run_exists(store, run).await? {
+        return Err(SubmitError::NotFound { run: run.clone() });
+    }
+    let proof = match verify::prove(store, run, trust.seal).await? {
+        Ok(p) => p,
+        Err(report) => return Err(SubmitError::NotVerified(Box::new(report))),
+    };
+    let mut facts = facts(run, &proof, trust.seal);
+    let checked = read_checked(store, run, &mut facts, trust.reviewers).await?;
+    Ok(checked
+        .into_iter()
+        .map(|c| Listed {
+            index: c.index,
+            sha256: Hash::of(&c.bytes),
+            problem: c.result.as_ref().err().map(|e| e.to_string()),
+            statement: c.result.ok(),
+            envelope: c.bytes,
+        })
+        .collect())
+}
+
+/// One stored review as listed.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub index: u64,
+    pub sha256: Hash,
+    pub envelope: Bytes,
+    /// The statement, when the review checks.
+    pub statement: Option<ReviewStatement>,
+    /// Why it does not, when it does not.
+    pub problem: Option<String>,
+}
+
+/// The latest trusted review's status of each obligation of a run (for labels and explain):
+/// reviews that check, latest last; `None` when there is none.
+pub fn latest_decisions(
+    reviews: &[ReviewStatement],
+) -> std::collections::BTreeMap<String, review::Status> {
+    let mut out = std::collections::BTreeMap::new();
+    for r in reviews {
+        for d in &r.predicate.decisions {
+            out.insert(d.obligation_id.clone(), d.status);
+        }
+    }
+    out
+}
+
+/// Keys given as both seal and reviewer keys: refused when trust is configured.
+pub fn overlapping(trust: Trust<'_>) -> Vec<String> {
+    let seal: BTreeSet<&str> = trust.seal.iter().map(|k| k.key_id.as_str()).collect();
+    trust
+        .reviewers
+        .iter()
+        .filter(|k| seal.contains(k.key_id.as_str()))
+        .map(|k| k.key_id.clone())
+        .collect()
+}

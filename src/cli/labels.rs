@@ -1,0 +1,86 @@
+//! `seal export labels`: per-obligation labels of the runs that verify, as JSON lines
+//! (`seal.label/1`, `seal_engine::labels`).
+//!
+//! Exit 0 written (runs that do not verify are left out and named on stderr), 2 could not run
+//! (no store, a bad `--since`/`--until`/`--genre`, an existing `--out`, a key file).
+
+use std::path::PathBuf;
+
+use seal_core::doc::Genre;
+
+use super::args::{self, StoreArg, Time};
+use super::context::Context;
+use super::error::{CliError, ExitStatus};
+use super::output::{terminal_safe, write_output};
+
+#[derive(Debug, clap::Args)]
+pub struct LabelsArgs {
+    /// Store URL (default: the config's).
+    #[arg(long, value_name = "URL", value_parser = args::store)]
+    pub store: Option<StoreArg>,
+    /// Trusted seal public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
+    #[arg(long, value_name = "PEM")]
+    pub trust: Vec<PathBuf>,
+    /// Trusted reviewer public key (SPKI PEM); repeatable; adds to reviewers.trusted. A run
+    /// with a review by another key does not verify and gives no lines.
+    #[arg(long, value_name = "PEM")]
+    pub trust_reviewer: Vec<PathBuf>,
+    /// Only runs decided at or after this time (RFC 3339).
+    #[arg(long, value_name = "RFC3339", value_parser = args::time)]
+    pub since: Option<Time>,
+    /// Only runs decided before this time (RFC 3339).
+    #[arg(long, value_name = "RFC3339", value_parser = args::time)]
+    pub until: Option<Time>,
+    /// Only runs of this genre.
+    #[arg(long, value_name = "G", value_parser = args::genre)]
+    pub genre: Option<Genre>,
+    /// The JSONL file to write (a new file: never overwritten, never through a link).
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub out: PathBuf,
+}
+
+pub fn run(ctx: &Context, args: LabelsArgs) -> Result<ExitStatus, CliError> {
+    let trusted = ctx.trusted(&args.trust, None)?;
+    let reviewers = ctx.reviewer_keys(&args.trust_reviewer)?;
+    let url = ctx.store_url(args.store.as_ref())?;
+    let query = seal_engine::stats::Query {
+        since: args.since.as_ref().map(|t| t.as_str().to_string()),
+        until: args.until.as_ref().map(|t| t.as_str().to_string()),
+        genre: args.genre.map(args::genre_name),
+    };
+    let trust = seal_engine::review::Trust {
+        seal: &trusted,
+        reviewers: &reviewers,
+    };
+    let labels = ctx.block_on(async {
+        let store = ctx.read_store(&url).await?;
+        // `seal verify`'s verdict, with these reviewer keys: labels only runs it verifies.
+        let verifier = ctx
+            .verifier(&store, trusted.clone())
+            .await?
+            .with_reviewers(reviewers.clone());
+        seal_engine::labels::labels(&store, &verifier, trust, &query)
+            .await
+            .map_err(CliError::failed)
+    })?;
+    for (run, why) in &labels.not_verified {
+        eprintln!(
+            "seal: run {} does not verify; no labels: {}",
+            terminal_safe(run),
+            terminal_safe(why)
+        );
+    }
+    let mut bytes = Vec::new();
+    for line in &labels.lines {
+        bytes.extend_from_slice(line);
+        bytes.push(b'\n');
+    }
+    write_output(Some(&args.out), &bytes)?;
+    eprintln!(
+        "seal: {} label(s) of {} run(s) written to {}",
+        labels.lines.len(),
+        labels.runs,
+        args.out.display()
+    );
+    Ok(ExitStatus::Yes)
+}

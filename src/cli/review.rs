@@ -1,0 +1,142 @@
+//! `seal review`: a person's decision on a sealed run, signed with their own key, logged, then
+//! stored beside the run (`runs/<id>/reviews/<n>.dsse.json`); the sealed evidence and seal are
+//! never touched (`seal_engine::review`).
+//!
+//! Exit 0 stored, 1 refused (the run does not verify; the review is untrusted, names an
+//! obligation the run lacks, or lost its index), 2 could not run (no such run, no store, a key
+//! file, a bad `--set`).
+
+use std::path::PathBuf;
+
+use seal_core::ids::RunId;
+use seal_core::review::{ObligationDecision, Status};
+use seal_core::sealing::SigningKey;
+use seal_engine::engine::Clock as _;
+use seal_engine::review::{SubmitError, Trust};
+
+use super::args::{self, StoreArg};
+use super::context::Context;
+use super::error::{refused, CliError, ExitStatus};
+use super::output::terminal_safe;
+
+#[derive(Debug, clap::Args)]
+pub struct ReviewArgs {
+    /// The run id.
+    #[arg(value_parser = args::run_id)]
+    pub run_id: RunId,
+    /// The reviewer's own ed25519 private key (PKCS#8 PEM, mode 0600): never the seal key.
+    #[arg(long, value_name = "REVIEWER_KEY")]
+    pub key: PathBuf,
+    /// The reviewer's name (a label; the key is the identity).
+    #[arg(long, value_name = "NAME")]
+    pub reviewer: String,
+    /// A decision, OBLIGATION=satisfied|failed|missing; repeatable, at least one.
+    #[arg(long = "set", value_name = "OBLIGATION=STATUS", required = true, value_parser = decision)]
+    pub decisions: Vec<ObligationDecision>,
+    /// A note (free text; escaped wherever it is shown).
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
+    /// Store URL (default: the config's).
+    #[arg(long, value_name = "URL", value_parser = args::store)]
+    pub store: Option<StoreArg>,
+    /// Trusted seal public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
+    #[arg(long, value_name = "PEM")]
+    pub trust: Vec<PathBuf>,
+    /// Trusted reviewer public key (SPKI PEM); repeatable; adds to reviewers.trusted. The
+    /// review's key must be one of them.
+    #[arg(long, value_name = "PEM")]
+    pub trust_reviewer: Vec<PathBuf>,
+    /// The key that signs the log's checkpoint (default: keys.signing_key of the config).
+    #[arg(long, value_name = "PEM")]
+    pub log_key: Option<PathBuf>,
+}
+
+/// `OBLIGATION=STATUS`.
+fn decision(s: &str) -> Result<ObligationDecision, String> {
+    let (id, status) = s
+        .rsplit_once('=')
+        .ok_or_else(|| "expected OBLIGATION=satisfied|failed|missing".to_string())?;
+    if id.is_empty() {
+        return Err("the obligation id is empty".into());
+    }
+    Ok(ObligationDecision {
+        obligation_id: id.to_string(),
+        status: status.parse::<Status>()?,
+    })
+}
+
+pub fn run(ctx: &Context, args: ReviewArgs) -> Result<ExitStatus, CliError> {
+    let trusted = ctx.trusted(&args.trust, None)?;
+    let reviewers = ctx.reviewer_keys(&args.trust_reviewer)?;
+    let reviewer_key = SigningKey::load(&args.key)?;
+    let signing = ctx.signing(args.log_key.as_deref())?;
+    let url = ctx.store_url(args.store.as_ref())?;
+    let run = &args.run_id;
+    let trust = Trust {
+        seal: &trusted,
+        reviewers: &reviewers,
+    };
+    let done = ctx.block_on(async {
+        let store = ctx.read_store(&url).await?;
+        ctx.named_run(&store, &url, run).await?;
+        // `seal verify`'s verdict (its log, its witness policy, these reviewer keys).
+        let verifier = ctx
+            .verifier(&store, trusted.clone())
+            .await?
+            .with_reviewers(reviewers.clone());
+        // What the reviewer was shown: the run's decision tree (which also proves the run).
+        let shown = match seal_engine::explain::explain(&store, run, &verifier).await {
+            Ok(e) => e.tree_hash,
+            Err(seal_engine::explain::ExplainError::NotVerified(report)) => {
+                return Ok(Err(SubmitError::NotVerified(report)))
+            }
+            Err(e) => return Err(CliError::failed(e)),
+        };
+        let proof = match verifier.prove(&store, run).await? {
+            Ok(p) => p,
+            Err(report) => return Ok(Err(SubmitError::NotVerified(Box::new(report)))),
+        };
+        let mut facts = seal_engine::review::facts(run, &proof, &trusted);
+        // The chain as stored (each review re-checked by `submit`).
+        seal_engine::review::read_checked(&store, run, &mut facts, &reviewers).await?;
+        let now = seal_engine::engine::SystemClock.now_rfc3339();
+        let statement = facts.statement(
+            &args.reviewer,
+            &now,
+            args.decisions.clone(),
+            args.note.clone(),
+            &shown,
+        );
+        let envelope = seal_core::review::sign(&reviewer_key, &statement)
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        let log = seal_engine::transparency::Log::new(store.clone(), &ctx.config().log_origin);
+        Ok(seal_engine::review::submit(&store, &log, signing.key(), trust, run, &envelope).await)
+    })?;
+    match done {
+        Ok(stored) => {
+            println!(
+                "review {} of run {} stored: {} (sha256 {}, log leaf {}, reviewer key {})",
+                stored.index,
+                run,
+                stored.key,
+                stored.sha256,
+                stored.leaf_index,
+                reviewer_key.key_id
+            );
+            Ok(ExitStatus::Yes)
+        }
+        Err(SubmitError::NotVerified(report)) => {
+            eprintln!("seal: run {run} does not verify; it is not reviewed:");
+            for p in &report.problems {
+                eprintln!("    {}", terminal_safe(&p.to_string()));
+            }
+            Ok(ExitStatus::No)
+        }
+        Err(e @ (SubmitError::Refused { .. } | SubmitError::Stored { .. })) => Ok(refused(&e)),
+        Err(SubmitError::NotFound { run }) => Err(CliError::NoRun {
+            run,
+            store: url.to_string(),
+        }),
+        Err(e) => Err(CliError::failed(e)),
+    }
+}
