@@ -148,6 +148,32 @@ impl From<JudgesArg> for JudgesFrom {
     }
 }
 
+/// Which decided runs a report covers (`seal stats`, `seal export labels`): one window, parsed
+/// once, turned into the engine's query here.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct WindowArgs {
+    /// Only runs decided at or after this time (RFC 3339).
+    #[arg(long, value_name = "RFC3339", value_parser = time)]
+    pub since: Option<Time>,
+    /// Only runs decided before this time (RFC 3339).
+    #[arg(long, value_name = "RFC3339", value_parser = time)]
+    pub until: Option<Time>,
+    /// Only runs of this genre.
+    #[arg(long, value_name = "G", value_parser = genre)]
+    pub genre: Option<Genre>,
+}
+
+impl WindowArgs {
+    /// The engine's query, from values clap has checked already.
+    pub fn query(&self) -> seal_engine::stats::Query {
+        seal_engine::stats::Query {
+            since: self.since.as_ref().map(|t| t.as_str().to_string()),
+            until: self.until.as_ref().map(|t| t.as_str().to_string()),
+            genre: self.genre.map(genre_name),
+        }
+    }
+}
+
 /// The witnesses a verification requires (adds to `[[witnesses]]` of the config).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct WitnessArgs {

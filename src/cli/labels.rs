@@ -6,9 +6,7 @@
 
 use std::path::PathBuf;
 
-use seal_core::doc::Genre;
-
-use super::args::{self, StoreArg, Time};
+use super::args::{self, StoreArg, WindowArgs};
 use super::context::Context;
 use super::error::{CliError, ExitStatus};
 use super::output::{terminal_safe, write_output};
@@ -25,15 +23,8 @@ pub struct LabelsArgs {
     /// with a review by another key does not verify and gives no lines.
     #[arg(long, value_name = "PEM")]
     pub trust_reviewer: Vec<PathBuf>,
-    /// Only runs decided at or after this time (RFC 3339).
-    #[arg(long, value_name = "RFC3339", value_parser = args::time)]
-    pub since: Option<Time>,
-    /// Only runs decided before this time (RFC 3339).
-    #[arg(long, value_name = "RFC3339", value_parser = args::time)]
-    pub until: Option<Time>,
-    /// Only runs of this genre.
-    #[arg(long, value_name = "G", value_parser = args::genre)]
-    pub genre: Option<Genre>,
+    #[command(flatten)]
+    pub window: WindowArgs,
     /// The JSONL file to write (a new file: never overwritten, never through a link).
     #[arg(long, value_name = "FILE.jsonl")]
     pub out: PathBuf,
@@ -43,11 +34,7 @@ pub fn run(ctx: &Context, args: LabelsArgs) -> Result<ExitStatus, CliError> {
     let trusted = ctx.trusted(&args.trust, None)?;
     let reviewers = ctx.reviewer_keys(&args.trust_reviewer)?;
     let url = ctx.store_url(args.store.as_ref())?;
-    let query = seal_engine::stats::Query {
-        since: args.since.as_ref().map(|t| t.as_str().to_string()),
-        until: args.until.as_ref().map(|t| t.as_str().to_string()),
-        genre: args.genre.map(args::genre_name),
-    };
+    let query = args.window.query();
     let trust = seal_engine::review::Trust {
         seal: &trusted,
         reviewers: &reviewers,

@@ -6,9 +6,7 @@
 
 use std::path::PathBuf;
 
-use seal_core::doc::Genre;
-
-use super::args::{self, StoreArg, Time};
+use super::args::{self, StoreArg, WindowArgs};
 use super::context::Context;
 use super::error::{CliError, ExitStatus};
 use super::output::write_output;
@@ -21,15 +19,8 @@ pub struct StatsArgs {
     /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
     #[arg(long, value_name = "PEM")]
     pub trust: Vec<PathBuf>,
-    /// Only runs decided at or after this time (RFC 3339).
-    #[arg(long, value_name = "RFC3339", value_parser = args::time)]
-    pub since: Option<Time>,
-    /// Only runs decided before this time (RFC 3339).
-    #[arg(long, value_name = "RFC3339", value_parser = args::time)]
-    pub until: Option<Time>,
-    /// Only runs of this genre.
-    #[arg(long, value_name = "G", value_parser = args::genre)]
-    pub genre: Option<Genre>,
+    #[command(flatten)]
+    pub window: WindowArgs,
     /// Print the figures as canonical JSON (seal.stats/1).
     #[arg(long, conflicts_with = "html")]
     pub json: bool,
@@ -42,7 +33,7 @@ pub struct StatsArgs {
 pub fn run(ctx: &Context, args: StatsArgs) -> Result<ExitStatus, CliError> {
     let trusted = ctx.trusted(&args.trust, None)?;
     let url = ctx.store_url(args.store.as_ref())?;
-    let query = query(&args);
+    let query = args.window.query();
     let stats = ctx.block_on(async {
         let store = ctx.read_store(&url).await?;
         let verifier = ctx.verifier(&store, trusted).await?;
@@ -64,13 +55,4 @@ pub fn run(ctx: &Context, args: StatsArgs) -> Result<ExitStatus, CliError> {
         write_output(None, stats.text().as_bytes())?;
     }
     Ok(ExitStatus::Yes)
-}
-
-/// The engine's query, from values clap has checked already.
-fn query(args: &StatsArgs) -> seal_engine::stats::Query {
-    seal_engine::stats::Query {
-        since: args.since.as_ref().map(|t| t.as_str().to_string()),
-        until: args.until.as_ref().map(|t| t.as_str().to_string()),
-        genre: args.genre.map(args::genre_name),
-    }
 }
