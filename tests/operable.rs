@@ -509,45 +509,6 @@ async fn metrics_name_the_build_and_livez_needs_no_token() {
 
 // ---- metrics, access log, request ids, colour ------------------------------------------------
 
-/// `/metrics` parsed by the reference Python parser (tools/metrics_dump.py); None when python3
-/// lacks `prometheus_client` (a failure under `SEAL_REQUIRE_PYTHON=1`).
-fn parse_metrics(text: &str) -> Option<serde_json::Value> {
-    use std::io::Write;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/metrics_dump.py");
-    let has = Command::new("python3")
-        .args(["-c", "import prometheus_client"])
-        .output();
-    if !has.is_ok_and(|o| o.status.success()) {
-        assert_ne!(
-            std::env::var("SEAL_REQUIRE_PYTHON").as_deref(),
-            Ok("1"),
-            "python3 has no prometheus_client"
-        );
-        eprintln!("skipped: python3 has no prometheus_client");
-        return None;
-    }
-    let mut child = Command::new("python3")
-        .arg(script)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}\n{text}", text_of(&out.stderr));
-    Some(serde_json::from_slice(&out.stdout).unwrap())
-}
-
-fn text_of(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 /// The value of the sample `name{labels}` in parsed metrics.
 fn sample(m: &serde_json::Value, family: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     m[family]["samples"].as_array()?.iter().find_map(|s| {

@@ -545,42 +545,6 @@ async fn traces_are_exported_over_otlp_http_to_a_protobuf_receiver() {
 
 // ---- process metrics -------------------------------------------------------------------------
 
-/// `/metrics` parsed by the reference Python parser (tools/metrics_dump.py); None when python3
-/// lacks `prometheus_client` (a failure under `SEAL_REQUIRE_PYTHON=1`).
-fn parse_metrics(text: &str) -> Option<Value> {
-    use std::io::Write;
-    let has = Command::new("python3")
-        .args(["-c", "import prometheus_client"])
-        .output();
-    if !has.is_ok_and(|o| o.status.success()) {
-        assert_ne!(
-            std::env::var("SEAL_REQUIRE_PYTHON").as_deref(),
-            Ok("1"),
-            "python3 has no prometheus_client"
-        );
-        eprintln!("skipped: python3 has no prometheus_client");
-        return None;
-    }
-    let mut child = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tools/metrics_dump.py"
-        ))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{text}");
-    Some(serde_json::from_slice(&out.stdout).unwrap())
-}
-
 /// The value of the unlabelled sample `name` of `family`.
 fn value(m: &Value, family: &str, name: &str) -> f64 {
     m[family]["samples"]

@@ -448,3 +448,38 @@ pub fn http() -> reqwest::Client {
         .build()
         .unwrap()
 }
+
+/// `/metrics` parsed by the reference Python parser (tools/metrics_dump.py); None when python3
+/// lacks `prometheus_client` (a failure under `SEAL_REQUIRE_PYTHON=1`).
+pub fn parse_metrics(exposition: &str) -> Option<serde_json::Value> {
+    use std::io::Write;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/metrics_dump.py");
+    let has = std::process::Command::new("python3")
+        .args(["-c", "import prometheus_client"])
+        .output();
+    if !has.is_ok_and(|o| o.status.success()) {
+        assert_ne!(
+            std::env::var("SEAL_REQUIRE_PYTHON").as_deref(),
+            Ok("1"),
+            "python3 has no prometheus_client"
+        );
+        eprintln!("skipped: python3 has no prometheus_client");
+        return None;
+    }
+    let mut child = std::process::Command::new("python3")
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(exposition.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}\n{exposition}", text(&out.stderr));
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
