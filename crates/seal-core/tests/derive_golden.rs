@@ -12,6 +12,8 @@ use seal_core::canonical::{canonical_with_hash, Hash};
 use seal_core::derive::{both_judges_failed, derive_roll, guard_bound_hash, RollInputs, SlotFacts};
 use seal_core::doc::*;
 use seal_core::ids::Slot;
+use seal_core::independence::{self, SlotRecord};
+use seal_core::key::Key;
 use seal_core::vocab::{ErrorClass, GuardCheck, RollError};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -200,4 +202,128 @@ fn a_guard_check_names_the_hash_of_the_document_it_bound() {
         .checks
         .retain(|c| c.id != GuardCheck::Header);
     assert_eq!(guard_bound_hash(&without, GuardCheck::Header), None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Independence checks whose conjunctions no fixture separates (mutation testing found them):
+// each holds only when *both* sides hold, and a failure of one side alone makes it false.
+
+/// A judged fixture roll's slots: both checks hold on it as stored.
+fn independent_roll() -> (PathBuf, Roll, ImageManifest, Slotted, Slotted) {
+    let dir = store().join("runs/run-narrative-0011-inconclusive/roll-1");
+    let roll: Roll = read(&dir.join("roll.json"));
+    let manifest: ImageManifest = read(&dir.join("image-manifest.json"));
+    let (a, b) = (slot(&dir, "a"), slot(&dir, "b"));
+    (dir, roll, manifest, a, b)
+}
+
+fn record<'a>(s: &'a Slotted, sref: &'a JudgeSlotRef) -> SlotRecord<'a> {
+    SlotRecord {
+        meta: s.final_meta.as_ref(),
+        raw_ref: &sref.raw_ref,
+        raw_hash: &sref.raw_hash,
+        request: s.final_request.as_ref(),
+    }
+}
+
+#[test]
+fn the_fixture_rolls_slots_are_independent_as_recorded() {
+    let (_, roll, manifest, a, b) = independent_roll();
+    let c = independence::checks(
+        record(&a, &roll.judge_a_ref),
+        record(&b, &roll.judge_b_ref),
+        &roll.judge_package_hash,
+        &manifest,
+    );
+    assert!(c.different_evidence_dir && c.different_raw_file);
+    assert!(c.same_judge_package && c.same_image_manifest);
+}
+
+/// Two attempts of one slot are not two evidence folders: the folders must differ above the
+/// attempt too.
+#[test]
+fn answers_in_two_attempts_of_one_slot_are_not_different_evidence_dirs() {
+    let (_, roll, manifest, a, b) = independent_roll();
+    let other = Key::parse(
+        &roll
+            .judge_a_ref
+            .raw_ref
+            .as_str()
+            .replace("attempt-1", "attempt-2"),
+    )
+    .expect("a key");
+    let mut rb = record(&b, &roll.judge_b_ref);
+    rb.raw_ref = &other;
+    let c = independence::checks(
+        record(&a, &roll.judge_a_ref),
+        rb,
+        &roll.judge_package_hash,
+        &manifest,
+    );
+    assert!(!c.different_evidence_dir);
+}
+
+/// `differentRawFile`: one stored file for both is never different; byte-identical answers
+/// are not different when both were accepted (a cache answered twice), and are when one slot
+/// failed (two failures may share a gateway's error body).
+#[test]
+fn a_raw_file_differs_only_by_name_and_by_bytes_unless_a_slot_failed() {
+    let (_, roll, manifest, a, b) = independent_roll();
+    let checks = |ra: SlotRecord<'_>, rb: SlotRecord<'_>| {
+        independence::checks(ra, rb, &roll.judge_package_hash, &manifest).different_raw_file
+    };
+    let (ra, rb) = (record(&a, &roll.judge_a_ref), record(&b, &roll.judge_b_ref));
+    assert!(a.final_meta.as_ref().is_some_and(|m| m.accepted));
+    assert!(b.final_meta.as_ref().is_some_and(|m| m.accepted));
+    // The same file named by both slots.
+    assert!(!checks(
+        ra,
+        SlotRecord {
+            raw_ref: ra.raw_ref,
+            ..rb
+        }
+    ));
+    // Both accepted, the same bytes under two names.
+    assert!(!checks(
+        ra,
+        SlotRecord {
+            raw_hash: ra.raw_hash,
+            ..rb
+        }
+    ));
+    // One slot failed, the same bytes under two names: still different files.
+    let mut failed = b.final_meta.clone().expect("meta");
+    failed.accepted = false;
+    let rb_failed = SlotRecord {
+        raw_hash: ra.raw_hash,
+        meta: Some(&failed),
+        ..rb
+    };
+    assert!(checks(ra, rb_failed));
+    assert!(checks(rb_failed, ra));
+}
+
+/// `sameJudgePackage` and `sameImageManifest` need both slots: one slot sent another package
+/// (or showed other frames) and the check fails.
+#[test]
+fn one_slot_alone_cannot_make_the_package_or_the_manifest_the_same() {
+    let (_, roll, manifest, a, b) = independent_roll();
+    let mut stray = b.final_request.clone().expect("a request");
+    // Another package text and no frame placeholders: what a slot sent by mistake.
+    stray["messages"] = serde_json::json!([{"role": "user", "content": "another package"}]);
+    let mut other_meta = b.final_meta.clone().expect("meta");
+    other_meta.package_hash = Hash::of(b"another package");
+    let rb = SlotRecord {
+        request: Some(&stray),
+        meta: Some(&other_meta),
+        ..record(&b, &roll.judge_b_ref)
+    };
+    for (x, y) in [
+        (record(&a, &roll.judge_a_ref), rb),
+        (rb, record(&a, &roll.judge_a_ref)),
+    ] {
+        let c = independence::checks(x, y, &roll.judge_package_hash, &manifest);
+        assert!(!c.same_judge_package);
+        assert!(!c.same_image_manifest);
+    }
 }
