@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use seal_core::canonical::{canonical_with_hash, Hash};
-use seal_core::derive::{both_judges_failed, derive_roll, guard_bound_hash, RollInputs, SlotFacts};
+use seal_core::derive::{
+    both_judges_failed, derive_roll, guard_bound_hash, DerivedRoll, RollInputs, SlotFacts,
+};
 use seal_core::doc::*;
 use seal_core::ids::Slot;
 use seal_core::independence::{self, SlotRecord};
@@ -78,6 +80,44 @@ fn facts<'a>(s: &'a Slotted, sref: &'a JudgeSlotRef) -> SlotFacts<'a> {
     }
 }
 
+/// A stored roll with what its derivation reads.
+struct FixtureRoll {
+    roll: Roll,
+    package: JudgePackage,
+    manifest: ImageManifest,
+    proof: ProofPackage,
+    a: Slotted,
+    b: Slotted,
+}
+
+impl FixtureRoll {
+    fn load(dir: &Path) -> FixtureRoll {
+        FixtureRoll {
+            roll: read(&dir.join("roll.json")),
+            package: read(&dir.join("judge-package.json")),
+            manifest: read(&dir.join("image-manifest.json")),
+            proof: read(&dir.join("proof-package.json")),
+            a: slot(dir, "a"),
+            b: slot(dir, "b"),
+        }
+    }
+
+    /// [`derive_roll`] over the stored inputs, with the floor and the actor's cost given.
+    fn derive(&self, floor_passed: bool, actor_cost_micro: u64) -> DerivedRoll {
+        derive_roll(&RollInputs {
+            roll_id: self.roll.roll_id,
+            guard: &self.roll.roll_guard,
+            package: &self.package,
+            package_hash: &self.roll.judge_package_hash,
+            manifest: &self.manifest,
+            floor_passed,
+            actor_cost_micro,
+            a: facts(&self.a, &self.roll.judge_a_ref),
+            b: facts(&self.b, &self.roll.judge_b_ref),
+        })
+    }
+}
+
 /// Every judged roll of the fixture store: (label, its folder).
 fn judged_rolls() -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
@@ -109,22 +149,9 @@ fn every_fixture_roll_derives_its_recorded_outcome_errors_cost_and_consensus() {
     let mut blocked = 0;
     let mut with_errors = 0;
     for (label, dir) in rolls {
-        let roll: Roll = read(&dir.join("roll.json"));
-        let package: JudgePackage = read(&dir.join("judge-package.json"));
-        let manifest: ImageManifest = read(&dir.join("image-manifest.json"));
-        let proof: ProofPackage = read(&dir.join("proof-package.json"));
-        let (a, b) = (slot(&dir, "a"), slot(&dir, "b"));
-        let d = derive_roll(&RollInputs {
-            roll_id: roll.roll_id,
-            guard: &roll.roll_guard,
-            package: &package,
-            package_hash: &roll.judge_package_hash,
-            manifest: &manifest,
-            floor_passed: proof.floor.passed,
-            actor_cost_micro: rmb_to_micro(proof.actor_cost_rmb),
-            a: facts(&a, &roll.judge_a_ref),
-            b: facts(&b, &roll.judge_b_ref),
-        });
+        let f = FixtureRoll::load(&dir);
+        let d = f.derive(f.proof.floor.passed, rmb_to_micro(f.proof.actor_cost_rmb));
+        let roll = &f.roll;
         assert_eq!(d.outcome, roll.roll_outcome, "{label}: outcome");
         assert_eq!(d.errors, roll.errors, "{label}: errors");
         assert_eq!(d.cost_micro, rmb_to_micro(roll.cost_rmb), "{label}: cost");
@@ -143,23 +170,10 @@ fn every_fixture_roll_derives_its_recorded_outcome_errors_cost_and_consensus() {
 #[test]
 fn a_rolls_cost_is_the_actor_plus_both_judges() {
     let (label, dir) = judged_rolls().into_iter().next().expect("a fixture roll");
-    let roll: Roll = read(&dir.join("roll.json"));
-    let package: JudgePackage = read(&dir.join("judge-package.json"));
-    let manifest: ImageManifest = read(&dir.join("image-manifest.json"));
-    let (mut a, mut b) = (slot(&dir, "a"), slot(&dir, "b"));
-    a.cost_micro = 3_000;
-    b.cost_micro = 5_000;
-    let d = derive_roll(&RollInputs {
-        roll_id: roll.roll_id,
-        guard: &roll.roll_guard,
-        package: &package,
-        package_hash: &roll.judge_package_hash,
-        manifest: &manifest,
-        floor_passed: true,
-        actor_cost_micro: 7_000,
-        a: facts(&a, &roll.judge_a_ref),
-        b: facts(&b, &roll.judge_b_ref),
-    });
+    let mut f = FixtureRoll::load(&dir);
+    f.a.cost_micro = 3_000;
+    f.b.cost_micro = 5_000;
+    let d = f.derive(true, 7_000);
     assert_eq!(d.cost_micro, 15_000, "{label}");
 }
 
