@@ -449,8 +449,18 @@ def check_networkpolicies(m, docs, labels, jlabels, port, cports):
                    and any(t.get("ipBlock", {}).get("cidr") in ("0.0.0.0/0", "::/0") for t in r.get("to", []))]
         check(f"{m}: the {who} pods may reach HTTPS (443) outside the cluster (S3, STS, judges, witnesses)",
               bool(open443))
-        widest = [p for r in egress for p in r.get("ports", [{}]) if p.get("port") not in (53, 443)]
-        check(f"{m}: the {who} pods' egress opens no port but 53 and 443 in the base", not widest, f"{widest}")
+        # The serving pods also export traces: OTLP/HTTP (4318) to the monitoring namespace only.
+        def otlp(r):
+            return who == "serving" and all(
+                t.get("namespaceSelector", {}).get("matchLabels", {}).get("kubernetes.io/metadata.name") == "monitoring"
+                and "ipBlock" not in t for t in r.get("to", [{}])) and r.get("to")
+        if who == "serving":
+            check(f"{m}: the serving pods may reach an OTLP collector (TCP 4318) in the monitoring namespace",
+                  any(allows_port(r, 4318, {}) and otlp(r) for r in egress))
+        widest = [p for r in egress for p in r.get("ports", [{}])
+                  if p.get("port") not in (53, 443) and not (p.get("port") == 4318 and otlp(r))]
+        check(f"{m}: the {who} pods' egress opens no port but 53 and 443 (and 4318 to monitoring) in the base",
+              not widest, f"{widest}")
     if serving:
         ingress = serving[0]["spec"].get("ingress", [])
         check(f"{m}: the serving pods accept the API port ({port}) and only it",

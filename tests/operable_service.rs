@@ -680,3 +680,161 @@ async fn auth_none_with_a_key_set_warns_that_the_key_is_not_sent() {
 fn text_of(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+// ---- never stuck: a configuration change across a restart ------------------------------------
+
+async fn get_json(c: &reqwest::Client, url: &str) -> (u16, Value) {
+    let r = c.get(url).send().await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+/// A run whose roll 1 is in flight (judge A answered, judge B holds the call) when `seal serve`
+/// is killed: (daemon's folder, store URL, run folder). The daemon is dead on return.
+async fn roll_in_flight_then_killed(
+    lb: &Loopback,
+    scratch: &Path,
+) -> (tempfile::TempDir, String, seal::runfolder::RunFolder) {
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    let root = dir.path().join("store");
+    let url = file_url(&root);
+    lb.script(MODEL_B, [seal_testkit::loopback::Fault::Hang]);
+    let mut d = spawn_daemon(dir.path(), lb, &url, &[]);
+    let c = http();
+    let run = format!("run-narrative-{}-pass", 7000 + rand::random::<u16>() % 2000);
+    let folder = renamed_copy(&example("run-narrative-0010-pass"), scratch, &run);
+    submit(&c, &d.base, &folder).await;
+    let roll = c
+        .post(format!("{}/v1/runs/{run}/rolls/1", d.base))
+        .body(folder.rolls()[0].canonical().clone());
+    // The worker's request dies with the daemon: its answer is not awaited.
+    let pending = tokio::spawn(async move { roll.send().await.map(|r| r.status()) });
+    let attempt = |slot: &str, file: &str| {
+        root.join(format!("runs/{run}/roll-1/judge-{slot}/attempt-1/{file}"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !(attempt("a", "meta.json").exists() && attempt("b", "request.json").exists()) {
+        assert!(Instant::now() < deadline, "roll 1 never got in flight");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    d.kill_9();
+    pending.abort();
+    assert!(!attempt("b", "meta.json").exists(), "judge B was in flight");
+    (dir, url, folder)
+}
+
+/// Issue: "A configuration change across a restart leaves runs stuck forever." Killed while
+/// judge B was in flight, restarted with judge B's model changed, the worker re-sends the roll
+/// and finalizes: the run is decided and verifies. Judge A's committed answer stands; judge B's
+/// attempt is closed as `config_changed`, and neither B's old request nor a new one is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configuration_change_across_a_restart_leaves_no_run_stuck() {
+    let lb = Loopback::start(Duration::from_millis(5)).await.unwrap();
+    personas(&lb);
+    let scratch = tempfile::tempdir().unwrap();
+    let (dir, url, folder) = roll_in_flight_then_killed(&lb, scratch.path()).await;
+    let run = folder.run().to_string();
+    let calls_b = || lb.calls().iter().filter(|c| c.model == MODEL_B).count();
+    assert_eq!(calls_b(), 1);
+
+    let d = spawn_daemon(
+        dir.path(),
+        &lb,
+        &url,
+        &[("SEAL_JUDGE_B_MODEL", "loop-judge-b-v2")],
+    );
+    let c = http();
+    let (status, body) = post_roll(&c, &d.base, &folder, 1).await;
+    assert_eq!(status, 200, "{body}");
+    let r = c
+        .post(format!("{}/v1/runs/{run}/finalize", d.base))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    // Decided and sealed: judge B's failure leaves A alone, so the run is not decisive and the
+    // worker is told to judge the game again.
+    assert!(body["sealRef"].is_string(), "{body}");
+    assert_eq!(body["decision"]["action"], "retry", "{body}");
+    let (_, state) = get_json(&c, &format!("{}/v1/runs/{run}", d.base)).await;
+    assert_eq!(state["phase"], "DECIDED", "{state}");
+
+    // Judge B's attempt 1 was closed, not re-sent; the new model was never asked.
+    let meta: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join(format!(
+            "store/runs/{run}/roll-1/judge-b/attempt-1/meta.json"
+        )))
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["errorClass"], "config_changed", "{meta}");
+    assert_eq!(meta["modelRequested"], MODEL_B, "{meta}");
+    assert_eq!(calls_b(), 1, "the old request was sent again");
+    assert!(
+        !lb.calls().iter().any(|c| c.model == "loop-judge-b-v2"),
+        "a request the roll never reserved was sent"
+    );
+    // An auditor with the public key only: the sealed run verifies.
+    let out = seal_in(
+        dir.path(),
+        &[
+            "verify",
+            &run,
+            "--store",
+            &url,
+            "--trust",
+            "keys/seal.pub.pem",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text_of(&out.stdout),
+        text_of(&out.stderr)
+    );
+}
+
+/// The reservation a resume under another configuration trusts is authenticated: a store writer
+/// who rewrites an in-flight roll's `cost-reservation.json` (here: over budget made within
+/// budget, its MAC kept) gets the roll refused as planted, under the old configuration and the
+/// new one alike, and nothing is sent or sealed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planted_reservation_is_refused_after_a_restart() {
+    let lb = Loopback::start(Duration::from_millis(5)).await.unwrap();
+    personas(&lb);
+    let scratch = tempfile::tempdir().unwrap();
+    let (dir, url, folder) = roll_in_flight_then_killed(&lb, scratch.path()).await;
+    let run = folder.run().to_string();
+    let path = dir
+        .path()
+        .join(format!("store/runs/{run}/roll-1/cost-reservation.json"));
+    let mut planted: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert!(planted["reservationMac"].is_string(), "{planted}");
+    planted["budgetRmb"] = 1000.into();
+    let _ = std::fs::remove_file(&path);
+    std::fs::write(&path, serde_json::to_vec(&planted).unwrap()).unwrap();
+    let calls = lb.calls().len();
+    for model in [MODEL_B, "loop-judge-b-v2"] {
+        let d = spawn_daemon(dir.path(), &lb, &url, &[("SEAL_JUDGE_B_MODEL", model)]);
+        let c = http();
+        let (status, body) = post_roll(&c, &d.base, &folder, 1).await;
+        assert_eq!(status, 500, "{model}: {body}");
+        let said = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            said.contains("cost-reservation.json") && said.contains("reservationMac"),
+            "{model}: {body}"
+        );
+    }
+    assert_eq!(
+        lb.calls().len(),
+        calls,
+        "a judge was called on a planted reservation"
+    );
+    assert!(!dir
+        .path()
+        .join(format!("store/runs/{run}/seal.json"))
+        .exists());
+}

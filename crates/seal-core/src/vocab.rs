@@ -156,6 +156,10 @@ words!(
         NotDispatched = "not_dispatched",
         /// No attempt is recorded for the slot.
         NoAttempt = "no_attempt",
+        /// The roll was reserved under another judge configuration (a restart with a changed
+        /// model, prompt or endpoint while the roll was in flight): the slot's next attempt is
+        /// not sent under the new configuration and the slot ends here (docs/DESIGN.md §2).
+        ConfigChanged = "config_changed",
     }
 );
 
@@ -170,6 +174,7 @@ impl ErrorClass {
                 | ErrorClass::RequestBuild
                 | ErrorClass::NotDispatched
                 | ErrorClass::NoAttempt
+                | ErrorClass::ConfigChanged
         )
     }
 
@@ -183,6 +188,7 @@ impl ErrorClass {
                 | ErrorClass::ConnectionReset
                 | ErrorClass::ResponseTooLarge
                 | ErrorClass::RequestBuild
+                | ErrorClass::ConfigChanged
         )
     }
 }

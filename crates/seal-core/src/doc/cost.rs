@@ -18,6 +18,12 @@ pub struct SlotPrice {
     pub max_output_tokens: u64,
     pub images: u64,
     pub worst_case_rmb: f64,
+    /// The sha256 of the request this slot's attempts send (every attempt of a slot sends the
+    /// same bytes). With the reservation's MAC it authenticates a stored request after a
+    /// restart under another configuration (`judge::reservation`). Absent in reservations
+    /// made before it existed and in a guard-blocked roll's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_sha256: Option<crate::canonical::Hash>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,4 +43,8 @@ pub struct CostReservation {
     pub reserved_rmb: f64,
     pub within_budget: bool,
     pub price_table: PriceTable,
+    /// `hmac-sha256:<hex>` under the deployment's seed salt (`judge::reservation`): this
+    /// deployment reserved this roll. Only a resume checks it; an auditor has no salt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation_mac: Option<String>,
 }

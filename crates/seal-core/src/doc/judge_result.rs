@@ -108,6 +108,8 @@ pub enum FailureStage {
     Transport,
     Parse,
     Guard,
+    /// Closed unsent: the roll was reserved under another configuration (`config_changed`).
+    Config,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

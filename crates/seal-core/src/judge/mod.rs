@@ -8,12 +8,15 @@
 //! - [`redact`]: secrets kept out of what is stored.
 //! - [`seeds`]: the per-roll policy seeds and session ids (HMAC of the seed salt).
 //! - [`mac`]: the attempt MAC that lets a daemon resume only attempts it wrote.
+//! - [`reservation`]: the reservation MAC that lets it resume a roll reserved under another
+//!   configuration.
 
 pub mod mac;
 pub mod normalize;
 pub mod parse;
 pub mod redact;
 pub mod request;
+pub mod reservation;
 pub mod seeds;
 pub mod slot;
 

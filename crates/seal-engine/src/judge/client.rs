@@ -34,6 +34,30 @@ pub struct SlotJob<'a> {
     pub session_id: String,
     /// The secret seed salt: seeds, sessions and the attempt MAC derive from it.
     pub salt: &'a [u8],
+    /// What the roll's stored, MAC-verified cost reservation names for this slot; set once the
+    /// reservation is stored (`None` before, and for reservations older than the pin).
+    pub pinned: Option<Pinned>,
+}
+
+/// A slot as its roll's reservation fixed it: the request every attempt sends, how many
+/// attempts were reserved, and the model asked for. When this configuration builds another
+/// request, the roll was reserved under another configuration (`judge::walk`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pinned {
+    pub request: Hash,
+    pub max_attempts: u32,
+    pub model: String,
+}
+
+impl Pinned {
+    /// The pin a reservation's slot price carries, if it names a request.
+    pub fn of(price: &SlotPrice) -> Option<Pinned> {
+        Some(Pinned {
+            request: price.request_sha256.clone()?,
+            max_attempts: price.max_attempts,
+            model: price.model.clone(),
+        })
+    }
 }
 
 /// One judge slot: its configuration, prompt, and its own HTTP client.

@@ -14,8 +14,10 @@
 mod attempt;
 pub mod check;
 pub mod client;
+mod close;
 mod walk;
 
 pub use attempt::put_answer;
-pub use client::{JudgeClient, Judges, JudgesError, SlotJob};
+pub use client::{JudgeClient, Judges, JudgesError, Pinned, SlotJob};
+pub use close::Closing;
 pub use seal_core::judge::*;

@@ -40,6 +40,13 @@ impl JudgeClient {
                 }
             })?,
         );
+        if let Some(pin) = job
+            .pinned
+            .as_ref()
+            .filter(|p| p.request != seal_core::canonical::Hash::of(&expected))
+        {
+            return self.run_reserved_elsewhere(store, job, pin).await;
+        }
         let mut attempts: Vec<AttemptRecord> = Vec::new();
         let mut last_retry_after = None;
         for k in 1..=max {
@@ -82,6 +89,80 @@ impl JudgeClient {
             if done {
                 break;
             }
+        }
+        Ok(SlotRun {
+            slot: self.slot,
+            attempts,
+        })
+    }
+    /// The slot of a roll reserved under another configuration: this configuration builds
+    /// another request than the one the roll's authenticated reservation names (`pin`; a
+    /// restart with another model, prompt or price while the roll was in flight). Attempts the
+    /// old configuration committed stand (their request must be the pinned one, their MAC
+    /// ours); the first attempt not committed is closed unsent as `config_changed` and the
+    /// slot ends there. Neither request is sent: the old one was built for a configuration this
+    /// process no longer holds, the new one was never reserved. The roll is then decided like
+    /// any roll with a failed judge, so the run never hangs.
+    async fn run_reserved_elsewhere(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+        pin: &super::Pinned,
+    ) -> Result<SlotRun, ResumeError> {
+        let mut attempts: Vec<AttemptRecord> = Vec::new();
+        for k in 1..=pin.max_attempts {
+            let req_key = Key::attempt_file(job.run, job.roll, self.slot, k, "request.json");
+            let request = store.get_opt(&req_key).await?;
+            if let Some(b) = &request {
+                if seal_core::canonical::Hash::of(b) != pin.request {
+                    return Err(ResumeError::Planted(self.attempt_id(job, k).planted(
+                        "the stored request is neither the one this configuration builds nor \
+                         the one the roll's authenticated reservation names",
+                    )));
+                }
+            }
+            // An old-configuration replica may still be calling this attempt: its answer,
+            // once committed, stands.
+            self.settle_meta(store, job, k).await?;
+            if self.is_committed(store, job, k).await? {
+                let Some(request) = request else {
+                    return Err(ResumeError::Planted(
+                        self.attempt_id(job, k)
+                            .planted("a committed attempt without its stored request"),
+                    ));
+                };
+                let record = self.resume_committed(store, job, k, &request).await?;
+                let done = record
+                    .outcome
+                    .as_ref()
+                    .map(|_| true)
+                    .unwrap_or_else(|f| !f.class.is_retryable());
+                attempts.push(record);
+                if done {
+                    break;
+                }
+                continue;
+            }
+            tracing::warn!(
+                attempt = k,
+                reserved_model = %pin.model,
+                model = %self.config.model,
+                "roll reserved under another configuration: attempt closed as config_changed"
+            );
+            let closing = super::Closing {
+                attempt: k,
+                request: request.map(|b| (Stored::of(req_key, &b), b)),
+                stage: seal_core::doc::FailureStage::Config,
+                class: super::parse::ErrorClass::ConfigChanged,
+                model: pin.model.clone(),
+                detail: format!(
+                    "not sent: the roll was reserved under another configuration (model {}, \
+                     request sha256 {}); this configuration builds another request (model {})",
+                    pin.model, pin.request, self.config.model
+                ),
+            };
+            attempts.push(self.close_unsent(store, job, closing).await?);
+            break;
         }
         Ok(SlotRun {
             slot: self.slot,

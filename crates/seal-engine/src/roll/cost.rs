@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::dispatch::Jobs;
 use super::guard::Guarded;
 use super::package::Packaged;
-use super::{put_derived, JudgingError, Source};
+use super::{JudgingError, Source};
 use crate::engine::Engine;
 use crate::judge::JudgeClient;
 use crate::run_state::OpenRun;
@@ -51,12 +51,20 @@ pub(super) async fn reserve(
             a: price_a,
             b: price_b,
         },
+        reservation_mac: None,
     };
     let key = Key::roll_file(&g.run, g.roll, "cost-reservation.json");
     let (reservation, stored) = match source.source_roll(g.roll) {
         None => {
-            let stored = put_derived(store, &key, &reservation).await?;
-            (reservation, stored)
+            let salt = engine.judges.salt();
+            let reservation = seal_core::judge::reservation::sign(salt, &g.run, reservation);
+            match store.put_json(&key, &reservation).await {
+                Ok(p) => (reservation, p.stored),
+                Err(StoreError::Conflict { existing, .. }) => {
+                    stored_reservation(engine, &g.run, &key, &existing).await?
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         // A replay carries the reservation its answers were bought under: the one the verified
         // source binds, read against its sealed hash and copied byte for byte.
@@ -94,6 +102,40 @@ pub(super) async fn reserve(
     Ok(((reservation, stored), check))
 }
 
+/// A reservation an earlier run of this roll stored with other bytes than this process derives:
+/// one this deployment made under another configuration (its MAC verifies for this run and
+/// roll) stands, and the roll goes on under it (a slot whose request changed is closed as
+/// `config_changed`, `judge::walk`); anything else is planted.
+async fn stored_reservation(
+    engine: &Engine,
+    run: &seal_core::ids::RunId,
+    key: &Key,
+    existing: &seal_core::canonical::Hash,
+) -> Result<(CostReservation, Stored), JudgingError> {
+    let store = &engine.store;
+    let bytes = store.get_verified(key, existing).await?;
+    let planted = |reason: String| JudgingError::Planted {
+        key: key.to_string(),
+        reason,
+    };
+    let stored: CostReservation = seal_store::parse_stored(key, &bytes, store.doc_limit())
+        .map_err(|e| planted(format!("not a cost reservation: {e}")))?;
+    if !seal_core::judge::reservation::verifies(engine.judges.salt(), run, &stored) {
+        return Err(planted(format!(
+            "stored sha256 {existing} is not the reservation this configuration derives, and \
+             its reservationMac does not verify under this deployment's salt"
+        )));
+    }
+    tracing::warn!(
+        reservation = %key,
+        model_a = %stored.price_table.a.model,
+        model_b = %stored.price_table.b.model,
+        "this roll was reserved under another judge configuration: it goes on under that \
+         reservation, and a slot whose request changed is closed as config_changed"
+    );
+    Ok((stored, Stored::of(key.clone(), &bytes)))
+}
+
 fn slot_price(client: &JudgeClient, request: &Value, images: u64) -> SlotPrice {
     let input = JudgeClient::input_token_bound(request);
     let attempts = client.config.max_attempts();
@@ -108,5 +150,10 @@ fn slot_price(client: &JudgeClient, request: &Value, images: u64) -> SlotPrice {
         max_output_tokens: client.config.max_tokens,
         images,
         worst_case_rmb: micro_to_rmb(worst),
+        // Hashed as `judge::walk` stores it; a request that does not canonicalize is
+        // `request_build` there, and pins nothing here.
+        request_sha256: seal_core::canonical::canonical_bytes(request)
+            .ok()
+            .map(|b| seal_core::canonical::Hash::of(&b)),
     }
 }

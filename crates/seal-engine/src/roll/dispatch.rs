@@ -5,17 +5,17 @@
 
 use super::guard::Guarded;
 use super::package::Packaged;
-use super::{put_or_keep, JudgingError, Source};
+use super::{JudgingError, Source};
 use crate::engine::Engine;
-use crate::judge::parse::{evaluate_raw, ErrorClass, ParseFailure};
+use crate::judge::parse::{evaluate_raw, ErrorClass};
 use crate::judge::{self, AttemptRecord, JudgeClient, SlotJob, SlotRun};
 use crate::receipt::ReceiptKind;
-use crate::resume::{self, ResumeError};
+use crate::resume::ResumeError;
 use seal_core::canonical::Hash;
 use seal_core::doc::*;
 use seal_core::ids::{RollId, RunId, Slot};
 use seal_core::vocab::GuardCheck;
-use seal_store::{Key, Store, StoreError, Stored};
+use seal_store::{Key, Store, StoreError};
 
 /// Both slots' jobs for one roll.
 pub(super) struct Jobs<'a> {
@@ -37,11 +37,20 @@ impl<'a> Jobs<'a> {
             seed,
             session_id: judge::session_id(salt, &g.run, g.roll, slot),
             salt,
+            pinned: None,
         };
         Jobs {
             a: job(Slot::A, seed_a),
             b: job(Slot::B, seed_b),
         }
+    }
+}
+
+impl Jobs<'_> {
+    /// Fixes each slot to what the roll's stored reservation names (see [`judge::Pinned`]).
+    pub fn pin(&mut self, reservation: &CostReservation) {
+        self.a.pinned = judge::Pinned::of(&reservation.price_table.a);
+        self.b.pinned = judge::Pinned::of(&reservation.price_table.b);
     }
 }
 
@@ -130,108 +139,19 @@ async fn not_dispatched(
     job: &SlotJob<'_>,
     why: &str,
 ) -> Result<SlotRun, ResumeError> {
-    let raw_key = Key::attempt_file(job.run, job.roll, client.slot, 1, "raw.json");
-    let record = AttemptFailure {
-        schema_version: ATTEMPT_FAILURE.into(),
-        slot: client.slot,
-        session_id: job.session_id.clone(),
+    let closing = judge::Closing {
         attempt: 1,
+        request: None,
         stage: FailureStage::Guard,
-        error_class: ErrorClass::NotDispatched,
+        class: ErrorClass::NotDispatched,
+        model: client.config.model.clone(),
         detail: format!("roll guard blocked: {why}"),
-        started_at: None,
-        ended_at: None,
     };
-    // The attempt's write order (judge::walk): the record content-addressed, the MAC'd meta
-    // (the commit), then raw.json. The record is deterministic, so a redo writes the same.
-    let record_bytes = seal_core::canonical::canonical_bytes(&record)
-        .map(bytes::Bytes::from)
-        .map_err(|source| seal_store::StoreError::Canonical {
-            key: raw_key.clone(),
-            source,
-        })?;
-    let raw = crate::judge::put_answer(store, &raw_key, &record_bytes).await?;
-    let meta = not_dispatched_meta(client, job, &raw, &record.detail);
-    let id = resume::AttemptId {
-        run: job.run,
-        roll: job.roll,
-        slot: client.slot,
-        attempt: 1,
-    };
-    let meta = resume::sign_meta(job.salt, id, meta);
-    let (meta, meta_stored) = put_or_keep(
-        store,
-        &Key::attempt_file(job.run, job.roll, client.slot, 1, "meta.json"),
-        &meta,
-    )
-    .await?;
-    // Records kept from an earlier run of this roll must be this daemon's.
-    let (_, raw) = put_or_keep(store, &raw_key, &record).await?;
-    let raw_bytes = store.get(&raw.key).await?;
-    resume::check(
-        job.salt,
-        id,
-        None,
-        &resume::Stored {
-            request: None,
-            raw: &raw_bytes,
-            meta: Some(&meta),
-        },
-    )?;
-    let outcome = Err(ParseFailure::new(ErrorClass::NotDispatched, record.detail));
+    let record = client.close_unsent(store, job, closing).await?;
     Ok(SlotRun {
         slot: client.slot,
-        attempts: vec![AttemptRecord {
-            attempt: 1,
-            request: None,
-            raw,
-            meta,
-            meta_hash: meta_stored.hash,
-            outcome,
-        }],
+        attempts: vec![record],
     })
-}
-
-/// The SlotMeta of a slot the guard kept from being called: no request, no answer, no cost.
-fn not_dispatched_meta(
-    client: &JudgeClient,
-    job: &SlotJob<'_>,
-    raw: &Stored,
-    detail: &str,
-) -> SlotMeta {
-    SlotMeta {
-        schema_version: SLOT_META.into(),
-        slot: client.slot,
-        attempt: 1,
-        logical_client_id: client.logical_client_id.clone(),
-        session_id: job.session_id.clone(),
-        policy_seed: job.seed,
-        endpoint_host: client.config.host(),
-        model_requested: client.config.model.clone(),
-        model_answered: None,
-        system_fingerprint: None,
-        prompt_artifact: PromptArtifactRef {
-            id: client.prompt.id.clone(),
-            version: client.prompt.version.clone(),
-            hash: client.prompt.hash.clone(),
-        },
-        package_hash: job.package_hash.clone(),
-        request_ref: None,
-        request_hash: None,
-        raw_ref: raw.key.clone(),
-        raw_hash: raw.hash.clone(),
-        http_status: None,
-        started_at: "1970-01-01T00:00:00Z".into(),
-        ended_at: "1970-01-01T00:00:00Z".into(),
-        latency_ms: 0,
-        usage: None,
-        cost_rmb: 0.0,
-        error_class: Some(ErrorClass::NotDispatched),
-        error_detail: Some(detail.to_string()),
-        accepted: false,
-        attempt_mac: None,
-        unredacted_raw_hash: None,
-    }
 }
 
 /// A stored replay's attempts of one slot: exactly the attempts the verified source binds for

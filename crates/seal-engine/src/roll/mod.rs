@@ -187,11 +187,12 @@ async fn judge_stages(
     }
     let guarded = guard::check(engine, open, roll).await?;
     let packaged = package::build(store, &guarded).await?;
-    let jobs = dispatch::Jobs::new(engine, &guarded, &packaged);
+    let mut jobs = dispatch::Jobs::new(engine, &guarded, &packaged);
     let mut checks = guarded.checks.clone();
     checks.push(dispatch::preflight(engine, run, roll, &jobs));
     let (reservation, budget_check) =
         cost::reserve(engine, open, &guarded, &packaged, &jobs, source).await?;
+    jobs.pin(&reservation.0);
     checks.push(budget_check);
     let guard = Guard {
         status: if checks.iter().all(|c| c.ok) {
@@ -303,38 +304,5 @@ pub(crate) async fn put_derived<T: serde::Serialize>(
             ),
         }),
         Err(e) => Err(e.into()),
-    }
-}
-
-/// Puts `doc` create-only; when an earlier run of this roll stored other bytes there, the
-/// stored record stands, for the caller to authenticate (judge attempt records, whose MAC
-/// [`crate::resume::check`] verifies).
-pub(crate) async fn put_or_keep<T: serde::Serialize + serde::de::DeserializeOwned>(
-    store: &Store,
-    key: &Key,
-    doc: &T,
-) -> Result<(T, Stored), StoreError> {
-    let bad = |detail: String| StoreError::BadDocument {
-        key: key.clone(),
-        detail,
-    };
-    match store.put_json(key, doc).await {
-        Ok(p) => {
-            let value = serde_json::to_value(doc).map_err(|e| bad(e.to_string()))?;
-            let typed = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
-            Ok((typed, p.stored))
-        }
-        Err(StoreError::Conflict { .. }) => {
-            let bytes = store.get(key).await?;
-            let v = seal_core::json::parse_as::<T>(&bytes, store.doc_limit())
-                .map_err(|e| bad(e.to_string()))?;
-            let stored = Stored {
-                key: key.clone(),
-                hash: seal_core::canonical::Hash::of(&bytes),
-                size: bytes.len() as u64,
-            };
-            Ok((v, stored))
-        }
-        Err(e) => Err(e),
     }
 }
