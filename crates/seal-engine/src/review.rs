@@ -98,9 +98,10 @@ pub async fn submit(
     // One submission at a time in this process: the index is read, then taken.
     let _turn = SUBMITTING.lock().await;
     let mut facts = facts(run, &proof, trust.seal);
-    for c in read_checked(store, run, &mut facts, trust.reviewers).await? {
+    let checked = read_checked(store, run, &mut facts, trust.reviewers).await?;
+    for c in &checked {
         let sha256 = Hash::of(&c.bytes);
-        let result = match c.result {
+        let result = match &c.result {
             Ok(_) if !log.review_logged(run, c.index, &sha256, seal_key).await? => {
                 Err(ReviewError {
                     refusal: review::Refusal::Invalid,
@@ -110,7 +111,7 @@ pub async fn submit(
                     ),
                 })
             }
-            other => other.map(|_| ()),
+            other => other.as_ref().map(|_| ()).map_err(Clone::clone),
         };
         if let Err(error) = result {
             return Err(SubmitError::Stored {
@@ -120,12 +121,63 @@ pub async fn submit(
             });
         }
     }
+    // The same review sent again (a client retrying after a lost answer): the stored one, not
+    // a conflict. Its bytes are what would be stored; every stored review checked above.
+    if let Ok(canonical) = review::canonical_envelope(envelope) {
+        if let Some(c) = checked
+            .iter()
+            .find(|c| c.bytes.as_ref() == canonical.as_slice())
+        {
+            if let Ok(st) = &c.result {
+                return resent(log, seal_key, run, c, st).await;
+            }
+        }
+    }
     let admitted =
         review::admit(envelope, &facts, trust.reviewers).map_err(|error| SubmitError::Refused {
             run: run.clone(),
             error,
         })?;
     store_admitted(store, log, seal_key, &admitted).await
+}
+
+/// The answer to a review stored already: its index, key, hash and log leaf.
+async fn resent(
+    log: &Log,
+    seal_key: &SigningKey,
+    run: &RunId,
+    c: &crate::verify::Checked,
+    st: &ReviewStatement,
+) -> Result<Stored, SubmitError> {
+    let sha256 = Hash::of(&c.bytes);
+    let key_id = review::signer_key_id(&c.bytes).unwrap_or_default();
+    let entry = ReviewEntry::new(
+        run.as_str(),
+        c.index,
+        sha256.as_str(),
+        &key_id,
+        &st.predicate.reviewed_at,
+    );
+    let leaf_index =
+        log.review_leaf(&entry, seal_key)
+            .await?
+            .ok_or_else(|| SubmitError::Stored {
+                run: run.clone(),
+                key: c.key.to_string(),
+                error: ReviewError {
+                    refusal: review::Refusal::Invalid,
+                    check: AuditCheck::ReviewLog,
+                    detail: format!("no log leaf names review {} (sha256 {sha256})", c.index),
+                },
+            })?;
+    tracing::info!(run = %run, index = c.index, leaf = leaf_index, "review sent again: the stored one");
+    Ok(Stored {
+        index: c.index,
+        key: c.key.clone(),
+        sha256,
+        leaf_index,
+        created: false,
+    })
 }
 
 /// Serialises this process's submissions (see the module doc).

@@ -5,7 +5,11 @@
 //! after that prefix (later or orphaned entries, checkpoints of larger sizes, unverifiable
 //! ones) under `log/superseded/<index>-<time>/`, appends a signed [`RebuildEntry`] saying what
 //! it found, kept and moved, then the entry of every sealed run the kept prefix lacks, and
-//! publishes a checkpoint. Nothing is deleted without a copy.
+//! publishes a checkpoint. Nothing is deleted without a copy. The review leaves of the stored
+//! reviews the kept prefix lacks follow the runs (run id, then review order): each review is
+//! re-checked first (signed by a trusted reviewer key, about its run's verified evidence and
+//! seal, chained), and a review that does not check, or is logged with other bytes, refuses
+//! the rebuild like a seal that cannot be relogged.
 //!
 //! Decision: it relogs only seals that verify under a trusted key and are over their run's
 //! stored evidence, and refuses (writing nothing) while a sealed run cannot be relogged, or is
@@ -20,6 +24,7 @@ use super::guard::{self, StoredSeal};
 use super::view::LogView;
 use super::{raw_keys, trusted_entry, Cache, Log, LogError};
 use crate::audit::Problem;
+use seal_core::canonical::Hash;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 use seal_core::sealing::{PublicKey, SigningKey};
@@ -76,6 +81,8 @@ pub struct Rebuilt {
     pub entry: RebuildEntry,
     /// The runs appended after it, in log order.
     pub relogged: Vec<RunId>,
+    /// The reviews appended after them (`runs/<id>/reviews/<n>.dsse.json`), in log order.
+    pub reviews_relogged: Vec<String>,
     /// The size of the checkpoint published.
     pub tree_size: u64,
 }
@@ -83,11 +90,13 @@ pub struct Rebuilt {
 impl Log {
     /// Rebuilds the log if the guard refuses it (see the module doc); `Ok(None)` when it does
     /// not (nothing to rebuild). `trusted`: keys, besides `key`, whose seals and checkpoints
-    /// count; `now`: the rebuild's time (RFC 3339).
+    /// count; `reviewers`: the trusted reviewer keys stored reviews are re-checked under;
+    /// `now`: the rebuild's time (RFC 3339).
     pub async fn rebuild(
         &self,
         key: &SigningKey,
         trusted: &[PublicKey],
+        reviewers: &[PublicKey],
         now: &str,
     ) -> Result<Option<Rebuilt>, RebuildError> {
         let raw = raw_keys(key, trusted);
@@ -101,6 +110,9 @@ impl Log {
         let mut signers = vec![key.public()];
         signers.extend(trusted.iter().cloned());
         let relog = self.runs_to_relog(&view, keep, &seals, &signers).await?;
+        let reviews = self
+            .reviews_to_relog(&view, keep, &signers, reviewers)
+            .await?;
         let mut cache = self.cache.lock().await;
         let (superseded, moved) = self.move_aside(&view, keep, now).await?;
         let mut entry = RebuildEntry::new(&self.origin, now, &key.key_id);
@@ -121,12 +133,22 @@ impl Log {
         for (run, e) in &relog {
             self.append_locked(&mut fresh, run, e).await?.at(run)?;
         }
+        let mut reviews_relogged = Vec::with_capacity(reviews.len());
+        for (k, e) in &reviews {
+            let bytes = Bytes::from(e.to_bytes().map_err(|err| LogError::Corrupt {
+                key: k.to_string(),
+                detail: err.to_string(),
+            })?);
+            self.append_bytes_locked(&mut fresh, bytes).await?;
+            reviews_relogged.push(k.to_string());
+        }
         let tree_size = self.publish(&fresh, key).await?;
         *cache = fresh;
         Ok(Some(Rebuilt {
             index: keep,
             entry,
             relogged: relog.into_iter().map(|(r, _)| r).collect(),
+            reviews_relogged,
             tree_size,
         }))
     }
@@ -179,6 +201,96 @@ impl Log {
                     format!("not a seal by a trusted key over this run's evidence: {detail}"),
                 )),
                 Err(e) => return Err(e.into()),
+            }
+        }
+        if refused.is_empty() {
+            Ok(relog)
+        } else {
+            Err(RebuildError::Refused { problems: refused })
+        }
+    }
+
+    /// The review entries of the stored reviews the kept prefix lacks, each re-checked under
+    /// `reviewers` against its run's verified evidence and seal; refuses, naming them, when any
+    /// cannot be relogged (it does not check, or a kept leaf names other bytes at its index).
+    async fn reviews_to_relog(
+        &self,
+        view: &LogView,
+        keep: u64,
+        signers: &[PublicKey],
+        reviewers: &[PublicKey],
+    ) -> Result<Vec<(Key, tlog::ReviewEntry)>, RebuildError> {
+        let mut runs = self.store.runs().await?.runs;
+        runs.sort();
+        let mut relog = Vec::new();
+        let mut refused = Vec::new();
+        for run in runs {
+            let (numbered, _) = crate::verify::stored_keys(&self.store, &run).await?;
+            if numbered.is_empty() {
+                continue;
+            }
+            let proof = match crate::verify::prove(&self.store, &run, signers).await? {
+                Ok(p) => p,
+                Err(report) => {
+                    refused.push(Problem::new(
+                        AuditCheck::ReviewLog,
+                        Key::reviews_dir(&run).as_str(),
+                        format!(
+                            "the run does not verify ({}): its reviews cannot be relogged",
+                            report.summary(1)
+                        ),
+                    ));
+                    continue;
+                }
+            };
+            let mut facts = crate::verify::facts(&run, &proof, signers);
+            for c in crate::verify::read_checked(&self.store, &run, &mut facts, reviewers).await? {
+                let statement = match c.result {
+                    Ok(st) => st,
+                    Err(e) => {
+                        refused.push(Problem::new(
+                            e.check,
+                            c.key.as_str(),
+                            format!(
+                                "review {}: {} (trust its reviewer with --trust-reviewer, or move it out of the store)",
+                                c.index, e.detail
+                            ),
+                        ));
+                        continue;
+                    }
+                };
+                let sha256 = Hash::of(&c.bytes);
+                let kept: Vec<&tlog::ReviewEntry> = view
+                    .reviews
+                    .iter()
+                    .filter(|(leaf, r)| {
+                        *leaf < keep && r.run_id == run.as_str() && r.review_index == c.index
+                    })
+                    .map(|(_, r)| r)
+                    .collect();
+                if kept.iter().any(|r| r.review_sha256 == sha256.as_str()) {
+                    continue;
+                }
+                if !kept.is_empty() {
+                    refused.push(Problem::new(
+                        AuditCheck::ReviewLog,
+                        c.key.as_str(),
+                        format!(
+                            "review {} is logged with other bytes than the stored ones (sha256 {sha256}): a replaced review",
+                            c.index
+                        ),
+                    ));
+                    continue;
+                }
+                let key_id = seal_core::review::signer_key_id(&c.bytes).unwrap_or_default();
+                let entry = tlog::ReviewEntry::new(
+                    run.as_str(),
+                    c.index,
+                    sha256.as_str(),
+                    &key_id,
+                    &statement.predicate.reviewed_at,
+                );
+                relog.push((c.key, entry));
             }
         }
         if refused.is_empty() {
