@@ -393,9 +393,16 @@ async fn rebuild(
     let trusted = ctx.public_keys(trust)?;
     let reviewers = ctx.reviewer_keys(trust_reviewer)?;
     let url = store.url().to_string();
-    let log = transparency::Log::new(store, &ctx.config().log_origin);
+    let log = transparency::Log::new(store.clone(), &ctx.config().log_origin);
     let now = seal_engine::engine::SystemClock.now_rfc3339();
-    let rebuilt = match log.rebuild(signing.key(), &trusted, &reviewers, &now).await {
+    // Every stored review, re-checked under the reviewer keys against its run proven under the
+    // keys whose seals count (the signing key's and `--trust`).
+    let mut signers = vec![signing.key().public()];
+    signers.extend(trusted.iter().cloned());
+    let reviews = seal_engine::review::stored_for_rebuild(&store, &signers, &reviewers)
+        .await
+        .map_err(CliError::failed)?;
+    let rebuilt = match log.rebuild(signing.key(), &trusted, &reviews, &now).await {
         Ok(r) => r,
         // A sealed run that cannot be relogged: the operator has a run to restore first.
         Err(e) if e.fault() == Fault::Caller => return Ok(refused(&e)),

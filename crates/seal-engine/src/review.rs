@@ -17,6 +17,8 @@
 use bytes::Bytes;
 use std::collections::BTreeSet;
 
+use crate::audit::Problem;
+use crate::transparency::rebuild::StoredReview;
 use crate::transparency::{Log, LogError};
 use crate::verify::{self, RunReport};
 use seal_core::canonical::Hash;
@@ -297,4 +299,68 @@ pub fn overlapping(trust: Trust<'_>) -> Vec<String> {
         .filter(|k| seal.contains(k.key_id.as_str()))
         .map(|k| k.key_id.clone())
         .collect()
+}
+
+/// Every stored review of the store (runs in id order, reviews in order), checked for `seal log
+/// rebuild` ([`crate::transparency::rebuild`]): its log entry when it is signed by a key of
+/// `reviewers`, about its run's evidence and seal verified under `signers`, and chained; else
+/// the problem, named. The log is not consulted: the rebuild decides which leaves it lacks.
+pub async fn stored_for_rebuild(
+    store: &Store,
+    signers: &[seal_core::sealing::PublicKey],
+    reviewers: &[seal_core::sealing::PublicKey],
+) -> Result<Vec<StoredReview>, StoreError> {
+    let mut runs = store.runs().await?.runs;
+    runs.sort();
+    let mut out = Vec::new();
+    for run in runs {
+        let (numbered, _) = stored_keys(store, &run).await?;
+        if numbered.is_empty() {
+            continue;
+        }
+        let proof = match verify::prove(store, &run, signers).await? {
+            Ok(p) => p,
+            Err(report) => {
+                let (_, first) = &numbered[0];
+                out.push(StoredReview {
+                    key: first.clone(),
+                    entry: Err(Problem::new(
+                        AuditCheck::ReviewLog,
+                        Key::reviews_dir(&run),
+                        format!(
+                            "the run does not verify ({}): its reviews cannot be relogged",
+                            report.summary(1)
+                        ),
+                    )),
+                });
+                continue;
+            }
+        };
+        let mut facts = facts(&run, &proof, signers);
+        for c in read_checked(store, &run, &mut facts, reviewers).await? {
+            let entry = match c.result {
+                Ok(st) => {
+                    let sha256 = Hash::of(&c.bytes);
+                    let key_id = review::signer_key_id(&c.bytes).unwrap_or_default();
+                    Ok(ReviewEntry::new(
+                        run.as_str(),
+                        c.index,
+                        sha256.as_str(),
+                        &key_id,
+                        &st.predicate.reviewed_at,
+                    ))
+                }
+                Err(e) => Err(Problem::new(
+                    e.check,
+                    c.key.as_str(),
+                    format!(
+                        "review {}: {} (trust its reviewer with --trust-reviewer, or move it out of the store)",
+                        c.index, e.detail
+                    ),
+                )),
+            };
+            out.push(StoredReview { key: c.key, entry });
+        }
+    }
+    Ok(out)
 }

@@ -24,7 +24,6 @@ use super::guard::{self, StoredSeal};
 use super::view::LogView;
 use super::{raw_keys, trusted_entry, Cache, Log, LogError};
 use crate::audit::Problem;
-use seal_core::canonical::Hash;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 use seal_core::sealing::{PublicKey, SigningKey};
@@ -73,6 +72,16 @@ fn refused_text(problems: &[Problem]) -> String {
     )
 }
 
+/// A stored review as a rebuild sees it: its key, and its log entry when it checks (signed by
+/// a trusted reviewer key, about its run's verified evidence and seal, chained), else the
+/// problem that keeps it from being relogged. The caller checks it (`crate::review`), so that
+/// the log does not depend on the verifier.
+#[derive(Debug, Clone)]
+pub struct StoredReview {
+    pub key: Key,
+    pub entry: Result<tlog::ReviewEntry, Problem>,
+}
+
 /// What a rebuild did.
 #[derive(Debug, Clone)]
 pub struct Rebuilt {
@@ -90,13 +99,13 @@ pub struct Rebuilt {
 impl Log {
     /// Rebuilds the log if the guard refuses it (see the module doc); `Ok(None)` when it does
     /// not (nothing to rebuild). `trusted`: keys, besides `key`, whose seals and checkpoints
-    /// count; `reviewers`: the trusted reviewer keys stored reviews are re-checked under;
-    /// `now`: the rebuild's time (RFC 3339).
+    /// count; `reviews`: every stored review, checked by the caller
+    /// (`crate::review::stored_for_rebuild`); `now`: the rebuild's time (RFC 3339).
     pub async fn rebuild(
         &self,
         key: &SigningKey,
         trusted: &[PublicKey],
-        reviewers: &[PublicKey],
+        reviews: &[StoredReview],
         now: &str,
     ) -> Result<Option<Rebuilt>, RebuildError> {
         let raw = raw_keys(key, trusted);
@@ -110,9 +119,7 @@ impl Log {
         let mut signers = vec![key.public()];
         signers.extend(trusted.iter().cloned());
         let relog = self.runs_to_relog(&view, keep, &seals, &signers).await?;
-        let reviews = self
-            .reviews_to_relog(&view, keep, &signers, reviewers)
-            .await?;
+        let reviews = Self::reviews_to_relog(&view, keep, reviews)?;
         let mut cache = self.cache.lock().await;
         let (superseded, moved) = self.move_aside(&view, keep, now).await?;
         let mut entry = RebuildEntry::new(&self.origin, now, &key.key_id);
@@ -210,88 +217,47 @@ impl Log {
         }
     }
 
-    /// The review entries of the stored reviews the kept prefix lacks, each re-checked under
-    /// `reviewers` against its run's verified evidence and seal; refuses, naming them, when any
-    /// cannot be relogged (it does not check, or a kept leaf names other bytes at its index).
-    async fn reviews_to_relog(
-        &self,
+    /// The review entries of the stored reviews (checked by the caller) the kept prefix lacks;
+    /// refuses, naming them, when any cannot be relogged (it did not check, or a kept leaf names
+    /// other bytes at its index).
+    fn reviews_to_relog(
         view: &LogView,
         keep: u64,
-        signers: &[PublicKey],
-        reviewers: &[PublicKey],
+        reviews: &[StoredReview],
     ) -> Result<Vec<(Key, tlog::ReviewEntry)>, RebuildError> {
-        let mut runs = self.store.runs().await?.runs;
-        runs.sort();
         let mut relog = Vec::new();
         let mut refused = Vec::new();
-        for run in runs {
-            let (numbered, _) = crate::verify::stored_keys(&self.store, &run).await?;
-            if numbered.is_empty() {
-                continue;
-            }
-            let proof = match crate::verify::prove(&self.store, &run, signers).await? {
-                Ok(p) => p,
-                Err(report) => {
-                    refused.push(Problem::new(
-                        AuditCheck::ReviewLog,
-                        Key::reviews_dir(&run).as_str(),
-                        format!(
-                            "the run does not verify ({}): its reviews cannot be relogged",
-                            report.summary(1)
-                        ),
-                    ));
+        for r in reviews {
+            let entry = match &r.entry {
+                Ok(e) => e,
+                Err(p) => {
+                    refused.push(p.clone());
                     continue;
                 }
             };
-            let mut facts = crate::verify::facts(&run, &proof, signers);
-            for c in crate::verify::read_checked(&self.store, &run, &mut facts, reviewers).await? {
-                let statement = match c.result {
-                    Ok(st) => st,
-                    Err(e) => {
-                        refused.push(Problem::new(
-                            e.check,
-                            c.key.as_str(),
-                            format!(
-                                "review {}: {} (trust its reviewer with --trust-reviewer, or move it out of the store)",
-                                c.index, e.detail
-                            ),
-                        ));
-                        continue;
-                    }
-                };
-                let sha256 = Hash::of(&c.bytes);
-                let kept: Vec<&tlog::ReviewEntry> = view
-                    .reviews
-                    .iter()
-                    .filter(|(leaf, r)| {
-                        *leaf < keep && r.run_id == run.as_str() && r.review_index == c.index
-                    })
-                    .map(|(_, r)| r)
-                    .collect();
-                if kept.iter().any(|r| r.review_sha256 == sha256.as_str()) {
-                    continue;
-                }
-                if !kept.is_empty() {
-                    refused.push(Problem::new(
-                        AuditCheck::ReviewLog,
-                        c.key.as_str(),
-                        format!(
-                            "review {} is logged with other bytes than the stored ones (sha256 {sha256}): a replaced review",
-                            c.index
-                        ),
-                    ));
-                    continue;
-                }
-                let key_id = seal_core::review::signer_key_id(&c.bytes).unwrap_or_default();
-                let entry = tlog::ReviewEntry::new(
-                    run.as_str(),
-                    c.index,
-                    sha256.as_str(),
-                    &key_id,
-                    &statement.predicate.reviewed_at,
-                );
-                relog.push((c.key, entry));
+            let kept: Vec<&tlog::ReviewEntry> = view
+                .reviews
+                .iter()
+                .filter(|(leaf, l)| {
+                    *leaf < keep && l.run_id == entry.run_id && l.review_index == entry.review_index
+                })
+                .map(|(_, l)| l)
+                .collect();
+            if kept.iter().any(|l| l.review_sha256 == entry.review_sha256) {
+                continue;
             }
+            if !kept.is_empty() {
+                refused.push(Problem::new(
+                    AuditCheck::ReviewLog,
+                    r.key.as_str(),
+                    format!(
+                        "review {} is logged with other bytes than the stored ones (sha256 {}): a replaced review",
+                        entry.review_index, entry.review_sha256
+                    ),
+                ));
+                continue;
+            }
+            relog.push((r.key.clone(), entry.clone()));
         }
         if refused.is_empty() {
             Ok(relog)
