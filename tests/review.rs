@@ -16,6 +16,7 @@ use common::*;
 use seal::canonical::Hash;
 use seal::ids::RunId;
 use seal::sealing::{Envelope, SigningKey};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -126,6 +127,37 @@ impl Setup {
 
     fn review_path(&self, n: u64) -> PathBuf {
         self.root.join(format!("runs/{RUN}/reviews/{n}.dsse.json"))
+    }
+
+    /// `config/seal.toml` and `keys/` of a daemon in the setup folder: it signs checkpoints
+    /// with the fixture key and trusts the reviewer by config.
+    fn daemon_config(&self) {
+        std::fs::create_dir_all(self.dir.path().join("keys")).unwrap();
+        std::fs::copy(&self.log_key, self.dir.path().join("keys/seal.key.pem")).unwrap();
+        std::fs::create_dir_all(self.dir.path().join("config")).unwrap();
+        let text =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("config/seal.toml"))
+                .unwrap();
+        // reviewers.trusted is the second `trusted = []` (keys.trusted stays empty: the daemon
+        // trusts the key it signs with).
+        let at = text.find("[reviewers]").unwrap();
+        let (head, tail) = text.split_at(at);
+        let quoted = format!("trusted = [{:?}]", self.reviewer_pub.display().to_string());
+        let text = format!("{head}{}", tail.replacen("trusted = []", &quoted, 1));
+        std::fs::write(self.dir.path().join("config/seal.toml"), text).unwrap();
+    }
+
+    /// `seal stats --json`, the reviewer trusted when `trust_reviewer`.
+    fn stats(&self, trust_reviewer: bool) -> serde_json::Value {
+        let trust = fixture_trust_pem().display().to_string();
+        let rpub = self.reviewer_pub.display().to_string();
+        let mut args = vec!["stats", "--json", "--store", &self.url, "--trust", &trust];
+        if trust_reviewer {
+            args.extend(["--trust-reviewer", &rpub]);
+        }
+        let out = self.seal(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
     }
 
     fn log_entries(&self) -> usize {
@@ -479,25 +511,14 @@ fn the_store_refuses_review_keys_except_through_an_admitted_review() {
 
 /// `POST /v1/runs/{id}/reviews` on a real daemon: a review the reviewer signed client-side is
 /// stored (201) and logged, listed by GET and verified by `GET …/verify`; an untrusted key is
-/// 403 `untrusted_reviewer`, an unknown obligation 422 `invalid_review`, the same index again 409
-/// `review_conflict`, a review chained to nothing 409 `review_stale`.
+/// 403 `untrusted_reviewer`, an unknown obligation 422 `invalid_review`; the same envelope again
+/// is the stored review (200, its number, not logged twice); another review claiming a taken
+/// index is 409 `review_conflict`, a review chained to nothing 409 `review_stale`, and a
+/// different review chained after the last is stored under the next number.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_daemon_takes_client_signed_reviews_and_refuses_the_rest_by_code() {
     let s = setup();
-    // The daemon signs checkpoints with the fixture key and trusts the reviewer by config.
-    std::fs::create_dir_all(s.dir.path().join("keys")).unwrap();
-    std::fs::copy(&s.log_key, s.dir.path().join("keys/seal.key.pem")).unwrap();
-    std::fs::create_dir_all(s.dir.path().join("config")).unwrap();
-    let text =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("config/seal.toml"))
-            .unwrap();
-    // reviewers.trusted is the second `trusted = []` (keys.trusted stays empty: the daemon
-    // trusts the key it signs with).
-    let at = text.find("[reviewers]").unwrap();
-    let (head, tail) = text.split_at(at);
-    let quoted = format!("trusted = [{:?}]", s.reviewer_pub.display().to_string());
-    let text = format!("{head}{}", tail.replacen("trusted = []", &quoted, 1));
-    std::fs::write(s.dir.path().join("config/seal.toml"), text).unwrap();
+    s.daemon_config();
     let lb = seal_testkit::loopback::Loopback::start(std::time::Duration::from_millis(5))
         .await
         .unwrap();
@@ -550,7 +571,21 @@ async fn the_daemon_takes_client_signed_reviews_and_refuses_the_rest_by_code() {
     let v: serde_json::Value = r.json().await.unwrap();
     assert_eq!(v["reviewIndex"], 0);
     assert_eq!(v["reviewSha256"], Hash::of(&first).to_string());
+    // The same envelope again (a retry after a lost answer): the stored review, 200, nothing
+    // stored or logged twice.
+    let entries = s.log_entries();
     let r = post(first.clone()).await.unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let again: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(again["reviewIndex"], 0);
+    assert_eq!(again["reviewSha256"], v["reviewSha256"]);
+    assert_eq!(again["leafIndex"], v["leafIndex"]);
+    assert_eq!(s.log_entries(), entries, "a re-send is not logged again");
+    assert!(!s.review_path(1).exists());
+    // Another review claiming index 0: a conflict.
+    let r = post(envelope(&reviewer, &facts, "ui.text-readable"))
+        .await
+        .unwrap();
     assert_eq!(r.status(), 409);
     assert_eq!(code(&r.json().await.unwrap()), "review_conflict");
     let mut ahead = facts.clone();
@@ -561,8 +596,25 @@ async fn the_daemon_takes_client_signed_reviews_and_refuses_the_rest_by_code() {
     assert_eq!(r.status(), 409);
     assert_eq!(code(&r.json().await.unwrap()), "review_stale");
 
+    // A different review, chained after the first: stored under the next number.
+    let mut next = facts.clone();
+    next.reviews = vec![Hash::of(&first)];
+    let second = envelope(&reviewer, &next, "ui.text-readable");
+    let r = post(second.clone()).await.unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["reviewIndex"], 1);
+    assert_eq!(s.log_entries(), entries + 1);
+    // And it too, sent again, is answered by its number.
+    let r = post(second.clone()).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.json::<serde_json::Value>().await.unwrap()["reviewIndex"],
+        1
+    );
+
     let listed: serde_json::Value = c.get(&url).send().await.unwrap().json().await.unwrap();
-    assert_eq!(listed["reviews"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["reviews"].as_array().unwrap().len(), 2, "{listed}");
     assert_eq!(listed["reviews"][0]["trusted"], true, "{listed}");
     let verified: serde_json::Value = c
         .get(format!("{}/v1/runs/{RUN}/verify", daemon.base))
@@ -574,7 +626,8 @@ async fn the_daemon_takes_client_signed_reviews_and_refuses_the_rest_by_code() {
         .unwrap();
     assert_eq!(verified["verified"], true, "{verified}");
     assert_eq!(std::fs::read(s.review_path(0)).unwrap(), first);
-    assert!(!s.review_path(1).exists());
+    assert_eq!(std::fs::read(s.review_path(1)).unwrap(), second);
+    assert!(!s.review_path(2).exists());
 }
 
 /// `seal export labels`: one `seal.label/1` line per (run, roll, obligation) of the runs that
@@ -639,4 +692,589 @@ fn labels_carry_the_human_decision_and_validate() {
     let without = export("without.jsonl", false);
     assert!(!without.contains(RUN), "{without}");
     assert!(without.lines().count() > 0);
+}
+
+/// A note no page may run.
+const HOSTILE_NOTE: &str =
+    "<script>document.title='pwned'</script><img src=x onerror=alert(1)> & done";
+
+impl Setup {
+    /// `seal explain RUN` (`--html` when `html`), the reviewer trusted when `trust_reviewer`.
+    fn explain(&self, html: bool, trust_reviewer: bool) -> Output {
+        let trust = fixture_trust_pem().display().to_string();
+        let rpub = self.reviewer_pub.display().to_string();
+        let mut args = vec!["explain", RUN, "--store", &self.url, "--trust", &trust];
+        if trust_reviewer {
+            args.extend(["--trust-reviewer", &rpub]);
+        }
+        if html {
+            args.push("--html");
+        }
+        self.seal(&args)
+    }
+}
+
+/// `seal explain` of a reviewed inconclusive run: each trusted review is an `owner: "human"`
+/// node after the sealed outcome, off the selected path (which still ends at the sealed
+/// outcome), with its reviewer, time, decisions and note; the page shows them, the note and
+/// the name as text. Without the reviewer trusted the run is not explained at all.
+#[test]
+fn explain_shows_trusted_reviews_as_human_nodes_after_the_decision() {
+    let s = setup();
+    let before = s.explain(false, true);
+    assert_eq!(before.status.code(), Some(0), "{}", both(&before));
+    let tree: serde_json::Value = serde_json::from_slice(&before.stdout).unwrap();
+    let humans = |t: &serde_json::Value| -> Vec<serde_json::Value> {
+        t["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["owner"] == "human")
+            .cloned()
+            .collect()
+    };
+    assert!(humans(&tree).is_empty(), "no review yet: no human node");
+
+    let out = s.review(
+        &s.reviewer_key,
+        &["core.loop-reached=satisfied", "ui.text-readable=failed"],
+        HOSTILE_NOTE,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let out = s.explain(false, true);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let file = s.dir.path().join("tree.json");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let val = s.seal(&["validate", &file.display().to_string()]);
+    assert_eq!(val.status.code(), Some(0), "{}", both(&val));
+    let tree: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let h = humans(&tree);
+    assert_eq!(h.len(), 1, "{tree}");
+    let node = &h[0];
+    assert_eq!(node["id"], "review-0");
+    assert_eq!(node["status"], "blocked", "a failed obligation");
+    assert_eq!(node["evidenceRef"], "#review-0");
+    let detail = node["detail"].as_str().unwrap();
+    for want in [
+        "Ada <b>Lovelace</b>",
+        "core.loop-reached satisfied",
+        "ui.text-readable failed",
+        "note: <script>",
+        "review sha256 ",
+    ] {
+        assert!(detail.contains(want), "{want}: {detail}");
+    }
+    // After the sealed outcome, off the selected path: the sealed decision is not rewritten.
+    let edge = tree["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["to"] == "review-0")
+        .unwrap();
+    assert_eq!(edge["from"], "outcome-inconclusive");
+    assert_eq!(edge["selected"], false);
+    let t: seal::doc::DecisionTree = serde_json::from_value(tree.clone()).unwrap();
+    let path = t.selected_path().unwrap();
+    assert_eq!(path.last().unwrap().id, "outcome-inconclusive");
+
+    // The page: the reviewer's decisions and the note, as text.
+    let page = s.explain(true, true);
+    assert_eq!(page.status.code(), Some(0), "{}", both(&page));
+    let html = text(&page.stdout);
+    assert!(
+        html.contains("<section id=\"reviews\">"),
+        "no reviews section"
+    );
+    assert!(html.contains("<div id=\"review-0\""));
+    assert!(html.contains("Ada &lt;b&gt;Lovelace&lt;/b&gt;"));
+    assert!(html.contains("&lt;script&gt;document.title="));
+    assert!(!html.contains("<script>document.title"));
+    assert!(!html.contains("<img src=x"));
+    assert!(html
+        .contains("<code>ui.text-readable</code></td><td><span class=\"st failed\">failed</span>"));
+    assert!(
+        html.contains("--trust-reviewer"),
+        "the verify command trusts the reviewer"
+    );
+
+    // A second review: chained after the first.
+    let out = s.review(&s.reviewer_key, &["brief.theme-visible=missing"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let tree: serde_json::Value = serde_json::from_slice(&s.explain(false, true).stdout).unwrap();
+    assert_eq!(humans(&tree).len(), 2);
+    assert_eq!(humans(&tree)[1]["status"], "guard", "a missing obligation");
+    assert!(tree["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["from"] == "review-0" && e["to"] == "review-1" && e["selected"] == false));
+
+    // Without the reviewer trusted the run does not verify: not explained, nothing written.
+    let no = s.explain(false, false);
+    assert_eq!(no.status.code(), Some(1), "{}", both(&no));
+    assert!(no.stdout.is_empty());
+    assert!(both(&no).contains("review_signature"), "{}", both(&no));
+}
+
+/// Only reviews that check under the verifier's reviewer keys (and are logged) are decisions:
+/// the same stored review is one trusted review with its key trusted, none without.
+#[test]
+fn only_reviews_under_trusted_reviewer_keys_are_trusted_reviews() {
+    let s = setup();
+    let out = s.review(&s.reviewer_key, &["core.loop-reached=failed"], "n");
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let store = seal::store::Store::open(&s.url).await.unwrap();
+        let run = RunId::parse(RUN).unwrap();
+        let fixture = seal::sealing::PublicKey::load(&fixture_trust_pem()).unwrap();
+        let reviewer = seal::sealing::PublicKey::load(&s.reviewer_pub).unwrap();
+        let stranger = SigningKey::load(&s.stranger_key).unwrap().public();
+        let proof = seal::verify::prove(&store, &run, std::slice::from_ref(&fixture))
+            .await
+            .unwrap()
+            .unwrap();
+        let plain = verifier(&store, fixture.clone()).await;
+        assert!(plain.prove(&store, &run).await.unwrap().is_err());
+        assert!(plain
+            .trusted_reviews(&store, &run, &proof)
+            .await
+            .unwrap()
+            .is_empty());
+        let other = plain.clone().with_reviewers(vec![stranger]);
+        assert!(other
+            .trusted_reviews(&store, &run, &proof)
+            .await
+            .unwrap()
+            .is_empty());
+        let trusting = plain.with_reviewers(vec![reviewer.clone()]);
+        let got = trusting
+            .trusted_reviews(&store, &run, &proof)
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].key_id, reviewer.key_id);
+        assert_eq!(got[0].predicate.note.as_deref(), Some("n"));
+        let e = seal::explain::explain(&store, &run, &trusting)
+            .await
+            .unwrap();
+        assert_eq!(e.reviews, got);
+    });
+}
+
+/// The page of a reviewed run in headless Chromium: the reviewer's decision is in the rendered
+/// DOM, the hostile note is text (no script element, the title unchanged, nothing on the
+/// console), every anchor resolves.
+#[test]
+fn the_review_shows_in_chromium_and_its_note_is_text() {
+    let Some(bin) = chromium("the_review_shows_in_chromium_and_its_note_is_text") else {
+        return;
+    };
+    let s = setup();
+    let out = s.review(
+        &s.reviewer_key,
+        &["core.loop-reached=satisfied", "ui.text-readable=failed"],
+        HOSTILE_NOTE,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let page = s.dir.path().join("page.html");
+    let out = s.seal(&[
+        "explain",
+        RUN,
+        "--store",
+        &s.url,
+        "--trust",
+        &fixture_trust_pem().display().to_string(),
+        "--trust-reviewer",
+        &s.reviewer_pub.display().to_string(),
+        "--html",
+        "--out",
+        &page.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let (dom, stderr) = run_chromium(
+        &bin,
+        s.dir.path(),
+        &["--dump-dom".into(), format!("file://{}", page.display())],
+    );
+    assert!(dom.contains("</html>"), "no DOM dumped: {stderr}");
+    assert!(
+        dom.contains(&format!("<title>seal explain {RUN}</title>")),
+        "title changed"
+    );
+    assert!(!dom.to_lowercase().contains("<script"), "a script element");
+    assert!(!dom.contains("<img src=\"x\""), "an element from the note");
+    let console = console_lines(&stderr);
+    assert!(console.is_empty(), "console output {console:#?}");
+    // The reviewer's decision and the note, as text, in the review's block.
+    let at = dom.find("<div id=\"review-0\"").expect("the review block");
+    let block = &dom[at..];
+    let block = &block[..block.find("</table>").map(|i| i + 8).unwrap_or(block.len())];
+    assert!(block.contains("Ada &lt;b&gt;Lovelace&lt;/b&gt;"), "{block}");
+    assert!(
+        block.contains(
+            "<code>ui.text-readable</code></td><td><span class=\"st failed\">failed</span>"
+        ),
+        "{block}"
+    );
+    assert!(
+        dom.contains("&lt;script&gt;document.title='pwned'&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt; &amp; done"),
+        "the note as text"
+    );
+    // The human node is drawn and links to the review.
+    assert!(dom.contains("id=\"node-review-0\""), "no human node drawn");
+    assert!(dom.contains("href=\"#review-0\""));
+    let ids: std::collections::BTreeSet<&str> = dom
+        .match_indices(" id=\"")
+        .filter_map(|(i, m)| {
+            let rest = &dom[i + m.len()..];
+            rest.find('"').map(|e| &rest[..e])
+        })
+        .collect();
+    for (i, m) in dom.match_indices("href=\"#") {
+        let rest = &dom[i + m.len()..];
+        let link = &rest[..rest.find('"').unwrap()];
+        assert!(ids.contains(link), "link to missing #{link}");
+    }
+}
+
+/// `seal log rebuild` of a store whose log is gone re-appends the leaf of every stored review
+/// after the runs: the rebuilt log verifies with the review in it, and `seal verify` passes
+/// with the reviewer trusted. Without the reviewer's key the review cannot be re-checked: the
+/// rebuild refuses, naming it, and writes nothing.
+#[test]
+fn a_rebuilt_log_verifies_with_the_reviews_in_it() {
+    let s = setup();
+    let out = s.review(&s.reviewer_key, &["core.loop-reached=failed"], "rebuild me");
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let review_sha = Hash::of(&std::fs::read(s.review_path(0)).unwrap()).to_string();
+    std::fs::remove_dir_all(s.root.join("log")).unwrap();
+    let no = s.verify(true);
+    assert_eq!(no.status.code(), Some(1), "{}", both(&no));
+
+    let trust = fixture_trust_pem().display().to_string();
+    let rpub = s.reviewer_pub.display().to_string();
+    let log_key = s.log_key.display().to_string();
+    let rebuild = |with_reviewer: bool| {
+        let mut args = vec![
+            "log", "rebuild", "--store", &s.url, "--key", &log_key, "--trust", &trust,
+        ];
+        if with_reviewer {
+            args.extend(["--trust-reviewer", &rpub]);
+        }
+        s.seal(&args)
+    };
+    let out = rebuild(false);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    assert!(
+        both(&out).contains(&format!("runs/{RUN}/reviews/0.dsse.json")),
+        "{}",
+        both(&out)
+    );
+    assert!(!s.root.join("log/entries").exists(), "nothing written");
+
+    let out = rebuild(true);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(
+        text(&out.stdout).contains(&format!("relogged review runs/{RUN}/reviews/0.dsse.json")),
+        "{}",
+        both(&out)
+    );
+    // The review's leaf is the last one, naming the stored bytes.
+    let last = s.log_entries() - 1;
+    let leaf = std::fs::read(s.root.join(format!("log/entries/{last:020}"))).unwrap();
+    let leaf: serde_json::Value = serde_json::from_slice(&leaf).unwrap();
+    assert_eq!(leaf["kind"], "review");
+    assert_eq!(leaf["reviewSha256"], review_sha);
+    let log = s.seal(&["log", "verify", "--store", &s.url, "--trust", &trust]);
+    assert_eq!(log.status.code(), Some(0), "{}", both(&log));
+    assert!(
+        text(&log.stdout).contains("review 0 of run"),
+        "{}",
+        both(&log)
+    );
+    let ok = s.verify(true);
+    assert_eq!(ok.status.code(), Some(0), "{}", both(&ok));
+    // A second rebuild has nothing to do.
+    let again = rebuild(true);
+    assert_eq!(again.status.code(), Some(0), "{}", both(&again));
+    assert!(
+        text(&again.stdout).contains("nothing to rebuild"),
+        "{}",
+        both(&again)
+    );
+}
+
+/// `decidedAt` (RFC 3339, UTC `Z`) as a key that sorts by time: the seconds, then the
+/// fraction padded to nanoseconds.
+fn time_key(t: &str) -> (String, String) {
+    let t = t.trim_end_matches('Z');
+    let (secs, frac) = t.split_once('.').unwrap_or((t, ""));
+    (secs.to_string(), format!("{frac:0<9}"))
+}
+
+/// Cohen's κ of a 4 × 4 matrix, by the textbook formula (None when undefined).
+fn kappa_by_hand(m: &[[u64; 4]; 4]) -> Option<f64> {
+    let n: u64 = m.iter().flatten().sum();
+    if n == 0 {
+        return None;
+    }
+    let n = n as f64;
+    let po = (0..4).map(|i| m[i][i]).sum::<u64>() as f64 / n;
+    let pe: f64 = (0..4)
+        .map(|k| {
+            let row: u64 = m[k].iter().sum();
+            let col: u64 = (0..4).map(|i| m[i][k]).sum();
+            (row as f64 / n) * (col as f64 / n)
+        })
+        .sum();
+    ((1.0 - pe).abs() > 1e-12).then(|| (po - pe) / (1.0 - pe))
+}
+
+/// `seal stats` with real reviews: the human figures equal a recomputation from the labels
+/// export (the same human, judge and consensus statuses, counted by hand, κ by the textbook
+/// formula, inside its bootstrap interval); the adjudication queue lists the decided
+/// inconclusive runs without a trusted review, oldest first, and a review takes its run off.
+#[test]
+fn stats_compare_people_with_the_judges_and_queue_unreviewed_inconclusive_runs() {
+    let s = setup();
+    let before = s.stats(true);
+    assert_eq!(before["human"]["reviewedRuns"], 0);
+    assert_eq!(before["human"]["all"]["n"], 0);
+    let queue = before["reviewQueue"].as_array().unwrap().clone();
+    let ids: Vec<&str> = queue.iter().map(|q| q["runId"].as_str().unwrap()).collect();
+    assert!(ids.contains(&RUN), "{ids:?}");
+    for q in &queue {
+        let id = q["runId"].as_str().unwrap();
+        assert_eq!(q["explain"], format!("/v1/runs/{id}/explain"));
+        let ev: serde_json::Value =
+            serde_json::from_slice(&s.bytes(&format!("runs/{id}/evidence.json"))).unwrap();
+        assert_eq!(ev["outcome"], "inconclusive", "{id}");
+        assert_eq!(q["decidedAt"], ev["finalPostguard"]["decidedAt"], "{id}");
+    }
+    let keys: Vec<_> = queue
+        .iter()
+        .map(|q| time_key(q["decidedAt"].as_str().unwrap()))
+        .collect();
+    assert!(
+        keys.windows(2).all(|w| w[0] <= w[1]),
+        "oldest first: {keys:?}"
+    );
+    // Every decided inconclusive run of the store is on it (none has a review yet).
+    let inconclusive = fixture_run_ids()
+        .into_iter()
+        .filter(|id| {
+            let ev: serde_json::Value =
+                serde_json::from_slice(&s.bytes(&format!("runs/{id}/evidence.json"))).unwrap();
+            ev["outcome"] == "inconclusive"
+        })
+        .count();
+    assert_eq!(queue.len(), inconclusive);
+
+    let out = s.review(
+        &s.reviewer_key,
+        &[
+            "core.loop-reached=satisfied",
+            "ui.text-readable=failed",
+            "brief.theme-visible=missing",
+            "progress.score-increased=failed",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let after = s.stats(true);
+    let h = &after["human"];
+    assert_eq!(h["reviewedRuns"], 1);
+    assert_eq!(
+        h["categories"],
+        serde_json::json!(["satisfied", "failed", "missing", "unresolved"])
+    );
+    let queue: Vec<&str> = after["reviewQueue"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["runId"].as_str().unwrap())
+        .collect();
+    assert!(
+        !queue.contains(&RUN),
+        "a reviewed run is off the queue: {queue:?}"
+    );
+    assert_eq!(queue.len(), inconclusive - 1);
+
+    // The recomputation, from the labels export.
+    let path = s.dir.path().join("labels.jsonl");
+    let trust = fixture_trust_pem().display().to_string();
+    let rpub = s.reviewer_pub.display().to_string();
+    let out = s.seal(&[
+        "export",
+        "labels",
+        "--store",
+        &s.url,
+        "--trust",
+        &trust,
+        "--trust-reviewer",
+        &rpub,
+        "--out",
+        &path.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let cat = |v: &serde_json::Value| match v.as_str().unwrap() {
+        "satisfied" => 0,
+        "failed" => 1,
+        "missing" => 2,
+        _ => 3, // disputed, contradicted
+    };
+    let mut want: BTreeMap<String, [[[u64; 4]; 4]; 3]> = BTreeMap::new();
+    for line in std::fs::read_to_string(&path).unwrap().lines() {
+        let l: serde_json::Value = serde_json::from_str(line).unwrap();
+        if l["human"].is_null() {
+            continue;
+        }
+        let hc = cat(&l["human"]);
+        for key in [
+            "all".to_string(),
+            l["obligationId"].as_str().unwrap().to_string(),
+        ] {
+            let m = want.entry(key).or_default();
+            m[0][hc][cat(&l["judgeA"])] += 1;
+            m[1][hc][cat(&l["judgeB"])] += 1;
+            m[2][hc][cat(&l["consensus"])] += 1;
+        }
+    }
+    assert_eq!(
+        want.len(),
+        5,
+        "all and the four reviewed obligations: {want:?}"
+    );
+    for (key, m) in &want {
+        let got = if key == "all" {
+            &h["all"]
+        } else {
+            &h["byObligation"][key]
+        };
+        for (i, who) in ["judgeA", "judgeB", "consensus"].into_iter().enumerate() {
+            let g = &got[who];
+            let matrix: [[u64; 4]; 4] = serde_json::from_value(g["matrix"].clone()).unwrap();
+            assert_eq!(matrix, m[i], "{key} {who}");
+            let n: u64 = m[i].iter().flatten().sum();
+            assert_eq!(g["n"], n);
+            match kappa_by_hand(&m[i]) {
+                None => assert!(g["kappa"].is_null(), "{key} {who}: {g}"),
+                Some(k) => {
+                    let got = g["kappa"].as_f64().unwrap();
+                    assert!((got - k).abs() < 1e-5, "{key} {who}: {got} vs {k}");
+                    if let Some(ci) = g["kappaCi95"].as_array() {
+                        let (lo, hi) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
+                        assert!(lo <= got + 1e-9 && got <= hi + 1e-9, "{key} {who}: {g}");
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(s.stats(true), after, "the same store, the same figures");
+    // The table and the page show both sections.
+    let table = s.seal(&[
+        "stats",
+        "--store",
+        &s.url,
+        "--trust",
+        &trust,
+        "--trust-reviewer",
+        &rpub,
+    ]);
+    let table = text(&table.stdout);
+    assert!(
+        table.contains("People vs judges (1 reviewed runs"),
+        "{table}"
+    );
+    assert!(table.contains("Adjudication queue:"), "{table}");
+    // Without the reviewer trusted, the reviewed run does not verify: not counted, not queued.
+    let without = s.stats(false);
+    assert_eq!(without["human"]["reviewedRuns"], 0);
+    assert!(!without["reviewQueue"].to_string().contains(RUN));
+    assert!(without["runs"]["notVerifiedRuns"].to_string().contains(RUN));
+}
+
+/// `GET /v1/review-queue` on a real daemon: the queue `seal stats` shows, each run's explain
+/// link answers, and a review posted over HTTP takes its run off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_serves_the_adjudication_queue() {
+    let s = setup();
+    s.daemon_config();
+    let lb = seal_testkit::loopback::Loopback::start(std::time::Duration::from_millis(5))
+        .await
+        .unwrap();
+    let daemon = spawn_daemon(s.dir.path(), &lb, &s.url, &[]);
+    let c = http();
+    let get_queue = || async {
+        let r = c
+            .get(format!("{}/v1/review-queue", daemon.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert!(r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json"));
+        r.json::<serde_json::Value>().await.unwrap()
+    };
+    let queue = get_queue().await;
+    let stats = s.stats(true);
+    assert_eq!(
+        queue["runs"], stats["reviewQueue"],
+        "the same queue as seal stats"
+    );
+    assert_eq!(
+        queue["count"],
+        stats["reviewQueue"].as_array().unwrap().len()
+    );
+    let first = &queue["runs"][0];
+    let link = first["explain"].as_str().unwrap();
+    let tree: serde_json::Value = c
+        .get(format!("{}{link}", daemon.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(tree["evidenceBindings"]["runId"], first["runId"]);
+    assert_eq!(tree["observed"]["outcome"], "inconclusive");
+
+    // A review signed client-side, posted: the run leaves the queue.
+    let run = RunId::parse(RUN).unwrap();
+    let fixture = seal::sealing::PublicKey::load(&fixture_trust_pem()).unwrap();
+    let store = seal::store::Store::open(&s.url).await.unwrap();
+    let proof = seal::verify::prove(&store, &run, std::slice::from_ref(&fixture))
+        .await
+        .unwrap()
+        .unwrap();
+    let facts = seal_engine::review::facts(&run, &proof, std::slice::from_ref(&fixture));
+    let st = facts.statement(
+        "Grace",
+        "2026-12-02T12:00:00Z",
+        vec![seal_core::review::ObligationDecision {
+            obligation_id: "core.loop-reached".into(),
+            status: seal_core::review::Status::Failed,
+        }],
+        None,
+        &Hash::of(b"tree"),
+    );
+    let envelope =
+        seal_core::review::sign(&SigningKey::load(&s.reviewer_key).unwrap(), &st).unwrap();
+    let r = c
+        .post(format!("{}/v1/runs/{RUN}/reviews", daemon.base))
+        .header("content-type", "application/json")
+        .body(envelope)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let after = get_queue().await;
+    assert!(!after["runs"].to_string().contains(RUN), "{after}");
+    assert_eq!(
+        after["count"].as_u64().unwrap() + 1,
+        queue["count"].as_u64().unwrap()
+    );
 }

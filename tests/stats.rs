@@ -165,6 +165,10 @@ fn facts(pairs: &[(usize, usize)], swap: bool) -> RunFacts {
             obligations,
             slots: [slot("a"), slot("b")],
         }],
+        decided_at: "2026-01-01T00:00:00Z".into(),
+        decided_nanos: 1_767_225_600_000_000_000,
+        reviewed: false,
+        human: BTreeMap::new(),
     }
 }
 

@@ -24,6 +24,10 @@ pub struct ExplainArgs {
     /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
     #[arg(long, value_name = "PEM")]
     pub trust: Vec<PathBuf>,
+    /// Trusted reviewer public key (SPKI PEM); repeatable; adds to reviewers.trusted. Reviews
+    /// by these keys are shown as human nodes; a review by any other key fails the run.
+    #[arg(long, value_name = "PEM")]
+    pub trust_reviewer: Vec<PathBuf>,
     /// Write the tree as canonical JSON (the default).
     #[arg(long, conflicts_with = "html")]
     pub json: bool,
@@ -37,12 +41,16 @@ pub struct ExplainArgs {
 
 pub fn run(ctx: &Context, args: ExplainArgs) -> Result<ExitStatus, CliError> {
     let trusted = ctx.trusted(&args.trust, None)?;
+    let reviewers = ctx.reviewer_keys(&args.trust_reviewer)?;
     let url = ctx.store_url(args.store.as_ref())?;
     let run = &args.run_id;
     let explained = ctx.block_on(async {
         let store = ctx.read_store(&url).await?;
         ctx.named_run(&store, &url, run).await?;
-        let verifier = ctx.verifier(&store, trusted).await?;
+        let verifier = ctx
+            .verifier(&store, trusted)
+            .await?
+            .with_reviewers(reviewers);
         Ok::<_, CliError>(seal_engine::explain::explain(&store, run, &verifier).await)
     })?;
     let explained = match explained {
@@ -77,6 +85,17 @@ fn page(ctx: &Context, args: &ExplainArgs, url: &StoreArg, explained: &Explanati
     for p in ctx.config().trusted_keys.iter().chain(&args.trust) {
         cmd.push_str(&format!(
             " --trust {}",
+            shell_word(&p.display().to_string())
+        ));
+    }
+    for p in ctx
+        .config()
+        .reviewer_keys
+        .iter()
+        .chain(&args.trust_reviewer)
+    {
+        cmd.push_str(&format!(
+            " --trust-reviewer {}",
             shell_word(&p.display().to_string())
         ));
     }

@@ -35,18 +35,14 @@ pub fn run(ctx: &Context, args: LabelsArgs) -> Result<ExitStatus, CliError> {
     let reviewers = ctx.reviewer_keys(&args.trust_reviewer)?;
     let url = ctx.store_url(args.store.as_ref())?;
     let query = args.window.query();
-    let trust = seal_engine::review::Trust {
-        seal: &trusted,
-        reviewers: &reviewers,
-    };
     let labels = ctx.block_on(async {
         let store = ctx.read_store(&url).await?;
         // `seal verify`'s verdict, with these reviewer keys: labels only runs it verifies.
         let verifier = ctx
-            .verifier(&store, trusted.clone())
+            .verifier(&store, trusted)
             .await?
-            .with_reviewers(reviewers.clone());
-        seal_engine::labels::labels(&store, &verifier, trust, &query)
+            .with_reviewers(reviewers);
+        seal_engine::labels::labels(&store, &verifier, &query)
             .await
             .map_err(CliError::failed)
     })?;

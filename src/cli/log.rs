@@ -94,6 +94,10 @@ pub enum LogCommand {
         /// keys.trusted.
         #[arg(long, value_name = "PEM")]
         trust: Vec<PathBuf>,
+        /// Trusted reviewer public key (SPKI PEM); repeatable; adds to reviewers.trusted. The
+        /// stored reviews whose leaves are relogged are re-checked under these keys.
+        #[arg(long, value_name = "PEM")]
+        trust_reviewer: Vec<PathBuf>,
         /// Print what was done as JSON.
         #[arg(long)]
         json: bool,
@@ -130,8 +134,16 @@ pub fn run(ctx: &Context, cmd: LogCommand) -> Result<ExitStatus, CliError> {
                 store,
                 key,
                 trust,
+                trust_reviewer,
                 json,
-            } => rebuild(ctx, store.as_ref(), key.as_deref(), &trust, json).await,
+            } => {
+                let keys = RebuildKeys {
+                    key: key.as_deref(),
+                    trust: &trust,
+                    trust_reviewer: &trust_reviewer,
+                };
+                rebuild(ctx, store.as_ref(), keys, json).await
+            }
         }
     })
 }
@@ -357,21 +369,40 @@ fn render(r: &LogReport) -> String {
     out
 }
 
+/// The keys of `seal log rebuild`.
+struct RebuildKeys<'a> {
+    key: Option<&'a Path>,
+    trust: &'a [PathBuf],
+    trust_reviewer: &'a [PathBuf],
+}
+
 async fn rebuild(
     ctx: &Context,
     store: Option<&StoreArg>,
-    key: Option<&Path>,
-    trust: &[PathBuf],
+    keys: RebuildKeys<'_>,
     json: bool,
 ) -> Result<ExitStatus, CliError> {
+    let RebuildKeys {
+        key,
+        trust,
+        trust_reviewer,
+    } = keys;
     // An existing store only: a mistyped path must not be "rebuilt" as an empty store.
     let (store, _) = open(ctx, store).await?;
     let signing = ctx.signing(key)?;
     let trusted = ctx.public_keys(trust)?;
+    let reviewers = ctx.reviewer_keys(trust_reviewer)?;
     let url = store.url().to_string();
-    let log = transparency::Log::new(store, &ctx.config().log_origin);
+    let log = transparency::Log::new(store.clone(), &ctx.config().log_origin);
     let now = seal_engine::engine::SystemClock.now_rfc3339();
-    let rebuilt = match log.rebuild(signing.key(), &trusted, &now).await {
+    // Every stored review, re-checked under the reviewer keys against its run proven under the
+    // keys whose seals count (the signing key's and `--trust`).
+    let mut signers = vec![signing.key().public()];
+    signers.extend(trusted.iter().cloned());
+    let reviews = seal_engine::review::stored_for_rebuild(&store, &signers, &reviewers)
+        .await
+        .map_err(CliError::failed)?;
+    let rebuilt = match log.rebuild(signing.key(), &trusted, &reviews, &now).await {
         Ok(r) => r,
         // A sealed run that cannot be relogged: the operator has a run to restore first.
         Err(e) if e.fault() == Fault::Caller => return Ok(refused(&e)),
@@ -384,6 +415,7 @@ async fn rebuild(
                 "leafIndex": r.index,
                 "entry": r.entry,
                 "relogged": r.relogged.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+                "reviewsRelogged": r.reviews_relogged,
                 "treeSize": r.tree_size,
             }),
             None => serde_json::json!({ "rebuilt": false }),
@@ -426,6 +458,9 @@ fn render_rebuilt(url: &str, r: &transparency::rebuild::Rebuilt) -> String {
     }
     for run in &r.relogged {
         out.push_str(&format!("relogged {run}\n"));
+    }
+    for review in &r.reviews_relogged {
+        out.push_str(&format!("relogged review {review}\n"));
     }
     out
 }

@@ -1,4 +1,5 @@
-//! `seal stats`: judge agreement and costs over proven runs, as a table, JSON or a page.
+//! `seal stats`: judge agreement and costs over proven runs, people against the judges, and
+//! the adjudication queue, as a table, JSON or a page.
 //!
 //! Exit 0 (runs that do not verify are counted and listed, not an answer of no), 2 could not
 //! run: a bad `--since`, `--until` or `--genre` (a usage error), no store, an existing
@@ -19,6 +20,11 @@ pub struct StatsArgs {
     /// Trusted public key (SPKI PEM); repeatable; adds to keys.trusted of the config.
     #[arg(long, value_name = "PEM")]
     pub trust: Vec<PathBuf>,
+    /// Trusted reviewer public key (SPKI PEM); repeatable; adds to reviewers.trusted. Reviews
+    /// by these keys are compared with the judges and take a run off the adjudication queue;
+    /// a run with a review by any other key does not verify (listed, not counted).
+    #[arg(long, value_name = "PEM")]
+    pub trust_reviewer: Vec<PathBuf>,
     #[command(flatten)]
     pub window: WindowArgs,
     /// Print the figures as canonical JSON (seal.stats/1).
@@ -32,11 +38,15 @@ pub struct StatsArgs {
 
 pub fn run(ctx: &Context, args: StatsArgs) -> Result<ExitStatus, CliError> {
     let trusted = ctx.trusted(&args.trust, None)?;
+    let reviewers = ctx.reviewer_keys(&args.trust_reviewer)?;
     let url = ctx.store_url(args.store.as_ref())?;
     let query = args.window.query();
     let stats = ctx.block_on(async {
         let store = ctx.read_store(&url).await?;
-        let verifier = ctx.verifier(&store, trusted).await?;
+        let verifier = ctx
+            .verifier(&store, trusted)
+            .await?
+            .with_reviewers(reviewers);
         seal_engine::stats::stats(&store, &verifier, query)
             .await
             .map_err(CliError::failed)

@@ -52,6 +52,7 @@ def test_client_judges_the_fixture_inputs_with_the_outcomes_seal_judge_gives(
     # roll 2 is asked for.
     judge.personas[MODEL_A] = judge_a
     outcomes, two_rolls = set(), 0
+    inconclusive: list[str] = []
     for name in native_inputs():
         got = client.submit_run(FIXTURE_INPUTS / name)
         want = seal_judge(
@@ -73,6 +74,12 @@ def test_client_judges_the_fixture_inputs_with_the_outcomes_seal_judge_gives(
         assert client.verify(name).verified, name
         outcomes.add(got.outcome)
         two_rolls += len(got.rolls) == 2
+        if got.outcome == "inconclusive":
+            inconclusive.append(name)
+    # The adjudication queue: every inconclusive run (none is reviewed), with its explain link.
+    queue = client.review_queue()
+    assert sorted(q["runId"] for q in queue) == sorted(inconclusive), queue
+    assert all(q["explain"] == f"/v1/runs/{q['runId']}/explain" for q in queue), queue
     # The comparison covers the decisions and the roll-2 path, not one outcome only.
     if judge_a == "forward":
         assert {"pass", "fail"} <= outcomes, outcomes

@@ -179,6 +179,41 @@ impl RunFacts {
     }
 }
 
+/// A stored review that checks under the trusted reviewer keys and is in the transparency
+/// log: what `seal explain` shows as a human node, what `seal stats` compares the judges with,
+/// and what takes a run off the adjudication queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustedReview {
+    /// Its `reviewIndex` (`reviews/<index>.dsse.json`).
+    pub index: u64,
+    /// sha256 of the stored envelope.
+    pub sha256: Hash,
+    /// The reviewer key's id.
+    pub key_id: String,
+    pub predicate: ReviewPredicate,
+}
+
+/// The latest decision of each obligation over `reviews` (in index order: a later review
+/// overrides an earlier one on the obligations it decides).
+pub fn latest_decisions(reviews: &[TrustedReview]) -> std::collections::BTreeMap<String, Status> {
+    let mut out = std::collections::BTreeMap::new();
+    for r in reviews {
+        for d in &r.predicate.decisions {
+            out.insert(d.obligation_id.clone(), d.status);
+        }
+    }
+    out
+}
+
+/// The key id of a review envelope's one signature (None when the bytes are no envelope).
+pub fn signer_key_id(bytes: &[u8]) -> Option<String> {
+    let env: Envelope = crate::json::parse_as(bytes, MAX_ENVELOPE_BYTES).ok()?;
+    match env.signatures.as_slice() {
+        [s] => Some(s.keyid.clone()),
+        _ => None,
+    }
+}
+
 /// Signs a review statement with the reviewer's key: canonical payload, DSSE PAE, ed25519.
 /// Returns the canonical envelope bytes (what is stored and logged).
 pub fn sign(key: &SigningKey, statement: &ReviewStatement) -> Result<Vec<u8>, ReviewError> {
@@ -360,7 +395,9 @@ pub fn check_stored(
     Ok(statement)
 }
 
-fn canonical_envelope(bytes: &[u8]) -> Result<Vec<u8>, ReviewError> {
+/// The canonical JSON of an envelope (what is stored for it): two sends of one review have the
+/// same canonical bytes.
+pub fn canonical_envelope(bytes: &[u8]) -> Result<Vec<u8>, ReviewError> {
     let env: Envelope = crate::json::parse_as(bytes, MAX_ENVELOPE_BYTES).map_err(|e| {
         ReviewError::new(Refusal::Invalid, AuditCheck::ReviewSignature, e.to_string())
     })?;

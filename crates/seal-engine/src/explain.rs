@@ -6,6 +6,8 @@
 //! verify is not explained) and then reads every document the tree needs by its ref and
 //! the sha256 the sealed evidence records, so an object swapped after the proof is refused;
 //! [`tree`] builds the tree from those documents (pure); [`html`] renders the page (pure).
+//! The run's trusted reviews ([`Verifier::trusted_reviews`]) follow the sealed outcome as
+//! `owner: "human"` nodes, off the selected path (the sealed decision is never rewritten).
 
 pub use seal_core::explain::{html, svg, tree};
 
@@ -17,6 +19,7 @@ use seal_core::contracts::Kind;
 use seal_core::doc::*;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::{RunId, Slot};
+use seal_core::review::TrustedReview;
 use seal_core::validate::{validate_as, Report};
 use seal_store::{Key, Store, StoreError};
 
@@ -58,6 +61,8 @@ pub struct Explanation {
     pub run: RunDocs,
     pub brief: String,
     pub frames: BTreeMap<Hash, FrameImage>,
+    /// The run's trusted reviews, the tree's `owner: "human"` nodes.
+    pub reviews: Vec<TrustedReview>,
 }
 
 impl Explanation {
@@ -70,6 +75,7 @@ impl Explanation {
             brief: &self.brief,
             frames: &self.frames,
             verify_command,
+            reviews: &self.reviews,
         })
     }
 }
@@ -91,7 +97,10 @@ pub async fn explain(
     };
     let (docs, brief) = load(store, run, &proof).await?;
     let frames = load_frames(store, &docs).await?;
-    let tree = tree::build(&docs);
+    // Only reviews that check under the verifier's reviewer keys and are logged are shown.
+    let reviews = verifier.trusted_reviews(store, run, &proof).await?;
+    let mut tree = tree::build(&docs);
+    tree::add_reviews(&mut tree, &reviews);
     let invalid = |detail: String| ExplainError::Invalid {
         run: run.to_string(),
         detail,
@@ -110,6 +119,7 @@ pub async fn explain(
         run: docs,
         brief,
         frames,
+        reviews,
     })
 }
 

@@ -2,14 +2,15 @@
 //! per-obligation labels an eval set or a prompt change is measured against: judge A, judge B,
 //! the consensus, the PlaySpec check and the latest trusted human review (`crate::review`).
 //!
-//! Decision: only runs that verify **with their reviews** ([`crate::verify::verify_run_reviewed`]
-//! under the trusted reviewer keys) give lines; the others are returned apart, named. The lines
+//! Decision: only runs that verify **with their reviews** ([`crate::verify::Verifier`] with the
+//! trusted reviewer keys) give lines, and `human` is the latest of their trusted reviews
+//! ([`crate::verify::Verifier::trusted_reviews`], the reviews `seal explain` and `seal stats`
+//! use too); the others are returned apart, named. The lines
 //! are in a fixed order (run id, then the evidence's roll order, then the roll's obligation
 //! order) and each is canonical JSON, so two exports of one store are the same bytes.
 
 use serde::Serialize;
 
-use crate::review::{self, Trust};
 use crate::stats::{Query, StatsError};
 use crate::verify;
 use seal_core::canonical;
@@ -83,7 +84,6 @@ impl HasFault for LabelsError {
 pub async fn labels(
     store: &Store,
     verifier: &verify::Verifier,
-    trust: Trust<'_>,
     query: &Query,
 ) -> Result<Labels, LabelsError> {
     let mut runs = store.runs().await?.runs;
@@ -100,11 +100,12 @@ pub async fn labels(
                 continue;
             }
         };
-        let Some(facts) = crate::stats::proven_facts(store, &run, &proof, query).await? else {
+        let Some(facts) = crate::stats::proven_facts(store, &run, &proof, verifier, query).await?
+        else {
             continue; // outside the window
         };
         out.runs += 1;
-        let human = human_decisions(store, &run, &proof, trust).await?;
+        let human = &facts.human;
         for roll in &facts.rolls {
             for o in &roll.obligations {
                 let label = Label {
@@ -130,19 +131,6 @@ pub async fn labels(
         }
     }
     Ok(out)
-}
-
-/// The latest trusted review's status of each obligation.
-async fn human_decisions(
-    store: &Store,
-    run: &RunId,
-    proof: &verify::VerifiedRun,
-    trust: Trust<'_>,
-) -> Result<std::collections::BTreeMap<String, seal_core::review::Status>, StoreError> {
-    let mut facts = review::facts(run, proof, trust.seal);
-    let checked = review::read_checked(store, run, &mut facts, trust.reviewers).await?;
-    let statements: Vec<_> = checked.into_iter().filter_map(|c| c.result.ok()).collect();
-    Ok(review::latest_decisions(&statements))
 }
 
 /// A line: schema-checked canonical JSON.

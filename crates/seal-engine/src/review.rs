@@ -17,6 +17,8 @@
 use bytes::Bytes;
 use std::collections::BTreeSet;
 
+use crate::audit::Problem;
+use crate::transparency::rebuild::StoredReview;
 use crate::transparency::{Log, LogError};
 use crate::verify::{self, RunReport};
 use seal_core::canonical::Hash;
@@ -98,9 +100,10 @@ pub async fn submit(
     // One submission at a time in this process: the index is read, then taken.
     let _turn = SUBMITTING.lock().await;
     let mut facts = facts(run, &proof, trust.seal);
-    for c in read_checked(store, run, &mut facts, trust.reviewers).await? {
+    let checked = read_checked(store, run, &mut facts, trust.reviewers).await?;
+    for c in &checked {
         let sha256 = Hash::of(&c.bytes);
-        let result = match c.result {
+        let result = match &c.result {
             Ok(_) if !log.review_logged(run, c.index, &sha256, seal_key).await? => {
                 Err(ReviewError {
                     refusal: review::Refusal::Invalid,
@@ -110,7 +113,7 @@ pub async fn submit(
                     ),
                 })
             }
-            other => other.map(|_| ()),
+            other => other.as_ref().map(|_| ()).map_err(Clone::clone),
         };
         if let Err(error) = result {
             return Err(SubmitError::Stored {
@@ -120,12 +123,63 @@ pub async fn submit(
             });
         }
     }
+    // The same review sent again (a client retrying after a lost answer): the stored one, not
+    // a conflict. Its bytes are what would be stored; every stored review checked above.
+    if let Ok(canonical) = review::canonical_envelope(envelope) {
+        if let Some(c) = checked
+            .iter()
+            .find(|c| c.bytes.as_ref() == canonical.as_slice())
+        {
+            if let Ok(st) = &c.result {
+                return resent(log, seal_key, run, c, st).await;
+            }
+        }
+    }
     let admitted =
         review::admit(envelope, &facts, trust.reviewers).map_err(|error| SubmitError::Refused {
             run: run.clone(),
             error,
         })?;
     store_admitted(store, log, seal_key, &admitted).await
+}
+
+/// The answer to a review stored already: its index, key, hash and log leaf.
+async fn resent(
+    log: &Log,
+    seal_key: &SigningKey,
+    run: &RunId,
+    c: &crate::verify::Checked,
+    st: &ReviewStatement,
+) -> Result<Stored, SubmitError> {
+    let sha256 = Hash::of(&c.bytes);
+    let key_id = review::signer_key_id(&c.bytes).unwrap_or_default();
+    let entry = ReviewEntry::new(
+        run.as_str(),
+        c.index,
+        sha256.as_str(),
+        &key_id,
+        &st.predicate.reviewed_at,
+    );
+    let leaf_index =
+        log.review_leaf(&entry, seal_key)
+            .await?
+            .ok_or_else(|| SubmitError::Stored {
+                run: run.clone(),
+                key: c.key.to_string(),
+                error: ReviewError {
+                    refusal: review::Refusal::Invalid,
+                    check: AuditCheck::ReviewLog,
+                    detail: format!("no log leaf names review {} (sha256 {sha256})", c.index),
+                },
+            })?;
+    tracing::info!(run = %run, index = c.index, leaf = leaf_index, "review sent again: the stored one");
+    Ok(Stored {
+        index: c.index,
+        key: c.key.clone(),
+        sha256,
+        leaf_index,
+        created: false,
+    })
 }
 
 /// Serialises this process's submissions (see the module doc).
@@ -245,4 +299,68 @@ pub fn overlapping(trust: Trust<'_>) -> Vec<String> {
         .filter(|k| seal.contains(k.key_id.as_str()))
         .map(|k| k.key_id.clone())
         .collect()
+}
+
+/// Every stored review of the store (runs in id order, reviews in order), checked for `seal log
+/// rebuild` ([`crate::transparency::rebuild`]): its log entry when it is signed by a key of
+/// `reviewers`, about its run's evidence and seal verified under `signers`, and chained; else
+/// the problem, named. The log is not consulted: the rebuild decides which leaves it lacks.
+pub async fn stored_for_rebuild(
+    store: &Store,
+    signers: &[seal_core::sealing::PublicKey],
+    reviewers: &[seal_core::sealing::PublicKey],
+) -> Result<Vec<StoredReview>, StoreError> {
+    let mut runs = store.runs().await?.runs;
+    runs.sort();
+    let mut out = Vec::new();
+    for run in runs {
+        let (numbered, _) = stored_keys(store, &run).await?;
+        if numbered.is_empty() {
+            continue;
+        }
+        let proof = match verify::prove(store, &run, signers).await? {
+            Ok(p) => p,
+            Err(report) => {
+                let (_, first) = &numbered[0];
+                out.push(StoredReview {
+                    key: first.clone(),
+                    entry: Err(Problem::new(
+                        AuditCheck::ReviewLog,
+                        Key::reviews_dir(&run),
+                        format!(
+                            "the run does not verify ({}): its reviews cannot be relogged",
+                            report.summary(1)
+                        ),
+                    )),
+                });
+                continue;
+            }
+        };
+        let mut facts = facts(&run, &proof, signers);
+        for c in read_checked(store, &run, &mut facts, reviewers).await? {
+            let entry = match c.result {
+                Ok(st) => {
+                    let sha256 = Hash::of(&c.bytes);
+                    let key_id = review::signer_key_id(&c.bytes).unwrap_or_default();
+                    Ok(ReviewEntry::new(
+                        run.as_str(),
+                        c.index,
+                        sha256.as_str(),
+                        &key_id,
+                        &st.predicate.reviewed_at,
+                    ))
+                }
+                Err(e) => Err(Problem::new(
+                    e.check,
+                    c.key.as_str(),
+                    format!(
+                        "review {}: {} (trust its reviewer with --trust-reviewer, or move it out of the store)",
+                        c.index, e.detail
+                    ),
+                )),
+            };
+            out.push(StoredReview { key: c.key, entry });
+        }
+    }
+    Ok(out)
 }

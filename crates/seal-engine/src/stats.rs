@@ -9,7 +9,7 @@
 //! statistics ([`kappa`]), the aggregator, the terminal table ([`text`]) and the page
 //! ([`html`]) are pure.
 
-pub use seal_core::stats::{aggregate, facts, html, kappa, text};
+pub use seal_core::stats::{aggregate, facts, html, human, kappa, text};
 
 use std::collections::BTreeMap;
 
@@ -19,6 +19,7 @@ use time::OffsetDateTime;
 use seal_core::doc::*;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::{RunId, Slot};
+use seal_core::review::TrustedReview;
 use seal_store::{Key, Store, StoreError};
 
 use crate::verify::Verifier;
@@ -124,10 +125,13 @@ async fn visit(
     }
     Ok(match verifier.prove(store, run).await? {
         Err(report) => Visit::NotVerified(unverified(&report)),
-        Ok(proof) => match facts_of(store, run, proof.evidence(), w).await? {
-            Some(f) => Visit::Used(Box::new(f)),
-            None => Visit::Outside,
-        },
+        Ok(proof) => {
+            let reviews = verifier.trusted_reviews(store, run, &proof).await?;
+            match facts_of(store, run, proof.evidence(), &reviews, w).await? {
+                Some(f) => Visit::Used(Box::new(f)),
+                None => Visit::Outside,
+            }
+        }
     })
 }
 
@@ -205,6 +209,7 @@ async fn facts_of(
     store: &Store,
     run: &RunId,
     ev: &Evidence,
+    reviews: &[TrustedReview],
     w: &Window,
 ) -> Result<Option<RunFacts>, StatsError> {
     let genre = genre_name(ev.genre);
@@ -247,6 +252,10 @@ async fn facts_of(
         first_raw_a: ev.rolls.first().map(|r| r.judge_a_ref.raw_hash.to_string()),
         cost_micro: rmb_to_micro(ev.cost_rmb),
         rolls,
+        decided_at: pg.map(|p| p.decided_at.clone()).unwrap_or_default(),
+        decided_nanos: decided.unix_timestamp_nanos(),
+        reviewed: !reviews.is_empty(),
+        human: seal_core::review::latest_decisions(reviews),
     }))
 }
 
@@ -374,13 +383,75 @@ async fn slot_facts(
 }
 
 /// The facts of one proven run inside `query` (`None` outside it), with the window rules of the
-/// figures: what `seal export labels` ([`crate::labels`]) reads.
+/// figures and its trusted reviews under `verifier`: what `seal export labels`
+/// ([`crate::labels`]) reads.
 pub async fn proven_facts(
     store: &Store,
     run: &RunId,
     proof: &crate::verify::VerifiedRun,
+    verifier: &Verifier,
     query: &Query,
 ) -> Result<Option<RunFacts>, StatsError> {
     let w = window(query)?;
-    facts_of(store, run, proof.evidence(), &w).await
+    let reviews = verifier.trusted_reviews(store, run, proof).await?;
+    facts_of(store, run, proof.evidence(), &reviews, &w).await
+}
+
+/// The adjudication queue (`GET /v1/review-queue`; also a section of the report): every
+/// decided run of the store that verifies under `verifier`, ended `inconclusive` and has no
+/// trusted review, oldest decision first. A run that does not verify is not on it: it cannot
+/// be reviewed (`seal review` proves the run first); `seal stats` lists it as not verified.
+pub async fn review_queue(
+    store: &Store,
+    verifier: &Verifier,
+) -> Result<Vec<human::QueuedRun>, StatsError> {
+    use futures::StreamExt;
+    let mut runs = store.runs().await?.runs;
+    runs.sort();
+    let mut rows = futures::stream::iter(runs)
+        .map(|run| async move { queue_visit(store, &run, verifier).await })
+        .buffered(JOBS);
+    let mut queue = Vec::new();
+    while let Some(row) = rows.next().await {
+        queue.extend(row?);
+    }
+    human::sort_queue(&mut queue);
+    Ok(queue)
+}
+
+async fn queue_visit(
+    store: &Store,
+    run: &RunId,
+    verifier: &Verifier,
+) -> Result<Option<human::QueuedRun>, StatsError> {
+    if !store.exists(&Key::evidence(run)).await? {
+        return Ok(None);
+    }
+    let Ok(proof) = verifier.prove(store, run).await? else {
+        return Ok(None);
+    };
+    let ev = proof.evidence();
+    let outcome = ev.outcome.map(|o| o.as_str()).unwrap_or("?");
+    if !human::queued(outcome, false) {
+        return Ok(None);
+    }
+    let reviewed = !verifier
+        .trusted_reviews(store, run, &proof)
+        .await?
+        .is_empty();
+    if !human::queued(outcome, reviewed) {
+        return Ok(None);
+    }
+    let decided_at = ev
+        .final_postguard
+        .as_ref()
+        .map(|p| p.decided_at.clone())
+        .unwrap_or_default();
+    let nanos = OffsetDateTime::parse(&decided_at, &Rfc3339)
+        .map(|t| t.unix_timestamp_nanos())
+        .map_err(|_| StatsError::Corrupt {
+            key: Key::evidence(run).to_string(),
+            detail: "a verified evidence without an RFC 3339 decidedAt".into(),
+        })?;
+    Ok(Some(human::queue_row(run.as_str(), &decided_at, nanos)))
 }

@@ -302,6 +302,39 @@ impl Verifier {
         })
     }
 
+    /// The run's stored reviews that check under this verifier's reviewer keys and are in its
+    /// log, in order (`proof`: the run proven by [`Verifier::prove`]). Any other stored review
+    /// is left out: it is a problem of the run's report, never a decision.
+    pub async fn trusted_reviews(
+        &self,
+        store: &Store,
+        run: &RunId,
+        proof: &VerifiedRun,
+    ) -> Result<Vec<review::TrustedReview>, StoreError> {
+        let mut facts = facts(run, proof, &self.trusted);
+        let checked = read_checked(store, run, &mut facts, &self.reviewers).await?;
+        Ok(checked
+            .into_iter()
+            .filter_map(|c| {
+                let statement = c.result.ok()?;
+                let sha256 = Hash::of(&c.bytes);
+                if self
+                    .log
+                    .check_review(run, c.index, sha256.as_str())
+                    .is_some()
+                {
+                    return None;
+                }
+                Some(review::TrustedReview {
+                    index: c.index,
+                    key_id: review::signer_key_id(&c.bytes)?,
+                    sha256,
+                    predicate: statement.predicate,
+                })
+            })
+            .collect())
+    }
+
     async fn verdict(
         &self,
         store: &Store,

@@ -252,6 +252,17 @@ class SealClient:
         r = self._http.request("GET", self._run_path(run_id, "/log-proof"), what=what)
         return parse(InclusionProof, r.json(what), what)
 
+    def review_queue(self) -> list[dict[str, Any]]:
+        """`GET /v1/review-queue`: the adjudication queue, decided `inconclusive` runs without a
+        trusted review, oldest first, each `{runId, decidedAt, explain}` (`explain` is the path of
+        the run's explain route)."""
+        what = "review-queue"
+        body = self._http.request("GET", "/v1/review-queue", what=what).json(what)
+        runs = body.get("runs") if isinstance(body, dict) else None
+        if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+            raise SealProtocolError("protocol", f"{what}: not {{count, runs: [...]}}")
+        return runs
+
     def healthz(self) -> dict[str, Any]:
         """`GET /healthz`: `{status, store}`."""
         r = self._http.request("GET", "/healthz", what="healthz")

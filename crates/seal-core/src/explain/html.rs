@@ -10,11 +10,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use base64::Engine as _;
 
-use super::tree::{obligation_node_id, roll_prefix, short, RollDocs, RunDocs};
+use super::tree::{
+    obligation_node_id, review_node_id, review_status, roll_prefix, short, RollDocs, RunDocs,
+};
 use crate::canonical::Hash;
 use crate::doc::*;
 pub use crate::html::{esc, CSP};
 use crate::ids::Slot;
+use crate::review::TrustedReview;
 use crate::vocab::join;
 
 /// Largest frame embedded as a thumbnail (bytes); larger frames are shown by hash.
@@ -49,6 +52,8 @@ pub struct Page<'a> {
     pub brief: &'a str,
     pub frames: &'a BTreeMap<Hash, FrameImage>,
     pub verify_command: &'a str,
+    /// The run's trusted reviews (verified under the trusted reviewer keys, logged), in order.
+    pub reviews: &'a [TrustedReview],
 }
 
 /// At most `max` characters of `s`, with an ellipsis when cut.
@@ -87,6 +92,7 @@ pub fn render(p: &Page<'_>) -> String {
         h.push_str("</p></section>");
     }
     decision_section(&mut h, p);
+    reviews_section(&mut h, p);
     seal_section(&mut h, p);
     h.push_str("<footer>Made by <code>seal explain</code> from the verified, stored objects of this run. Game text and judge rationales are quoted as data.</footer></main></body></html>\n");
     h
@@ -627,6 +633,54 @@ fn decision_section(h: &mut String, p: &Page<'_>) {
         badge(p.tree.observed.outcome),
         p.tree.observed.decision_action.as_str()
     ));
+}
+
+/// The trusted reviews, each with its reviewer, time, key, per-obligation decisions and note.
+/// Names and notes are the reviewer's text: escaped like game text.
+fn reviews_section(h: &mut String, p: &Page<'_>) {
+    if p.reviews.is_empty() {
+        return;
+    }
+    h.push_str("<section id=\"reviews\"><h2>Human reviews</h2><p>Signed by each reviewer's own key and logged; they never change the sealed outcome above, which stays the decision of record.</p>");
+    for r in p.reviews {
+        let pr = &r.predicate;
+        let status = review_status(pr);
+        h.push_str(&format!(
+            "<div id=\"{}\" class=\"review {}\"><h3>Review {} by <span class=\"reviewer\">{}</span></h3><dl class=\"facts\">",
+            review_node_id(r.index),
+            status.as_str(),
+            r.index,
+            q(&pr.reviewer, 200)
+        ));
+        for (k, v) in [
+            ("Reviewed at", pr.reviewed_at.clone()),
+            ("Reviewer key", r.key_id.clone()),
+            ("Review sha256", r.sha256.to_string()),
+            ("Shown tree sha256", pr.shown_sha256.clone()),
+        ] {
+            h.push_str(&format!(
+                "<dt>{k}</dt><dd><code class=\"hash\">{}</code></dd>",
+                q(&v, 200)
+            ));
+        }
+        h.push_str("</dl><table class=\"decisions\"><thead><tr><th>obligation</th><th>the reviewer's decision</th></tr></thead><tbody>");
+        for d in &pr.decisions {
+            h.push_str(&format!(
+                "<tr><td><code>{}</code></td><td><span class=\"st {}\">{}</span></td></tr>",
+                q(&d.obligation_id, 200),
+                d.status.as_str(),
+                d.status.as_str()
+            ));
+        }
+        h.push_str("</tbody></table>");
+        if let Some(note) = pr.note.as_deref().filter(|n| !n.is_empty()) {
+            h.push_str("<h4>Note</h4><pre class=\"quote note\">");
+            h.push_str(&q(note, crate::review::MAX_NOTE));
+            h.push_str("</pre>");
+        }
+        h.push_str("</div>");
+    }
+    h.push_str("</section>");
 }
 
 fn seal_section(h: &mut String, p: &Page<'_>) {

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::doc::{DecisionTree, EdgeTone, NodeStatus, TreeEdge};
+use crate::doc::{DecisionTree, EdgeTone, NodeOwner, NodeStatus, TreeEdge};
 use crate::html::esc;
 
 const COLS: usize = 5;
@@ -26,6 +26,7 @@ fn stage(id: &str) -> String {
     match parts.as_slice() {
         ["pg", ..] => "pg".into(),
         ["outcome", ..] => "outcome".into(),
+        ["review", ..] => "review".into(),
         [r, "start"] | [r, "floor"] => format!("{r}-play"),
         [r, "guard", ..] => format!("{r}-guard"),
         [r, "blinding"] | [r, "judge", ..] | [r, "independence"] => format!("{r}-dispatch"),
@@ -104,13 +105,16 @@ pub fn render(t: &DecisionTree) -> String {
         let Some(c) = cells.get(n.id.as_str()) else {
             continue;
         };
-        let on = on_path.contains(n.id.as_str());
+        // A person's review is off the sealed path but was made: drawn in its status colour.
+        let human = n.owner == NodeOwner::Human;
+        let on = on_path.contains(n.id.as_str()) || human;
         s.push_str(&format!(
-            "<a href=\"{}\" id=\"node-{}\" class=\"node {} {}\"><title>{}: {}</title><rect x=\"{}\" y=\"{}\" width=\"{W}\" height=\"{H}\" rx=\"7\" class=\"box\"/><text x=\"{}\" y=\"{}\" class=\"glyph\">{}</text><text x=\"{}\" y=\"{}\" class=\"t1\">{}</text><text x=\"{}\" y=\"{}\" class=\"t2\">{}</text></a>",
+            "<a href=\"{}\" id=\"node-{}\" class=\"node {} {}{}\"><title>{}: {}</title><rect x=\"{}\" y=\"{}\" width=\"{W}\" height=\"{H}\" rx=\"7\" class=\"box\"/><text x=\"{}\" y=\"{}\" class=\"glyph\">{}</text><text x=\"{}\" y=\"{}\" class=\"t1\">{}</text><text x=\"{}\" y=\"{}\" class=\"t2\">{}</text></a>",
             esc(n.evidence_ref.as_str()),
             esc(&n.id),
             if on { "on" } else { "off" },
             n.status.as_str(),
+            if human { " human" } else { "" },
             esc(&n.title),
             esc(&n.detail),
             c.x,
@@ -209,5 +213,6 @@ const DEFS: &str = r##"<defs><marker id="ah-sel" viewBox="0 0 10 10" refX="9" re
 .node .t2{font-size:10.5px;fill:#59636e}
 .node .glyph{font-size:14px;font-weight:700}
 .node.on.pass .glyph{fill:#1a7f37}.node.on.guard .glyph{fill:#9a6700}.node.on.blocked .glyph{fill:#cf222e}
+.node.human .box{stroke:#6e40c9;stroke-width:2.6}
 .node:hover .box{stroke:#0969da}
 </style>"##;

@@ -17,6 +17,7 @@ use crate::derive;
 use crate::doc::*;
 use crate::ids::{RollId, Slot};
 use crate::merge::{self, Next};
+use crate::review::{ReviewPredicate, Status as ReviewStatus, TrustedReview};
 use crate::vocab::join;
 
 /// One judge slot of a roll: its normalized result and the SlotMeta/1 of every attempt.
@@ -892,4 +893,88 @@ fn decision_nodes(b: &mut Builder, ev: &Evidence, from: &str) {
         });
         b.edge("decision", &id, when, tone, chosen);
     }
+}
+
+/// The node id (and page anchor) of review `index` of a run (`review-0`, as its store key
+/// `reviews/0.dsse.json`).
+pub fn review_node_id(index: u64) -> String {
+    format!("review-{index}")
+}
+
+/// The status a review shows: `blocked` when it fails an obligation, `guard` when it calls one
+/// missing, else `pass`.
+pub fn review_status(p: &ReviewPredicate) -> NodeStatus {
+    if p.decisions.iter().any(|d| d.status == ReviewStatus::Failed) {
+        NodeStatus::Blocked
+    } else if p
+        .decisions
+        .iter()
+        .any(|d| d.status == ReviewStatus::Missing)
+    {
+        NodeStatus::Guard
+    } else {
+        NodeStatus::Pass
+    }
+}
+
+/// Adds each trusted review (verified under the trusted reviewer keys and logged; the caller
+/// passes no other) as an `owner: "human"` node after the sealed outcome, in review order.
+///
+/// Decision: the edges into them are not `selected`: the selected path is the path the
+/// **sealed** decision took, and a person's later judgement never rewrites it (the outcome
+/// node stays the path's end, as `seal validate` requires). Every piece of the reviewer's text
+/// (name, note) is data: the renderers escape it.
+pub fn add_reviews(tree: &mut DecisionTree, reviews: &[TrustedReview]) {
+    let mut b = Builder {
+        nodes: std::mem::take(&mut tree.nodes),
+        edges: std::mem::take(&mut tree.edges),
+    };
+    let mut prev = outcome_node_id(tree.observed.outcome);
+    let mut label =
+        "a person reviewed the sealed run (signed by their own key, logged; the seal is unchanged)";
+    for r in reviews {
+        let p = &r.predicate;
+        let id = review_node_id(r.index);
+        let count = |s: ReviewStatus| p.decisions.iter().filter(|d| d.status == s).count();
+        let decisions: Vec<String> = p
+            .decisions
+            .iter()
+            .map(|d| format!("{} {}", d.obligation_id, d.status.as_str()))
+            .collect();
+        let note = match p.note.as_deref() {
+            Some(n) if !n.trim().is_empty() => {
+                format!("; note: {}", crate::contracts::shorten(n, 400))
+            }
+            _ => String::new(),
+        };
+        b.node(NodeSpec {
+            id: &id,
+            kind: NodeKind::Check,
+            owner: NodeOwner::Human,
+            status: review_status(p),
+            title: format!(
+                "Review {} by {}: {} satisfied, {} failed, {} missing",
+                r.index,
+                crate::contracts::shorten(&p.reviewer, 60),
+                count(ReviewStatus::Satisfied),
+                count(ReviewStatus::Failed),
+                count(ReviewStatus::Missing)
+            ),
+            detail: format!(
+                "reviewer {} (key {}) at {}: {}{note}; review sha256 {}; shown tree sha256 {}",
+                crate::contracts::shorten(&p.reviewer, 200),
+                r.key_id.get(..16).unwrap_or(&r.key_id),
+                p.reviewed_at,
+                decisions.join(", "),
+                r.sha256,
+                p.shown_sha256
+            ),
+            anchor: &id,
+        });
+        b.edge(&prev, &id, label, EdgeTone::Continue, false);
+        label = "reviewed again";
+        prev = id;
+    }
+    tree.nodes = b.nodes;
+    tree.edges = b.edges;
 }

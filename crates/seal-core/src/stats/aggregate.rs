@@ -15,6 +15,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::facts::*;
+use super::human::{self, HumanAcc, HumanSection, QueuedRun, HUMAN_CATEGORIES};
 use super::kappa::{self, Confusion, Histogram, BOOTSTRAP_RESAMPLES, CATEGORIES};
 use crate::doc::{micro_to_rmb, JudgeStatus, ObligationStatus};
 use crate::vocab::Reason;
@@ -129,6 +130,10 @@ pub struct Aggregator {
     originals: BTreeMap<String, (String, Option<String>)>,
     replays: Vec<ReplayRec>,
     unverified: Vec<Unverified>,
+    reviewed_runs: u64,
+    human_all: HumanAcc,
+    human_by_obligation: BTreeMap<String, HumanAcc>,
+    queue: Vec<QueuedRun>,
 }
 
 impl Aggregator {
@@ -155,6 +160,13 @@ impl Aggregator {
     pub fn add(&mut self, run: &RunFacts) {
         self.ids.update(run.run_id.as_bytes());
         self.ids.update(b"\n");
+        if human::queued(&run.outcome, run.reviewed) {
+            self.queue.push(human::queue_row(
+                &run.run_id,
+                &run.decided_at,
+                run.decided_nanos,
+            ));
+        }
         if let Some(parent) = &run.replay_of {
             self.replays.push(ReplayRec {
                 parent: parent.clone(),
@@ -165,6 +177,7 @@ impl Aggregator {
             return;
         }
         self.used_originals += 1;
+        self.reviewed_runs += u64::from(run.reviewed);
         self.originals.insert(
             run.run_id.clone(),
             (run.outcome.clone(), run.first_raw_a.clone()),
@@ -207,6 +220,13 @@ impl Aggregator {
             self.all.add(o);
             self.by_obligation.entry(o.id.clone()).or_default().add(o);
             self.by_genre.entry(run.genre.clone()).or_default().add(o);
+            if let Some(h) = run.human.get(&o.id) {
+                self.human_all.add(*h, o);
+                self.human_by_obligation
+                    .entry(o.id.clone())
+                    .or_default()
+                    .add(*h, o);
+            }
         }
         for s in &roll.slots {
             let acc = self
@@ -251,6 +271,21 @@ impl Aggregator {
                 .collect(),
         };
         let replay = replay_section(&self.originals, &self.replays);
+        let human = HumanSection {
+            categories: HUMAN_CATEGORIES.iter().map(|c| c.to_string()).collect(),
+            reviewed_runs: self.reviewed_runs,
+            all: self.human_all.finish(seed, "human:all", DECIMALS),
+            by_obligation: self
+                .human_by_obligation
+                .iter()
+                .map(|(k, v)| {
+                    let key = format!("human:obligation:{k}");
+                    (k.clone(), v.finish(seed, &key, DECIMALS))
+                })
+                .collect(),
+        };
+        let mut review_queue = self.queue;
+        human::sort_queue(&mut review_queue);
         StatsReport {
             schema_version: STATS_SCHEMA.into(),
             query,
@@ -270,6 +305,8 @@ impl Aggregator {
             slots: self.slots.iter().map(|(k, v)| slot_stats(k, v)).collect(),
             replay,
             daily: self.days.iter().map(|(d, v)| day_stats(d, v)).collect(),
+            human,
+            review_queue,
         }
     }
 }
@@ -432,6 +469,10 @@ pub struct StatsReport {
     pub slots: Vec<SlotStats>,
     pub replay: ReplaySection,
     pub daily: Vec<DayStats>,
+    /// People against the judges, over the reviewed original runs.
+    pub human: HumanSection,
+    /// Decided `inconclusive` runs without a trusted review, oldest first.
+    pub review_queue: Vec<QueuedRun>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

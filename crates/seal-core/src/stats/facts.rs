@@ -21,6 +21,13 @@ pub struct RunFacts {
     pub first_raw_a: Option<String>,
     pub cost_micro: u64,
     pub rolls: Vec<RollFacts>,
+    /// `finalPostguard.decidedAt` as sealed, and as Unix nanoseconds (the queue's order).
+    pub decided_at: String,
+    pub decided_nanos: i128,
+    /// Whether the run has a trusted review (verified under the trusted reviewer keys, logged).
+    pub reviewed: bool,
+    /// The latest trusted review's decision of each obligation it decides.
+    pub human: std::collections::BTreeMap<String, crate::review::Status>,
 }
 
 /// One roll of a run.

@@ -35,6 +35,8 @@ pub fn render(r: &StatsReport) -> String {
     h.push_str("</style></head><body><main><h1>seal stats</h1>");
     summary(&mut h, r);
     agreement_section(&mut h, r);
+    human_section(&mut h, r);
+    queue_section(&mut h, r);
     runs_section(&mut h, r);
     slots_section(&mut h, r);
     replay_section(&mut h, r);
@@ -74,6 +76,56 @@ fn summary(h: &mut String, r: &StatsReport) {
         h.push_str("</table>");
     }
     h.push_str("</section>");
+}
+
+fn human_section(h: &mut String, r: &StatsReport) {
+    let hs = &r.human;
+    let _ = write!(
+        h,
+        "<section id=\"human\"><h2>People against the judges</h2><p>{} reviewed runs; the latest trusted review's decision per obligation against each judge's normalized status and the consensus (categories {}).</p><table><tr><th class=\"l\">obligation</th><th>n</th><th>&#954; A</th><th>A 95% CI</th><th>&#954; B</th><th>B 95% CI</th><th>&#954; consensus</th><th>consensus 95% CI</th></tr>",
+        hs.reviewed_runs,
+        esc(&hs.categories.join(" / "))
+    );
+    let ci = |v: &super::human::HumanVs| {
+        v.kappa_ci95
+            .map(|[lo, hi]| format!("[{lo:.3}, {hi:.3}]"))
+            .unwrap_or_else(|| "-".into())
+    };
+    let rows = std::iter::once(("all".to_string(), &hs.all))
+        .chain(hs.by_obligation.iter().map(|(k, v)| (k.clone(), v)));
+    for (k, v) in rows {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&k),
+            v.n,
+            f3(v.judge_a.kappa),
+            ci(&v.judge_a),
+            f3(v.judge_b.kappa),
+            ci(&v.judge_b),
+            f3(v.consensus.kappa),
+            ci(&v.consensus)
+        );
+    }
+    h.push_str("</table></section>");
+}
+
+fn queue_section(h: &mut String, r: &StatsReport) {
+    let _ = write!(
+        h,
+        "<section id=\"review-queue\"><h2>Adjudication queue</h2><p>{} decided inconclusive run(s) without a trusted review, oldest first.</p><table><tr><th class=\"l\">run</th><th class=\"l\">decided at</th><th class=\"l\">explain</th></tr>",
+        r.review_queue.len()
+    );
+    for q in &r.review_queue {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td></tr>",
+            esc(&q.run_id),
+            esc(&q.decided_at),
+            esc(&q.explain)
+        );
+    }
+    h.push_str("</table></section>");
 }
 
 fn agreement_section(h: &mut String, r: &StatsReport) {

@@ -4,10 +4,12 @@
 //! - [`facts`]: what one run contributes.
 //! - [`aggregate`]: the [`aggregate::Aggregator`] (bounded memory: counters, matrices, exact
 //!   histograms), fed one run at a time.
+//! - [`human`]: people against the judges, and the adjudication queue.
 //! - [`kappa`]: the agreement statistics; [`text`]: the terminal table; [`html`]: the page.
 
 pub mod aggregate;
 pub mod facts;
 pub mod html;
+pub mod human;
 pub mod kappa;
 pub mod text;

@@ -87,6 +87,8 @@ pub fn render(r: &StatsReport) -> String {
     for (k, a) in &r.agreement.by_obligation {
         agreement_row(&mut out, k, a);
     }
+    human_block(&mut out, r);
+    queue_block(&mut out, r);
     runs_block(&mut out, r);
     slots_block(&mut out, r);
     replay_block(&mut out, r);
@@ -109,6 +111,56 @@ pub fn render(r: &StatsReport) -> String {
         );
     }
     out
+}
+
+fn human_block(out: &mut String, r: &StatsReport) {
+    let h = &r.human;
+    let _ = writeln!(
+        out,
+        "\nPeople vs judges ({} reviewed runs; human x judge A / judge B / consensus over {})",
+        h.reviewed_runs,
+        h.categories.join(" / ")
+    );
+    let _ = writeln!(
+        out,
+        "  {:<28} {:>6} {:>7} {:<18} {:>7} {:<18} {:>7} {:<18}",
+        "key", "n", "kappa A", "95% CI", "kappa B", "95% CI", "kappa C", "95% CI"
+    );
+    let ci = |v: &super::human::HumanVs| {
+        v.kappa_ci95
+            .map(|[lo, hi]| format!("[{lo:.3}, {hi:.3}]"))
+            .unwrap_or_else(|| "-".into())
+    };
+    let rows = std::iter::once(("all", &h.all))
+        .chain(h.by_obligation.iter().map(|(k, v)| (k.as_str(), v)));
+    for (k, v) in rows {
+        let _ = writeln!(
+            out,
+            "  {k:<28} {:>6} {:>7} {:<18} {:>7} {:<18} {:>7} {:<18}",
+            v.n,
+            opt(v.judge_a.kappa),
+            ci(&v.judge_a),
+            opt(v.judge_b.kappa),
+            ci(&v.judge_b),
+            opt(v.consensus.kappa),
+            ci(&v.consensus)
+        );
+    }
+}
+
+fn queue_block(out: &mut String, r: &StatsReport) {
+    let _ = writeln!(
+        out,
+        "\nAdjudication queue: {} inconclusive run(s) without a trusted review, oldest first",
+        r.review_queue.len()
+    );
+    for q in &r.review_queue {
+        let _ = writeln!(
+            out,
+            "  {} decided {}: {} (seal explain {} --html)",
+            q.run_id, q.decided_at, q.explain, q.run_id
+        );
+    }
 }
 
 fn runs_block(out: &mut String, r: &StatsReport) {

@@ -346,16 +346,31 @@ impl Log {
         let mut cache = self.cache.lock().await;
         self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
         self.sync(&mut cache).await?;
-        let (index, created) = loop {
+        let (index, created) = self.append_bytes_locked(&mut cache, bytes).await?;
+        let tree_size = self.publish(&cache, key).await?;
+        Ok(Appended {
+            index,
+            created,
+            tree_size,
+        })
+    }
+
+    /// Appends `bytes` as the next leaf unless a leaf holds them already: `(leaf, created)`.
+    async fn append_bytes_locked(
+        &self,
+        cache: &mut Cache,
+        bytes: Bytes,
+    ) -> Result<(u64, bool), LogError> {
+        loop {
             if let Some(i) = cache.entries.iter().position(|b| *b == bytes) {
-                break (i as u64, false);
+                return Ok((i as u64, false));
             }
             let index = cache.entries.len() as u64;
             let k = Key::log_entry(index);
             match self.store.put(&k, bytes.clone()).await {
                 Ok(Put { created, .. }) => {
                     cache.push(bytes.clone(), &k)?;
-                    break (index, created);
+                    return Ok((index, created));
                 }
                 Err(StoreError::Conflict { .. }) => {
                     let theirs = self.store.get(&k).await?;
@@ -363,13 +378,28 @@ impl Log {
                 }
                 Err(e) => return Err(e.into()),
             }
-        };
-        let tree_size = self.publish(&cache, key).await?;
-        Ok(Appended {
-            index,
-            created,
-            tree_size,
-        })
+        }
+    }
+
+    /// The leaf index of a review entry, when the log holds exactly these entry bytes (after
+    /// the guard, and after reading what other processes appended).
+    pub async fn review_leaf(
+        &self,
+        entry: &tlog::ReviewEntry,
+        key: &SigningKey,
+    ) -> Result<Option<u64>, LogError> {
+        let bytes = entry.to_bytes().map_err(|e| LogError::Corrupt {
+            key: format!("runs/{}/reviews", entry.run_id),
+            detail: e.to_string(),
+        })?;
+        let mut cache = self.cache.lock().await;
+        self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
+        self.sync(&mut cache).await?;
+        Ok(cache
+            .entries
+            .iter()
+            .position(|b| b.as_ref() == bytes.as_slice())
+            .map(|i| i as u64))
     }
 
     /// Whether a review leaf names these bytes as review `index` of `run` (after the guard,

@@ -5,7 +5,11 @@
 //! after that prefix (later or orphaned entries, checkpoints of larger sizes, unverifiable
 //! ones) under `log/superseded/<index>-<time>/`, appends a signed [`RebuildEntry`] saying what
 //! it found, kept and moved, then the entry of every sealed run the kept prefix lacks, and
-//! publishes a checkpoint. Nothing is deleted without a copy.
+//! publishes a checkpoint. Nothing is deleted without a copy. The review leaves of the stored
+//! reviews the kept prefix lacks follow the runs (run id, then review order): each review is
+//! re-checked first (signed by a trusted reviewer key, about its run's verified evidence and
+//! seal, chained), and a review that does not check, or is logged with other bytes, refuses
+//! the rebuild like a seal that cannot be relogged.
 //!
 //! Decision: it relogs only seals that verify under a trusted key and are over their run's
 //! stored evidence, and refuses (writing nothing) while a sealed run cannot be relogged, or is
@@ -68,6 +72,16 @@ fn refused_text(problems: &[Problem]) -> String {
     )
 }
 
+/// A stored review as a rebuild sees it: its key, and its log entry when it checks (signed by
+/// a trusted reviewer key, about its run's verified evidence and seal, chained), else the
+/// problem that keeps it from being relogged. The caller checks it (`crate::review`), so that
+/// the log does not depend on the verifier.
+#[derive(Debug, Clone)]
+pub struct StoredReview {
+    pub key: Key,
+    pub entry: Result<tlog::ReviewEntry, Problem>,
+}
+
 /// What a rebuild did.
 #[derive(Debug, Clone)]
 pub struct Rebuilt {
@@ -76,6 +90,8 @@ pub struct Rebuilt {
     pub entry: RebuildEntry,
     /// The runs appended after it, in log order.
     pub relogged: Vec<RunId>,
+    /// The reviews appended after them (`runs/<id>/reviews/<n>.dsse.json`), in log order.
+    pub reviews_relogged: Vec<String>,
     /// The size of the checkpoint published.
     pub tree_size: u64,
 }
@@ -83,11 +99,13 @@ pub struct Rebuilt {
 impl Log {
     /// Rebuilds the log if the guard refuses it (see the module doc); `Ok(None)` when it does
     /// not (nothing to rebuild). `trusted`: keys, besides `key`, whose seals and checkpoints
-    /// count; `now`: the rebuild's time (RFC 3339).
+    /// count; `reviews`: every stored review, checked by the caller
+    /// (`crate::review::stored_for_rebuild`); `now`: the rebuild's time (RFC 3339).
     pub async fn rebuild(
         &self,
         key: &SigningKey,
         trusted: &[PublicKey],
+        reviews: &[StoredReview],
         now: &str,
     ) -> Result<Option<Rebuilt>, RebuildError> {
         let raw = raw_keys(key, trusted);
@@ -101,6 +119,7 @@ impl Log {
         let mut signers = vec![key.public()];
         signers.extend(trusted.iter().cloned());
         let relog = self.runs_to_relog(&view, keep, &seals, &signers).await?;
+        let reviews = Self::reviews_to_relog(&view, keep, reviews)?;
         let mut cache = self.cache.lock().await;
         let (superseded, moved) = self.move_aside(&view, keep, now).await?;
         let mut entry = RebuildEntry::new(&self.origin, now, &key.key_id);
@@ -121,12 +140,22 @@ impl Log {
         for (run, e) in &relog {
             self.append_locked(&mut fresh, run, e).await?.at(run)?;
         }
+        let mut reviews_relogged = Vec::with_capacity(reviews.len());
+        for (k, e) in &reviews {
+            let bytes = Bytes::from(e.to_bytes().map_err(|err| LogError::Corrupt {
+                key: k.to_string(),
+                detail: err.to_string(),
+            })?);
+            self.append_bytes_locked(&mut fresh, bytes).await?;
+            reviews_relogged.push(k.to_string());
+        }
         let tree_size = self.publish(&fresh, key).await?;
         *cache = fresh;
         Ok(Some(Rebuilt {
             index: keep,
             entry,
             relogged: relog.into_iter().map(|(r, _)| r).collect(),
+            reviews_relogged,
             tree_size,
         }))
     }
@@ -180,6 +209,55 @@ impl Log {
                 )),
                 Err(e) => return Err(e.into()),
             }
+        }
+        if refused.is_empty() {
+            Ok(relog)
+        } else {
+            Err(RebuildError::Refused { problems: refused })
+        }
+    }
+
+    /// The review entries of the stored reviews (checked by the caller) the kept prefix lacks;
+    /// refuses, naming them, when any cannot be relogged (it did not check, or a kept leaf names
+    /// other bytes at its index).
+    fn reviews_to_relog(
+        view: &LogView,
+        keep: u64,
+        reviews: &[StoredReview],
+    ) -> Result<Vec<(Key, tlog::ReviewEntry)>, RebuildError> {
+        let mut relog = Vec::new();
+        let mut refused = Vec::new();
+        for r in reviews {
+            let entry = match &r.entry {
+                Ok(e) => e,
+                Err(p) => {
+                    refused.push(p.clone());
+                    continue;
+                }
+            };
+            let kept: Vec<&tlog::ReviewEntry> = view
+                .reviews
+                .iter()
+                .filter(|(leaf, l)| {
+                    *leaf < keep && l.run_id == entry.run_id && l.review_index == entry.review_index
+                })
+                .map(|(_, l)| l)
+                .collect();
+            if kept.iter().any(|l| l.review_sha256 == entry.review_sha256) {
+                continue;
+            }
+            if !kept.is_empty() {
+                refused.push(Problem::new(
+                    AuditCheck::ReviewLog,
+                    r.key.as_str(),
+                    format!(
+                        "review {} is logged with other bytes than the stored ones (sha256 {}): a replaced review",
+                        entry.review_index, entry.review_sha256
+                    ),
+                ));
+                continue;
+            }
+            relog.push((r.key.clone(), entry.clone()));
         }
         if refused.is_empty() {
             Ok(relog)

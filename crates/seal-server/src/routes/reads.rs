@@ -191,3 +191,11 @@ pub(crate) async fn get_stats(
         Ok(([(header::CONTENT_TYPE, "application/json")], stats.bytes).into_response())
     }
 }
+
+/// The adjudication queue: decided `inconclusive` runs that verify and have no trusted review
+/// (under the daemon's `reviewers.trusted`), oldest decision first, each with its explain link.
+pub(crate) async fn get_review_queue(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let verifier = verifier(&state).await?;
+    let queue = seal_engine::stats::review_queue(state.engine.store(), &verifier).await?;
+    Ok(Json(json!({ "count": queue.len(), "runs": queue })).into_response())
+}

@@ -47,7 +47,13 @@ pub(crate) async fn add_review(
         "reviewSha256": stored.sha256,
         "leafIndex": stored.leaf_index,
     });
-    Ok((StatusCode::CREATED, Json(body)).into_response())
+    // The same review sent again answers with the stored one: 200, not 201, not 409.
+    let status = if stored.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(body)).into_response())
 }
 
 pub(crate) async fn reviews(
