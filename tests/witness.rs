@@ -280,6 +280,42 @@ async fn cosignatures_are_stored_beside_each_checkpoint_and_verified() {
     let (code, out) = d.log_verify(&["--witness", pem(&other.join("seal.pub.pem"))]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("log_witness"), "{out}");
+    explain_export_and_stats_take_verifys_witness_flags(&d, &wpub, &other.join("seal.pub.pem"));
+}
+
+/// `explain`, `export verdict` and `stats` take `--witness`/`--witness-quorum` as `verify`
+/// does and give its verdict: under the witness that cosigned, the run is explained, exported
+/// and counted; under one that did not, `verify` says NOT VERIFIED and so do they.
+fn explain_export_and_stats_take_verifys_witness_flags(d: &Deployment, good: &Path, bad: &Path) {
+    let store = d.store_url();
+    let trust = d.seal_pub();
+    let run = "run-w-0001";
+    let with = |cmd: &[&str], witness: &Path| {
+        let mut args: Vec<&str> = cmd.to_vec();
+        args.extend_from_slice(&["--store", &store, "--trust", pem(&trust)]);
+        args.extend_from_slice(&["--witness", pem(witness), "--witness-quorum", "1"]);
+        seal_alone(&args)
+    };
+    for (witness, code) in [(good, 0), (bad, 1)] {
+        let (got, out) = with(&["verify", run], witness);
+        assert_eq!(got, code, "verify: {out}");
+        let (got, out) = with(&["explain", run], witness);
+        assert_eq!(got, code, "explain: {out}");
+        // This run was not adapted from an agent-loop design, so a verified run has no Verdict
+        // to export; what matters is which check stops it.
+        let (got, out) = with(&["export", "verdict", run], witness);
+        assert_eq!(got, 1, "export: {out}");
+        assert_eq!(out.contains("does NOT VERIFY"), code == 1, "export: {out}");
+        let (got, out) = with(&["stats", "--json"], witness);
+        assert_eq!(got, 0, "stats: {out}");
+        let listed = out.contains(r#""notVerifiedRuns":[{"#);
+        assert_eq!(
+            listed,
+            code == 1,
+            "stats under {}: {out}",
+            witness.display()
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

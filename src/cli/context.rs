@@ -205,21 +205,16 @@ impl Context {
         Ok(Signing { config, key })
     }
 
-    /// `seal verify`'s verdict over `store` under `trusted`, the config's reviewer keys and its
-    /// witness policy:
+    /// `seal verify`'s verdict over `store` under `trusted`, the config's reviewer keys and the
+    /// witness policy (`--witness`/`--witness-quorum` over the config's, as `verify` takes it):
     /// `explain`, `export` and `stats` ask it, so they refuse exactly what `verify` refuses.
     pub async fn verifier(
         &self,
         store: &Store,
         trusted: Vec<PublicKey>,
+        witnesses: &super::args::WitnessArgs,
     ) -> Result<seal_engine::verify::Verifier, CliError> {
-        let policy = seal_engine::witness::check::Policy::load(
-            &self.config.witnesses,
-            self.config.witness_quorum,
-            &[],
-            None,
-        )
-        .map_err(|e| CliError::Usage(e.to_string()))?;
+        let policy = witnesses.policy(&self.config)?;
         let reviewers = self.reviewer_keys(&[])?;
         Ok(seal_engine::verify::Verifier::load(store, trusted, &policy)
             .await?

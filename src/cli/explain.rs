@@ -37,6 +37,9 @@ pub struct ExplainArgs {
     /// Write to this new file instead of stdout (never overwritten, never through a link).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// The witnesses the log checkpoint must carry, as `seal verify` takes them.
+    #[command(flatten)]
+    pub witnesses: args::WitnessArgs,
 }
 
 pub fn run(ctx: &Context, args: ExplainArgs) -> Result<ExitStatus, CliError> {
@@ -48,7 +51,7 @@ pub fn run(ctx: &Context, args: ExplainArgs) -> Result<ExitStatus, CliError> {
         let store = ctx.read_store(&url).await?;
         ctx.named_run(&store, &url, run).await?;
         let verifier = ctx
-            .verifier(&store, trusted)
+            .verifier(&store, trusted, &args.witnesses)
             .await?
             .with_reviewers(reviewers);
         Ok::<_, CliError>(seal_engine::explain::explain(&store, run, &verifier).await)
@@ -98,6 +101,16 @@ fn page(ctx: &Context, args: &ExplainArgs, url: &StoreArg, explained: &Explanati
             " --trust-reviewer {}",
             shell_word(&p.display().to_string())
         ));
+    }
+    // The witnesses asked for here are asked for there too (the config's apply to both).
+    for p in &args.witnesses.keys {
+        cmd.push_str(&format!(
+            " --witness {}",
+            shell_word(&p.display().to_string())
+        ));
+    }
+    if let Some(n) = args.witnesses.quorum {
+        cmd.push_str(&format!(" --witness-quorum {n}"));
     }
     explained.html(&cmd).into_bytes()
 }

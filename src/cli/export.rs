@@ -29,6 +29,9 @@ pub struct ExportArgs {
     /// run must verify under one of them before anything is exported.
     #[arg(long, value_name = "PEM")]
     pub trust: Vec<PathBuf>,
+    /// The witnesses the log checkpoint must carry, as `seal verify` takes them.
+    #[command(flatten)]
+    pub witnesses: args::WitnessArgs,
 }
 
 pub fn run(ctx: &Context, args: ExportArgs) -> Result<ExitStatus, CliError> {
@@ -38,7 +41,7 @@ pub fn run(ctx: &Context, args: ExportArgs) -> Result<ExitStatus, CliError> {
     let proven = ctx.block_on(async {
         let store = ctx.read_store(&url).await?;
         ctx.named_run(&store, &url, run).await?;
-        let verifier = ctx.verifier(&store, trusted).await?;
+        let verifier = ctx.verifier(&store, trusted, &args.witnesses).await?;
         Ok::<_, CliError>(verifier.prove(&store, run).await?)
     })?;
     let verified = match proven {

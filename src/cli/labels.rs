@@ -28,6 +28,9 @@ pub struct LabelsArgs {
     /// The JSONL file to write (a new file: never overwritten, never through a link).
     #[arg(long, value_name = "FILE.jsonl")]
     pub out: PathBuf,
+    /// The witnesses the log checkpoint must carry, as `seal verify` takes them.
+    #[command(flatten)]
+    pub witnesses: args::WitnessArgs,
 }
 
 pub fn run(ctx: &Context, args: LabelsArgs) -> Result<ExitStatus, CliError> {
@@ -39,7 +42,7 @@ pub fn run(ctx: &Context, args: LabelsArgs) -> Result<ExitStatus, CliError> {
         let store = ctx.read_store(&url).await?;
         // `seal verify`'s verdict, with these reviewer keys: labels only runs it verifies.
         let verifier = ctx
-            .verifier(&store, trusted)
+            .verifier(&store, trusted, &args.witnesses)
             .await?
             .with_reviewers(reviewers);
         seal_engine::labels::labels(&store, &verifier, &query)

@@ -49,6 +49,9 @@ pub struct ReviewArgs {
     /// The key that signs the log's checkpoint (default: keys.signing_key of the config).
     #[arg(long, value_name = "PEM")]
     pub log_key: Option<PathBuf>,
+    /// The witnesses the log checkpoint must carry, as `seal verify` takes them.
+    #[command(flatten)]
+    pub witnesses: args::WitnessArgs,
 }
 
 /// `OBLIGATION=STATUS`.
@@ -81,7 +84,7 @@ pub fn run(ctx: &Context, args: ReviewArgs) -> Result<ExitStatus, CliError> {
         ctx.named_run(&store, &url, run).await?;
         // `seal verify`'s verdict (its log, its witness policy, these reviewer keys).
         let verifier = ctx
-            .verifier(&store, trusted.clone())
+            .verifier(&store, trusted.clone(), &args.witnesses)
             .await?
             .with_reviewers(reviewers.clone());
         // What the reviewer was shown: the run's decision tree (which also proves the run).

@@ -34,6 +34,9 @@ pub struct StatsArgs {
     /// through a link).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// The witnesses the log checkpoint must carry, as `seal verify` takes them.
+    #[command(flatten)]
+    pub witnesses: args::WitnessArgs,
 }
 
 pub fn run(ctx: &Context, args: StatsArgs) -> Result<ExitStatus, CliError> {
@@ -44,7 +47,7 @@ pub fn run(ctx: &Context, args: StatsArgs) -> Result<ExitStatus, CliError> {
     let stats = ctx.block_on(async {
         let store = ctx.read_store(&url).await?;
         let verifier = ctx
-            .verifier(&store, trusted)
+            .verifier(&store, trusted, &args.witnesses)
             .await?
             .with_reviewers(reviewers);
         seal_engine::stats::stats(&store, &verifier, query)
