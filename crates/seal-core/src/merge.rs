@@ -80,3 +80,58 @@ pub fn next_after(roll: crate::ids::RollId, outcome: Outcome) -> Next {
         Next::Finalize
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::RollId;
+    use Outcome::{Fail, Inconclusive, InfraError, Pass};
+
+    #[test]
+    fn the_source_is_the_first_decisive_roll_else_the_last() {
+        assert_eq!(source_index(&[]), None);
+        assert_eq!(source_index(&[Pass]), Some(0));
+        assert_eq!(source_index(&[Inconclusive]), Some(0));
+        assert_eq!(source_index(&[Inconclusive, Fail]), Some(1));
+        assert_eq!(source_index(&[InfraError, Inconclusive]), Some(1));
+        assert_eq!(source_index(&[Fail, Pass]), Some(0));
+        assert_eq!(source_index(&[Inconclusive, Pass, InfraError]), Some(1));
+        assert_eq!(
+            source_index(&[Inconclusive, InfraError, Inconclusive]),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn roll_2_follows_only_an_indecisive_roll_1_and_there_is_no_third_roll() {
+        assert!(may_follow(&[], RollId::R1));
+        assert!(!may_follow(&[Inconclusive], RollId::R1));
+        assert!(!may_follow(&[], RollId::R2));
+        assert!(may_follow(&[Inconclusive], RollId::R2));
+        assert!(may_follow(&[InfraError], RollId::R2));
+        assert!(!may_follow(&[Pass], RollId::R2));
+        assert!(!may_follow(&[Fail], RollId::R2));
+        assert!(!may_follow(&[Inconclusive, Inconclusive], RollId::R2));
+        assert!(!may_follow(&[Inconclusive, InfraError], RollId::R2));
+    }
+
+    #[test]
+    fn an_indecisive_roll_1_asks_for_roll_2_and_everything_else_finalizes() {
+        assert_eq!(next_after(RollId::R1, Inconclusive), Next::Roll2);
+        assert_eq!(next_after(RollId::R1, InfraError), Next::Roll2);
+        assert_eq!(next_after(RollId::R1, Pass), Next::Finalize);
+        assert_eq!(next_after(RollId::R1, Fail), Next::Finalize);
+        for o in [Pass, Fail, Inconclusive, InfraError] {
+            assert_eq!(next_after(RollId::R2, o), Next::Finalize, "{o:?}");
+        }
+    }
+
+    #[test]
+    fn a_run_without_a_judged_roll_has_no_source() {
+        let m = merge(&[]);
+        assert_eq!(m.strategy, STRATEGY);
+        assert_eq!(m.source_roll_id, None);
+        assert!(m.roll_outcomes.is_empty());
+        assert_eq!(m.reason, "no roll was judged");
+    }
+}

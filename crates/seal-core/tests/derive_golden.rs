@@ -5,18 +5,26 @@
 //! a mutant of `derive_roll` (the cost sum, which errors a blocked guard keeps, the outcome of a
 //! blocked roll) is caught by `cargo test -p seal-core` alone (docs/TESTING.md, mutation
 //! testing). Rules the fixtures do not separate are pinned by unit tests below, named after them.
+//!
+//! The run-level half: for every fixture run, [`judging_snapshot`] over the stored header and
+//! rolls gives the stored `judging.json` byte for byte, and [`outcome_and_reasons`],
+//! [`decision_action`] and [`compatibility`] give the decided document's outcome, reasons,
+//! action and compatibility block.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use seal_core::canonical::{canonical_with_hash, Hash};
 use seal_core::derive::{
-    both_judges_failed, derive_roll, guard_bound_hash, DerivedRoll, RollInputs, SlotFacts,
+    both_judges_failed, compatibility, decision_action, derive_roll, guard_bound_hash,
+    judging_snapshot, outcome_and_reasons, projection, DerivedRoll, JudgedRoll, RollInputs,
+    SlotFacts,
 };
 use seal_core::doc::*;
 use seal_core::ids::Slot;
 use seal_core::independence::{self, SlotRecord};
 use seal_core::key::Key;
-use seal_core::vocab::{ErrorClass, GuardCheck, RollError};
+use seal_core::vocab::{AuditCheck, ErrorClass, GuardCheck, InfraCause, Reason, RollError};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -339,5 +347,329 @@ fn one_slot_alone_cannot_make_the_package_or_the_manifest_the_same() {
         let c = independence::checks(x, y, &roll.judge_package_hash, &manifest);
         assert!(!c.same_judge_package);
         assert!(!c.same_image_manifest);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run-level derivation (docs/DESIGN.md §6): the JUDGING snapshot, outcome, reasons, action
+// and compatibility of every sealed fixture run, then the rules the fixtures do not separate.
+
+/// A stored run: its header, its judged rolls and the documents derived from them.
+struct FixtureRun {
+    label: String,
+    header: Evidence,
+    rolls: Vec<(Roll, ProofPackage, JudgeConsensus)>,
+    judging: Value,
+    evidence: Evidence,
+}
+
+impl FixtureRun {
+    fn load(dir: &Path) -> FixtureRun {
+        let mut rolls = Vec::new();
+        for roll in ["roll-1", "roll-2"] {
+            let r = dir.join(roll);
+            if r.join("roll.json").exists() {
+                rolls.push((
+                    read(&r.join("roll.json")),
+                    read(&r.join("proof-package.json")),
+                    read(&r.join("consensus.json")),
+                ));
+            }
+        }
+        FixtureRun {
+            label: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            header: read(&dir.join("header.json")),
+            rolls,
+            judging: read(&dir.join("judging.json")),
+            evidence: read(&dir.join("evidence.json")),
+        }
+    }
+
+    fn named(name: &str) -> FixtureRun {
+        FixtureRun::load(&store().join("runs").join(name))
+    }
+
+    /// [`judging_snapshot`] over the stored header and rolls.
+    fn snapshot(&self) -> Evidence {
+        let judged: Vec<JudgedRoll<'_>> = self
+            .rolls
+            .iter()
+            .map(|(roll, proof, consensus)| JudgedRoll {
+                roll,
+                proof,
+                consensus,
+            })
+            .collect();
+        judging_snapshot(&self.header, &judged)
+    }
+
+    /// The postguard checks that failed, as recorded.
+    fn failed_checks(&self) -> Vec<AuditCheck> {
+        let pg = self.evidence.final_postguard.as_ref().expect("decided");
+        pg.checks.iter().filter(|c| !c.ok).map(|c| c.id).collect()
+    }
+}
+
+/// Every sealed fixture run with a JUDGING snapshot and a decided document.
+fn fixture_runs() -> Vec<FixtureRun> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(store().join("runs"))
+        .expect("the fixture store")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.join("judging.json").exists() && p.join("evidence.json").exists())
+        .collect();
+    runs.sort();
+    runs.iter().map(|p| FixtureRun::load(p)).collect()
+}
+
+fn canonical_hash<T: serde::Serialize>(v: &T) -> Hash {
+    canonical_with_hash(v).expect("canonical").1
+}
+
+#[test]
+fn every_fixture_run_derives_its_judging_snapshot_outcome_reasons_action_and_compatibility() {
+    let runs = fixture_runs();
+    assert!(runs.len() >= 10, "only {} fixture runs", runs.len());
+    let mut actions = BTreeSet::new();
+    for run in &runs {
+        let label = &run.label;
+        let snap = run.snapshot();
+        assert_eq!(
+            canonical_hash(&snap),
+            canonical_hash(&run.judging),
+            "{label}: the JUDGING snapshot"
+        );
+        let ev = &run.evidence;
+        let pg = ev.final_postguard.as_ref().expect("decided");
+        let (outcome, reasons) = outcome_and_reasons(&snap, &run.failed_checks());
+        let decision = ev.decision.as_ref().expect("a decision");
+        assert_eq!(Some(outcome), ev.outcome, "{label}: outcome");
+        assert_eq!(reasons, decision.reasons, "{label}: reasons");
+        let action = decision_action(outcome, snap.repair.round);
+        assert_eq!(action, decision.action, "{label}: action");
+        actions.insert(action.as_str());
+        assert_eq!(
+            Some(compatibility(
+                outcome,
+                pg.passed,
+                snap.acceptance_mode,
+                snap.source_roll_id
+            )),
+            ev.compatibility,
+            "{label}: compatibility"
+        );
+    }
+    // The fixtures separate accept, repair and retry.
+    assert_eq!(
+        actions.into_iter().collect::<Vec<_>>(),
+        ["accept", "repair", "retry"]
+    );
+}
+
+/// A run's cost is the header's (the actor's play before judging) plus every roll's.
+#[test]
+fn a_runs_cost_is_the_headers_plus_every_rolls() {
+    let mut run = FixtureRun::named("run-heritage-0017-disputed-font");
+    let rolls: u64 = run
+        .rolls
+        .iter()
+        .map(|(r, _, _)| rmb_to_micro(r.cost_rmb))
+        .sum();
+    assert!(rolls > 0 && run.rolls.len() == 2);
+    run.header.cost_rmb = 2.0;
+    assert_eq!(rmb_to_micro(run.snapshot().cost_rmb), 2_000_000 + rolls);
+}
+
+/// The snapshot is the JUDGING document, whatever phase the header it grew from was in.
+#[test]
+fn the_judging_snapshot_is_in_phase_judging() {
+    let mut run = FixtureRun::named("run-trpg-0021-pass");
+    run.header.phase = Phase::Collecting;
+    assert_eq!(run.snapshot().phase, Phase::Judging);
+}
+
+/// The evidence's `judge` is the source roll's projection, and nothing when that roll is void.
+#[test]
+fn the_snapshots_judge_is_the_source_rolls_projection_unless_void() {
+    let mut run = FixtureRun::named("run-trpg-0021-pass");
+    let snap = run.snapshot();
+    let (roll, _, consensus) = &run.rolls[0];
+    assert_eq!(snap.judge, projection(roll, consensus));
+    assert!(snap.judge.is_some());
+    run.rolls[0].2.independence_checks.different_session = false;
+    assert_eq!(run.snapshot().judge, None);
+}
+
+/// A failed postguard decides `infra_error`, naming every failed check and nothing else, even
+/// when the source roll passed.
+#[test]
+fn a_failed_postguard_decides_infra_error_naming_every_failed_check() {
+    let run = FixtureRun::named("run-trpg-0021-pass");
+    let snap = run.snapshot();
+    let failed = [AuditCheck::Cost, AuditCheck::Blinding];
+    let (outcome, reasons) = outcome_and_reasons(&snap, &failed);
+    assert_eq!(outcome, Outcome::InfraError);
+    assert_eq!(
+        reasons,
+        [
+            Reason::Postguard(AuditCheck::Blinding),
+            Reason::Postguard(AuditCheck::Cost)
+        ]
+    );
+    assert_eq!(
+        compatibility(outcome, false, snap.acceptance_mode, snap.source_roll_id),
+        Compatibility {
+            accepted: false,
+            ok: false,
+            acceptance_version: AcceptanceMode::V3,
+            publish_frozen: true,
+            schema_version: SCHEMA_VERSION.into(),
+            source_roll_id: snap.source_roll_id,
+        }
+    );
+}
+
+/// A void source roll (no projection) is `infra_error`, with its infrastructure causes; both
+/// judges failing is a cause of its own, named beside the others.
+#[test]
+fn a_void_source_roll_is_infra_error_with_its_causes() {
+    let run = FixtureRun::named("run-trpg-0021-pass");
+    let mut snap = run.snapshot();
+    snap.judge = None;
+    let (outcome, reasons) = outcome_and_reasons(&snap, &[]);
+    assert_eq!(outcome, Outcome::InfraError);
+    assert_eq!(reasons, [Reason::Infra(InfraCause::JudgesFailed)]);
+    let judge = |slot| RollError::Judge {
+        slot,
+        class: ErrorClass::Timeout,
+    };
+    snap.rolls[0].errors = vec![
+        RollError::Guard(GuardCheck::Budget),
+        judge(Slot::A),
+        judge(Slot::B),
+    ];
+    let (_, reasons) = outcome_and_reasons(&snap, &[]);
+    assert_eq!(
+        reasons,
+        [
+            Reason::Infra(InfraCause::Budget),
+            Reason::Infra(InfraCause::JudgesFailed)
+        ]
+    );
+    // One judge failing is not an infrastructure cause.
+    snap.rolls[0].errors = vec![RollError::Guard(GuardCheck::Budget), judge(Slot::B)];
+    let (_, reasons) = outcome_and_reasons(&snap, &[]);
+    assert_eq!(reasons, [Reason::Infra(InfraCause::Budget)]);
+}
+
+/// Inconclusive with every required obligation satisfied: one judge failed and the other alone
+/// cannot pass a run (`infra_single_judge`).
+#[test]
+fn inconclusive_with_every_required_obligation_satisfied_is_a_single_judge() {
+    let run = FixtureRun::named("run-sim-business-0031-degraded");
+    let mut snap = run.snapshot();
+    let judge = snap.judge.as_mut().expect("a projection");
+    for o in &mut judge.obligation_results {
+        o.status = ObligationStatus::Satisfied;
+    }
+    let (outcome, reasons) = outcome_and_reasons(&snap, &[]);
+    assert_eq!(outcome, Outcome::Inconclusive);
+    assert_eq!(reasons, [Reason::Infra(InfraCause::SingleJudge)]);
+}
+
+/// Only required obligations are reasons: an optional one disputed or failed explains nothing.
+#[test]
+fn only_required_obligations_are_reasons() {
+    let run = FixtureRun::named("run-narrative-0011-inconclusive");
+    let mut snap = run.snapshot();
+    let (_, reasons) = outcome_and_reasons(&snap, &[]);
+    assert_eq!(
+        reasons,
+        [Reason::ObligationDisputed("ui.text-readable".into())]
+    );
+    for o in &mut snap.proof_obligations {
+        if o.id == "ui.text-readable" {
+            o.required = false;
+        }
+    }
+    let (_, reasons) = outcome_and_reasons(&snap, &[]);
+    assert_eq!(reasons, [Reason::Infra(InfraCause::SingleJudge)]);
+
+    let run = FixtureRun::named("run-puzzle-0013-fail-end");
+    let mut snap = run.snapshot();
+    let judge = snap.judge.as_mut().expect("a projection");
+    // A satisfied required obligation is no reason to fail.
+    for o in &mut judge.obligation_results {
+        if o.id != "core.loop-reached" {
+            o.status = ObligationStatus::Satisfied;
+        }
+    }
+    let (_, reasons) = outcome_and_reasons(&snap, &[]);
+    assert_eq!(
+        reasons,
+        [Reason::ObligationFailed("core.loop-reached".into())]
+    );
+}
+
+/// A failed floor is named by each failing check, and as `floor` when none is failing.
+#[test]
+fn a_failed_floor_is_named_by_its_failing_checks_else_as_floor() {
+    let run = FixtureRun::named("run-trpg-0022-floor-fail");
+    let mut snap = run.snapshot();
+    let (outcome, reasons) = outcome_and_reasons(&snap, &[]);
+    assert_eq!(outcome, Outcome::Fail);
+    assert_eq!(reasons, [Reason::FloorFailed("progress".into())]);
+    for c in &mut snap.floor.checks {
+        c.status = FloorStatus::Pass;
+    }
+    assert!(!snap.floor.passed);
+    let (_, reasons) = outcome_and_reasons(&snap, &[]);
+    assert_eq!(reasons, [Reason::FloorFailed("floor".into())]);
+    // A passed floor is no reason.
+    snap.floor.passed = true;
+    let (_, reasons) = outcome_and_reasons(&snap, &[]);
+    assert_eq!(reasons, [Reason::Infra(InfraCause::JudgesFailed)]);
+}
+
+/// pass → accept; fail → repair in the first round, reject after a repair; inconclusive and
+/// infra_error → retry.
+#[test]
+fn a_fail_is_repaired_once_then_rejected() {
+    assert_eq!(decision_action(Outcome::Pass, 0), DecisionAction::Accept);
+    assert_eq!(decision_action(Outcome::Pass, 1), DecisionAction::Accept);
+    assert_eq!(decision_action(Outcome::Fail, 0), DecisionAction::Repair);
+    assert_eq!(decision_action(Outcome::Fail, 1), DecisionAction::Reject);
+    assert_eq!(decision_action(Outcome::Fail, 2), DecisionAction::Reject);
+    for o in [Outcome::Inconclusive, Outcome::InfraError] {
+        assert_eq!(decision_action(o, 0), DecisionAction::Retry);
+        assert_eq!(decision_action(o, 1), DecisionAction::Retry);
+    }
+}
+
+/// Only a v3 pass is published unfrozen; `accepted` is a pass, `ok` the postguard.
+#[test]
+fn only_a_v3_pass_is_published_unfrozen() {
+    for mode in [
+        AcceptanceMode::V3,
+        AcceptanceMode::V3Shadow,
+        AcceptanceMode::HistoricalReplay,
+    ] {
+        for outcome in [
+            Outcome::Pass,
+            Outcome::Fail,
+            Outcome::Inconclusive,
+            Outcome::InfraError,
+        ] {
+            for ok in [true, false] {
+                let c = compatibility(outcome, ok, mode, None);
+                let v3_pass = mode == AcceptanceMode::V3 && outcome == Outcome::Pass;
+                assert_eq!(c.publish_frozen, !v3_pass, "{mode:?} {outcome:?}");
+                assert_eq!(c.accepted, outcome == Outcome::Pass);
+                assert_eq!(c.ok, ok);
+                assert_eq!(c.acceptance_version, mode);
+            }
+        }
     }
 }

@@ -181,6 +181,20 @@ mod tests {
     }
 
     #[test]
+    fn a_decision_trees_reasons_and_node_anchors_are_named_at_their_pointers() {
+        let doc = json!({"observed": {"reasons": ["accept", "infra_timeout"]},
+            "nodes": [{"evidenceRef": "not an anchor"}]});
+        let found = check(Kind::DecisionTree, &doc);
+        let pointers: Vec<&str> = found.iter().map(|f| f.pointer.as_str()).collect();
+        assert_eq!(
+            pointers,
+            ["/observed/reasons/1", "/nodes/0/evidenceRef"],
+            "{found:?}"
+        );
+        assert!(found.iter().all(|f| f.rule == "invariant.vocabulary"));
+    }
+
+    #[test]
     fn evidence_refs_are_frame_hashes() {
         let h = Hash::of(b"frame").to_string();
         let doc = json!({"obligationResults": [{"evidenceRefs": [h, "frame-1"]}]});
