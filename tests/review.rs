@@ -71,6 +71,22 @@ fn setup() -> Setup {
 }
 
 impl Setup {
+    /// Log entry `index` is a review leaf naming `sha256`, and `seal log verify` checks it.
+    fn assert_review_leaf(&self, index: usize, sha256: &str) {
+        let leaf = std::fs::read(self.root.join(format!("log/entries/{index:020}"))).unwrap();
+        let leaf: serde_json::Value = serde_json::from_slice(&leaf).unwrap();
+        assert_eq!(leaf["kind"], "review");
+        assert_eq!(leaf["reviewSha256"], sha256);
+        let trust = fixture_trust_pem().display().to_string();
+        let log = self.seal(&["log", "verify", "--store", &self.url, "--trust", &trust]);
+        assert_eq!(log.status.code(), Some(0), "{}", both(&log));
+        assert!(
+            text(&log.stdout).contains("review 0 of run"),
+            "{}",
+            both(&log)
+        );
+    }
+
     fn seal(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_seal"))
             .current_dir(self.dir.path())
@@ -273,18 +289,7 @@ fn a_review_is_stored_logged_and_verified_without_touching_the_sealed_run() {
 
     // The log grew by one entry, of the review kind, naming these bytes.
     assert_eq!(s.log_entries(), entries + 1);
-    let leaf = std::fs::read(s.root.join(format!("log/entries/{entries:020}"))).unwrap();
-    let leaf: serde_json::Value = serde_json::from_slice(&leaf).unwrap();
-    assert_eq!(leaf["kind"], "review");
-    assert_eq!(leaf["reviewSha256"], Hash::of(&stored).to_string());
-    let trust = fixture_trust_pem().display().to_string();
-    let log = s.seal(&["log", "verify", "--store", &s.url, "--trust", &trust]);
-    assert_eq!(log.status.code(), Some(0), "{}", both(&log));
-    assert!(
-        text(&log.stdout).contains("review 0 of run"),
-        "{}",
-        both(&log)
-    );
+    s.assert_review_leaf(entries, Hash::of(&stored).as_str());
 
     // Verified with the reviewer trusted; without, the review is named.
     let ok = s.verify(true);
@@ -982,17 +987,7 @@ fn a_rebuilt_log_verifies_with_the_reviews_in_it() {
     );
     // The review's leaf is the last one, naming the stored bytes.
     let last = s.log_entries() - 1;
-    let leaf = std::fs::read(s.root.join(format!("log/entries/{last:020}"))).unwrap();
-    let leaf: serde_json::Value = serde_json::from_slice(&leaf).unwrap();
-    assert_eq!(leaf["kind"], "review");
-    assert_eq!(leaf["reviewSha256"], review_sha);
-    let log = s.seal(&["log", "verify", "--store", &s.url, "--trust", &trust]);
-    assert_eq!(log.status.code(), Some(0), "{}", both(&log));
-    assert!(
-        text(&log.stdout).contains("review 0 of run"),
-        "{}",
-        both(&log)
-    );
+    s.assert_review_leaf(last, &review_sha);
     let ok = s.verify(true);
     assert_eq!(ok.status.code(), Some(0), "{}", both(&ok));
     // A second rebuild has nothing to do.

@@ -244,6 +244,35 @@ mod tests {
         );
     }
 
+    /// Every text form of a hash is its lower-case hex (`Debug` with the algorithm): what
+    /// error messages, keys and logs name is the digest itself.
+    #[test]
+    fn a_hash_reads_as_its_hex_in_every_text_form() {
+        let h = Hash::of(b"");
+        let hex = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        assert_eq!(AsRef::<str>::as_ref(&h), hex);
+        assert_eq!(h.to_string(), hex);
+        assert_eq!(format!("{h:?}"), format!("sha256:{hex}"));
+        assert_eq!(String::from(h), hex);
+    }
+
+    /// A refused hash is quoted in the error, cut to its first 80 characters (input can be
+    /// any size; the message stays readable).
+    #[test]
+    fn a_refused_hash_is_quoted_in_the_error_up_to_80_characters() {
+        let err = Hash::parse("not-a-hash").unwrap_err();
+        assert_eq!(err, HashParseError("not-a-hash".into()));
+        assert!(
+            err.to_string().starts_with("\"not-a-hash\" is not"),
+            "{err}"
+        );
+        let long = "x".repeat(1000);
+        assert_eq!(
+            Hash::parse(&long).unwrap_err(),
+            HashParseError("x".repeat(80))
+        );
+    }
+
     #[test]
     fn hash_parse_refuses_uppercase_and_short() {
         assert!(Hash::parse(&"A".repeat(64)).is_err());

@@ -80,11 +80,7 @@ impl JudgeClient {
                     record
                 }
             };
-            let done = record
-                .outcome
-                .as_ref()
-                .map(|_| true)
-                .unwrap_or_else(|f| !f.class.is_retryable());
+            let done = ends_slot(&record);
             attempts.push(record);
             if done {
                 break;
@@ -132,11 +128,7 @@ impl JudgeClient {
                     ));
                 };
                 let record = self.resume_committed(store, job, k, &request).await?;
-                let done = record
-                    .outcome
-                    .as_ref()
-                    .map(|_| true)
-                    .unwrap_or_else(|f| !f.class.is_retryable());
+                let done = ends_slot(&record);
                 attempts.push(record);
                 if done {
                     break;
@@ -271,4 +263,13 @@ impl JudgeClient {
             Err(e) => Err(e.into()),
         }
     }
+}
+
+/// Whether an attempt ends its slot: an answer, or a failure another attempt cannot help.
+fn ends_slot(record: &AttemptRecord) -> bool {
+    record
+        .outcome
+        .as_ref()
+        .map(|_| true)
+        .unwrap_or_else(|f| !f.class.is_retryable())
 }
