@@ -87,3 +87,155 @@ pub fn invariants(r: &ShadowReport) -> Vec<Finding> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::shadow_report::Agreement;
+
+    fn agreement(n: u64, matrix: [[u64; 2]; 2]) -> Agreement {
+        Agreement {
+            n,
+            matrix,
+            agreement: None,
+            kappa: None,
+            kappa_ci95: None,
+        }
+    }
+
+    /// A section whose counts add up: rows accept / reject / other legacy decisions, columns
+    /// pass / fail / inconclusive / infra_error; 14 pairs, accept row 8, pass column 6, 11
+    /// decided by v3.
+    fn section() -> Section {
+        Section {
+            pairs: 14,
+            confusion: [[5, 1, 2, 0], [1, 3, 0, 1], [0, 1, 0, 0]],
+            accept_vs_not: agreement(14, [[5, 3], [1, 5]]),
+            decided: agreement(11, [[5, 1], [1, 4]]),
+        }
+    }
+
+    fn broken(edit: impl Fn(&mut Section)) -> Vec<String> {
+        let mut s = section();
+        edit(&mut s);
+        let mut out = Vec::new();
+        section_rules("/all", &s, &mut out);
+        out.into_iter().map(|f| f.rule).collect()
+    }
+
+    #[test]
+    fn a_section_whose_counts_add_up_breaks_no_rule() {
+        assert_eq!(broken(|_| {}), Vec::<String>::new());
+    }
+
+    /// `pairs` = the confusion's sum = acceptVsNot's sum = acceptVsNot's n: each one alone off
+    /// is named.
+    #[test]
+    fn a_sections_pairs_agree_with_its_confusion_and_accept_vs_not_each_alone() {
+        let edits: [fn(&mut Section); 4] = [
+            |s| s.pairs += 1,
+            |s| s.confusion[1][2] += 1,
+            |s| s.accept_vs_not.matrix[1][1] += 1,
+            |s| s.accept_vs_not.n += 1,
+        ];
+        for (i, edit) in edits.into_iter().enumerate() {
+            let rules = broken(edit);
+            assert!(
+                rules.contains(&"invariant.shadow.pairs".into()),
+                "edit {i}: {rules:?}"
+            );
+        }
+    }
+
+    /// acceptVsNot's accept row and pass column are the confusion's: each alone off is named.
+    #[test]
+    fn accept_vs_not_has_the_confusions_accept_row_and_pass_column_each_alone() {
+        let edits: [fn(&mut Section); 4] = [
+            |s| s.confusion[0][2] += 1,
+            |s| s.confusion[1][0] += 1,
+            |s| s.accept_vs_not.matrix[0][1] += 1,
+            |s| s.accept_vs_not.matrix[1][0] += 1,
+        ];
+        for (i, edit) in edits.into_iter().enumerate() {
+            let rules = broken(edit);
+            assert!(
+                rules.contains(&"invariant.shadow.accept_vs_not".into()),
+                "edit {i}: {rules:?}"
+            );
+        }
+        // Off the row and column, acceptVsNot's fourth cell is only the pairs rule's.
+        assert_eq!(
+            broken(|s| s.accept_vs_not.matrix[1][1] += 1),
+            vec!["invariant.shadow.pairs".to_string()]
+        );
+    }
+
+    /// `decided` counts exactly the confusion's pass and fail columns, in n and in its matrix.
+    #[test]
+    fn decided_counts_the_pass_and_fail_columns_in_n_and_matrix_each_alone() {
+        let edits: [fn(&mut Section); 3] = [
+            |s| s.decided.n += 1,
+            |s| s.decided.matrix[1][1] += 1,
+            |s| s.confusion[2][1] += 1,
+        ];
+        for (i, edit) in edits.into_iter().enumerate() {
+            let rules = broken(edit);
+            assert!(
+                rules.contains(&"invariant.shadow.decided".into()),
+                "edit {i}: {rules:?}"
+            );
+        }
+        // Inconclusive and infra_error columns are not decided.
+        assert!(!broken(|s| s.confusion[2][2] += 1).contains(&"invariant.shadow.decided".into()));
+    }
+
+    fn report() -> ShadowReport {
+        let bytes = include_bytes!("../../../../tests/data/shadow/report.json");
+        serde_json::from_slice(bytes).expect("the committed shadow report")
+    }
+
+    fn report_rules(edit: impl Fn(&mut ShadowReport)) -> Vec<String> {
+        let mut r = report();
+        edit(&mut r);
+        invariants(&r).into_iter().map(|f| f.rule).collect()
+    }
+
+    /// The genre and evidence-mode sections and `runs.paired` each sum to all.pairs, and the
+    /// disagreements listed are all.acceptVsNot's off-diagonal: each alone off is named.
+    #[test]
+    fn a_reports_sections_and_disagreements_add_up_to_all_each_alone() {
+        assert_eq!(report_rules(|_| {}), Vec::<String>::new());
+        let sections: [fn(&mut ShadowReport); 3] = [
+            |r| r.runs.paired += 1,
+            |r| {
+                let s = r.by_genre.values_mut().next().unwrap();
+                s.pairs += 1;
+            },
+            |r| {
+                let s = r.by_evidence_mode.values_mut().next().unwrap();
+                s.pairs += 1;
+            },
+        ];
+        for (i, edit) in sections.into_iter().enumerate() {
+            let rules = report_rules(edit);
+            assert!(
+                rules.contains(&"invariant.shadow.sections".into()),
+                "edit {i}: {rules:?}"
+            );
+        }
+        assert_eq!(
+            report_rules(|r| {
+                r.disagreements.pop();
+            }),
+            vec!["invariant.shadow.disagreements".to_string()]
+        );
+        // Every section is checked, not only `all`.
+        for edit in [
+            (|r: &mut ShadowReport| r.by_genre.values_mut().next().unwrap().decided.n += 1)
+                as fn(&mut ShadowReport),
+            |r| r.by_evidence_mode.values_mut().next().unwrap().decided.n += 1,
+        ] {
+            assert!(report_rules(edit).contains(&"invariant.shadow.decided".into()));
+        }
+    }
+}
