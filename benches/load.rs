@@ -7,7 +7,7 @@
 //! daemon's peak RSS (VmHWM of the child process).
 //!
 //! ```sh
-//! cargo bench --bench load                          # file store (fsync on every write)
+//! cargo bench --bench load                          # file store (durable, group-committed flushes)
 //! SEAL_BENCH_STORE=memory cargo bench --bench load  # seal alone, no disk
 //! ```
 
@@ -59,6 +59,25 @@ fn clock_ticks() -> f64 {
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(100.0)
+}
+
+/// The store's flushes and created objects so far, from the daemon's `/metrics`.
+async fn flushes(c: &reqwest::Client, base: &str) -> (f64, f64) {
+    let text = match c.get(format!("{base}/metrics")).send().await {
+        Ok(r) => r.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    let value = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (
+        value("seal_store_fsyncs_total{kind=\"syncfs\"}"),
+        value("seal_store_objects_created_total"),
+    )
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
@@ -190,11 +209,12 @@ fn main() {
         });
         let client = reqwest::Client::builder().pool_max_idle_per_host(512).timeout(Duration::from_secs(600)).build().expect("client");
         println!("load benchmark: seal serve ({store}) at {base}, loopback judge L = {} ms, each run = 6 blob PUTs + header + brief + play-spec + roll + finalize", L.as_millis());
-        println!("{:>11} {:>6} {:>10} {:>9} {:>10} {:>14} {:>14} {:>12} {:>12} {:>12}", "concurrency", "runs", "runs/s", "ideal/s", "fraction", "added p50 ms", "added p99 ms", "daemon RSS", "CPU/run ms", "wall/ideal");
+        println!("{:>11} {:>6} {:>10} {:>9} {:>10} {:>14} {:>14} {:>12} {:>12} {:>12} {:>12} {:>12}", "concurrency", "runs", "runs/s", "ideal/s", "fraction", "added p50 ms", "added p99 ms", "daemon RSS", "CPU/run ms", "wall/ideal", "flushes/run", "objects/run");
         // The last row is issue 12's case: 256 whole runs started at once, one wave; its ideal
         // wall time is L (one roll a run), so wall/ideal says how far seal is from it.
         for (row, (conc, n)) in [(1usize, 20usize), (32, 192), (256, 1024), (256, 256)].into_iter().enumerate() {
             let cpu0 = cpu_secs(pid);
+            let (f0, o0) = flushes(&client, &base).await;
             let next = Arc::new(AtomicUsize::new(0));
             let t0 = Instant::now();
             let workers: Vec<_> = (0..conc)
@@ -223,14 +243,15 @@ fn main() {
             }
             let wall = t0.elapsed().as_secs_f64();
             let cpu_ms = (cpu_secs(pid) - cpu0) * 1000.0 / n as f64;
+            let (f1, o1) = flushes(&client, &base).await;
             let mut added: Vec<f64> = lat.iter().map(|d| (d.as_secs_f64() - L.as_secs_f64()) * 1000.0).collect();
             added.sort_by(|a, b| a.total_cmp(b));
             let rate = lat.len() as f64 / wall;
             let ideal = conc as f64 / L.as_secs_f64();
             println!(
-                "{:>11} {:>6} {:>10.1} {:>9.1} {:>10.3} {:>14.1} {:>14.1} {:>8.1} MiB {:>12.2} {:>12.2}",
+                "{:>11} {:>6} {:>10.1} {:>9.1} {:>10.3} {:>14.1} {:>14.1} {:>8.1} MiB {:>12.2} {:>12.2} {:>12.2} {:>12.1}",
                 conc, lat.len(), rate, ideal, rate / ideal, pct(&added, 0.5), pct(&added, 0.99), vm_hwm_mib(pid),
-                cpu_ms, wall / (L.as_secs_f64() * (n / conc) as f64)
+                cpu_ms, wall / (L.as_secs_f64() * (n / conc) as f64), (f1 - f0) / n as f64, (o1 - o0) / n as f64
             );
         }
         let _ = child.kill();

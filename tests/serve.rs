@@ -167,8 +167,8 @@ async fn example_runs_go_through_the_api_to_verified_seals() {
         "seal_runs_decided_total",
         "seal_consensus_obligations_total{status=\"satisfied\"}",
         "seal_rolls_by_id_total{roll=\"roll-1\"}",
-        "seal_store_fsyncs_total{kind=\"file\"}",
-        "seal_store_fsyncs_total{kind=\"folder\"}",
+        "seal_store_fsyncs_total{kind=\"syncfs\"}",
+        "seal_store_objects_created_total",
     ] {
         assert!(
             metrics.contains(needle),

@@ -63,6 +63,7 @@ pub(crate) struct ServerMetrics {
     in_progress: Gauge,
     admitted: Gauge,
     fsyncs: Family<Labels, Counter>,
+    created: Counter,
     admission: Family<Labels, Gauge>,
     process: process::ProcessMetrics,
 }
@@ -76,6 +77,7 @@ impl ServerMetrics {
             in_progress: Gauge::default(),
             admitted: Gauge::default(),
             fsyncs: Family::default(),
+            created: Counter::default(),
             admission: Family::default(),
             process: process::ProcessMetrics::default(),
         };
@@ -103,8 +105,13 @@ impl ServerMetrics {
             );
             r.register(
                 "seal_store_fsyncs",
-                "fsyncs of the file store's durable writes, by kind (file, folder)",
+                "flushes of the file store's filesystem (kind syncfs), each shared by every write staged before it started",
                 m.fsyncs.clone(),
+            );
+            r.register(
+                "seal_store_objects_created",
+                "objects the file store's durable write path created (flushes per object = 1 / batch size)",
+                m.created.clone(),
             );
             r.register(
                 "seal_log_admission",
@@ -175,11 +182,13 @@ impl ServerMetrics {
             .set(i64::try_from(in_progress).unwrap_or(i64::MAX));
         self.admitted
             .set(i64::try_from(admitted).unwrap_or(i64::MAX));
-        let (folder, file) = seal_store::fsync_counts();
-        for (kind, now) in [("file", file), ("folder", folder)] {
-            let c = self.fsyncs.get_or_create(&vec![("kind", kind.to_string())]);
-            c.inc_by(now.saturating_sub(c.get()));
-        }
+        let (flushes, created) = seal_store::flush_counts();
+        let c = self
+            .fsyncs
+            .get_or_create(&vec![("kind", "syncfs".to_string())]);
+        c.inc_by(flushes.saturating_sub(c.get()));
+        self.created
+            .inc_by(created.saturating_sub(self.created.get()));
         for s in [Admission::Pending, Admission::Admitted, Admission::Refused] {
             let g = self
                 .admission

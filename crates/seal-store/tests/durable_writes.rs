@@ -5,6 +5,7 @@
 //! acknowledged object is there with its bytes; no key holds torn or foreign bytes (every object
 //! is exactly what its writer meant); staging files left behind are never listed as objects;
 //! and writing everything again succeeds without a single conflict (a torn object would be one).
+//! The kill points are random (the seed is printed, and `SEAL_KILL_SEED` replays it).
 
 use futures::StreamExt;
 use seal_core::canonical::Hash;
@@ -125,9 +126,22 @@ fn run_child_and_kill(root: &std::path::Path, after_acks: usize) -> Vec<usize> {
     acked
 }
 
+/// Where the rounds kill the writer: a random number of acknowledgements each (0 kills it as it
+/// starts), from a seed that is printed and can be replayed.
+fn kill_points(rounds: usize) -> Vec<usize> {
+    use rand::{Rng, SeedableRng};
+    let seed = std::env::var("SEAL_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::thread_rng().gen::<u64>());
+    eprintln!("kill points from SEAL_KILL_SEED={seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..rounds).map(|_| rng.gen_range(0..OBJECTS)).collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_write_never_leaves_a_missing_or_torn_object() {
-    for (round, after) in [(0usize, 100usize), (1, 400), (2, 900)] {
+    for (round, after) in kill_points(12).into_iter().enumerate() {
         let dir = tempfile::tempdir().unwrap();
         let acked = run_child_and_kill(dir.path(), after);
         assert!(
@@ -206,4 +220,39 @@ fn walk(root: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// The group commit of issue 25: writers in flight share the filesystem's flushes, so 64 puts
+/// at once cost fewer flushes than objects (one writer alone pays two per object).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_in_flight_share_their_flushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&format!("file://{}", dir.path().display()))
+        .await
+        .unwrap();
+    let (flushes0, created0) = seal_store::flush_counts();
+    let puts = (0..256).map(|i| {
+        let store = store.clone();
+        async move {
+            let k = Key::parse(&format!("runs/batch-{}/obj-{i}.bin", i % 16)).unwrap();
+            store
+                .put(&k, bytes::Bytes::from(vec![i as u8; 512]))
+                .await
+                .unwrap()
+        }
+    });
+    let puts = futures::stream::iter(puts)
+        .buffer_unordered(64)
+        .collect::<Vec<_>>()
+        .await;
+    assert!(puts.iter().all(|p| p.created));
+    let (flushes, created) = seal_store::flush_counts();
+    let (flushes, created) = (flushes - flushes0, created - created0);
+    // Other tests of this binary may write at the same time: they add to both counters.
+    assert!(created >= 256, "{created} objects created");
+    assert!(
+        flushes < created,
+        "{flushes} flushes for {created} objects: the flushes were not shared"
+    );
+    eprintln!("{flushes} flushes for {created} objects");
 }

@@ -1,47 +1,52 @@
-//! Durable create-only writes to a `file://` store, without one serial fsync chain per object.
+//! Durable create-only writes to a `file://` store, made durable in batches (group commit).
 //!
 //! An object is written the way power loss cannot tear it: a staging file `<key>#<n>` in the
 //! key's own folder (created with `O_EXCL`, never a link; `#` is not allowed in keys, so the
-//! name never collides with an object and every listing skips it), its bytes, `fdatasync`, then
+//! name never collides with an object and every listing skips it), its bytes, a **flush**, then
 //! `renameat2(RENAME_NOREPLACE)` onto the key, which fails if the key exists: create-only in one
-//! atomic step, and nothing to unlink afterwards. Then the folder's entry list is made durable.
+//! atomic step, and nothing to unlink afterwards. Then a second flush makes the new name (and any
+//! folder made for it) durable, and only then does the call return.
 //!
-//! What is new compared with `object_store`'s `LocalFileSystem` (staging file, `sync_all`, hard
-//! link, folder fsync, unlink — per object, in series):
-//! - **one folder fsync covers every rename that finished before it started** ([`DirSync`], a
-//!   group commit per folder): writers that land in the same folder at the same time share one
-//!   fsync instead of queueing one each;
-//! - no hard link and no unlink per object (one directory update instead of three);
-//! - the file fsyncs of independent objects run on their callers' threads, so the filesystem can
-//!   batch them (callers issue independent writes together: a roll's records, many replays).
+//! A flush is one `syncfs(2)` of the store's filesystem, shared by every writer of this process
+//! ([`GroupCommit`], one per filesystem): a writer takes a ticket once its bytes (or its rename)
+//! are in the page cache, and any flush that *starts* after the ticket covers them. One writer
+//! runs the flush for everyone waiting; the others wait for it, or run the next one. So the
+//! objects of every run in flight are made durable together — the wall that issue 25 measured
+//! was about 100 flushes a run (an `fdatasync` per object and a folder `fsync` per folder);
+//! under load a flush now covers the data of the writers that arrived during the previous one
+//! and the names of those that renamed during it, so a run pays a fraction of one.
 //!
-//! The ordering argument (docs/DECISIONS.md, "Durable writes"): a call returns `Ok` only after
-//! the object's bytes and its folder entry — and every folder entry leading to it that this
-//! process has not yet seen durable — are on stable storage. Callers write a document that
-//! references an object only after the object's put returned, so a referenced object is never
-//! missing or torn after a crash; an unreferenced staging file may be left behind, and is never
-//! an object.
+//! What `syncfs` costs the host: it writes back everything dirty on that filesystem, not only
+//! seal's objects. The store belongs on a filesystem of its own (a volume; docs/DEPLOYING.md).
+//!
+//! The ordering argument (docs/DECISIONS.md, "Durable writes"): a name is created only after a
+//! flush that started after its bytes were written, so a visible object is never torn, even
+//! after power loss; a call returns `Ok` only after a flush that started after its rename. Callers
+//! write a document that references an object only after the object's put returned, so a
+//! referenced object is never missing or torn after a crash; an unreferenced staging file may be
+//! left behind, and is never an object.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, LazyLock, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, PoisonError};
 
 use crate::{Key, StoreError};
 
-/// Folder fsyncs issued by this process (for tests and the benchmarks' accounting).
-static DIR_FSYNCS: AtomicU64 = AtomicU64::new(0);
-/// File fsyncs issued by this process.
-static FILE_FSYNCS: AtomicU64 = AtomicU64::new(0);
+/// Filesystem flushes (`syncfs`) issued by this process (for `/metrics` and the benchmarks).
+static FLUSHES: AtomicU64 = AtomicU64::new(0);
+/// Objects created by this process through this module (flushes per object = the batch size).
+static CREATED: AtomicU64 = AtomicU64::new(0);
 
-/// How many folder and file fsyncs this process has issued through this module.
-pub fn fsync_counts() -> (u64, u64) {
+/// How many filesystem flushes this process has issued through this module, and how many
+/// objects it created.
+pub fn flush_counts() -> (u64, u64) {
     (
-        DIR_FSYNCS.load(Ordering::Relaxed),
-        FILE_FSYNCS.load(Ordering::Relaxed),
+        FLUSHES.load(Ordering::Relaxed),
+        CREATED.load(Ordering::Relaxed),
     )
 }
 
@@ -64,31 +69,45 @@ pub(crate) fn create(root: &Path, key: &Key, bytes: &[u8]) -> Result<bool, Store
             std::io::Error::other("no parent folder"),
         ));
     };
-    // A folder this process has not seen durable is made so first (created if missing, and its
-    // entry in each parent synced), so the object's own folder fsync below is enough.
-    DURABLE_DIRS
+    // Missing folders are created here; the flush after the rename makes their entries durable
+    // together with the object's.
+    KNOWN_DIRS
         .ensure(root, &dir)
         .map_err(|e| backend(key, "create folder", e))?;
-    let (file, staging) =
+    let (mut file, staging) =
         open_staging(&dest).map_err(|e| backend(key, "create staging file", e))?;
-    let written = write_and_sync(file, bytes);
-    if let Err(e) = written {
+    let commit = match file.metadata() {
+        Ok(m) => GroupCommit::of_device(m.dev()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&staging);
+            return Err(backend(key, "stat staging file", e));
+        }
+    };
+    // 1. The bytes are on stable storage before any name points at them.
+    if let Err(e) = file.write_all(bytes).and_then(|()| commit.flush(&file)) {
         let _ = std::fs::remove_file(&staging);
         return Err(backend(key, "write", e));
     }
-    match rename_noreplace(&staging, &dest) {
-        Ok(()) => {}
+    let created = match rename_noreplace(&staging, &dest) {
+        Ok(()) => true,
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             let _ = std::fs::remove_file(&staging);
-            return Ok(false);
+            false
         }
         Err(e) => {
             let _ = std::fs::remove_file(&staging);
             return Err(backend(key, "rename into place", e));
         }
+    };
+    // 2. The name is durable before the caller hears of it. A taken key is flushed too: its
+    // writer may not have flushed its name yet, and the caller is about to acknowledge it.
+    commit
+        .flush(&file)
+        .map_err(|e| backend(key, "flush the store's filesystem", e))?;
+    if created {
+        CREATED.fetch_add(1, Ordering::Relaxed);
     }
-    dir_sync(&dir).map_err(|e| backend(key, "fsync folder", e))?;
-    Ok(true)
+    Ok(created)
 }
 
 /// A new staging file next to `dest`, never following or reusing anything that is there.
@@ -114,15 +133,6 @@ fn open_staging(dest: &Path) -> std::io::Result<(File, PathBuf)> {
     ))
 }
 
-fn write_and_sync(mut file: File, bytes: &[u8]) -> std::io::Result<()> {
-    file.write_all(bytes)?;
-    // fdatasync: the data and the size needed to read it back; the name comes with the rename
-    // and the folder fsync.
-    file.sync_data()?;
-    FILE_FSYNCS.fetch_add(1, Ordering::Relaxed);
-    Ok(())
-}
-
 /// `renameat2(RENAME_NOREPLACE)`; where the filesystem lacks it, a hard link (which also fails
 /// on an existing name) and the removal of the staging name.
 fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
@@ -138,42 +148,54 @@ fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Makes the entries of `dir` durable, sharing the fsync with concurrent writers in it.
-fn dir_sync(dir: &Path) -> std::io::Result<()> {
-    DIRS.get(dir).sync(|| {
-        File::open(dir)?.sync_all()?;
-        DIR_FSYNCS.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    })
-}
-
-/// One folder's group commit. A writer takes a ticket after its rename; any fsync that starts
-/// after the ticket was taken covers that rename. One writer runs the fsync for everyone whose
-/// ticket was issued when it started; the others wait for it, or run the next one.
+/// One filesystem's group commit. A writer takes a ticket once what it needs flushed is in the
+/// page cache; any flush that starts after the ticket was taken covers it. One writer runs the
+/// flush for everyone whose ticket was issued when it started; the others wait for it, or run the
+/// next one.
 #[derive(Default)]
-pub(super) struct DirSync {
-    state: Mutex<SyncState>,
+pub(super) struct GroupCommit {
+    state: Mutex<CommitState>,
     done: Condvar,
 }
 
 #[derive(Default)]
-struct SyncState {
+struct CommitState {
     /// Tickets issued so far (the last one's number).
     issued: u64,
-    /// Every ticket up to this one is covered by a finished fsync.
-    synced: u64,
-    /// An fsync is running.
+    /// Every ticket up to this one is covered by a finished flush.
+    flushed: u64,
+    /// A flush is running.
     running: bool,
 }
 
-impl DirSync {
-    /// Returns once an fsync (`run`) that started after this call began has succeeded.
+/// The group commits of the filesystems this process writes, by device number. Never shrinks:
+/// a process writes a handful of filesystems.
+static COMMITS: LazyLock<Mutex<HashMap<u64, Arc<GroupCommit>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+impl GroupCommit {
+    fn of_device(dev: u64) -> Arc<GroupCommit> {
+        let mut map = COMMITS.lock().unwrap_or_else(PoisonError::into_inner);
+        map.entry(dev).or_default().clone()
+    }
+
+    /// Returns once a `syncfs` of `file`'s filesystem that started after this call began has
+    /// succeeded.
+    fn flush(&self, file: &File) -> std::io::Result<()> {
+        self.sync(|| {
+            rustix::fs::syncfs(file)?;
+            FLUSHES.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })
+    }
+
+    /// Returns once a run of `run` that started after this call began has succeeded.
     pub(super) fn sync(&self, mut run: impl FnMut() -> std::io::Result<()>) -> std::io::Result<()> {
         let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         st.issued += 1;
         let ticket = st.issued;
         loop {
-            if st.synced >= ticket {
+            if st.flushed >= ticket {
                 return Ok(());
             }
             if st.running {
@@ -187,47 +209,26 @@ impl DirSync {
             st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             st.running = false;
             if result.is_ok() {
-                st.synced = st.synced.max(covers);
+                st.flushed = st.flushed.max(covers);
             }
             self.done.notify_all();
-            // A failed fsync is this caller's error; a waiter then runs its own.
+            // A failed flush is this caller's error; a waiter then runs its own.
             result?;
         }
     }
 }
 
-/// The group commits of the folders being written, by path. Entries die with their last
-/// writer (weak references), so the map holds only folders in use.
-struct Dirs(Mutex<HashMap<PathBuf, Weak<DirSync>>>);
+/// Folders this process has made or found (as folders, not links): the next object in one of
+/// them skips the walk. Their entries need no flush of their own: the flush after an object's
+/// rename covers every folder created before it. Bounded: past the bound it is forgotten and
+/// folders are checked again (correct, only slower).
+struct KnownDirs(Mutex<HashSet<PathBuf>>);
 
-static DIRS: LazyLock<Dirs> = LazyLock::new(|| Dirs(Mutex::new(HashMap::new())));
+static KNOWN_DIRS: LazyLock<KnownDirs> = LazyLock::new(|| KnownDirs(Mutex::new(HashSet::new())));
 
-impl Dirs {
-    fn get(&self, dir: &Path) -> Arc<DirSync> {
-        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(d) = map.get(dir).and_then(Weak::upgrade) {
-            return d;
-        }
-        if map.len() >= 4096 {
-            map.retain(|_, w| w.strong_count() > 0);
-        }
-        let d = Arc::new(DirSync::default());
-        map.insert(dir.to_path_buf(), Arc::downgrade(&d));
-        d
-    }
-}
+const KNOWN_DIRS_BOUND: usize = 65_536;
 
-/// Folders whose entry in their parent is known durable in this process: created here and
-/// synced into their parent, or found existing and synced once. Bounded: past the bound it is
-/// forgotten and folders are re-synced once (correct, only slower).
-struct DurableDirs(Mutex<HashSet<PathBuf>>);
-
-static DURABLE_DIRS: LazyLock<DurableDirs> =
-    LazyLock::new(|| DurableDirs(Mutex::new(HashSet::new())));
-
-const DURABLE_DIRS_BOUND: usize = 65_536;
-
-impl DurableDirs {
+impl KnownDirs {
     fn known(&self, dir: &Path) -> bool {
         self.0
             .lock()
@@ -235,15 +236,14 @@ impl DurableDirs {
             .contains(dir)
     }
 
-    /// Makes `dir` and every folder between it and `root` exist with durable entries. A folder
-    /// created by another writer at the same moment is synced into its parent here too: its
-    /// creator may not have done so yet.
+    /// Makes `dir` and every folder between it and `root` exist (the caller's flush makes them
+    /// durable).
     fn ensure(&self, root: &Path, dir: &Path) -> std::io::Result<()> {
         if self.known(dir) {
             return Ok(());
         }
-        // The chain from `dir` up to (not including) the first folder already known durable,
-        // or the store root, which is the operator's and is taken as given.
+        // The chain from `dir` up to (not including) the first folder already known, or the
+        // store root, which is the operator's and is taken as given.
         let mut chain = Vec::new();
         let mut d = dir;
         while d != root && d.starts_with(root) && !self.known(d) {
@@ -269,14 +269,8 @@ impl DurableDirs {
                 Err(e) => return Err(e),
             }
         }
-        // Each folder's entry lives in its parent: sync the parents, deepest last.
-        for folder in chain.iter().rev() {
-            if let Some(parent) = folder.parent() {
-                dir_sync(parent)?;
-            }
-        }
         let mut set = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if set.len() + chain.len() > DURABLE_DIRS_BOUND {
+        if set.len() + chain.len() > KNOWN_DIRS_BOUND {
             set.clear();
         }
         set.extend(chain);
@@ -336,11 +330,11 @@ mod tests {
         assert_eq!(wins, 1);
     }
 
-    /// The group commit: every caller returns only after an fsync that started after it
-    /// arrived, and concurrent callers share fsyncs.
+    /// The group commit: every caller returns only after a flush that started after it
+    /// arrived, and concurrent callers share flushes.
     #[test]
-    fn one_fsync_covers_every_writer_that_arrived_before_it_started() {
-        let sync = DirSync::default();
+    fn one_flush_covers_every_writer_that_arrived_before_it_started() {
+        let sync = GroupCommit::default();
         let arrived = AtomicU64::new(0);
         let covered = AtomicU64::new(0);
         let runs = AtomicU64::new(0);
@@ -366,8 +360,8 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_fsync_is_an_error_and_the_next_caller_retries() {
-        let sync = DirSync::default();
+    fn a_failed_flush_is_an_error_and_the_next_caller_retries() {
+        let sync = GroupCommit::default();
         let mut first = true;
         let r = sync.sync(|| {
             if std::mem::take(&mut first) {
