@@ -9,6 +9,7 @@
 //! ```sh
 //! cargo bench --bench load                          # file store (durable, group-committed flushes)
 //! SEAL_BENCH_STORE=memory cargo bench --bench load  # seal alone, no disk
+//! SEAL_BENCH_STORE=file-per-object cargo bench --bench load  # fdatasync + folder fsync per object
 //! ```
 
 use seal_testkit::loopback::{Loopback, Persona};
@@ -75,7 +76,9 @@ async fn flushes(c: &reqwest::Client, base: &str) -> (f64, f64) {
             .unwrap_or(0.0)
     };
     (
-        value("seal_store_fsyncs_total{kind=\"syncfs\"}"),
+        value("seal_store_fsyncs_total{kind=\"syncfs\"}")
+            + value("seal_store_fsyncs_total{kind=\"file\"}")
+            + value("seal_store_fsyncs_total{kind=\"folder\"}"),
         value("seal_store_objects_created_total"),
     )
 }
@@ -177,6 +180,7 @@ fn main() {
         std::fs::write(dir.path().join("seal.toml"), config).expect("config");
         let store = match std::env::var("SEAL_BENCH_STORE").as_deref() {
             Ok("memory") => "memory://".to_string(),
+            Ok("file-per-object") => "file://./store?flush=per-object".to_string(),
             _ => "file://./store".to_string(),
         };
         let mut child = Command::new(seal)

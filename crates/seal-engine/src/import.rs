@@ -102,7 +102,7 @@ impl Archive {
             reason,
         };
         match StoreUrl::parse(url)? {
-            StoreUrl::File(root) => {
+            StoreUrl::File(root, _) => {
                 fsio::require_folder(&root).map_err(|e| bad(e.to_string()))?;
                 Ok(Archive::Folder {
                     url: url.to_string(),

@@ -105,7 +105,7 @@ impl ServerMetrics {
             );
             r.register(
                 "seal_store_fsyncs",
-                "flushes of the file store's filesystem (kind syncfs), each shared by every write staged before it started",
+                "flushes of the file store's durable writes: syncfs (flush=batch, each shared by every write staged before it started), file and folder (flush=per-object)",
                 m.fsyncs.clone(),
             );
             r.register(
@@ -182,13 +182,17 @@ impl ServerMetrics {
             .set(i64::try_from(in_progress).unwrap_or(i64::MAX));
         self.admitted
             .set(i64::try_from(admitted).unwrap_or(i64::MAX));
-        let (flushes, created) = seal_store::flush_counts();
-        let c = self
-            .fsyncs
-            .get_or_create(&vec![("kind", "syncfs".to_string())]);
-        c.inc_by(flushes.saturating_sub(c.get()));
+        let now = seal_store::flush_counts();
+        for (kind, n) in [
+            ("syncfs", now.syncfs),
+            ("file", now.file),
+            ("folder", now.folder),
+        ] {
+            let c = self.fsyncs.get_or_create(&vec![("kind", kind.to_string())]);
+            c.inc_by(n.saturating_sub(c.get()));
+        }
         self.created
-            .inc_by(created.saturating_sub(self.created.get()));
+            .inc_by(now.created.saturating_sub(self.created.get()));
         for s in [Admission::Pending, Admission::Admitted, Admission::Refused] {
             let g = self
                 .admission

@@ -3,7 +3,7 @@
 //! Backends: `file://PATH` (the embedded default, `file://./var/store`; every write is durable
 //! before the put returns, through seal's own write path (`file::durable`): staging file, a
 //! `syncfs` shared by every writer in flight, `renameat2(RENAME_NOREPLACE)`, a second shared
-//! `syncfs`),
+//! `syncfs`; or, with `?flush=per-object`, an `fdatasync` and a folder fsync per object),
 //! `memory://` (tests) and `s3://BUCKET[/PREFIX]` (production and replicas; endpoint and region
 //! from the URL query or the standard AWS env vars, credentials from the AWS env vars, plain
 //! http only for a loopback endpoint).
@@ -42,7 +42,7 @@ mod url;
 mod write_set;
 
 pub use error::StoreError;
-pub use file::durable::flush_counts;
+pub use file::durable::{flush_counts, Flush, FlushCounts};
 pub use reads::{OwnWrites, Reads};
 pub use seal_core::key::{Key, Stored};
 pub use staging::Staging;

@@ -84,7 +84,7 @@ impl Store {
     pub async fn open_existing(url: &str) -> Result<Store, StoreError> {
         let parsed = StoreUrl::parse(url)?;
         match &parsed {
-            StoreUrl::File(p) => {
+            StoreUrl::File(p, _) => {
                 seal_core::fsio::require_folder(p).map_err(|e| StoreError::Url {
                     url: url.chars().take(200).collect(),
                     reason: format!("no store there: {e}"),

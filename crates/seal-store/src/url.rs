@@ -9,14 +9,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::backend::Backend;
+use crate::file::durable::Flush;
 use crate::file::FileBackend;
 use crate::StoreError;
 
 /// A parsed store URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreUrl {
-    /// `file://PATH` (relative paths are relative to the working directory).
-    File(PathBuf),
+    /// `file://PATH[?flush=batch|per-object]` (relative paths are relative to the working
+    /// directory; `?` starts the options, so a path with `?` in it cannot be a store).
+    File(PathBuf, Flush),
     /// `memory://`: one private in-memory store per open.
     Memory,
     /// `s3://BUCKET[/PREFIX][?endpoint=URL&region=R]`.
@@ -31,7 +33,10 @@ pub enum StoreUrl {
 impl fmt::Display for StoreUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StoreUrl::File(p) => write!(f, "file://{}", p.display()),
+            StoreUrl::File(p, Flush::Batch) => write!(f, "file://{}", p.display()),
+            StoreUrl::File(p, Flush::PerObject) => {
+                write!(f, "file://{}?flush=per-object", p.display())
+            }
             StoreUrl::Memory => f.write_str("memory://"),
             StoreUrl::S3 {
                 bucket,
@@ -63,11 +68,28 @@ pub use seal_core::net::is_loopback_host;
 
 impl StoreUrl {
     pub fn parse(s: &str) -> Result<StoreUrl, StoreError> {
-        if let Some(p) = s.strip_prefix("file://") {
+        if let Some(rest) = s.strip_prefix("file://") {
+            let (p, options) = match rest.split_once('?') {
+                Some((p, o)) => (p, Some(o)),
+                None => (rest, None),
+            };
             if p.is_empty() || p.contains('\0') {
                 return Err(bad(s, "file:// needs a folder path"));
             }
-            return Ok(StoreUrl::File(PathBuf::from(p)));
+            let flush = match options {
+                None | Some("flush=batch") => Flush::Batch,
+                Some("flush=per-object") => Flush::PerObject,
+                Some(o) => {
+                    return Err(bad(
+                        s,
+                        format!(
+                            "unknown file:// option {:?}: the one option is flush=batch (the default) or flush=per-object",
+                            o.chars().take(80).collect::<String>()
+                        ),
+                    ))
+                }
+            };
+            return Ok(StoreUrl::File(PathBuf::from(p), flush));
         }
         if s == "memory://" || s == "memory:" {
             return Ok(StoreUrl::Memory);
@@ -114,13 +136,17 @@ impl StoreUrl {
         let shown = self.to_string();
         match self {
             StoreUrl::Memory => Ok(Backend::Object(Arc::new(InMemory::new()))),
-            StoreUrl::File(p) => {
+            StoreUrl::File(p, flush) => {
                 std::fs::create_dir_all(p)
                     .map_err(|e| bad(&shown, format!("cannot create folder: {e}")))?;
                 let fs = LocalFileSystem::new_with_prefix(p)
                     .map_err(|e| bad(&shown, e.to_string()))?
                     .with_fsync(true);
-                Ok(Backend::File(FileBackend::new(p.clone(), Arc::new(fs))))
+                Ok(Backend::File(FileBackend::new(
+                    p.clone(),
+                    *flush,
+                    Arc::new(fs),
+                )))
             }
             StoreUrl::S3 {
                 bucket,
@@ -178,11 +204,42 @@ impl StoreUrl {
 mod tests {
     use super::*;
 
+    /// The file store's one option: how writes are flushed; anything else is refused by name.
+    #[test]
+    fn a_file_store_takes_its_flush_mode_and_nothing_else() {
+        for (url, flush, shown) in [
+            ("file://./s?flush=batch", Flush::Batch, "file://./s"),
+            (
+                "file://./s?flush=per-object",
+                Flush::PerObject,
+                "file://./s?flush=per-object",
+            ),
+        ] {
+            let parsed = StoreUrl::parse(url).unwrap();
+            assert_eq!(parsed, StoreUrl::File("./s".into(), flush));
+            // What is shown opens the same store again.
+            assert_eq!(parsed.to_string(), shown);
+            assert_eq!(StoreUrl::parse(shown).unwrap(), parsed);
+        }
+        for bad in [
+            "file://./s?flush=never",
+            "file://./s?flush=batch&x=1",
+            "file://?flush=batch",
+            "file://./s?\u{1b}[31mred",
+        ] {
+            let err = StoreUrl::parse(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("flush=batch") || err.contains("needs a folder path"),
+                "{bad}: {err}"
+            );
+        }
+    }
+
     #[test]
     fn parses_the_three_schemes() {
         assert_eq!(
             StoreUrl::parse("file://./var/store").unwrap(),
-            StoreUrl::File("./var/store".into())
+            StoreUrl::File("./var/store".into(), Flush::Batch)
         );
         assert_eq!(StoreUrl::parse("memory://").unwrap(), StoreUrl::Memory);
         match StoreUrl::parse("s3://bkt/pre/fix?endpoint=http://127.0.0.1:9000&region=eu").unwrap()

@@ -33,21 +33,54 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::{Key, StoreError};
 
+/// How a `file://` store makes a write durable (the store URL's `?flush=` option).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Flush {
+    /// `syncfs` of the store's filesystem, group-committed across every writer in flight (the
+    /// default): a fraction of a flush per object under load, but it also writes back whatever
+    /// else is dirty on that filesystem.
+    #[default]
+    Batch,
+    /// `fdatasync` of the object and `fsync` of its folder, per object: two flushes per object
+    /// whatever the load, touching nothing else on the filesystem. For a store on a filesystem
+    /// shared with other busy writers.
+    PerObject,
+}
+
 /// Filesystem flushes (`syncfs`) issued by this process (for `/metrics` and the benchmarks).
 static FLUSHES: AtomicU64 = AtomicU64::new(0);
-/// Objects created by this process through this module (flushes per object = the batch size).
+/// File and folder fsyncs of [`Flush::PerObject`] stores.
+static FILE_FSYNCS: AtomicU64 = AtomicU64::new(0);
+static DIR_FSYNCS: AtomicU64 = AtomicU64::new(0);
+/// Objects created by this process through this module.
 static CREATED: AtomicU64 = AtomicU64::new(0);
 
-/// How many filesystem flushes this process has issued through this module, and how many
+/// What this process's durable writes have cost so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlushCounts {
+    /// `syncfs` calls ([`Flush::Batch`]).
+    pub syncfs: u64,
+    /// `fdatasync` calls of objects ([`Flush::PerObject`]).
+    pub file: u64,
+    /// `fsync` calls of folders ([`Flush::PerObject`]).
+    pub folder: u64,
+    /// Objects created.
+    pub created: u64,
+}
+
+/// How many flushes of each kind this process has issued through this module, and how many
 /// objects it created.
-pub fn flush_counts() -> (u64, u64) {
-    (
-        FLUSHES.load(Ordering::Relaxed),
-        CREATED.load(Ordering::Relaxed),
-    )
+pub fn flush_counts() -> FlushCounts {
+    FlushCounts {
+        syncfs: FLUSHES.load(Ordering::Relaxed),
+        file: FILE_FSYNCS.load(Ordering::Relaxed),
+        folder: DIR_FSYNCS.load(Ordering::Relaxed),
+        created: CREATED.load(Ordering::Relaxed),
+    }
 }
 
 fn backend(key: &Key, op: &'static str, e: std::io::Error) -> StoreError {
@@ -60,7 +93,12 @@ fn backend(key: &Key, op: &'static str, e: std::io::Error) -> StoreError {
 
 /// Creates `root/key` with exactly `bytes`, durably. `Ok(true)`: this call created it;
 /// `Ok(false)`: the key was already taken (the caller compares the stored bytes).
-pub(crate) fn create(root: &Path, key: &Key, bytes: &[u8]) -> Result<bool, StoreError> {
+pub(crate) fn create(
+    root: &Path,
+    key: &Key,
+    bytes: &[u8],
+    flush: Flush,
+) -> Result<bool, StoreError> {
     let dest = root.join(key.as_str());
     let Some(dir) = dest.parent().map(Path::to_path_buf) else {
         return Err(backend(
@@ -70,21 +108,29 @@ pub(crate) fn create(root: &Path, key: &Key, bytes: &[u8]) -> Result<bool, Store
         ));
     };
     // Missing folders are created here; the flush after the rename makes their entries durable
-    // together with the object's.
+    // together with the object's (per object: their parents are fsynced here).
     KNOWN_DIRS
-        .ensure(root, &dir)
+        .ensure(root, &dir, flush)
         .map_err(|e| backend(key, "create folder", e))?;
     let (mut file, staging) =
         open_staging(&dest).map_err(|e| backend(key, "create staging file", e))?;
-    let commit = match file.metadata() {
-        Ok(m) => GroupCommit::of_device(m.dev()),
-        Err(e) => {
+    let commit = match (flush, file.metadata()) {
+        (Flush::PerObject, _) => None,
+        (Flush::Batch, Ok(m)) => Some(GroupCommit::of_device(m.dev())),
+        (Flush::Batch, Err(e)) => {
             let _ = std::fs::remove_file(&staging);
             return Err(backend(key, "stat staging file", e));
         }
     };
+    // Counted as at work until the end, so that a flush about to start waits briefly for this
+    // write's ticket instead of leaving it for the next flush.
+    let _active = commit.as_deref().map(GroupCommit::enter);
     // 1. The bytes are on stable storage before any name points at them.
-    if let Err(e) = file.write_all(bytes).and_then(|()| commit.flush(&file)) {
+    let synced = file.write_all(bytes).and_then(|()| match &commit {
+        Some(c) => c.flush(&file),
+        None => sync_data(&file),
+    });
+    if let Err(e) = synced {
         let _ = std::fs::remove_file(&staging);
         return Err(backend(key, "write", e));
     }
@@ -101,9 +147,12 @@ pub(crate) fn create(root: &Path, key: &Key, bytes: &[u8]) -> Result<bool, Store
     };
     // 2. The name is durable before the caller hears of it. A taken key is flushed too: its
     // writer may not have flushed its name yet, and the caller is about to acknowledge it.
-    commit
-        .flush(&file)
-        .map_err(|e| backend(key, "flush the store's filesystem", e))?;
+    match &commit {
+        Some(c) => c
+            .flush(&file)
+            .map_err(|e| backend(key, "flush the store's filesystem", e))?,
+        None => dir_sync(&dir).map_err(|e| backend(key, "fsync folder", e))?,
+    }
     if created {
         CREATED.fetch_add(1, Ordering::Relaxed);
     }
@@ -133,6 +182,20 @@ fn open_staging(dest: &Path) -> std::io::Result<(File, PathBuf)> {
     ))
 }
 
+fn sync_data(file: &File) -> std::io::Result<()> {
+    // fdatasync: the data and the size needed to read it back; the name comes with the rename
+    // and the folder fsync.
+    file.sync_data()?;
+    FILE_FSYNCS.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+fn dir_sync(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()?;
+    DIR_FSYNCS.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
 /// `renameat2(RENAME_NOREPLACE)`; where the filesystem lacks it, a hard link (which also fails
 /// on an existing name) and the removal of the staging name.
 fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
@@ -148,14 +211,25 @@ fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
     }
 }
 
+/// How long the writer about to flush waits for writers that are still writing their bytes or
+/// renaming, so that one flush carries them too (PostgreSQL's `commit_delay`, taken only when
+/// others are at work, as with its `commit_siblings`). A writer alone never waits.
+const GATHER_WINDOW: Duration = Duration::from_millis(2);
+
 /// One filesystem's group commit. A writer takes a ticket once what it needs flushed is in the
 /// page cache; any flush that starts after the ticket was taken covers it. One writer runs the
 /// flush for everyone whose ticket was issued when it started; the others wait for it, or run the
-/// next one.
+/// next one. Before it starts, the runner gives the writers still at work (between [`enter`]
+/// and their ticket) up to [`GATHER_WINDOW`] to take theirs.
+///
+/// [`enter`]: GroupCommit::enter
 #[derive(Default)]
 pub(super) struct GroupCommit {
     state: Mutex<CommitState>,
+    /// A flush finished.
     done: Condvar,
+    /// A ticket was issued or a writer left: the runner gathering writers looks again.
+    arrived: Condvar,
 }
 
 #[derive(Default)]
@@ -164,8 +238,21 @@ struct CommitState {
     issued: u64,
     /// Every ticket up to this one is covered by a finished flush.
     flushed: u64,
-    /// A flush is running.
+    /// A flush is running (or its runner is gathering writers).
     running: bool,
+    /// Writers between [`GroupCommit::enter`] and the end of their write.
+    active: usize,
+}
+
+/// A writer at work on a filesystem; leaving lets a gathering runner start at once.
+pub(super) struct Active<'a>(&'a GroupCommit);
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        let mut st = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+        st.active = st.active.saturating_sub(1);
+        self.0.arrived.notify_all();
+    }
 }
 
 /// The group commits of the filesystems this process writes, by device number. Never shrinks:
@@ -179,6 +266,13 @@ impl GroupCommit {
         map.entry(dev).or_default().clone()
     }
 
+    /// Counts the caller as a writer at work until the guard drops.
+    pub(super) fn enter(&self) -> Active<'_> {
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        st.active += 1;
+        Active(self)
+    }
+
     /// Returns once a `syncfs` of `file`'s filesystem that started after this call began has
     /// succeeded.
     fn flush(&self, file: &File) -> std::io::Result<()> {
@@ -190,10 +284,20 @@ impl GroupCommit {
     }
 
     /// Returns once a run of `run` that started after this call began has succeeded.
-    pub(super) fn sync(&self, mut run: impl FnMut() -> std::io::Result<()>) -> std::io::Result<()> {
+    pub(super) fn sync(&self, run: impl FnMut() -> std::io::Result<()>) -> std::io::Result<()> {
+        self.sync_gathering(GATHER_WINDOW, run)
+    }
+
+    /// [`GroupCommit::sync`] with the runner's gathering window given (tests use a long one).
+    fn sync_gathering(
+        &self,
+        window: Duration,
+        mut run: impl FnMut() -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
         let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         st.issued += 1;
         let ticket = st.issued;
+        self.arrived.notify_all();
         loop {
             if st.flushed >= ticket {
                 return Ok(());
@@ -203,6 +307,20 @@ impl GroupCommit {
                 continue;
             }
             st.running = true;
+            // Gather: every writer at work that holds no ticket yet is about to take one.
+            let deadline = Instant::now() + window;
+            loop {
+                let waiting = usize::try_from(st.issued - st.flushed).unwrap_or(usize::MAX);
+                let now = Instant::now();
+                if waiting >= st.active || now >= deadline {
+                    break;
+                }
+                st = self
+                    .arrived
+                    .wait_timeout(st, deadline - now)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
             let covers = st.issued;
             drop(st);
             let result = run();
@@ -236,9 +354,10 @@ impl KnownDirs {
             .contains(dir)
     }
 
-    /// Makes `dir` and every folder between it and `root` exist (the caller's flush makes them
-    /// durable).
-    fn ensure(&self, root: &Path, dir: &Path) -> std::io::Result<()> {
+    /// Makes `dir` and every folder between it and `root` exist (the caller's batch flush makes
+    /// them durable; per object, each one's entry is fsynced into its parent here, also for a
+    /// folder a racing writer created and may not have synced yet).
+    fn ensure(&self, root: &Path, dir: &Path, flush: Flush) -> std::io::Result<()> {
         if self.known(dir) {
             return Ok(());
         }
@@ -269,6 +388,13 @@ impl KnownDirs {
                 Err(e) => return Err(e),
             }
         }
+        if flush == Flush::PerObject {
+            for folder in chain.iter().rev() {
+                if let Some(parent) = folder.parent() {
+                    dir_sync(parent)?;
+                }
+            }
+        }
         let mut set = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if set.len() + chain.len() > KNOWN_DIRS_BOUND {
             set.clear();
@@ -290,17 +416,36 @@ mod tests {
 
     #[test]
     fn creates_once_and_reports_a_taken_key() {
+        for flush in [Flush::Batch, Flush::PerObject] {
+            let dir = tempfile::tempdir().unwrap();
+            let k = key("runs/r1/roll-1/a.json");
+            assert!(create(dir.path(), &k, b"one", flush).unwrap());
+            assert!(!create(dir.path(), &k, b"two", flush).unwrap());
+            assert_eq!(std::fs::read(dir.path().join(k.as_str())).unwrap(), b"one");
+            // No staging file is left behind, in success or on a taken key.
+            let names: Vec<_> = std::fs::read_dir(dir.path().join("runs/r1/roll-1"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(names, vec![std::ffi::OsString::from("a.json")], "{flush:?}");
+        }
+    }
+
+    /// Each mode pays with its own kind of flush: a batch store never fsyncs a file or folder,
+    /// a per-object store never calls `syncfs` (which would write back others' dirty pages).
+    #[test]
+    fn each_flush_mode_uses_its_own_kind_of_flush() {
         let dir = tempfile::tempdir().unwrap();
-        let k = key("runs/r1/roll-1/a.json");
-        assert!(create(dir.path(), &k, b"one").unwrap());
-        assert!(!create(dir.path(), &k, b"two").unwrap());
-        assert_eq!(std::fs::read(dir.path().join(k.as_str())).unwrap(), b"one");
-        // No staging file is left behind, in success or on a taken key.
-        let names: Vec<_> = std::fs::read_dir(dir.path().join("runs/r1/roll-1"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, vec![std::ffi::OsString::from("a.json")]);
+        let before = flush_counts();
+        create(dir.path(), &key("runs/p1/one.json"), b"1", Flush::PerObject).unwrap();
+        let after = flush_counts();
+        // Counters are process-wide and other tests write at the same time: only growth of
+        // this mode's own counters is certain.
+        assert!(after.file > before.file && after.folder > before.folder);
+        let dir = tempfile::tempdir().unwrap();
+        let before = flush_counts();
+        create(dir.path(), &key("runs/b1/one.json"), b"1", Flush::Batch).unwrap();
+        assert!(flush_counts().syncfs > before.syncfs);
     }
 
     #[test]
@@ -309,7 +454,7 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("runs")).unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("runs/r2")).unwrap();
-        let err = create(dir.path(), &key("runs/r2/x.json"), b"x").unwrap_err();
+        let err = create(dir.path(), &key("runs/r2/x.json"), b"x", Flush::Batch).unwrap_err();
         assert!(err.to_string().contains("not a folder"), "{err}");
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     }
@@ -322,7 +467,9 @@ mod tests {
             let hs: Vec<_> = (0..16)
                 .map(|i| {
                     let (root, k) = (dir.path(), &k);
-                    s.spawn(move || create(root, k, format!("{i}").as_bytes()).unwrap())
+                    s.spawn(move || {
+                        create(root, k, format!("{i}").as_bytes(), Flush::Batch).unwrap()
+                    })
                 })
                 .collect();
             hs.into_iter().map(|h| h.join().unwrap() as usize).sum()
@@ -357,6 +504,61 @@ mod tests {
         });
         let runs = runs.load(Ordering::SeqCst);
         assert!((1..32).contains(&runs), "{runs} fsyncs for 32 writers");
+    }
+
+    /// The gathering: a flush about to start waits for a writer still at work (entered, no
+    /// ticket yet), so one flush carries both; a writer alone does not wait at all.
+    #[test]
+    fn a_flush_waits_for_writers_at_work_and_a_writer_alone_does_not_wait() {
+        let long = Duration::from_secs(30);
+        let sync = GroupCommit::default();
+        let runs = AtomicU64::new(0);
+        let both_in = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            for delay in [0, 50] {
+                let (sync, runs, both_in) = (&sync, &runs, &both_in);
+                s.spawn(move || {
+                    let _at_work = sync.enter();
+                    both_in.wait();
+                    std::thread::sleep(Duration::from_millis(delay));
+                    sync.sync_gathering(long, || {
+                        runs.fetch_add(1, Ordering::SeqCst);
+                        Ok(())
+                    })
+                    .unwrap();
+                });
+            }
+        });
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "one flush for two writers");
+
+        let alone = GroupCommit::default();
+        let started = Instant::now();
+        let _at_work = alone.enter();
+        alone.sync_gathering(long, || Ok(())).unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "a writer alone waited"
+        );
+    }
+
+    /// A writer that leaves without a ticket (its write failed) does not hold the flush back.
+    #[test]
+    fn a_writer_that_leaves_lets_the_flush_start() {
+        let long = Duration::from_secs(30);
+        let sync = GroupCommit::default();
+        let started = Instant::now();
+        std::thread::scope(|s| {
+            let leaver = sync.enter();
+            let sync = &sync;
+            let h = s.spawn(move || {
+                let _at_work = sync.enter();
+                sync.sync_gathering(long, || Ok(())).unwrap();
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            drop(leaver);
+            h.join().unwrap();
+        });
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 
     #[test]

@@ -26,15 +26,22 @@ pub(crate) struct FileBackend {
     root: PathBuf,
     /// Blocking calls run on the calling thread ([`FileBackend::with_direct_io`]).
     direct: bool,
+    /// How a write is made durable ([`durable::Flush`]).
+    flush: durable::Flush,
     /// The same folder through `object_store` (`LocalFileSystem`, with fsync).
     local: Arc<dyn ObjectStore>,
 }
 
 impl FileBackend {
-    pub(crate) fn new(root: PathBuf, local: Arc<dyn ObjectStore>) -> FileBackend {
+    pub(crate) fn new(
+        root: PathBuf,
+        flush: durable::Flush,
+        local: Arc<dyn ObjectStore>,
+    ) -> FileBackend {
         FileBackend {
             root,
             direct: false,
+            flush,
             local,
         }
     }
@@ -73,9 +80,9 @@ impl FileBackend {
 
     /// seal's own durable write path ([`durable`]): `true` when this call created the object.
     pub(crate) async fn create(&self, key: &Key, bytes: Bytes) -> Result<bool, StoreError> {
-        let k = key.clone();
+        let (k, flush) = (key.clone(), self.flush);
         self.on_disk(key.as_str(), "create-only put", move |root| {
-            durable::create(&root, &k, &bytes)
+            durable::create(&root, &k, &bytes, flush)
         })
         .await
     }

@@ -4,6 +4,7 @@
 //!
 //! ```sh
 //! cargo run -p seal-testkit --bin loopback-judge -- 127.0.0.1:49200
+//! cargo run -p seal-testkit --bin loopback-judge -- 127.0.0.1:49200 200   # answers after 200 ms
 //! ```
 
 use std::time::Duration;
@@ -13,7 +14,17 @@ async fn main() -> std::io::Result<()> {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:0".to_string());
-    let lb = seal_testkit::loopback::Loopback::start_on(&addr, Duration::from_millis(1)).await?;
+    // The second argument: each answer's latency in milliseconds (benchmarks simulate judges).
+    let latency_ms = match std::env::args().nth(2) {
+        None => 1,
+        Some(ms) => ms.parse::<u64>().map_err(|e| {
+            std::io::Error::other(format!(
+                "latency {ms:?} is not a number of milliseconds: {e}"
+            ))
+        })?,
+    };
+    let lb = seal_testkit::loopback::Loopback::start_on(&addr, Duration::from_millis(latency_ms))
+        .await?;
     println!("loopback judge on {}", lb.url());
     tokio::signal::ctrl_c().await?;
     drop(lb);
