@@ -319,8 +319,8 @@ fn fenced_blocks(s: &str) -> Vec<&str> {
     let mut rest = s;
     while let Some(start) = rest.find("```") {
         let after = &rest[start + 3..];
-        let body_start = after.find('\n').map(|i| i + 1).unwrap_or(after.len());
-        let body = &after[body_start..];
+        // The info string runs to the end of its line; a fence whose line never ends has no body.
+        let body = after.split_once('\n').map_or("", |(_, body)| body);
         match body.find("```") {
             Some(end) => {
                 out.push(&body[..end]);
@@ -504,5 +504,172 @@ mod tests {
     fn braces_inside_strings_do_not_confuse_the_scanner() {
         let s = format!("note: \"{{not json}}\" then {GOOD}");
         assert!(extract_object(&s).is_ok());
+    }
+
+    #[test]
+    fn an_answer_up_to_four_mebibytes_is_read_and_a_larger_one_is_not() {
+        // Trailing whitespace pads GOOD's body to the size wanted.
+        let padded = |size: usize| {
+            let mut b = body(json!(GOOD));
+            b.resize(size, b' ');
+            b
+        };
+        // Written out, not as MAX_RESPONSE_BYTES: the rule is the size, not the constant's name.
+        let limit = 4 * 1024 * 1024;
+        assert!(parse_answer(&padded(limit)).is_ok());
+        assert_eq!(
+            parse_answer(&padded(limit + 1)).unwrap_err().class,
+            ErrorClass::BodyNotJson
+        );
+    }
+
+    #[test]
+    fn response_facts_read_model_fingerprint_usage_and_finish_reason() {
+        let b = br#"{"model":"qwen-vl-max","system_fingerprint":"fp-1","usage":{"prompt_tokens":120,"completion_tokens":30},"choices":[{"finish_reason":"stop","message":{"content":""}}]}"#;
+        assert_eq!(
+            response_facts(b),
+            ResponseFacts {
+                model: Some("qwen-vl-max".into()),
+                system_fingerprint: Some("fp-1".into()),
+                usage: Some(Usage {
+                    prompt_tokens: 120,
+                    completion_tokens: 30
+                }),
+                finish_reason: Some("stop".into()),
+            }
+        );
+        // Usage is both counts or none; a body that is not JSON has no facts.
+        let half = br#"{"model":"m","usage":{"prompt_tokens":1}}"#;
+        assert_eq!(response_facts(half).usage, None);
+        assert_eq!(response_facts(half).model.as_deref(), Some("m"));
+        assert_eq!(response_facts(b"<html>"), ResponseFacts::default());
+    }
+
+    #[test]
+    fn each_failed_status_has_its_own_class() {
+        let class = |s| status_failure(s).map(|f| f.class);
+        for ok in [200, 201, 299] {
+            assert_eq!(class(ok), None, "{ok}");
+        }
+        assert_eq!(class(429), Some(ErrorClass::Http429));
+        assert_eq!(class(408), Some(ErrorClass::Http408));
+        assert_eq!(class(500), Some(ErrorClass::Http5xx));
+        assert_eq!(class(599), Some(ErrorClass::Http5xx));
+        for other in [199, 300, 400, 404, 600] {
+            assert_eq!(class(other), Some(ErrorClass::Http4xx), "{other}");
+        }
+        assert_eq!(status_failure(503).unwrap().detail, "server error 503");
+        assert_eq!(status_failure(429).unwrap().detail, "rate limited (429)");
+        assert_eq!(status_failure(408).unwrap().detail, "request timeout (408)");
+    }
+
+    #[test]
+    fn a_provider_message_keeps_numeric_codes_and_drops_empty_fields() {
+        let said = |b: &[u8]| provider_message(b);
+        assert_eq!(
+            said(br#"{"error":{"message":"slow down","code":429}}"#).as_deref(),
+            Some("slow down (429)")
+        );
+        assert_eq!(
+            said(br#"{"error":{"message":"boom","code":"","type":""}}"#).as_deref(),
+            Some("boom")
+        );
+        assert_eq!(
+            said(br#"{"error":{"message":"","code":"Throttled"}}"#).as_deref(),
+            Some("(Throttled)")
+        );
+        assert_eq!(said(br#"{"error":{"message":""}}"#), None);
+        assert_eq!(said(b"  "), None);
+    }
+
+    #[test]
+    fn a_stored_attempt_failure_is_its_recorded_failure_before_any_status() {
+        let record = |schema: &str| {
+            serde_json::to_vec(&json!({"attempt":1,"detail":"operation timed out","errorClass":"timeout","schemaVersion":schema,"sessionId":"sess-a-1","slot":"a","stage":"transport"})).unwrap()
+        };
+        let f = evaluate_raw(&record(ATTEMPT_FAILURE), Some(503)).unwrap_err();
+        assert_eq!(
+            (f.class, f.detail.as_str()),
+            (ErrorClass::Timeout, "operation timed out")
+        );
+        // Only the failure record's own schema makes it one; anything else is an answer.
+        assert_eq!(
+            evaluate_raw(&record("JudgeAttemptFailure/2"), None)
+                .unwrap_err()
+                .class,
+            ErrorClass::NoChoices
+        );
+        // A failed status outranks the body; a success reads the body.
+        let good = body(json!(GOOD));
+        assert_eq!(
+            evaluate_raw(&good, Some(503)).unwrap_err().class,
+            ErrorClass::Http5xx
+        );
+        assert!(evaluate_raw(&good, Some(200)).is_ok());
+        assert!(evaluate_raw(&good, None).is_ok());
+    }
+
+    #[test]
+    fn a_null_error_and_an_empty_refusal_do_not_fail_an_answer() {
+        let b = serde_json::to_vec(&json!({"error":null,"choices":[{"message":{"content":GOOD,"refusal":"  "},"finish_reason":"stop"}]})).unwrap();
+        let out = parse_answer(&b).unwrap();
+        assert_eq!(out.obligations[0].id, "core.loop");
+        let err = serde_json::to_vec(
+            &json!({"error":{"message":"overloaded"},"choices":[{"message":{"content":GOOD}}]}),
+        )
+        .unwrap();
+        assert_eq!(
+            parse_answer(&err).unwrap_err().class,
+            ErrorClass::ProviderError
+        );
+    }
+
+    #[test]
+    fn one_fenced_block_is_the_answer_whatever_the_prose_around_it() {
+        // The prose shows an example object; the fenced block alone is the answer.
+        let content = format!(
+            "The schema is {{\"obligations\":[]}}.\nMy answer:\n```json\n{GOOD}\n```\nDone."
+        );
+        assert_eq!(
+            extract_object(&content).unwrap(),
+            serde_json::from_str::<Value>(GOOD).unwrap()
+        );
+        // A fenced block that is not an object, or not JSON, is refused as such.
+        assert_eq!(
+            extract_object("see:\n```\n1\n```").unwrap_err().class,
+            ErrorClass::NotJsonObject
+        );
+        assert_eq!(
+            extract_object("```\n1\n```").unwrap_err().class,
+            ErrorClass::NotJsonObject
+        );
+        assert_eq!(
+            extract_object("```json\n{\"a\":}\n```").unwrap_err().class,
+            ErrorClass::NotJson
+        );
+        // Backticks after the one block do not make a second one.
+        let inline = format!("```json\n{GOOD}\n```\nas in ```x``` above");
+        assert!(extract_object(&inline).is_ok());
+    }
+
+    #[test]
+    fn escaped_quotes_and_braces_inside_strings_stay_inside_the_object() {
+        // A lone closing brace in a string would end the object early if strings were not seen.
+        assert_eq!(
+            extract_object(r#"Answer: {"a":"}"} (end)"#).unwrap(),
+            json!({"a": "}"})
+        );
+        let inner = r#"{"a":"say \"{\" or \\","b":"}{","c":{"d":"\\\"}"}}"#;
+        let want: Value = serde_json::from_str(inner).unwrap();
+        assert_eq!(
+            extract_object(&format!("Answer: {inner} (end)")).unwrap(),
+            want
+        );
+        assert_eq!(
+            extract_object(&format!("Answer: {inner} and {inner}"))
+                .unwrap_err()
+                .class,
+            ErrorClass::MultipleJson
+        );
     }
 }
