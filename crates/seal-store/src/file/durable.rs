@@ -114,13 +114,17 @@ pub(crate) fn create(
         .map_err(|e| backend(key, "create folder", e))?;
     let (mut file, staging) =
         open_staging(&dest).map_err(|e| backend(key, "create staging file", e))?;
-    let commit = match (flush, file.metadata()) {
-        (Flush::PerObject, _) => None,
-        (Flush::Batch, Ok(m)) => Some(GroupCommit::of_device(m.dev())),
-        (Flush::Batch, Err(e)) => {
-            let _ = std::fs::remove_file(&staging);
-            return Err(backend(key, "stat staging file", e));
-        }
+    // The group commit is the staging file's filesystem's (a sub-folder may be another mount);
+    // a per-object store needs neither it nor the `fstat` that finds it.
+    let commit = match flush {
+        Flush::PerObject => None,
+        Flush::Batch => match file.metadata() {
+            Ok(m) => Some(GroupCommit::of_device(m.dev())),
+            Err(e) => {
+                let _ = std::fs::remove_file(&staging);
+                return Err(backend(key, "stat staging file", e));
+            }
+        },
     };
     // Counted as at work until the end, so that a flush about to start waits briefly for this
     // write's ticket instead of leaving it for the next flush.
