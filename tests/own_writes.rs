@@ -2,7 +2,9 @@
 //! stored moments ago, `seal verify` never does. Here: a run is judged and sealed through one
 //! `Store` on a `file://` folder, then its stored objects are damaged on disk behind that
 //! `Store`'s back, and verify, through the very same `Store` (whose write set still holds every
-//! object), must name each damaged object. And only the postguard may ask for the trusted reads.
+//! object), must name each damaged object. Only the postguard and the daemon's request path
+//! (run state, roll guard, intake) may ask for the trusted reads, and they never trust an
+//! absence: a run another replica decided is seen decided.
 
 mod common;
 
@@ -76,6 +78,9 @@ async fn verify_rehashes_objects_this_process_wrote() {
 /// Folders (relative to the workspace root) whose files may ask for trusted reads.
 const MAY_TRUST_OWN_WRITES: &[&str] = &[
     "crates/seal-engine/src/postguard/",
+    "crates/seal-engine/src/run_state.rs",
+    "crates/seal-engine/src/roll/",
+    "crates/seal-engine/src/intake.rs",
     "crates/seal-store/src/",
 ];
 
@@ -104,10 +109,11 @@ fn workspace_sources(root: &Path) -> Vec<(String, String)> {
     out
 }
 
-/// Only the postguard (and the store that defines it) may ask for reads that trust the write
-/// set: verify, replay, import and the server read through `Store`, which re-hashes.
+/// Only the postguard, the daemon's request path (run state, roll, intake) and the store that
+/// defines it may ask for reads that trust the write set: verify, replay, import and the
+/// server's own modules read through `Store`, which re-hashes.
 #[test]
-fn only_the_postguard_trusts_its_own_writes() {
+fn only_the_postguard_and_the_request_path_trust_their_own_writes() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let sources = workspace_sources(root);
     // The scan must see the code it guards: a moved source tree would otherwise leave it
@@ -134,6 +140,61 @@ fn only_the_postguard_trusts_its_own_writes() {
         .collect();
     assert!(
         offenders.is_empty(),
-        "trusted reads outside the postguard: {offenders:?}"
+        "trusted reads outside the postguard and the request path: {offenders:?}"
     );
+}
+
+/// The daemon's run-state load takes this process's own writes (the header, receipts and
+/// `roll.json` it stored), never an absence: a run another replica decided, through another
+/// open store on the same storage, is seen decided here although this process's write set
+/// holds the run's header and roll, and no more documents are accepted for it.
+async fn a_run_another_replica_decided_is_seen_decided(url: &str) {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    let here = engine_with(&lb, url, &[]).await;
+    let there = engine_with(&lb, url, &[]).await;
+    let (folder, _) = judge_roll1(&here, &example("run-narrative-0010-pass")).await;
+    let run = folder.run().clone();
+    let state = seal::run_state::RunState::load_own(here.store(), &run)
+        .await
+        .unwrap();
+    match state {
+        seal::run_state::RunState::Open(open) => assert_eq!(open.rolls().len(), 1),
+        other => panic!("expected an open run with one judged roll, got {other:?}"),
+    }
+    let done = seal::postguard::finalize(&there, &run).await.unwrap();
+    assert!(done.wrote(), "the other replica decided the run");
+    match seal::run_state::RunState::load_own(here.store(), &run)
+        .await
+        .unwrap()
+    {
+        seal::run_state::RunState::Decided(d) => {
+            assert_eq!(d.evidence_hash(), done.evidence_hash())
+        }
+        other => panic!("a run decided by another replica was seen as {other:?}"),
+    }
+    let err = seal::intake::put_brief(&here, &run, b"another brief")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("already decided"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_another_replica_decided_is_seen_decided_on_file() {
+    let dir = tempfile::tempdir().unwrap();
+    a_run_another_replica_decided_is_seen_decided(&file_url(dir.path())).await;
+}
+
+/// On S3 the load lists the run's folder once instead of asking for each absent object: the
+/// listing must see the other replica's evidence as well.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_another_replica_decided_is_seen_decided_on_s3() {
+    let Some(url) = s3_url("decided_elsewhere") else {
+        if std::env::var("SEAL_REQUIRE_S3").as_deref() == Ok("1") {
+            panic!("SEAL_REQUIRE_S3=1 but SEAL_TEST_S3_ENDPOINT is not set");
+        }
+        eprintln!("SKIPPED a_run_another_replica_decided_is_seen_decided_on_s3: no S3 server");
+        return;
+    };
+    a_run_another_replica_decided_is_seen_decided(&url).await;
 }

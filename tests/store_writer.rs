@@ -312,20 +312,56 @@ async fn a_proof_package_swapped_after_judging_is_refused_by_the_postguard() {
     assert!(!prod.seal_path().exists());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_roll_record_planted_in_an_open_run_is_not_answered_or_sealed() {
-    let prod = production().await;
-    let daemon = open_after_roll_1(&prod).await;
-    // The writer rewrites roll 1's record to a pass (and its consensus to match nothing).
+/// The writer rewrites roll 1's record to a pass (its consensus then matches nothing).
+fn plant_a_passing_roll_record(prod: &Production) {
     let rec = prod.store.join(format!("runs/{RUN}/roll-1/roll.json"));
     let mut v: Value = serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
+    assert_ne!(
+        v["rollOutcome"], "pass",
+        "the fixture's roll 1 is not a pass"
+    );
     v["rollOutcome"] = "pass".into();
     std::fs::remove_file(&rec).unwrap();
     std::fs::write(&rec, seal::canonical::canonical_bytes(&v).unwrap()).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_roll_record_planted_in_an_open_run_is_not_answered_or_sealed() {
+    let prod = production().await;
+    let mut first = open_after_roll_1(&prod).await;
+    // A restarted daemon holds none of its own writes in memory: it reads what is stored.
+    first.kill_9();
+    plant_a_passing_roll_record(&prod);
+    let daemon = prod.serve();
     let (status, body) = finalize(&daemon.base).await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
     assert!(code(&body).starts_with("planted_"), "{body}");
     assert!(!prod.seal_path().exists());
+}
+
+/// The same record planted behind the daemon that wrote the real one: the daemon decides from
+/// its own writes (the roll it judged, held in its write set), so the planted pass is neither
+/// answered nor sealed; what it seals is its own verdict, and `seal verify` names the record
+/// the writer replaced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_roll_record_planted_behind_the_running_daemon_is_not_what_it_seals() {
+    let prod = production().await;
+    let daemon = open_after_roll_1(&prod).await;
+    plant_a_passing_roll_record(&prod);
+    let (status, body) = finalize(&daemon.base).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_ne!(
+        body["outcome"], "pass",
+        "the planted pass was sealed: {body}"
+    );
+    assert_ne!(body["decision"]["action"], "accept", "{body}");
+    let out = prod.verify().await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("roll-1/roll.json"),
+        "verify does not name the replaced record: {}",
+        text(&out.stdout)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ use seal_core::ids::{RollId, RunId};
 use seal_core::limits::OverLimit;
 use seal_core::merge;
 use seal_core::validate::{self, Report};
-use seal_store::{Key, Put, Store, StoreError, Stored};
+use seal_store::{Key, Put, Reads, StoreError, Stored};
 
 pub use seal_core::admit::{
     play_spec_problems, provenance_problem, snapshot_reserve, Origin, ProofSubmission,
@@ -174,7 +174,7 @@ fn canonical_resent(bytes: &[u8], limit: u64) -> Option<Bytes> {
 
 /// The refusal of a run that takes no more documents, or None when it is open.
 async fn closed(engine: &Engine, run: &RunId) -> Result<Option<RunStateError>, IntakeError> {
-    match RunState::load(&engine.store, run).await {
+    match RunState::load_own(&engine.store, run).await {
         Ok(state) => Ok(state.open().err()),
         Err(RunStateError::NotFound { .. }) => Ok(None),
         Err(e) => Err(e.into()),
@@ -196,7 +196,7 @@ async fn document_target(
     engine: &Engine,
     run: &RunId,
 ) -> Result<Result<OpenRun, RunStateError>, IntakeError> {
-    Ok(RunState::load(&engine.store, run).await?.open())
+    Ok(RunState::load_own(&engine.store, run).await?.open())
 }
 
 /// The header of an open run, once its receipt says this deployment accepted it.
@@ -205,7 +205,7 @@ async fn open_header(engine: &Engine, open: OpenRun) -> Result<Evidence, IntakeE
     engine
         .notary
         .require(
-            &engine.store,
+            &engine.store.trusting_own_writes(),
             ReceiptKind::Header,
             &Key::header(&run),
             open.header_hash(),
@@ -353,13 +353,18 @@ pub async fn put_play_spec(
 /// The JUDGING snapshot (and the evidence) hold the header plus the source roll's proof
 /// package: a roll whose documents could not fit in one readable document is refused before
 /// anything is judged, so that every accepted roll can be decided.
-async fn snapshot_fits(
-    store: &Store,
+async fn snapshot_fits<R: Reads>(
+    reads: &R,
     run: &RunId,
     roll: RollId,
     proof_len: u64,
 ) -> Result<(), IntakeError> {
-    let header_len = store.get(&Key::header(run)).await?.len() as u64;
+    let store = reads.store();
+    let header = Key::header(run);
+    let header_len = match reads.get_opt(&header).await? {
+        Some(b) => b.len() as u64,
+        None => return Err(StoreError::NotFound { key: header }.into()),
+    };
     let reserve = snapshot_reserve(store.doc_limit());
     let size = header_len + proof_len + reserve;
     if size > store.doc_limit() {
@@ -386,12 +391,15 @@ pub(crate) async fn accept_proof_package(
     submission: &ProofSubmission,
 ) -> Result<Accepted, IntakeError> {
     let store = &engine.store;
+    // Reads of what this process accepted moments ago (the header's receipt, frames just
+    // uploaded) come from its write set: see `RunState::load_own`.
+    let own = &store.trusting_own_writes();
     let run = open.run();
     let object = package_object(run, roll);
     engine
         .notary
         .require(
-            store,
+            own,
             ReceiptKind::Header,
             &Key::header(run),
             open.header_hash(),
@@ -415,7 +423,7 @@ pub(crate) async fn accept_proof_package(
     let mut missing = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for f in &p.frames {
-        if seen.insert(f.hash.clone()) && !store.exists(&Key::cas(&f.hash)).await? {
+        if seen.insert(f.hash.clone()) && !own.exists(&Key::cas(&f.hash)).await? {
             missing.push(f.hash.clone());
         }
     }
@@ -423,7 +431,7 @@ pub(crate) async fn accept_proof_package(
         return Err(IntakeError::MissingBlobs { object, missing });
     }
     let bytes = submission.canonical().clone();
-    snapshot_fits(store, run, roll, bytes.len() as u64).await?;
+    snapshot_fits(own, run, roll, bytes.len() as u64).await?;
     create(
         engine,
         ReceiptKind::ProofPackage,

@@ -7,7 +7,7 @@ use seal_core::canonical::Hash;
 use seal_core::doc::{Evidence, Outcome, Roll};
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::{RollId, RunId};
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Key, Reads, Store, StoreError};
 
 /// A run whose header is stored and which is not decided yet. Made only by [`RunState::load`]
 /// (and [`RunState::decided_view`]): its fields are what the store held.
@@ -120,28 +120,76 @@ impl HasFault for RunStateError {
 }
 
 impl RunState {
-    /// Loads the phase of `run`: decided if `evidence.json` exists, else open if the header does.
+    /// Loads the phase of `run` as the store holds it (every byte re-read): decided if
+    /// `evidence.json` exists, else open if the header does.
     pub async fn load(store: &Store, run: &RunId) -> Result<RunState, RunStateError> {
-        if let Some((evidence, evidence_hash)) =
-            store.get_json::<Evidence>(&Key::evidence(run)).await?
-        {
-            return Ok(RunState::Decided(DecidedRun {
-                run: run.clone(),
-                evidence,
-                evidence_hash,
-            }));
+        Self::load_from(store, run).await
+    }
+
+    /// Like [`RunState::load`], taking what this process itself stored moments ago (its
+    /// header, receipts and `roll.json` files) from its write set instead of the store: for
+    /// the daemon's own requests, which load a run's state about seven times while it is
+    /// judged. Trusted is only what a put of this process handed to the store (see
+    /// `seal_store::write_set`); an absence is always asked of the store, so a run another
+    /// replica decided or rolled is seen as before. `seal verify`, replay's source and imports
+    /// use [`RunState::load`].
+    pub async fn load_own(store: &Store, run: &RunId) -> Result<RunState, RunStateError> {
+        Self::load_from(&store.trusting_own_writes(), run).await
+    }
+
+    async fn load_from<R: Reads>(store: &R, run: &RunId) -> Result<RunState, RunStateError> {
+        // On an object backend one listing of the run's folder answers which of the objects
+        // below exist, instead of a request per absent one (issue 25: three of them per load
+        // of an open run). A key it lacks is absent, as a read would have said; a key it names
+        // is read as before.
+        let listed = store
+            .store()
+            .keys_within(&Key::run_dir(run), MAX_LISTED_RUN_OBJECTS)
+            .await?;
+        let maybe = |k: &Key| listed.as_ref().is_none_or(|l| l.contains(k));
+        let evidence_key = Key::evidence(run);
+        if maybe(&evidence_key) {
+            if let Some((evidence, evidence_hash)) =
+                store.get_json::<Evidence>(&evidence_key).await?
+            {
+                return Ok(RunState::Decided(DecidedRun {
+                    run: run.clone(),
+                    evidence,
+                    evidence_hash,
+                }));
+            }
         }
-        let Some((header, header_hash)) = store.get_json::<Evidence>(&Key::header(run)).await?
-        else {
+        let header_key = Key::header(run);
+        let header = match maybe(&header_key) {
+            true => store.get_json::<Evidence>(&header_key).await?,
+            false => None,
+        };
+        let Some((header, header_hash)) = header else {
             return Err(RunStateError::NotFound { run: run.clone() });
         };
+        let mut rolls = Vec::new();
+        for roll in RollId::ALL {
+            let key = Key::roll_file(run, roll, "roll.json");
+            if !maybe(&key) {
+                break;
+            }
+            match store.get_json::<Roll>(&key).await? {
+                Some((r, _)) => rolls.push(r),
+                None => break,
+            }
+        }
         let open = OpenRun {
             run: run.clone(),
             header,
             header_hash,
-            rolls: judged_rolls(store, run).await?,
+            rolls,
         };
-        if store.exists(&Key::judging(run)).await? {
+        let judging = Key::judging(run);
+        let finalizing = match &listed {
+            Some(l) => l.contains(&judging),
+            None => store.exists(&judging).await?,
+        };
+        if finalizing {
             return Ok(RunState::Finalizing(open));
         }
         Ok(RunState::Open(open))
@@ -187,8 +235,12 @@ pub fn decided_error(d: &DecidedRun) -> RunStateError {
     }
 }
 
+/// More objects than a run of two rolls can hold (about 50, more with judge retries): a run
+/// folder listing beyond it is not used (see [`RunState::load_own`]).
+const MAX_LISTED_RUN_OBJECTS: usize = 2_000;
+
 /// Rolls as stored in their folders (`roll.json`), in order, up to the first missing one.
-pub async fn judged_rolls(store: &Store, run: &RunId) -> Result<Vec<Roll>, StoreError> {
+pub async fn judged_rolls<R: Reads>(store: &R, run: &RunId) -> Result<Vec<Roll>, StoreError> {
     let mut rolls = Vec::new();
     for roll in RollId::ALL {
         match store

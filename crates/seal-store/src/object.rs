@@ -131,6 +131,30 @@ pub(crate) async fn list(s: &dyn ObjectStore, dir: &str) -> Result<Vec<Key>, Sto
     Ok(keys)
 }
 
+/// Every key under the folder `dir` (recursive), unless there are more than `limit`
+/// objects: then `None` (a listing is a hint, and a folder crowded by a hostile writer must
+/// not cost unbounded memory or time).
+pub(crate) async fn keys_within(
+    s: &dyn ObjectStore,
+    dir: &str,
+    limit: usize,
+) -> Result<Option<std::collections::BTreeSet<Key>>, StoreError> {
+    let prefix = Path::from(dir);
+    let mut stream = s.list(Some(&prefix));
+    let mut keys = std::collections::BTreeSet::new();
+    let mut seen = 0usize;
+    while let Some(meta) = stream.try_next().await.map_err(|e| list_error(dir, e))? {
+        seen += 1;
+        if seen > limit {
+            return Ok(None);
+        }
+        if let Ok(k) = Key::parse(meta.location.as_ref()) {
+            keys.insert(k);
+        }
+    }
+    Ok(Some(keys))
+}
+
 /// The names directly under the folder `dir`: its sub-folders and its objects.
 pub(crate) async fn names(s: &dyn ObjectStore, dir: &str) -> Result<Vec<String>, StoreError> {
     let listing = s

@@ -1,20 +1,23 @@
 //! The reads an audit makes ([`Reads`]), and the one reader that may take this process's write
 //! set instead of the store ([`OwnWrites`], made only by [`Store::trusting_own_writes`], for
-//! the finalPostguard). What that trusts, and why it is safe, is the doc of
-//! [`crate::write_set`].
+//! the finalPostguard and the daemon's request path). What that trusts, and why it is safe, is
+//! the doc of [`crate::write_set`].
 
 use bytes::Bytes;
 use std::future::Future;
 
+use crate::parse_stored;
 use crate::store::mismatch;
 use crate::write_set::Recorded;
 use crate::{Key, Store, StoreError};
 use seal_core::canonical::Hash;
+use serde::de::DeserializeOwned;
 
 impl Store {
     /// Reads that may take what this process stored through this open store instead of
-    /// re-reading and re-hashing it: for the finalPostguard only (a test keeps every other
-    /// module from calling this). See the module doc for what that trusts.
+    /// re-reading and re-hashing it: for the finalPostguard and the daemon's request path only
+    /// (a test keeps every other module from calling this). See the module doc for what that
+    /// trusts.
     pub fn trusting_own_writes(&self) -> OwnWrites<'_> {
         OwnWrites { store: self }
     }
@@ -50,6 +53,41 @@ pub trait Reads: Sync {
         &self,
         key: &Key,
     ) -> impl Future<Output = Result<Option<(Bytes, Hash)>, StoreError>> + Send;
+    /// Whether an object is at `key`. An absence is always asked of the store: another
+    /// process may have written it since.
+    fn exists(&self, key: &Key) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// The object's bytes; `None` when absent.
+    fn get_opt(&self, key: &Key) -> impl Future<Output = Result<Option<Bytes>, StoreError>> + Send {
+        async move { Ok(self.get_opt_hashed(key).await?.map(|(b, _)| b)) }
+    }
+
+    /// The object, which hashes to `expected`, strictly parsed as a JSON document.
+    fn get_json_verified<T: DeserializeOwned + Send>(
+        &self,
+        key: &Key,
+        expected: &Hash,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send {
+        async move {
+            let bytes = self.get_verified(key, expected).await?;
+            parse_stored(key, &bytes, self.store().doc_limit())
+        }
+    }
+
+    /// The object strictly parsed as a JSON document (within the store's document limit),
+    /// with the sha256 of its bytes; `None` when absent.
+    fn get_json<T: DeserializeOwned + Send>(
+        &self,
+        key: &Key,
+    ) -> impl Future<Output = Result<Option<(T, Hash)>, StoreError>> + Send {
+        async move {
+            let Some((bytes, hash)) = self.get_opt_hashed(key).await? else {
+                return Ok(None);
+            };
+            let doc = parse_stored(key, &bytes, self.store().doc_limit())?;
+            Ok(Some((doc, hash)))
+        }
+    }
 }
 
 impl Reads for Store {
@@ -63,10 +101,13 @@ impl Reads for Store {
         self.check_hash(key, expected).await
     }
     async fn get_opt_hashed(&self, key: &Key) -> Result<Option<(Bytes, Hash)>, StoreError> {
-        Ok(self.get_opt(key).await?.map(|b| {
+        Ok(Store::get_opt(self, key).await?.map(|b| {
             let h = Hash::of(&b);
             (b, h)
         }))
+    }
+    async fn exists(&self, key: &Key) -> Result<bool, StoreError> {
+        Store::exists(self, key).await
     }
 }
 
@@ -125,6 +166,13 @@ impl Reads for OwnWrites<'_> {
         }
         Reads::get_opt_hashed(self.store, key).await
     }
+
+    async fn exists(&self, key: &Key) -> Result<bool, StoreError> {
+        if self.store.recent.get(key).is_some() {
+            return Ok(true);
+        }
+        Store::exists(self.store, key).await
+    }
 }
 
 #[cfg(test)]
@@ -160,6 +208,65 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
         assert_eq!(own.get_verified(&k, &Hash::of(&mine)).await.unwrap(), mine);
+    }
+
+    #[tokio::test]
+    async fn a_folder_listing_is_bounded_and_only_on_object_backends() {
+        let store = Store::open("memory://").await.unwrap();
+        for i in 0..3 {
+            store.put(&key(i), Bytes::from_static(b"{}")).await.unwrap();
+        }
+        store
+            .put(
+                &Key::parse("runs/r2/obj-0.json").unwrap(),
+                Bytes::from_static(b"{}"),
+            )
+            .await
+            .unwrap();
+        let listed = store.keys_within("runs/r", 3).await.unwrap().unwrap();
+        // Exactly that folder's keys: not `runs/r2`, which only shares the prefix's text.
+        assert_eq!(
+            listed.into_iter().collect::<Vec<_>>(),
+            vec![key(0), key(1), key(2)]
+        );
+        // A folder holding more than the limit is not listed.
+        assert_eq!(store.keys_within("runs/r", 2).await.unwrap(), None);
+        assert_eq!(
+            store.keys_within("runs/none", 2).await.unwrap(),
+            Some(Default::default())
+        );
+        // On a file store a lookup is a local stat: no listing.
+        let dir = tempfile::tempdir().unwrap();
+        let file = Store::open(&format!("file://{}", dir.path().display()))
+            .await
+            .unwrap();
+        file.put(&key(0), Bytes::from_static(b"{}")).await.unwrap();
+        assert_eq!(file.keys_within("runs/r", 10).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn own_reads_take_a_recorded_object_but_ask_the_store_about_an_absent_one() {
+        let store = Store::open("memory://").await.unwrap();
+        let own = store.trusting_own_writes();
+        let k = key(9);
+        assert!(!own.exists(&k).await.unwrap());
+        assert_eq!(own.get_json::<serde_json::Value>(&k).await.unwrap(), None);
+        // Written through another handle on the same backend (another replica): the write
+        // set of `store` does not hold it, and the store is asked.
+        let other = store.clone_without_write_set();
+        other
+            .put(&k, Bytes::from_static(b"{\"a\":1}"))
+            .await
+            .unwrap();
+        assert_eq!(store.write_set_usage().0, 0);
+        assert!(own.exists(&k).await.unwrap());
+        let (v, h) = own
+            .get_json::<serde_json::Value>(&k)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(v, serde_json::json!({"a": 1}));
+        assert_eq!(h, Hash::of(b"{\"a\":1}"));
     }
 
     #[tokio::test]

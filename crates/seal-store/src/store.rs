@@ -117,6 +117,15 @@ impl Store {
     }
 
     /// Sets the size limit for documents read into memory.
+    /// The same storage behind a write set of its own, as another process would open it.
+    #[cfg(test)]
+    pub(crate) fn clone_without_write_set(&self) -> Store {
+        Store {
+            recent: Arc::new(WriteSet::default()),
+            ..self.clone()
+        }
+    }
+
     pub fn with_doc_limit(mut self, limit: u64) -> Store {
         self.doc_limit = limit;
         self
@@ -344,6 +353,23 @@ impl Store {
     ) -> Result<T, StoreError> {
         let bytes = self.get_verified(key, expected).await?;
         parse_stored(key, &bytes, self.doc_limit)
+    }
+
+    /// On an object backend (S3, memory), every key under the folder `dir` from one listing
+    /// (a few requests instead of one per absent object, for a caller that would otherwise
+    /// ask for several objects there that may not exist yet); `None` on a `file://` store,
+    /// where a lookup is a local `stat`, or when the folder holds more than `limit` objects.
+    /// It is what the store holds when listed, no more trusted than a read: a key it names is
+    /// still read (and verified) before use, and one it lacks is absent as a read would say.
+    pub async fn keys_within(
+        &self,
+        dir: &str,
+        limit: usize,
+    ) -> Result<Option<std::collections::BTreeSet<Key>>, StoreError> {
+        match &self.backend {
+            Backend::File(_) => Ok(None),
+            Backend::Object(s) => object::keys_within(s.as_ref(), dir, limit).await,
+        }
     }
 
     /// Whether an object is at `key`. On a `file://` store, something other than a regular

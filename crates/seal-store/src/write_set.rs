@@ -8,9 +8,11 @@
 //! go first (objects are write-once, so the oldest are the least likely to be read again: a
 //! run's postguard reads its objects seconds after its roll wrote them).
 //!
-//! Only [`crate::OwnWrites`] reads the set, and only the finalPostguard makes one
-//! ([`crate::Store::trusting_own_writes`]): it audits a run this process has just written, and
-//! hashing bytes it hashed itself a moment ago proves nothing new. What it trusts is exactly
+//! Only [`crate::OwnWrites`] reads the set, and only the finalPostguard and the daemon's own
+//! request path (its run-state loads, the roll guard, the proof-package intake) make one
+//! ([`crate::Store::trusting_own_writes`]): they read a run this process has just written, and
+//! hashing bytes it hashed itself a moment ago proves nothing new. An absent key is always
+//! asked of the store. What it trusts is exactly
 //! this: the bytes a put of this process handed to the store, and their sha256 computed then.
 //! Anything the set does not hold (written by another replica, evicted, never written) is read
 //! from the store and re-hashed as before, and a recorded hash that differs from the expected

@@ -171,10 +171,28 @@ impl JudgeClient {
         k: u32,
     ) -> Result<bool, ResumeError> {
         let file = |f: &str| Key::attempt_file(job.run, job.roll, self.slot, k, f);
-        if store.exists(&file("meta.json")).await? {
+        // On an object backend one listing of the attempt's folder says whether its meta and
+        // raw answer exist (one request instead of two absent ones before a first call); a
+        // key it names is still read as before.
+        let meta_key = file("meta.json");
+        let raw_key = file("raw.json");
+        let dir = meta_key
+            .as_str()
+            .trim_end_matches("meta.json")
+            .trim_end_matches('/');
+        let listed = store.keys_within(dir, MAX_LISTED_ATTEMPT_OBJECTS).await?;
+        let committed = match &listed {
+            Some(l) => l.contains(&meta_key),
+            None => store.exists(&meta_key).await?,
+        };
+        if committed {
             return Ok(true);
         }
-        let Some(raw) = store.get_opt(&file("raw.json")).await? else {
+        let raw = match &listed {
+            Some(l) if !l.contains(&raw_key) => None,
+            _ => store.get_opt(&raw_key).await?,
+        };
+        let Some(raw) = raw else {
             return Ok(false);
         };
         self.settle_meta(store, job, k).await?;
@@ -250,20 +268,29 @@ impl JudgeClient {
     ) -> Result<Stored, ResumeError> {
         let req_key = Key::attempt_file(job.run, job.roll, self.slot, k, "request.json");
         let id = self.attempt_id(job, k);
-        if let Some(b) = store.get_opt(&req_key).await? {
-            resume::check_request(id, expected, &b)?;
-        }
+        // Create-only first: the same bytes there is success, other bytes are read back only
+        // to name them (no read before every first put).
         match store.put(&req_key, expected.clone()).await {
             Ok(p) => Ok(p.stored),
-            Err(StoreError::Conflict { .. }) => Err(ResumeError::Planted(resume::Planted {
-                key: req_key.to_string(),
-                reason: "the stored request is not the one this configuration and seed salt build"
-                    .into(),
-            })),
+            Err(StoreError::Conflict { .. }) => {
+                if let Some(b) = store.get_opt(&req_key).await? {
+                    resume::check_request(id, expected, &b)?;
+                }
+                Err(ResumeError::Planted(resume::Planted {
+                    key: req_key.to_string(),
+                    reason:
+                        "the stored request is not the one this configuration and seed salt build"
+                            .into(),
+                }))
+            }
             Err(e) => Err(e.into()),
         }
     }
 }
+
+/// More objects than an attempt folder holds (request, raw, meta, a failure note): a listing
+/// beyond it is not used.
+const MAX_LISTED_ATTEMPT_OBJECTS: usize = 64;
 
 /// Whether an attempt ends its slot: an answer, or a failure another attempt cannot help.
 fn ends_slot(record: &AttemptRecord) -> bool {

@@ -147,7 +147,7 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
         .ok_or_else(|| FinalizeError::NoKey { run: run.clone() })?;
     // One finalize or roll of a run at a time in this process (replicas: create-only writes).
     let _run_lock = engine.lock_run(run).await;
-    let (open, found) = match RunState::load(store, run).await? {
+    let (open, found) = match RunState::load_own(store, run).await? {
         RunState::Decided(d) => {
             if store.exists(&Key::seal(run)).await? {
                 // Sealed: nothing is signed here; the seal must be one this deployment trusts.
@@ -313,8 +313,10 @@ async fn judge_pending(engine: &Engine, open: OpenRun) -> Result<Vec<Roll>, Fina
             break;
         }
         let stored = |file| Key::roll_file(open.run(), roll, file);
-        if !engine.store.exists(&stored("proof-package.json")).await?
-            && !engine.store.exists(&stored("roll.json")).await?
+        // What this process stored itself is known without asking the store.
+        let own = engine.store.trusting_own_writes();
+        if !own.exists(&stored("proof-package.json")).await?
+            && !own.exists(&stored("roll.json")).await?
         {
             break;
         }

@@ -18,7 +18,7 @@ use seal_core::doc::*;
 use seal_core::ids::{RollId, RunId};
 use seal_core::merge;
 use seal_core::vocab::GuardCheck;
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Key, Reads, StoreError};
 
 /// What the guard read and found.
 pub(super) struct Guarded {
@@ -51,7 +51,9 @@ pub(super) async fn check(
     open: &OpenRun,
     roll: RollId,
 ) -> Result<Guarded, JudgingError> {
-    let store = &engine.store;
+    // This process's own writes (the inputs it accepted moments ago) are taken from its write
+    // set: see `RunState::load_own`.
+    let store = &engine.store.trusting_own_writes();
     let run = open.run();
     let proof_key = Key::roll_file(run, roll, "proof-package.json");
     let Some((proof, proof_hash)) = store.get_json::<ProofPackage>(&proof_key).await? else {
@@ -134,7 +136,9 @@ async fn brief(
     run: &RunId,
     header: &Evidence,
 ) -> Result<(Check<GuardCheck>, String), JudgingError> {
-    let store = &engine.store;
+    // This process's own writes (the inputs it accepted moments ago) are taken from its write
+    // set: see `RunState::load_own`.
+    let store = &engine.store.trusting_own_writes();
     Ok(match store.get_opt(&Key::brief(run)).await? {
         Some(b) => {
             let h = Hash::of(&b);
@@ -161,7 +165,9 @@ async fn play_spec(
     run: &RunId,
     header: &Evidence,
 ) -> Result<Check<GuardCheck>, JudgingError> {
-    let store = &engine.store;
+    // This process's own writes (the inputs it accepted moments ago) are taken from its write
+    // set: see `RunState::load_own`.
+    let store = &engine.store.trusting_own_writes();
     let id = GuardCheck::PlaySpecFresh;
     Ok(match store.get_json::<Value>(&Key::play_spec(run)).await? {
         Some((s, spec_hash)) => {
@@ -201,7 +207,7 @@ async fn play_spec(
     })
 }
 
-async fn load_frames(store: &Store, proof: &ProofPackage) -> Result<Frames, StoreError> {
+async fn load_frames<R: Reads>(store: &R, proof: &ProofPackage) -> Result<Frames, StoreError> {
     let mut out = Frames {
         entries: Vec::new(),
         images: HashMap::new(),

@@ -16,7 +16,7 @@ use seal_core::derive::{derive_roll, RollInputs, SlotFacts};
 use seal_core::doc::*;
 use seal_core::ids::{RollId, RunId};
 use seal_core::merge::next_after;
-use seal_store::{Key, Store, Stored};
+use seal_store::{Key, Reads, Store, Stored};
 
 /// A slot's stored documents and the facts the derivation reads.
 struct SlotOutcome {
@@ -129,7 +129,11 @@ async fn finish_slot(
     )?;
     let final_request = match &final_attempt.request {
         Some(r) => {
-            let bytes = store.get_verified(&r.key, &r.hash).await?;
+            // The request this process stored for the attempt: from its write set when held.
+            let bytes = store
+                .trusting_own_writes()
+                .get_verified(&r.key, &r.hash)
+                .await?;
             Some(
                 seal_core::json::parse(&bytes, store.doc_limit())
                     .map_err(|e| internal(run_id, roll, e))?,

@@ -1,6 +1,7 @@
 //! The transparency log of seals, kept in the object store next to the runs (docs/DESIGN.md
-//! §13): every seal the postguard writes is appended as a leaf, and every append publishes a
-//! C2SP signed checkpoint, so that no decided run can vanish or be replaced unnoticed.
+//! §13): every seal the postguard writes is appended as a leaf, and a C2SP signed checkpoint
+//! of a tree holding it is stored before its seal (one per batch of appends under load:
+//! [`Log::publish_covering`]), so that no decided run can vanish or be replaced unnoticed.
 //!
 //! Layout, create-only like everything else:
 //! - `log/entries/<index, 20 digits>`: the canonical [`LogEntry`] bytes of leaf `index`;
@@ -149,6 +150,8 @@ struct Cache {
     reviews: std::collections::HashSet<(String, u64, String)>,
     /// The guard let this process append (once per process: see [`Log::admit`]).
     admitted: bool,
+    /// The largest checkpoint this process stored (or found stored) for this tree.
+    published: u64,
 }
 
 impl Cache {
@@ -204,6 +207,10 @@ pub struct Log {
     store: Store,
     origin: String,
     cache: Arc<tokio::sync::Mutex<Cache>>,
+    /// One checkpoint publication of a seal's append at a time, outside the cache's lock
+    /// ([`Log::publish_covering`]): appenders queue here, and one checkpoint covers every entry
+    /// appended while the previous one was being made durable (a group commit of the log).
+    publishing: Arc<tokio::sync::Mutex<()>>,
     /// Where each new checkpoint is sent for cosigning ([`publish`]).
     witnesses: crate::transparency::publish::Publisher,
 }
@@ -220,6 +227,7 @@ impl Log {
             store,
             origin: origin.to_string(),
             cache: Arc::new(tokio::sync::Mutex::new(Cache::default())),
+            publishing: Arc::new(tokio::sync::Mutex::new(())),
             witnesses: Default::default(),
         }
     }
@@ -258,22 +266,25 @@ impl Log {
     }
 
     /// Appends the entry of a seal the postguard is about to store (see the module doc), unless
-    /// that very entry is logged already, then publishes the checkpoint of the tree that holds
-    /// it. Appends nothing when another seal of the same evidence is logged
-    /// ([`SealLogged::Rival`]).
+    /// that very entry is logged already, then returns once a checkpoint of a tree that holds
+    /// it is stored: the one it publishes, or one another appender of this process published
+    /// meanwhile ([`Log::publish_covering`]). Appends nothing when another seal of the same
+    /// evidence is logged ([`SealLogged::Rival`]).
     pub async fn append_seal(
         &self,
         run: &RunId,
         entry: &LogEntry,
         key: &SigningKey,
     ) -> Result<SealLogged, LogError> {
-        let mut cache = self.cache.lock().await;
-        self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
-        let (index, created) = match self.append_locked(&mut cache, run, entry).await? {
-            Placed::At { index, created } => (index, created),
-            Placed::Rival(rival) => return Ok(SealLogged::Rival(rival)),
+        let (index, created) = {
+            let mut cache = self.cache.lock().await;
+            self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
+            match self.append_locked(&mut cache, run, entry).await? {
+                Placed::At { index, created } => (index, created),
+                Placed::Rival(rival) => return Ok(SealLogged::Rival(rival)),
+            }
         };
-        let tree_size = self.publish(&cache, key).await?;
+        let tree_size = self.publish_covering(index + 1, key).await?;
         Ok(SealLogged::Appended(Appended {
             index,
             created,
@@ -301,7 +312,7 @@ impl Log {
                 problems: vec![guard::unlogged_seal(run, other_logged)],
             });
         };
-        self.publish(&cache, key).await?;
+        self.publish(&mut cache, key).await?;
         Ok(entry)
     }
 
@@ -322,7 +333,7 @@ impl Log {
         self.admit_locked(&mut cache, &raw_keys(key, trusted))
             .await?;
         let (index, created) = self.append_locked(&mut cache, run, &entry).await?.at(run)?;
-        let tree_size = self.publish(&cache, key).await?;
+        let tree_size = self.publish(&mut cache, key).await?;
         Ok(Appended {
             index,
             created,
@@ -347,7 +358,7 @@ impl Log {
         self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
         self.sync(&mut cache).await?;
         let (index, created) = self.append_bytes_locked(&mut cache, bytes).await?;
-        let tree_size = self.publish(&cache, key).await?;
+        let tree_size = self.publish(&mut cache, key).await?;
         Ok(Appended {
             index,
             created,
@@ -430,7 +441,10 @@ impl Log {
             run: run.clone(),
             detail: e.to_string(),
         })?);
-        self.sync(cache).await?;
+        // No read of the next index first: the cache holds every entry below its length, so
+        // a create at that index that succeeds was made after reading all of them (the same
+        // seal is never appended twice); a conflict means another process appended there,
+        // whose entry is read and looked at before trying the next index.
         loop {
             if let Some(index) = cache.find(entry) {
                 return Ok(Placed::At {
@@ -471,23 +485,58 @@ impl Log {
     }
 
     /// Signs and stores the checkpoint of everything this process has seen; returns its size.
-    async fn publish(&self, cache: &Cache, key: &SigningKey) -> Result<u64, LogError> {
+    async fn publish(&self, cache: &mut Cache, key: &SigningKey) -> Result<u64, LogError> {
         let size = cache.tree.size();
         if size == 0 {
             return Ok(0);
         }
-        let note = sign_checkpoint(&self.origin, &cache.tree, size, key)?;
-        let k = Key::log_checkpoint(size);
-        let note = Bytes::from(note);
-        match self.store.put(&k, note.clone()).await {
-            Ok(_) => {
-                self.witnesses.offer(&cache.tree, size, &note);
-                Ok(size)
+        let note = Bytes::from(sign_checkpoint(&self.origin, &cache.tree, size, key)?);
+        if self.store_checkpoint(size, &note).await? {
+            self.witnesses.offer(&cache.tree, size, &note);
+        }
+        cache.published = cache.published.max(size);
+        Ok(size)
+    }
+
+    /// Returns once a checkpoint of at least `needed` leaves is stored, publishing one of
+    /// everything appended so far unless this process already did: the size of that
+    /// checkpoint. The checkpoint is made durable outside the cache's lock, so entries go on
+    /// being appended meanwhile, and the appenders queued behind it find them covered by the
+    /// next one: under load, one checkpoint (one signature, one create, its flushes) per batch
+    /// of entries instead of one per seal. Each caller still returns only after a checkpoint
+    /// holding its entry is stored (log, checkpoint, then seal: the module doc).
+    async fn publish_covering(&self, needed: u64, key: &SigningKey) -> Result<u64, LogError> {
+        let _turn = self.publishing.lock().await;
+        let (size, note) = {
+            let cache = self.cache.lock().await;
+            if cache.published >= needed {
+                return Ok(cache.published);
             }
-            // Another key (or a forger) published this size first: `seal log verify` judges it.
+            let size = cache.tree.size();
+            let note = sign_checkpoint(&self.origin, &cache.tree, size, key)?;
+            (size, Bytes::from(note))
+        };
+        let created = self.store_checkpoint(size, &note).await?;
+        let mut cache = self.cache.lock().await;
+        // The tree only grows (entries are create-only), so its first `size` leaves are the
+        // ones just signed, and a witness is offered the proofs of that size.
+        if created && cache.tree.size() >= size {
+            self.witnesses.offer(&cache.tree, size, &note);
+        }
+        cache.published = cache.published.max(size);
+        Ok(size)
+    }
+
+    /// Stores the checkpoint `note` of `size` leaves, create-only; false when another
+    /// checkpoint of that size was there (another key's, or a forger's: `seal log verify`
+    /// judges it).
+    async fn store_checkpoint(&self, size: u64, note: &Bytes) -> Result<bool, LogError> {
+        let k = Key::log_checkpoint(size);
+        match self.store.put(&k, note.clone()).await {
+            Ok(_) => Ok(true),
             Err(StoreError::Conflict { .. }) => {
                 tracing::warn!(key = %k, "another checkpoint of this size is stored");
-                Ok(size)
+                Ok(false)
             }
             Err(e) => Err(e.into()),
         }
@@ -672,4 +721,105 @@ async fn trusted_entry(
         ));
     }
     Ok(entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(i: u32) -> (RunId, LogEntry) {
+        let run = RunId::parse(&format!("run-batch-{i:04}")).expect("a valid run id");
+        let e = LogEntry {
+            run_id: run.to_string(),
+            evidence_sha256: Hash::of(&i.to_be_bytes()).to_string(),
+            seal_sha256: Hash::of(&[i.to_be_bytes(), [1; 4]].concat()).to_string(),
+            key_id: "c".repeat(64),
+            outcome: "pass".into(),
+            decided_at: "2026-12-03T00:00:00Z".into(),
+            acceptance_mode: "live".into(),
+            parent_run_id: None,
+        };
+        (run, e)
+    }
+
+    /// Entries appended while no checkpoint was published are all covered by the next one,
+    /// and an appender whose entry a stored checkpoint already covers publishes none: one
+    /// checkpoint per batch, and none missing.
+    #[tokio::test]
+    async fn one_checkpoint_covers_every_entry_appended_before_it() {
+        let store = Store::open("memory://").await.unwrap();
+        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
+        let key = SigningKey::generate();
+        // Five entries appended as appenders do, before any of them publishes.
+        {
+            let mut cache = log.cache.lock().await;
+            log.admit_locked(&mut cache, &raw_keys(&key, &[]))
+                .await
+                .unwrap();
+            for i in 0..5 {
+                let (run, e) = entry(i);
+                log.append_locked(&mut cache, &run, &e).await.unwrap();
+            }
+        }
+        // The first appender to publish covers all five.
+        assert_eq!(log.publish_covering(1, &key).await.unwrap(), 5);
+        // The others find their entries covered: no checkpoint of their own.
+        for needed in 2..=5 {
+            assert_eq!(log.publish_covering(needed, &key).await.unwrap(), 5);
+        }
+        let sizes: Vec<u64> = checkpoint_keys(&store)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(size, _)| size)
+            .collect();
+        assert_eq!(sizes, vec![5]);
+        // A sixth entry is not covered by it: the next appender publishes size 6.
+        let (run, e) = entry(5);
+        match log.append_seal(&run, &e, &key).await.unwrap() {
+            SealLogged::Appended(a) => {
+                assert_eq!((a.index, a.created, a.tree_size), (5, true, 6))
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut sizes: Vec<u64> = checkpoint_keys(&store)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(size, _)| size)
+            .collect();
+        sizes.sort();
+        assert_eq!(sizes, vec![5, 6]);
+    }
+
+    /// Concurrent appenders each return only once a stored checkpoint holds their entry.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_appender_returns_after_a_checkpoint_holding_its_entry() {
+        let store = Store::open("memory://").await.unwrap();
+        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
+        let key = Arc::new(SigningKey::generate());
+        let tasks: Vec<_> = (0..24)
+            .map(|i| {
+                let (log, key) = (log.clone(), key.clone());
+                tokio::spawn(async move {
+                    let (run, e) = entry(i);
+                    let logged = log.append_seal(&run, &e, &key).await.unwrap();
+                    let stored = checkpoint_keys(&log.store).await.unwrap();
+                    (logged, stored)
+                })
+            })
+            .collect();
+        for t in tasks {
+            let (logged, stored) = t.await.unwrap();
+            let SealLogged::Appended(a) = logged else {
+                panic!("no rival here")
+            };
+            assert!(a.tree_size > a.index, "{a:?}");
+            assert!(
+                stored.iter().any(|(size, _)| *size == a.tree_size),
+                "the checkpoint of size {} is not stored when its appender returns",
+                a.tree_size
+            );
+        }
+    }
 }

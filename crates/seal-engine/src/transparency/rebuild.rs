@@ -149,7 +149,7 @@ impl Log {
             self.append_bytes_locked(&mut fresh, bytes).await?;
             reviews_relogged.push(k.to_string());
         }
-        let tree_size = self.publish(&fresh, key).await?;
+        let tree_size = self.publish(&mut fresh, key).await?;
         *cache = fresh;
         Ok(Some(Rebuilt {
             index: keep,

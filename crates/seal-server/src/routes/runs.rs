@@ -23,7 +23,7 @@ use crate::{ApiError, AppState};
 async fn accepted(state: &AppState, run: &RunId, a: &intake::Accepted) -> Response {
     let mut body = json!({"runId": run, "key": a.stored().key.as_str(), "sha256": a.stored().hash});
     if !a.created() {
-        match RunState::load(state.engine.store(), run).await {
+        match RunState::load_own(state.engine.store(), run).await {
             Ok(RunState::Decided(d)) => {
                 let e = d.evidence();
                 body["phase"] = json!(e.phase);
@@ -124,7 +124,7 @@ pub(crate) async fn get_run(
             .map(|r| json!({"rollId": r.roll_id, "rollOutcome": r.roll_outcome}))
             .collect()
     };
-    let (open, phase) = match RunState::load(state.engine.store(), &run).await? {
+    let (open, phase) = match RunState::load_own(state.engine.store(), &run).await? {
         RunState::Decided(d) => {
             let ev = d.evidence();
             return Ok(Json(json!({
