@@ -596,10 +596,19 @@ fn main() {
         .collect();
     let bytes: u64 = sizes.iter().sum();
     let cas = store_dir.join("cas");
+    // `cas/` holds the frames and the judges' raw answers (JSON): a frame starts with the PNG
+    // signature the corpus gives every frame.
+    let is_frame = |p: &Path| {
+        let mut head = [0u8; 8];
+        std::fs::File::open(p)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+            .is_ok()
+            && head == *PNG_SIGNATURE
+    };
     let (n_frames, frame_files_bytes) = files
         .iter()
         .zip(&sizes)
-        .filter(|(p, _)| p.starts_with(&cas))
+        .filter(|(p, _)| p.starts_with(&cas) && is_frame(p))
         .fold((0u64, 0u64), |(n, b), (_, s)| (n + 1, b + s));
     assert_eq!(
         frame_files_bytes, corpus.frame_bytes,

@@ -899,3 +899,100 @@ async fn replay_all_killed_midway_resumes_and_replays_every_source_exactly_once(
     assert_eq!(report["verified"], 2 * n, "{report:#}");
     assert!(lb.calls().is_empty(), "stored replay called a judge");
 }
+
+/// `--from` verifies a run once, in the import's staging area, and the replay takes that proof
+/// instead of auditing the copy again (`SourceProof::Imported`); so what the replay reads of
+/// the copy must be read against the hashes the proof binds. Here the store writer swaps the
+/// imported brief after the import: the replay names it, and no replay run is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_swapped_after_its_import_is_refused_by_the_replay() {
+    use seal::import::{import_logged, Archive, Imported, Limits};
+    use seal::replay::{replay_with, SourceProof};
+    let (_dir, archive_root) = copy_fixture_store();
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    let work = tempfile::tempdir().unwrap();
+    let dest = work.path().join("store");
+    std::fs::create_dir_all(&dest).unwrap();
+    let engine = engine_with(&lb, &file_url(&dest), &[]).await;
+    let archive = Archive::open(&file_url(&archive_root)).await.unwrap();
+    let run = RunId::parse("run-narrative-0010-pass").unwrap();
+    let trusted = [fixture_key()];
+    let limits = Limits {
+        document: engine.store().doc_limit(),
+        blob: 1 << 26,
+    };
+    let imported = |engine: seal::engine::Engine| {
+        let (archive, run, trusted) = (&archive, &run, &trusted);
+        async move {
+            let key = engine.key().unwrap();
+            let got = import_logged(
+                archive,
+                engine.store(),
+                run,
+                trusted,
+                limits,
+                false,
+                engine.log(),
+                key,
+            )
+            .await
+            .unwrap();
+            match got {
+                Imported::Copied { verified, .. } => verified,
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    let verified = imported(engine.clone()).await;
+    let brief = format!("runs/{run}/brief.md");
+    flip_middle(&dest, &brief);
+    let e = replay_with(
+        &engine,
+        &run,
+        JudgesFrom::Stored,
+        None,
+        &trusted,
+        SourceProof::Imported(verified),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.to_string().contains(&brief), "{e}");
+    let runs: Vec<String> = engine
+        .store()
+        .runs()
+        .await
+        .unwrap()
+        .runs
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    assert!(
+        runs.iter().all(|r| !r.contains(".replay-")),
+        "a replay was written from a swapped copy: {runs:?}"
+    );
+
+    // The same import into a fresh store, untouched: the proof is taken, the consensus
+    // reproduced, and the replay verifies.
+    let fresh = tempfile::tempdir().unwrap();
+    let engine = engine_with(&lb, &file_url(fresh.path()), &[]).await;
+    let verified = imported(engine.clone()).await;
+    let r = replay_with(
+        &engine,
+        &run,
+        JudgesFrom::Stored,
+        None,
+        &trusted,
+        SourceProof::Imported(verified),
+    )
+    .await
+    .unwrap();
+    assert!(r.consensus_reproduced);
+    let mut trust = trusted.to_vec();
+    trust.push(engine.key().unwrap().public());
+    let report =
+        seal::verify::verify_run(engine.store(), &RunId::parse(&r.replay).unwrap(), &trust)
+            .await
+            .unwrap();
+    assert!(report.verified, "{:?}", report.problems);
+}

@@ -137,10 +137,12 @@ async fn replay_one(
     errors: &mut Vec<String>,
 ) -> Option<seal_engine::replay::Resumed> {
     let engine = &job.engine;
+    let mut proof = seal_engine::replay::SourceProof::Verify;
     if let Some(src) = &job.archive {
         let (trusted, limits) = (&job.trusted, job.limits);
-        if !import_one(src, engine, &id, trusted, limits, job.all, errors).await {
-            return None;
+        match import_one(src, engine, &id, trusted, limits, job.all, errors).await {
+            Some(verified) => proof = seal_engine::replay::SourceProof::Imported(verified),
+            None => return None,
         }
     }
     if job.all && job.archive.is_none() {
@@ -155,9 +157,17 @@ async fn replay_one(
     }
     let strategy = job.strategy.map(Strategy::as_str);
     let done = if job.resume {
-        seal_engine::replay::replay_resumable(engine, &id, job.judges, strategy, &job.trusted).await
+        seal_engine::replay::replay_resumable_with(
+            engine,
+            &id,
+            job.judges,
+            strategy,
+            &job.trusted,
+            proof,
+        )
+        .await
     } else {
-        seal_engine::replay::replay(engine, &id, job.judges, strategy, &job.trusted)
+        seal_engine::replay::replay_with(engine, &id, job.judges, strategy, &job.trusted, proof)
             .await
             .map(seal_engine::replay::Resumed::Replayed)
     };
@@ -340,8 +350,9 @@ async fn named_in_archive(
     Ok(())
 }
 
-/// Imports one run from an archive before its replay; false when it is not to be replayed
-/// (already a replay, undecided under `--all`, or refused: the reason is in `errors`).
+/// Imports one run from an archive before its replay: the proof of what was copied, or None
+/// when it is not to be replayed (already a replay, undecided under `--all`, or refused: the
+/// reason is in `errors`).
 async fn import_one(
     src: &Archive,
     engine: &Engine,
@@ -350,7 +361,7 @@ async fn import_one(
     limits: seal_engine::import::Limits,
     all: bool,
     errors: &mut Vec<String>,
-) -> bool {
+) -> Option<Box<seal_engine::verify::VerifiedRun>> {
     // The imported run verified against the trusted keys: this store's log accounts for it
     // (a checkpoint signed by this process's key) before its seal is stored.
     let imported = match &engine.key() {
@@ -372,13 +383,13 @@ async fn import_one(
         }
     };
     match imported {
-        Ok(seal_engine::import::Imported::Copied { .. }) => true,
-        Ok(seal_engine::import::Imported::IsReplay) => false,
+        Ok(seal_engine::import::Imported::Copied { verified, .. }) => Some(verified),
+        Ok(seal_engine::import::Imported::IsReplay) => None,
         // --all takes decided runs only; an undecided one is not an error there.
-        Err(seal_engine::import::ImportError::NotDecided { .. }) if all => false,
+        Err(seal_engine::import::ImportError::NotDecided { .. }) if all => None,
         Err(e) => {
             errors.push(format!("{id}: import: {e}"));
-            false
+            None
         }
     }
 }

@@ -86,10 +86,15 @@ pub enum Archive {
 }
 
 /// What an import did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Imported {
-    /// The run verified; its bound objects are in the destination.
-    Copied { objects: usize },
+    /// The run verified; its bound objects are in the destination. `verified` is the proof
+    /// of exactly the bytes copied (a replay of the run takes it instead of verifying the copy
+    /// again: [`crate::replay::SourceProof::Imported`]).
+    Copied {
+        objects: usize,
+        verified: Box<VerifiedRun>,
+    },
     /// The run is a replay itself (`--all` skips these).
     IsReplay,
 }
@@ -395,6 +400,7 @@ impl Copy<'_> {
         }
         Ok(Imported::Copied {
             objects: keys.len(),
+            verified: Box::new(verified.clone()),
         })
     }
 }

@@ -142,16 +142,36 @@ pub async fn replay_resumable(
     strategy: Option<&str>,
     trusted: &[seal_core::sealing::PublicKey],
 ) -> Result<Resumed, ReplayError> {
+    replay_resumable_with(
+        engine,
+        source,
+        judges,
+        strategy,
+        trusted,
+        SourceProof::Verify,
+    )
+    .await
+}
+
+/// [`replay_resumable`] of a source known to verify by `proof`.
+pub async fn replay_resumable_with(
+    engine: &Engine,
+    source: &RunId,
+    judges: JudgesFrom,
+    strategy: Option<&str>,
+    trusted: &[seal_core::sealing::PublicKey],
+    proof: SourceProof,
+) -> Result<Resumed, ReplayError> {
     // The source is proven first, whatever is found of its replay: nothing of a replay is
     // finalized, resumed or copied on the word of a source that does not verify.
-    let verified = prove_source(engine, source, strategy, trusted).await?;
+    let verified = prove_source(engine, source, strategy, trusted, proof).await?;
     let last = last_replay(&engine.store, source).await?;
     if let Some(id) = &last {
         if engine.store.exists(&Key::evidence(id)).await? {
             if engine.store.exists(&Key::seal(id)).await? {
                 // Sealed (perhaps by the key of another deployment whose store this is): acted
                 // on only once it verifies under the keys the source was proven with.
-                prove_source(engine, id, None, trusted).await?;
+                prove_source(engine, id, None, trusted, SourceProof::Verify).await?;
             } else {
                 // Killed between evidence and seal: the postguard derives the evidence again
                 // and seals it only if it is the same.
@@ -181,7 +201,27 @@ pub async fn replay(
     strategy: Option<&str>,
     trusted: &[seal_core::sealing::PublicKey],
 ) -> Result<Replayed, ReplayError> {
-    let verified = prove_source(engine, source, strategy, trusted).await?;
+    replay_with(
+        engine,
+        source,
+        judges,
+        strategy,
+        trusted,
+        SourceProof::Verify,
+    )
+    .await
+}
+
+/// [`replay`] of a source known to verify by `proof`.
+pub async fn replay_with(
+    engine: &Engine,
+    source: &RunId,
+    judges: JudgesFrom,
+    strategy: Option<&str>,
+    trusted: &[seal_core::sealing::PublicKey],
+    proof: SourceProof,
+) -> Result<Replayed, ReplayError> {
+    let verified = prove_source(engine, source, strategy, trusted, proof).await?;
     // The last replay killed before its seal (no `seal.dsse.json`) is this replay, finished
     // under its own id: a kill never leaves an open or unsealed replay beside a new one. Every
     // step is create-only and idempotent, so the rerun writes what the killed one would have.
@@ -202,15 +242,41 @@ async fn past_rolls(store: &Store, id: &RunId) -> bool {
     )
 }
 
+/// How a replay's source is known to verify.
+#[derive(Debug)]
+pub enum SourceProof {
+    /// Verify it in this store now (`seal replay <id>`, `--all`).
+    Verify,
+    /// It was just imported (`--from`): [`crate::import`] verified exactly the bytes it copied
+    /// here, in its staging area, and logged the run before storing its seal. Verifying the
+    /// copy again would audit the same bytes twice; everything the replay then reads of the
+    /// source is read against the hashes this proof binds, so a copy swapped since is caught
+    /// there.
+    Imported(Box<VerifiedRun>),
+}
+
 /// The source must be decided and verify under `trusted`; it is then logged here.
 async fn prove_source(
     engine: &Engine,
     source: &RunId,
     strategy: Option<&str>,
     trusted: &[seal_core::sealing::PublicKey],
+    proof: SourceProof,
 ) -> Result<VerifiedRun, ReplayError> {
     if let Some(s) = strategy.filter(|s| *s != consensus::STRATEGY) {
         return Err(ReplayError::Strategy(s.to_string()));
+    }
+    if let SourceProof::Imported(verified) = proof {
+        if verified.evidence().run_id != source.as_str() {
+            return Err(ReplayError::Unsound {
+                run: source.clone(),
+                problems: format!(
+                    "the import's proof is of run {:?}, not of this source",
+                    verified.evidence().run_id
+                ),
+            });
+        }
+        return Ok(*verified);
     }
     let store = &engine.store;
     if !store.exists(&Key::evidence(source)).await? {
@@ -264,26 +330,37 @@ async fn start_replay(
         run: source.clone(),
         problems: "its first roll's guard names no header".into(),
     })?;
+    // Every source object is read (against the hash the proof binds) before anything of the
+    // replay is stored: a swapped one stops the replay before its run exists.
     let mut header: Evidence = store
         .get_json_verified(&Key::header(source), &header_hash)
         .await?;
+    let brief = match store
+        .get_verified(&Key::brief(source), &verified.evidence().brief_hash)
+        .await
+    {
+        Ok(b) => Some(b),
+        Err(StoreError::NotFound { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let spec = match bound(GuardCheck::PlaySpecFresh) {
+        Some(spec_hash) => Some(
+            store
+                .get_verified(&Key::play_spec(source), &spec_hash)
+                .await?,
+        ),
+        None => None,
+    };
     header.run_id = id.to_string();
     header.parent_run_id = Some(source.to_string());
     header.acceptance_mode = AcceptanceMode::HistoricalReplay;
     let header_bytes = seal_core::canonical::canonical_bytes(&header)
         .map_err(|e| StoreError::Upload(e.to_string()))?;
     intake::put_header(engine, id, &header_bytes, Origin::Replay).await?;
-    if let Some(b) = store.get_opt(&Key::brief(source)).await? {
-        let b = store
-            .get_verified(&Key::brief(source), &verified.evidence().brief_hash)
-            .await
-            .map(|_| b)?;
+    if let Some(b) = brief {
         intake::put_brief(engine, id, &b).await?;
     }
-    if let Some(spec_hash) = bound(GuardCheck::PlaySpecFresh) {
-        let spec = store
-            .get_verified(&Key::play_spec(source), &spec_hash)
-            .await?;
+    if let Some(spec) = spec {
         intake::put_play_spec(engine, id, &spec).await?;
     }
     Ok(())
