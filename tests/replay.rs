@@ -10,7 +10,7 @@ mod common;
 use common::*;
 use seal::doc::{AcceptanceMode, Evidence, Outcome};
 use seal::ids::RunId;
-use seal::replay::{replay, JudgesFrom, ReplayError};
+use seal::replay::{replay, JudgesFrom, ReplayError, SourceProof::Verify};
 use seal::sealing::{PublicKey, SigningKey};
 use seal::store::{Key, Store};
 use seal_testkit::loopback::{Loopback, Persona};
@@ -157,9 +157,16 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
     for id in &runs {
         let source = RunId::parse(id).unwrap();
         let old = evidence(engine.store(), id).await;
-        let r = replay(&engine, &source, JudgesFrom::Stored, None, &[fixture_key()])
-            .await
-            .unwrap_or_else(|e| panic!("replay {id}: {e}"));
+        let r = replay(
+            &engine,
+            &source,
+            JudgesFrom::Stored,
+            None,
+            &[fixture_key()],
+            Verify,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("replay {id}: {e}"));
         let new = evidence(engine.store(), &r.replay).await;
         lines.push(format!(
             "{id} -> {}: {:?} -> {:?}, reproduced {}",
@@ -533,6 +540,7 @@ async fn an_unknown_strategy_is_refused_and_the_current_one_is_accepted() {
         JudgesFrom::Stored,
         Some("dual-strict/2"),
         &[fixture_key()],
+        Verify,
     )
     .await
     .unwrap_err();
@@ -555,6 +563,7 @@ async fn an_unknown_strategy_is_refused_and_the_current_one_is_accepted() {
         JudgesFrom::Stored,
         Some("dual-strict/1"),
         &[fixture_key()],
+        Verify,
     )
     .await
     .unwrap();
@@ -640,6 +649,7 @@ async fn a_source_with_a_tampered_raw_answer_is_refused() {
             judges,
             None,
             &[fixture_key()],
+            Verify,
         )
         .await
         .unwrap_err();
@@ -779,6 +789,7 @@ async fn replay_refuses_sources_whose_seal_does_not_verify() {
             JudgesFrom::Stored,
             None,
             &[fixture_key()],
+            Verify,
         )
         .await;
         match replayed {
@@ -907,7 +918,7 @@ async fn replay_all_killed_midway_resumes_and_replays_every_source_exactly_once(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copy_swapped_after_its_import_is_refused_by_the_replay() {
     use seal::import::{import_logged, Archive, Imported, Limits};
-    use seal::replay::{replay_with, SourceProof};
+    use seal::replay::SourceProof;
     let (_dir, archive_root) = copy_fixture_store();
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
     personas(&lb);
@@ -947,7 +958,7 @@ async fn a_copy_swapped_after_its_import_is_refused_by_the_replay() {
     let verified = imported(engine.clone()).await;
     let brief = format!("runs/{run}/brief.md");
     flip_middle(&dest, &brief);
-    let e = replay_with(
+    let e = replay(
         &engine,
         &run,
         JudgesFrom::Stored,
@@ -977,7 +988,7 @@ async fn a_copy_swapped_after_its_import_is_refused_by_the_replay() {
     let fresh = tempfile::tempdir().unwrap();
     let engine = engine_with(&lb, &file_url(fresh.path()), &[]).await;
     let verified = imported(engine.clone()).await;
-    let r = replay_with(
+    let r = replay(
         &engine,
         &run,
         JudgesFrom::Stored,

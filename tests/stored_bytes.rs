@@ -22,7 +22,7 @@ use seal::contracts::Kind;
 use seal::doc::*;
 use seal::engine::{Engine, FixedClock};
 use seal::ids::RunId;
-use seal::replay::{replay, replayable_runs, JudgesFrom};
+use seal::replay::{replay, replayable_runs, JudgesFrom, SourceProof};
 use seal::sealing::{Envelope, PublicKey, SigningKey};
 use seal::store::Store;
 use seal::tlog::LogEntry;
@@ -226,9 +226,16 @@ async fn stored_judge_replay_reproduces_the_manifest() {
     runs.sort_by(|a, b| a.as_str().cmp(b.as_str()));
     assert!(runs.len() >= 10, "{runs:?}");
     for run in &runs {
-        let r = replay(&engine, run, JudgesFrom::Stored, None, &trusted)
-            .await
-            .unwrap_or_else(|e| panic!("replay {run}: {e}"));
+        let r = replay(
+            &engine,
+            run,
+            JudgesFrom::Stored,
+            None,
+            &trusted,
+            SourceProof::Verify,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("replay {run}: {e}"));
         assert!(r.consensus_reproduced, "{run}");
         assert!(RunId::parse(&r.replay).is_ok());
     }

@@ -157,7 +157,7 @@ async fn replay_one(
     }
     let strategy = job.strategy.map(Strategy::as_str);
     let done = if job.resume {
-        seal_engine::replay::replay_resumable_with(
+        seal_engine::replay::replay_resumable(
             engine,
             &id,
             job.judges,
@@ -167,7 +167,7 @@ async fn replay_one(
         )
         .await
     } else {
-        seal_engine::replay::replay_with(engine, &id, job.judges, strategy, &job.trusted, proof)
+        seal_engine::replay::replay(engine, &id, job.judges, strategy, &job.trusted, proof)
             .await
             .map(seal_engine::replay::Resumed::Replayed)
     };

@@ -134,27 +134,9 @@ pub enum Resumed {
 /// again (its seal and log entry are completed if the kill came between them); when it is
 /// not decided, that same replay id is continued (every step is create-only and idempotent,
 /// and judge attempts found in the store are copies of the source's, byte for byte); else a
-/// new replay starts. The source is verified in every case but the first.
+/// new replay starts. The source is verified (or its import's `proof` taken) in every case
+/// but the first.
 pub async fn replay_resumable(
-    engine: &Engine,
-    source: &RunId,
-    judges: JudgesFrom,
-    strategy: Option<&str>,
-    trusted: &[seal_core::sealing::PublicKey],
-) -> Result<Resumed, ReplayError> {
-    replay_resumable_with(
-        engine,
-        source,
-        judges,
-        strategy,
-        trusted,
-        SourceProof::Verify,
-    )
-    .await
-}
-
-/// [`replay_resumable`] of a source known to verify by `proof`.
-pub async fn replay_resumable_with(
     engine: &Engine,
     source: &RunId,
     judges: JudgesFrom,
@@ -193,27 +175,9 @@ pub async fn replay_resumable_with(
 }
 
 /// Replays one decided run into a new replay id. The source must verify under `trusted`
-/// (signature, subject, every ref): history that does not verify is not replayed.
+/// (signature, subject, every ref), or have been verified by the import that copied it
+/// (`proof`): history that does not verify is not replayed.
 pub async fn replay(
-    engine: &Engine,
-    source: &RunId,
-    judges: JudgesFrom,
-    strategy: Option<&str>,
-    trusted: &[seal_core::sealing::PublicKey],
-) -> Result<Replayed, ReplayError> {
-    replay_with(
-        engine,
-        source,
-        judges,
-        strategy,
-        trusted,
-        SourceProof::Verify,
-    )
-    .await
-}
-
-/// [`replay`] of a source known to verify by `proof`.
-pub async fn replay_with(
     engine: &Engine,
     source: &RunId,
     judges: JudgesFrom,

@@ -359,6 +359,7 @@ async fn run() -> Res<()> {
         seal::replay::JudgesFrom::Stored,
         None,
         &[SigningKey::load(&key).map_err(err)?.public()],
+        seal::replay::SourceProof::Verify,
     )
     .await
     .map_err(err)?;
