@@ -364,6 +364,42 @@ mod tests {
         );
     }
 
+    // Found by mutation testing: no case had a value that stayed the same, or a detail that
+    // named a value that is not a number or is absent.
+    #[test]
+    fn a_value_that_stayed_the_same_has_neither_increased_nor_decreased() {
+        let e = vec![
+            ev(1, "state", json!({"lives": 3})),
+            ev(2, "state", json!({"lives": 3})),
+        ];
+        for op in ["increased", "decreased"] {
+            let r = evaluate(&a("lives", op, None), &e);
+            assert!(!r.holds, "{op}: {}", r.detail);
+            assert_eq!(r.detail, "lives 3 -> 3");
+        }
+    }
+
+    #[test]
+    fn the_detail_shows_a_value_that_is_not_a_number_and_calls_a_missing_one_absent() {
+        let e = events();
+        let r = evaluate(&a("phase", "increased", None), &e);
+        assert_eq!(
+            r.detail,
+            "phase before \"menu\" after \"gameover\": not numbers"
+        );
+        let r = evaluate(&a("missing.path", "decreased", None), &e);
+        assert_eq!(
+            r.detail,
+            "missing.path before absent after absent: not numbers"
+        );
+        let r = evaluate(&a("phase", ">", Some(json!(1))), &e);
+        assert_eq!(r.detail, "phase after is \"gameover\" (not a number)");
+        let r = evaluate(&a("missing", "<=", Some(json!(1))), &e);
+        assert_eq!(r.detail, "missing after is absent (not a number)");
+        let r = evaluate(&a("missing", "changed", None), &e);
+        assert_eq!(r.detail, "missing before absent after absent");
+    }
+
     #[test]
     fn no_state_events_fails() {
         let r = evaluate(
