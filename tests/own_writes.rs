@@ -81,8 +81,19 @@ const MAY_TRUST_OWN_WRITES: &[&str] = &[
     "crates/seal-engine/src/run_state.rs",
     "crates/seal-engine/src/roll/",
     "crates/seal-engine/src/intake.rs",
+    // `seal judge` (the request path's use case from the command line) and the daemon's run
+    // routes, through `RunState::load_own`.
+    "crates/seal-engine/src/judge_run.rs",
+    "crates/seal-server/src/routes/runs.rs",
     "crates/seal-store/src/",
 ];
+
+/// What asks for trusted reads: the reader itself, or the run-state load made of it.
+fn trusts_own_writes(text: &str) -> bool {
+    ["trusting_own_writes", "OwnWrites", "load_own"]
+        .iter()
+        .any(|w| text.contains(w))
+}
 
 /// Every `.rs` file of the workspace's sources: the root package's `src/` and each
 /// `crates/*/src/`, with its path relative to the workspace root.
@@ -125,8 +136,9 @@ fn only_the_postguard_and_the_request_path_trust_their_own_writes() {
     );
     for allowed in MAY_TRUST_OWN_WRITES {
         assert!(
-            sources.iter().any(|(rel, text)| rel.starts_with(allowed)
-                && (text.contains("trusting_own_writes") || text.contains("OwnWrites"))),
+            sources
+                .iter()
+                .any(|(rel, text)| rel.starts_with(allowed) && trusts_own_writes(text)),
             "no file under {allowed} asks for trusted reads: a stale entry"
         );
     }
@@ -134,7 +146,7 @@ fn only_the_postguard_and_the_request_path_trust_their_own_writes() {
         .iter()
         .filter(|(rel, text)| {
             let allowed = MAY_TRUST_OWN_WRITES.iter().any(|a| rel.starts_with(a));
-            !allowed && (text.contains("trusting_own_writes") || text.contains("OwnWrites"))
+            !allowed && trusts_own_writes(text)
         })
         .map(|(rel, _)| rel)
         .collect();
@@ -197,4 +209,22 @@ async fn a_run_another_replica_decided_is_seen_decided_on_s3() {
         return;
     };
     a_run_another_replica_decided_is_seen_decided(&url).await;
+}
+
+/// The same on an S3 store opened with `listing=off`: each object is asked for, as on
+/// `file://`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_another_replica_decided_is_seen_decided_on_s3_without_listing() {
+    let Some(url) = s3_url("decided_elsewhere_unlisted") else {
+        if std::env::var("SEAL_REQUIRE_S3").as_deref() == Ok("1") {
+            panic!("SEAL_REQUIRE_S3=1 but SEAL_TEST_S3_ENDPOINT is not set");
+        }
+        eprintln!("SKIPPED a_run_another_replica_decided_is_seen_decided_on_s3_without_listing");
+        return;
+    };
+    let store = seal::store::Store::open(&format!("{url}&listing=off"))
+        .await
+        .unwrap();
+    assert_eq!(store.keys_within("runs", 10).await.unwrap(), None);
+    a_run_another_replica_decided_is_seen_decided(&format!("{url}&listing=off")).await;
 }

@@ -4,6 +4,7 @@
 # N copies of an example run submitted through the Python client's `seal-submit`; prints the
 # requests per run by method and by object kind.
 #   tools/s3_requests_per_run.sh [N=10] [EXAMPLE=run-narrative-0010-pass]
+#   STORE_OPTS=listing=off tools/s3_requests_per_run.sh 5   # S3 store URL options
 # Needs: cargo build (debug `seal` and `loopback-judge`), pip install moto[server] ./clients/python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +40,7 @@ export SEAL_JUDGE_A_URL="http://127.0.0.1:$JUDGE_PORT/v1" SEAL_JUDGE_B_URL="http
 export SEAL_JUDGE_A_MODEL=loop-judge-a SEAL_JUDGE_B_MODEL=loop-judge-b
 export SEAL_JUDGE_A_KEY=sk-bench-a SEAL_JUDGE_B_KEY=sk-bench-b
 (cd "$work" && "$OLDPWD/$T/seal" keygen --out keys >/dev/null)
-store="s3://bench/runs-$RANDOM?endpoint=http://127.0.0.1:$S3_PORT"
+store="s3://bench/runs-$RANDOM?endpoint=http://127.0.0.1:$S3_PORT${STORE_OPTS:+&$STORE_OPTS}"
 (cd "$work" && exec "$OLDPWD/$T/seal" serve --listen 127.0.0.1:0 --store "$store" --key keys/seal.key.pem) \
   >"$work/serve.out" 2>"$work/serve.log" &
 pids+=($!)

@@ -146,7 +146,8 @@ impl RunState {
             .store()
             .keys_within(&Key::run_dir(run), MAX_LISTED_RUN_OBJECTS)
             .await?;
-        let maybe = |k: &Key| listed.as_ref().is_none_or(|l| l.contains(k));
+        // What this process stored itself counts as there even if the listing lags behind.
+        let maybe = |k: &Key| listed.as_ref().is_none_or(|l| l.contains(k)) || store.holds(k);
         let evidence_key = Key::evidence(run);
         if maybe(&evidence_key) {
             if let Some((evidence, evidence_hash)) =
@@ -186,7 +187,7 @@ impl RunState {
         };
         let judging = Key::judging(run);
         let finalizing = match &listed {
-            Some(l) => l.contains(&judging),
+            Some(l) => l.contains(&judging) || store.holds(&judging),
             None => store.exists(&judging).await?,
         };
         if finalizing {

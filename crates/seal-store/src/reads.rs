@@ -57,6 +57,12 @@ pub trait Reads: Sync {
     /// process may have written it since.
     fn exists(&self, key: &Key) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
+    /// Whether this reader answers for `key` without the store (this process stored it): a
+    /// listing that lacks such a key (a listing lagging behind a put) must not hide it.
+    fn holds(&self, _key: &Key) -> bool {
+        false
+    }
+
     /// The object's bytes; `None` when absent.
     fn get_opt(&self, key: &Key) -> impl Future<Output = Result<Option<Bytes>, StoreError>> + Send {
         async move { Ok(self.get_opt_hashed(key).await?.map(|(b, _)| b)) }
@@ -168,10 +174,14 @@ impl Reads for OwnWrites<'_> {
     }
 
     async fn exists(&self, key: &Key) -> Result<bool, StoreError> {
-        if self.store.recent.get(key).is_some() {
+        if self.holds(key) {
             return Ok(true);
         }
         Store::exists(self.store, key).await
+    }
+
+    fn holds(&self, key: &Key) -> bool {
+        self.store.recent.get(key).is_some()
     }
 }
 
@@ -267,6 +277,13 @@ mod tests {
             .unwrap();
         assert_eq!(v, serde_json::json!({"a": 1}));
         assert_eq!(h, Hash::of(b"{\"a\":1}"));
+        // Only what this process stored is held (a listing may not hide it): not the other
+        // handle's object, and never through the re-hashing reader.
+        assert!(!own.holds(&k));
+        let mine = key(10);
+        store.put(&mine, Bytes::from_static(b"{}")).await.unwrap();
+        assert!(own.holds(&mine));
+        assert!(!Reads::holds(&store, &mine));
     }
 
     #[tokio::test]

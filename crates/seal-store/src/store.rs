@@ -358,7 +358,8 @@ impl Store {
     /// On an object backend (S3, memory), every key under the folder `dir` from one listing
     /// (a few requests instead of one per absent object, for a caller that would otherwise
     /// ask for several objects there that may not exist yet); `None` on a `file://` store,
-    /// where a lookup is a local `stat`, or when the folder holds more than `limit` objects.
+    /// where a lookup is a local `stat`, on an S3 store opened with `listing=off`, or when the
+    /// folder holds more than `limit` objects.
     /// It is what the store holds when listed, no more trusted than a read: a key it names is
     /// still read (and verified) before use, and one it lacks is absent as a read would say.
     pub async fn keys_within(
@@ -366,6 +367,9 @@ impl Store {
         dir: &str,
         limit: usize,
     ) -> Result<Option<std::collections::BTreeSet<Key>>, StoreError> {
+        if let StoreUrl::S3 { listing: false, .. } = self.url {
+            return Ok(None);
+        }
         match &self.backend {
             Backend::File(_) => Ok(None),
             Backend::Object(s) => object::keys_within(s.as_ref(), dir, limit).await,

@@ -21,12 +21,16 @@ pub enum StoreUrl {
     File(PathBuf, Flush),
     /// `memory://`: one private in-memory store per open.
     Memory,
-    /// `s3://BUCKET[/PREFIX][?endpoint=URL&region=R]`.
+    /// `s3://BUCKET[/PREFIX][?endpoint=URL&region=R&listing=on|off]`.
     S3 {
         bucket: String,
         prefix: String,
         endpoint: Option<String>,
         region: Option<String>,
+        /// Whether a run's state is learnt from one listing of its folder (the default) or an
+        /// object at a time (`listing=off`): a LIST is billed like a PUT, about twelve GETs
+        /// (docs/BENCHMARKS.md, "S3 requests per run"); see [`crate::Store::keys_within`].
+        listing: bool,
     },
 }
 
@@ -42,6 +46,7 @@ impl fmt::Display for StoreUrl {
                 bucket,
                 prefix,
                 endpoint,
+                listing,
                 ..
             } => {
                 write!(f, "s3://{bucket}")?;
@@ -50,6 +55,9 @@ impl fmt::Display for StoreUrl {
                 }
                 if let Some(e) = endpoint {
                     write!(f, " (endpoint {e})")?;
+                }
+                if !listing {
+                    f.write_str(" (listing off)")?;
                 }
                 Ok(())
             }
@@ -114,10 +122,23 @@ impl StoreUrl {
             }
             let mut endpoint = None;
             let mut region = None;
+            let mut listing = true;
             for (k, v) in u.query_pairs() {
                 match k.as_ref() {
                     "endpoint" => endpoint = Some(v.into_owned()),
                     "region" => region = Some(v.into_owned()),
+                    "listing" => {
+                        listing = match v.as_ref() {
+                            "on" => true,
+                            "off" => false,
+                            other => {
+                                return Err(bad(
+                                    s,
+                                    format!("listing must be on or off, not {other:?}"),
+                                ))
+                            }
+                        }
+                    }
                     other => return Err(bad(s, format!("unknown parameter {other:?}"))),
                 }
             }
@@ -126,6 +147,7 @@ impl StoreUrl {
                 prefix,
                 endpoint,
                 region,
+                listing,
             });
         }
         Err(bad(s, "scheme must be file://, memory:// or s3://"))
@@ -153,6 +175,7 @@ impl StoreUrl {
                 prefix,
                 endpoint,
                 region,
+                ..
             } => {
                 let mut b = AmazonS3Builder::from_env()
                     .with_bucket_name(bucket)
@@ -249,14 +272,26 @@ mod tests {
                 prefix,
                 endpoint,
                 region,
+                listing,
             } => {
                 assert_eq!(bucket, "bkt");
                 assert_eq!(prefix, "pre/fix");
                 assert_eq!(endpoint.as_deref(), Some("http://127.0.0.1:9000"));
                 assert_eq!(region.as_deref(), Some("eu"));
+                assert!(listing, "listing is on by default");
             }
             other => panic!("{other}"),
         }
+        for (url, want) in [("s3://b?listing=off", false), ("s3://b?listing=on", true)] {
+            match StoreUrl::parse(url).unwrap() {
+                StoreUrl::S3 { listing, .. } => assert_eq!(listing, want, "{url}"),
+                other => panic!("{other}"),
+            }
+        }
+        assert_eq!(
+            StoreUrl::parse("s3://b/p?listing=off").unwrap().to_string(),
+            "s3://b/p (listing off)"
+        );
         for bad in [
             "",
             "ftp://x",
@@ -264,6 +299,7 @@ mod tests {
             "s3://",
             "s3://b/../x",
             "s3://b?colour=red",
+            "s3://b?listing=maybe",
         ] {
             assert!(StoreUrl::parse(bad).is_err(), "{bad:?}");
         }

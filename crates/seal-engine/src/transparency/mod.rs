@@ -513,6 +513,17 @@ impl Log {
                 return Ok(cache.published);
             }
             let size = cache.tree.size();
+            // The tree only grows while this process appends; a smaller one means the log was
+            // replaced under it (a rebuild): no checkpoint may then claim to cover the entry.
+            if size < needed {
+                return Err(LogError::Corrupt {
+                    key: Key::log_checkpoint(needed).to_string(),
+                    detail: format!(
+                        "the log holds {size} entries, fewer than the {needed} just appended: \
+                         it was replaced while this process appended"
+                    ),
+                });
+            }
             let note = sign_checkpoint(&self.origin, &cache.tree, size, key)?;
             (size, Bytes::from(note))
         };
