@@ -201,11 +201,7 @@ async fn a_run_another_replica_decided_is_seen_decided_on_file() {
 /// listing must see the other replica's evidence as well.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_another_replica_decided_is_seen_decided_on_s3() {
-    let Some(url) = s3_url("decided_elsewhere") else {
-        if std::env::var("SEAL_REQUIRE_S3").as_deref() == Ok("1") {
-            panic!("SEAL_REQUIRE_S3=1 but SEAL_TEST_S3_ENDPOINT is not set");
-        }
-        eprintln!("SKIPPED a_run_another_replica_decided_is_seen_decided_on_s3: no S3 server");
+    let Some(url) = s3_url_or_skip("decided_elsewhere") else {
         return;
     };
     a_run_another_replica_decided_is_seen_decided(&url).await;
@@ -215,11 +211,7 @@ async fn a_run_another_replica_decided_is_seen_decided_on_s3() {
 /// `file://`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_another_replica_decided_is_seen_decided_on_s3_without_listing() {
-    let Some(url) = s3_url("decided_elsewhere_unlisted") else {
-        if std::env::var("SEAL_REQUIRE_S3").as_deref() == Ok("1") {
-            panic!("SEAL_REQUIRE_S3=1 but SEAL_TEST_S3_ENDPOINT is not set");
-        }
-        eprintln!("SKIPPED a_run_another_replica_decided_is_seen_decided_on_s3_without_listing");
+    let Some(url) = s3_url_or_skip("decided_elsewhere_unlisted") else {
         return;
     };
     let store = seal::store::Store::open(&format!("{url}&listing=off"))

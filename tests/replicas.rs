@@ -168,24 +168,11 @@ async fn three_replicas_on_a_file_store_call_each_judge_once_per_attempt() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_replicas_on_s3_call_each_judge_once_per_attempt() {
-    let Some(url) = s3_or_skip("three_replicas_on_s3") else {
+    let Some(url) = s3_url_or_skip("three_replicas_on_s3") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     three_replicas_one_call(&url, dir.path()).await;
-}
-
-fn s3_or_skip(test: &str) -> Option<String> {
-    let url = s3_url(test);
-    if url.is_none() {
-        if std::env::var("SEAL_REQUIRE_S3").as_deref() == Ok("1") {
-            panic!("SEAL_REQUIRE_S3=1 but SEAL_TEST_S3_ENDPOINT is not set");
-        }
-        eprintln!(
-            "SKIPPED {test}: SEAL_TEST_S3_ENDPOINT is not set (CI starts an S3-compatible server)"
-        );
-    }
-    url
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -294,7 +281,7 @@ async fn drive_on_two(c: &reqwest::Client, bases: [&str; 2], f: &RunFolder) -> V
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_replicas_300_runs_every_roll_sent_twice_cost_two_calls_per_roll() {
-    let Some(url) = s3_or_skip("replicas_300") else {
+    let Some(url) = s3_url_or_skip("replicas_300") else {
         return;
     };
     const RUNS: usize = 300;

@@ -666,11 +666,7 @@ async fn sigterm_finishes_in_flight_work_then_exits_0() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_replicas_on_one_s3_bucket_seal_each_run_once() {
-    let Some(url) = s3_url("replicas") else {
-        if std::env::var("SEAL_REQUIRE_S3").as_deref() == Ok("1") {
-            panic!("SEAL_REQUIRE_S3=1 but SEAL_TEST_S3_ENDPOINT is not set");
-        }
-        eprintln!("SKIPPED two_replicas_on_one_s3_bucket: SEAL_TEST_S3_ENDPOINT is not set (CI starts an S3-compatible server)");
+    let Some(url) = s3_url_or_skip("two_replicas_on_one_s3_bucket") else {
         return;
     };
     let lb = Loopback::start(Duration::from_millis(5)).await.unwrap();

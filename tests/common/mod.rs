@@ -44,6 +44,22 @@ pub fn s3_url(test: &str) -> Option<String> {
     s3_endpoint().map(|ep| format!("s3://{}/{}?endpoint={}", s3_bucket(), s3_prefix(test), ep))
 }
 
+/// [`s3_url`], or None with the reason printed when no server is set; in CI
+/// (`SEAL_REQUIRE_S3=1`) a missing server is a failure, never a skip.
+#[allow(dead_code)]
+pub fn s3_url_or_skip(test: &str) -> Option<String> {
+    let url = s3_url(test);
+    if url.is_none() {
+        if std::env::var("SEAL_REQUIRE_S3").as_deref() == Ok("1") {
+            panic!("SEAL_REQUIRE_S3=1 but SEAL_TEST_S3_ENDPOINT is not set");
+        }
+        eprintln!(
+            "SKIPPED {test}: SEAL_TEST_S3_ENDPOINT is not set (CI starts an S3-compatible server)"
+        );
+    }
+    url
+}
+
 fn s3_prefix(test: &str) -> String {
     format!("t-{}-{}", test.replace('_', "-"), random_hex(6))
 }
