@@ -911,6 +911,17 @@ async fn replay_all_killed_midway_resumes_and_replays_every_source_exactly_once(
     assert!(lb.calls().is_empty(), "stored replay called a judge");
 }
 
+/// A stored replay of `run` taking the proof its import made (`SourceProof::Imported`).
+async fn replay_imported(
+    engine: &seal::engine::Engine,
+    run: &RunId,
+    trusted: &[PublicKey],
+    verified: Box<seal::verify::VerifiedRun>,
+) -> Result<seal::replay::Replayed, ReplayError> {
+    let proof = seal::replay::SourceProof::Imported(verified);
+    replay(engine, run, JudgesFrom::Stored, None, trusted, proof).await
+}
+
 /// `--from` verifies a run once, in the import's staging area, and the replay takes that proof
 /// instead of auditing the copy again (`SourceProof::Imported`); so what the replay reads of
 /// the copy must be read against the hashes the proof binds. Here the store writer swaps the
@@ -918,7 +929,6 @@ async fn replay_all_killed_midway_resumes_and_replays_every_source_exactly_once(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copy_swapped_after_its_import_is_refused_by_the_replay() {
     use seal::import::{import_logged, Archive, Imported, Limits};
-    use seal::replay::SourceProof;
     let (_dir, archive_root) = copy_fixture_store();
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
     personas(&lb);
@@ -958,28 +968,13 @@ async fn a_copy_swapped_after_its_import_is_refused_by_the_replay() {
     let verified = imported(engine.clone()).await;
     let brief = format!("runs/{run}/brief.md");
     flip_middle(&dest, &brief);
-    let e = replay(
-        &engine,
-        &run,
-        JudgesFrom::Stored,
-        None,
-        &trusted,
-        SourceProof::Imported(verified),
-    )
-    .await
-    .unwrap_err();
-    assert!(e.to_string().contains(&brief), "{e}");
-    let runs: Vec<String> = engine
-        .store()
-        .runs()
+    let e = replay_imported(&engine, &run, &trusted, verified)
         .await
-        .unwrap()
-        .runs
-        .iter()
-        .map(|r| r.to_string())
-        .collect();
+        .unwrap_err();
+    assert!(e.to_string().contains(&brief), "{e}");
+    let runs = engine.store().runs().await.unwrap().runs;
     assert!(
-        runs.iter().all(|r| !r.contains(".replay-")),
+        runs.iter().all(|r| !r.as_str().contains(".replay-")),
         "a replay was written from a swapped copy: {runs:?}"
     );
 
@@ -988,16 +983,9 @@ async fn a_copy_swapped_after_its_import_is_refused_by_the_replay() {
     let fresh = tempfile::tempdir().unwrap();
     let engine = engine_with(&lb, &file_url(fresh.path()), &[]).await;
     let verified = imported(engine.clone()).await;
-    let r = replay(
-        &engine,
-        &run,
-        JudgesFrom::Stored,
-        None,
-        &trusted,
-        SourceProof::Imported(verified),
-    )
-    .await
-    .unwrap();
+    let r = replay_imported(&engine, &run, &trusted, verified)
+        .await
+        .unwrap();
     assert!(r.consensus_reproduced);
     let mut trust = trusted.to_vec();
     trust.push(engine.key().unwrap().public());

@@ -176,11 +176,9 @@ impl JudgeClient {
         // key it names is still read as before.
         let meta_key = file("meta.json");
         let raw_key = file("raw.json");
-        let dir = meta_key
-            .as_str()
-            .trim_end_matches("meta.json")
-            .trim_end_matches('/');
-        let listed = store.keys_within(dir, MAX_LISTED_ATTEMPT_OBJECTS).await?;
+        let listed = store
+            .keys_within(meta_key.dir(), MAX_LISTED_ATTEMPT_OBJECTS)
+            .await?;
         let committed = match &listed {
             Some(l) => l.contains(&meta_key),
             None => store.exists(&meta_key).await?,
