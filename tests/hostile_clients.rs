@@ -197,11 +197,12 @@ async fn soak_slow_clients_beside_normal_traffic() {
     stop.cancel();
     let grown_mib = rss_kib().saturating_sub(rss0) / 1024;
     eprintln!("soak: worst /healthz {worst:?}, RSS grew {grown_mib} MiB");
-    // Starvation shows as seconds (the slow clients hold their sockets for the whole soak); the
-    // bound is loose so that a loaded machine is not mistaken for it (latency is measured by
+    // Starvation shows as the whole soak (the slow clients hold their sockets for 10 s, longer
+    // than the 4 s of probes); the bound is loose so that a loaded machine is not mistaken for
+    // it: on 2 cores running the whole suite one probe took 1.01 s (latency is measured by
     // benches/load.rs, not asserted here).
     assert!(
-        worst < Duration::from_millis(1000),
+        worst < Duration::from_millis(2500),
         "worst /healthz {worst:?}"
     );
     assert!(grown_mib < 64, "RSS grew {grown_mib} MiB");

@@ -12,7 +12,7 @@ use crate::contracts::{Finding, Kind};
 use crate::doc::*;
 use crate::ids::{RollId, RunId};
 use crate::limits::{check_package, OverLimit, PackageLimits};
-use crate::validate::{validate_as, Report};
+use crate::validate::checked;
 
 /// A proof package as submitted, parsed once: its element bounds counted on the raw bytes, the
 /// strict parse, its schema and cross-field invariants, the typed package, and the canonical
@@ -54,19 +54,13 @@ impl ProofSubmission {
         }
         let json = |e: &dyn std::fmt::Display| SubmissionError::Json(e.to_string());
         let doc = crate::json::parse(bytes, doc_limit).map_err(|e| json(&e))?;
-        match validate_as(Kind::ProofPackage, &doc) {
-            Report::Valid(_) => {}
-            Report::Invalid(kind, findings) => {
-                return Err(SubmissionError::Invalid {
-                    kind: kind.name(),
-                    findings,
-                })
-            }
-            Report::Unusable(reason) => return Err(SubmissionError::Json(reason)),
-        }
-        // The canonical bytes first, then the tree moves into the typed package: one copy less.
+        // Schema, invariants and the typed package from one pass over the tree.
+        let package =
+            checked::<ProofPackage>(&doc).map_err(|findings| SubmissionError::Invalid {
+                kind: Kind::ProofPackage.name(),
+                findings,
+            })?;
         let canonical = canonical_value_bytes(&doc).map_err(|e| json(&e))?;
-        let package: ProofPackage = serde_json::from_value(doc).map_err(|e| json(&e))?;
         Ok(ProofSubmission {
             package,
             hash: Hash::of(&canonical),

@@ -145,9 +145,17 @@ fn write_jcs(v: &Value, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
         }
         Value::Object(map) => {
             let mut members: Vec<(&String, &Value)> = map.iter().collect();
-            // A map iterates in UTF-8 byte order (or insertion order); JCS wants UTF-16 code
-            // unit order, which differs for keys with characters from U+E000 up.
-            members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            // A map iterates in UTF-8 byte order, i.e. code point order (serde_json's
+            // `preserve_order` is off: `a_map_iterates_in_code_point_order`); JCS wants UTF-16
+            // code unit order, which differs only between a character from U+E000 to U+FFFF
+            // and one beyond U+FFFF, so only an object with a key holding either is sorted
+            // again (`the_writer_matches_the_reference_engine` draws such keys).
+            if members
+                .iter()
+                .any(|(k, _)| k.chars().any(|c| c >= '\u{E000}'))
+            {
+                members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            }
             out.push(b'{');
             for (i, (k, item)) in members.into_iter().enumerate() {
                 if i > 0 {
@@ -178,6 +186,24 @@ pub fn canonical_with_hash<T: Serialize + ?Sized>(
 
 /// Refuses numbers JCS would change; `pointer` is the JSON pointer of `v`.
 pub fn check_numbers(v: &Value, pointer: &mut String) -> Result<(), CanonicalError> {
+    // Nearly every document is safe: it is walked without building a pointer per member, and
+    // the pointers are built only to name the first unsafe number.
+    if numbers_are_safe(v) {
+        return Ok(());
+    }
+    check_numbers_at(v, pointer)
+}
+
+fn numbers_are_safe(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => number_is_safe(n),
+        Value::Array(items) => items.iter().all(numbers_are_safe),
+        Value::Object(map) => map.values().all(numbers_are_safe),
+        _ => true,
+    }
+}
+
+fn check_numbers_at(v: &Value, pointer: &mut String) -> Result<(), CanonicalError> {
     match v {
         Value::Number(n) => {
             if !number_is_safe(n) {
@@ -197,7 +223,7 @@ pub fn check_numbers(v: &Value, pointer: &mut String) -> Result<(), CanonicalErr
                 let len = pointer.len();
                 pointer.push('/');
                 pointer.push_str(&i.to_string());
-                check_numbers(item, pointer)?;
+                check_numbers_at(item, pointer)?;
                 pointer.truncate(len);
             }
             Ok(())
@@ -207,7 +233,7 @@ pub fn check_numbers(v: &Value, pointer: &mut String) -> Result<(), CanonicalErr
                 let len = pointer.len();
                 pointer.push('/');
                 pointer.push_str(&k.replace('~', "~0").replace('/', "~1"));
-                check_numbers(item, pointer)?;
+                check_numbers_at(item, pointer)?;
                 pointer.truncate(len);
             }
             Ok(())
@@ -235,6 +261,22 @@ pub fn number_is_safe(n: &serde_json::Number) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_map_iterates_in_code_point_order() {
+        // The JCS writer relies on it to skip sorting most objects; a dependency that turned
+        // on serde_json's `preserve_order` would make maps iterate in insertion order.
+        let v = json!({"b": 1, "a": 2, "\u{e9}": 3, "B": 4});
+        let keys: Vec<&str> = v
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        assert_eq!(keys, ["B", "a", "b", "\u{e9}"]);
+        assert_eq!(
+            canonical_value_bytes(&v).ok(),
+            Some("{\"B\":4,\"a\":2,\"b\":1,\"\u{e9}\":3}".as_bytes().to_vec())
+        );
+    }
 
     #[test]
     fn hash_of_empty_is_the_known_vector() {

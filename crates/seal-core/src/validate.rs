@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::contracts::{self, Finding, Kind};
-use crate::invariants;
+use crate::invariants::{self, Checked};
 
 /// The result of validating one file.
 #[derive(Debug)]
@@ -37,6 +37,19 @@ pub fn validate_as(kind: Kind, doc: &Value) -> Report {
     } else {
         Report::Invalid(kind, findings)
     }
+}
+
+/// A document of type `T` from its parsed tree: `T`'s schema, then `T`'s invariants on one
+/// typed deserialization, which is also the value returned (issue 25, "typed parsing": the
+/// tree is walked by the schema and by serde once each, never copied). `Ok` exactly when
+/// [`validate_as`]`(T::KIND, doc)` is [`Report::Valid`], with the same findings otherwise
+/// (`tests/typed_parsing.rs`).
+pub fn checked<T: Checked>(doc: &Value) -> Result<T, Vec<Finding>> {
+    let findings = contracts::validate(T::KIND, doc);
+    if !findings.is_empty() {
+        return Err(findings);
+    }
+    invariants::typed::<T>(doc)
 }
 
 /// Parses (strictly) and validates bytes already read.

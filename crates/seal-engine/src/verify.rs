@@ -21,15 +21,14 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::audit::{self, Problem};
-use crate::transparency::LogView;
+use crate::transparency::{self, LogView};
 use seal_core::canonical::{self, Hash};
-use seal_core::contracts::Kind;
 use seal_core::doc::*;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 use seal_core::review::{self, ReviewError, ReviewStatement, RunFacts};
 use seal_core::sealing::{self, Envelope, PublicKey};
-use seal_core::validate::{validate_as, Report};
+use seal_core::validate::checked;
 use seal_core::vocab::{AuditCheck, GuardCheck};
 use seal_store::{Key, Store, StoreError};
 
@@ -208,7 +207,7 @@ async fn reviewed_verdict(
     };
     let reviewed = check_run_reviews(store, run, proof.as_ref(), trust, log).await?;
     report.problems.extend(reviewed);
-    check_logged(store, run, log, &mut report).await?;
+    check_logged(store, run, log, proof.as_ref(), &mut report).await?;
     Ok((report, proof))
 }
 
@@ -217,11 +216,26 @@ async fn check_logged(
     store: &Store,
     run: &RunId,
     log: &LogView,
+    proof: Option<&VerifiedRun>,
     report: &mut RunReport,
 ) -> Result<(), StoreError> {
-    // Only a run whose evidence reads as an object has a seal to find in the log (an
-    // unreadable one is already a problem of the report).
-    if matches!(store.exists(&Key::evidence(run)).await, Ok(true)) {
+    // A seal verified a moment ago over evidence parsed from the very bytes it signs names
+    // its log entry already: the entry is computed from those (the same bytes the log check
+    // would read again), not from a second read of both objects.
+    let entry = proof.and_then(|p| {
+        transparency::seal_entry(
+            run,
+            &p.evidence,
+            &p.evidence_hash,
+            &p.seal_hash,
+            &p.seal.key_id,
+        )
+    });
+    if let Some(entry) = entry {
+        report.problems.extend(log.check_entry(run, &entry));
+    } else if matches!(store.exists(&Key::evidence(run)).await, Ok(true)) {
+        // Only a run whose evidence reads as an object has a seal to find in the log (an
+        // unreadable one is already a problem of the report).
         match log.check_run(store, run).await {
             Ok(problems) => report.problems.extend(problems),
             Err(e) if e.fault() == Fault::Infrastructure => return Err(e),
@@ -527,7 +541,9 @@ fn check_evidence(
             e.to_string(),
         )),
     }
-    if let Report::Invalid(_, findings) = validate_as(Kind::PlaytestV3, &value) {
+    // One typed pass over the tree that the schema checked (`checked`); only an evidence
+    // with findings is deserialized again, to go on with every other check of the run.
+    let typed = checked::<Evidence>(&value).or_else(|findings| {
         for f in findings {
             problems.push(problem(
                 AuditCheck::SchemaValid,
@@ -535,8 +551,9 @@ fn check_evidence(
                 format!("{} {}", f.rule, f.message),
             ));
         }
-    }
-    let ev: Evidence = match serde_json::from_value(value) {
+        <Evidence as serde::Deserialize>::deserialize(&value)
+    });
+    let ev: Evidence = match typed {
         Ok(e) => e,
         Err(e) => {
             problems.push(problem(

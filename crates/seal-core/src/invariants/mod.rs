@@ -26,29 +26,82 @@ fn f(pointer: impl Into<String>, rule: &str, message: impl Into<String>) -> Find
     }
 }
 
+/// A stored document type with cross-field rules, checked on the typed value: a caller that
+/// needs the typed document anyway deserializes it once ([`typed`], and
+/// `crate::validate::parse_checked`), where [`check`] on a bare tree deserializes it only to
+/// check it.
+pub trait Checked: serde::de::DeserializeOwned {
+    /// The contract (schema) the document is checked against.
+    const KIND: Kind;
+    /// The cross-field rules of a document that passed its schema.
+    fn invariants(&self) -> Vec<Finding>;
+}
+
+macro_rules! checked {
+    ($($t:ty => $kind:ident, $rules:expr;)*) => {$(
+        impl Checked for $t {
+            const KIND: Kind = Kind::$kind;
+            fn invariants(&self) -> Vec<Finding> {
+                $rules(self)
+            }
+        }
+    )*};
+}
+
+checked! {
+    Evidence => PlaytestV3, evidence;
+    ProofPackage => ProofPackage, proof_package;
+    JudgePackage => JudgePackage, judge_package;
+    JudgeResult => JudgeResult, judge_result;
+    JudgeConsensus => JudgeConsensus, consensus;
+    CostReservation => CostReservation, cost_reservation;
+    ImageManifest => ImageManifest, image_manifest;
+    SlotMeta => SlotMeta, |_: &SlotMeta| Vec::new();
+}
+
+/// `T` from a tree that passed `T`'s schema, with `T`'s invariants: the words first, then one
+/// typed deserialization (by reference, no copy of the tree), then the rules on the typed
+/// value. Exactly [`check`]'s findings for `T::KIND`, and the value when there are none.
+pub fn typed<T: Checked>(doc: &Value) -> Result<T, Vec<Finding>> {
+    let bad_words = words::check(T::KIND, doc);
+    if !bad_words.is_empty() {
+        return Err(bad_words);
+    }
+    let value = deserialize::<T>(doc)?;
+    let findings = value.invariants();
+    if findings.is_empty() {
+        Ok(value)
+    } else {
+        Err(findings)
+    }
+}
+
+fn deserialize<T: serde::de::DeserializeOwned>(doc: &Value) -> Result<T, Vec<Finding>> {
+    T::deserialize(doc).map_err(|e| vec![f("", "shape", e.to_string())])
+}
+
 /// Runs the invariants of `kind` on a document that already passed its schema.
 pub fn check(kind: Kind, doc: &Value) -> Vec<Finding> {
     let bad_words = words::check(kind, doc);
     if !bad_words.is_empty() {
         return bad_words;
     }
-    fn typed<T: serde::de::DeserializeOwned>(doc: &Value) -> Result<T, Vec<Finding>> {
-        serde_json::from_value(doc.clone()).map_err(|e| vec![f("", "shape", e.to_string())])
+    fn rules<T: Checked>(doc: &Value) -> Result<Vec<Finding>, Vec<Finding>> {
+        deserialize::<T>(doc).map(|d| d.invariants())
     }
     let r = match kind {
-        Kind::PlaytestV3 => typed::<Evidence>(doc).map(|d| evidence(&d)),
-        Kind::ProofPackage => typed::<ProofPackage>(doc).map(|d| proof_package(&d)),
-        Kind::JudgePackage => typed::<JudgePackage>(doc).map(|d| judge_package(&d)),
-        Kind::JudgeResult => typed::<JudgeResult>(doc).map(|d| judge_result(&d)),
-        Kind::JudgeConsensus => typed::<JudgeConsensus>(doc).map(|d| consensus(&d)),
-        Kind::CostReservation => typed::<CostReservation>(doc).map(|d| cost_reservation(&d)),
-        Kind::ImageManifest => typed::<ImageManifest>(doc).map(|d| image_manifest(&d)),
-        Kind::DecisionTree => typed::<DecisionTree>(doc).map(|d| decision_tree(&d)),
-        Kind::ShadowReport => {
-            typed::<crate::doc::shadow_report::ShadowReport>(doc).map(|d| shadow::invariants(&d))
-        }
+        Kind::PlaytestV3 => rules::<Evidence>(doc),
+        Kind::ProofPackage => rules::<ProofPackage>(doc),
+        Kind::JudgePackage => rules::<JudgePackage>(doc),
+        Kind::JudgeResult => rules::<JudgeResult>(doc),
+        Kind::JudgeConsensus => rules::<JudgeConsensus>(doc),
+        Kind::CostReservation => rules::<CostReservation>(doc),
+        Kind::ImageManifest => rules::<ImageManifest>(doc),
+        Kind::DecisionTree => deserialize::<DecisionTree>(doc).map(|d| decision_tree(&d)),
+        Kind::ShadowReport => deserialize::<crate::doc::shadow_report::ShadowReport>(doc)
+            .map(|d| shadow::invariants(&d)),
         // A review's cross-field rules need its run (`crate::review::admit`); here only its shape.
-        Kind::Review => typed::<crate::review::ReviewStatement>(doc).map(|_| Vec::new()),
+        Kind::Review => deserialize::<crate::review::ReviewStatement>(doc).map(|_| Vec::new()),
         Kind::SlotMeta
         | Kind::JudgeAttemptFailure
         | Kind::JudgeOutput

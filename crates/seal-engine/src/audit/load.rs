@@ -7,12 +7,12 @@ use std::collections::BTreeSet;
 
 use super::Audit;
 use seal_core::canonical::Hash;
-use seal_core::contracts::Kind;
 use seal_core::doc::*;
 use seal_core::ids::{RunId, Slot};
+use seal_core::invariants::Checked;
 use seal_core::judge::parse::evaluate_raw;
 use seal_core::judge::{AttemptRecord, SlotRun};
-use seal_core::validate::{validate_as, Report};
+use seal_core::validate::checked;
 use seal_core::vocab::AuditCheck;
 use seal_store::{Key, Reads, Stored};
 
@@ -64,14 +64,14 @@ impl LoadedRoll {
 }
 
 impl Audit {
-    /// Reads, verifies and schema-checks a JSON document; None (with a problem) if unusable.
-    async fn doc<T: serde::de::DeserializeOwned, R: Reads>(
+    /// Reads a JSON document by the hash it is bound by and parses it (strictly) into a tree;
+    /// None (with a problem) if unusable.
+    async fn tree<R: Reads>(
         &mut self,
         store: &R,
         key: &Key,
         hash: &Hash,
-        kind: Option<Kind>,
-    ) -> Option<(T, Bytes)> {
+    ) -> Option<(Value, Bytes)> {
         self.bound.insert(key.clone());
         let bytes = match store.get_verified(key, hash).await {
             Ok(b) => b,
@@ -80,36 +80,41 @@ impl Audit {
                 return None;
             }
         };
-        let value = match seal_core::json::parse(&bytes, store.store().doc_limit()) {
-            Ok(v) => v,
+        match seal_core::json::parse(&bytes, store.store().doc_limit()) {
+            Ok(v) => Some((v, bytes)),
             Err(e) => {
                 self.push(
                     AuditCheck::SchemaValid,
                     key.as_str(),
                     format!("not JSON: {e}"),
                 );
-                return None;
+                None
             }
-        };
-        if let Some(kind) = kind {
-            if let Report::Invalid(_, findings) = validate_as(kind, &value) {
+        }
+    }
+
+    /// Reads a document of a known kind by its hash: schema and invariants checked and the
+    /// typed value built from one parse ([`checked`]); None (with a problem) if unusable.
+    async fn doc<T: Checked, R: Reads>(
+        &mut self,
+        store: &R,
+        key: &Key,
+        hash: &Hash,
+    ) -> Option<(T, Bytes)> {
+        let (value, bytes) = self.tree(store, key, hash).await?;
+        match checked::<T>(&value) {
+            Ok(t) => Some((t, bytes)),
+            Err(findings) => {
                 let first = findings.first().map(|f| f.to_string()).unwrap_or_default();
                 self.push(
                     AuditCheck::SchemaValid,
                     key.as_str(),
                     format!(
                         "invalid {}: {} problems, first: {first}",
-                        kind.name(),
+                        T::KIND.name(),
                         findings.len()
                     ),
                 );
-                return None;
-            }
-        }
-        match serde_json::from_value::<T>(value) {
-            Ok(t) => Some((t, bytes)),
-            Err(e) => {
-                self.push(AuditCheck::SchemaValid, key.as_str(), e.to_string());
                 None
             }
         }
@@ -125,46 +130,21 @@ pub(super) async fn roll<R: Reads>(
 ) -> Option<LoadedRoll> {
     record(a, store, run, r).await;
     let (proof, _) = a
-        .doc::<ProofPackage, R>(
-            store,
-            &r.proof_package_ref,
-            &r.proof_package_hash,
-            Some(Kind::ProofPackage),
-        )
+        .doc::<ProofPackage, R>(store, &r.proof_package_ref, &r.proof_package_hash)
         .await?;
     frames(a, store, &proof).await;
     let (package, package_bytes) = a
-        .doc::<JudgePackage, R>(
-            store,
-            &r.judge_package_ref,
-            &r.judge_package_hash,
-            Some(Kind::JudgePackage),
-        )
+        .doc::<JudgePackage, R>(store, &r.judge_package_ref, &r.judge_package_hash)
         .await?;
     let manifest_key = Key::roll_file(run, r.roll_id, "image-manifest.json");
     let (manifest, _) = a
-        .doc::<ImageManifest, R>(
-            store,
-            &manifest_key,
-            &package.image_manifest_hash,
-            Some(Kind::ImageManifest),
-        )
+        .doc::<ImageManifest, R>(store, &manifest_key, &package.image_manifest_hash)
         .await?;
     let (reservation, _) = a
-        .doc::<CostReservation, R>(
-            store,
-            &r.cost_reservation_ref,
-            &r.cost_reservation_hash,
-            Some(Kind::CostReservation),
-        )
+        .doc::<CostReservation, R>(store, &r.cost_reservation_ref, &r.cost_reservation_hash)
         .await?;
     let (consensus, _) = a
-        .doc::<JudgeConsensus, R>(
-            store,
-            &r.judge_consensus_ref,
-            &r.judge_consensus_hash,
-            Some(Kind::JudgeConsensus),
-        )
+        .doc::<JudgeConsensus, R>(store, &r.judge_consensus_ref, &r.judge_consensus_hash)
         .await?;
     let slot_a = slot(a, store, run, r, Slot::A).await?;
     let slot_b = slot(a, store, run, r, Slot::B).await?;
@@ -232,12 +212,7 @@ async fn slot<R: Reads>(
 ) -> Option<LoadedSlot> {
     let sref = r.slot_ref(slot);
     let (result, _) = a
-        .doc::<JudgeResult, R>(
-            store,
-            &sref.normalized_ref,
-            &sref.result_hash,
-            Some(Kind::JudgeResult),
-        )
+        .doc::<JudgeResult, R>(store, &sref.normalized_ref, &sref.result_hash)
         .await?;
     if result.slot != slot {
         a.mismatch(
@@ -292,14 +267,11 @@ async fn attempt<R: Reads>(
         }
     };
     let (meta, _) = a
-        .doc::<SlotMeta, R>(store, &key("meta.json"), &h.meta_hash, Some(Kind::SlotMeta))
+        .doc::<SlotMeta, R>(store, &key("meta.json"), &h.meta_hash)
         .await?;
     meta_checks(a, &meta, slot, h, &key("raw.json"));
     let (request, request_stored) = match &h.request_hash {
-        Some(rh) => match a
-            .doc::<Value, R>(store, &key("request.json"), rh, None)
-            .await
-        {
+        Some(rh) => match a.tree(store, &key("request.json"), rh).await {
             Some((v, bytes)) => {
                 let stored = Stored {
                     key: key("request.json"),

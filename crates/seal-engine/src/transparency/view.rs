@@ -389,6 +389,16 @@ impl LogView {
             Err(LogError::Store(e)) => return Err(e),
             Err(e) => return Ok(vec![inclusion(e.to_string())]),
         };
+        Ok(self.check_entry(run, &stored))
+    }
+
+    /// [`Self::check_run`] for a run whose entry the caller computed from the evidence and
+    /// seal bytes it has just verified (`seal_entry`), so that `seal verify` reads and parses
+    /// neither object a second time.
+    pub fn check_entry(&self, run: &RunId, stored: &LogEntry) -> Vec<Problem> {
+        let object = Key::seal(run).to_string();
+        let inclusion =
+            |detail: String| Problem::new(AuditCheck::LogInclusion, object.clone(), detail);
         let mut problems = Vec::new();
         if let Some(p) = self.relogged(run.as_str()) {
             problems.push(p);
@@ -397,11 +407,11 @@ impl LogView {
             Ok(p) => p,
             Err(e) => {
                 problems.push(inclusion(format!("{e}: the seal is not proven in the log")));
-                return Ok(problems);
+                return problems;
             }
         };
         let logged = LogEntry::from_bytes(proof.entry.as_bytes()).ok();
-        if logged.as_ref() != Some(&stored) {
+        if logged.as_ref() != Some(stored) {
             problems.push(Problem::mismatch(
                 AuditCheck::RunReplaced,
                 object,
@@ -415,7 +425,7 @@ impl LogView {
         } else if let Err(e) = self.check_proof(&proof) {
             problems.push(inclusion(e.to_string()));
         }
-        Ok(problems)
+        problems
     }
 
     /// `seal verify`'s log check of one stored review: a review entry of the log names its
