@@ -333,6 +333,9 @@ struct Snapshot {
     doc: Evidence,
     hash: Hash,
     value: serde_json::Value,
+    /// The submitted header it was derived from (read once, for the derivation and the run
+    /// cost check).
+    header: Evidence,
 }
 
 /// Reads and strictly parses a document through the postguard's reads; `None` when absent.
@@ -399,7 +402,12 @@ async fn stored_snapshot(
     }
     read_doc::<Evidence>(own, &snap_key)
         .await?
-        .map(|(doc, hash, value)| Snapshot { doc, hash, value })
+        .map(|(doc, hash, value)| Snapshot {
+            doc,
+            hash,
+            value,
+            header,
+        })
         .ok_or_else(|| internal(run, "the JUDGING snapshot vanished"))
 }
 
@@ -603,9 +611,7 @@ async fn postguard_checks(
         });
     }
     problems.extend(document_problems(run, snap, &snapshot.value));
-    if let Some((header, _, _)) = read_doc::<Evidence>(own, &Key::header(run)).await? {
-        problems.extend(audit::run_cost(&Key::judging(run), &header, snap));
-    }
+    problems.extend(audit::run_cost(&Key::judging(run), &snapshot.header, snap));
     // Independence holds for the source roll, if it was dispatched.
     if let Some(r) = merge::source_roll_index(&snap.rolls).map(|i| &snap.rolls[i]) {
         if let Some(d) = docs.iter().find(|d| d.roll.roll_id == r.roll_id) {

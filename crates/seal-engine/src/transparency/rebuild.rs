@@ -183,7 +183,7 @@ impl Log {
                     continue;
                 }
             };
-            let kept: Vec<&LogEntry> = view
+            let kept: Vec<LogEntry> = view
                 .logged(run.as_str())
                 .filter(|(i, _)| *i < keep)
                 .map(|(_, e)| e)
@@ -277,10 +277,9 @@ impl Log {
         let stamp: String = now.chars().filter(char::is_ascii_alphanumeric).collect();
         let folder = format!("{SUPERSEDED}/{keep:020}-{stamp}");
         let mut moving: Vec<Key> = view
-            .numbered
-            .iter()
+            .numbered()
             .filter(|(n, _)| *n >= keep)
-            .map(|(_, k)| k.clone())
+            .map(|(_, k)| k)
             .chain(view.strays.iter().cloned())
             .chain(view.unverified.iter().map(|(_, k)| k.clone()))
             .chain(

@@ -27,16 +27,19 @@ use seal_store::{Key, Store, StoreError};
 /// The log as stored, with what is wrong with it.
 #[derive(Debug, Default)]
 pub struct LogView {
+    /// Every leaf's bytes. Decision: a seal leaf is parsed again when asked for
+    /// ([`LogView::logged`]), not kept parsed beside its bytes: `seal verify --all` holds the
+    /// whole view, and a parsed entry (eight strings) cost more memory than its bytes.
     pub(super) entries: Vec<Bytes>,
-    pub(super) parsed: Vec<Option<Leaf>>,
     pub(super) tree: Tree,
     by_run: BTreeMap<String, Vec<u64>>,
     /// The largest stored checkpoint that verified.
     pub latest: Option<SignedCheckpoint>,
     /// Verified stored checkpoints: size → root.
     pub(super) signed: BTreeMap<u64, NodeHash>,
-    /// Every numbered entry object, also those past a dropped one (outside the tree).
-    pub(super) numbered: Vec<(u64, Key)>,
+    /// The numbered entry objects past a dropped one (outside the tree); those before it are
+    /// `log/entries/<i>` for every leaf `i` ([`LogView::numbered`]).
+    beyond_gap: Vec<(u64, Key)>,
     /// Objects under `log/entries/` that are not named like an entry.
     pub(super) strays: Vec<Key>,
     /// Checkpoint objects read that did not verify (signature, or stored under another size).
@@ -164,19 +167,32 @@ impl LogView {
         self.tree.size()
     }
 
+    /// Every numbered entry object listed, in order, also those past a dropped one.
+    pub(super) fn numbered(&self) -> impl Iterator<Item = (u64, Key)> + '_ {
+        (0..self.entries.len() as u64)
+            .map(|i| (i, Key::log_entry(i)))
+            .chain(self.beyond_gap.iter().cloned())
+    }
+
     /// The indices at which a run is logged.
     pub fn indices(&self, run: &str) -> &[u64] {
         self.by_run.get(run).map(Vec::as_slice).unwrap_or(&[])
     }
 
     /// The seal entries logged for a run, in log order.
-    pub fn logged(&self, run: &str) -> impl Iterator<Item = (u64, &LogEntry)> + '_ {
-        self.indices(run).iter().filter_map(|&i| {
-            match usize::try_from(i).ok().and_then(|i| self.parsed.get(i))? {
-                Some(Leaf::Seal(e)) => Some((i, e)),
-                _ => None,
-            }
-        })
+    pub fn logged(&self, run: &str) -> impl Iterator<Item = (u64, LogEntry)> + '_ {
+        self.indices(run)
+            .iter()
+            .filter_map(|&i| Some((i, self.seal_entry(i)?)))
+    }
+
+    /// The seal entry at leaf `index` (`None`: no such leaf, or not a readable seal leaf).
+    fn seal_entry(&self, index: u64) -> Option<LogEntry> {
+        let bytes = self.entries.get(usize::try_from(index).ok()?)?;
+        match Leaf::from_bytes(bytes).ok()? {
+            Leaf::Seal(e) => Some(e),
+            Leaf::Review(_) | Leaf::Rebuild(_) => None,
+        }
     }
 
     /// What in the log itself stops seal from appending to it (see the module doc).
@@ -234,12 +250,9 @@ impl LogView {
                 ),
             ));
         }
-        let keys: Vec<Key> = numbered
-            .iter()
-            .take(contiguous)
-            .map(|(_, k)| k.clone())
-            .collect();
-        self.numbered = numbered;
+        let beyond_gap = numbered.split_off(contiguous);
+        let keys: Vec<Key> = numbered.into_iter().map(|(_, k)| k).collect();
+        self.beyond_gap = beyond_gap;
         let fetched: Vec<(Key, Bytes)> = futures::stream::iter(keys.into_iter().map(|k| {
             let store = store.clone();
             async move { store.get(&k).await.map(|b| (k, b)) }
@@ -266,19 +279,10 @@ impl LogView {
             Leaf::Rebuild(r) => r.verify(trusted).map(|()| Leaf::Rebuild(r)),
             seal => Ok(seal),
         });
-        let parsed = match leaf {
-            Ok(Leaf::Seal(e)) => {
-                self.by_run.entry(e.run_id.clone()).or_default().push(index);
-                Some(Leaf::Seal(e))
-            }
-            Ok(Leaf::Rebuild(r)) => {
-                self.rebuilds.push((index, r.clone()));
-                Some(Leaf::Rebuild(r))
-            }
-            Ok(Leaf::Review(r)) => {
-                self.reviews.push((index, r.clone()));
-                Some(Leaf::Review(r))
-            }
+        match leaf {
+            Ok(Leaf::Seal(e)) => self.by_run.entry(e.run_id).or_default().push(index),
+            Ok(Leaf::Rebuild(r)) => self.rebuilds.push((index, r)),
+            Ok(Leaf::Review(r)) => self.reviews.push((index, r)),
             Err(e) => {
                 self.first_bad_leaf.get_or_insert(index);
                 self.refuse(Problem::new(
@@ -286,10 +290,8 @@ impl LogView {
                     k.as_str(),
                     e.to_string(),
                 ));
-                None
             }
-        };
-        self.parsed.push(parsed);
+        }
         self.entries.push(bytes);
     }
 
@@ -573,8 +575,8 @@ async fn runs_against_log(
     let mut problems = Vec::new();
     let mut pending = Vec::new();
     let mut stored: HashMap<String, StoredRun> = HashMap::new();
-    for (index, leaf) in view.parsed.iter().enumerate() {
-        let Some(Leaf::Seal(entry)) = leaf else {
+    for index in 0..view.entries.len() as u64 {
+        let Some(entry) = view.seal_entry(index) else {
             continue;
         };
         let object = Key::log_entry(index as u64).to_string();
@@ -617,7 +619,7 @@ async fn runs_against_log(
                 evidence_sha256,
                 format!("run {run} is not the run logged at {object}, and holds no seal: its evidence was replaced"),
             )),
-            Some(StoredRun::Sealed(s)) if s != entry => problems.push(Problem::mismatch(
+            Some(StoredRun::Sealed(s)) if *s != entry => problems.push(Problem::mismatch(
                 AuditCheck::RunReplaced,
                 Key::seal(&run).as_str(),
                 &entry.seal_sha256,
