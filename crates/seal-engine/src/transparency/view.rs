@@ -579,7 +579,7 @@ async fn runs_against_log(
         let Some(entry) = view.seal_entry(index) else {
             continue;
         };
-        let object = Key::log_entry(index as u64).to_string();
+        let object = Key::log_entry(index).to_string();
         let Ok(run) = RunId::parse(&entry.run_id) else {
             problems.push(Problem::new(
                 AuditCheck::LogEntries,
