@@ -127,7 +127,7 @@ fn a_document_that_breaks_its_schema_is_refused_with_the_schema_findings() {
 }
 
 #[test]
-fn a_wrong_word_a_wrong_shape_and_a_broken_rule_are_refused_alike() {
+fn a_wrong_shape_and_a_broken_rule_are_refused_alike() {
     let pass = runs().join("run-narrative-0010-pass");
     let evidence = read(&pass.join("evidence.json"));
     // Not the type at all: the schema answers first.
@@ -149,4 +149,122 @@ fn a_wrong_word_a_wrong_shape_and_a_broken_rule_are_refused_alike() {
     let mut c = consensus.clone();
     c["agreement"] = json!(!c["agreement"].as_bool().unwrap_or(true));
     assert!(!agree::<JudgeConsensus>(&c, "a flipped agreement").is_empty());
+}
+
+#[test]
+fn a_wrong_word_is_refused_by_its_type_as_by_the_rules() {
+    let pass = runs().join("run-narrative-0010-pass");
+    // A slot meta whose raw answer is named by an absolute path: the schema takes any string,
+    // the typed key refuses it, and `validate_as` now says so too (it used to call the meta
+    // valid while every reader of it failed).
+    let meta = read(&pass.join("roll-1/judge-a/attempt-1/meta.json"));
+    for (pointer, bad) in [
+        ("/rawRef", json!("/abs")),
+        ("/rawRef", json!("a/../b")),
+        ("/errorClass", json!("bogus")),
+    ] {
+        let mut m = meta.clone();
+        *m.pointer_mut(pointer)
+            .unwrap_or_else(|| panic!("{pointer}")) = bad.clone();
+        let found = agree::<SlotMeta>(&m, &format!("meta {pointer} = {bad}"));
+        assert!(!found.is_empty(), "{pointer} = {bad}");
+    }
+}
+
+/// Every member of a fixture document replaced by a value of each JSON type, or removed.
+fn mutations(doc: &Value) -> Vec<Value> {
+    fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
+        let children: Vec<(String, &Value)> = match v {
+            Value::Object(m) => m
+                .iter()
+                .map(|(k, c)| (k.replace('~', "~0").replace('/', "~1"), c))
+                .collect(),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (i.to_string(), c))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (name, child) in children {
+            let p = format!("{at}/{name}");
+            out.push(p.clone());
+            pointers(child, p, out);
+        }
+    }
+    let mut all = Vec::new();
+    pointers(doc, String::new(), &mut all);
+    let mut out = Vec::new();
+    for p in all {
+        for with in [
+            json!(null),
+            json!("x"),
+            json!(1),
+            json!(-1),
+            json!(1.5),
+            json!([]),
+            json!({}),
+            json!(true),
+        ] {
+            let mut d = doc.clone();
+            if let Some(slot) = d.pointer_mut(&p) {
+                *slot = with;
+                out.push(d);
+            }
+        }
+        if let Some((parent, last)) = p.rsplit_once('/') {
+            let mut d = doc.clone();
+            let name = last.replace("~1", "/").replace("~0", "~");
+            if let Some(Value::Object(m)) = d.pointer_mut(parent) {
+                m.remove(&name);
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
+/// The new path against the old one on `doc`: deserializing by reference gives what
+/// `from_value` of a copy gives (value or message), and `checked` agrees with `validate_as`.
+fn differential<T: Checked + std::fmt::Debug + PartialEq>(doc: &Value) -> bool {
+    let by_ref = T::deserialize(doc).map_err(|e| e.to_string());
+    let owned = serde_json::from_value::<T>(doc.clone()).map_err(|e| e.to_string());
+    assert_eq!(by_ref, owned, "by reference and by value differ on {doc}");
+    agree::<T>(doc, "a mutated fixture").is_empty()
+}
+
+#[test]
+fn every_member_mutated_reads_the_same_by_reference_as_by_value() {
+    let pass = runs().join("run-narrative-0010-pass");
+    let cases: [(&str, fn(&Value) -> bool); 7] = [
+        ("evidence.json", differential::<Evidence>),
+        ("roll-1/proof-package.json", differential::<ProofPackage>),
+        ("roll-1/judge-package.json", differential::<JudgePackage>),
+        ("roll-1/consensus.json", differential::<JudgeConsensus>),
+        (
+            "roll-1/cost-reservation.json",
+            differential::<CostReservation>,
+        ),
+        ("roll-1/image-manifest.json", differential::<ImageManifest>),
+        (
+            "roll-1/judge-a/attempt-1/meta.json",
+            differential::<SlotMeta>,
+        ),
+    ];
+    let (mut valid, mut invalid) = (0, 0);
+    for (file, check) in cases {
+        for doc in mutations(&read(&pass.join(file))) {
+            if check(&doc) {
+                valid += 1;
+            } else {
+                invalid += 1;
+            }
+        }
+    }
+    // Both outcomes are drawn many times (a walk that only ever refused would compare errors
+    // only).
+    assert!(
+        valid > 100 && invalid > 1000,
+        "{valid} valid, {invalid} invalid"
+    );
 }

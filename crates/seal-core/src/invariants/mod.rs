@@ -28,7 +28,7 @@ fn f(pointer: impl Into<String>, rule: &str, message: impl Into<String>) -> Find
 
 /// A stored document type with cross-field rules, checked on the typed value: a caller that
 /// needs the typed document anyway deserializes it once ([`typed`], and
-/// `crate::validate::parse_checked`), where [`check`] on a bare tree deserializes it only to
+/// `crate::validate::checked`), where [`check`] on a bare tree deserializes it only to
 /// check it.
 pub trait Checked: serde::de::DeserializeOwned {
     /// The contract (schema) the document is checked against.
@@ -97,13 +97,15 @@ pub fn check(kind: Kind, doc: &Value) -> Vec<Finding> {
         Kind::JudgeConsensus => rules::<JudgeConsensus>(doc),
         Kind::CostReservation => rules::<CostReservation>(doc),
         Kind::ImageManifest => rules::<ImageManifest>(doc),
+        // No cross-field rules, but its typed words (keys, error classes) as every reader
+        // takes them: a meta the audit could not read is no valid one (`typed` agrees).
+        Kind::SlotMeta => rules::<SlotMeta>(doc),
         Kind::DecisionTree => deserialize::<DecisionTree>(doc).map(|d| decision_tree(&d)),
         Kind::ShadowReport => deserialize::<crate::doc::shadow_report::ShadowReport>(doc)
             .map(|d| shadow::invariants(&d)),
         // A review's cross-field rules need its run (`crate::review::admit`); here only its shape.
         Kind::Review => deserialize::<crate::review::ReviewStatement>(doc).map(|_| Vec::new()),
-        Kind::SlotMeta
-        | Kind::JudgeAttemptFailure
+        Kind::JudgeAttemptFailure
         | Kind::JudgeOutput
         | Kind::PlaySpec
         | Kind::Verdict
