@@ -224,6 +224,9 @@ fn mutations(doc: &Value) -> Vec<Value> {
     out
 }
 
+/// One document type's [`differential`].
+type Differential = fn(&Value) -> bool;
+
 /// The new path against the old one on `doc`: deserializing by reference gives what
 /// `from_value` of a copy gives (value or message), and `checked` agrees with `validate_as`.
 fn differential<T: Checked + std::fmt::Debug + PartialEq>(doc: &Value) -> bool {
@@ -236,7 +239,7 @@ fn differential<T: Checked + std::fmt::Debug + PartialEq>(doc: &Value) -> bool {
 #[test]
 fn every_member_mutated_reads_the_same_by_reference_as_by_value() {
     let pass = runs().join("run-narrative-0010-pass");
-    let cases: [(&str, fn(&Value) -> bool); 7] = [
+    let cases: [(&str, Differential); 7] = [
         ("evidence.json", differential::<Evidence>),
         ("roll-1/proof-package.json", differential::<ProofPackage>),
         ("roll-1/judge-package.json", differential::<JudgePackage>),
