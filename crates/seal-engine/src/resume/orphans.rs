@@ -83,15 +83,20 @@ pub async fn scan(store: &Store) -> Result<Vec<Orphan>, StoreError> {
         referenced.extend(hashes.iter().filter_map(digest));
         out.extend(orphans);
     }
-    for key in store.list("cas").await?.keys {
-        let named = key.cas_hash().and_then(|h| digest(&h));
-        if named.is_some_and(|d| !referenced.contains(&d)) {
-            out.push(Orphan::new(
-                "unreferenced_cas",
-                key.to_string(),
-                "judge attempt or frame upload",
-                "an answer whose meta was never stored (the call is redone), or a frame no proof package names: harmless",
-            ));
+    // `cas/` one fan-out folder at a time (`cas/sha256/00` … `ff`), in key order: a listing of
+    // the whole of `cas/` held every object key at once (~0.9 KB a run of small frames). A key
+    // outside those folders names no hash (`Key::cas_hash`) and was never warned about.
+    for prefix in 0..=u8::MAX {
+        for key in store.list(&format!("cas/sha256/{prefix:02x}")).await?.keys {
+            let named = key.cas_hash().and_then(|h| digest(&h));
+            if named.is_some_and(|d| !referenced.contains(&d)) {
+                out.push(Orphan::new(
+                    "unreferenced_cas",
+                    key.to_string(),
+                    "judge attempt or frame upload",
+                    "an answer whose meta was never stored (the call is redone), or a frame no proof package names: harmless",
+                ));
+            }
         }
     }
     for key in store.list("tmp/uploads").await?.keys {
@@ -254,6 +259,56 @@ mod tests {
         let want: [u8; 32] = sha2::Sha256::digest(b"seal").into();
         assert_eq!(digest(&Hash::of(b"seal")), Some(want));
         assert_ne!(digest(&Hash::of(b"seal")), digest(&Hash::of(b"seaL")));
+    }
+
+    /// Every `cas/` object no run names is listed, in key order, across fan-out folders; a
+    /// named one is not; an object under `cas/` that names no hash is no warning.
+    #[tokio::test]
+    async fn every_unreferenced_cas_object_is_listed_once_in_key_order() {
+        let store = Store::open("memory://").await.unwrap();
+        // Enough frames that their hashes spread over many of the 256 fan-out folders.
+        let frames: Vec<Hash> = (0..64u32).map(|i| Hash::of(&i.to_be_bytes())).collect();
+        for h in &frames {
+            store
+                .put(&Key::cas(h), bytes::Bytes::from_static(b"f"))
+                .await
+                .unwrap();
+        }
+        store
+            .put(
+                &Key::parse("cas/sha256/zz/not-a-hash").unwrap(),
+                bytes::Bytes::from_static(b"x"),
+            )
+            .await
+            .unwrap();
+        // One run names every third frame.
+        let named: Vec<&Hash> = frames.iter().step_by(3).collect();
+        let package = serde_json::json!({
+            "frames": named.iter().map(|h| serde_json::json!({"hash": h.to_string()})).collect::<Vec<_>>()
+        });
+        store
+            .put(
+                &Key::parse("runs/r-1/roll-1/proof-package.json").unwrap(),
+                bytes::Bytes::from(package.to_string()),
+            )
+            .await
+            .unwrap();
+        let listed: Vec<String> = scan(&store)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|o| o.warning == "unreferenced_cas")
+            .map(|o| o.object)
+            .collect();
+        let mut want: Vec<String> = frames
+            .iter()
+            .filter(|h| !named.contains(h))
+            .map(|h| Key::cas(h).to_string())
+            .collect();
+        want.sort();
+        assert_eq!(listed, want);
+        let folders: HashSet<&str> = listed.iter().map(|k| &k[..13]).collect();
+        assert!(folders.len() > 16, "{folders:?}");
     }
 
     fn keys(run: &str, files: &[&str]) -> Vec<Key> {
