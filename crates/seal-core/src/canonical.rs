@@ -51,6 +51,22 @@ impl Hash {
         }
     }
 
+    /// The 32 bytes its 64 hex digits spell (a `Hash` is only ever made of lowercase hex:
+    /// [`Hash::parse`], [`Hash::of`]).
+    pub fn to_bytes(&self) -> [u8; 32] {
+        fn nibble(c: u8) -> u8 {
+            match c {
+                b'0'..=b'9' => c - b'0',
+                _ => c.wrapping_sub(b'a').wrapping_add(10),
+            }
+        }
+        let mut out = [0u8; 32];
+        for (byte, pair) in out.iter_mut().zip(self.0.as_bytes().chunks_exact(2)) {
+            *byte = nibble(pair[0]) * 16 + nibble(pair[1]);
+        }
+        out
+    }
+
     /// From a finished hasher.
     pub fn from_hasher(h: Sha256) -> Hash {
         Hash(hex::encode(h.finalize()))
@@ -269,6 +285,17 @@ pub fn number_is_safe(n: &serde_json::Number) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_hash_is_the_sha256_bytes_its_hex_spells() {
+        use sha2::Digest as _;
+        for data in [&b"seal"[..], b"", b"\xff\x00"] {
+            let want: [u8; 32] = Sha256::digest(data).into();
+            assert_eq!(Hash::of(data).to_bytes(), want);
+            assert_eq!(Hash::parse(&hex::encode(want)).unwrap().to_bytes(), want);
+        }
+        assert_ne!(Hash::of(b"seal").to_bytes(), Hash::of(b"seaL").to_bytes());
+    }
 
     #[test]
     fn a_map_iterates_in_code_point_order() {

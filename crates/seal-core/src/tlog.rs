@@ -337,6 +337,13 @@ impl Tree {
         Ok(())
     }
 
+    /// The leaf hash of leaf `index` (`None` past the tree).
+    pub fn leaf(&self, index: u64) -> Option<NodeHash> {
+        // Leaf `size` would be stored at `stored.len()`, so past the tree nothing is found.
+        let at = usize::try_from(tlog_tiles::stored_hash_index(0, index)).ok()?;
+        self.stored.get(at).map(|h| h.0)
+    }
+
     /// The root of the tree of the first `size` leaves (`size` ≤ [`Tree::size`]).
     pub fn root(&self, size: u64) -> Result<NodeHash, TlogError> {
         self.check_size(size)?;
@@ -628,6 +635,24 @@ pub fn parse_hex(s: &str) -> Result<NodeHash, TlogError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `Tree::leaf` is the leaf hash of exactly that leaf, at every size, and nothing past it.
+    #[test]
+    fn a_leaf_is_the_hash_of_its_data() {
+        let mut t = Tree::new();
+        for n in 0..300u32 {
+            t.push(&n.to_be_bytes()).unwrap();
+            for i in [0, n / 2, n] {
+                assert_eq!(
+                    t.leaf(u64::from(i)),
+                    Some(leaf_hash(&i.to_be_bytes())),
+                    "{i} of {n}"
+                );
+            }
+            assert_eq!(t.leaf(u64::from(n) + 1), None);
+            assert_eq!(t.leaf(u64::from(n) + 2), None);
+        }
+    }
 
     #[test]
     fn proofs_round_trip() {

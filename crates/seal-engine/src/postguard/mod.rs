@@ -523,7 +523,7 @@ async fn stored_seal(
     stored: bytes::Bytes,
 ) -> Result<Finalized, FinalizeError> {
     let envelope_hash = Hash::of(&stored);
-    let entry = engine
+    let logged = engine
         .log
         .require_logged(run, &envelope_hash, key)
         .await
@@ -531,12 +531,12 @@ async fn stored_seal(
             run: run.clone(),
             source,
         })?;
-    if entry.evidence_sha256 != evidence_hash.to_string() {
+    if !logged.is_over(&evidence_hash) {
         return Err(internal(
             run,
             format!(
-                "the logged seal is over evidence {}, the stored evidence is {evidence_hash}",
-                entry.evidence_sha256
+                "the logged seal (leaf {}) is over other evidence than the stored {evidence_hash}",
+                logged.index
             ),
         ));
     }

@@ -80,7 +80,7 @@ pub async fn scan(store: &Store) -> Result<Vec<Orphan>, StoreError> {
     futures::pin_mut!(per_run);
     while let Some(found) = per_run.next().await {
         let (hashes, orphans) = found?;
-        referenced.extend(hashes.iter().filter_map(digest));
+        referenced.extend(hashes.iter().map(Hash::to_bytes));
         out.extend(orphans);
     }
     // `cas/` one fan-out folder at a time (`cas/sha256/00` … `ff`), in key order: a listing of
@@ -88,7 +88,7 @@ pub async fn scan(store: &Store) -> Result<Vec<Orphan>, StoreError> {
     // outside those folders names no hash (`Key::cas_hash`) and was never warned about.
     for prefix in 0..=u8::MAX {
         for key in store.list(&format!("cas/sha256/{prefix:02x}")).await?.keys {
-            let named = key.cas_hash().and_then(|h| digest(&h));
+            let named = key.cas_hash().map(|h| h.to_bytes());
             if named.is_some_and(|d| !referenced.contains(&d)) {
                 out.push(Orphan::new(
                     "unreferenced_cas",
@@ -108,20 +108,6 @@ pub async fn scan(store: &Store) -> Result<Vec<Orphan>, StoreError> {
         ));
     }
     Ok(out)
-}
-
-/// The 32 bytes of a sha256 written as 64 hex digits (`None` for anything else).
-fn digest(h: &Hash) -> Option<[u8; 32]> {
-    let hex = h.as_str().as_bytes();
-    if hex.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (byte, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
-        let pair = std::str::from_utf8(pair).ok()?;
-        *byte = u8::from_str_radix(pair, 16).ok()?;
-    }
-    Some(out)
 }
 
 /// The `cas/` hashes a run's documents name: its proof packages' frames, its metas' answers.
@@ -252,14 +238,6 @@ fn is_input(key: &Key) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_digest_is_the_sha256_bytes_its_hex_spells() {
-        use sha2::Digest;
-        let want: [u8; 32] = sha2::Sha256::digest(b"seal").into();
-        assert_eq!(digest(&Hash::of(b"seal")), Some(want));
-        assert_ne!(digest(&Hash::of(b"seal")), digest(&Hash::of(b"seaL")));
-    }
 
     /// Every `cas/` object no run names is listed, in key order, across fan-out folders; a
     /// named one is not; an object under `cas/` that names no hash is no warning.

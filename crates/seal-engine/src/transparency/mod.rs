@@ -42,7 +42,7 @@ use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 pub use seal_core::key::{LOG_CHECKPOINTS, LOG_ENTRIES};
 use seal_core::sealing::{self, Envelope, PublicKey, SigningKey};
-use seal_core::tlog::{self, Leaf, LogEntry, TlogError, Tree};
+use seal_core::tlog::{self, Leaf, LogEntry, NodeHash, TlogError, Tree};
 use seal_store::{Key, Put, Store, StoreError};
 
 pub use view::{verify_log, LogReport, LogView};
@@ -138,14 +138,21 @@ pub enum SealLogged {
     Rival(LogEntry),
 }
 
-/// What this process knows of the log: entries are create-only, so a cached entry never
-/// goes stale. Only the bytes are kept (a long-lived daemon holds the whole log), with the
-/// indices of each run's seal entries; the few entries of one run are parsed when asked for.
+/// What this process knows of the log: entries are create-only, so a cached leaf never goes
+/// stale.
+///
+/// Decision: no leaf's bytes are kept, only the tree's hashes and, per seal leaf, its index
+/// and the two digests appends and retries compare (a long-lived daemon holds the whole log:
+/// ~1.3 KB a logged run with the bytes, docs/DEPLOYING.md "Sizing"). An identical entry is
+/// found by its leaf hash in the tree; the rare caller that needs a whole entry back (a rival
+/// seal's) reads it from the store and checks it against that leaf hash ([`Log::entry_at`]).
 #[derive(Default)]
 struct Cache {
-    entries: Vec<Bytes>,
     tree: Tree,
-    by_run: HashMap<String, Vec<u64>>,
+    by_run: HashMap<String, Vec<SealLeaf>>,
+    /// The leaves that are not a seal's (reviews, rebuilds), by leaf hash: appending the same
+    /// bytes again finds them.
+    others: HashMap<NodeHash, u64>,
     /// The review leaves seen: (run, review index, review sha256).
     reviews: std::collections::HashSet<(String, u64, String)>,
     /// The guard let this process append (once per process: see [`Log::admit`]).
@@ -154,50 +161,76 @@ struct Cache {
     published: u64,
 }
 
+/// A seal leaf as this process holds it: where it is and the digests it names (`None` for a
+/// digest that is not 64 lowercase hex digits, which no hash of seal's equals).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SealLeaf {
+    pub index: u64,
+    evidence: Option<[u8; 32]>,
+    seal: Option<[u8; 32]>,
+}
+
+impl SealLeaf {
+    fn of(index: u64, entry: &LogEntry) -> SealLeaf {
+        let digest = |hex: &str| Hash::parse(hex).ok().map(|h| h.to_bytes());
+        SealLeaf {
+            index,
+            evidence: digest(&entry.evidence_sha256),
+            seal: digest(&entry.seal_sha256),
+        }
+    }
+
+    /// Whether the logged seal is over these evidence bytes.
+    pub fn is_over(&self, evidence_sha256: &Hash) -> bool {
+        self.evidence == Some(evidence_sha256.to_bytes())
+    }
+}
+
 impl Cache {
-    fn push(&mut self, bytes: Bytes, key: &Key) -> Result<(), LogError> {
-        let leaf = Leaf::from_bytes(&bytes).map_err(|e| corrupt(key, e))?;
-        self.tree.push(&bytes)?;
-        let index = self.entries.len() as u64;
+    fn push(&mut self, bytes: &[u8], key: &Key) -> Result<(), LogError> {
+        let leaf = Leaf::from_bytes(bytes).map_err(|e| corrupt(key, e))?;
+        let hash = tlog::leaf_hash(bytes);
+        let index = self.tree.size();
+        self.tree.push_leaf_hash(hash)?;
         match leaf {
-            Leaf::Seal(entry) => self.by_run.entry(entry.run_id).or_default().push(index),
+            Leaf::Seal(entry) => {
+                let sealed = SealLeaf::of(index, &entry);
+                self.by_run.entry(entry.run_id).or_default().push(sealed);
+            }
             Leaf::Review(r) => {
                 self.reviews
                     .insert((r.run_id, r.review_index, r.review_sha256));
+                self.others.insert(hash, index);
             }
-            Leaf::Rebuild(_) => {}
+            Leaf::Rebuild(_) => {
+                self.others.insert(hash, index);
+            }
         }
-        self.entries.push(bytes);
         Ok(())
     }
 
-    /// The seal entries logged for a run, in log order (each parsed when it was cached).
-    fn logged(&self, run: &str) -> Vec<(u64, LogEntry)> {
-        let indices = self.by_run.get(run).map(Vec::as_slice).unwrap_or(&[]);
-        indices
+    /// The seal leaves logged for a run, in log order.
+    fn logged(&self, run: &str) -> &[SealLeaf] {
+        self.by_run.get(run).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The index of a leaf of `run` whose leaf hash is `hash`: that very entry, logged already.
+    fn find(&self, run: &str, hash: &NodeHash) -> Option<u64> {
+        self.logged(run)
             .iter()
-            .filter_map(|&i| {
-                let bytes = self.entries.get(usize::try_from(i).ok()?)?;
-                LogEntry::from_bytes(bytes).ok().map(|e| (i, e))
-            })
-            .collect()
+            .find(|l| self.tree.leaf(l.index).as_ref() == Some(hash))
+            .map(|l| l.index)
     }
 
-    /// The index of an identical entry already in the log.
-    fn find(&self, entry: &LogEntry) -> Option<u64> {
+    /// Another seal of the same evidence, already logged (a leaf of the run over the same
+    /// evidence that is not this entry): a racing finalizer holding another key logged
+    /// first, and it stores that seal.
+    fn rival(&self, entry: &LogEntry, hash: &NodeHash) -> Option<u64> {
+        let evidence = Hash::parse(&entry.evidence_sha256).ok()?;
         self.logged(&entry.run_id)
-            .into_iter()
-            .find(|(_, e)| e == entry)
-            .map(|(i, _)| i)
-    }
-
-    /// Another seal of the same evidence, already logged: a racing finalizer holding another
-    /// key logged first, and it stores that seal.
-    fn rival(&self, entry: &LogEntry) -> Option<LogEntry> {
-        self.logged(&entry.run_id)
-            .into_iter()
-            .map(|(_, e)| e)
-            .find(|e| e.evidence_sha256 == entry.evidence_sha256 && e != entry)
+            .iter()
+            .find(|l| l.is_over(&evidence) && self.tree.leaf(l.index).as_ref() != Some(hash))
+            .map(|l| l.index)
     }
 }
 
@@ -258,7 +291,7 @@ impl Log {
         let view = guard::check(&self.store, trusted).await?;
         let mut fresh = Cache::default();
         for (i, bytes) in view.entries.iter().enumerate() {
-            fresh.push(bytes.clone(), &Key::log_entry(i as u64))?;
+            fresh.push(bytes, &Key::log_entry(i as u64))?;
         }
         fresh.admitted = true;
         *cache = fresh;
@@ -281,7 +314,10 @@ impl Log {
             self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
             match self.append_locked(&mut cache, run, entry).await? {
                 Placed::At { index, created } => (index, created),
-                Placed::Rival(rival) => return Ok(SealLogged::Rival(rival)),
+                Placed::Rival(index) => {
+                    let rival = self.entry_at(&cache, index).await?;
+                    return Ok(SealLogged::Rival(rival));
+                }
             }
         };
         let tree_size = self.publish_covering(index + 1, key).await?;
@@ -292,7 +328,7 @@ impl Log {
         }))
     }
 
-    /// The logged entry of a run's stored seal (`seal_sha256`, as stored), after the guard;
+    /// The logged leaf of a run's stored seal (`seal_sha256`, as stored), after the guard;
     /// publishes the checkpoint again, in case a crash came between an append and its
     /// checkpoint. A stored seal the log lacks is refused, named: planted, or the log lost it.
     pub async fn require_logged(
@@ -300,20 +336,37 @@ impl Log {
         run: &RunId,
         seal_sha256: &Hash,
         key: &SigningKey,
-    ) -> Result<LogEntry, LogError> {
+    ) -> Result<SealLeaf, LogError> {
         let mut cache = self.cache.lock().await;
         self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
         self.sync(&mut cache).await?;
         let logged = cache.logged(run.as_str());
-        let hash = seal_sha256.to_string();
-        let other_logged = !logged.is_empty();
-        let Some((_, entry)) = logged.into_iter().find(|(_, e)| e.seal_sha256 == hash) else {
+        let hash = Some(seal_sha256.to_bytes());
+        let Some(leaf) = logged.iter().find(|l| l.seal == hash).copied() else {
             return Err(LogError::Refused {
-                problems: vec![guard::unlogged_seal(run, other_logged)],
+                problems: vec![guard::unlogged_seal(run, !logged.is_empty())],
             });
         };
         self.publish(&mut cache, key).await?;
-        Ok(entry)
+        Ok(leaf)
+    }
+
+    /// The seal entry at leaf `index` of the tree this process holds, read from the store and
+    /// checked against that leaf's hash: the store writer may have replaced the object since
+    /// it was read, and a replaced entry is refused, never handed out.
+    async fn entry_at(&self, cache: &Cache, index: u64) -> Result<LogEntry, LogError> {
+        let k = Key::log_entry(index);
+        let bytes = self.store.get(&k).await?;
+        if cache.tree.leaf(index) != Some(tlog::leaf_hash(&bytes)) {
+            return Err(corrupt(
+                &k,
+                "not the entry this process read at that index: it was replaced since",
+            ));
+        }
+        match Leaf::from_bytes(&bytes).map_err(|e| corrupt(&k, e))? {
+            Leaf::Seal(entry) => Ok(entry),
+            Leaf::Review(_) | Leaf::Rebuild(_) => Err(corrupt(&k, "not a seal's entry")),
+        }
     }
 
     /// Appends the entry of a run this process is importing from an archive
@@ -366,26 +419,28 @@ impl Log {
         })
     }
 
-    /// Appends `bytes` as the next leaf unless a leaf holds them already: `(leaf, created)`.
+    /// Appends `bytes`, a leaf that is not a seal's, as the next leaf unless a leaf holds
+    /// them already: `(leaf, created)`.
     async fn append_bytes_locked(
         &self,
         cache: &mut Cache,
         bytes: Bytes,
     ) -> Result<(u64, bool), LogError> {
+        let hash = tlog::leaf_hash(&bytes);
         loop {
-            if let Some(i) = cache.entries.iter().position(|b| *b == bytes) {
-                return Ok((i as u64, false));
+            if let Some(&i) = cache.others.get(&hash) {
+                return Ok((i, false));
             }
-            let index = cache.entries.len() as u64;
+            let index = cache.tree.size();
             let k = Key::log_entry(index);
             match self.store.put(&k, bytes.clone()).await {
                 Ok(Put { created, .. }) => {
-                    cache.push(bytes.clone(), &k)?;
+                    cache.push(&bytes, &k)?;
                     return Ok((index, created));
                 }
                 Err(StoreError::Conflict { .. }) => {
                     let theirs = self.store.get(&k).await?;
-                    cache.push(theirs, &k)?;
+                    cache.push(&theirs, &k)?;
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -406,11 +461,7 @@ impl Log {
         let mut cache = self.cache.lock().await;
         self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
         self.sync(&mut cache).await?;
-        Ok(cache
-            .entries
-            .iter()
-            .position(|b| b.as_ref() == bytes.as_slice())
-            .map(|i| i as u64))
+        Ok(cache.others.get(&tlog::leaf_hash(&bytes)).copied())
     }
 
     /// Whether a review leaf names these bytes as review `index` of `run` (after the guard,
@@ -441,31 +492,32 @@ impl Log {
             run: run.clone(),
             detail: e.to_string(),
         })?);
+        let hash = tlog::leaf_hash(&bytes);
         // No read of the next index first: the cache holds every entry below its length, so
         // a create at that index that succeeds was made after reading all of them (the same
         // seal is never appended twice); a conflict means another process appended there,
         // whose entry is read and looked at before trying the next index.
         loop {
-            if let Some(index) = cache.find(entry) {
+            if let Some(index) = cache.find(&entry.run_id, &hash) {
                 return Ok(Placed::At {
                     index,
                     created: false,
                 });
             }
-            if let Some(rival) = cache.rival(entry) {
+            if let Some(rival) = cache.rival(entry, &hash) {
                 return Ok(Placed::Rival(rival));
             }
-            let index = cache.entries.len() as u64;
+            let index = cache.tree.size();
             let k = Key::log_entry(index);
             match self.store.put(&k, bytes.clone()).await {
                 Ok(Put { created, .. }) => {
-                    cache.push(bytes, &k)?;
+                    cache.push(&bytes, &k)?;
                     return Ok(Placed::At { index, created });
                 }
                 // Another replica took this index: learn its entry, look again.
                 Err(StoreError::Conflict { .. }) => {
                     let theirs = self.store.get(&k).await?;
-                    cache.push(theirs, &k)?;
+                    cache.push(&theirs, &k)?;
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -476,9 +528,9 @@ impl Log {
     /// index (the guard read the log in bulk when the process first used it).
     async fn sync(&self, cache: &mut Cache) -> Result<(), LogError> {
         loop {
-            let k = Key::log_entry(cache.entries.len() as u64);
+            let k = Key::log_entry(cache.tree.size());
             match self.store.get_opt(&k).await? {
-                Some(b) => cache.push(b, &k)?,
+                Some(b) => cache.push(&b, &k)?,
                 None => return Ok(()),
             }
         }
@@ -556,8 +608,12 @@ impl Log {
 
 /// Where [`Log::append_locked`] left an entry.
 enum Placed {
-    At { index: u64, created: bool },
-    Rival(LogEntry),
+    At {
+        index: u64,
+        created: bool,
+    },
+    /// The leaf of another seal of the same evidence.
+    Rival(u64),
 }
 
 impl Placed {
@@ -565,12 +621,9 @@ impl Placed {
     fn at(self, run: &RunId) -> Result<(u64, bool), LogError> {
         match self {
             Placed::At { index, created } => Ok((index, created)),
-            Placed::Rival(rival) => Err(LogError::NotSealed {
+            Placed::Rival(index) => Err(LogError::NotSealed {
                 run: run.clone(),
-                detail: format!(
-                    "another seal of this evidence is logged (seal sha256 {}, key {})",
-                    rival.seal_sha256, rival.key_id
-                ),
+                detail: format!("another seal of this evidence is logged (leaf {index})"),
             }),
         }
     }
@@ -801,6 +854,68 @@ mod tests {
             .collect();
         sizes.sort();
         assert_eq!(sizes, vec![5, 6]);
+    }
+
+    /// Another seal of the same evidence, logged first by another process, is handed back
+    /// whole (read again from the store) and nothing is appended for the second one.
+    #[tokio::test]
+    async fn a_rival_seal_of_the_same_evidence_is_handed_back_not_appended() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&format!("file://{}", dir.path().display()))
+            .await
+            .unwrap();
+        let key = SigningKey::generate();
+        let (run, first) = entry(7);
+        let mut second = first.clone();
+        second.seal_sha256 = Hash::of(b"another seal of the same evidence").to_string();
+        // Another process admits before the first one appends, then learns the entry as it
+        // goes for the next index.
+        let other = Log::new(store.clone(), DEFAULT_ORIGIN);
+        other.admit(&key, &[]).await.unwrap();
+        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
+        assert!(matches!(
+            log.append_seal(&run, &first, &key).await.unwrap(),
+            SealLogged::Appended(Appended { index: 0, .. })
+        ));
+        match other.append_seal(&run, &second, &key).await.unwrap() {
+            SealLogged::Rival(rival) => assert_eq!(rival, first),
+            found => panic!("{found:?}"),
+        }
+        assert!(store.get_opt(&Key::log_entry(1)).await.unwrap().is_none());
+        // The same entry again is found where it is, not appended twice.
+        match log.append_seal(&run, &first, &key).await.unwrap() {
+            SealLogged::Appended(a) => assert_eq!((a.index, a.created), (0, false)),
+            found => panic!("{found:?}"),
+        }
+    }
+
+    /// The store writer replaces the rival's entry after this process read it: the bytes read
+    /// back are refused against the leaf hash this process holds, never handed out as the
+    /// run's seal entry.
+    #[tokio::test]
+    async fn a_rival_entry_replaced_after_it_was_read_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&format!("file://{}", dir.path().display()))
+            .await
+            .unwrap();
+        let key = SigningKey::generate();
+        let (run, first) = entry(8);
+        let mut second = first.clone();
+        second.seal_sha256 = Hash::of(b"the seal this process made").to_string();
+        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
+        log.append_seal(&run, &first, &key).await.unwrap();
+        let other = Log::new(store.clone(), DEFAULT_ORIGIN);
+        other.admit(&key, &[]).await.unwrap();
+        let mut planted = first.clone();
+        planted.key_id = "d".repeat(64);
+        let path = dir.path().join(Key::log_entry(0).as_str());
+        std::fs::write(&path, planted.to_bytes().unwrap()).unwrap();
+        let err = other.append_seal(&run, &second, &key).await.unwrap_err();
+        assert!(
+            matches!(&err, LogError::Corrupt { key, detail }
+                if key == Key::log_entry(0).as_str() && detail.contains("replaced")),
+            "{err}"
+        );
     }
 
     /// Concurrent appenders each return only once a stored checkpoint holds their entry.

@@ -320,7 +320,7 @@ impl Log {
     ) -> Result<Cache, RebuildError> {
         let mut fresh = Cache::default();
         for (i, bytes) in view.entries.iter().take(keep as usize).enumerate() {
-            fresh.push(bytes.clone(), &Key::log_entry(i as u64))?;
+            fresh.push(bytes, &Key::log_entry(i as u64))?;
         }
         let bytes = Bytes::from(entry.to_bytes().map_err(|e| LogError::Corrupt {
             key: Key::log_entry(keep).to_string(),
@@ -328,7 +328,7 @@ impl Log {
         })?);
         let k = Key::log_entry(keep);
         match self.store.put(&k, bytes.clone()).await {
-            Ok(_) => fresh.push(bytes, &k)?,
+            Ok(_) => fresh.push(&bytes, &k)?,
             Err(StoreError::Conflict { .. }) => return Err(RebuildError::Raced { key: k }),
             Err(e) => return Err(e.into()),
         }
