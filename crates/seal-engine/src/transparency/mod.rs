@@ -856,18 +856,33 @@ mod tests {
         assert_eq!(sizes, vec![5, 6]);
     }
 
-    /// Another seal of the same evidence, logged first by another process, is handed back
-    /// whole (read again from the store) and nothing is appended for the second one.
-    #[tokio::test]
-    async fn a_rival_seal_of_the_same_evidence_is_handed_back_not_appended() {
+    /// A `file://` store (so that a test can rewrite an object behind the log), a key, and two
+    /// seal entries of the same run and evidence that name different seals.
+    async fn rivals(
+        i: u32,
+    ) -> (
+        tempfile::TempDir,
+        Store,
+        SigningKey,
+        RunId,
+        LogEntry,
+        LogEntry,
+    ) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&format!("file://{}", dir.path().display()))
             .await
             .unwrap();
-        let key = SigningKey::generate();
-        let (run, first) = entry(7);
+        let (run, first) = entry(i);
         let mut second = first.clone();
         second.seal_sha256 = Hash::of(b"another seal of the same evidence").to_string();
+        (dir, store, SigningKey::generate(), run, first, second)
+    }
+
+    /// Another seal of the same evidence, logged first by another process, is handed back
+    /// whole (read again from the store) and nothing is appended for the second one.
+    #[tokio::test]
+    async fn a_rival_seal_of_the_same_evidence_is_handed_back_not_appended() {
+        let (_dir, store, key, run, first, second) = rivals(7).await;
         // Another process admits before the first one appends, then learns the entry as it
         // goes for the next index.
         let other = Log::new(store.clone(), DEFAULT_ORIGIN);
@@ -894,14 +909,7 @@ mod tests {
     /// run's seal entry.
     #[tokio::test]
     async fn a_rival_entry_replaced_after_it_was_read_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&format!("file://{}", dir.path().display()))
-            .await
-            .unwrap();
-        let key = SigningKey::generate();
-        let (run, first) = entry(8);
-        let mut second = first.clone();
-        second.seal_sha256 = Hash::of(b"the seal this process made").to_string();
+        let (dir, store, key, run, first, second) = rivals(8).await;
         let log = Log::new(store.clone(), DEFAULT_ORIGIN);
         log.append_seal(&run, &first, &key).await.unwrap();
         let other = Log::new(store.clone(), DEFAULT_ORIGIN);
