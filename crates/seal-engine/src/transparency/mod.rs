@@ -192,6 +192,33 @@ impl Cache {
         let hash = tlog::leaf_hash(bytes);
         let index = self.tree.size();
         self.tree.push_leaf_hash(hash)?;
+        self.index(index, leaf, hash);
+        Ok(())
+    }
+
+    /// The cache of a log the guard has just read whole and let through: its tree as the view
+    /// hashed it (every entry is in it, or the guard would have refused), each leaf parsed
+    /// once more for the index only.
+    fn admitted(view: LogView) -> Result<Cache, LogError> {
+        let mut cache = Cache {
+            tree: view.tree,
+            admitted: true,
+            ..Cache::default()
+        };
+        for (i, bytes) in view.entries.iter().enumerate() {
+            let (index, key) = (i as u64, Key::log_entry(i as u64));
+            let leaf = Leaf::from_bytes(bytes).map_err(|e| corrupt(&key, e))?;
+            let hash = cache
+                .tree
+                .leaf(index)
+                .ok_or_else(|| corrupt(&key, "an entry outside the tree the guard read"))?;
+            cache.index(index, leaf, hash);
+        }
+        Ok(cache)
+    }
+
+    /// Records what leaf `index` (leaf hash `hash`) is, for the lookups below.
+    fn index(&mut self, index: u64, leaf: Leaf, hash: NodeHash) {
         match leaf {
             Leaf::Seal(entry) => {
                 let sealed = SealLeaf::of(index, &entry);
@@ -206,7 +233,6 @@ impl Cache {
                 self.others.insert(hash, index);
             }
         }
-        Ok(())
     }
 
     /// The seal leaves logged for a run, in log order.
@@ -226,10 +252,12 @@ impl Cache {
     /// evidence that is not this entry): a racing finalizer holding another key logged
     /// first, and it stores that seal.
     fn rival(&self, entry: &LogEntry, hash: &NodeHash) -> Option<u64> {
-        let evidence = Hash::parse(&entry.evidence_sha256).ok()?;
+        let evidence = SealLeaf::of(0, entry).evidence?;
         self.logged(&entry.run_id)
             .iter()
-            .find(|l| l.is_over(&evidence) && self.tree.leaf(l.index).as_ref() != Some(hash))
+            .find(|l| {
+                l.evidence == Some(evidence) && self.tree.leaf(l.index).as_ref() != Some(hash)
+            })
             .map(|l| l.index)
     }
 }
@@ -289,12 +317,7 @@ impl Log {
             return Ok(());
         }
         let view = guard::check(&self.store, trusted).await?;
-        let mut fresh = Cache::default();
-        for (i, bytes) in view.entries.iter().enumerate() {
-            fresh.push(bytes, &Key::log_entry(i as u64))?;
-        }
-        fresh.admitted = true;
-        *cache = fresh;
+        *cache = Cache::admitted(view)?;
         Ok(())
     }
 
