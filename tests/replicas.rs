@@ -328,7 +328,7 @@ async fn three_replicas_300_runs_every_roll_sent_twice_cost_two_calls_per_roll()
     assert_eq!(report.checkpoint_size, Some(RUNS as u64));
     let view = seal::verify::load_log(&store, &[pem]).await.unwrap();
     for f in &folders {
-        assert_eq!(view.indices(f.run().as_str()).len(), 1, "{}", f.run());
+        assert_eq!(view.seal_leaves(f.run().as_str()).len(), 1, "{}", f.run());
     }
     let p: Value = c
         .get(format!("{}/v1/runs/r300-007/log-proof", bases[2]))

@@ -178,7 +178,7 @@ async fn prove(
     let (store, url) = open(ctx, store).await?;
     ctx.named_run(&store, &url, run).await?;
     let view = seal_engine::verify::load_log(&store, &keys).await?;
-    let proof = match view.proof(run) {
+    let proof = match view.proof(&store, run).await {
         Ok(p) => p,
         // In the store, not in the log: the answer for this run is no.
         Err(e) if e.fault() == Fault::Caller => return Ok(refused(&e)),

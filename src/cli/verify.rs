@@ -121,7 +121,7 @@ async fn undecided_apart(
 ) -> Result<(Vec<RunId>, Vec<Orphan>), CliError> {
     let mut keep = Vec::new();
     for id in ids {
-        let logged = log.logged(id.as_str()).next().is_some();
+        let logged = log.is_logged(id.as_str());
         if logged || store.exists(&seal_store::Key::seal(&id)).await? {
             keep.push(id);
         }

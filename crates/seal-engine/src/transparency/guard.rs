@@ -16,7 +16,7 @@
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
-use super::view::LogView;
+use super::view::{LogView, Reading};
 use super::{LogError, READ_AHEAD};
 use crate::audit::Problem;
 use seal_core::canonical::Hash;
@@ -58,11 +58,9 @@ pub fn refusals(view: &LogView, seals: &[StoredSeal]) -> Vec<Problem> {
     for (run, hash) in seals {
         match hash {
             Ok(hash) => {
-                let hash = hash.to_string();
-                let mut logged = view.logged(run.as_str()).peekable();
-                let any = logged.peek().is_some();
-                if !logged.any(|(_, e)| e.seal_sha256 == hash) {
-                    problems.push(unlogged_seal(run, any));
+                let logged = view.seal_leaves(run.as_str());
+                if !logged.iter().any(|l| l.names_seal(hash)) {
+                    problems.push(unlogged_seal(run, !logged.is_empty()));
                 }
             }
             Err(detail) => problems.push(Problem::new(
@@ -97,7 +95,7 @@ pub fn unlogged_seal(run: &RunId, other_logged: bool) -> Problem {
 /// hands out the log view when nothing stops an append; else refuses, naming every problem.
 pub async fn check(store: &Store, trusted: &[[u8; 32]]) -> Result<LogView, LogError> {
     let seals = stored_seals(store).await?;
-    let view = LogView::load(store, trusted, false).await?;
+    let view = LogView::load(store, trusted, Reading::Latest).await?;
     let problems = refusals(&view, &seals);
     if problems.is_empty() {
         Ok(view)

@@ -45,7 +45,7 @@ use seal_core::sealing::{self, Envelope, PublicKey, SigningKey};
 use seal_core::tlog::{self, Leaf, LogEntry, NodeHash, TlogError, Tree};
 use seal_store::{Key, Put, Store, StoreError};
 
-pub use view::{verify_log, LogReport, LogView};
+pub use view::{verify_log, LogReport, LogView, Reading};
 
 pub use seal_core::tlog::DEFAULT_ORIGIN;
 /// Entries read at once when a process first loads the log.
@@ -171,7 +171,7 @@ pub struct SealLeaf {
 }
 
 impl SealLeaf {
-    fn of(index: u64, entry: &LogEntry) -> SealLeaf {
+    pub(super) fn of(index: u64, entry: &LogEntry) -> SealLeaf {
         let digest = |hex: &str| Hash::parse(hex).ok().map(|h| h.to_bytes());
         SealLeaf {
             index,
@@ -183,6 +183,16 @@ impl SealLeaf {
     /// Whether the logged seal is over these evidence bytes.
     pub fn is_over(&self, evidence_sha256: &Hash) -> bool {
         self.evidence == Some(evidence_sha256.to_bytes())
+    }
+
+    /// Whether the logged seal is these seal bytes.
+    pub fn names_seal(&self, seal_sha256: &Hash) -> bool {
+        self.seal == Some(seal_sha256.to_bytes())
+    }
+
+    /// The logged seal's sha256 as hex (empty when the entry's was not a sha256).
+    pub(super) fn seal_hex(&self) -> String {
+        self.seal.map(|d| tlog::hex(&d)).unwrap_or_default()
     }
 }
 
@@ -197,23 +207,32 @@ impl Cache {
     }
 
     /// The cache of a log the guard has just read whole and let through: its tree as the view
-    /// hashed it (every entry is in it, or the guard would have refused), each leaf parsed
-    /// once more for the index only.
+    /// hashed it and its leaves as the view indexed them (every entry is in both, or the guard
+    /// would have refused), so nothing is read or parsed twice.
     fn admitted(view: LogView) -> Result<Cache, LogError> {
+        let leaf_hash = |tree: &Tree, index: u64| {
+            tree.leaf(index).ok_or_else(|| {
+                corrupt(
+                    &Key::log_entry(index),
+                    "an entry outside the tree the guard read",
+                )
+            })
+        };
         let mut cache = Cache {
-            tree: view.tree,
             admitted: true,
+            by_run: view.by_run.into_iter().collect(),
             ..Cache::default()
         };
-        for (i, bytes) in view.entries.iter().enumerate() {
-            let (index, key) = (i as u64, Key::log_entry(i as u64));
-            let leaf = Leaf::from_bytes(bytes).map_err(|e| corrupt(&key, e))?;
-            let hash = cache
-                .tree
-                .leaf(index)
-                .ok_or_else(|| corrupt(&key, "an entry outside the tree the guard read"))?;
-            cache.index(index, leaf, hash);
+        for (index, r) in view.reviews {
+            cache.others.insert(leaf_hash(&view.tree, index)?, index);
+            cache
+                .reviews
+                .insert((r.run_id, r.review_index, r.review_sha256));
         }
+        for (index, _) in view.rebuilds {
+            cache.others.insert(leaf_hash(&view.tree, index)?, index);
+        }
+        cache.tree = view.tree;
         Ok(cache)
     }
 
@@ -813,6 +832,7 @@ async fn trusted_entry(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use seal_core::vocab::AuditCheck;
 
     fn entry(i: u32) -> (RunId, LogEntry) {
         let run = RunId::parse(&format!("run-batch-{i:04}")).expect("a valid run id");
@@ -947,6 +967,98 @@ mod tests {
                 if key == Key::log_entry(0).as_str() && detail.contains("replaced")),
             "{err}"
         );
+    }
+
+    /// A process that admits a log others wrote learns every leaf from the guard's view
+    /// alone: a logged seal, a review and its index are found, not appended again.
+    #[tokio::test]
+    async fn an_admitted_log_knows_every_leaf_the_guard_read() {
+        let store = Store::open("memory://").await.unwrap();
+        let key = SigningKey::generate();
+        let writer = Log::new(store.clone(), DEFAULT_ORIGIN);
+        let (run, sealed) = entry(3);
+        writer.append_seal(&run, &sealed, &key).await.unwrap();
+        let review = tlog::ReviewEntry::new(
+            run.as_str(),
+            0,
+            Hash::of(b"a review").as_ref(),
+            &"e".repeat(64),
+            "2026-12-03T00:00:00Z",
+        );
+        let logged = writer.append_review(&review, &key).await.unwrap();
+        assert_eq!((logged.index, logged.created), (1, true));
+
+        let reader = Log::new(store.clone(), DEFAULT_ORIGIN);
+        reader.admit(&key, &[]).await.unwrap();
+        assert_eq!(reader.review_leaf(&review, &key).await.unwrap(), Some(1));
+        let review_hash = Hash::parse(&review.review_sha256).unwrap();
+        assert!(reader
+            .review_logged(&run, 0, &review_hash, &key)
+            .await
+            .unwrap());
+        let again = reader.append_review(&review, &key).await.unwrap();
+        assert_eq!((again.index, again.created), (1, false));
+        match reader.append_seal(&run, &sealed, &key).await.unwrap() {
+            SealLogged::Appended(a) => assert_eq!((a.index, a.created), (0, false)),
+            found => panic!("{found:?}"),
+        }
+        assert!(store.get_opt(&Key::log_entry(2)).await.unwrap().is_none());
+    }
+
+    /// A view keeps no entry bytes; a proof reads its entry again, and an entry the store
+    /// writer replaced after the view read the log is refused, never handed out as logged.
+    #[tokio::test]
+    async fn a_proof_of_an_entry_replaced_after_the_log_was_read_is_refused() {
+        let (dir, store, key, run, first, _) = rivals(9).await;
+        Log::new(store.clone(), DEFAULT_ORIGIN)
+            .append_seal(&run, &first, &key)
+            .await
+            .unwrap();
+        let trusted = raw_keys(&key, &[]);
+        let view = LogView::load(&store, &trusted, Reading::Latest)
+            .await
+            .unwrap();
+        assert!(view.entries().is_empty(), "a Latest view keeps no bytes");
+        let proof = view.proof(&store, &run).await.unwrap();
+        assert_eq!(proof.entry.as_bytes(), first.to_bytes().unwrap());
+
+        let mut planted = first.clone();
+        planted.outcome = "fail".into();
+        let path = dir.path().join(Key::log_entry(0).as_str());
+        std::fs::write(&path, planted.to_bytes().unwrap()).unwrap();
+        let err = view.proof(&store, &run).await.unwrap_err();
+        assert!(
+            matches!(&err, LogError::Corrupt { key, detail }
+                if key == Key::log_entry(0).as_str() && detail.contains("rewritten")),
+            "{err}"
+        );
+    }
+
+    /// `seal verify`'s check of a stored run against a view without bytes: the run's entry
+    /// is the logged one exactly when its leaf hash is, whichever field differs.
+    #[tokio::test]
+    async fn a_stored_run_is_the_logged_one_only_byte_for_byte() {
+        let (_dir, store, key, run, first, other_seal) = rivals(10).await;
+        Log::new(store.clone(), DEFAULT_ORIGIN)
+            .append_seal(&run, &first, &key)
+            .await
+            .unwrap();
+        let view = LogView::load(&store, &raw_keys(&key, &[]), Reading::Latest)
+            .await
+            .unwrap();
+        assert!(view.check_entry(&run, &first).is_empty());
+        let mut other_outcome = first.clone();
+        other_outcome.outcome = "fail".into();
+        for stored in [other_seal, other_outcome] {
+            let problems = view.check_entry(&run, &stored);
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert_eq!(problems[0].check, AuditCheck::RunReplaced, "{problems:?}");
+            assert_eq!(
+                problems[0].expected.as_deref(),
+                Some(first.seal_sha256.as_str()),
+                "{problems:?}"
+            );
+        }
     }
 
     /// Concurrent appenders each return only once a stored checkpoint holds their entry.

@@ -21,7 +21,7 @@
 use bytes::Bytes;
 
 use super::guard::{self, StoredSeal};
-use super::view::LogView;
+use super::view::{LogView, Reading};
 use super::{raw_keys, trusted_entry, Cache, Log, LogError};
 use crate::audit::Problem;
 use seal_core::fault::{Fault, HasFault};
@@ -110,7 +110,7 @@ impl Log {
     ) -> Result<Option<Rebuilt>, RebuildError> {
         let raw = raw_keys(key, trusted);
         let seals = guard::stored_seals(&self.store).await?;
-        let view = LogView::load(&self.store, &raw, true).await?;
+        let view = LogView::load(&self.store, &raw, Reading::Whole).await?;
         let found = guard::refusals(&view, &seals);
         if found.is_empty() {
             return Ok(None);
@@ -319,7 +319,7 @@ impl Log {
         entry: &RebuildEntry,
     ) -> Result<Cache, RebuildError> {
         let mut fresh = Cache::default();
-        for (i, bytes) in view.entries.iter().take(keep as usize).enumerate() {
+        for (i, bytes) in view.entries().iter().take(keep as usize).enumerate() {
             fresh.push(bytes, &Key::log_entry(i as u64))?;
         }
         let bytes = Bytes::from(entry.to_bytes().map_err(|e| LogError::Corrupt {

@@ -14,7 +14,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
-use super::{checkpoint_keys, entry_for, stored_run, LogError, StoredRun, READ_AHEAD};
+use super::{checkpoint_keys, entry_for, stored_run, LogError, SealLeaf, StoredRun, READ_AHEAD};
 use crate::audit::Problem;
 use seal_core::ids::RunId;
 use seal_core::key::LOG_ENTRIES;
@@ -27,12 +27,17 @@ use seal_store::{Key, Store, StoreError};
 /// The log as stored, with what is wrong with it.
 #[derive(Debug, Default)]
 pub struct LogView {
-    /// Every leaf's bytes. Decision: a seal leaf is parsed again when asked for
-    /// ([`LogView::logged`]), not kept parsed beside its bytes: `seal verify --all` holds the
-    /// whole view, and a parsed entry (eight strings) cost more memory than its bytes.
-    pub(super) entries: Vec<Bytes>,
+    /// Every leaf's bytes, read [`Reading::Whole`] only (`seal log verify` and `seal log
+    /// rebuild` compare each logged entry with the store and relog from them). Decision:
+    /// `seal verify`, the guard and proofs keep none: the tree holds each leaf's hash, and
+    /// [`Self::by_run`] the digests a check compares, so a view of a long log costs its
+    /// hashes and run ids (an entry's bytes were ~0.5 KB of the ~2 KB a run `seal verify
+    /// --all` held). A stored entry is checked by its leaf hash; one needed whole (a proof's)
+    /// is read again and checked against the leaf hash held ([`Self::proof`]).
+    entries: Vec<Bytes>,
     pub(super) tree: Tree,
-    by_run: BTreeMap<String, Vec<u64>>,
+    /// Each run's seal leaves, in log order.
+    pub(super) by_run: BTreeMap<String, Vec<SealLeaf>>,
     /// The largest stored checkpoint that verified.
     pub latest: Option<SignedCheckpoint>,
     /// Verified stored checkpoints: size → root.
@@ -40,6 +45,8 @@ pub struct LogView {
     /// The numbered entry objects past a dropped one (outside the tree); those before it are
     /// `log/entries/<i>` for every leaf `i` ([`LogView::numbered`]).
     beyond_gap: Vec<(u64, Key)>,
+    /// The contiguous entries read: `log/entries/0` up to this one, excluded.
+    read: u64,
     /// Objects under `log/entries/` that are not named like an entry.
     pub(super) strays: Vec<Key>,
     /// Checkpoint objects read that did not verify (signature, or stored under another size).
@@ -53,6 +60,16 @@ pub struct LogView {
     pub problems: Vec<Problem>,
     /// The problems that stop seal from appending (a subset of `problems`).
     refusals: Vec<Problem>,
+}
+
+/// How much of the log a view reads and keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Every stored checkpoint checked against the entries, and every leaf's bytes kept:
+    /// `seal log verify`, `seal log rebuild`.
+    Whole,
+    /// Only the latest checkpoint, and no leaf's bytes: `seal verify`, proofs, the guard.
+    Latest,
 }
 
 /// A checkpoint as read, before the entries are: verified, or why not.
@@ -145,20 +162,20 @@ pub struct RebuildNote {
 }
 
 impl LogView {
-    /// Reads the log. `all_checkpoints`: check every stored checkpoint against the entries
-    /// (`seal log verify`, `seal log rebuild`), else only the latest (`seal verify`, appends).
+    /// Reads the log, as much of it as `reading` says.
     pub async fn load(
         store: &Store,
         trusted: &[[u8; 32]],
-        all_checkpoints: bool,
+        reading: Reading,
     ) -> Result<LogView, StoreError> {
         let mut view = LogView::default();
+        let all_checkpoints = reading == Reading::Whole;
         // Checkpoints before entries: a checkpoint is published after its entries, so every
         // checkpoint read here commits to entries that exist when they are listed next. The
         // other order can read a concurrent append's checkpoint without its entry and call
         // the log shorter than one it signed.
         let checkpoints = read_checkpoints(store, trusted, all_checkpoints).await?;
-        view.load_entries(store, trusted).await?;
+        view.load_entries(store, trusted, reading).await?;
         view.check_checkpoints(checkpoints);
         Ok(view)
     }
@@ -169,24 +186,35 @@ impl LogView {
 
     /// Every numbered entry object listed, in order, also those past a dropped one.
     pub(super) fn numbered(&self) -> impl Iterator<Item = (u64, Key)> + '_ {
-        (0..self.entries.len() as u64)
+        (0..self.read)
             .map(|i| (i, Key::log_entry(i)))
             .chain(self.beyond_gap.iter().cloned())
     }
 
-    /// The indices at which a run is logged.
-    pub fn indices(&self, run: &str) -> &[u64] {
+    /// The seal leaves logged for a run, in log order.
+    pub fn seal_leaves(&self, run: &str) -> &[SealLeaf] {
         self.by_run.get(run).map(Vec::as_slice).unwrap_or(&[])
     }
 
-    /// The seal entries logged for a run, in log order.
-    pub fn logged(&self, run: &str) -> impl Iterator<Item = (u64, LogEntry)> + '_ {
-        self.indices(run)
-            .iter()
-            .filter_map(|&i| Some((i, self.seal_entry(i)?)))
+    /// Whether a run is logged at all.
+    pub fn is_logged(&self, run: &str) -> bool {
+        self.by_run.contains_key(run)
     }
 
-    /// The seal entry at leaf `index` (`None`: no such leaf, or not a readable seal leaf).
+    /// The seal entries logged for a run, in log order; none unless read [`Reading::Whole`].
+    pub(super) fn logged(&self, run: &str) -> impl Iterator<Item = (u64, LogEntry)> + '_ {
+        self.seal_leaves(run)
+            .iter()
+            .filter_map(|l| Some((l.index, self.seal_entry(l.index)?)))
+    }
+
+    /// The bytes of every leaf, in order; empty unless read [`Reading::Whole`].
+    pub(super) fn entries(&self) -> &[Bytes] {
+        &self.entries
+    }
+
+    /// The seal entry at leaf `index` (`None`: no such leaf, not a readable seal leaf, or a
+    /// view that keeps no bytes).
     fn seal_entry(&self, index: u64) -> Option<LogEntry> {
         let bytes = self.entries.get(usize::try_from(index).ok()?)?;
         match Leaf::from_bytes(bytes).ok()? {
@@ -210,6 +238,7 @@ impl LogView {
         &mut self,
         store: &Store,
         trusted: &[[u8; 32]],
+        reading: Reading,
     ) -> Result<(), StoreError> {
         let mut numbered = Vec::new();
         let listing = store.list(LOG_ENTRIES).await?;
@@ -261,26 +290,33 @@ impl LogView {
         .try_collect()
         .await?;
         for (k, bytes) in fetched {
-            self.push_entry(k, bytes, trusted);
+            self.push_entry(&k, &bytes, trusted);
+            if reading == Reading::Whole {
+                self.entries.push(bytes);
+            }
         }
         Ok(())
     }
 
-    fn push_entry(&mut self, k: Key, bytes: Bytes, trusted: &[[u8; 32]]) {
-        let index = self.entries.len() as u64;
-        if let Err(e) = self.tree.push(&bytes) {
+    fn push_entry(&mut self, k: &Key, bytes: &[u8], trusted: &[[u8; 32]]) {
+        let index = self.read;
+        self.read += 1;
+        if let Err(e) = self.tree.push(bytes) {
             self.refuse(Problem::new(
                 AuditCheck::LogEntries,
                 k.as_str(),
                 e.to_string(),
             ));
         }
-        let leaf = Leaf::from_bytes(&bytes).and_then(|leaf| match leaf {
+        let leaf = Leaf::from_bytes(bytes).and_then(|leaf| match leaf {
             Leaf::Rebuild(r) => r.verify(trusted).map(|()| Leaf::Rebuild(r)),
             seal => Ok(seal),
         });
         match leaf {
-            Ok(Leaf::Seal(e)) => self.by_run.entry(e.run_id).or_default().push(index),
+            Ok(Leaf::Seal(e)) => {
+                let leaf = SealLeaf::of(index, &e);
+                self.by_run.entry(e.run_id).or_default().push(leaf);
+            }
             Ok(Leaf::Rebuild(r)) => self.rebuilds.push((index, r)),
             Ok(Leaf::Review(r)) => self.reviews.push((index, r)),
             Err(e) => {
@@ -292,7 +328,6 @@ impl LogView {
                 ));
             }
         }
-        self.entries.push(bytes);
     }
 
     /// Checks the checkpoints read (largest first) against the entries.
@@ -353,25 +388,41 @@ impl LogView {
         })
     }
 
-    /// The inclusion proof of a run's latest logged seal against the latest checkpoint.
-    pub fn proof(&self, run: &RunId) -> Result<InclusionProof, LogError> {
+    /// The leaf of a run's latest logged seal that the latest checkpoint covers, and that
+    /// checkpoint.
+    fn proven_leaf(&self, run: &RunId) -> Result<(SealLeaf, &SignedCheckpoint), LogError> {
         let latest = self.latest.as_ref().ok_or(LogError::NoCheckpoint)?;
-        let index = self
-            .indices(run.as_str())
+        let leaf = self
+            .seal_leaves(run.as_str())
             .iter()
             .copied()
-            .rfind(|&i| i < latest.size)
+            .rfind(|l| l.index < latest.size)
             .ok_or_else(|| LogError::NotLogged { run: run.clone() })?;
-        let path = self.tree.inclusion(index, latest.size)?;
-        let bytes = usize::try_from(index)
-            .ok()
-            .and_then(|i| self.entries.get(i))
-            .ok_or_else(|| LogError::NotLogged { run: run.clone() })?;
+        Ok((leaf, latest))
+    }
+
+    /// The inclusion proof of a run's latest logged seal against the latest checkpoint. The
+    /// entry's bytes are read again from the store (a view keeps hashes, not bytes) and must
+    /// hash to the leaf the view read: the proof hands out those bytes as the logged entry.
+    pub async fn proof(&self, store: &Store, run: &RunId) -> Result<InclusionProof, LogError> {
+        let (leaf, latest) = self.proven_leaf(run)?;
+        let path = self.tree.inclusion(leaf.index, latest.size)?;
+        let key = Key::log_entry(leaf.index);
+        let bytes = store
+            .get_opt(&key)
+            .await?
+            .ok_or_else(|| super::corrupt(&key, "gone since the log was read"))?;
+        if Some(tlog::leaf_hash(&bytes)) != self.tree.leaf(leaf.index) {
+            return Err(super::corrupt(
+                &key,
+                "not the entry read before at this index: the log was rewritten since",
+            ));
+        }
         Ok(InclusionProof {
             run_id: run.to_string(),
-            leaf_index: index,
+            leaf_index: leaf.index,
             tree_size: latest.size,
-            entry: String::from_utf8_lossy(bytes).into_owned(),
+            entry: String::from_utf8_lossy(&bytes).into_owned(),
             audit_path: path.iter().map(tlog::hex).collect(),
             checkpoint: latest.text.clone(),
         })
@@ -405,26 +456,34 @@ impl LogView {
         if let Some(p) = self.relogged(run.as_str()) {
             problems.push(p);
         }
-        let proof = match self.proof(run) {
-            Ok(p) => p,
+        let (leaf, latest) = match self.proven_leaf(run) {
+            Ok(found) => found,
             Err(e) => {
                 problems.push(inclusion(format!("{e}: the seal is not proven in the log")));
                 return problems;
             }
         };
-        let logged = LogEntry::from_bytes(proof.entry.as_bytes()).ok();
-        if logged.as_ref() != Some(stored) {
+        // Entries are canonical (one entry, one byte string), so the stored run is the logged
+        // one exactly when its entry's leaf hash is the leaf's.
+        let stored_hash = match stored.to_bytes() {
+            Ok(bytes) => tlog::leaf_hash(&bytes),
+            Err(e) => {
+                problems.push(inclusion(format!("its log entry cannot be formed: {e}")));
+                return problems;
+            }
+        };
+        if self.tree.leaf(leaf.index) != Some(stored_hash) {
             problems.push(Problem::mismatch(
                 AuditCheck::RunReplaced,
                 object,
-                logged.map(|e| e.seal_sha256).unwrap_or_default(),
+                leaf.seal_hex(),
                 &stored.seal_sha256,
                 format!(
                     "the log (leaf {}) records another seal for this run: it was replaced",
-                    proof.leaf_index
+                    leaf.index
                 ),
             ));
-        } else if let Err(e) = self.check_proof(&proof) {
+        } else if let Err(e) = self.check_inclusion(leaf.index, latest, &stored_hash) {
             problems.push(inclusion(e.to_string()));
         }
         problems
@@ -449,28 +508,17 @@ impl LogView {
                 ))
             }
         };
-        let bytes = usize::try_from(*leaf)
-            .ok()
-            .and_then(|i| self.entries.get(i))?;
-        let proven = self.tree.inclusion(*leaf, latest.size).and_then(|path| {
-            tlog::check_inclusion(
-                &path,
-                latest.size,
-                &latest.root,
-                *leaf,
-                &tlog::leaf_hash(bytes),
-            )
-        });
-        proven
+        let hash = self.tree.leaf(*leaf)?;
+        self.check_inclusion(*leaf, latest, &hash)
             .err()
             .map(|e| format!("logged at leaf {leaf}, not proven in the latest checkpoint: {e}"))
     }
 
     /// `run_relogged` when a run is logged more than once.
     fn relogged(&self, run: &str) -> Option<Problem> {
-        let indices = self.indices(run);
+        let indices = self.seal_leaves(run);
         (indices.len() > 1).then(|| {
-            let at: Vec<String> = indices.iter().map(u64::to_string).collect();
+            let at: Vec<String> = indices.iter().map(|l| l.index.to_string()).collect();
             Problem::new(
                 AuditCheck::RunRelogged,
                 format!("runs/{run}"),
@@ -494,15 +542,16 @@ impl LogView {
         }
     }
 
-    fn check_proof(&self, p: &InclusionProof) -> Result<(), LogError> {
-        let latest = self.latest.as_ref().ok_or(LogError::NoCheckpoint)?;
-        let path: Vec<NodeHash> = p
-            .audit_path
-            .iter()
-            .map(|h| tlog::parse_hex(h))
-            .collect::<Result<_, _>>()?;
-        let leaf = tlog::leaf_hash(p.entry.as_bytes());
-        tlog::check_inclusion(&path, latest.size, &latest.root, p.leaf_index, &leaf)?;
+    /// That leaf `index`, of leaf hash `leaf`, is in the tree `latest` signed: the audit path
+    /// from the hashes read, checked against the signed root.
+    fn check_inclusion(
+        &self,
+        index: u64,
+        latest: &SignedCheckpoint,
+        leaf: &NodeHash,
+    ) -> Result<(), LogError> {
+        let path = self.tree.inclusion(index, latest.size)?;
+        tlog::check_inclusion(&path, latest.size, &latest.root, index, leaf)?;
         Ok(())
     }
 }
@@ -515,7 +564,7 @@ pub async fn verify_log(
     trusted: &[[u8; 32]],
     old: Option<&[u8]>,
 ) -> Result<LogReport, StoreError> {
-    let mut view = LogView::load(store, trusted, true).await?;
+    let mut view = LogView::load(store, trusted, Reading::Whole).await?;
     let mut problems = std::mem::take(&mut view.problems);
     let (against, seal_pending) = runs_against_log(store, &view).await?;
     problems.extend(against);
@@ -575,7 +624,7 @@ async fn runs_against_log(
     let mut problems = Vec::new();
     let mut pending = Vec::new();
     let mut stored: HashMap<String, StoredRun> = HashMap::new();
-    for index in 0..view.entries.len() as u64 {
+    for index in 0..view.entries().len() as u64 {
         let Some(entry) = view.seal_entry(index) else {
             continue;
         };

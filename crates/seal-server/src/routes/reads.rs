@@ -133,7 +133,7 @@ pub(crate) async fn get_log_proof(
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
     let view = seal_engine::verify::load_log(state.engine.store(), &state.trusted).await?;
-    let proof = view.proof(&run)?;
+    let proof = view.proof(state.engine.store(), &run).await?;
     Ok(Json(proof).into_response())
 }
 
