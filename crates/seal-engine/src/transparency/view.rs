@@ -282,14 +282,15 @@ impl LogView {
         let beyond_gap = numbered.split_off(contiguous);
         let keys: Vec<Key> = numbered.into_iter().map(|(_, k)| k).collect();
         self.beyond_gap = beyond_gap;
-        let fetched: Vec<(Key, Bytes)> = futures::stream::iter(keys.into_iter().map(|k| {
+        // Each entry is hashed and indexed as it arrives (in order, a few reads ahead), not
+        // collected first: a view that keeps no bytes never holds the whole log's.
+        let fetched = futures::stream::iter(keys.into_iter().map(|k| {
             let store = store.clone();
             async move { store.get(&k).await.map(|b| (k, b)) }
         }))
-        .buffered(READ_AHEAD)
-        .try_collect()
-        .await?;
-        for (k, bytes) in fetched {
+        .buffered(READ_AHEAD);
+        futures::pin_mut!(fetched);
+        while let Some((k, bytes)) = fetched.try_next().await? {
             self.push_entry(&k, &bytes, trusted);
             if reading == Reading::Whole {
                 self.entries.push(bytes);
