@@ -22,6 +22,7 @@ use bytes::Bytes;
 
 use super::guard::{self, StoredSeal};
 use super::view::{LogView, Reading};
+use super::SealLeaf;
 use super::{raw_keys, trusted_entry, Cache, Log, LogError};
 use crate::audit::Problem;
 use seal_core::fault::{Fault, HasFault};
@@ -173,7 +174,7 @@ impl Log {
         let mut refused = Vec::new();
         for (run, hash) in seals {
             let hash = match hash {
-                Ok(h) => h.to_string(),
+                Ok(h) => h,
                 Err(detail) => {
                     refused.push(Problem::new(
                         AuditCheck::RunUnlogged,
@@ -183,12 +184,12 @@ impl Log {
                     continue;
                 }
             };
-            let kept: Vec<LogEntry> = view
-                .logged(run.as_str())
-                .filter(|(i, _)| *i < keep)
-                .map(|(_, e)| e)
+            let kept: Vec<&SealLeaf> = view
+                .seal_leaves(run.as_str())
+                .iter()
+                .filter(|l| l.index < keep)
                 .collect();
-            if kept.iter().any(|e| e.seal_sha256 == hash) {
+            if kept.iter().any(|l| l.names_seal(hash)) {
                 continue;
             }
             if !kept.is_empty() {
@@ -196,7 +197,7 @@ impl Log {
                 continue;
             }
             match trusted_entry(&self.store, run, signers).await {
-                Ok(e) if e.seal_sha256 == hash => relog.push((run.clone(), e)),
+                Ok(e) if e.seal_sha256 == hash.as_ref() => relog.push((run.clone(), e)),
                 Ok(_) => refused.push(Problem::new(
                     AuditCheck::RunUnlogged,
                     Key::seal(run).as_str(),

@@ -201,13 +201,6 @@ impl LogView {
         self.by_run.contains_key(run)
     }
 
-    /// The seal entries logged for a run, in log order; none unless read [`Reading::Whole`].
-    pub(super) fn logged(&self, run: &str) -> impl Iterator<Item = (u64, LogEntry)> + '_ {
-        self.seal_leaves(run)
-            .iter()
-            .filter_map(|l| Some((l.index, self.seal_entry(l.index)?)))
-    }
-
     /// The bytes of every leaf, in order; empty unless read [`Reading::Whole`].
     pub(super) fn entries(&self) -> &[Bytes] {
         &self.entries
