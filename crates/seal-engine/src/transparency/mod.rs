@@ -959,12 +959,22 @@ mod tests {
         other.admit(&key, &[]).await.unwrap();
         let mut planted = first.clone();
         planted.key_id = "d".repeat(64);
+        plant_first_entry(&dir, &planted);
+        let err = other.append_seal(&run, &second, &key).await.unwrap_err();
+        assert_first_entry_refused(&err, "replaced");
+    }
+
+    /// The store writer rewrites `log/entries/0` on disk.
+    fn plant_first_entry(dir: &tempfile::TempDir, planted: &LogEntry) {
         let path = dir.path().join(Key::log_entry(0).as_str());
         std::fs::write(&path, planted.to_bytes().unwrap()).unwrap();
-        let err = other.append_seal(&run, &second, &key).await.unwrap_err();
+    }
+
+    /// `err` refuses `log/entries/0`, saying `why`.
+    fn assert_first_entry_refused(err: &LogError, why: &str) {
         assert!(
-            matches!(&err, LogError::Corrupt { key, detail }
-                if key == Key::log_entry(0).as_str() && detail.contains("replaced")),
+            matches!(err, LogError::Corrupt { key, detail }
+                if key == Key::log_entry(0).as_str() && detail.contains(why)),
             "{err}"
         );
     }
@@ -1005,33 +1015,37 @@ mod tests {
         assert!(store.get_opt(&Key::log_entry(2)).await.unwrap().is_none());
     }
 
+    /// `entry` appended by one process, then the log read as `seal verify` reads it.
+    async fn logged_and_read(
+        store: &Store,
+        key: &SigningKey,
+        run: &RunId,
+        entry: &LogEntry,
+    ) -> LogView {
+        Log::new(store.clone(), DEFAULT_ORIGIN)
+            .append_seal(run, entry, key)
+            .await
+            .unwrap();
+        LogView::load(store, &raw_keys(key, &[]), Reading::Latest)
+            .await
+            .unwrap()
+    }
+
     /// A view keeps no entry bytes; a proof reads its entry again, and an entry the store
     /// writer replaced after the view read the log is refused, never handed out as logged.
     #[tokio::test]
     async fn a_proof_of_an_entry_replaced_after_the_log_was_read_is_refused() {
         let (dir, store, key, run, first, _) = rivals(9).await;
-        Log::new(store.clone(), DEFAULT_ORIGIN)
-            .append_seal(&run, &first, &key)
-            .await
-            .unwrap();
-        let trusted = raw_keys(&key, &[]);
-        let view = LogView::load(&store, &trusted, Reading::Latest)
-            .await
-            .unwrap();
+        let view = logged_and_read(&store, &key, &run, &first).await;
         assert!(view.entries().is_empty(), "a Latest view keeps no bytes");
         let proof = view.proof(&store, &run).await.unwrap();
         assert_eq!(proof.entry.as_bytes(), first.to_bytes().unwrap());
 
         let mut planted = first.clone();
         planted.outcome = "fail".into();
-        let path = dir.path().join(Key::log_entry(0).as_str());
-        std::fs::write(&path, planted.to_bytes().unwrap()).unwrap();
+        plant_first_entry(&dir, &planted);
         let err = view.proof(&store, &run).await.unwrap_err();
-        assert!(
-            matches!(&err, LogError::Corrupt { key, detail }
-                if key == Key::log_entry(0).as_str() && detail.contains("rewritten")),
-            "{err}"
-        );
+        assert_first_entry_refused(&err, "rewritten");
     }
 
     /// `seal verify`'s check of a stored run against a view without bytes: the run's entry
@@ -1039,13 +1053,7 @@ mod tests {
     #[tokio::test]
     async fn a_stored_run_is_the_logged_one_only_byte_for_byte() {
         let (_dir, store, key, run, first, other_seal) = rivals(10).await;
-        Log::new(store.clone(), DEFAULT_ORIGIN)
-            .append_seal(&run, &first, &key)
-            .await
-            .unwrap();
-        let view = LogView::load(&store, &raw_keys(&key, &[]), Reading::Latest)
-            .await
-            .unwrap();
+        let view = logged_and_read(&store, &key, &run, &first).await;
         assert!(view.check_entry(&run, &first).is_empty());
         let mut other_outcome = first.clone();
         other_outcome.outcome = "fail".into();
