@@ -161,7 +161,7 @@ pub async fn verify_run(
 /// once for many runs.
 pub async fn load_log(store: &Store, trusted: &[PublicKey]) -> Result<LogView, StoreError> {
     let raw: Vec<[u8; 32]> = trusted.iter().map(PublicKey::raw).collect();
-    LogView::load(store, &raw, transparency::Reading::Latest).await
+    LogView::load(store, &raw).await
 }
 
 /// [`verify_run`] against a log loaded once ([`load_log`]): the run's checks, then its log

@@ -16,7 +16,7 @@
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
-use super::view::{LogView, Reading};
+use super::view::LogView;
 use super::{LogError, READ_AHEAD};
 use crate::audit::Problem;
 use seal_core::canonical::Hash;
@@ -95,7 +95,7 @@ pub fn unlogged_seal(run: &RunId, other_logged: bool) -> Problem {
 /// hands out the log view when nothing stops an append; else refuses, naming every problem.
 pub async fn check(store: &Store, trusted: &[[u8; 32]]) -> Result<LogView, LogError> {
     let seals = stored_seals(store).await?;
-    let view = LogView::load(store, trusted, Reading::Latest).await?;
+    let view = LogView::load(store, trusted).await?;
     let problems = refusals(&view, &seals);
     if problems.is_empty() {
         Ok(view)

@@ -21,7 +21,7 @@
 use bytes::Bytes;
 
 use super::guard::{self, StoredSeal};
-use super::view::{LogView, Reading};
+use super::view::{LogView, WholeLog};
 use super::SealLeaf;
 use super::{raw_keys, trusted_entry, Cache, Log, LogError};
 use crate::audit::Problem;
@@ -111,18 +111,19 @@ impl Log {
     ) -> Result<Option<Rebuilt>, RebuildError> {
         let raw = raw_keys(key, trusted);
         let seals = guard::stored_seals(&self.store).await?;
-        let view = LogView::load(&self.store, &raw, Reading::Whole).await?;
-        let found = guard::refusals(&view, &seals);
+        let whole = WholeLog::load(&self.store, &raw).await?;
+        let view = &whole.view;
+        let found = guard::refusals(view, &seals);
         if found.is_empty() {
             return Ok(None);
         }
-        let keep = keep_prefix(&view);
+        let keep = keep_prefix(view);
         let mut signers = vec![key.public()];
         signers.extend(trusted.iter().cloned());
-        let relog = self.runs_to_relog(&view, keep, &seals, &signers).await?;
-        let reviews = Self::reviews_to_relog(&view, keep, reviews)?;
+        let relog = self.runs_to_relog(view, keep, &seals, &signers).await?;
+        let reviews = Self::reviews_to_relog(view, keep, reviews)?;
         let mut cache = self.cache.lock().await;
-        let (superseded, moved) = self.move_aside(&view, keep, now).await?;
+        let (superseded, moved) = self.move_aside(view, keep, now).await?;
         let mut entry = RebuildEntry::new(&self.origin, now, &key.key_id);
         entry.kept_entries = keep;
         entry.previous_checkpoint_size = view.latest.as_ref().map(|c| c.size);
@@ -137,7 +138,7 @@ impl Log {
         entry.problem_count = found.len() as u64;
         entry.runs_appended = relog.len() as u64;
         let entry = entry.sign(&|m| key.sign(m)).map_err(LogError::from)?;
-        let mut fresh = self.write_rebuild_entry(&view, keep, &entry).await?;
+        let mut fresh = self.write_rebuild_entry(&whole, keep, &entry).await?;
         for (run, e) in &relog {
             self.append_locked(&mut fresh, run, e).await?.at(run)?;
         }
@@ -315,12 +316,12 @@ impl Log {
     /// written create-only, so an appender racing the rebuild stops it.
     async fn write_rebuild_entry(
         &self,
-        view: &LogView,
+        whole: &WholeLog,
         keep: u64,
         entry: &RebuildEntry,
     ) -> Result<Cache, RebuildError> {
         let mut fresh = Cache::default();
-        for (i, bytes) in view.entries().iter().take(keep as usize).enumerate() {
+        for (i, bytes) in whole.entries.iter().take(keep as usize).enumerate() {
             fresh.push(bytes, &Key::log_entry(i as u64))?;
         }
         let bytes = Bytes::from(entry.to_bytes().map_err(|e| LogError::Corrupt {

@@ -25,16 +25,15 @@ use seal_core::vocab::AuditCheck;
 use seal_store::{Key, Store, StoreError};
 
 /// The log as stored, with what is wrong with it.
+///
+/// Decision: a view keeps no leaf's bytes. The tree holds each leaf's hash and
+/// [`Self::by_run`] the digests a check compares, so a view of a long log costs its hashes
+/// and run ids (an entry's bytes were ~0.5 KB of the ~2 KB a run `seal verify --all` held). A
+/// stored entry is checked by its leaf hash; one needed whole (a proof's) is read again and
+/// checked against the leaf hash held ([`Self::proof`]). The two commands that need every
+/// entry's bytes read a [`WholeLog`].
 #[derive(Debug, Default)]
 pub struct LogView {
-    /// Every leaf's bytes, read [`Reading::Whole`] only (`seal log verify` and `seal log
-    /// rebuild` compare each logged entry with the store and relog from them). Decision:
-    /// `seal verify`, the guard and proofs keep none: the tree holds each leaf's hash, and
-    /// [`Self::by_run`] the digests a check compares, so a view of a long log costs its
-    /// hashes and run ids (an entry's bytes were ~0.5 KB of the ~2 KB a run `seal verify
-    /// --all` held). A stored entry is checked by its leaf hash; one needed whole (a proof's)
-    /// is read again and checked against the leaf hash held ([`Self::proof`]).
-    entries: Vec<Bytes>,
     pub(super) tree: Tree,
     /// Each run's seal leaves, in log order.
     pub(super) by_run: BTreeMap<String, Vec<SealLeaf>>,
@@ -62,14 +61,30 @@ pub struct LogView {
     refusals: Vec<Problem>,
 }
 
-/// How much of the log a view reads and keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reading {
-    /// Every stored checkpoint checked against the entries, and every leaf's bytes kept:
-    /// `seal log verify`, `seal log rebuild`.
-    Whole,
-    /// Only the latest checkpoint, and no leaf's bytes: `seal verify`, proofs, the guard.
-    Latest,
+/// The log read whole, for `seal log verify` and `seal log rebuild`, which compare each
+/// logged entry with the store and relog from them: the view, with every stored checkpoint
+/// checked against the entries (not only the latest), and every leaf's bytes in order.
+#[derive(Debug)]
+pub struct WholeLog {
+    pub view: LogView,
+    pub(super) entries: Vec<Bytes>,
+}
+
+impl WholeLog {
+    pub async fn load(store: &Store, trusted: &[[u8; 32]]) -> Result<WholeLog, StoreError> {
+        let mut entries = Vec::new();
+        let view = LogView::read(store, trusted, Some(&mut entries)).await?;
+        Ok(WholeLog { view, entries })
+    }
+
+    /// The seal entry at leaf `index` (`None`: no such leaf, or not a readable seal leaf).
+    fn seal_entry(&self, index: u64) -> Option<LogEntry> {
+        let bytes = self.entries.get(usize::try_from(index).ok()?)?;
+        match Leaf::from_bytes(bytes).ok()? {
+            Leaf::Seal(e) => Some(e),
+            Leaf::Review(_) | Leaf::Rebuild(_) => None,
+        }
+    }
 }
 
 /// A checkpoint as read, before the entries are: verified, or why not.
@@ -162,20 +177,26 @@ pub struct RebuildNote {
 }
 
 impl LogView {
-    /// Reads the log, as much of it as `reading` says.
-    pub async fn load(
+    /// Reads the log and its latest checkpoint (`seal verify`, proofs, the guard).
+    pub async fn load(store: &Store, trusted: &[[u8; 32]]) -> Result<LogView, StoreError> {
+        LogView::read(store, trusted, None).await
+    }
+
+    /// Reads the log; `whole`: check every stored checkpoint, not only the latest, and push
+    /// every leaf's bytes there.
+    async fn read(
         store: &Store,
         trusted: &[[u8; 32]],
-        reading: Reading,
+        whole: Option<&mut Vec<Bytes>>,
     ) -> Result<LogView, StoreError> {
         let mut view = LogView::default();
-        let all_checkpoints = reading == Reading::Whole;
+        let all_checkpoints = whole.is_some();
         // Checkpoints before entries: a checkpoint is published after its entries, so every
         // checkpoint read here commits to entries that exist when they are listed next. The
         // other order can read a concurrent append's checkpoint without its entry and call
         // the log shorter than one it signed.
         let checkpoints = read_checkpoints(store, trusted, all_checkpoints).await?;
-        view.load_entries(store, trusted, reading).await?;
+        view.load_entries(store, trusted, whole).await?;
         view.check_checkpoints(checkpoints);
         Ok(view)
     }
@@ -201,21 +222,6 @@ impl LogView {
         self.by_run.contains_key(run)
     }
 
-    /// The bytes of every leaf, in order; empty unless read [`Reading::Whole`].
-    pub(super) fn entries(&self) -> &[Bytes] {
-        &self.entries
-    }
-
-    /// The seal entry at leaf `index` (`None`: no such leaf, not a readable seal leaf, or a
-    /// view that keeps no bytes).
-    fn seal_entry(&self, index: u64) -> Option<LogEntry> {
-        let bytes = self.entries.get(usize::try_from(index).ok()?)?;
-        match Leaf::from_bytes(bytes).ok()? {
-            Leaf::Seal(e) => Some(e),
-            Leaf::Review(_) | Leaf::Rebuild(_) => None,
-        }
-    }
-
     /// What in the log itself stops seal from appending to it (see the module doc).
     pub fn refusals(&self) -> &[Problem] {
         &self.refusals
@@ -231,7 +237,7 @@ impl LogView {
         &mut self,
         store: &Store,
         trusted: &[[u8; 32]],
-        reading: Reading,
+        mut whole: Option<&mut Vec<Bytes>>,
     ) -> Result<(), StoreError> {
         let mut numbered = Vec::new();
         let listing = store.list(LOG_ENTRIES).await?;
@@ -285,8 +291,8 @@ impl LogView {
         futures::pin_mut!(fetched);
         while let Some((k, bytes)) = fetched.try_next().await? {
             self.push_entry(&k, &bytes, trusted);
-            if reading == Reading::Whole {
-                self.entries.push(bytes);
+            if let Some(entries) = whole.as_deref_mut() {
+                entries.push(bytes);
             }
         }
         Ok(())
@@ -558,14 +564,15 @@ pub async fn verify_log(
     trusted: &[[u8; 32]],
     old: Option<&[u8]>,
 ) -> Result<LogReport, StoreError> {
-    let mut view = LogView::load(store, trusted, Reading::Whole).await?;
-    let mut problems = std::mem::take(&mut view.problems);
-    let (against, seal_pending) = runs_against_log(store, &view).await?;
+    let mut whole = WholeLog::load(store, trusted).await?;
+    let mut problems = std::mem::take(&mut whole.view.problems);
+    let (against, seal_pending) = runs_against_log(store, &whole).await?;
+    let view = &whole.view;
     problems.extend(against);
-    let (against, review_pending) = reviews_against_log(store, &view).await?;
+    let (against, review_pending) = reviews_against_log(store, view).await?;
     problems.extend(against);
     let consistency = match old {
-        Some(old) => against_old(&view, trusted, old, &mut problems),
+        Some(old) => against_old(view, trusted, old, &mut problems),
         None => None,
     };
     let rebuilds = view
@@ -613,13 +620,14 @@ pub async fn verify_log(
 /// sealed run is logged once.
 async fn runs_against_log(
     store: &Store,
-    view: &LogView,
+    whole: &WholeLog,
 ) -> Result<(Vec<Problem>, Vec<String>), StoreError> {
+    let view = &whole.view;
     let mut problems = Vec::new();
     let mut pending = Vec::new();
     let mut stored: HashMap<String, StoredRun> = HashMap::new();
-    for index in 0..view.entries().len() as u64 {
-        let Some(entry) = view.seal_entry(index) else {
+    for index in 0..whole.entries.len() as u64 {
+        let Some(entry) = whole.seal_entry(index) else {
             continue;
         };
         let object = Key::log_entry(index).to_string();
