@@ -223,14 +223,15 @@ impl Cache {
             by_run: view.by_run.into_iter().collect(),
             ..Cache::default()
         };
-        for (index, r) in view.reviews {
-            cache.others.insert(leaf_hash(&view.tree, index)?, index);
-            cache
-                .reviews
-                .insert((r.run_id, r.review_index, r.review_sha256));
-        }
-        for (index, _) in view.rebuilds {
-            cache.others.insert(leaf_hash(&view.tree, index)?, index);
+        // The seal leaves come indexed already; the others through the one rule for them.
+        let others = (view.reviews.into_iter().map(|(i, r)| (i, Leaf::Review(r)))).chain(
+            view.rebuilds
+                .into_iter()
+                .map(|(i, r)| (i, Leaf::Rebuild(r))),
+        );
+        for (index, leaf) in others {
+            let hash = leaf_hash(&view.tree, index)?;
+            cache.index(index, leaf, hash);
         }
         cache.tree = view.tree;
         Ok(cache)
