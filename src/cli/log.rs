@@ -333,6 +333,14 @@ fn render(r: &LogReport) -> String {
             b.problem_count
         ));
     }
+    if r.tiles_checked > 0 || r.tiles_missing > 0 {
+        out.push_str(&format!(
+            "{} hash tiles stored, each the hashes of the entries ({} of the latest checkpoint's missing)\n",
+            r.tiles_checked, r.tiles_missing
+        ));
+    } else if r.checkpoint_size.is_some() {
+        out.push_str("no hash tiles stored yet (a log from before them): the next checkpoint stores them\n");
+    }
     for run in &r.seal_pending {
         out.push_str(&format!(
             "run {run}: logged, its seal not stored yet (a finalize was interrupted between the log append and the seal: finalize the run again to store the very seal logged)\n"

@@ -18,6 +18,8 @@ pub const MAX_SEGMENTS: usize = 8;
 pub const LOG_ENTRIES: &str = "log/entries";
 /// Folder of the transparency log's signed checkpoints.
 pub const LOG_CHECKPOINTS: &str = "log/checkpoints";
+/// Folder of the log's hash tiles (C2SP tlog-tiles): `log/tile/8/<level>/<index>[.p/<width>]`.
+pub const LOG_TILES: &str = "log/tile";
 /// Folder of the witnesses' cosignatures of the log's checkpoints:
 /// `log/cosignatures/<size, 20 digits>/<key id>-<time>`.
 pub const LOG_COSIGNATURES: &str = "log/cosignatures";
@@ -173,6 +175,19 @@ impl Key {
     pub fn log_checkpoint(size: u64) -> Key {
         Key(format!("{LOG_CHECKPOINTS}/{size:020}"))
     }
+    /// `log/tile/<height>/<level>/<index path>[.p/<width>]`: hash tile `tile` of the log
+    /// (C2SP tlog-tiles, whose `tile/…` path it is under `log/`). `None` past the key depth
+    /// (a tree of more than 2^38 leaves).
+    pub fn log_tile(tile: &crate::tlog::Tile) -> Option<Key> {
+        Key::parse(&format!("log/{}", tile.path())).ok()
+    }
+
+    /// The hash tile a `log/tile/…` key names, if it is one (a data tile is not: seal stores
+    /// its entries one by one).
+    pub fn log_tile_coordinates(&self) -> Option<crate::tlog::Tile> {
+        crate::tlog::parse_tile_path(self.0.strip_prefix("log/")?)
+    }
+
     /// The number a `log/entries/<n>` or `log/checkpoints/<n>` key names, if it is one.
     pub fn log_number(&self, folder: &str) -> Option<u64> {
         let rest = self.0.strip_prefix(folder)?.strip_prefix('/')?;

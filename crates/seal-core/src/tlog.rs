@@ -276,6 +276,73 @@ impl Leaf {
     }
 }
 
+/// Height of the log's hash tiles: 256 hashes a tile, as C2SP tlog-tiles fixes it.
+pub const TILE_HEIGHT: u8 = 8;
+
+pub use tlog_tiles::Tile;
+
+/// The hash tiles a log of `new` leaves has that a log of `old` leaves has not (C2SP
+/// tlog-tiles): every tile completed in between and, at each level, the partial tile at the
+/// new right edge. `tiles_between(0, n)` is every tile a reader of the tree of `n` may ask for.
+pub fn tiles_between(old: u64, new: u64) -> Vec<Tile> {
+    if old >= new {
+        return Vec::new();
+    }
+    Tile::new_tiles(TILE_HEIGHT, old, new)
+}
+
+/// The hash tile a C2SP path (`tile/8/<level>/<index>[.p/<width>]`) names, in its one
+/// canonical spelling, at seal's height; `None` for anything else, data tiles included.
+///
+/// Decision: checked here before `Tile::from_path`, which panics on a width of 0 or a level
+/// above 63 and lets a level overflow the hash index arithmetic: the path comes from a store
+/// listing or a request, so it is hostile.
+pub fn parse_tile_path(path: &str) -> Option<Tile> {
+    let mut parts = path.split('/');
+    let (Some("tile"), Some("8"), Some(level)) = (parts.next(), parts.next(), parts.next()) else {
+        return None;
+    };
+    // Levels of a tree of at most 2^64 leaves at height 8: 0 to 7, one digit.
+    if level.len() != 1 || !matches!(level.as_bytes()[0], b'0'..=b'7') {
+        return None;
+    }
+    // A partial tile's width: 1 to 255 (`from_path` reads `0` and `00` too, then panics).
+    let all: Vec<&str> = path.split('/').collect();
+    if let [.., index, width] = all.as_slice() {
+        if index.ends_with(".p") && !matches!(width.parse::<u32>(), Ok(1..=255)) {
+            return None;
+        }
+    }
+    let tile = Tile::from_path(path).ok()?;
+    (!tile.is_data() && tile.path() == path).then_some(tile)
+}
+
+/// The tiles on the right edge of the tree of `size` leaves: at each level, the one holding
+/// that level's last hash (partial, or the last full tile). They are the last tiles a writer
+/// stores before a checkpoint of `size`, so finding them all stored with the tree's bytes
+/// says the writer got that far.
+pub fn edge_tiles(size: u64) -> Vec<Tile> {
+    let h = u32::from(TILE_HEIGHT);
+    let mut tiles = Vec::new();
+    let mut level: u8 = 0;
+    loop {
+        let shift = h * u32::from(level);
+        let count = size.checked_shr(shift).unwrap_or(0);
+        if count == 0 {
+            return tiles;
+        }
+        let width = count % (1 << h);
+        let tile = if width == 0 {
+            Tile::new(TILE_HEIGHT, level, (count >> h) - 1, 1 << h, false)
+        } else {
+            // `width` < 256, so it fits.
+            Tile::new(TILE_HEIGHT, level, count >> h, width as u32, false)
+        };
+        tiles.push(tile);
+        level += 1;
+    }
+}
+
 /// RFC 6962 leaf hash: SHA-256(0x00 || data).
 pub fn leaf_hash(data: &[u8]) -> NodeHash {
     tlog_tiles::record_hash(data).0
@@ -379,6 +446,15 @@ impl Tree {
         tlog_tiles::prove_tree(new, old, self)
             .map(|p| p.into_iter().map(|h| h.0).collect())
             .map_err(tree_err)
+    }
+
+    /// The bytes of hash tile `tile` of this tree (32 bytes a hash, left to right); an error
+    /// for a tile reaching past the tree.
+    pub fn tile(&self, tile: &Tile) -> Result<Vec<u8>, TlogError> {
+        if tile.is_data() {
+            return Err(TlogError::Tree("a data tile holds entries, not hashes".into()));
+        }
+        tile.read_data(self).map_err(tree_err)
     }
 
     fn check_size(&self, size: u64) -> Result<(), TlogError> {

@@ -240,6 +240,9 @@ words!(
         LogEntries = "log_entries",
         /// A checkpoint is missing, unsigned, or commits to entries the store lacks.
         LogCheckpoint = "log_checkpoint",
+        /// A stored hash tile is not the hashes of the log's entries, or one a reader of the
+        /// latest checkpoint needs is missing.
+        LogTiles = "log_tiles",
         /// Two signed trees of one size with different roots.
         LogFork = "log_fork",
         /// The log is not an append-only extension of an older checkpoint (rollback, rewrite).

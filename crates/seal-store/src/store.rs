@@ -212,7 +212,7 @@ impl Store {
         Ok(self.create(key, bytes, hash).await?.stored)
     }
 
-    /// Removes an object of the transparency log's entries or checkpoints: the one exception to
+    /// Removes an object of the transparency log's entries, checkpoints or tiles: the one exception to
     /// "nothing is deleted", for `seal log rebuild`, which has copied it under `log/superseded/`
     /// first (docs/DESIGN.md §13). Refused for every other key. Absent already is success.
     pub async fn remove_log_object(&self, key: &Key) -> Result<(), StoreError> {
@@ -221,11 +221,16 @@ impl Store {
                 .strip_prefix(dir)
                 .is_some_and(|rest| rest.starts_with('/'))
         };
-        if !under(seal_core::key::LOG_ENTRIES) && !under(seal_core::key::LOG_CHECKPOINTS) {
+        let log = [
+            seal_core::key::LOG_ENTRIES,
+            seal_core::key::LOG_CHECKPOINTS,
+            seal_core::key::LOG_TILES,
+        ];
+        if !log.iter().any(|dir| under(dir)) {
             return Err(StoreError::Backend {
                 key: key.to_string(),
                 op: "delete",
-                detail: "only log entries and checkpoints are ever removed".into(),
+                detail: "only log entries, checkpoints and tiles are ever removed".into(),
             });
         }
         object::delete(self.backend.objects(), key).await?;

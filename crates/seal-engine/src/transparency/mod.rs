@@ -5,7 +5,9 @@
 //!
 //! Layout, create-only like everything else:
 //! - `log/entries/<index, 20 digits>`: the canonical [`LogEntry`] bytes of leaf `index`;
-//! - `log/checkpoints/<size, 20 digits>`: the signed note of the tree of `size` leaves.
+//! - `log/checkpoints/<size, 20 digits>`: the signed note of the tree of `size` leaves;
+//! - `log/tile/8/<level>/<index>[.p/<width>]`: the tree's hash tiles (C2SP tlog-tiles),
+//!   stored before each checkpoint ([`tiles`]).
 //!
 //! Decision: no conditional *update* anywhere, only create-only puts, which every backend
 //! (file, memory, S3 with `If-None-Match: *`) offers. A replica takes the next index by
@@ -29,6 +31,7 @@
 pub mod guard;
 pub mod publish;
 pub mod rebuild;
+pub mod tiles;
 pub mod view;
 
 use bytes::Bytes;
@@ -159,6 +162,9 @@ struct Cache {
     admitted: bool,
     /// The largest checkpoint this process stored (or found stored) for this tree.
     published: u64,
+    /// The tree's tiles are stored through this size ([`tiles`]): the next checkpoint stores
+    /// the ones after it.
+    tiled: u64,
 }
 
 /// A seal leaf as this process holds it: where it is and the digests it names (`None` for a
@@ -235,6 +241,14 @@ impl Cache {
         }
         cache.tree = view.tree;
         Ok(cache)
+    }
+
+    /// Records that the tiles of the tree of `size` leaves are stored.
+    fn tiled_through(&mut self, size: u64) {
+        // A rebuild may have replaced the tree meanwhile: then its own tiles are due again.
+        if self.tree.size() >= size {
+            self.tiled = self.tiled.max(size);
+        }
     }
 
     /// Records what leaf `index` (leaf hash `hash`) is, for the lookups below.
@@ -337,7 +351,10 @@ impl Log {
             return Ok(());
         }
         let view = guard::check(&self.store, trusted).await?;
-        *cache = Cache::admitted(view)?;
+        let latest = view.latest.as_ref().map_or(0, |c| c.size);
+        let mut admitted = Cache::admitted(view)?;
+        admitted.tiled = tiles::stored_through(&self.store, &admitted.tree, latest).await?;
+        *cache = admitted;
         Ok(())
     }
 
@@ -586,6 +603,9 @@ impl Log {
             return Ok(0);
         }
         let note = Bytes::from(sign_checkpoint(&self.origin, &cache.tree, size, key)?);
+        let due = tiles::due(&cache.tree, cache.tiled.min(size), size)?;
+        tiles::store_all(&self.store, due).await?;
+        cache.tiled_through(size);
         if self.store_checkpoint(size, &note).await? {
             self.witnesses.offer(&cache.tree, size, &note);
         }
@@ -602,7 +622,7 @@ impl Log {
     /// holding its entry is stored (log, checkpoint, then seal: the module doc).
     async fn publish_covering(&self, needed: u64, key: &SigningKey) -> Result<u64, LogError> {
         let _turn = self.publishing.lock().await;
-        let (size, note) = {
+        let (size, note, due) = {
             let cache = self.cache.lock().await;
             if cache.published >= needed {
                 return Ok(cache.published);
@@ -620,8 +640,12 @@ impl Log {
                 });
             }
             let note = sign_checkpoint(&self.origin, &cache.tree, size, key)?;
-            (size, Bytes::from(note))
+            let due = tiles::due(&cache.tree, cache.tiled.min(size), size)?;
+            (size, Bytes::from(note), due)
         };
+        // The tiles first: a stored checkpoint's tiles are all there for its readers.
+        tiles::store_all(&self.store, due).await?;
+        self.cache.lock().await.tiled_through(size);
         let created = self.store_checkpoint(size, &note).await?;
         let mut cache = self.cache.lock().await;
         // The tree only grows (entries are create-only), so its first `size` leaves are the
@@ -831,11 +855,12 @@ async fn trusted_entry(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use seal_core::vocab::AuditCheck;
 
-    fn entry(i: u32) -> (RunId, LogEntry) {
+    /// A seal entry of run `run-batch-<i>` (nothing stored for it).
+    pub(in crate::transparency) fn entry(i: u32) -> (RunId, LogEntry) {
         let run = RunId::parse(&format!("run-batch-{i:04}")).expect("a valid run id");
         let e = LogEntry {
             run_id: run.to_string(),

@@ -3,7 +3,7 @@
 //! It keeps the longest prefix of the stored log that is readable and agrees with every
 //! checkpoint signed within it, moves whatever of the previous log is in the way of appending
 //! after that prefix (later or orphaned entries, checkpoints of larger sizes, unverifiable
-//! ones) under `log/superseded/<index>-<time>/`, appends a signed [`RebuildEntry`] saying what
+//! ones, tiles of leaves it does not keep or that are not the kept leaves' hashes) under `log/superseded/<index>-<time>/`, appends a signed [`RebuildEntry`] saying what
 //! it found, kept and moved, then the entry of every sealed run the kept prefix lacks, and
 //! publishes a checkpoint. Nothing is deleted without a copy. The review leaves of the stored
 //! reviews the kept prefix lacks follow the runs (run id, then review order): each review is
@@ -291,6 +291,9 @@ impl Log {
                     .map(|&size| Key::log_checkpoint(size)),
             )
             .collect();
+        // The tiles of leaves it does not keep (the relogged entries are tiled again), and any
+        // that are not the kept leaves' hashes.
+        moving.extend(super::tiles::in_the_way(&self.store, &view.tree, keep).await?);
         moving.sort();
         moving.dedup();
         for k in &moving {

@@ -147,6 +147,11 @@ pub struct LogReport {
     /// its log append and its write (sending it again stores it), or one that lost its index
     /// to a concurrent review.
     pub review_pending: Vec<String>,
+    /// Stored hash tiles found to be the entries' hashes.
+    pub tiles_checked: u64,
+    /// Tiles of the latest checkpoint that are not stored (0 for a log that holds none yet:
+    /// its next checkpoint writes them).
+    pub tiles_missing: u64,
     pub verified: bool,
     pub problems: Vec<Problem>,
 }
@@ -571,6 +576,9 @@ pub async fn verify_log(
     problems.extend(against);
     let (against, review_pending) = reviews_against_log(store, view).await?;
     problems.extend(against);
+    let latest = view.latest.as_ref().map_or(0, |c| c.size);
+    let tiles = super::tiles::check(store, &view.tree, latest).await?;
+    problems.extend(tiles.problems);
     let consistency = match old {
         Some(old) => against_old(view, trusted, old, &mut problems),
         None => None,
@@ -610,6 +618,8 @@ pub async fn verify_log(
             })
             .collect(),
         review_pending,
+        tiles_checked: tiles.checked,
+        tiles_missing: tiles.missing.len() as u64,
         verified: problems.is_empty(),
         problems,
     })

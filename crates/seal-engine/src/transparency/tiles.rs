@@ -1,0 +1,361 @@
+//! The log's tree as hash tiles (C2SP tlog-tiles), stored under `log/tile/` beside the
+//! entries (docs/DESIGN.md §13).
+//!
+//! Before a checkpoint of `n` leaves is stored, its tiles are: every tile completed since
+//! the tiles this process last stored, and at each level the partial tile at the new right
+//! edge (`log/tile/8/<level>/<index>[.p/<width>]`). So a reader of any stored checkpoint
+//! finds every tile it may ask for, and the tree of the latest checkpoint is readable in
+//! O(log n) objects instead of n entries.
+//!
+//! Decision: tiles are derived bytes, never trusted for what they say. A reader authenticates
+//! them against a signed root (`tlog_tiles::TileHashReader`); a writer that finds a tile
+//! stored with other bytes than its tree gives refuses to publish over it (a planted tile,
+//! which would stop every reader of that checkpoint): `seal log verify` names it and
+//! `seal log rebuild` moves it aside. Tiles are written create-only, like everything else:
+//! two replicas, or a process that tiles again after a crash, write the very same bytes.
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+
+use super::{corrupt, LogError};
+use crate::audit::Problem;
+use seal_core::key::LOG_TILES;
+use seal_core::tlog::{self, Tile, Tree};
+use seal_core::vocab::AuditCheck;
+use seal_store::{Key, Store, StoreError};
+
+/// Tiles written or read at once.
+const AT_ONCE: usize = 16;
+
+/// The tiles of `tree`'s first `size` leaves that a log tiled through `from` leaves lacks,
+/// with their bytes.
+pub(super) fn due(tree: &Tree, from: u64, size: u64) -> Result<Vec<(Key, Bytes)>, LogError> {
+    tlog::tiles_between(from, size)
+        .into_iter()
+        .map(|t| Ok((key(&t)?, Bytes::from(tree.tile(&t)?))))
+        .collect()
+}
+
+fn key(tile: &Tile) -> Result<Key, LogError> {
+    Key::log_tile(tile).ok_or_else(|| LogError::Corrupt {
+        key: format!("{LOG_TILES}/{}", tile.path()),
+        detail: "a tile of a tree deeper than the store's keys reach".into(),
+    })
+}
+
+/// Stores `tiles`, create-only and all at once (one batch of the file store's group commit).
+/// A tile stored already with the same bytes is fine; with other bytes, nothing is published
+/// over it.
+pub(super) async fn store_all(store: &Store, tiles: Vec<(Key, Bytes)>) -> Result<(), LogError> {
+    futures::stream::iter(tiles)
+        .map(|(k, bytes)| async move {
+            match store.put(&k, bytes).await {
+                Ok(_) => Ok(()),
+                Err(StoreError::Conflict { .. }) => Err(corrupt(
+                    &k,
+                    "holds a tile that is not this log's, so no checkpoint is published over \
+                     it: `seal log verify` names it, `seal log rebuild` moves it aside",
+                )),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .buffer_unordered(AT_ONCE)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
+/// How far the stored tiles go, as far as a process about to publish needs to know: `size`
+/// (the latest checkpoint's) when every tile on the right edge of that tree is stored with
+/// the tree's bytes, since a writer stores those last and before the checkpoint; else 0, and
+/// the next checkpoint stores every tile again (a log from before tiles, or one whose tiles
+/// were lost: the tiles already there are the same bytes, so this only costs the writes).
+pub(super) async fn stored_through(store: &Store, tree: &Tree, size: u64) -> Result<u64, LogError> {
+    if size > tree.size() {
+        return Ok(0);
+    }
+    for t in tlog::edge_tiles(size) {
+        let k = key(&t)?;
+        match store.get_opt(&k).await? {
+            Some(bytes) if bytes[..] == tree.tile(&t)?[..] => {}
+            _ => return Ok(0),
+        }
+    }
+    Ok(size)
+}
+
+/// The first leaf past the leaves a tile's hashes cover (`None` past u64).
+fn reach(tile: &Tile) -> Option<u64> {
+    let hashes = (tile.level_index().checked_shl(u32::from(tlog::TILE_HEIGHT))?)
+        .checked_add(u64::from(tile.width()))?;
+    let shift = u32::from(tlog::TILE_HEIGHT) * u32::from(tile.level());
+    let leaves = hashes.checked_shl(shift)?;
+    // A shift that pushed bits out is a reach past u64.
+    (leaves.checked_shr(shift) == Some(hashes)).then_some(leaves)
+}
+
+/// Whether the stored `bytes` at `key` are a tile of the first `size` leaves of `tree`, byte
+/// for byte: `Err` says why not.
+fn agrees(tree: &Tree, size: u64, key: &Key, bytes: &[u8]) -> Result<(), String> {
+    let Some(tile) = key.log_tile_coordinates() else {
+        return Err("not a hash tile's key (tile/8/<level>/<index>[.p/<width>])".into());
+    };
+    match reach(&tile) {
+        Some(end) if end <= size => {}
+        _ => return Err(format!("a tile of leaves past the {size} the log holds")),
+    }
+    match tree.tile(&tile) {
+        Ok(ours) if ours[..] == *bytes => Ok(()),
+        Ok(_) => Err("not the hashes of the log's entries".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// What `seal log verify` found of the tiles.
+#[derive(Debug, Default)]
+pub struct TileCheck {
+    /// Tiles read and found to be the entries' hashes.
+    pub checked: u64,
+    /// Tiles a reader of the latest checkpoint may ask for that are not stored.
+    pub missing: Vec<String>,
+    pub problems: Vec<Problem>,
+}
+
+/// `seal log verify`: every stored tile is the hashes of the log's entries (`tree`, every
+/// entry read), and every tile of the latest checkpoint (`checkpoint` leaves) is stored. A
+/// log that holds no tile at all predates them: its next checkpoint writes them, and that is
+/// no problem.
+pub async fn check(store: &Store, tree: &Tree, checkpoint: u64) -> Result<TileCheck, StoreError> {
+    let listed = store.list(LOG_TILES).await?.keys;
+    let read: Vec<(Key, Bytes)> = futures::stream::iter(listed.iter().cloned())
+        .map(|k| async move { store.get(&k).await.map(|b| (k, b)) })
+        .buffered(AT_ONCE)
+        .try_collect()
+        .await?;
+    let mut found = TileCheck::default();
+    for (k, bytes) in &read {
+        match agrees(tree, tree.size(), k, bytes) {
+            Ok(()) => found.checked += 1,
+            Err(detail) => found
+                .problems
+                .push(Problem::new(AuditCheck::LogTiles, k.to_string(), detail)),
+        }
+    }
+    if listed.is_empty() {
+        return Ok(found);
+    }
+    let stored: std::collections::HashSet<&str> = listed.iter().map(Key::as_str).collect();
+    for t in tlog::tiles_between(0, checkpoint) {
+        let k = format!("log/{}", t.path());
+        if !stored.contains(k.as_str()) {
+            found.missing.push(k);
+        }
+    }
+    if let Some(first) = found.missing.first() {
+        found.problems.push(Problem::new(
+            AuditCheck::LogTiles,
+            first.clone(),
+            format!(
+                "{} tile(s) of the latest checkpoint (size {checkpoint}) are missing, from this \
+                 one on: a reader of that checkpoint cannot read its tree",
+                found.missing.len()
+            ),
+        ));
+    }
+    Ok(found)
+}
+
+/// The stored tiles a rebuild that keeps `keep` leaves of `tree` moves aside: every tile
+/// that is not the kept leaves' hashes byte for byte (planted, or of leaves it does not
+/// keep, which the relogged entries will tile again).
+pub(super) async fn in_the_way(store: &Store, tree: &Tree, keep: u64) -> Result<Vec<Key>, StoreError> {
+    let listed = store.list(LOG_TILES).await?.keys;
+    let mut moving = Vec::new();
+    let mut reads = futures::stream::iter(listed)
+        .map(|k| async move { store.get(&k).await.map(|b| (k, b)) })
+        .buffered(AT_ONCE);
+    while let Some((k, bytes)) = reads.try_next().await? {
+        if agrees(tree, keep.min(tree.size()), &k, &bytes).is_err() {
+            moving.push(k);
+        }
+    }
+    Ok(moving)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transparency::tests::entry;
+    use crate::transparency::{checkpoint_keys, raw_keys, verify_log, Log, DEFAULT_ORIGIN};
+    use seal_core::sealing::SigningKey;
+    use std::collections::HashMap;
+    use tlog_tiles::{TileHashReader, TileReader};
+
+    #[test]
+    fn a_tile_reaches_the_leaf_after_its_last_hash_covers() {
+        assert_eq!(reach(&Tile::new(8, 0, 0, 1, false)), Some(1));
+        assert_eq!(reach(&Tile::new(8, 0, 2, 88, false)), Some(600));
+        assert_eq!(reach(&Tile::new(8, 1, 0, 2, false)), Some(512));
+        assert_eq!(reach(&Tile::new(8, 2, 0, 256, false)), Some(1 << 24));
+        assert_eq!(reach(&Tile::new(8, 7, 0, 255, false)), Some(255 << 56));
+        assert_eq!(reach(&Tile::new(8, 7, 1, 1, false)), None);
+    }
+
+    /// A log of entries `0..n`, each appended and checkpointed as the postguard does.
+    async fn appended(store: &Store, key: &SigningKey, n: u32) -> Log {
+        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
+        for i in 0..n {
+            let (run, e) = entry(i);
+            log.append_seal(&run, &e, key).await.unwrap();
+        }
+        log
+    }
+
+    /// Every stored tile, as a C2SP reader fetching them from the store would get them.
+    struct Fetched(HashMap<Tile, Vec<u8>>);
+
+    impl TileReader for Fetched {
+        fn height(&self) -> u8 {
+            tlog::TILE_HEIGHT
+        }
+        fn read_tiles(&self, tiles: &[Tile]) -> Result<Vec<Vec<u8>>, tlog_tiles::Error> {
+            tiles
+                .iter()
+                .map(|t| self.0.get(t).cloned().ok_or(tlog_tiles::Error::InvalidTile))
+                .collect()
+        }
+        fn save_tiles(&self, _: &[Tile], _: &[Vec<u8>]) {}
+    }
+
+    async fn fetched(store: &Store) -> Fetched {
+        let mut tiles = HashMap::new();
+        for k in store.list(LOG_TILES).await.unwrap().keys {
+            let t = k.log_tile_coordinates().expect("a tile key");
+            tiles.insert(t, store.get(&k).await.unwrap().to_vec());
+        }
+        Fetched(tiles)
+    }
+
+    fn tile_problems(report: &super::super::LogReport) -> Vec<&Problem> {
+        let tiles = report.problems.iter();
+        tiles.filter(|p| p.check == AuditCheck::LogTiles).collect()
+    }
+
+    /// Each checkpoint's tiles are stored before it, so a reader of any stored checkpoint
+    /// reads that tree from the tiles alone, authenticated by `tlog_tiles`' own reader
+    /// against the signed root: the root, and the proof of its last leaf.
+    #[tokio::test]
+    async fn every_stored_checkpoint_is_readable_from_the_stored_tiles() {
+        let store = Store::open("memory://").await.unwrap();
+        let key = SigningKey::generate();
+        appended(&store, &key, 300).await;
+        let tiles = fetched(&store).await;
+        let checkpoints = checkpoint_keys(&store).await.unwrap();
+        assert_eq!(checkpoints.len(), 300);
+        for (size, k) in checkpoints {
+            let note = store.get(&k).await.unwrap();
+            let cp = tlog::open_checkpoint(&note, &raw_keys(&key, &[])).unwrap();
+            let root = tlog_tiles::Hash(cp.root);
+            let reader = TileHashReader::new(size, root, &tiles);
+            assert_eq!(tlog_tiles::tree_hash(size, &reader).unwrap(), root, "{size}");
+            tlog_tiles::prove_record(size, size - 1, &reader).unwrap();
+        }
+        let report = verify_log(&store, &raw_keys(&key, &[]), None).await.unwrap();
+        assert!(tile_problems(&report).is_empty(), "{:?}", report.problems);
+        assert_eq!(report.tiles_checked, tiles.0.len() as u64);
+        assert_eq!(report.tiles_missing, 0);
+    }
+
+    /// The store writer plants the tile the next checkpoint needs: nothing is published over
+    /// it, and the error names it.
+    #[tokio::test]
+    async fn a_planted_tile_stops_the_checkpoint_that_needs_it() {
+        let store = Store::open("memory://").await.unwrap();
+        let key = SigningKey::generate();
+        let log = appended(&store, &key, 3).await;
+        let planted = Key::log_tile(&Tile::new(8, 0, 0, 4, false)).unwrap();
+        store.put(&planted, Bytes::from(vec![7u8; 128])).await.unwrap();
+        let (run, e) = entry(3);
+        let err = log.append_seal(&run, &e, &key).await.unwrap_err();
+        assert!(
+            matches!(&err, LogError::Corrupt { key, detail }
+                if key == planted.as_str() && detail.contains("not this log's")),
+            "{err}"
+        );
+        assert!(store
+            .get_opt(&Key::log_checkpoint(4))
+            .await
+            .unwrap()
+            .is_none());
+    }
+
+    /// `seal log verify` reads every stored tile: a rewritten one, a stray key and a missing
+    /// tile of the latest checkpoint are each named.
+    #[tokio::test]
+    async fn seal_log_verify_names_a_rewritten_a_stray_and_a_missing_tile() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&format!("file://{}", dir.path().display()))
+            .await
+            .unwrap();
+        let key = SigningKey::generate();
+        appended(&store, &key, 10).await;
+        let tiles = dir.path().join("log/tile/8/0");
+        std::fs::write(tiles.join("000.p/5"), [0u8; 5 * 32]).unwrap();
+        std::fs::remove_file(tiles.join("000.p/10")).unwrap();
+        std::fs::write(tiles.join("stray"), b"x").unwrap();
+        let report = verify_log(&store, &raw_keys(&key, &[]), None).await.unwrap();
+        let named: Vec<(&str, &str)> = tile_problems(&report)
+            .iter()
+            .map(|p| (p.object.as_str(), p.detail.as_str()))
+            .collect();
+        assert_eq!(named.len(), 3, "{named:?}");
+        assert!(named.contains(&("log/tile/8/0/000.p/5", "not the hashes of the log's entries")));
+        assert!(named.iter().any(|(k, d)| *k == "log/tile/8/0/stray" && d.contains("key")));
+        assert!(named.iter().any(|(k, d)| *k == "log/tile/8/0/000.p/10" && d.contains("missing")));
+        assert_eq!(report.tiles_missing, 1);
+    }
+
+    /// A log without tiles (from before them) is tiled whole by the next checkpoint a process
+    /// publishes. A process that finds the edge tiles of the latest checkpoint stored does not
+    /// write the older ones again: a full tile deleted behind them stays missing, and
+    /// `seal log verify` says so.
+    #[tokio::test]
+    async fn a_log_without_tiles_is_tiled_whole_by_its_next_checkpoint() {
+        let store = Store::open("memory://").await.unwrap();
+        let key = SigningKey::generate();
+        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
+        {
+            let mut cache = log.cache.lock().await;
+            log.admit_locked(&mut cache, &raw_keys(&key, &[])).await.unwrap();
+            for i in 0..600 {
+                let (run, e) = entry(i);
+                log.append_locked(&mut cache, &run, &e).await.unwrap();
+            }
+        }
+        assert_eq!(log.publish_covering(600, &key).await.unwrap(), 600);
+        let remove_all = |store: Store| async move {
+            for k in store.list(LOG_TILES).await.unwrap().keys {
+                store.remove_log_object(&k).await.unwrap();
+            }
+        };
+        remove_all(store.clone()).await;
+
+        let (run, e) = entry(600);
+        appended(&store, &key, 0).await.append_seal(&run, &e, &key).await.unwrap();
+        let mut paths: Vec<String> = fetched(&store).await.0.keys().map(Tile::path).collect();
+        paths.sort();
+        assert_eq!(
+            paths,
+            ["tile/8/0/000", "tile/8/0/001", "tile/8/0/002.p/89", "tile/8/1/000.p/2"]
+        );
+
+        let first = Key::log_tile(&Tile::new(8, 0, 0, 256, false)).unwrap();
+        store.remove_log_object(&first).await.unwrap();
+        let (run, e) = entry(601);
+        appended(&store, &key, 0).await.append_seal(&run, &e, &key).await.unwrap();
+        assert!(store.get_opt(&first).await.unwrap().is_none());
+        let report = verify_log(&store, &raw_keys(&key, &[]), None).await.unwrap();
+        assert_eq!(report.tiles_missing, 1);
+        assert_eq!(tile_problems(&report)[0].object, first.as_str());
+    }
+}
