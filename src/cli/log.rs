@@ -339,7 +339,9 @@ fn render(r: &LogReport) -> String {
             r.tiles_checked, r.tiles_missing
         ));
     } else if r.checkpoint_size.is_some() {
-        out.push_str("no hash tiles stored yet (a log from before them): the next checkpoint stores them\n");
+        out.push_str(
+            "no hash tiles stored yet (a log from before them): the next checkpoint stores them\n",
+        );
     }
     for run in &r.seal_pending {
         out.push_str(&format!(

@@ -452,7 +452,9 @@ impl Tree {
     /// for a tile reaching past the tree.
     pub fn tile(&self, tile: &Tile) -> Result<Vec<u8>, TlogError> {
         if tile.is_data() {
-            return Err(TlogError::Tree("a data tile holds entries, not hashes".into()));
+            return Err(TlogError::Tree(
+                "a data tile holds entries, not hashes".into(),
+            ));
         }
         tile.read_data(self).map_err(tree_err)
     }

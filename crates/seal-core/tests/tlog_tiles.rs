@@ -52,7 +52,10 @@ fn read_back(tree: &Tree, tiles: HashMap<Tile, Vec<u8>>, size: u64, index: u64) 
     let root = tlog_tiles::Hash(tree.root(size).expect("root"));
     let stored = Stored(tiles);
     let reader = TileHashReader::new(size, root, &stored);
-    assert_eq!(tlog_tiles::tree_hash(size, &reader).expect("tree hash"), root);
+    assert_eq!(
+        tlog_tiles::tree_hash(size, &reader).expect("tree hash"),
+        root
+    );
     let proof: Vec<[u8; 32]> = tlog_tiles::prove_record(size, index, &reader)
         .expect("proof from tiles")
         .into_iter()
@@ -75,7 +78,10 @@ fn a_tile_holds_its_level_s_hashes_left_to_right() {
     assert_eq!(bytes[255 * 32..], tree.leaf(255).expect("leaf 255"));
     // The level-1 tile holds the root of each full level-0 tile: that of leaves 0..256.
     let up = Tile::new(8, 1, 0, 1, false);
-    assert_eq!(tree.tile(&up).expect("level 1"), tree.root(256).expect("root 256"));
+    assert_eq!(
+        tree.tile(&up).expect("level 1"),
+        tree.root(256).expect("root 256")
+    );
     // A tile reaching past the tree is refused, not padded.
     assert!(tree.tile(&Tile::new(8, 0, 1, 45, false)).is_err());
     assert!(tree.tile(&Tile::new(8, 1, 0, 2, false)).is_err());
@@ -85,7 +91,9 @@ fn a_tile_holds_its_level_s_hashes_left_to_right() {
 fn tiles_written_at_every_checkpoint_are_read_back_by_the_c2sp_reader() {
     let tree = tree_of(1000);
     // One checkpoint a leaf (an idle daemon), then in batches, across tile boundaries.
-    let sizes: Vec<u64> = (1..=300).chain([511, 512, 513, 700, 767, 768, 1000]).collect();
+    let sizes: Vec<u64> = (1..=300)
+        .chain([511, 512, 513, 700, 767, 768, 1000])
+        .collect();
     for (k, &size) in sizes.iter().enumerate() {
         let tiles = written(&tree, &sizes[..=k]);
         read_back(&tree, tiles, size, size / 2);
@@ -120,7 +128,10 @@ fn the_edge_tiles_are_the_last_of_each_level() {
     assert_eq!(paths(1), ["tile/8/0/000.p/1"]);
     assert_eq!(paths(256), ["tile/8/0/000", "tile/8/1/000.p/1"]);
     assert_eq!(paths(600), ["tile/8/0/002.p/88", "tile/8/1/000.p/2"]);
-    assert_eq!(paths(65_536), ["tile/8/0/255", "tile/8/1/000", "tile/8/2/000.p/1"]);
+    assert_eq!(
+        paths(65_536),
+        ["tile/8/0/255", "tile/8/1/000", "tile/8/2/000.p/1"]
+    );
     // Each is among the tiles a writer of that size stored.
     for n in [1, 200, 256, 600, 65_536, 70_001] {
         let all: BTreeSet<String> = tlog::tiles_between(0, n).iter().map(Tile::path).collect();

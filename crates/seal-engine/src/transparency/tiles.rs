@@ -86,8 +86,10 @@ pub(super) async fn stored_through(store: &Store, tree: &Tree, size: u64) -> Res
 
 /// The first leaf past the leaves a tile's hashes cover (`None` past u64).
 fn reach(tile: &Tile) -> Option<u64> {
-    let hashes = (tile.level_index().checked_shl(u32::from(tlog::TILE_HEIGHT))?)
-        .checked_add(u64::from(tile.width()))?;
+    let hashes = (tile
+        .level_index()
+        .checked_shl(u32::from(tlog::TILE_HEIGHT))?)
+    .checked_add(u64::from(tile.width()))?;
     let shift = u32::from(tlog::TILE_HEIGHT) * u32::from(tile.level());
     let leaves = hashes.checked_shl(shift)?;
     // A shift that pushed bits out is a reach past u64.
@@ -136,9 +138,11 @@ pub async fn check(store: &Store, tree: &Tree, checkpoint: u64) -> Result<TileCh
     for (k, bytes) in &read {
         match agrees(tree, tree.size(), k, bytes) {
             Ok(()) => found.checked += 1,
-            Err(detail) => found
-                .problems
-                .push(Problem::new(AuditCheck::LogTiles, k.to_string(), detail)),
+            Err(detail) => {
+                found
+                    .problems
+                    .push(Problem::new(AuditCheck::LogTiles, k.to_string(), detail))
+            }
         }
     }
     if listed.is_empty() {
@@ -168,7 +172,11 @@ pub async fn check(store: &Store, tree: &Tree, checkpoint: u64) -> Result<TileCh
 /// The stored tiles a rebuild that keeps `keep` leaves of `tree` moves aside: every tile
 /// that is not the kept leaves' hashes byte for byte (planted, or of leaves it does not
 /// keep, which the relogged entries will tile again).
-pub(super) async fn in_the_way(store: &Store, tree: &Tree, keep: u64) -> Result<Vec<Key>, StoreError> {
+pub(super) async fn in_the_way(
+    store: &Store,
+    tree: &Tree,
+    keep: u64,
+) -> Result<Vec<Key>, StoreError> {
     let listed = store.list(LOG_TILES).await?.keys;
     let mut moving = Vec::new();
     let mut reads = futures::stream::iter(listed)
@@ -257,10 +265,16 @@ mod tests {
             let cp = tlog::open_checkpoint(&note, &raw_keys(&key, &[])).unwrap();
             let root = tlog_tiles::Hash(cp.root);
             let reader = TileHashReader::new(size, root, &tiles);
-            assert_eq!(tlog_tiles::tree_hash(size, &reader).unwrap(), root, "{size}");
+            assert_eq!(
+                tlog_tiles::tree_hash(size, &reader).unwrap(),
+                root,
+                "{size}"
+            );
             tlog_tiles::prove_record(size, size - 1, &reader).unwrap();
         }
-        let report = verify_log(&store, &raw_keys(&key, &[]), None).await.unwrap();
+        let report = verify_log(&store, &raw_keys(&key, &[]), None)
+            .await
+            .unwrap();
         assert!(tile_problems(&report).is_empty(), "{:?}", report.problems);
         assert_eq!(report.tiles_checked, tiles.0.len() as u64);
         assert_eq!(report.tiles_missing, 0);
@@ -274,7 +288,10 @@ mod tests {
         let key = SigningKey::generate();
         let log = appended(&store, &key, 3).await;
         let planted = Key::log_tile(&Tile::new(8, 0, 0, 4, false)).unwrap();
-        store.put(&planted, Bytes::from(vec![7u8; 128])).await.unwrap();
+        store
+            .put(&planted, Bytes::from(vec![7u8; 128]))
+            .await
+            .unwrap();
         let (run, e) = entry(3);
         let err = log.append_seal(&run, &e, &key).await.unwrap_err();
         assert!(
@@ -303,15 +320,24 @@ mod tests {
         std::fs::write(tiles.join("000.p/5"), [0u8; 5 * 32]).unwrap();
         std::fs::remove_file(tiles.join("000.p/10")).unwrap();
         std::fs::write(tiles.join("stray"), b"x").unwrap();
-        let report = verify_log(&store, &raw_keys(&key, &[]), None).await.unwrap();
+        let report = verify_log(&store, &raw_keys(&key, &[]), None)
+            .await
+            .unwrap();
         let named: Vec<(&str, &str)> = tile_problems(&report)
             .iter()
             .map(|p| (p.object.as_str(), p.detail.as_str()))
             .collect();
         assert_eq!(named.len(), 3, "{named:?}");
-        assert!(named.contains(&("log/tile/8/0/000.p/5", "not the hashes of the log's entries")));
-        assert!(named.iter().any(|(k, d)| *k == "log/tile/8/0/stray" && d.contains("key")));
-        assert!(named.iter().any(|(k, d)| *k == "log/tile/8/0/000.p/10" && d.contains("missing")));
+        assert!(named.contains(&(
+            "log/tile/8/0/000.p/5",
+            "not the hashes of the log's entries"
+        )));
+        assert!(named
+            .iter()
+            .any(|(k, d)| *k == "log/tile/8/0/stray" && d.contains("key")));
+        assert!(named
+            .iter()
+            .any(|(k, d)| *k == "log/tile/8/0/000.p/10" && d.contains("missing")));
         assert_eq!(report.tiles_missing, 1);
     }
 
@@ -326,7 +352,9 @@ mod tests {
         let log = Log::new(store.clone(), DEFAULT_ORIGIN);
         {
             let mut cache = log.cache.lock().await;
-            log.admit_locked(&mut cache, &raw_keys(&key, &[])).await.unwrap();
+            log.admit_locked(&mut cache, &raw_keys(&key, &[]))
+                .await
+                .unwrap();
             for i in 0..600 {
                 let (run, e) = entry(i);
                 log.append_locked(&mut cache, &run, &e).await.unwrap();
@@ -341,20 +369,35 @@ mod tests {
         remove_all(store.clone()).await;
 
         let (run, e) = entry(600);
-        appended(&store, &key, 0).await.append_seal(&run, &e, &key).await.unwrap();
+        appended(&store, &key, 0)
+            .await
+            .append_seal(&run, &e, &key)
+            .await
+            .unwrap();
         let mut paths: Vec<String> = fetched(&store).await.0.keys().map(Tile::path).collect();
         paths.sort();
         assert_eq!(
             paths,
-            ["tile/8/0/000", "tile/8/0/001", "tile/8/0/002.p/89", "tile/8/1/000.p/2"]
+            [
+                "tile/8/0/000",
+                "tile/8/0/001",
+                "tile/8/0/002.p/89",
+                "tile/8/1/000.p/2"
+            ]
         );
 
         let first = Key::log_tile(&Tile::new(8, 0, 0, 256, false)).unwrap();
         store.remove_log_object(&first).await.unwrap();
         let (run, e) = entry(601);
-        appended(&store, &key, 0).await.append_seal(&run, &e, &key).await.unwrap();
+        appended(&store, &key, 0)
+            .await
+            .append_seal(&run, &e, &key)
+            .await
+            .unwrap();
         assert!(store.get_opt(&first).await.unwrap().is_none());
-        let report = verify_log(&store, &raw_keys(&key, &[]), None).await.unwrap();
+        let report = verify_log(&store, &raw_keys(&key, &[]), None)
+            .await
+            .unwrap();
         assert_eq!(report.tiles_missing, 1);
         assert_eq!(tile_problems(&report)[0].object, first.as_str());
     }
