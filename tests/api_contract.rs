@@ -46,7 +46,9 @@ fn router_routes() -> BTreeSet<(String, String)> {
         let call = rest.split(")\n").next().unwrap();
         for m in ["get", "put", "post", "delete", "patch"] {
             if call.contains(&format!(" {m}(")) || call.contains(&format!(".{m}(")) {
-                out.insert((m.to_uppercase(), path.to_string()));
+                // A catch-all (`{*path}`, a tile's path of several segments) is one
+                // parameter in OpenAPI's templating.
+                out.insert((m.to_uppercase(), path.replace("{*", "{")));
             }
         }
     }

@@ -293,6 +293,22 @@ async fn kill_9_between_the_log_append_and_the_seal_is_completed_by_the_next_fin
             (Some(0), Some(1)),
             "{proof}"
         );
+        // The tree as a tlog-tiles client reads it: the stored tile, and nothing past it.
+        let tile = |path: &str| c.get(format!("{}/v1/log/tile/{path}", d.base)).send();
+        let served = tile("8/0/000.p/1").await.unwrap();
+        assert_eq!(served.status(), 200);
+        let stored_tile = std::fs::read(store.join("log/tile/8/0/000.p/1")).unwrap();
+        assert_eq!(served.bytes().await.unwrap()[..], stored_tile[..]);
+        assert_eq!(tile("8/0/000.p/2").await.unwrap().status(), 404);
+        for hostile in [
+            "8/0/000.p/0",
+            "8/0/000.p/00",
+            "8/200/000",
+            "8/data/000",
+            "..%2F..%2Fx",
+        ] {
+            assert_eq!(tile(hostile).await.unwrap().status(), 400, "{hostile}");
+        }
         assert_eq!(entries(&store), 1);
         assert!(!d.log_text().contains("missing from the log"));
         drop(d);

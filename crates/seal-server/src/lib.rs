@@ -37,8 +37,8 @@ pub use state::{AppState, BuildInfo, ROLL_AMPLIFICATION};
 use access::{auth, metrics_auth};
 use routes::blobs::put_blob;
 use routes::reads::{
-    get_explain, get_log_checkpoint, get_log_proof, get_metrics, get_openapi, get_review_queue,
-    get_stats, get_verify, healthz,
+    get_explain, get_log_checkpoint, get_log_proof, get_log_tile, get_metrics, get_openapi,
+    get_review_queue, get_stats, get_verify, healthz,
 };
 use routes::reviews::{add_review, reviews};
 use routes::rolls::post_roll;
@@ -58,6 +58,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/runs/{run_id}/log-proof", get(get_log_proof))
         .route("/v1/runs/{run_id}/reviews", post(add_review).get(reviews))
         .route("/v1/log/checkpoint", get(get_log_checkpoint))
+        .route("/v1/log/tile/{*path}", get(get_log_tile))
         .route("/v1/stats", get(get_stats))
         .route("/v1/review-queue", get(get_review_queue))
         .route_layer(middleware::from_fn(uniform::json_only))

@@ -28,7 +28,7 @@ const DURATION_BUCKETS: [f64; 14] = [
 ];
 
 /// Every route the router serves, with its method: the duration series exist at zero.
-pub(crate) const ROUTES: [(&str, &str); 18] = [
+pub(crate) const ROUTES: [(&str, &str); 19] = [
     ("PUT", "/v1/runs/{run_id}"),
     ("GET", "/v1/runs/{run_id}"),
     ("PUT", "/v1/runs/{run_id}/brief"),
@@ -39,6 +39,7 @@ pub(crate) const ROUTES: [(&str, &str); 18] = [
     ("GET", "/v1/runs/{run_id}/explain"),
     ("GET", "/v1/runs/{run_id}/log-proof"),
     ("GET", "/v1/log/checkpoint"),
+    ("GET", "/v1/log/tile/{*path}"),
     ("GET", "/v1/stats"),
     ("PUT", "/v1/blobs/sha256/{hex}"),
     ("GET", "/openapi.json"),

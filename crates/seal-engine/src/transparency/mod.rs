@@ -411,6 +411,17 @@ impl Log {
         Ok(leaf)
     }
 
+    /// Hash tile `tile` of the tree this process holds, once the guard let it in: derived
+    /// from the entries' hashes it read, never read back from the store; `None` before the
+    /// guard or for a tile reaching past those entries.
+    pub async fn tile(&self, tile: &tlog::Tile) -> Option<Bytes> {
+        let cache = self.cache.lock().await;
+        if !cache.admitted || tiles::reach(tile)? > cache.tree.size() {
+            return None;
+        }
+        cache.tree.tile(tile).ok().map(Bytes::from)
+    }
+
     /// The seal entry at leaf `index` of the tree this process holds, read from the store and
     /// checked against that leaf's hash: the store writer may have replaced the object since
     /// it was read, and a replaced entry is refused, never handed out.

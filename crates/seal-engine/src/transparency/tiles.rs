@@ -85,7 +85,7 @@ pub(super) async fn stored_through(store: &Store, tree: &Tree, size: u64) -> Res
 }
 
 /// The first leaf past the leaves a tile's hashes cover (`None` past u64).
-fn reach(tile: &Tile) -> Option<u64> {
+pub(super) fn reach(tile: &Tile) -> Option<u64> {
     let hashes = (tile
         .level_index()
         .checked_shl(u32::from(tlog::TILE_HEIGHT))?)

@@ -126,6 +126,39 @@ pub(crate) async fn get_log_checkpoint(
     }
 }
 
+/// A hash tile of the transparency log, C2SP tlog-tiles' `tile/8/<level>/<index>[.p/<width>]`
+/// under `/v1/log/`: with `GET /v1/log/checkpoint`, what a tlog-tiles client reads to follow
+/// the tree. The bytes are derived from the tree this replica holds, never read back from the
+/// store; a client checks them against a checkpoint's root anyway.
+pub(crate) async fn get_log_tile(
+    State(state): State<AppState>,
+    Path(path): Path<String>,
+) -> Result<Response, ApiError> {
+    let Some(tile) = seal_core::tlog::parse_tile_path(&format!("tile/{path}")) else {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "not a hash tile's path: 8/<level 0-7>/<index, C2SP spelling>[.p/<width 1-255>]",
+            None,
+        ));
+    };
+    state
+        .admission
+        .wait_admitted(crate::admission::FINALIZE_WAIT)
+        .await?;
+    match state.engine.log().tile(&tile).await {
+        Some(bytes) => {
+            Ok(([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
+        }
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no such tile in the log this replica holds (yet)",
+            None,
+        )),
+    }
+}
+
 /// The inclusion proof of a run's seal against the latest checkpoint (`seal log prove --json`).
 pub(crate) async fn get_log_proof(
     State(state): State<AppState>,
