@@ -326,7 +326,9 @@ async fn three_replicas_300_runs_every_roll_sent_twice_cost_two_calls_per_roll()
     assert!(report.verified, "{:?}", report.problems);
     assert_eq!((report.entries, report.runs_logged), (RUNS as u64, RUNS));
     assert_eq!(report.checkpoint_size, Some(RUNS as u64));
-    let view = seal::verify::load_log(&store, &[pem]).await.unwrap();
+    let view = seal::verify::load_log(&store, &[pem], seal::verify::Scope::All)
+        .await
+        .unwrap();
     for f in &folders {
         assert_eq!(view.seal_leaves(f.run().as_str()).len(), 1, "{}", f.run());
     }

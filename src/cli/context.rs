@@ -213,12 +213,15 @@ impl Context {
         store: &Store,
         trusted: Vec<PublicKey>,
         witnesses: &super::args::WitnessArgs,
+        scope: seal_engine::verify::Scope<'_>,
     ) -> Result<seal_engine::verify::Verifier, CliError> {
         let policy = witnesses.policy(&self.config)?;
         let reviewers = self.reviewer_keys(&[])?;
-        Ok(seal_engine::verify::Verifier::load(store, trusted, &policy)
-            .await?
-            .with_reviewers(reviewers))
+        Ok(
+            seal_engine::verify::Verifier::load(store, trusted, &policy, scope)
+                .await?
+                .with_reviewers(reviewers),
+        )
     }
 
     /// An existing store, read-only in spirit: never created (see the module doc), its

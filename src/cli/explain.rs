@@ -51,7 +51,12 @@ pub fn run(ctx: &Context, args: ExplainArgs) -> Result<ExitStatus, CliError> {
         let store = ctx.read_store(&url).await?;
         ctx.named_run(&store, &url, run).await?;
         let verifier = ctx
-            .verifier(&store, trusted, &args.witnesses)
+            .verifier(
+                &store,
+                trusted,
+                &args.witnesses,
+                seal_engine::verify::Scope::Runs(std::slice::from_ref(run)),
+            )
             .await?
             .with_reviewers(reviewers);
         Ok::<_, CliError>(seal_engine::explain::explain(&store, run, &verifier).await)

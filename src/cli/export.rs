@@ -41,7 +41,14 @@ pub fn run(ctx: &Context, args: ExportArgs) -> Result<ExitStatus, CliError> {
     let proven = ctx.block_on(async {
         let store = ctx.read_store(&url).await?;
         ctx.named_run(&store, &url, run).await?;
-        let verifier = ctx.verifier(&store, trusted, &args.witnesses).await?;
+        let verifier = ctx
+            .verifier(
+                &store,
+                trusted,
+                &args.witnesses,
+                seal_engine::verify::Scope::Runs(std::slice::from_ref(run)),
+            )
+            .await?;
         Ok::<_, CliError>(verifier.prove(&store, run).await?)
     })?;
     let verified = match proven {

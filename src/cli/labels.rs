@@ -42,7 +42,12 @@ pub fn run(ctx: &Context, args: LabelsArgs) -> Result<ExitStatus, CliError> {
         let store = ctx.read_store(&url).await?;
         // `seal verify`'s verdict, with these reviewer keys: labels only runs it verifies.
         let verifier = ctx
-            .verifier(&store, trusted, &args.witnesses)
+            .verifier(
+                &store,
+                trusted,
+                &args.witnesses,
+                seal_engine::verify::Scope::All,
+            )
             .await?
             .with_reviewers(reviewers);
         seal_engine::labels::labels(&store, &verifier, &query)

@@ -177,7 +177,8 @@ async fn prove(
     let keys = ctx.trusted(trust, ctx.own_public_key())?;
     let (store, url) = open(ctx, store).await?;
     ctx.named_run(&store, &url, run).await?;
-    let view = seal_engine::verify::load_log(&store, &keys).await?;
+    let scope = seal_engine::verify::Scope::Runs(std::slice::from_ref(run));
+    let view = seal_engine::verify::load_log(&store, &keys, scope).await?;
     let proof = match view.proof(&store, run).await {
         Ok(p) => p,
         // In the store, not in the log: the answer for this run is no.

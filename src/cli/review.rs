@@ -84,7 +84,12 @@ pub fn run(ctx: &Context, args: ReviewArgs) -> Result<ExitStatus, CliError> {
         ctx.named_run(&store, &url, run).await?;
         // `seal verify`'s verdict (its log, its witness policy, these reviewer keys).
         let verifier = ctx
-            .verifier(&store, trusted.clone(), &args.witnesses)
+            .verifier(
+                &store,
+                trusted.clone(),
+                &args.witnesses,
+                seal_engine::verify::Scope::Runs(std::slice::from_ref(run)),
+            )
             .await?
             .with_reviewers(reviewers.clone());
         // What the reviewer was shown: the run's decision tree (which also proves the run).

@@ -47,7 +47,12 @@ pub fn run(ctx: &Context, args: StatsArgs) -> Result<ExitStatus, CliError> {
     let stats = ctx.block_on(async {
         let store = ctx.read_store(&url).await?;
         let verifier = ctx
-            .verifier(&store, trusted, &args.witnesses)
+            .verifier(
+                &store,
+                trusted,
+                &args.witnesses,
+                seal_engine::verify::Scope::All,
+            )
             .await?
             .with_reviewers(reviewers);
         seal_engine::stats::stats(&store, &verifier, query)

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use seal_core::ids::RunId;
 use seal_engine::resume::orphans::Orphan;
 use seal_engine::transparency::LogView;
-use seal_engine::verify::{RunReport, Verifier};
+use seal_engine::verify::{RunReport, Scope, Verifier};
 use seal_store::Store;
 
 use super::args::{self, StoreArg, WitnessArgs};
@@ -62,7 +62,14 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitStatus, CliError> {
         // The transparency log is read once for all runs (each run's inclusion is checked),
         // and every run is proven against the latest checkpoint: it needs the witness quorum.
         // `explain`, `export` and `stats` ask the same verifier (`Context::verifier`).
-        let verifier = Verifier::load(&store, trusted, &policy)
+        // Named runs are read by their pointers in the log when they can be (O(log n) each),
+        // `--all` against the whole log, read once.
+        let scope = if args.all {
+            Scope::All
+        } else {
+            Scope::Runs(&ids)
+        };
+        let verifier = Verifier::load(&store, trusted, &policy, scope)
             .await?
             .with_reviewers(reviewers);
         // Crash leftovers are warnings, not failures: an unsealed run the log does not hold is

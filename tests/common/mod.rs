@@ -297,7 +297,7 @@ pub fn copy_fixture_store() -> (tempfile::TempDir, PathBuf) {
 /// and `stats` take.
 pub async fn verifier(store: &Store, key: seal::sealing::PublicKey) -> seal::verify::Verifier {
     let policy = seal::witness::check::Policy::default();
-    seal::verify::Verifier::load(store, vec![key], &policy)
+    seal::verify::Verifier::load(store, vec![key], &policy, seal::verify::Scope::All)
         .await
         .expect("the log of the store reads")
 }

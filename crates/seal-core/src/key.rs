@@ -18,6 +18,9 @@ pub const MAX_SEGMENTS: usize = 8;
 pub const LOG_ENTRIES: &str = "log/entries";
 /// Folder of the transparency log's signed checkpoints.
 pub const LOG_CHECKPOINTS: &str = "log/checkpoints";
+/// Folder of the log's run pointers: `log/runs/<run>/<leaf index, 20 digits>`, one a leaf about
+/// the run (its seal's, its reviews').
+pub const LOG_RUNS: &str = "log/runs";
 /// Folder of the log's hash tiles (C2SP tlog-tiles): `log/tile/8/<level>/<index>[.p/<width>]`.
 pub const LOG_TILES: &str = "log/tile";
 /// Folder of the witnesses' cosignatures of the log's checkpoints:
@@ -175,6 +178,16 @@ impl Key {
     pub fn log_checkpoint(size: u64) -> Key {
         Key(format!("{LOG_CHECKPOINTS}/{size:020}"))
     }
+    /// `log/runs/<run>/<index, 20 digits>`: leaf `index` of the log is about `run` (a pointer,
+    /// empty: the entry at that index is the authority).
+    pub fn log_run_leaf(run: &RunId, index: u64) -> Key {
+        Key(format!("{LOG_RUNS}/{run}/{index:020}"))
+    }
+    /// `log/runs/<run>`: the folder of a run's pointers.
+    pub fn log_run_dir(run: &RunId) -> String {
+        format!("{LOG_RUNS}/{run}")
+    }
+
     /// `log/tile/<height>/<level>/<index path>[.p/<width>]`: hash tile `tile` of the log
     /// (C2SP tlog-tiles, whose `tile/…` path it is under `log/`). `None` past the key depth
     /// (a tree of more than 2^38 leaves).
@@ -188,7 +201,8 @@ impl Key {
         crate::tlog::parse_tile_path(self.0.strip_prefix("log/")?)
     }
 
-    /// The number a `log/entries/<n>` or `log/checkpoints/<n>` key names, if it is one.
+    /// The number a `log/entries/<n>`, `log/checkpoints/<n>` or `log/runs/<run>/<n>` key names
+    /// (`folder` being the key's folder), if it is one.
     pub fn log_number(&self, folder: &str) -> Option<u64> {
         let rest = self.0.strip_prefix(folder)?.strip_prefix('/')?;
         (rest.len() == 20 && rest.bytes().all(|b| b.is_ascii_digit()))

@@ -153,15 +153,32 @@ pub async fn verify_run(
     run: &RunId,
     trusted: &[PublicKey],
 ) -> Result<RunReport, StoreError> {
-    let view = load_log(store, trusted).await?;
+    let view = load_log(store, trusted, Scope::Runs(std::slice::from_ref(run))).await?;
     verify_run_logged(store, run, trusted, &view).await
 }
 
-/// The transparency log as `seal verify` checks it (the latest trusted checkpoint); load it
-/// once for many runs.
-pub async fn load_log(store: &Store, trusted: &[PublicKey]) -> Result<LogView, StoreError> {
+/// The runs a check of the log is for: the log is read for them alone when it can be (their
+/// pointers and the tiles: [`LogView::load_for`]), or whole.
+#[derive(Debug, Clone, Copy)]
+pub enum Scope<'a> {
+    /// Every run of the store (`--all`, `seal stats`): the whole log, read once.
+    All,
+    /// These runs only.
+    Runs(&'a [RunId]),
+}
+
+/// The transparency log as `seal verify` checks it (the latest trusted checkpoint) for
+/// `scope`; load it once for many runs.
+pub async fn load_log(
+    store: &Store,
+    trusted: &[PublicKey],
+    scope: Scope<'_>,
+) -> Result<LogView, StoreError> {
     let raw: Vec<[u8; 32]> = trusted.iter().map(PublicKey::raw).collect();
-    LogView::load(store, &raw).await
+    match scope {
+        Scope::All => LogView::load(store, &raw).await,
+        Scope::Runs(runs) => LogView::load_for(store, &raw, runs).await,
+    }
 }
 
 /// [`verify_run`] against a log loaded once ([`load_log`]): the run's checks, then its log
@@ -269,14 +286,16 @@ pub struct Verifier {
 }
 
 impl Verifier {
-    /// Reads the log once and checks the latest checkpoint's witness quorum under `policy`
-    /// (an empty policy requires no witness).
+    /// Reads the log once for `scope` and checks the latest checkpoint's witness quorum
+    /// under `policy` (an empty policy requires no witness). A verifier of some runs
+    /// ([`Scope::Runs`]) answers for those runs only: any other is not in its log.
     pub async fn load(
         store: &Store,
         trusted: Vec<PublicKey>,
         policy: &crate::witness::check::Policy,
+        scope: Scope<'_>,
     ) -> Result<Verifier, StoreError> {
-        let log = load_log(store, &trusted).await?;
+        let log = load_log(store, &trusted, scope).await?;
         let unwitnessed =
             crate::witness::check::quorum_problem(store, policy, log.latest.as_ref()).await?;
         Ok(Verifier {
@@ -296,6 +315,17 @@ impl Verifier {
     /// The log this verifier checks runs against.
     pub fn log(&self) -> &LogView {
         &self.log
+    }
+
+    /// The log to check `run` against: this verifier's, or for a run outside the runs a
+    /// verifier was set up for ([`Scope::Runs`]), the whole log: a run is never called
+    /// unlogged because it was not asked about.
+    async fn log_for(&self, store: &Store, run: &RunId) -> Result<Arc<LogView>, StoreError> {
+        if self.log.covers(run.as_str()) {
+            return Ok(self.log.clone());
+        }
+        let raw: Vec<[u8; 32]> = self.trusted.iter().map(PublicKey::raw).collect();
+        Ok(Arc::new(LogView::load(store, &raw).await?))
     }
 
     /// `seal verify`'s report of one run: its own checks, its log checks, the witness quorum.
@@ -327,16 +357,13 @@ impl Verifier {
     ) -> Result<Vec<review::TrustedReview>, StoreError> {
         let mut facts = facts(run, proof, &self.trusted);
         let checked = read_checked(store, run, &mut facts, &self.reviewers).await?;
+        let log = self.log_for(store, run).await?;
         Ok(checked
             .into_iter()
             .filter_map(|c| {
                 let statement = c.result.ok()?;
                 let sha256 = Hash::of(&c.bytes);
-                if self
-                    .log
-                    .check_review(run, c.index, sha256.as_str())
-                    .is_some()
-                {
+                if log.check_review(run, c.index, sha256.as_str()).is_some() {
                     return None;
                 }
                 Some(review::TrustedReview {
@@ -354,8 +381,9 @@ impl Verifier {
         store: &Store,
         run: &RunId,
     ) -> Result<(RunReport, Option<VerifiedRun>), StoreError> {
+        let log = self.log_for(store, run).await?;
         let (mut report, proof) =
-            reviewed_verdict(store, run, &self.trusted, &self.reviewers, &self.log).await?;
+            reviewed_verdict(store, run, &self.trusted, &self.reviewers, &log).await?;
         // The latest checkpoint without its witness quorum fails every run proven against it.
         if let Some(p) = &self.unwitnessed {
             report.problems.push(p.clone());

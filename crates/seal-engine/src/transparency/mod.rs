@@ -7,7 +7,10 @@
 //! - `log/entries/<index, 20 digits>`: the canonical [`LogEntry`] bytes of leaf `index`;
 //! - `log/checkpoints/<size, 20 digits>`: the signed note of the tree of `size` leaves;
 //! - `log/tile/8/<level>/<index>[.p/<width>]`: the tree's hash tiles (C2SP tlog-tiles),
-//!   stored before each checkpoint ([`tiles`]).
+//!   stored before each checkpoint ([`tiles`]);
+//! - `log/runs/<run>/<index, 20 digits>`: an empty pointer, leaf `index` is about `run`, stored
+//!   before an append returns, so before the seal or review it logs is stored ([`Log::point`]):
+//!   what lets `seal verify <run>` read a run's leaves without the whole log ([`runs`]).
 //!
 //! Decision: no conditional *update* anywhere, only create-only puts, which every backend
 //! (file, memory, S3 with `If-None-Match: *`) offers. A replica takes the next index by
@@ -31,6 +34,7 @@
 pub mod guard;
 pub mod publish;
 pub mod rebuild;
+pub mod runs;
 pub mod tiles;
 pub mod view;
 
@@ -380,7 +384,13 @@ impl Log {
                 }
             }
         };
-        let tree_size = self.publish_covering(index + 1, key).await?;
+        // The pointer in the same flush as the checkpoint (outside the cache's lock, so that
+        // appends are not serialized behind one more write each); also when the entry was
+        // there already, as after a crash between the two.
+        let (tree_size, ()) = tokio::try_join!(
+            self.publish_covering(index + 1, key),
+            self.point(run, index)
+        )?;
         Ok(SealLogged::Appended(Appended {
             index,
             created,
@@ -457,6 +467,7 @@ impl Log {
         self.admit_locked(&mut cache, &raw_keys(key, trusted))
             .await?;
         let (index, created) = self.append_locked(&mut cache, run, &entry).await?.at(run)?;
+        self.point(run, index).await?;
         let tree_size = self.publish(&mut cache, key).await?;
         Ok(Appended {
             index,
@@ -482,12 +493,34 @@ impl Log {
         self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
         self.sync(&mut cache).await?;
         let (index, created) = self.append_bytes_locked(&mut cache, bytes).await?;
+        self.point_review(entry, index).await?;
         let tree_size = self.publish(&mut cache, key).await?;
         Ok(Appended {
             index,
             created,
             tree_size,
         })
+    }
+
+    /// Stores the pointer saying leaf `index` is about `run` (create-only: the same again is
+    /// fine). Readers authenticate the leaf it names and ignore one that is not the run's, so
+    /// a pointer is never trusted for more than "look there".
+    async fn point(&self, run: &RunId, index: u64) -> Result<(), LogError> {
+        self.store
+            .put(&Key::log_run_leaf(run, index), Bytes::new())
+            .await?;
+        Ok(())
+    }
+
+    /// [`Log::point`] for a review's leaf (a run id seal wrote, so one that parses).
+    async fn point_review(&self, entry: &tlog::ReviewEntry, index: u64) -> Result<(), LogError> {
+        match RunId::parse(&entry.run_id) {
+            Ok(run) => self.point(&run, index).await,
+            Err(e) => Err(LogError::Corrupt {
+                key: Key::log_entry(index).to_string(),
+                detail: format!("a review of no valid run: {e}"),
+            }),
+        }
     }
 
     /// Appends `bytes`, a leaf that is not a seal's, as the next leaf unless a leaf holds

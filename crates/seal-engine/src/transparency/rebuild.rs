@@ -140,7 +140,8 @@ impl Log {
         let entry = entry.sign(&|m| key.sign(m)).map_err(LogError::from)?;
         let mut fresh = self.write_rebuild_entry(&whole, keep, &entry).await?;
         for (run, e) in &relog {
-            self.append_locked(&mut fresh, run, e).await?.at(run)?;
+            let (index, _) = self.append_locked(&mut fresh, run, e).await?.at(run)?;
+            self.point(run, index).await?;
         }
         let mut reviews_relogged = Vec::with_capacity(reviews.len());
         for (k, e) in &reviews {
@@ -148,7 +149,8 @@ impl Log {
                 key: k.to_string(),
                 detail: err.to_string(),
             })?);
-            self.append_bytes_locked(&mut fresh, bytes).await?;
+            let (index, _) = self.append_bytes_locked(&mut fresh, bytes).await?;
+            self.point_review(e, index).await?;
             reviews_relogged.push(k.to_string());
         }
         let tree_size = self.publish(&mut fresh, key).await?;

@@ -84,6 +84,107 @@ pub(super) async fn stored_through(store: &Store, tree: &Tree, size: u64) -> Res
     Ok(size)
 }
 
+/// A leaf's hash and its inclusion proof in a signed tree, read from the stored tiles.
+pub(super) type ProvenLeaf = (tlog::NodeHash, Vec<tlog::NodeHash>);
+
+/// The tiles read so far from the store, for [`prove_leaf`]: a reader of many leaves of one
+/// tree reads the tiles near the root once.
+pub(super) type TileCache = std::collections::HashMap<Tile, Vec<u8>>;
+
+/// The tiles of `cache`, handed to `tlog_tiles`' authenticating reader; a tile not in it is
+/// noted, for the caller to fetch, and the read fails.
+struct Fetched<'a> {
+    cache: &'a TileCache,
+    missing: std::cell::RefCell<Vec<Tile>>,
+}
+
+impl tlog_tiles::TileReader for Fetched<'_> {
+    fn height(&self) -> u8 {
+        tlog::TILE_HEIGHT
+    }
+    fn read_tiles(&self, tiles: &[Tile]) -> Result<Vec<Vec<u8>>, tlog_tiles::Error> {
+        let mut missing = self.missing.borrow_mut();
+        let data: Vec<Vec<u8>> = tiles
+            .iter()
+            .filter_map(|t| {
+                let found = self.cache.get(t).cloned();
+                if found.is_none() {
+                    missing.push(*t);
+                }
+                found
+            })
+            .collect();
+        if missing.is_empty() {
+            Ok(data)
+        } else {
+            Err(tlog_tiles::Error::InvalidTile)
+        }
+    }
+    fn save_tiles(&self, _: &[Tile], _: &[Vec<u8>]) {}
+}
+
+/// Rounds of fetching: the leaf's tiles, then those of its proof (a third for safety).
+const FETCH_ROUNDS: usize = 3;
+
+/// Leaf `index`'s hash and its inclusion proof in the tree of `size` leaves whose root a
+/// trusted checkpoint signs as `root`, read from the stored tiles (O(log n) of them) and
+/// authenticated against that root by `tlog_tiles::TileHashReader`: a stored tile is believed
+/// only when it hashes up to the signed root. `None` when a tile it needs is not stored, or
+/// the stored ones are not that tree's: the caller then reads the whole log.
+pub(super) async fn prove_leaf(
+    store: &Store,
+    size: u64,
+    root: &tlog::NodeHash,
+    index: u64,
+    cache: &mut TileCache,
+) -> Result<Option<ProvenLeaf>, StoreError> {
+    if index >= size {
+        return Ok(None);
+    }
+    for _ in 0..FETCH_ROUNDS {
+        let (proven, missing) = prove_from(cache, size, root, index);
+        if missing.is_empty() {
+            return Ok(proven);
+        }
+        for t in missing {
+            let Some(k) = Key::log_tile(&t) else {
+                return Ok(None);
+            };
+            match store.get_opt(&k).await? {
+                Some(bytes) if bytes.len() == t.width() as usize * 32 => {
+                    cache.insert(t, bytes.to_vec());
+                }
+                _ => return Ok(None),
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// [`prove_leaf`] from the tiles of `cache` alone: the leaf and proof when they are all there
+/// and hash up to `root`, and the tiles that were not there.
+fn prove_from(
+    cache: &TileCache,
+    size: u64,
+    root: &tlog::NodeHash,
+    index: u64,
+) -> (Option<ProvenLeaf>, Vec<Tile>) {
+    use tlog_tiles::HashReader;
+    let reader = Fetched {
+        cache,
+        missing: Default::default(),
+    };
+    let hashes = tlog_tiles::TileHashReader::new(size, tlog_tiles::Hash(*root), &reader);
+    let proven = hashes
+        .read_hashes(&[tlog_tiles::stored_hash_index(0, index)])
+        .and_then(|leaf| {
+            let proof = tlog_tiles::prove_record(size, index, &hashes)?;
+            let leaf = leaf.first().ok_or(tlog_tiles::Error::BadMath)?.0;
+            Ok((leaf, proof.into_iter().map(|h| h.0).collect()))
+        });
+    (proven.ok(), reader.missing.into_inner())
+}
+
 /// The first leaf past the leaves a tile's hashes cover (`None` past u64).
 pub(super) fn reach(tile: &Tile) -> Option<u64> {
     let hashes = (tile

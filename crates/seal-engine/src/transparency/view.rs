@@ -59,7 +59,15 @@ pub struct LogView {
     pub problems: Vec<Problem>,
     /// The problems that stop seal from appending (a subset of `problems`).
     refusals: Vec<Problem>,
+    /// A view of some runs only ([`LogView::for_runs`]): its tree is empty, and the hashes of
+    /// those runs' leaves (with the inclusion proof in the latest checkpoint of each leaf it
+    /// covers, read from the tiles) are here instead.
+    pub(super) partial: Option<BTreeMap<u64, ReadLeaf>>,
 }
+
+/// A leaf of a view of some runs: its hash, and its inclusion proof in the latest checkpoint
+/// when that covers it.
+pub(super) type ReadLeaf = (NodeHash, Option<Vec<NodeHash>>);
 
 /// The log read whole, for `seal log verify` and `seal log rebuild`, which compare each
 /// logged entry with the store and relog from them: the view, with every stored checkpoint
@@ -88,11 +96,11 @@ impl WholeLog {
 }
 
 /// A checkpoint as read, before the entries are: verified, or why not.
-type ReadCheckpoint = (u64, Key, Result<SignedCheckpoint, BadCheckpoint>);
+pub(super) type ReadCheckpoint = (u64, Key, Result<SignedCheckpoint, BadCheckpoint>);
 
 /// Why a stored checkpoint is not one of the log's.
 #[derive(Debug, thiserror::Error)]
-enum BadCheckpoint {
+pub(super) enum BadCheckpoint {
     #[error("the checkpoint of size {signed} is stored under size {stored}")]
     Misplaced { signed: u64, stored: u64 },
     #[error(transparent)]
@@ -393,6 +401,30 @@ impl LogView {
         })
     }
 
+    /// The leaf hash of leaf `index`, from the tree, or in a view of some runs from what was
+    /// read of them.
+    fn leaf_hash(&self, index: u64) -> Option<NodeHash> {
+        match &self.partial {
+            Some(read) => read.get(&index).map(|(hash, _)| *hash),
+            None => self.tree.leaf(index),
+        }
+    }
+
+    /// The inclusion proof of leaf `index` in the tree of `size` leaves, from the tree, or in
+    /// a view of some runs the one read from the tiles for the latest checkpoint.
+    fn inclusion(&self, index: u64, size: u64) -> Result<Vec<NodeHash>, LogError> {
+        let Some(read) = &self.partial else {
+            return Ok(self.tree.inclusion(index, size)?);
+        };
+        let latest = self.latest.as_ref().map(|c| c.size);
+        match read.get(&index) {
+            Some((_, Some(path))) if latest == Some(size) => Ok(path.clone()),
+            _ => Err(LogError::Format(tlog::TlogError::Tree(format!(
+                "leaf {index} was not read with its proof in the tree of {size}"
+            )))),
+        }
+    }
+
     /// The leaf of a run's latest logged seal that the latest checkpoint covers, and that
     /// checkpoint.
     fn proven_leaf(&self, run: &RunId) -> Result<(SealLeaf, &SignedCheckpoint), LogError> {
@@ -411,13 +443,13 @@ impl LogView {
     /// hash to the leaf the view read: the proof hands out those bytes as the logged entry.
     pub async fn proof(&self, store: &Store, run: &RunId) -> Result<InclusionProof, LogError> {
         let (leaf, latest) = self.proven_leaf(run)?;
-        let path = self.tree.inclusion(leaf.index, latest.size)?;
+        let path = self.inclusion(leaf.index, latest.size)?;
         let key = Key::log_entry(leaf.index);
         let bytes = store
             .get_opt(&key)
             .await?
             .ok_or_else(|| super::corrupt(&key, "gone since the log was read"))?;
-        if Some(tlog::leaf_hash(&bytes)) != self.tree.leaf(leaf.index) {
+        if Some(tlog::leaf_hash(&bytes)) != self.leaf_hash(leaf.index) {
             return Err(super::corrupt(
                 &key,
                 "not the entry read before at this index: the log was rewritten since",
@@ -477,7 +509,7 @@ impl LogView {
                 return problems;
             }
         };
-        if self.tree.leaf(leaf.index) != Some(stored_hash) {
+        if self.leaf_hash(leaf.index) != Some(stored_hash) {
             problems.push(Problem::mismatch(
                 AuditCheck::RunReplaced,
                 object,
@@ -513,7 +545,7 @@ impl LogView {
                 ))
             }
         };
-        let hash = self.tree.leaf(*leaf)?;
+        let hash = self.leaf_hash(*leaf)?;
         self.check_inclusion(*leaf, latest, &hash)
             .err()
             .map(|e| format!("logged at leaf {leaf}, not proven in the latest checkpoint: {e}"))
@@ -555,7 +587,7 @@ impl LogView {
         latest: &SignedCheckpoint,
         leaf: &NodeHash,
     ) -> Result<(), LogError> {
-        let path = self.tree.inclusion(index, latest.size)?;
+        let path = self.inclusion(index, latest.size)?;
         tlog::check_inclusion(&path, latest.size, &latest.root, index, leaf)?;
         Ok(())
     }
@@ -825,7 +857,7 @@ fn against_old(
 
 /// Reads the stored checkpoints, largest first, and verifies each one's signature; without
 /// `all`, stops at the first that verifies (the latest).
-async fn read_checkpoints(
+pub(super) async fn read_checkpoints(
     store: &Store,
     trusted: &[[u8; 32]],
     all: bool,

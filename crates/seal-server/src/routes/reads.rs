@@ -5,6 +5,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use seal_engine::verify::Scope;
 use serde_json::json;
 use std::sync::atomic::Ordering;
 
@@ -56,7 +57,7 @@ pub(crate) async fn get_verify(
             Some(format!("run {run}")),
         ));
     }
-    let report = verifier(&state)
+    let report = verifier(&state, Scope::Runs(std::slice::from_ref(&run)))
         .await?
         .report(state.engine.store(), &run)
         .await?;
@@ -65,14 +66,19 @@ pub(crate) async fn get_verify(
 
 /// `seal verify`'s verdict under the daemon's trusted keys (no witness policy: the daemon has
 /// none), shared by the verify, explain and stats routes so they never disagree on a run.
-async fn verifier(state: &AppState) -> Result<seal_engine::verify::Verifier, ApiError> {
+async fn verifier(
+    state: &AppState,
+    scope: Scope<'_>,
+) -> Result<seal_engine::verify::Verifier, ApiError> {
     let policy = seal_engine::witness::check::Policy::default();
     let store = state.engine.store();
     let trusted = state.trusted.as_ref().clone();
     let reviewers = state.reviewers.as_ref().clone();
-    Ok(seal_engine::verify::Verifier::load(store, trusted, &policy)
-        .await?
-        .with_reviewers(reviewers))
+    Ok(
+        seal_engine::verify::Verifier::load(store, trusted, &policy, scope)
+            .await?
+            .with_reviewers(reviewers),
+    )
 }
 
 /// The decision tree of a sealed run: the page for `Accept: text/html`, else the JSON.
@@ -82,7 +88,7 @@ pub(crate) async fn get_explain(
     headers: axum::http::HeaderMap,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
-    let verifier = verifier(&state).await?;
+    let verifier = verifier(&state, Scope::Runs(std::slice::from_ref(&run))).await?;
     let explained = seal_engine::explain::explain(state.engine.store(), &run, &verifier).await?;
     let wants_html = headers
         .get(header::ACCEPT)
@@ -165,7 +171,12 @@ pub(crate) async fn get_log_proof(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
-    let view = seal_engine::verify::load_log(state.engine.store(), &state.trusted).await?;
+    let view = seal_engine::verify::load_log(
+        state.engine.store(),
+        &state.trusted,
+        Scope::Runs(std::slice::from_ref(&run)),
+    )
+    .await?;
     let proof = view.proof(state.engine.store(), &run).await?;
     Ok(Json(proof).into_response())
 }
@@ -201,7 +212,7 @@ pub(crate) async fn get_stats(
     headers: axum::http::HeaderMap,
 ) -> Result<Response, ApiError> {
     let query = stats_query(raw.as_deref())?;
-    let verifier = verifier(&state).await?;
+    let verifier = verifier(&state, Scope::All).await?;
     let stats = seal_engine::stats::stats(state.engine.store(), &verifier, query).await?;
     let wants_html = headers
         .get(header::ACCEPT)
@@ -228,7 +239,7 @@ pub(crate) async fn get_stats(
 /// The adjudication queue: decided `inconclusive` runs that verify and have no trusted review
 /// (under the daemon's `reviewers.trusted`), oldest decision first, each with its explain link.
 pub(crate) async fn get_review_queue(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let verifier = verifier(&state).await?;
+    let verifier = verifier(&state, Scope::All).await?;
     let queue = seal_engine::stats::review_queue(state.engine.store(), &verifier).await?;
     Ok(Json(json!({ "count": queue.len(), "runs": queue })).into_response())
 }
