@@ -440,3 +440,71 @@ async fn a_rebuild_moves_a_dropped_entrys_log_aside_and_keeps_the_prefix() {
     assert!(said(&out).contains("rebuilt at leaf 3"), "{}", said(&out));
     drop(spawn_daemon(d, &lb, STORE, &[]));
 }
+
+/// `seal verify <run>` with its exit code and output.
+fn verify_run_cli(dir: &Path, lb: &Loopback, run: &str) -> Output {
+    seal_in(
+        dir,
+        lb,
+        &[
+            "verify",
+            run,
+            "--store",
+            STORE,
+            "--trust",
+            "keys/seal.pub.pem",
+        ],
+    )
+}
+
+/// One named run is verified from its own leaves: its pointer, its entry and the tiles that
+/// prove it under the signed checkpoint (docs/DESIGN.md §13). So another run's entry deleted
+/// behind it is not seen from it, while `seal verify --all` and `seal log verify`, which read
+/// every entry, refuse the log; and without its pointer the run is read from the whole log,
+/// with the whole log's verdict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_run_is_verified_from_its_own_leaves_and_every_run_from_the_whole_log() {
+    let lb = judge_service().await;
+    let dir = workdir();
+    let d = dir.path();
+    for run in ["g2-own-1", "g2-own-2", "g2-own-3"] {
+        judge_ok(d, &lb, run);
+    }
+    let pointers = |run: &str| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(store(d).join("log/runs").join(run))
+            .map(|r| r.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(pointers("g2-own-2").len(), 1);
+    assert!(store(d).join("log/tile/8/0/000.p/3").exists());
+    let out = verify_run_cli(d, &lb, "g2-own-2");
+    assert!(out.status.success(), "{}", said(&out));
+
+    let first: u64 = pointers("g2-own-1")[0]
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    std::fs::remove_file(store(d).join(format!("log/entries/{first:020}"))).unwrap();
+    let out = verify_run_cli(d, &lb, "g2-own-2");
+    assert!(out.status.success(), "{}", said(&out));
+    let all = seal_in(
+        d,
+        &lb,
+        &[
+            "verify",
+            "--all",
+            "--store",
+            STORE,
+            "--trust",
+            "keys/seal.pub.pem",
+        ],
+    );
+    assert_eq!(all.status.code(), Some(1), "{}", said(&all));
+    assert_eq!(log_verify(d, &lb, &[]).status.code(), Some(1));
+
+    for p in pointers("g2-own-2") {
+        std::fs::remove_file(p).unwrap();
+    }
+    assert_eq!(verify_checks(d, &lb, "g2-own-2"), ["log_inclusion"]);
+}

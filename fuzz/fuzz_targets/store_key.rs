@@ -11,8 +11,8 @@ fuzz_target!(|s: &str| {
         assert_eq!(seal_core::key::Key::parse(t).ok(), Some(k.clone()));
         let _ = k.cas_hash();
         let _ = k.run_id();
-        if let Some(t) = k.log_tile_coordinates() {
-            assert_eq!(seal_core::key::Key::log_tile(&t), Some(k.clone()));
+        if let Some(t) = seal_core::tlog::key_tile(&k) {
+            assert_eq!(seal_core::tlog::tile_key(&t), Some(k.clone()));
         }
     }
 });

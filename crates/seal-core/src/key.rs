@@ -188,19 +188,6 @@ impl Key {
         format!("{LOG_RUNS}/{run}")
     }
 
-    /// `log/tile/<height>/<level>/<index path>[.p/<width>]`: hash tile `tile` of the log
-    /// (C2SP tlog-tiles, whose `tile/…` path it is under `log/`). `None` past the key depth
-    /// (a tree of more than 2^38 leaves).
-    pub fn log_tile(tile: &crate::tlog::Tile) -> Option<Key> {
-        Key::parse(&format!("log/{}", tile.path())).ok()
-    }
-
-    /// The hash tile a `log/tile/…` key names, if it is one (a data tile is not: seal stores
-    /// its entries one by one).
-    pub fn log_tile_coordinates(&self) -> Option<crate::tlog::Tile> {
-        crate::tlog::parse_tile_path(self.0.strip_prefix("log/")?)
-    }
-
     /// The number a `log/entries/<n>`, `log/checkpoints/<n>` or `log/runs/<run>/<n>` key names
     /// (`folder` being the key's folder), if it is one.
     pub fn log_number(&self, folder: &str) -> Option<u64> {

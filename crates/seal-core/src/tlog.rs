@@ -18,6 +18,7 @@ use signed_note::{Note, VerifierList};
 use tlog_tiles::{Checkpoint, HashReader};
 
 use crate::canonical::{self, CanonicalError};
+use crate::key::Key;
 
 /// A node or leaf hash of the tree (32 bytes).
 pub type NodeHash = [u8; 32];
@@ -315,6 +316,19 @@ pub fn parse_tile_path(path: &str) -> Option<Tile> {
     }
     let tile = Tile::from_path(path).ok()?;
     (!tile.is_data() && tile.path() == path).then_some(tile)
+}
+
+/// `log/tile/<height>/<level>/<index path>[.p/<width>]`: the store key of hash tile `tile`
+/// (C2SP tlog-tiles, whose `tile/…` path it is under `log/`). `None` past the key depth (a
+/// tree of more than 2^38 leaves).
+pub fn tile_key(tile: &Tile) -> Option<Key> {
+    Key::parse(&format!("log/{}", tile.path())).ok()
+}
+
+/// The hash tile a `log/tile/…` key names, if it is one (a data tile is not: seal stores its
+/// entries one by one).
+pub fn key_tile(key: &Key) -> Option<Tile> {
+    parse_tile_path(key.as_str().strip_prefix("log/")?)
 }
 
 /// The tiles on the right edge of the tree of `size` leaves: at each level, the one holding

@@ -113,3 +113,171 @@ impl LogView {
         self.partial.is_none() || self.by_run.contains_key(run)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transparency::tests::entry;
+    use crate::transparency::{raw_keys, Log, DEFAULT_ORIGIN};
+    use seal_core::canonical::Hash;
+    use seal_core::sealing::SigningKey;
+    use seal_core::tlog::{LogEntry, ReviewEntry};
+
+    /// A `file://` log of 40 runs' seals (each appended and checkpointed as the postguard
+    /// does) and a review of run 7 after them; run 7 and its seal's entry.
+    async fn logged() -> (tempfile::TempDir, Store, SigningKey, RunId, LogEntry) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&format!("file://{}", dir.path().display()))
+            .await
+            .unwrap();
+        let key = SigningKey::generate();
+        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
+        for i in 0..40 {
+            let (run, e) = entry(i);
+            log.append_seal(&run, &e, &key).await.unwrap();
+        }
+        let (run, sealed) = entry(7);
+        let review = ReviewEntry::new(
+            run.as_str(),
+            0,
+            Hash::of(b"a review").as_ref(),
+            &"e".repeat(64),
+            "2026-12-04T00:00:00Z",
+        );
+        log.append_review(&review, &key).await.unwrap();
+        (dir, store, key, run, sealed)
+    }
+
+    async fn views(store: &Store, key: &SigningKey, run: &RunId) -> (Option<LogView>, LogView) {
+        let trusted = raw_keys(key, &[]);
+        let some = LogView::for_runs(store, &trusted, std::slice::from_ref(run))
+            .await
+            .unwrap();
+        (some, LogView::load(store, &trusted).await.unwrap())
+    }
+
+    /// The file of `log/entries/<index>`.
+    fn entry_file(dir: &tempfile::TempDir, index: u64) -> std::path::PathBuf {
+        dir.path().join(Key::log_entry(index).as_str())
+    }
+
+    /// Read by its pointers and the tiles, a run's view gives the run the whole log's answers:
+    /// its seal leaf, its review, the check of its stored entry (the logged one, or another
+    /// seal), and its inclusion proof.
+    #[tokio::test]
+    async fn a_run_s_view_gives_the_whole_log_s_answers_for_that_run() {
+        let (_dir, store, key, run, sealed) = logged().await;
+        let (some, whole) = views(&store, &key, &run).await;
+        let some = some.expect("read by its pointers");
+        assert!(some.covers(run.as_str()) && !some.covers("run-batch-0008"));
+        assert_eq!(
+            some.seal_leaves(run.as_str()),
+            whole.seal_leaves(run.as_str())
+        );
+        assert_eq!(some.reviews.len(), 1);
+        assert_eq!(some.reviews[0].0, 40);
+        let review = &some.reviews[0].1;
+        assert!(some.check_review(&run, 0, &review.review_sha256).is_none());
+        assert!(some.check_review(&run, 0, &"f".repeat(64)).is_some());
+        assert!(some.check_entry(&run, &sealed).is_empty());
+        let mut other = sealed.clone();
+        other.seal_sha256 = Hash::of(b"another seal").to_string();
+        assert_eq!(
+            format!("{:?}", some.check_entry(&run, &other)),
+            format!("{:?}", whole.check_entry(&run, &other))
+        );
+        let (a, b) = (
+            some.proof(&store, &run).await.unwrap(),
+            whole.proof(&store, &run).await.unwrap(),
+        );
+        assert_eq!(
+            (
+                a.leaf_index,
+                a.tree_size,
+                &a.entry,
+                &a.audit_path,
+                &a.checkpoint
+            ),
+            (
+                b.leaf_index,
+                b.tree_size,
+                &b.entry,
+                &b.audit_path,
+                &b.checkpoint
+            )
+        );
+    }
+
+    /// A run without a pointer (sealed before them) is not "not logged": the caller is sent
+    /// to the whole log, which finds it.
+    #[tokio::test]
+    async fn a_run_without_its_pointer_is_read_from_the_whole_log() {
+        let (dir, store, key, run, sealed) = logged().await;
+        let folder = dir.path().join(Key::log_run_dir(&run));
+        std::fs::remove_file(folder.join(format!("{:020}", 7))).unwrap();
+        let (some, _) = views(&store, &key, &run).await;
+        assert!(some.is_none());
+        let view = LogView::load_for(&store, &raw_keys(&key, &[]), std::slice::from_ref(&run))
+            .await
+            .unwrap();
+        assert!(view.partial.is_none());
+        assert!(view.check_entry(&run, &sealed).is_empty());
+    }
+
+    /// The store writer rewrites the entry a pointer names (here to say `fail`): the bytes do
+    /// not hash to the leaf the tiles prove under the signed root, so the run's view is not
+    /// built from them, and the whole log refuses the rewrite.
+    #[tokio::test]
+    async fn an_entry_rewritten_behind_its_pointer_is_not_believed() {
+        let (dir, store, key, run, sealed) = logged().await;
+        let mut planted = sealed.clone();
+        planted.outcome = "fail".into();
+        std::fs::write(entry_file(&dir, 7), planted.to_bytes().unwrap()).unwrap();
+        let (some, whole) = views(&store, &key, &run).await;
+        assert!(
+            some.is_none(),
+            "a rewritten entry was read as the run's leaf"
+        );
+        assert!(!whole.check_entry(&run, &planted).is_empty());
+    }
+
+    /// The store writer rewrites an entry and the tile that holds its leaf hash to match: the
+    /// tile does not hash up to the signed root, so it is not believed.
+    #[tokio::test]
+    async fn a_tile_rewritten_to_match_a_rewritten_entry_is_not_believed() {
+        let (dir, store, key, run, sealed) = logged().await;
+        let mut planted = sealed.clone();
+        planted.outcome = "fail".into();
+        let bytes = planted.to_bytes().unwrap();
+        std::fs::write(entry_file(&dir, 7), &bytes).unwrap();
+        // Every stored tile of level 0 holds leaf 7 at offset 7.
+        let level0 = dir.path().join("log/tile/8/0/000.p");
+        for f in std::fs::read_dir(&level0).unwrap() {
+            let path = f.unwrap().path();
+            let mut tile = std::fs::read(&path).unwrap();
+            if tile.len() >= 8 * 32 {
+                tile[7 * 32..8 * 32].copy_from_slice(&tlog::leaf_hash(&bytes));
+                std::fs::write(&path, tile).unwrap();
+            }
+        }
+        let (some, _) = views(&store, &key, &run).await;
+        assert!(some.is_none(), "a rewritten tile was believed");
+    }
+
+    /// A pointer in a run's folder that names another run's leaf (planted, or left by a
+    /// rebuild): that leaf is not the run's.
+    #[tokio::test]
+    async fn a_pointer_to_another_run_s_leaf_is_not_that_run_s() {
+        let (_dir, store, key, run, sealed) = logged().await;
+        store
+            .put(&Key::log_run_leaf(&run, 9), bytes::Bytes::new())
+            .await
+            .unwrap();
+        let (some, _) = views(&store, &key, &run).await;
+        let some = some.expect("read by its pointers");
+        assert_eq!(some.seal_leaves(run.as_str()).len(), 1);
+        assert!(some.check_entry(&run, &sealed).is_empty());
+        // Nor does it make the view answer for the other run.
+        assert!(!some.covers("run-batch-0009"));
+    }
+}

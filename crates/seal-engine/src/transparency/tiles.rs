@@ -37,7 +37,7 @@ pub(super) fn due(tree: &Tree, from: u64, size: u64) -> Result<Vec<(Key, Bytes)>
 }
 
 fn key(tile: &Tile) -> Result<Key, LogError> {
-    Key::log_tile(tile).ok_or_else(|| LogError::Corrupt {
+    tlog::tile_key(tile).ok_or_else(|| LogError::Corrupt {
         key: format!("{LOG_TILES}/{}", tile.path()),
         detail: "a tile of a tree deeper than the store's keys reach".into(),
     })
@@ -147,7 +147,7 @@ pub(super) async fn prove_leaf(
             return Ok(proven);
         }
         for t in missing {
-            let Some(k) = Key::log_tile(&t) else {
+            let Some(k) = tlog::tile_key(&t) else {
                 return Ok(None);
             };
             match store.get_opt(&k).await? {
@@ -200,7 +200,7 @@ pub(super) fn reach(tile: &Tile) -> Option<u64> {
 /// Whether the stored `bytes` at `key` are a tile of the first `size` leaves of `tree`, byte
 /// for byte: `Err` says why not.
 fn agrees(tree: &Tree, size: u64, key: &Key, bytes: &[u8]) -> Result<(), String> {
-    let Some(tile) = key.log_tile_coordinates() else {
+    let Some(tile) = tlog::key_tile(key) else {
         return Err("not a hash tile's key (tile/8/<level>/<index>[.p/<width>])".into());
     };
     match reach(&tile) {
@@ -339,7 +339,7 @@ mod tests {
     async fn fetched(store: &Store) -> Fetched {
         let mut tiles = HashMap::new();
         for k in store.list(LOG_TILES).await.unwrap().keys {
-            let t = k.log_tile_coordinates().expect("a tile key");
+            let t = tlog::key_tile(&k).expect("a tile key");
             tiles.insert(t, store.get(&k).await.unwrap().to_vec());
         }
         Fetched(tiles)
@@ -388,7 +388,7 @@ mod tests {
         let store = Store::open("memory://").await.unwrap();
         let key = SigningKey::generate();
         let log = appended(&store, &key, 3).await;
-        let planted = Key::log_tile(&Tile::new(8, 0, 0, 4, false)).unwrap();
+        let planted = tlog::tile_key(&Tile::new(8, 0, 0, 4, false)).unwrap();
         store
             .put(&planted, Bytes::from(vec![7u8; 128]))
             .await
@@ -487,7 +487,7 @@ mod tests {
             ]
         );
 
-        let first = Key::log_tile(&Tile::new(8, 0, 0, 256, false)).unwrap();
+        let first = tlog::tile_key(&Tile::new(8, 0, 0, 256, false)).unwrap();
         store.remove_log_object(&first).await.unwrap();
         let (run, e) = entry(601);
         appended(&store, &key, 0)
