@@ -301,19 +301,7 @@ async fn wait_admitted(base: &str) {
 
 /// `seal verify <run> --json`: the check ids of the run's problems.
 fn verify_checks(dir: &Path, lb: &Loopback, run: &str) -> Vec<String> {
-    let out = seal_in(
-        dir,
-        lb,
-        &[
-            "verify",
-            run,
-            "--store",
-            STORE,
-            "--trust",
-            "keys/seal.pub.pem",
-            "--json",
-        ],
-    );
+    let out = verify_run_cli(dir, lb, run, &["--json"]);
     let first = text(&out.stdout);
     let report: Value = serde_json::from_str(first.lines().next().unwrap_or("")).unwrap();
     report["problems"]
@@ -441,20 +429,18 @@ async fn a_rebuild_moves_a_dropped_entrys_log_aside_and_keeps_the_prefix() {
     drop(spawn_daemon(d, &lb, STORE, &[]));
 }
 
-/// `seal verify <run>` with its exit code and output.
-fn verify_run_cli(dir: &Path, lb: &Loopback, run: &str) -> Output {
-    seal_in(
-        dir,
-        lb,
-        &[
-            "verify",
-            run,
-            "--store",
-            STORE,
-            "--trust",
-            "keys/seal.pub.pem",
-        ],
-    )
+/// `seal verify <run> [extra…]` with its exit code and output.
+fn verify_run_cli(dir: &Path, lb: &Loopback, run: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "verify",
+        run,
+        "--store",
+        STORE,
+        "--trust",
+        "keys/seal.pub.pem",
+    ];
+    args.extend_from_slice(extra);
+    seal_in(dir, lb, &args)
 }
 
 /// One named run is verified from its own leaves: its pointer, its entry and the tiles that
@@ -477,7 +463,7 @@ async fn one_run_is_verified_from_its_own_leaves_and_every_run_from_the_whole_lo
     };
     assert_eq!(pointers("g2-own-2").len(), 1);
     assert!(store(d).join("log/tile/8/0/000.p/3").exists());
-    let out = verify_run_cli(d, &lb, "g2-own-2");
+    let out = verify_run_cli(d, &lb, "g2-own-2", &[]);
     assert!(out.status.success(), "{}", said(&out));
 
     let first: u64 = pointers("g2-own-1")[0]
@@ -486,7 +472,7 @@ async fn one_run_is_verified_from_its_own_leaves_and_every_run_from_the_whole_lo
         .and_then(|n| n.parse().ok())
         .unwrap();
     std::fs::remove_file(store(d).join(format!("log/entries/{first:020}"))).unwrap();
-    let out = verify_run_cli(d, &lb, "g2-own-2");
+    let out = verify_run_cli(d, &lb, "g2-own-2", &[]);
     assert!(out.status.success(), "{}", said(&out));
     let all = seal_in(
         d,

@@ -297,8 +297,7 @@ mod tests {
     use crate::transparency::tests::entry;
     use crate::transparency::{checkpoint_keys, raw_keys, verify_log, Log, DEFAULT_ORIGIN};
     use seal_core::sealing::SigningKey;
-    use std::collections::HashMap;
-    use tlog_tiles::{TileHashReader, TileReader};
+    use tlog_tiles::TileHashReader;
 
     #[test]
     fn a_tile_reaches_the_leaf_after_its_last_hash_covers() {
@@ -321,28 +320,13 @@ mod tests {
     }
 
     /// Every stored tile, as a C2SP reader fetching them from the store would get them.
-    struct Fetched(HashMap<Tile, Vec<u8>>);
-
-    impl TileReader for Fetched {
-        fn height(&self) -> u8 {
-            tlog::TILE_HEIGHT
-        }
-        fn read_tiles(&self, tiles: &[Tile]) -> Result<Vec<Vec<u8>>, tlog_tiles::Error> {
-            tiles
-                .iter()
-                .map(|t| self.0.get(t).cloned().ok_or(tlog_tiles::Error::InvalidTile))
-                .collect()
-        }
-        fn save_tiles(&self, _: &[Tile], _: &[Vec<u8>]) {}
-    }
-
-    async fn fetched(store: &Store) -> Fetched {
-        let mut tiles = HashMap::new();
+    async fn fetched(store: &Store) -> TileCache {
+        let mut tiles = TileCache::new();
         for k in store.list(LOG_TILES).await.unwrap().keys {
             let t = tlog::key_tile(&k).expect("a tile key");
             tiles.insert(t, store.get(&k).await.unwrap().to_vec());
         }
-        Fetched(tiles)
+        tiles
     }
 
     fn tile_problems(report: &super::super::LogReport) -> Vec<&Problem> {
@@ -365,7 +349,11 @@ mod tests {
             let note = store.get(&k).await.unwrap();
             let cp = tlog::open_checkpoint(&note, &raw_keys(&key, &[])).unwrap();
             let root = tlog_tiles::Hash(cp.root);
-            let reader = TileHashReader::new(size, root, &tiles);
+            let fetched = Fetched {
+                cache: &tiles,
+                missing: Default::default(),
+            };
+            let reader = TileHashReader::new(size, root, &fetched);
             assert_eq!(
                 tlog_tiles::tree_hash(size, &reader).unwrap(),
                 root,
@@ -377,7 +365,7 @@ mod tests {
             .await
             .unwrap();
         assert!(tile_problems(&report).is_empty(), "{:?}", report.problems);
-        assert_eq!(report.tiles_checked, tiles.0.len() as u64);
+        assert_eq!(report.tiles_checked, tiles.len() as u64);
         assert_eq!(report.tiles_missing, 0);
     }
 
@@ -475,7 +463,7 @@ mod tests {
             .append_seal(&run, &e, &key)
             .await
             .unwrap();
-        let mut paths: Vec<String> = fetched(&store).await.0.keys().map(Tile::path).collect();
+        let mut paths: Vec<String> = fetched(&store).await.keys().map(Tile::path).collect();
         paths.sort();
         assert_eq!(
             paths,
