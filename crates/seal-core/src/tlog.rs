@@ -314,8 +314,9 @@ pub fn parse_tile_path(path: &str) -> Option<Tile> {
             return None;
         }
     }
-    let tile = Tile::from_path(path).ok()?;
-    (!tile.is_data() && tile.path() == path).then_some(tile)
+    // `from_path` keeps only the canonical spelling (it compares the path with the tile's
+    // own), and a data tile's `data` level was refused above.
+    Tile::from_path(path).ok()
 }
 
 /// `log/tile/<height>/<level>/<index path>[.p/<width>]`: the store key of hash tile `tile`
