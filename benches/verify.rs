@@ -537,6 +537,54 @@ fn run_seal(exe: &Path, cwd: &Path, tag: &str, args: &[String], rss_by: RssBy) -
     }
 }
 
+/// Times of one named run's `seal verify` and `seal log prove`: median of `ONE_RUN_TIMES`.
+const ONE_RUN_TIMES: usize = 11;
+
+/// The median wall time of `seal args…` over [`ONE_RUN_TIMES`] runs (each must succeed).
+fn median_seal(exe: &Path, cwd: &Path, tag: &str, args: &[String]) -> Duration {
+    median(
+        (0..ONE_RUN_TIMES)
+            .map(|_| run_seal(exe, cwd, tag, args, RssBy::Polling).elapsed)
+            .collect(),
+    )
+}
+
+/// One named run's `verify` and `log prove`, read by its pointers in the log and the tiles,
+/// then with `log/runs/` moved aside (the whole log read, as for a run sealed before
+/// pointers), beside `openssl dgst -sha256` over the run's own files: (what, by pointers,
+/// whole log, openssl).
+fn one_run(
+    exe: &Path,
+    cwd: &Path,
+    store_dir: &Path,
+    store_url: &str,
+    trust: &Path,
+    run: &str,
+) -> Vec<(&'static str, Duration, Duration)> {
+    let trust = trust.display().to_string();
+    let verify: Vec<String> = ["verify", run, "--store", store_url, "--trust", &trust]
+        .map(String::from)
+        .to_vec();
+    let prove: Vec<String> = ["log", "prove", run, "--store", store_url, "--trust", &trust]
+        .map(String::from)
+        .to_vec();
+    let by_pointers = [
+        median_seal(exe, cwd, "one-verify", &verify),
+        median_seal(exe, cwd, "one-prove", &prove),
+    ];
+    let (runs, aside) = (store_dir.join("log/runs"), cwd.join("log-runs-aside"));
+    std::fs::rename(&runs, &aside).expect("move log/runs aside");
+    let whole = [
+        median_seal(exe, cwd, "one-verify-whole", &verify),
+        median_seal(exe, cwd, "one-prove-whole", &prove),
+    ];
+    std::fs::rename(&aside, &runs).expect("move log/runs back");
+    vec![
+        ("seal verify <run>", by_pointers[0], whole[0]),
+        ("seal log prove <run>", by_pointers[1], whole[1]),
+    ]
+}
+
 fn verify_args(store_url: &str, trust: &Path, jobs: usize) -> Vec<String> {
     vec![
         "verify".into(),
@@ -659,6 +707,17 @@ fn main() {
             verifies[i].push(r);
         }
     }
+
+    // 3b. One run of the middle of the corpus, by its pointers and by the whole log, beside
+    // openssl over that run's own files.
+    let middle = format!("run-bench-{:05}", runs / 2);
+    let one = one_run(&exe, root.path(), &store_dir, &store_url, &trust, &middle);
+    let run_files: Vec<PathBuf> = walk(&store_dir.join("runs").join(&middle));
+    let one_openssl = median(
+        (0..ONE_RUN_TIMES)
+            .filter_map(|_| run_tool("openssl", &["dgst", "-sha256"], &run_files))
+            .collect(),
+    );
 
     // 4. Replay every run from its stored judge answers, in a copy of the store made of hard
     // links (replay only adds objects, create-only; the measured store stays as it was): at
@@ -862,6 +921,22 @@ fn main() {
         Some(runs),
         Some(replay_memory.peak_rss),
     );
+    println!();
+    println!(
+        "one run ({middle}, {} files; median of {ONE_RUN_TIMES}) in a log of {runs} entries: \
+         openssl dgst -sha256 of its files {:.1} ms",
+        run_files.len(),
+        one_openssl.as_secs_f64() * 1e3
+    );
+    for (what, pointers, whole) in &one {
+        println!(
+            "  {what:<22} by its pointers {:>7.1} ms ({:.1}x openssl's time), whole log {:>7.1} ms: {:.1}x faster",
+            pointers.as_secs_f64() * 1e3,
+            pointers.as_secs_f64() / one_openssl.as_secs_f64(),
+            whole.as_secs_f64() * 1e3,
+            whole.as_secs_f64() / pointers.as_secs_f64()
+        );
+    }
     println!();
     println!(
         "replay's writes: {} new objects, {} in all; plain copy + fsync (file and \
