@@ -430,6 +430,35 @@ mod tests {
         assert_eq!(report.tiles_missing, 1);
     }
 
+    /// The store writer rewrites the full tile on the right edge of the latest checkpoint,
+    /// where a process starting learns how far the tiles go. The stored bytes are compared
+    /// with the tree's, so the process does not take them for the log's: it stores the tiles
+    /// again from the start, and refuses to publish over the rewritten one. (Were presence
+    /// enough, that tile would never be written again, and every reader of a later checkpoint
+    /// would find it wrong.)
+    #[tokio::test]
+    async fn a_rewritten_edge_tile_is_not_taken_for_the_log_s() {
+        let store = Store::open("memory://").await.unwrap();
+        let key = SigningKey::generate();
+        appended(&store, &key, 256).await;
+        let edge = tlog::tile_key(&Tile::new(8, 0, 0, 256, false)).unwrap();
+        store.remove_log_object(&edge).await.unwrap();
+        store
+            .put(&edge, Bytes::from(vec![9u8; 256 * 32]))
+            .await
+            .unwrap();
+        let (run, e) = entry(256);
+        let err = appended(&store, &key, 0)
+            .await
+            .append_seal(&run, &e, &key)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, LogError::Corrupt { key, .. } if key == edge.as_str()),
+            "{err}"
+        );
+    }
+
     /// A log without tiles (from before them) is tiled whole by the next checkpoint a process
     /// publishes. A process that finds the edge tiles of the latest checkpoint stored does not
     /// write the older ones again: a full tile deleted behind them stays missing, and
