@@ -344,6 +344,12 @@ fn render(r: &LogReport) -> String {
             "no hash tiles stored yet (a log from before them): the next checkpoint stores them\n",
         );
     }
+    if r.pointers_missing > 0 {
+        out.push_str(&format!(
+            "{} run pointer(s) missing for leaves the latest checkpoint covers\n",
+            r.pointers_missing
+        ));
+    }
     for run in &r.seal_pending {
         out.push_str(&format!(
             "run {run}: logged, its seal not stored yet (a finalize was interrupted between the log append and the seal: finalize the run again to store the very seal logged)\n"

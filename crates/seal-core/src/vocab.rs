@@ -243,6 +243,9 @@ words!(
         /// A stored hash tile is not the hashes of the log's entries, or one a reader of the
         /// latest checkpoint needs is missing.
         LogTiles = "log_tiles",
+        /// A leaf of a run that the latest checkpoint covers has no pointer
+        /// (`log/runs/<run>/<index>`), so a reader of that run alone would not find it.
+        LogPointers = "log_pointers",
         /// Two signed trees of one size with different roots.
         LogFork = "log_fork",
         /// The log is not an append-only extension of an older checkpoint (rollback, rewrite).

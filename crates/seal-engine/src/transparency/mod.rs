@@ -9,8 +9,9 @@
 //! - `log/tile/8/<level>/<index>[.p/<width>]`: the tree's hash tiles (C2SP tlog-tiles),
 //!   stored before each checkpoint ([`tiles`]);
 //! - `log/runs/<run>/<index, 20 digits>`: an empty pointer, leaf `index` is about `run`, stored
-//!   before an append returns, so before the seal or review it logs is stored ([`Log::point`]):
-//!   what lets `seal verify <run>` read a run's leaves without the whole log ([`runs`]).
+//!   with the tiles before the first checkpoint that covers the leaf, so before the seal or
+//!   review it logs is stored ([`store_pointers`]): what lets `seal verify <run>` read a run's
+//!   leaves without the whole log ([`runs`]).
 //!
 //! Decision: no conditional *update* anywhere, only create-only puts, which every backend
 //! (file, memory, S3 with `If-None-Match: *`) offers. A replica takes the next index by
@@ -39,7 +40,8 @@ pub mod tiles;
 pub mod view;
 
 use bytes::Bytes;
-use std::collections::HashMap;
+use futures::{StreamExt, TryStreamExt};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::audit::Problem;
@@ -47,7 +49,7 @@ use seal_core::canonical::Hash;
 use seal_core::doc::Evidence;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
-pub use seal_core::key::{LOG_CHECKPOINTS, LOG_ENTRIES};
+pub use seal_core::key::{LOG_CHECKPOINTS, LOG_ENTRIES, LOG_RUNS};
 use seal_core::sealing::{self, Envelope, PublicKey, SigningKey};
 use seal_core::tlog::{self, Leaf, LogEntry, NodeHash, TlogError, Tree};
 use seal_store::{Key, Put, Store, StoreError};
@@ -169,6 +171,10 @@ struct Cache {
     /// The tree's tiles are stored through this size ([`tiles`]): the next checkpoint stores
     /// the ones after it.
     tiled: u64,
+    /// The pointers ([`Log::point`]) of the leaves this process knows but has not pointed yet:
+    /// the next checkpoint stores them first, as it does the tiles, so that every leaf a
+    /// stored checkpoint covers has its pointer (docs/DESIGN.md §13, "Run pointers").
+    unpointed: BTreeMap<u64, Key>,
 }
 
 /// A seal leaf as this process holds it: where it is and the digests it names (`None` for a
@@ -243,6 +249,11 @@ impl Cache {
             let hash = leaf_hash(&view.tree, index)?;
             cache.index(index, leaf, hash);
         }
+        for (run, leaves) in &cache.by_run {
+            for leaf in leaves {
+                cache.unpointed.extend(pointer(run, leaf.index));
+            }
+        }
         cache.tree = view.tree;
         Ok(cache)
     }
@@ -260,9 +271,11 @@ impl Cache {
         match leaf {
             Leaf::Seal(entry) => {
                 let sealed = SealLeaf::of(index, &entry);
+                self.unpointed.extend(pointer(&entry.run_id, index));
                 self.by_run.entry(entry.run_id).or_default().push(sealed);
             }
             Leaf::Review(r) => {
+                self.unpointed.extend(pointer(&r.run_id, index));
                 self.reviews
                     .insert((r.run_id, r.review_index, r.review_sha256));
                 self.others.insert(hash, index);
@@ -297,6 +310,31 @@ impl Cache {
                 l.evidence == Some(evidence) && self.tree.leaf(l.index).as_ref() != Some(hash)
             })
             .map(|l| l.index)
+    }
+}
+
+/// The pointer of leaf `index` about `run`: `None` for a run id seal never writes (such an
+/// entry is a `log_entries` problem of `seal log verify`, and no reader looks for it).
+fn pointer(run: &str, index: u64) -> Option<(u64, Key)> {
+    let run = RunId::parse(run).ok()?;
+    Some((index, Key::log_run_leaf(&run, index)))
+}
+
+impl Cache {
+    /// The pointers a checkpoint of `size` leaves must be stored after.
+    fn pointers_due(&self, size: u64) -> Vec<(u64, Key)> {
+        let due = self.unpointed.range(..size);
+        due.map(|(i, k)| (*i, k.clone())).collect()
+    }
+
+    /// Records that the pointers `stored` are (each only if it is still the one due at its
+    /// index: a rebuild may have replaced the tree meanwhile).
+    fn pointed(&mut self, stored: &[(u64, Key)]) {
+        for (index, k) in stored {
+            if self.unpointed.get(index) == Some(k) {
+                self.unpointed.remove(index);
+            }
+        }
     }
 }
 
@@ -358,7 +396,32 @@ impl Log {
         let latest = view.latest.as_ref().map_or(0, |c| c.size);
         let mut admitted = Cache::admitted(view)?;
         admitted.tiled = tiles::stored_through(&self.store, &admitted.tree, latest).await?;
+        self.backfill_pointers(&mut admitted).await?;
         *cache = admitted;
+        Ok(())
+    }
+
+    /// Stores the pointer of every leaf of the admitted log that lacks one: those of a log
+    /// from before pointers, of entries appended just before a crash (no checkpoint covered
+    /// them yet), or deleted since. One listing of `log/runs/`, then only the missing writes.
+    ///
+    /// Decision: done here because admission reads every entry anyway (the guard); once it
+    /// reads only past the latest checkpoint (docs/DECISIONS.md), this becomes "the entries
+    /// past the checkpoint", and a log from before pointers is backfilled once, by an
+    /// operator, as `seal log verify` then says.
+    async fn backfill_pointers(&self, cache: &mut Cache) -> Result<(), LogError> {
+        let listed = self.store.list(LOG_RUNS).await?.keys;
+        let stored: std::collections::HashSet<&str> = listed.iter().map(Key::as_str).collect();
+        cache.unpointed.retain(|_, k| !stored.contains(k.as_str()));
+        let missing = cache.pointers_due(u64::MAX);
+        if !missing.is_empty() {
+            tracing::info!(
+                pointers = missing.len(),
+                "storing the run pointers the log's leaves lack"
+            );
+        }
+        store_pointers(&self.store, &missing).await?;
+        cache.pointed(&missing);
         Ok(())
     }
 
@@ -384,13 +447,10 @@ impl Log {
                 }
             }
         };
-        // The pointer in the same flush as the checkpoint (outside the cache's lock, so that
-        // appends are not serialized behind one more write each); also when the entry was
-        // there already, as after a crash between the two.
-        let (tree_size, ()) = tokio::try_join!(
-            self.publish_covering(index + 1, key),
-            self.point(run, index)
-        )?;
+        // The entry's pointer is stored with the checkpoint's tiles, before the checkpoint
+        // (outside the cache's lock, so that appends are not serialized behind one more write
+        // each).
+        let tree_size = self.publish_covering(index + 1, key).await?;
         Ok(SealLogged::Appended(Appended {
             index,
             created,
@@ -467,7 +527,6 @@ impl Log {
         self.admit_locked(&mut cache, &raw_keys(key, trusted))
             .await?;
         let (index, created) = self.append_locked(&mut cache, run, &entry).await?.at(run)?;
-        self.point(run, index).await?;
         let tree_size = self.publish(&mut cache, key).await?;
         Ok(Appended {
             index,
@@ -493,34 +552,12 @@ impl Log {
         self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
         self.sync(&mut cache).await?;
         let (index, created) = self.append_bytes_locked(&mut cache, bytes).await?;
-        self.point_review(entry, index).await?;
         let tree_size = self.publish(&mut cache, key).await?;
         Ok(Appended {
             index,
             created,
             tree_size,
         })
-    }
-
-    /// Stores the pointer saying leaf `index` is about `run` (create-only: the same again is
-    /// fine). Readers authenticate the leaf it names and ignore one that is not the run's, so
-    /// a pointer is never trusted for more than "look there".
-    async fn point(&self, run: &RunId, index: u64) -> Result<(), LogError> {
-        self.store
-            .put(&Key::log_run_leaf(run, index), Bytes::new())
-            .await?;
-        Ok(())
-    }
-
-    /// [`Log::point`] for a review's leaf (a run id seal wrote, so one that parses).
-    async fn point_review(&self, entry: &tlog::ReviewEntry, index: u64) -> Result<(), LogError> {
-        match RunId::parse(&entry.run_id) {
-            Ok(run) => self.point(&run, index).await,
-            Err(e) => Err(LogError::Corrupt {
-                key: Key::log_entry(index).to_string(),
-                detail: format!("a review of no valid run: {e}"),
-            }),
-        }
     }
 
     /// Appends `bytes`, a leaf that is not a seal's, as the next leaf unless a leaf holds
@@ -648,8 +685,13 @@ impl Log {
         }
         let note = Bytes::from(sign_checkpoint(&self.origin, &cache.tree, size, key)?);
         let due = tiles::due(&cache.tree, cache.tiled.min(size), size)?;
-        tiles::store_all(&self.store, due).await?;
+        let pointers = cache.pointers_due(size);
+        tokio::try_join!(
+            tiles::store_all(&self.store, due),
+            store_pointers(&self.store, &pointers)
+        )?;
         cache.tiled_through(size);
+        cache.pointed(&pointers);
         if self.store_checkpoint(size, &note).await? {
             self.witnesses.offer(&cache.tree, size, &note);
         }
@@ -666,7 +708,7 @@ impl Log {
     /// holding its entry is stored (log, checkpoint, then seal: the module doc).
     async fn publish_covering(&self, needed: u64, key: &SigningKey) -> Result<u64, LogError> {
         let _turn = self.publishing.lock().await;
-        let (size, note, due) = {
+        let (size, note, due, pointers) = {
             let cache = self.cache.lock().await;
             if cache.published >= needed {
                 return Ok(cache.published);
@@ -685,11 +727,19 @@ impl Log {
             }
             let note = sign_checkpoint(&self.origin, &cache.tree, size, key)?;
             let due = tiles::due(&cache.tree, cache.tiled.min(size), size)?;
-            (size, Bytes::from(note), due)
+            (size, Bytes::from(note), due, cache.pointers_due(size))
         };
-        // The tiles first: a stored checkpoint's tiles are all there for its readers.
-        tiles::store_all(&self.store, due).await?;
-        self.cache.lock().await.tiled_through(size);
+        // The tiles and the pointers first: a stored checkpoint's tiles are all there for its
+        // readers, and every leaf it covers can be found from its run.
+        tokio::try_join!(
+            tiles::store_all(&self.store, due),
+            store_pointers(&self.store, &pointers)
+        )?;
+        {
+            let mut cache = self.cache.lock().await;
+            cache.tiled_through(size);
+            cache.pointed(&pointers);
+        }
         let created = self.store_checkpoint(size, &note).await?;
         let mut cache = self.cache.lock().await;
         // The tree only grows (entries are create-only), so its first `size` leaves are the
@@ -715,6 +765,27 @@ impl Log {
             Err(e) => Err(e.into()),
         }
     }
+}
+
+/// Stores the pointers `keys`, each saying leaf `<index>` is about `<run>` (create-only: the
+/// same again is fine, and so is one stored with other bytes, since only its name is read).
+/// Readers authenticate the leaf it names and ignore one that is not the run's, so a pointer
+/// is never trusted for more than "look there".
+async fn store_pointers(store: &Store, keys: &[(u64, Key)]) -> Result<(), LogError> {
+    // Owned keys: a stream over borrowed ones makes the append's future not `Send` for
+    // every lifetime, which the routes need.
+    let owned: Vec<Key> = keys.iter().map(|(_, k)| k.clone()).collect();
+    futures::stream::iter(owned)
+        .map(|k| async move {
+            match store.put(&k, Bytes::new()).await {
+                Ok(_) | Err(StoreError::Conflict { .. }) => Ok(()),
+                Err(e) => Err(LogError::from(e)),
+            }
+        })
+        .buffer_unordered(tiles::AT_ONCE)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
 }
 
 /// Where [`Log::append_locked`] left an entry.

@@ -140,8 +140,7 @@ impl Log {
         let entry = entry.sign(&|m| key.sign(m)).map_err(LogError::from)?;
         let mut fresh = self.write_rebuild_entry(&whole, keep, &entry).await?;
         for (run, e) in &relog {
-            let (index, _) = self.append_locked(&mut fresh, run, e).await?.at(run)?;
-            self.point(run, index).await?;
+            self.append_locked(&mut fresh, run, e).await?.at(run)?;
         }
         let mut reviews_relogged = Vec::with_capacity(reviews.len());
         for (k, e) in &reviews {
@@ -149,8 +148,7 @@ impl Log {
                 key: k.to_string(),
                 detail: err.to_string(),
             })?);
-            let (index, _) = self.append_bytes_locked(&mut fresh, bytes).await?;
-            self.point_review(e, index).await?;
+            self.append_bytes_locked(&mut fresh, bytes).await?;
             reviews_relogged.push(k.to_string());
         }
         let tree_size = self.publish(&mut fresh, key).await?;

@@ -280,4 +280,116 @@ mod tests {
         // Nor does it make the view answer for the other run.
         assert!(!some.covers("run-batch-0009"));
     }
+
+    /// Every leaf of a run (the 40 seals and the review) has its pointer once its
+    /// checkpoint is stored, and `seal log verify` finds none missing.
+    #[tokio::test]
+    async fn every_leaf_a_checkpoint_covers_has_its_pointer() {
+        let (_dir, store, key, _run, _sealed) = logged().await;
+        let trusted = raw_keys(&key, &[]);
+        let report = super::super::verify_log(&store, &trusted, None)
+            .await
+            .unwrap();
+        assert_eq!(report.pointers_missing, 0);
+        assert!(pointer_problems(&report).is_empty());
+        assert_eq!(
+            store.list(super::super::LOG_RUNS).await.unwrap().keys.len(),
+            41
+        );
+    }
+
+    /// The store writer deletes the pointer of run 7's seal (to hide that leaf from a reader
+    /// of run 7 alone): `seal log verify` names it (fails without the check), and the next
+    /// admission of an appender stores it again.
+    #[tokio::test]
+    async fn a_deleted_pointer_is_named_by_log_verify_and_stored_again_at_admission() {
+        let (dir, store, key, run, _sealed) = logged().await;
+        let deleted = Key::log_run_leaf(&run, 7);
+        std::fs::remove_file(dir.path().join(deleted.as_str())).unwrap();
+        let trusted = raw_keys(&key, &[]);
+        let report = super::super::verify_log(&store, &trusted, None)
+            .await
+            .unwrap();
+        assert!(!report.verified);
+        assert_eq!(report.pointers_missing, 1);
+        let named = pointer_problems(&report);
+        assert_eq!(named.len(), 1, "{:?}", report.problems);
+        assert_eq!(named[0].object, deleted.as_str());
+
+        Log::new(store.clone(), DEFAULT_ORIGIN)
+            .admit(&key, &[])
+            .await
+            .unwrap();
+        assert!(store.exists(&deleted).await.unwrap());
+        let report = super::super::verify_log(&store, &trusted, None)
+            .await
+            .unwrap();
+        assert!(pointer_problems(&report).is_empty());
+    }
+
+    /// The report's `log_pointers` problems (the fixture logs runs it does not store, so the
+    /// report has `run_missing` ones too).
+    fn pointer_problems(report: &super::super::LogReport) -> Vec<&crate::audit::Problem> {
+        let check = seal_core::vocab::AuditCheck::LogPointers;
+        report
+            .problems
+            .iter()
+            .filter(|p| p.check == check)
+            .collect()
+    }
+
+    /// A log from before pointers (none stored) and an entry a crash left past the latest
+    /// checkpoint with no pointer: admission stores them all, and run 7 is read by its
+    /// pointers again.
+    #[tokio::test]
+    async fn admission_points_a_log_from_before_pointers_and_an_entry_left_by_a_crash() {
+        let (dir, store, key, run, _sealed) = logged().await;
+        std::fs::remove_dir_all(dir.path().join(super::super::LOG_RUNS)).unwrap();
+        // What a crash between the entry's create and its checkpoint leaves.
+        let (late, e) = entry(40);
+        store
+            .put(
+                &Key::log_entry(41),
+                bytes::Bytes::from(e.to_bytes().unwrap()),
+            )
+            .await
+            .unwrap();
+        let trusted = raw_keys(&key, &[]);
+        let report = super::super::verify_log(&store, &trusted, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            report.pointers_missing, 0,
+            "a log from before pointers is no problem"
+        );
+        assert!(views(&store, &key, &run).await.0.is_none());
+
+        Log::new(store.clone(), DEFAULT_ORIGIN)
+            .admit(&key, &[])
+            .await
+            .unwrap();
+        assert!(store.exists(&Key::log_run_leaf(&late, 41)).await.unwrap());
+        assert_eq!(
+            store.list(super::super::LOG_RUNS).await.unwrap().keys.len(),
+            42
+        );
+        assert!(views(&store, &key, &run).await.0.is_some());
+    }
+
+    /// A pointer that cannot be stored (the store writer put a file where the run's pointer
+    /// folder goes): the append fails naming it, and no checkpoint is published over a leaf
+    /// whose pointer is not stored (fails when the pointer races the checkpoint).
+    #[tokio::test]
+    async fn no_checkpoint_covers_a_leaf_whose_pointer_is_not_stored() {
+        let (dir, store, key, _run, _sealed) = logged().await;
+        let (blocked, e) = entry(41);
+        let folder = dir.path().join(Key::log_run_dir(&blocked));
+        std::fs::create_dir_all(folder.parent().unwrap()).unwrap();
+        std::fs::write(&folder, b"not a folder").unwrap();
+        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
+        let err = log.append_seal(&blocked, &e, &key).await.unwrap_err();
+        assert!(err.to_string().contains(blocked.as_str()), "{err}");
+        let largest = super::super::checkpoint_keys(&store).await.unwrap()[0].0;
+        assert_eq!(largest, 41, "a checkpoint covers the unpointed leaf 41");
+    }
 }

@@ -25,7 +25,7 @@ use seal_core::vocab::AuditCheck;
 use seal_store::{Key, Store, StoreError};
 
 /// Tiles written or read at once.
-const AT_ONCE: usize = 16;
+pub(super) const AT_ONCE: usize = 16;
 
 /// The tiles of `tree`'s first `size` leaves that a log tiled through `from` leaves lacks,
 /// with their bytes.

@@ -160,6 +160,8 @@ pub struct LogReport {
     /// Tiles of the latest checkpoint that are not stored (0 for a log that holds none yet:
     /// its next checkpoint writes them).
     pub tiles_missing: u64,
+    /// Leaves of runs the latest checkpoint covers whose pointer is not stored.
+    pub pointers_missing: u64,
     pub verified: bool,
     pub problems: Vec<Problem>,
 }
@@ -611,6 +613,20 @@ pub async fn verify_log(
     let latest = view.latest.as_ref().map_or(0, |c| c.size);
     let tiles = super::tiles::check(store, &view.tree, latest).await?;
     problems.extend(tiles.problems);
+    let unpointed = missing_pointers(store, view, latest).await?;
+    if let Some(first) = unpointed.first() {
+        problems.push(Problem::new(
+            AuditCheck::LogPointers,
+            first.to_string(),
+            format!(
+                "{} pointer(s) of leaves the latest checkpoint covers are missing, from this \
+                 one on: a leaf without its pointer is not seen by `seal verify` of its run \
+                 alone. Deleted (or left by an interrupted backfill): the next start of \
+                 `seal serve` or `seal judge` stores them again",
+                unpointed.len()
+            ),
+        ));
+    }
     let consistency = match old {
         Some(old) => against_old(view, trusted, old, &mut problems),
         None => None,
@@ -652,9 +668,43 @@ pub async fn verify_log(
         review_pending,
         tiles_checked: tiles.checked,
         tiles_missing: tiles.missing.len() as u64,
+        pointers_missing: unpointed.len() as u64,
         verified: problems.is_empty(),
         problems,
     })
+}
+
+/// `seal log verify`: the pointers missing for the leaves of runs that the latest checkpoint
+/// (`checkpoint` leaves) covers, in leaf order. A pointer is stored before any checkpoint
+/// covering its leaf ([`super::Log`]), so a missing one was deleted (or the log predates
+/// pointers and only some were stored): a run whose pointers are all gone is read from the
+/// whole log, but one that keeps some is read from those, and a leaf it lacks a pointer for
+/// is one its own view does not see.
+async fn missing_pointers(
+    store: &Store,
+    view: &LogView,
+    checkpoint: u64,
+) -> Result<Vec<Key>, StoreError> {
+    let listed = store.list(super::LOG_RUNS).await?.keys;
+    // A log that holds no pointer at all predates them (as for tiles): every run's own view
+    // then reads the whole log, so nothing is hidden, and the next admission stores them.
+    if listed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let stored: std::collections::HashSet<&str> = listed.iter().map(Key::as_str).collect();
+    let seals = view
+        .by_run
+        .iter()
+        .flat_map(|(run, leaves)| leaves.iter().map(move |l| (l.index, run.as_str())));
+    let reviews = view.reviews.iter().map(|(i, r)| (*i, r.run_id.as_str()));
+    let mut missing: Vec<(u64, Key)> = seals
+        .chain(reviews)
+        .filter(|(index, _)| *index < checkpoint)
+        .filter_map(|(index, run)| super::pointer(run, index))
+        .filter(|(_, k)| !stored.contains(k.as_str()))
+        .collect();
+    missing.sort_by_key(|(i, _)| *i);
+    Ok(missing.into_iter().map(|(_, k)| k).collect())
 }
 
 /// Every logged run is in the store with the logged seal (or, its finalize interrupted

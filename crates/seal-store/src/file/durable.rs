@@ -112,8 +112,20 @@ pub(crate) fn create(
     KNOWN_DIRS
         .ensure(root, &dir, flush)
         .map_err(|e| backend(key, "create folder", e))?;
-    let (mut file, staging) =
-        open_staging(&dest).map_err(|e| backend(key, "create staging file", e))?;
+    let (mut file, staging) = match open_staging(&dest) {
+        // A folder this process made was removed behind it (an operator's clean-up, the
+        // store writer): forget what it knew of that branch and make it again, instead of
+        // failing every write into it until a restart.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            KNOWN_DIRS.forget(root, &dir);
+            KNOWN_DIRS
+                .ensure(root, &dir, flush)
+                .map_err(|e| backend(key, "create folder", e))?;
+            open_staging(&dest)
+        }
+        opened => opened,
+    }
+    .map_err(|e| backend(key, "create staging file", e))?;
     // The group commit is the staging file's filesystem's (a sub-folder may be another mount);
     // a per-object store needs neither it nor the `fstat` that finds it.
     let commit = match flush {
@@ -406,6 +418,19 @@ impl KnownDirs {
         set.extend(chain);
         Ok(())
     }
+
+    /// Forgets `dir` and every folder between it and `root`: any of them may be gone.
+    fn forget(&self, root: &Path, dir: &Path) {
+        let mut set = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut d = dir;
+        while d != root && d.starts_with(root) {
+            set.remove(d);
+            match d.parent() {
+                Some(p) => d = p,
+                None => break,
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -416,6 +441,22 @@ mod tests {
 
     fn key(s: &str) -> Key {
         Key::parse(s).unwrap()
+    }
+
+    /// A folder made by this process and removed behind it (here with the object in it) is
+    /// made again by the next write into it: the write does not fail on what the process
+    /// remembered (fails without the retry: "create staging file: No such file").
+    #[test]
+    fn a_folder_removed_behind_the_process_is_made_again() {
+        for flush in [Flush::Batch, Flush::PerObject] {
+            let dir = tempfile::tempdir().unwrap();
+            let first = key("log/runs/r1/00000000000000000001");
+            assert!(create(dir.path(), &first, b"", flush).unwrap());
+            std::fs::remove_dir_all(dir.path().join("log/runs")).unwrap();
+            let second = key("log/runs/r1/00000000000000000002");
+            assert!(create(dir.path(), &second, b"", flush).unwrap());
+            assert!(dir.path().join(second.as_str()).is_file());
+        }
     }
 
     #[test]
