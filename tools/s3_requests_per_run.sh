@@ -2,9 +2,13 @@
 # S3 requests per run (docs/BENCHMARKS.md, "S3 requests per run"): a counting moto server
 # (tools/s3_server.py with SEAL_S3_REQUEST_LOG), the loopback judge, one `seal serve` on S3, and
 # N copies of an example run submitted through the Python client's `seal-submit`; prints the
-# requests per run by method and by object kind.
+# requests per run by method and by object kind. Each copy gets frames of its own and each
+# judge answer an id of its own, as real runs and endpoints do (`SAME=1`: the copies share
+# their frames and the judges' answers, as before stop 39, which hides one frame upload per
+# frame and adds a create that finds the same answer stored).
 #   tools/s3_requests_per_run.sh [N=10] [EXAMPLE=run-narrative-0010-pass]
 #   STORE_OPTS=listing=off tools/s3_requests_per_run.sh 5   # S3 store URL options
+#   AT_ONCE=10 tools/s3_requests_per_run.sh 20               # 10 workers side by side
 # Needs: cargo build (debug `seal` and `loopback-judge`), pip install moto[server] ./clients/python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +17,7 @@ EXAMPLE=${2:-run-narrative-0010-pass}
 T=${CARGO_TARGET_DIR:-target}/debug
 work=$(mktemp -d)
 pids=()
+subs=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; [ -n "${KEEP:-}" ] && cp "$work/requests.tsv" "$KEEP"; rm -rf "$work"; }
 trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -21,7 +26,8 @@ S3_PORT=$(port)
 SEAL_S3_REQUEST_LOG="$work/requests.tsv" python3 tools/s3_server.py 127.0.0.1 "$S3_PORT" >"$work/s3.log" 2>&1 &
 pids+=($!)
 JUDGE_PORT=$(port)
-"$T/loopback-judge" "127.0.0.1:$JUDGE_PORT" >"$work/judge.log" 2>&1 &
+unique=1; [ -n "${SAME:-}" ] && unique=0
+SEAL_LOOPBACK_UNIQUE_IDS=$unique "$T/loopback-judge" "127.0.0.1:$JUDGE_PORT" >"$work/judge.log" 2>&1 &
 pids+=($!)
 python3 - "$S3_PORT" <<'PY'
 import sys, time, urllib.request
@@ -46,16 +52,44 @@ store="s3://bench/runs-$RANDOM?endpoint=http://127.0.0.1:$S3_PORT${STORE_OPTS:+&
 pids+=($!)
 for _ in $(seq 100); do grep -q 'http://' "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
 url=$(grep -m1 -o 'http://[^ ]*' "$work/serve.out")
-: >"$work/requests.tsv"   # start-up (log admission) is not a run's either
+# Start-up (the log admission, in the background after the port is bound) is not a run's
+# either: wait for its log line before counting.
+for _ in $(seq 300); do grep -q 'log admitted' "$work/serve.log" 2>/dev/null && break; sleep 0.1; done
+: >"$work/requests.tsv"
 for i in $(seq "$N"); do
   d="$work/in/r$i"; mkdir -p "$d"; cp -r "sealed-fixtures/inputs/$EXAMPLE/." "$d"
-  python3 - "$d/header.json" "run-s3req-$i-$RANDOM" <<'PY'
-import json, sys
-p, run = sys.argv[1], sys.argv[2]
+  python3 - "$d" "run-s3req-$i-$RANDOM" "$unique" <<'PY'
+import hashlib, json, pathlib, sys
+d, run, unique = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
+p = d / "header.json"
 h = json.load(open(p)); h["runId"] = run; json.dump(h, open(p, "w"))
+if unique:
+    # Frames of its own: the same image with the run id appended (the media check reads the
+    # PNG signature), renamed to its sha256, and every document naming it updated.
+    renamed = {}
+    for blob in sorted((d / "blobs").iterdir()):
+        data = blob.read_bytes() + run.encode()
+        new = hashlib.sha256(data).hexdigest()
+        renamed[blob.name.split(".")[0]] = new
+        (d / "blobs" / (new + blob.suffix)).write_bytes(data)
+        blob.unlink()
+    for doc in d.rglob("*"):
+        if doc.is_file() and doc.suffix in (".json", ".md"):
+            text = doc.read_text()
+            for old, new in renamed.items():
+                text = text.replace(f"{old[:2]}/{old}", f"{new[:2]}/{new}").replace(old, new)
+            doc.write_text(text)
 PY
 done
-seal-submit --url "$url" "$work"/in/r* >"$work/submit.jsonl"
+# AT_ONCE=k: k `seal-submit` workers side by side (runs in flight share checkpoints and tiles).
+at_once=${AT_ONCE:-1}
+for w in $(seq 0 $((at_once - 1))); do
+  mine=(); for i in $(seq "$N"); do [ $(( (i - 1) % at_once )) -eq "$w" ] && mine+=("$work/in/r$i"); done
+  seal-submit --url "$url" "${mine[@]}" >"$work/submit-$w.jsonl" &
+  subs+=($!)
+done
+for p in "${subs[@]}"; do wait "$p"; done
+cat "$work"/submit-*.jsonl >"$work/submit.jsonl"
 sealed=$(grep -c '"evidenceSha256"' "$work/submit.jsonl" || true)
 python3 - "$work/requests.tsv" "$N" "$sealed" <<'PY'
 import collections, sys

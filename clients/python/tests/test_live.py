@@ -119,17 +119,25 @@ def blob_hashes(run_dir: Path) -> set[str]:
     return {p.name.split(".")[0] for p in (run_dir / "blobs").iterdir()}
 
 
-def test_frames_another_run_stored_are_not_uploaded_again(client: SealClient) -> None:
+def test_a_new_roll_s_frames_are_sent_first_and_those_another_run_stored_are_not_stored_again(
+    client: SealClient,
+) -> None:
     first = FIXTURE_INPUTS / "run-narrative-0011-inconclusive"
     second = FIXTURE_INPUTS / "run-heritage-0017-disputed-font"
     shared = blob_hashes(first) & blob_hashes(second)
     assert shared, "the two fixture runs share frames"
     client.submit_run(first)
     _, seen = steps(client, second)
-    uploaded = {a.sha256 for s, a in seen if s == "blob"}
-    assert uploaded.isdisjoint(shared)
-    referenced = set().union(*(r.frames for r in RunFolder.read(second).rolls))
-    assert uploaded == referenced - shared
+    blobs = [a for s, a in seen if s == "blob"]
+    sent = {a.roll_id for s, a in seen if s == "roll"}
+    rolls = [r for r in RunFolder.read(second).rolls if r.roll_id in sent]
+    referenced = set().union(*(r.frames for r in rolls))
+    assert referenced & shared, "the rolls sent share frames with the first run"
+    # Every frame of the rolls it sent went up before them (no 422 `missing_blobs` round trip) ...
+    assert {a.sha256 for a in blobs} == referenced
+    # ... and the ones the first run stored were found there (200), the others created (201).
+    assert {a.sha256 for a in blobs if a.created} == referenced - shared
+    assert {a.sha256 for a in blobs if not a.created} == referenced & shared
 
 
 def test_an_invalid_header_is_a_typed_422_invalid_document_before_any_judge_call(

@@ -83,15 +83,47 @@ def test_a_conflict_with_other_bytes_is_raised_not_retried(scripted: Any) -> Non
     assert sent(s) == ["GET ", "PUT "]
 
 
-def test_missing_blobs_uploads_the_named_frames_or_all_when_none_can_be_read(scripted: Any) -> None:
+BLOB = ok({"key": "k", "sha256": "0" * 64, "bytes": 1}, 201)
+
+
+def test_a_new_roll_s_frames_are_uploaded_before_it_and_a_held_roll_s_are_not(
+    scripted: Any,
+) -> None:
     frames = RunFolder.read(RUN_DIR).rolls[0].frames
-    missing = f"run {RUN} roll-1 proof package: missing frame blobs: {frames[1]}, {frames[0]}"
-    blob = ok({"key": "k", "sha256": "0" * 64, "bytes": 1}, 201)
     s = scripted(
         (404, {}, error("not_found")),
         ok(STORED, 201),
         ok(STORED, 201),
         ok(STORED, 201),
+        *[BLOB] * len(frames),
+        ok(ROLL),
+        ok(FINAL),
+    )
+    SealClient(s.url, retry=QUICK).submit_run(RUN_DIR)
+    blobs = [f"PUT /v1/blobs/sha256/{h}" for h in frames]
+    assert sent(s) == ["GET ", "PUT ", "PUT /brief", "PUT /play-spec", *blobs, "POST /rolls/1",
+                       "POST /finalize"]
+
+    # A run that holds roll 1 already (a retry): its stored answer, no upload.
+    s = scripted(ok(HOLDING), ok(STORED), ok(STORED), ok(STORED), ok(ROLL), ok(FINAL))
+    SealClient(s.url, retry=QUICK).submit_run(RUN_DIR)
+    assert sent(s) == ["GET ", "PUT ", "PUT /brief", "PUT /play-spec", "POST /rolls/1",
+                       "POST /finalize"]
+
+
+# A JUDGING run holding roll 1: the roll is sent without its frames first.
+HOLDING = {**state("JUDGING", "finalize"), "rolls": [{"rollId": "roll-1", "rollOutcome": "pass"}]}
+
+
+def test_missing_blobs_uploads_the_named_frames_or_all_when_none_can_be_read(scripted: Any) -> None:
+    frames = RunFolder.read(RUN_DIR).rolls[0].frames
+    missing = f"run {RUN} roll-1 proof package: missing frame blobs: {frames[1]}, {frames[0]}"
+    blob = BLOB
+    s = scripted(
+        ok(HOLDING),
+        ok(STORED),
+        ok(STORED),
+        ok(STORED),
         (422, {}, error("missing_blobs", missing)),
         blob,
         blob,
@@ -110,10 +142,10 @@ def test_missing_blobs_uploads_the_named_frames_or_all_when_none_can_be_read(scr
         error("missing_blobs", "frames are missing"),
     )
     s = scripted(
-        (404, {}, error("not_found")),
-        ok(STORED, 201),
-        ok(STORED, 201),
-        ok(STORED, 201),
+        ok(HOLDING),
+        ok(STORED),
+        ok(STORED),
+        ok(STORED),
         unreadable,
         *[blob] * len(frames),
         ok(ROLL),

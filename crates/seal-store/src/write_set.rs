@@ -8,7 +8,9 @@
 //! go first (objects are write-once, so the oldest are the least likely to be read again: a
 //! run's postguard reads its objects seconds after its roll wrote them).
 //!
-//! Only [`crate::OwnWrites`] reads the set, and only the finalPostguard and the daemon's own
+//! Besides a create of a CAS key this process stored with the same bytes, which returns without
+//! a request ([`crate::Store::put`]: the key is the bytes' sha256 and every read of it checks
+//! that), only [`crate::OwnWrites`] reads the set, and only the finalPostguard and the daemon's own
 //! request path (its run-state loads, the roll guard, the proof-package intake) make one
 //! ([`crate::Store::trusting_own_writes`]): they read a run this process has just written, and
 //! hashing bytes it hashed itself a moment ago proves nothing new. An absent key is always

@@ -368,3 +368,30 @@ async fn documents_over_the_limit_are_refused_before_reading() {
         "{err}"
     );
 }
+
+/// A blob this process stored is not created again (on S3 that create costs a PUT that finds
+/// it and a GET to compare): its key is its sha256, so the store is not asked, and a rewrite on
+/// disk since is found by every read of it, as by another process's create.
+#[tokio::test]
+async fn a_blob_this_process_stored_is_not_created_again_and_a_rewrite_is_still_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().display());
+    let store = Store::open(&url).await.unwrap();
+    let bytes = Bytes::from_static(b"\x89PNG\r\n\x1a\n a frame");
+    let key = Key::cas(&Hash::of(&bytes));
+    assert!(store.put(&key, bytes.clone()).await.unwrap().created);
+    let file = dir.path().join(key.as_str());
+    std::fs::write(&file, b"planted").unwrap();
+    let again = store.put(&key, bytes.clone()).await.unwrap();
+    assert!(!again.created);
+    assert_eq!(again.stored.hash, Hash::of(&bytes));
+    let err = store
+        .get_verified(&key, &again.stored.hash)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::HashMismatch { .. }), "{err}");
+    // Another process (another opened store) asks the store, and finds other bytes there.
+    let other = Store::open(&url).await.unwrap();
+    let err = other.put(&key, bytes).await.unwrap_err();
+    assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
+}

@@ -112,6 +112,9 @@ struct Shared {
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     latency: Mutex<Duration>,
+    /// Each answer gets an id of its own, as a real endpoint's do ([`Loopback::unique_ids`]).
+    unique_ids: std::sync::atomic::AtomicBool,
+    served: std::sync::atomic::AtomicU64,
 }
 
 /// A running loopback judge. Stops when dropped.
@@ -131,6 +134,14 @@ impl Loopback {
     /// Starts a judge on 127.0.0.1 (an ephemeral port) answering after `latency`.
     pub async fn start(latency: Duration) -> std::io::Result<Loopback> {
         Self::start_on("127.0.0.1:0", latency).await
+    }
+
+    /// From now on each answer carries an id of its own (`chatcmpl-…-<n>`), as a real
+    /// endpoint's do, so that two identical verdicts are not the same bytes (the S3 request
+    /// count's runs: `tools/s3_requests_per_run.sh`). Off by default: the stored fixtures'
+    /// bytes depend on the answers being a function of the verdict alone.
+    pub fn unique_ids(&self) {
+        self.shared.unique_ids.store(true, Ordering::Relaxed);
     }
 
     pub async fn start_on(addr: &str, latency: Duration) -> std::io::Result<Loopback> {
@@ -373,6 +384,10 @@ async fn answer(
         return Ok(false);
     }
     let prompt_tokens = (body.len() / 4) as u64;
+    let serial = shared
+        .unique_ids
+        .load(Ordering::Relaxed)
+        .then(|| shared.served.fetch_add(1, Ordering::Relaxed));
     match fault {
         Some(Fault::Hang) => {
             sleep(Duration::from_secs(3600)).await;
@@ -410,12 +425,21 @@ async fn answer(
                 None,
                 "stop",
                 prompt_tokens,
+                serial,
             );
             write_response(conn, 200, None, &b).await?;
             Ok(true)
         }
         Some(Fault::Refusal(text)) => {
-            let b = completion(&model, &persona, None, Some(text), "stop", prompt_tokens);
+            let b = completion(
+                &model,
+                &persona,
+                None,
+                Some(text),
+                "stop",
+                prompt_tokens,
+                serial,
+            );
             write_response(conn, 200, None, &b).await?;
             Ok(true)
         }
@@ -428,6 +452,7 @@ async fn answer(
                 None,
                 "length",
                 prompt_tokens,
+                serial,
             );
             write_response(conn, 200, None, &b).await?;
             Ok(true)
@@ -436,9 +461,9 @@ async fn answer(
             if !sleep(d).await {
                 return Ok(false);
             }
-            own_answer(conn, &req, &persona, &model, prompt_tokens).await
+            own_answer(conn, &req, &persona, &model, prompt_tokens, serial).await
         }
-        None => own_answer(conn, &req, &persona, &model, prompt_tokens).await,
+        None => own_answer(conn, &req, &persona, &model, prompt_tokens, serial).await,
     }
 }
 
@@ -449,6 +474,7 @@ async fn own_answer(
     persona: &Persona,
     model: &str,
     prompt_tokens: u64,
+    serial: Option<u64>,
 ) -> std::io::Result<bool> {
     let content = judge(req, persona, model);
     let b = completion(
@@ -458,6 +484,7 @@ async fn own_answer(
         None,
         "stop",
         prompt_tokens,
+        serial,
     );
     write_response(conn, 200, None, &b).await?;
     Ok(true)
@@ -470,6 +497,7 @@ fn completion(
     refusal: Option<String>,
     finish: &str,
     prompt_tokens: u64,
+    serial: Option<u64>,
 ) -> Vec<u8> {
     let text = content
         .as_ref()
@@ -477,10 +505,13 @@ fn completion(
         .unwrap_or("")
         .to_string();
     let completion_tokens = (text.len() / 4) as u64 + 1;
-    let id = format!(
+    let mut id = format!(
         "chatcmpl-{}",
         &seal::canonical::Hash::of(text.as_bytes()).to_string()[..24]
     );
+    if let Some(n) = serial {
+        id.push_str(&format!("-{n}"));
+    }
     let usage = json!({"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens});
     let v = match p.flavor {
         Flavor::OpenAi => json!({

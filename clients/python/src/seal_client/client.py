@@ -6,10 +6,13 @@
 2. `GET /v1/runs/{id}`: a new or JUDGING run gets its header, brief and play-spec (create-only
    puts: the same bytes again answer 200); a FINALIZING run is finalized first;
 3. each roll is POSTed: roll 1, then roll 2 only when seal answered `next: roll-2` and the
-   folder has it. Blobs are not sent up front: a roll whose frames are not all stored is
-   refused with 422 `missing_blobs` naming each missing hash, and exactly those are uploaded
-   before the roll is sent again. So a frame already stored, by this run or any other, is
-   never uploaded twice, for the price of one extra proof-package POST per roll with new frames;
+   folder has it. A roll the run does not hold yet (a new or JUDGING run, the roll not among
+   its rolls) has its frames uploaded first: a new roll's frames are new, and one PUT each
+   (201, or 200 for bytes already stored) is what storing them costs, where asking first
+   cost the daemon a HEAD per frame and the client a second POST (docs/BENCHMARKS.md, "S3
+   requests per run"). A roll refused with 422 `missing_blobs` (a frame the folder sent but
+   the store lost, a roll of a run read as FINALIZING) still gets exactly the named frames
+   uploaded before it is sent again;
 4. `POST /v1/runs/{id}/finalize`: the sealed decision, the same answer for every caller.
 
 Calling it again for the same folder, after a crash of the worker or of the daemon, is safe
@@ -110,7 +113,9 @@ class SealClient:
             # Rolls cannot be resubmitted to a finalizing run; once finalized they get their
             # stored answers.
             self.finalize(folder.run_id)
-        rolls = self._submit_rolls(folder, note)
+        held = set() if state is None else {r.roll_id for r in state.rolls}
+        judging = state is None or state.phase == "JUDGING"
+        rolls = self._submit_rolls(folder, note, held if judging else None)
         done = self.finalize(folder.run_id)
         note("finalize", done)
         return RunResult.of(done, rolls)
@@ -130,11 +135,18 @@ class SealClient:
         if folder.play_spec is not None:
             note("play-spec", self.put_play_spec(run, folder.play_spec))
 
-    def _submit_rolls(self, folder: RunFolder, note: Progress) -> tuple[RollAnswer, ...]:
+    def _submit_rolls(
+        self, folder: RunFolder, note: Progress, held: set[str] | None
+    ) -> tuple[RollAnswer, ...]:
+        """`held`: the rolls a JUDGING (or new) run holds, whose frames are stored; None for a
+        run that takes no new roll, whose rolls only get their stored answers."""
         answers: list[RollAnswer] = []
         for roll in folder.rolls:
             if roll.number == 2 and (not answers or answers[-1].next != "roll-2"):
                 break
+            if held is not None and roll.roll_id not in held:
+                for h in roll.frames:
+                    note("blob", self.put_blob(h, folder.blobs[h]))
             answer = self._submit_roll(folder, roll, note)
             note("roll", answer)
             answers.append(answer)

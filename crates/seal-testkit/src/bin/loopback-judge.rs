@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo run -p seal-testkit --bin loopback-judge -- 127.0.0.1:49200
 //! cargo run -p seal-testkit --bin loopback-judge -- 127.0.0.1:49200 200   # answers after 200 ms
+//! SEAL_LOOPBACK_UNIQUE_IDS=1 cargo run -p seal-testkit --bin loopback-judge  # ids of their own
 //! ```
 
 use std::time::Duration;
@@ -25,6 +26,9 @@ async fn main() -> std::io::Result<()> {
     };
     let lb = seal_testkit::loopback::Loopback::start_on(&addr, Duration::from_millis(latency_ms))
         .await?;
+    if std::env::var_os("SEAL_LOOPBACK_UNIQUE_IDS").is_some_and(|v| v == "1") {
+        lb.unique_ids();
+    }
     println!("loopback judge on {}", lb.url());
     tokio::signal::ctrl_c().await?;
     drop(lb);
