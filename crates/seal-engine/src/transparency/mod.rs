@@ -171,7 +171,7 @@ struct Cache {
     /// The tree's tiles are stored through this size ([`tiles`]): the next checkpoint stores
     /// the ones after it.
     tiled: u64,
-    /// The pointers ([`Log::point`]) of the leaves this process knows but has not pointed yet:
+    /// The pointers ([`store_pointers`]) of the leaves this process knows but has not pointed yet:
     /// the next checkpoint stores them first, as it does the tiles, so that every leaf a
     /// stored checkpoint covers has its pointer (docs/DESIGN.md §13, "Run pointers").
     unpointed: BTreeMap<u64, Key>,
