@@ -301,8 +301,19 @@ async fn witness_checks(
     Ok(lines)
 }
 
+/// `seal log verify`'s text: the log's history, what it stores, what is pending, the verdict.
 fn render(r: &LogReport) -> String {
-    let mut out = format!(
+    let mut out = String::new();
+    render_history(r, &mut out);
+    render_stored(r, &mut out);
+    render_pending(r, &mut out);
+    render_verdict(r, &mut out);
+    out
+}
+
+/// The log's size and latest checkpoint, its consistency with an older one, its rebuilds.
+fn render_history(r: &LogReport, out: &mut String) {
+    out.push_str(&format!(
         "log {}: {} entries, {} runs, latest checkpoint {}\n",
         r.origin.as_deref().unwrap_or("(no checkpoint)"),
         r.entries,
@@ -310,7 +321,7 @@ fn render(r: &LogReport) -> String {
         r.checkpoint_size
             .map(|s| format!("of size {s}"))
             .unwrap_or_else(|| "none".into())
-    );
+    ));
     if let Some(c) = &r.consistency {
         out.push_str(&format!(
             "append-only since the checkpoint of size {} (consistency proof of {} hashes to size {})\n",
@@ -334,6 +345,10 @@ fn render(r: &LogReport) -> String {
             b.problem_count
         ));
     }
+}
+
+/// The tiles and run pointers the log stores beside its entries.
+fn render_stored(r: &LogReport, out: &mut String) {
     if r.tiles_checked > 0 || r.tiles_missing > 0 {
         out.push_str(&format!(
             "{} hash tiles stored, each the hashes of the entries ({} of the latest checkpoint's missing)\n",
@@ -350,6 +365,10 @@ fn render(r: &LogReport) -> String {
             r.pointers_missing
         ));
     }
+}
+
+/// Seals logged but not stored yet, the review leaves, reviews logged but not stored.
+fn render_pending(r: &LogReport, out: &mut String) {
     for run in &r.seal_pending {
         out.push_str(&format!(
             "run {run}: logged, its seal not stored yet (a finalize was interrupted between the log append and the seal: finalize the run again to store the very seal logged)\n"
@@ -371,6 +390,10 @@ fn render(r: &LogReport) -> String {
             "review {p}: logged, not stored (interrupted before its write, or it lost its index to another review: send it again)\n"
         ));
     }
+}
+
+/// `verified`, or the problems.
+fn render_verdict(r: &LogReport, out: &mut String) {
     if r.verified {
         out.push_str("verified\n");
     } else {
@@ -383,7 +406,6 @@ fn render(r: &LogReport) -> String {
             out.push_str(&format!("    {p}\n"));
         }
     }
-    out
 }
 
 /// The keys of `seal log rebuild`.
