@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use seal_core::sealing::PublicKey;
 use seal_engine::config::Config;
 use seal_engine::engine::Engine;
+use seal_engine::transparency::LogError;
 use seal_server::{Admission, AdmissionGate};
 
 use super::args::{self, StoreArg};
@@ -139,9 +140,12 @@ fn without_userinfo(text: &str) -> String {
 }
 
 /// The log admission (G2, docs/DESIGN.md §13), off the start path: never append to, and so
-/// never sign, a log that does not account for the store's sealed runs. Resolves only when it
-/// refuses (the daemon then exits 2, after readiness turned 503; the operator looks, then runs
-/// `seal log rebuild`); once admitted it stays pending for ever, leaving the server to run.
+/// never sign, a log that does not account for the store's sealed runs. Its first half reads
+/// the latest checkpoint's tree from the tiles (independent of history) and opens finalize;
+/// the seal scan (O(history)) follows behind the first appends. Resolves only when it refuses
+/// (the daemon then exits 2, after readiness turned 503; the operator looks, then runs
+/// `seal log rebuild`); once the scan passed it stays pending for ever, leaving the server to
+/// run.
 async fn admit(engine: Engine, trusted: Vec<PublicKey>, gate: AdmissionGate) -> CliError {
     if let Some(ms) = std::env::var(ADMISSION_DELAY_HOOK)
         .ok()
@@ -149,24 +153,44 @@ async fn admit(engine: Engine, trusted: Vec<PublicKey>, gate: AdmissionGate) -> 
     {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
-    let t0 = std::time::Instant::now();
-    let checked = match engine.key() {
-        Some(key) => engine.log().admit(key, &trusted).await,
-        None => Ok(()),
+    let Some(key) = engine.key() else {
+        gate.set(Admission::Admitted);
+        return std::future::pending().await;
     };
-    match checked {
-        Ok(()) => {
-            gate.set(Admission::Admitted);
-            let ms = t0.elapsed().as_millis() as u64;
-            tracing::info!(admission_ms = ms, "log admitted: finalize may append");
-            std::future::pending().await
+    let t0 = std::time::Instant::now();
+    let scan_due = match engine.log().admit_quick(key, &trusted).await {
+        Ok(due) => due,
+        Err(e) => return refused(&gate, e),
+    };
+    gate.set(Admission::Admitted);
+    let ms = t0.elapsed().as_millis() as u64;
+    tracing::info!(admission_ms = ms, "log admitted: finalize may append");
+    if scan_due {
+        let t1 = std::time::Instant::now();
+        loop {
+            match engine.log().scan(key, &trusted).await {
+                Ok(()) => break,
+                Err(e @ LogError::Refused { .. }) => return refused(&gate, e),
+                // The store failed under the scan: appends go on, the scan is tried again.
+                Err(e) => {
+                    tracing::warn!(error = %e, "log seal scan: the store failed, trying again");
+                    tokio::time::sleep(SCAN_RETRY).await;
+                }
+            }
         }
-        Err(e) => {
-            gate.set(Admission::Refused);
-            tracing::error!(error = %e, "log admission refused: readiness is 503, exiting");
-            CliError::within("refusing to serve", e)
-        }
+        let ms = t1.elapsed().as_millis() as u64;
+        tracing::info!(scan_ms = ms, "log seal scan: every stored seal is logged");
     }
+    std::future::pending().await
+}
+
+/// How long the seal scan waits after a store failure before reading again.
+const SCAN_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn refused(gate: &AdmissionGate, e: LogError) -> CliError {
+    gate.set(Admission::Refused);
+    tracing::error!(error = %e, "log admission refused: readiness is 503, exiting");
+    CliError::within("refusing to serve", e)
 }
 
 /// Test hook: delays the log admission by this many milliseconds, so tests can watch a

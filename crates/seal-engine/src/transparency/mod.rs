@@ -33,6 +33,7 @@
 //! background: cosigning never holds sealing back.
 
 pub mod guard;
+mod history;
 pub mod publish;
 pub mod rebuild;
 pub mod runs;
@@ -175,6 +176,14 @@ struct Cache {
     /// the next checkpoint stores them first, as it does the tiles, so that every leaf a
     /// stored checkpoint covers has its pointer (docs/DESIGN.md §13, "Run pointers").
     unpointed: BTreeMap<u64, Key>,
+    /// The leaves below this index are known by their hash only (the tree this process
+    /// started from, read from the tiles: [`history`]); a run's are indexed the first time it
+    /// is asked about ([`Log::load_run`]). 0 when every leaf was read.
+    base: u64,
+    /// The runs whose leaves below `base` are indexed.
+    loaded: std::collections::HashSet<String>,
+    /// What the seal scan found (G2, [`Log::scan`]): once set, this process appends nothing.
+    refused: Option<Vec<Problem>>,
 }
 
 /// A seal leaf as this process holds it: where it is and the digests it names (`None` for a
@@ -266,16 +275,25 @@ impl Cache {
         }
     }
 
-    /// Records what leaf `index` (leaf hash `hash`) is, for the lookups below.
+    /// Records what leaf `index` (leaf hash `hash`) is, for the lookups below, and that its
+    /// pointer is due.
     fn index(&mut self, index: u64, leaf: Leaf, hash: NodeHash) {
+        match &leaf {
+            Leaf::Seal(entry) => self.unpointed.extend(pointer(&entry.run_id, index)),
+            Leaf::Review(r) => self.unpointed.extend(pointer(&r.run_id, index)),
+            Leaf::Rebuild(_) => {}
+        }
+        self.know(index, leaf, hash);
+    }
+
+    /// Records what leaf `index` (leaf hash `hash`) is, for the lookups below.
+    fn know(&mut self, index: u64, leaf: Leaf, hash: NodeHash) {
         match leaf {
             Leaf::Seal(entry) => {
                 let sealed = SealLeaf::of(index, &entry);
-                self.unpointed.extend(pointer(&entry.run_id, index));
                 self.by_run.entry(entry.run_id).or_default().push(sealed);
             }
             Leaf::Review(r) => {
-                self.unpointed.extend(pointer(&r.run_id, index));
                 self.reviews
                     .insert((r.run_id, r.review_index, r.review_sha256));
                 self.others.insert(hash, index);
@@ -379,20 +397,104 @@ impl Log {
         &self.origin
     }
 
-    /// The guard (G2, [`guard`]): refuses unless the log accounts for every sealed run of the
-    /// store and is neither shorter than a checkpoint it signed nor forked. Checkpoints are
-    /// trusted under `key` and `trusted` (keys it signed with before a rotation). Runs once
-    /// per process: `seal serve` at start, `seal judge` before judging, else the first append.
+    /// The admission (G2, [`guard`]): refuses unless the log accounts for every sealed run of
+    /// the store and is neither shorter than a checkpoint it signed nor forked. Checkpoints
+    /// are trusted under `key` and `trusted` (keys it signed with before a rotation). Runs
+    /// once per process, whole, before anything is appended: `seal judge` before judging,
+    /// else the first append. `seal serve` runs it in two halves instead
+    /// ([`Log::admit_quick`], then [`Log::scan`] behind the first appends).
     pub async fn admit(&self, key: &SigningKey, trusted: &[PublicKey]) -> Result<(), LogError> {
         let mut cache = self.cache.lock().await;
         self.admit_locked(&mut cache, &raw_keys(key, trusted)).await
     }
 
     async fn admit_locked(&self, cache: &mut Cache, trusted: &[[u8; 32]]) -> Result<(), LogError> {
+        if let Some(problems) = &cache.refused {
+            return Err(LogError::Refused {
+                problems: problems.clone(),
+            });
+        }
         if cache.admitted {
             return Ok(());
         }
+        let Some(fresh) = self.read_from_checkpoint(trusted).await? else {
+            return self.admit_whole(cache, trusted).await;
+        };
+        if let Err(e) = self.scan_store(trusted).await {
+            if let LogError::Refused { problems } = &e {
+                cache.refused = Some(problems.clone());
+            }
+            return Err(e);
+        }
+        *cache = fresh;
+        Ok(())
+    }
+
+    /// The first half of `seal serve`'s admission, independent of the log's length: the tree
+    /// of the latest trusted checkpoint from its tiles and the entries past it ([`history`]).
+    /// Appends may go on from here; `true` when the seal scan ([`Log::scan`]) is still due,
+    /// `false` when the log had to be read whole (no tiles), which scanned it already.
+    pub async fn admit_quick(
+        &self,
+        key: &SigningKey,
+        trusted: &[PublicKey],
+    ) -> Result<bool, LogError> {
+        let trusted = raw_keys(key, trusted);
+        let mut cache = self.cache.lock().await;
+        if let Some(problems) = &cache.refused {
+            return Err(LogError::Refused {
+                problems: problems.clone(),
+            });
+        }
+        if cache.admitted {
+            return Ok(false);
+        }
+        match self.read_from_checkpoint(&trusted).await? {
+            Some(fresh) => {
+                *cache = fresh;
+                Ok(true)
+            }
+            None => self.admit_whole(&mut cache, &trusted).await.map(|()| false),
+        }
+    }
+
+    /// The second half of `seal serve`'s admission: every stored seal is logged and the log
+    /// is whole ([`guard::check`], O(history), run behind the first appends). On a refusal
+    /// this process appends nothing more (every append answers the same refusal); else the
+    /// pointers the log lacks are stored.
+    ///
+    /// Decision (docs/DECISIONS.md): the issue asks for a start-up independent of history, so
+    /// the scan no longer comes before the first append. What that gives up is only the time
+    /// until a planted or orphaned seal of an old run is seen: a log shorter than its signed
+    /// checkpoint, or forked, is refused at once by [`Log::admit_quick`], whose tree must hash
+    /// to the latest signed root.
+    pub async fn scan(&self, key: &SigningKey, trusted: &[PublicKey]) -> Result<(), LogError> {
+        let scanned = self.scan_store(&raw_keys(key, trusted)).await;
+        if let Err(LogError::Refused { problems }) = &scanned {
+            self.cache.lock().await.refused = Some(problems.clone());
+        }
+        scanned
+    }
+
+    /// The seal scan without the cache: the guard over the whole store, then the pointers the
+    /// log it read lacks.
+    async fn scan_store(&self, trusted: &[[u8; 32]]) -> Result<(), LogError> {
         let view = guard::check(&self.store, trusted).await?;
+        let mut whole = Cache::admitted(view)?;
+        self.backfill_pointers(&mut whole).await
+    }
+
+    /// The admission of a log whose tiles do not give its latest checkpoint's tree (one from
+    /// before tiles): the guard reads it whole, and the cache is what it read.
+    async fn admit_whole(&self, cache: &mut Cache, trusted: &[[u8; 32]]) -> Result<(), LogError> {
+        tracing::info!("the log's tiles do not give its latest checkpoint: reading it whole");
+        let view = match guard::check(&self.store, trusted).await {
+            Err(LogError::Refused { problems }) => {
+                cache.refused = Some(problems.clone());
+                return Err(LogError::Refused { problems });
+            }
+            read => read?,
+        };
         let latest = view.latest.as_ref().map_or(0, |c| c.size);
         let mut admitted = Cache::admitted(view)?;
         admitted.tiled = tiles::stored_through(&self.store, &admitted.tree, latest).await?;
@@ -401,14 +503,10 @@ impl Log {
         Ok(())
     }
 
-    /// Stores the pointer of every leaf of the admitted log that lacks one: those of a log
-    /// from before pointers, of entries appended just before a crash (no checkpoint covered
-    /// them yet), or deleted since. One listing of `log/runs/`, then only the missing writes.
-    ///
-    /// Decision: done here because admission reads every entry anyway (the guard); once it
-    /// reads only past the latest checkpoint (docs/DECISIONS.md), this becomes "the entries
-    /// past the checkpoint", and a log from before pointers is backfilled once, by an
-    /// operator, as `seal log verify` then says.
+    /// Stores the pointer of every leaf of a log read whole (`cache`) that lacks one: those of
+    /// a log from before pointers, of entries appended just before a crash (no checkpoint
+    /// covered them yet), or deleted since. One listing of `log/runs/`, then only the missing
+    /// writes. Done by the seal scan, which reads every entry anyway.
     async fn backfill_pointers(&self, cache: &mut Cache) -> Result<(), LogError> {
         let listed = self.store.list(LOG_RUNS).await?.keys;
         let stored: std::collections::HashSet<&str> = listed.iter().map(Key::as_str).collect();
@@ -470,6 +568,7 @@ impl Log {
         let mut cache = self.cache.lock().await;
         self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
         self.sync(&mut cache).await?;
+        self.load_run(&mut cache, run.as_str()).await?;
         let logged = cache.logged(run.as_str());
         let hash = Some(seal_sha256.to_bytes());
         let Some(leaf) = logged.iter().find(|l| l.seal == hash).copied() else {
@@ -551,6 +650,7 @@ impl Log {
         let mut cache = self.cache.lock().await;
         self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
         self.sync(&mut cache).await?;
+        self.load_run(&mut cache, &entry.run_id).await?;
         let (index, created) = self.append_bytes_locked(&mut cache, bytes).await?;
         let tree_size = self.publish(&mut cache, key).await?;
         Ok(Appended {
@@ -602,6 +702,7 @@ impl Log {
         let mut cache = self.cache.lock().await;
         self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
         self.sync(&mut cache).await?;
+        self.load_run(&mut cache, &entry.run_id).await?;
         Ok(cache.others.get(&tlog::leaf_hash(&bytes)).copied())
     }
 
@@ -618,6 +719,7 @@ impl Log {
         let mut cache = self.cache.lock().await;
         self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
         self.sync(&mut cache).await?;
+        self.load_run(&mut cache, run.as_str()).await?;
         let wanted = (run.to_string(), index, sha256.to_string());
         Ok(cache.reviews.contains(&wanted))
     }
@@ -634,9 +736,11 @@ impl Log {
             detail: e.to_string(),
         })?);
         let hash = tlog::leaf_hash(&bytes);
-        // No read of the next index first: the cache holds every entry below its length, so
-        // a create at that index that succeeds was made after reading all of them (the same
-        // seal is never appended twice); a conflict means another process appended there,
+        self.load_run(cache, &entry.run_id).await?;
+        // No read of the next index first: the cache knows every leaf of this run below its
+        // length (those it read, and those below its starting checkpoint by their pointers),
+        // so a create at that index that succeeds was made after looking at all of them (the
+        // same seal is not appended twice); a conflict means another process appended there,
         // whose entry is read and looked at before trying the next index.
         loop {
             if let Some(index) = cache.find(&entry.run_id, &hash) {
