@@ -444,9 +444,14 @@ async fn seal_and_log(
     let entry =
         crate::transparency::seal_entry(run, &evidence, &evidence_hash, &envelope_hash, &key_id)
             .ok_or_else(|| internal(run, "only DECIDED evidence is sealed"))?;
+    // Evidence this finalize created cannot be named by a leaf from before this process.
+    let fresh = match wrote {
+        true => crate::transparency::EvidenceWas::CreatedNow,
+        false => crate::transparency::EvidenceWas::Stored,
+    };
     match engine
         .log
-        .append_seal(run, &entry, key)
+        .append_seal_as(run, &entry, key, fresh)
         .await
         .map_err(log_err)?
     {

@@ -156,7 +156,7 @@ async fn tree_from_tiles(
 #[cfg(test)]
 mod tests {
     use crate::transparency::tests::entry;
-    use crate::transparency::{Appended, Log, LogError, SealLogged, DEFAULT_ORIGIN};
+    use crate::transparency::{Appended, EvidenceWas, Log, LogError, SealLogged, DEFAULT_ORIGIN};
     use bytes::Bytes;
     use seal_core::canonical::Hash;
     use seal_core::sealing::SigningKey;
@@ -348,5 +348,36 @@ mod tests {
             quick.append_seal(&next, &e42, &key).await,
             Err(LogError::Refused { .. })
         ));
+    }
+
+    /// An append over evidence the caller has just created does not list the run's pointers:
+    /// it looks only at what this process read. Its promise is the caller's (the postguard's
+    /// create-only put of the evidence succeeded), and when the store writer breaks it by
+    /// deleting evidence that was logged, the cost is a second leaf, which `seal log verify`
+    /// names (`run_relogged`), as this pins; without the promise the run's leaf is found.
+    #[tokio::test]
+    async fn evidence_created_now_is_not_looked_up_below_the_checkpoint() {
+        let (_dir, store, key) = forty().await;
+        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
+        log.admit_quick(&key, &[]).await.unwrap();
+        let (run, e) = entry(20);
+        let looked_up = appended(log.append_seal(&run, &e, &key).await.unwrap());
+        assert_eq!((looked_up.index, looked_up.created), (20, false));
+
+        let other = Log::new(store.clone(), DEFAULT_ORIGIN);
+        other.admit_quick(&key, &[]).await.unwrap();
+        let (run, e) = entry(21);
+        let a = other
+            .append_seal_as(&run, &e, &key, EvidenceWas::CreatedNow)
+            .await
+            .unwrap();
+        let a = appended(a);
+        assert_eq!((a.index, a.created), (40, true));
+        let trusted = super::super::raw_keys(&key, &[]);
+        let report = crate::transparency::verify_log(&store, &trusted, None)
+            .await
+            .unwrap();
+        let json = serde_json::to_string(&report).unwrap();
+        assert!(json.contains("run_relogged"), "{json}");
     }
 }

@@ -534,10 +534,24 @@ impl Log {
         entry: &LogEntry,
         key: &SigningKey,
     ) -> Result<SealLogged, LogError> {
+        self.append_seal_as(run, entry, key, EvidenceWas::Stored)
+            .await
+    }
+
+    /// [`Log::append_seal`] of a seal over evidence the caller has just created in the store
+    /// ([`EvidenceWas::CreatedNow`]): the run's pointers are not listed (one request a run on an
+    /// object store).
+    pub async fn append_seal_as(
+        &self,
+        run: &RunId,
+        entry: &LogEntry,
+        key: &SigningKey,
+        evidence: EvidenceWas,
+    ) -> Result<SealLogged, LogError> {
         let (index, created) = {
             let mut cache = self.cache.lock().await;
             self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
-            match self.append_locked(&mut cache, run, entry).await? {
+            match self.append_as(&mut cache, run, entry, evidence).await? {
                 Placed::At { index, created } => (index, created),
                 Placed::Rival(index) => {
                     let rival = self.entry_at(&cache, index).await?;
@@ -731,12 +745,24 @@ impl Log {
         run: &RunId,
         entry: &LogEntry,
     ) -> Result<Placed, LogError> {
+        self.append_as(cache, run, entry, EvidenceWas::Stored).await
+    }
+
+    async fn append_as(
+        &self,
+        cache: &mut Cache,
+        run: &RunId,
+        entry: &LogEntry,
+        evidence: EvidenceWas,
+    ) -> Result<Placed, LogError> {
         let bytes = Bytes::from(entry.to_bytes().map_err(|e| LogError::NotSealed {
             run: run.clone(),
             detail: e.to_string(),
         })?);
         let hash = tlog::leaf_hash(&bytes);
-        self.load_run(cache, &entry.run_id).await?;
+        if evidence == EvidenceWas::Stored {
+            self.load_run(cache, &entry.run_id).await?;
+        }
         // No read of the next index first: the cache knows every leaf of this run below its
         // length (those it read, and those below its starting checkpoint by their pointers),
         // so a create at that index that succeeds was made after looking at all of them (the
@@ -893,6 +919,19 @@ async fn store_pointers(store: &Store, keys: &[(u64, Key)]) -> Result<(), LogErr
 }
 
 /// Where [`Log::append_locked`] left an entry.
+/// What the caller of an append knows of the evidence its seal is over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvidenceWas {
+    /// Its create-only put succeeded in this very call, so no leaf can name it from before
+    /// this process started: an appender stores the evidence before it appends, so every leaf
+    /// naming it was appended after that create, at an index this process reads (past its
+    /// starting checkpoint). Wrong only if the store writer deleted the evidence, and then
+    /// the cost is a second leaf for the run (`run_relogged`), never a seal unlogged.
+    CreatedNow,
+    /// Anything else: the run's leaves below the starting checkpoint are looked up.
+    Stored,
+}
+
 enum Placed {
     At {
         index: u64,
