@@ -483,3 +483,30 @@ async fn one_run_is_verified_from_its_own_leaves_and_every_run_from_the_whole_lo
     }
     assert_eq!(verify_checks(d, &lb, "g2-own-2"), ["log_inclusion"]);
 }
+
+/// The store writer cuts the log short under a checkpoint seal signed (its newest entry and
+/// that run deleted, so that no stored seal is missing from it): `seal serve` refuses before
+/// it appends anything, naming the checkpoint, and so does `seal judge`. Regression: the daemon
+/// trusted its own key twice (as the signer, and in the trusted keys), every checkpoint looked
+/// unsigned to it, and it served on such a log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_cut_short_under_a_checkpoint_it_signed_stops_serve_and_judge() {
+    let lb = judge_service().await;
+    let dir = workdir();
+    let d = dir.path();
+    for n in 1..=3 {
+        judge_ok(d, &lb, &format!("g2-cut-{n}"));
+    }
+    std::fs::remove_file(store(d).join(format!("log/entries/{:020}", 2))).unwrap();
+    std::fs::remove_dir_all(store(d).join("runs/g2-cut-3")).unwrap();
+
+    let (code, stderr) = serve_refuses(d, &lb);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("log_checkpoint"), "{stderr}");
+    assert_eq!(entry_count(d), 2, "nothing appended");
+
+    let out = judge(d, &lb, "g2-cut-4");
+    assert!(!out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("log_checkpoint"), "{}", said(&out));
+    assert_eq!(entry_count(d), 2, "nothing appended");
+}

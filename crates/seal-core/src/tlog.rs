@@ -670,8 +670,14 @@ pub fn open_checkpoint(note: &[u8], trusted: &[[u8; 32]]) -> Result<SignedCheckp
     let body = parsed.text().to_vec();
     let c = Checkpoint::from_bytes(&body).map_err(|e| TlogError::Checkpoint(e.to_string()))?;
     let origin = c.origin().to_string();
+    // A set, not a list: the same key given twice (the signing key is also in `keys.trusted`,
+    // `--trust` repeated) would make `signed_note` refuse every note as "ambiguous key", and
+    // every checkpoint would look unsigned, silently turning off the checks that rest on them.
+    let mut distinct = trusted.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
     let mut verifiers: Vec<Box<dyn signed_note::Verifier>> = Vec::new();
-    for public in trusted {
+    for public in &distinct {
         let key = ed25519_dalek::VerifyingKey::from_bytes(public)
             .map_err(|e| TlogError::Note(format!("trusted key: {e}")))?;
         verifiers.push(Box::new(StrictVerifier {
@@ -836,6 +842,12 @@ mod tests {
         assert!(open_checkpoint(note.as_bytes(), &[other]).is_err());
         let forged = note.replace("\n3\n", "\n4\n");
         assert!(open_checkpoint(forged.as_bytes(), &[public]).is_err());
+        // The trusted keys are a set: the signing key given again (it is also in
+        // `keys.trusted`, or `--trust` names it twice) still verifies, with another key or not.
+        for trusted in [vec![public, public], vec![other, public, other, public]] {
+            let c = open_checkpoint(note.as_bytes(), &trusted).unwrap();
+            assert_eq!((c.size, c.public), (3, public));
+        }
     }
 
     #[test]

@@ -33,10 +33,15 @@ impl Log {
         &self,
         trusted: &[[u8; 32]],
     ) -> Result<Option<Cache>, LogError> {
+        let t0 = std::time::Instant::now();
         let latest = read_checkpoints(&self.store, trusted, false)
             .await?
             .into_iter()
             .find_map(|(_, _, c)| c.ok());
+        tracing::debug!(
+            ms = t0.elapsed().as_millis() as u64,
+            "admission: latest checkpoint read"
+        );
         let mut cache = Cache {
             admitted: true,
             ..Cache::default()
@@ -45,6 +50,13 @@ impl Log {
             let Some(tree) = tree_from_tiles(&self.store, latest.size, &latest.root).await? else {
                 return Ok(None);
             };
+            // A log cut short under its checkpoint (the store writer deleting the newest
+            // entries) is the one loss the tiles cannot show: its last entry is read, and
+            // without it the whole log is, whose guard names what is missing.
+            if !last_entry_holds(&self.store, &tree).await? {
+                return Ok(None);
+            }
+            tracing::debug!(ms = t0.elapsed().as_millis() as u64, "admission: tree read");
             cache.tiled = tiles::stored_through(&self.store, &tree, latest.size).await?;
             cache.base = latest.size;
             cache.tree = tree;
@@ -52,6 +64,10 @@ impl Log {
         // The entries past the checkpoint (a crash between an append and its checkpoint, or
         // another replica's appends in flight) are read and indexed whole, as before.
         self.sync(&mut cache).await?;
+        tracing::debug!(
+            ms = t0.elapsed().as_millis() as u64,
+            "admission: entries past it read"
+        );
         Ok(Some(cache))
     }
 
@@ -113,6 +129,15 @@ fn leaf_run(leaf: &Leaf) -> Option<&str> {
         Leaf::Review(r) => Some(&r.run_id),
         Leaf::Rebuild(_) => None,
     }
+}
+
+/// Whether the last leaf of `tree` is stored as an entry that hashes to it.
+async fn last_entry_holds(store: &Store, tree: &Tree) -> Result<bool, StoreError> {
+    let Some(last) = tree.size().checked_sub(1) else {
+        return Ok(true);
+    };
+    let stored = store.get_opt(&Key::log_entry(last)).await?;
+    Ok(stored.is_some_and(|b| tree.leaf(last) == Some(tlog::leaf_hash(&b))))
 }
 
 /// The tree of the first `size` leaves from the stored level-0 tiles (the leaf hashes, 256 a
@@ -379,5 +404,27 @@ mod tests {
             .unwrap();
         let json = serde_json::to_string(&report).unwrap();
         assert!(json.contains("run_relogged"), "{json}");
+    }
+
+    /// A log cut short under its latest checkpoint (its newest entry deleted) is not
+    /// admitted from the tiles, which still hold the lost leaf: the whole log is read, and its
+    /// guard refuses before anything is appended.
+    #[tokio::test]
+    async fn a_log_cut_short_under_its_checkpoint_is_refused_before_any_append() {
+        let (dir, store, key) = forty().await;
+        std::fs::remove_file(entry_file(&dir, 39)).unwrap();
+        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
+        match log.admit_quick(&key, &[]).await {
+            Err(LogError::Refused { problems }) => {
+                assert!(
+                    format!("{problems:?}").contains("LogCheckpoint"),
+                    "{problems:?}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let (run, e) = entry(40);
+        assert!(log.append_seal(&run, &e, &key).await.is_err());
+        assert!(store.get_opt(&Key::log_entry(39)).await.unwrap().is_none());
     }
 }
