@@ -9,6 +9,7 @@
 #   tools/s3_requests_per_run.sh [N=10] [EXAMPLE=run-narrative-0010-pass]
 #   STORE_OPTS=listing=off tools/s3_requests_per_run.sh 5   # S3 store URL options
 #   AT_ONCE=10 tools/s3_requests_per_run.sh 20               # 10 workers side by side
+#   PRIME=20 tools/s3_requests_per_run.sh 5                  # on a log with history, after a restart
 # Needs: cargo build (debug `seal` and `loopback-judge`), pip install moto[server] ./clients/python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,18 +48,26 @@ export SEAL_JUDGE_A_MODEL=loop-judge-a SEAL_JUDGE_B_MODEL=loop-judge-b
 export SEAL_JUDGE_A_KEY=sk-bench-a SEAL_JUDGE_B_KEY=sk-bench-b
 (cd "$work" && "$OLDPWD/$T/seal" keygen --out keys >/dev/null)
 store="s3://bench/runs-$RANDOM?endpoint=http://127.0.0.1:$S3_PORT${STORE_OPTS:+&$STORE_OPTS}"
-(cd "$work" && exec "$OLDPWD/$T/seal" serve --listen 127.0.0.1:0 --store "$store" --key keys/seal.key.pem) \
-  >"$work/serve.out" 2>"$work/serve.log" &
-pids+=($!)
-for _ in $(seq 100); do grep -q 'http://' "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
-url=$(grep -m1 -o 'http://[^ ]*' "$work/serve.out")
-# Start-up (the log admission, in the background after the port is bound) is not a run's
-# either: wait for its log line before counting.
-for _ in $(seq 300); do grep -q 'log admitted' "$work/serve.log" 2>/dev/null && break; sleep 0.1; done
-: >"$work/requests.tsv"
-for i in $(seq "$N"); do
-  d="$work/in/r$i"; mkdir -p "$d"; cp -r "sealed-fixtures/inputs/$EXAMPLE/." "$d"
-  python3 - "$d" "run-s3req-$i-$RANDOM" "$unique" <<'PY'
+# Starts `seal serve` on the bucket and waits until its start-up is over: the log admission and
+# the seal scan behind it run after the port is bound, and are no run's requests.
+start_serve() {
+  : >"$work/serve.out"
+  (cd "$work" && exec "$OLDPWD/$T/seal" serve --listen 127.0.0.1:0 --store "$store" --key keys/seal.key.pem) \
+    >"$work/serve.out" 2>>"$work/serve.log" &
+  serve_pid=$!
+  pids+=($serve_pid)
+  for _ in $(seq 100); do grep -q 'http://' "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
+  url=$(grep -m1 -o 'http://[^ ]*' "$work/serve.out")
+  local seen=$(grep -c 'log seal scan' "$work/serve.log" 2>/dev/null || true)
+  for _ in $(seq 300); do
+    [ "$(grep -c 'log seal scan' "$work/serve.log" 2>/dev/null || true)" -gt "$seen" ] && break
+    sleep 0.1
+  done
+}
+# Input folder `$work/in/$1`: a copy of the example as run `run-s3req-$1-…`.
+prepare() {
+  local d="$work/in/$1"; mkdir -p "$d"; cp -r "sealed-fixtures/inputs/$EXAMPLE/." "$d"
+  python3 - "$d" "run-s3req-$1-$RANDOM" "$unique" <<'PY'
 import hashlib, json, pathlib, sys
 d, run, unique = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
 p = d / "header.json"
@@ -80,16 +89,34 @@ if unique:
                 text = text.replace(f"{old[:2]}/{old}", f"{new[:2]}/{new}").replace(old, new)
             doc.write_text(text)
 PY
-done
-# AT_ONCE=k: k `seal-submit` workers side by side (runs in flight share checkpoints and tiles).
-at_once=${AT_ONCE:-1}
-for w in $(seq 0 $((at_once - 1))); do
-  mine=(); for i in $(seq "$N"); do [ $(( (i - 1) % at_once )) -eq "$w" ] && mine+=("$work/in/r$i"); done
-  seal-submit --url "$url" "${mine[@]}" >"$work/submit-$w.jsonl" &
-  subs+=($!)
-done
-for p in "${subs[@]}"; do wait "$p"; done
-cat "$work"/submit-*.jsonl >"$work/submit.jsonl"
+}
+# AT_ONCE=k: k `seal-submit` workers side by side (runs in flight share checkpoints and tiles),
+# over the input folders named `$1` to `$2` (prefix `$3`), into `$work/submit.jsonl`.
+submit() {
+  local at_once=${AT_ONCE:-1} w i
+  subs=()
+  for w in $(seq 0 $((at_once - 1))); do
+    local mine=()
+    for i in $(seq "$1" "$2"); do [ $(( (i - 1) % at_once )) -eq "$w" ] && mine+=("$work/in/$3$i"); done
+    seal-submit --url "$url" "${mine[@]}" >"$work/submit-$w.jsonl" &
+    subs+=($!)
+  done
+  for p in "${subs[@]}"; do wait "$p"; done
+  cat "$work"/submit-*.jsonl >"$work/submit.jsonl"
+}
+
+start_serve
+# PRIME=k: k runs sealed first, then the daemon restarted, so that the N runs counted meet a
+# log with history (a process started from a checkpoint), as a long-lived deployment does.
+if [ -n "${PRIME:-}" ]; then
+  for i in $(seq "$PRIME"); do prepare "p$i"; done
+  submit 1 "$PRIME" p
+  kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
+  start_serve
+fi
+for i in $(seq "$N"); do prepare "r$i"; done
+: >"$work/requests.tsv"
+submit 1 "$N" r
 sealed=$(grep -c '"evidenceSha256"' "$work/submit.jsonl" || true)
 python3 - "$work/requests.tsv" "$N" "$sealed" <<'PY'
 import collections, sys

@@ -50,8 +50,16 @@ impl JudgeClient {
         let mut attempts: Vec<AttemptRecord> = Vec::new();
         let mut last_retry_after = None;
         for k in 1..=max {
+            // The request first: created now, the attempt never started (its request is the
+            // first thing an attempt stores), so nothing of it is committed and its folder is
+            // not asked about (one listing a slot on an object store).
+            let request = self.create_request(store, job, k, &expected).await?;
+            let committed = match request {
+                Request::Created(_) => false,
+                Request::Same(_) | Request::Other => self.is_committed(store, job, k).await?,
+            };
             // A committed answer is never asked for again, and used only if ours.
-            let record = match self.is_committed(store, job, k).await? {
+            let record = match committed {
                 true => {
                     let record = self.resume_committed(store, job, k, &expected).await?;
                     tracing::info!(
@@ -63,7 +71,10 @@ impl JudgeClient {
                     record
                 }
                 false => {
-                    let request_stored = self.stored_request(store, job, k, &expected).await?;
+                    let request_stored = match request {
+                        Request::Created(stored) | Request::Same(stored) => stored,
+                        Request::Other => self.stored_request(store, job, k, &expected).await?,
+                    };
                     if let Some(prev) = attempts.last() {
                         let wait = self.backoff(prev.attempt, last_retry_after.take());
                         tracing::info!(
@@ -255,6 +266,23 @@ impl JudgeClient {
             }
         }
     }
+    /// Creates attempt `k`'s request, create-only: what the store then held.
+    async fn create_request(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+        k: u32,
+        expected: &Bytes,
+    ) -> Result<Request, ResumeError> {
+        let req_key = Key::attempt_file(job.run, job.roll, self.slot, k, "request.json");
+        match store.put(&req_key, expected.clone()).await {
+            Ok(p) if p.created => Ok(Request::Created(p.stored)),
+            Ok(p) => Ok(Request::Same(p.stored)),
+            // Read and named by `stored_request` unless the attempt is committed.
+            Err(StoreError::Conflict { .. }) => Ok(Request::Other),
+            Err(e) => Err(e.into()),
+        }
+    }
     /// The attempt's request: stored now, or (started before a restart) the stored one, which
     /// must be byte-identical to what this configuration builds.
     async fn stored_request(
@@ -284,6 +312,16 @@ impl JudgeClient {
             Err(e) => Err(e.into()),
         }
     }
+}
+
+/// What an attempt's create-only request put found.
+enum Request {
+    /// Created by this put: the attempt never started.
+    Created(Stored),
+    /// The same bytes were stored: the attempt started before (a restart, another replica).
+    Same(Stored),
+    /// Other bytes are stored there.
+    Other,
 }
 
 /// More objects than an attempt folder holds (request, raw, meta, a failure note): a listing

@@ -464,10 +464,10 @@ impl Log {
     /// pointers the log lacks are stored.
     ///
     /// Decision (docs/DECISIONS.md): the issue asks for a start-up independent of history, so
-    /// the scan no longer comes before the first append. What that gives up is only the time
-    /// until a planted or orphaned seal of an old run is seen: a log shorter than its signed
-    /// checkpoint, or forked, is refused at once by [`Log::admit_quick`], whose tree must hash
-    /// to the latest signed root.
+    /// the scan no longer comes before the first append. What that gives up is the time until
+    /// a planted or orphaned seal of an old run, an entry deleted or rewritten in the middle,
+    /// or a fork is seen; a log cut short under its latest signed checkpoint is refused at once
+    /// by [`Log::admit_quick`], and no append believes an entry that is not the signed tree's.
     pub async fn scan(&self, key: &SigningKey, trusted: &[PublicKey]) -> Result<(), LogError> {
         let scanned = self.scan_store(&raw_keys(key, trusted)).await;
         if let Err(LogError::Refused { problems }) = &scanned {
