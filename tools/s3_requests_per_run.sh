@@ -64,31 +64,11 @@ start_serve() {
     sleep 0.1
   done
 }
-# Input folder `$work/in/$1`: a copy of the example as run `run-s3req-$1-…`.
+# Input folder `$work/in/$1`: a copy of the example as run `run-s3req-$1-…` (tools/unique_run.py).
 prepare() {
-  local d="$work/in/$1"; mkdir -p "$d"; cp -r "sealed-fixtures/inputs/$EXAMPLE/." "$d"
-  python3 - "$d" "run-s3req-$1-$RANDOM" "$unique" <<'PY'
-import hashlib, json, pathlib, sys
-d, run, unique = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
-p = d / "header.json"
-h = json.load(open(p)); h["runId"] = run; json.dump(h, open(p, "w"))
-if unique:
-    # Frames of its own: the same image with the run id appended (the media check reads the
-    # PNG signature), renamed to its sha256, and every document naming it updated.
-    renamed = {}
-    for blob in sorted((d / "blobs").iterdir()):
-        data = blob.read_bytes() + run.encode()
-        new = hashlib.sha256(data).hexdigest()
-        renamed[blob.name.split(".")[0]] = new
-        (d / "blobs" / (new + blob.suffix)).write_bytes(data)
-        blob.unlink()
-    for doc in d.rglob("*"):
-        if doc.is_file() and doc.suffix in (".json", ".md"):
-            text = doc.read_text()
-            for old, new in renamed.items():
-                text = text.replace(f"{old[:2]}/{old}", f"{new[:2]}/{new}").replace(old, new)
-            doc.write_text(text)
-PY
+  mkdir -p "$work/in"
+  python3 tools/unique_run.py "sealed-fixtures/inputs/$EXAMPLE" "$work/in/$1" "run-s3req-$1-$RANDOM" \
+    ${SAME:+--same-frames}
 }
 # AT_ONCE=k: k `seal-submit` workers side by side (runs in flight share checkpoints and tiles),
 # over the input folders named `$1` to `$2` (prefix `$3`), into `$work/submit.jsonl`.

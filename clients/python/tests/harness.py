@@ -85,11 +85,16 @@ def wait_for_line(path: Path, prefix: str, proc: subprocess.Popen[bytes], what: 
 class RustJudge:
     """The `loopback-judge` binary on an ephemeral loopback port."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, unique_ids: bool = False) -> None:
         self.out = workdir / "loopback-judge.out"
+        env = dict(os.environ)
+        if unique_ids:
+            # Each answer an id of its own, as real endpoints give: no two runs store the
+            # same raw answer.
+            env["SEAL_LOOPBACK_UNIQUE_IDS"] = "1"
         with self.out.open("wb") as out:
             self.proc = subprocess.Popen(
-                [str(judge_bin()), "127.0.0.1:0"], stdout=out, stderr=subprocess.STDOUT
+                [str(judge_bin()), "127.0.0.1:0"], stdout=out, stderr=subprocess.STDOUT, env=env
             )
         url = wait_for_line(self.out, "loopback judge on ", self.proc, "loopback-judge")
         self.hostport = url.removeprefix("http://").split("/", 1)[0]
@@ -283,13 +288,19 @@ def daemon_env(judge_url: str) -> dict[str, str]:
 
 
 class SealDaemon:
-    """`seal serve` on loopback with a file store; killed and restarted at will."""
+    """`seal serve` on loopback with a file store (or `store_url`); killed and restarted at will."""
 
     def __init__(
-        self, workdir: Path, keys: Path, judge_url: str, config: Path | None = None
+        self,
+        workdir: Path,
+        keys: Path,
+        judge_url: str,
+        config: Path | None = None,
+        store_url: str | None = None,
     ) -> None:
         self.workdir = workdir
         self.store = workdir / "store"
+        self.store_url = store_url or f"file://{self.store}"
         self.key = keys / "seal.key.pem"
         self.env = daemon_env(judge_url)
         self.config = config
@@ -308,7 +319,7 @@ class SealDaemon:
             "--listen",
             f"127.0.0.1:{port}",
             "--store",
-            f"file://{self.store}",
+            self.store_url,
             "--key",
             str(self.key),
         ]

@@ -180,31 +180,11 @@ async fn tree_from_tiles(
 
 #[cfg(test)]
 mod tests {
-    use crate::transparency::tests::entry;
+    use crate::transparency::tests::{entry, entry_file, forty};
     use crate::transparency::{Appended, EvidenceWas, Log, LogError, SealLogged, DEFAULT_ORIGIN};
     use bytes::Bytes;
     use seal_core::canonical::Hash;
-    use seal_core::sealing::SigningKey;
-    use seal_store::{Key, Store};
-
-    /// A `file://` log of 40 runs' seals, each appended and checkpointed as the postguard does.
-    async fn forty() -> (tempfile::TempDir, Store, SigningKey) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&format!("file://{}", dir.path().display()))
-            .await
-            .unwrap();
-        let key = SigningKey::generate();
-        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
-        for i in 0..40 {
-            let (run, e) = entry(i);
-            log.append_seal(&run, &e, &key).await.unwrap();
-        }
-        (dir, store, key)
-    }
-
-    fn entry_file(dir: &tempfile::TempDir, index: u64) -> std::path::PathBuf {
-        dir.path().join(Key::log_entry(index).as_str())
-    }
+    use seal_store::Key;
 
     fn appended(logged: SealLogged) -> Appended {
         match logged {

@@ -1133,6 +1133,29 @@ pub(super) mod tests {
         (run, e)
     }
 
+    /// A `file://` log of 40 runs' seals, each appended and checkpointed as the postguard does.
+    pub(in crate::transparency) async fn forty() -> (tempfile::TempDir, Store, SigningKey) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&format!("file://{}", dir.path().display()))
+            .await
+            .unwrap();
+        let key = SigningKey::generate();
+        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
+        for i in 0..40 {
+            let (run, e) = entry(i);
+            log.append_seal(&run, &e, &key).await.unwrap();
+        }
+        (dir, store, key)
+    }
+
+    /// The file of `log/entries/<index>` in a `file://` store at `dir`.
+    pub(in crate::transparency) fn entry_file(
+        dir: &tempfile::TempDir,
+        index: u64,
+    ) -> std::path::PathBuf {
+        dir.path().join(Key::log_entry(index).as_str())
+    }
+
     /// Entries appended while no checkpoint was published are all covered by the next one,
     /// and an appender whose entry a stored checkpoint already covers publishes none: one
     /// checkpoint per batch, and none missing.

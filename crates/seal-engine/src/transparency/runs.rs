@@ -117,7 +117,7 @@ impl LogView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transparency::tests::entry;
+    use crate::transparency::tests::{entry, entry_file, forty};
     use crate::transparency::{raw_keys, Log, DEFAULT_ORIGIN};
     use seal_core::canonical::Hash;
     use seal_core::sealing::SigningKey;
@@ -126,16 +126,8 @@ mod tests {
     /// A `file://` log of 40 runs' seals (each appended and checkpointed as the postguard
     /// does) and a review of run 7 after them; run 7 and its seal's entry.
     async fn logged() -> (tempfile::TempDir, Store, SigningKey, RunId, LogEntry) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&format!("file://{}", dir.path().display()))
-            .await
-            .unwrap();
-        let key = SigningKey::generate();
+        let (dir, store, key) = forty().await;
         let log = Log::new(store.clone(), DEFAULT_ORIGIN);
-        for i in 0..40 {
-            let (run, e) = entry(i);
-            log.append_seal(&run, &e, &key).await.unwrap();
-        }
         let (run, sealed) = entry(7);
         let review = ReviewEntry::new(
             run.as_str(),
@@ -154,11 +146,6 @@ mod tests {
             .await
             .unwrap();
         (some, LogView::load(store, &trusted).await.unwrap())
-    }
-
-    /// The file of `log/entries/<index>`.
-    fn entry_file(dir: &tempfile::TempDir, index: u64) -> std::path::PathBuf {
-        dir.path().join(Key::log_entry(index).as_str())
     }
 
     /// Read by its pointers and the tiles, a run's view gives the run the whole log's answers:
