@@ -364,6 +364,32 @@ async fn a_roll_record_planted_behind_the_running_daemon_is_not_what_it_seals() 
     );
 }
 
+/// A request planted where an attempt is about to start (no answer, no meta: the walk's
+/// create-only put of the request finds other bytes) is read back, named planted and never
+/// sent: judge B is not called, and nothing is sealed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_planted_where_an_attempt_starts_is_named_and_never_sent() {
+    let work = tempfile::tempdir().unwrap();
+    let store = work.path().join("store");
+    let lb = production_judges().await;
+    let attempt = store.join(format!("runs/{RUN}/roll-1/judge-b/attempt-1"));
+    std::fs::create_dir_all(&attempt).unwrap();
+    std::fs::write(attempt.join("request.json"), br#"{"model":"planted"}"#).unwrap();
+    let out = judge_cli(work.path(), &lb, PROD_SALT, &store, &example(RUN)).await;
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        said.contains("judge-b/attempt-1") && said.contains("planted"),
+        "{said}"
+    );
+    assert!(
+        lb.calls().iter().all(|c| c.model != MODEL_B),
+        "judge B was called"
+    );
+    assert!(!attempt.join("meta.json").exists());
+    assert!(!store.join(format!("runs/{RUN}/seal.dsse.json")).exists());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Replay
 

@@ -73,7 +73,7 @@ impl JudgeClient {
                 false => {
                     let request_stored = match request {
                         Request::Created(stored) | Request::Same(stored) => stored,
-                        Request::Other => self.stored_request(store, job, k, &expected).await?,
+                        Request::Other => self.other_request(store, job, k, &expected).await?,
                     };
                     if let Some(prev) = attempts.last() {
                         let wait = self.backoff(prev.attempt, last_retry_after.take());
@@ -278,14 +278,16 @@ impl JudgeClient {
         match store.put(&req_key, expected.clone()).await {
             Ok(p) if p.created => Ok(Request::Created(p.stored)),
             Ok(p) => Ok(Request::Same(p.stored)),
-            // Read and named by `stored_request` unless the attempt is committed.
+            // Read and named by `other_request` unless the attempt is committed.
             Err(StoreError::Conflict { .. }) => Ok(Request::Other),
             Err(e) => Err(e.into()),
         }
     }
-    /// The attempt's request: stored now, or (started before a restart) the stored one, which
-    /// must be byte-identical to what this configuration builds.
-    async fn stored_request(
+    /// The request stored for attempt `k` when the create found other bytes there (and the
+    /// attempt is not committed): read once and named, never sent. Identical bytes (written
+    /// there meanwhile) are the request; anything else is planted, or the request of another
+    /// configuration, which [`resume::check_request`] tells apart.
+    async fn other_request(
         &self,
         store: &Store,
         job: &SlotJob<'_>,
@@ -293,24 +295,17 @@ impl JudgeClient {
         expected: &Bytes,
     ) -> Result<Stored, ResumeError> {
         let req_key = Key::attempt_file(job.run, job.roll, self.slot, k, "request.json");
-        let id = self.attempt_id(job, k);
-        // Create-only first: the same bytes there is success, other bytes are read back only
-        // to name them (no read before every first put).
-        match store.put(&req_key, expected.clone()).await {
-            Ok(p) => Ok(p.stored),
-            Err(StoreError::Conflict { .. }) => {
-                if let Some(b) = store.get_opt(&req_key).await? {
-                    resume::check_request(id, expected, &b)?;
-                }
-                Err(ResumeError::Planted(resume::Planted {
-                    key: req_key.to_string(),
-                    reason:
-                        "the stored request is not the one this configuration and seed salt build"
-                            .into(),
-                }))
+        if let Some(b) = store.get_opt(&req_key).await? {
+            if b == *expected {
+                return Ok(Stored::of(req_key, &b));
             }
-            Err(e) => Err(e.into()),
+            resume::check_request(self.attempt_id(job, k), expected, &b)?;
         }
+        Err(ResumeError::Planted(resume::Planted {
+            key: req_key.to_string(),
+            reason: "the stored request is not the one this configuration and seed salt build"
+                .into(),
+        }))
     }
 }
 
