@@ -267,6 +267,16 @@ impl Cache {
         Ok(cache)
     }
 
+    /// The seal scan's refusal, once it refused: every append of the process answers it.
+    fn refusal(&self) -> Result<(), LogError> {
+        match &self.refused {
+            Some(problems) => Err(LogError::Refused {
+                problems: problems.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Records that the tiles of the tree of `size` leaves are stored.
     fn tiled_through(&mut self, size: u64) {
         // A rebuild may have replaced the tree meanwhile: then its own tiles are due again.
@@ -409,11 +419,7 @@ impl Log {
     }
 
     async fn admit_locked(&self, cache: &mut Cache, trusted: &[[u8; 32]]) -> Result<(), LogError> {
-        if let Some(problems) = &cache.refused {
-            return Err(LogError::Refused {
-                problems: problems.clone(),
-            });
-        }
+        cache.refusal()?;
         if cache.admitted {
             return Ok(());
         }
@@ -441,11 +447,7 @@ impl Log {
     ) -> Result<bool, LogError> {
         let trusted = raw_keys(key, trusted);
         let mut cache = self.cache.lock().await;
-        if let Some(problems) = &cache.refused {
-            return Err(LogError::Refused {
-                problems: problems.clone(),
-            });
-        }
+        cache.refusal()?;
         if cache.admitted {
             return Ok(false);
         }
@@ -484,10 +486,13 @@ impl Log {
         self.backfill_pointers(&mut whole).await
     }
 
-    /// The admission of a log whose tiles do not give its latest checkpoint's tree (one from
-    /// before tiles): the guard reads it whole, and the cache is what it read.
+    /// The admission of a log whose tiles and last entry do not give its latest checkpoint's
+    /// tree (one from before tiles, or cut short under it): the guard reads it whole, and the
+    /// cache is what it read.
     async fn admit_whole(&self, cache: &mut Cache, trusted: &[[u8; 32]]) -> Result<(), LogError> {
-        tracing::info!("the log's tiles do not give its latest checkpoint: reading it whole");
+        tracing::info!(
+            "the latest checkpoint's tiles or last entry are not its tree: reading the log whole"
+        );
         let view = match guard::check(&self.store, trusted).await {
             Err(LogError::Refused { problems }) => {
                 cache.refused = Some(problems.clone());
