@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use seal_core::ids::RunId;
 use seal_engine::resume::orphans::Orphan;
-use seal_engine::transparency::LogView;
 use seal_engine::verify::{RunReport, Scope, Verifier};
 use seal_store::Store;
 
@@ -75,7 +74,7 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitStatus, CliError> {
         // Crash leftovers are warnings, not failures: an unsealed run the log does not hold is
         // not verified but listed with what completes it (docs/DESIGN.md §2, "Crash safety").
         let (ids, warnings) = if args.all {
-            undecided_apart(&store, ids, verifier.log()).await?
+            undecided_apart(&store, ids, &verifier).await?
         } else {
             (ids, Vec::new())
         };
@@ -124,12 +123,14 @@ async fn targets(
 async fn undecided_apart(
     store: &Store,
     ids: Vec<RunId>,
-    log: &LogView,
+    verifier: &Verifier,
 ) -> Result<(Vec<RunId>, Vec<Orphan>), CliError> {
     let mut keep = Vec::new();
     for id in ids {
-        let logged = log.is_logged(id.as_str());
-        if logged || store.exists(&seal_store::Key::seal(&id)).await? {
+        // The seal first: a stat, where the log is asked by the run's pointers.
+        if store.exists(&seal_store::Key::seal(&id)).await?
+            || verifier.is_logged(store, &id).await?
+        {
             keep.push(id);
         }
     }

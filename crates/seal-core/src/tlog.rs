@@ -368,6 +368,55 @@ pub fn node_hash(left: &NodeHash, right: &NodeHash) -> NodeHash {
     tlog_tiles::node_hash(tlog_tiles::Hash(*left), tlog_tiles::Hash(*right)).0
 }
 
+/// The root of a tree fed one leaf hash at a time, in O(log n) memory: the roots of the
+/// perfect subtrees on its right edge, largest first (an RFC 9162 compact range from 0).
+///
+/// Decision: what reads a whole log only to compare it with one signed root (`seal verify
+/// --all`'s pass over the log) keeps this, not a [`Tree`] (two hashes a leaf), so its memory
+/// does not grow with the log.
+#[derive(Debug, Clone, Default)]
+pub struct RightEdge {
+    /// (height, root) of each perfect subtree, heights strictly decreasing.
+    peaks: Vec<(u32, NodeHash)>,
+    size: u64,
+}
+
+impl RightEdge {
+    pub fn new() -> RightEdge {
+        RightEdge::default()
+    }
+
+    /// Leaves fed so far.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Appends a leaf by its leaf hash: equal-height neighbours merge, as in a binary counter.
+    pub fn push(&mut self, leaf: NodeHash) {
+        let mut node = (0u32, leaf);
+        while let Some(&(height, left)) = self.peaks.last() {
+            if height != node.0 {
+                break;
+            }
+            self.peaks.pop();
+            node = (height + 1, node_hash(&left, &node.1));
+        }
+        self.peaks.push(node);
+        self.size += 1;
+    }
+
+    /// The root of the tree of every leaf fed (RFC 9162 MTH: the peaks folded from the right);
+    /// `None` for the empty tree, which no checkpoint of seal's signs.
+    pub fn root(&self) -> Option<NodeHash> {
+        let mut peaks = self.peaks.iter().rev();
+        let mut acc = peaks.next()?.1;
+        for (_, left) in peaks {
+            acc = node_hash(left, &acc);
+        }
+        Some(acc)
+    }
+}
+
 /// A tree kept in memory as the stored hashes of Go's `tlog` layout (about two per leaf), from
 /// which any root and proof is computed in O(log n) hash reads.
 #[derive(Debug, Clone, Default)]
@@ -734,6 +783,34 @@ pub fn parse_hex(s: &str) -> Result<NodeHash, TlogError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The right edge's root is the tree's (RFC 9162 MTH, as `tlog_tiles` computes it) at
+    /// every size from 1 to 600: sizes on and off powers of two and the tile width 256.
+    #[test]
+    fn the_right_edge_s_root_is_the_tree_s_at_every_size() {
+        let (mut tree, mut edge) = (Tree::new(), RightEdge::new());
+        assert_eq!(edge.root(), None);
+        for n in 0..600u32 {
+            let leaf = leaf_hash(&n.to_be_bytes());
+            tree.push_leaf_hash(leaf).unwrap();
+            edge.push(leaf);
+            assert_eq!(edge.size(), tree.size());
+            assert_eq!(
+                edge.root(),
+                Some(tree.root(tree.size()).unwrap()),
+                "size {}",
+                n + 1
+            );
+        }
+        // Order matters: two leaves swapped give another root.
+        let (mut a, mut b) = (RightEdge::new(), RightEdge::new());
+        let (x, y) = (leaf_hash(b"x"), leaf_hash(b"y"));
+        a.push(x);
+        a.push(y);
+        b.push(y);
+        b.push(x);
+        assert_ne!(a.root(), b.root());
+    }
 
     /// `Tree::leaf` is the leaf hash of exactly that leaf, at every size, and nothing past it.
     #[test]

@@ -21,6 +21,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::audit::{self, Problem};
+use crate::transparency::stream::{self, Pass, Passed};
 use crate::transparency::{self, LogView};
 use seal_core::canonical::{self, Hash};
 use seal_core::doc::*;
@@ -281,8 +282,22 @@ pub struct Verifier {
     /// Reviewer keys (`--trust-reviewer`, config `reviewers.trusted`): a stored review by
     /// another key is a problem of its run.
     reviewers: Arc<Vec<PublicKey>>,
-    log: Arc<LogView>,
+    log: Source,
     unwitnessed: Option<Problem>,
+}
+
+/// The log a [`Verifier`] checks runs against.
+#[derive(Debug, Clone)]
+enum Source {
+    /// Read whole, or for the runs the verifier was set up for ([`Scope::Runs`]).
+    View(Arc<LogView>),
+    /// Every run ([`Scope::All`]) after a clean pass over the whole log
+    /// ([`transparency::stream`]): each run read by its pointers, so memory does not grow
+    /// with the log; the whole log, read at most once, for a run they cannot settle.
+    Passed {
+        pass: Arc<Passed>,
+        whole: Arc<tokio::sync::OnceCell<Arc<LogView>>>,
+    },
 }
 
 impl Verifier {
@@ -295,13 +310,29 @@ impl Verifier {
         policy: &crate::witness::check::Policy,
         scope: Scope<'_>,
     ) -> Result<Verifier, StoreError> {
-        let log = load_log(store, &trusted, scope).await?;
-        let unwitnessed =
-            crate::witness::check::quorum_problem(store, policy, log.latest.as_ref()).await?;
+        let raw: Vec<[u8; 32]> = trusted.iter().map(PublicKey::raw).collect();
+        let log = match scope {
+            Scope::All => match stream::pass(store, &raw).await? {
+                Pass::Clean(pass) => Source::Passed {
+                    pass: Arc::from(pass),
+                    whole: Arc::default(),
+                },
+                Pass::Whole(why) => {
+                    tracing::info!(reason = ?why, "the log is read whole, not by the runs' pointers");
+                    Source::View(Arc::new(LogView::load(store, &raw).await?))
+                }
+            },
+            Scope::Runs(_) => Source::View(Arc::new(load_log(store, &trusted, scope).await?)),
+        };
+        let latest = match &log {
+            Source::View(view) => view.latest.as_ref(),
+            Source::Passed { pass, .. } => Some(&pass.latest),
+        };
+        let unwitnessed = crate::witness::check::quorum_problem(store, policy, latest).await?;
         Ok(Verifier {
             trusted: Arc::new(trusted),
             reviewers: Arc::new(Vec::new()),
-            log: Arc::new(log),
+            log,
             unwitnessed,
         })
     }
@@ -312,20 +343,35 @@ impl Verifier {
         self
     }
 
-    /// The log this verifier checks runs against.
-    pub fn log(&self) -> &LogView {
-        &self.log
+    /// Whether the log holds a seal of `run` (`seal verify --all` tells a crash leftover
+    /// from a run whose seal is missing by it).
+    pub async fn is_logged(&self, store: &Store, run: &RunId) -> Result<bool, StoreError> {
+        Ok(self.log_for(store, run).await?.is_logged(run.as_str()))
     }
 
-    /// The log to check `run` against: this verifier's, or for a run outside the runs a
-    /// verifier was set up for ([`Scope::Runs`]), the whole log: a run is never called
-    /// unlogged because it was not asked about.
+    /// The log to check `run` against: this verifier's; after a clean pass, the run's leaves
+    /// read by its pointers (or the whole log when they cannot settle it); for a run outside
+    /// the runs a verifier was set up for ([`Scope::Runs`]), the whole log: a run is never
+    /// called unlogged because it was not asked about.
     async fn log_for(&self, store: &Store, run: &RunId) -> Result<Arc<LogView>, StoreError> {
-        if self.log.covers(run.as_str()) {
-            return Ok(self.log.clone());
+        let raw = || -> Vec<[u8; 32]> { self.trusted.iter().map(PublicKey::raw).collect() };
+        match &self.log {
+            Source::View(view) if view.covers(run.as_str()) => Ok(view.clone()),
+            Source::View(_) => Ok(Arc::new(LogView::load(store, &raw()).await?)),
+            Source::Passed { pass, whole } => {
+                let runs = std::slice::from_ref(run);
+                if let Some(view) = LogView::for_runs_passed(store, pass, runs).await? {
+                    return Ok(Arc::new(view));
+                }
+                let whole = whole
+                    .get_or_try_init(|| async {
+                        tracing::info!(run = %run, "the log is read whole: a pointer, tile or entry of this run is not as the pass over the log read it");
+                        LogView::load(store, &raw()).await.map(Arc::new)
+                    })
+                    .await?;
+                Ok(whole.clone())
+            }
         }
-        let raw: Vec<[u8; 32]> = self.trusted.iter().map(PublicKey::raw).collect();
-        Ok(Arc::new(LogView::load(store, &raw).await?))
     }
 
     /// `seal verify`'s report of one run: its own checks, its log checks, the witness quorum.

@@ -57,7 +57,7 @@ impl Orphan {
 pub async fn scan(store: &Store) -> Result<Vec<Orphan>, StoreError> {
     let runs = store.runs().await?.runs;
     let mut out = Vec::new();
-    let mut referenced: Vec<Named> = Vec::new();
+    let mut referenced = Referenced::new(SPILL_AT);
     let per_run = futures::stream::iter(runs.into_iter().map(|run| async move {
         let keys = store.list(&Key::run_dir(&run)).await?.keys;
         let hashes = referenced_hashes(store, &keys).await;
@@ -79,15 +79,16 @@ pub async fn scan(store: &Store) -> Result<Vec<Orphan>, StoreError> {
     futures::pin_mut!(per_run);
     while let Some(found) = per_run.next().await {
         let (hashes, orphans) = found?;
-        referenced.extend(hashes.iter().map(named));
+        for h in &hashes {
+            referenced.add(named(h));
+        }
         out.extend(orphans);
     }
-    referenced.sort_unstable();
-    referenced.dedup();
     // `cas/` one fan-out folder at a time (`cas/sha256/00` … `ff`), in key order: a listing of
     // the whole of `cas/` held every object key at once (~0.9 KB a run of small frames). A key
     // outside those folders names no hash (`Key::cas_hash`) and was never warned about.
     for prefix in 0..=u8::MAX {
+        let referenced = referenced.take(prefix)?;
         for key in store.list(&format!("cas/sha256/{prefix:02x}")).await?.keys {
             let hash = key.cas_hash().map(|h| named(&h));
             if hash.is_some_and(|d| referenced.binary_search(&d).is_err()) {
@@ -120,6 +121,109 @@ pub async fn scan(store: &Store) -> Result<Vec<Orphan>, StoreError> {
 /// one can craft) would keep one unreferenced object off a list of harmless leftovers; no
 /// object is ever called unreferenced that a run names.
 type Named = [u8; 16];
+
+/// Digests [`Referenced`] holds in memory before it writes them out (16 bytes each: 1 MiB).
+const SPILL_AT: usize = 1 << 16;
+
+/// The `cas/` digests the runs name, by first byte (the `cas/sha256/<xx>` folder they are
+/// looked up in); past `spill_at` in memory they are appended to one temp file per first
+/// byte, and each folder's are read back, sorted, when that folder is listed.
+///
+/// Decision: a store's runs name ten or more digests each, and `seal verify --all` had held
+/// them all at once (~0.2-0.4 KB a run, the largest share of its memory after the log). Held
+/// this way, memory is `spill_at` digests plus one folder's (1/256 of them). When the temp
+/// folder cannot be written the digests stay in memory (a warning says so): the scan is
+/// never wrong for want of a disk, only larger.
+struct Referenced {
+    buckets: Vec<Vec<Named>>,
+    held: usize,
+    spill_at: usize,
+    spilled: Option<tempfile::TempDir>,
+    /// The first bytes that have a temp file.
+    on_disk: [bool; 256],
+    /// Writing to the temp folder failed once: keep everything in memory from then on.
+    in_memory: bool,
+}
+
+impl Referenced {
+    fn new(spill_at: usize) -> Referenced {
+        Referenced {
+            buckets: vec![Vec::new(); 256],
+            held: 0,
+            spill_at,
+            spilled: None,
+            on_disk: [false; 256],
+            in_memory: false,
+        }
+    }
+
+    fn add(&mut self, digest: Named) {
+        self.buckets[usize::from(digest[0])].push(digest);
+        self.held += 1;
+        if self.held >= self.spill_at && !self.in_memory {
+            match self.spill() {
+                Ok(()) => self.held = 0,
+                Err(e) => {
+                    tracing::warn!(error = %e, "the digests of the crash-leftover scan stay in memory: the temp folder cannot be written");
+                    self.in_memory = true;
+                }
+            }
+        }
+    }
+
+    fn spill(&mut self) -> std::io::Result<()> {
+        use std::io::Write;
+        let dir = match &self.spilled {
+            Some(d) => d.path().to_path_buf(),
+            None => {
+                let d = tempfile::Builder::new().prefix("seal-scan-").tempdir()?;
+                let path = d.path().to_path_buf();
+                self.spilled = Some(d);
+                path
+            }
+        };
+        for (prefix, bucket) in self.buckets.iter_mut().enumerate() {
+            if bucket.is_empty() {
+                continue;
+            }
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join(format!("{prefix:02x}")))?;
+            f.write_all(bucket.as_flattened())?;
+            self.on_disk[prefix] = true;
+            bucket.clear();
+            bucket.shrink_to_fit();
+        }
+        Ok(())
+    }
+
+    /// Every digest named under first byte `prefix`, sorted, once.
+    fn take(&mut self, prefix: u8) -> Result<Vec<Named>, StoreError> {
+        let mut all = std::mem::take(&mut self.buckets[usize::from(prefix)]);
+        if let (Some(dir), true) = (&self.spilled, self.on_disk[usize::from(prefix)]) {
+            let path = dir.path().join(format!("{prefix:02x}"));
+            match std::fs::read(&path) {
+                Ok(bytes) => all.extend(
+                    bytes
+                        .chunks_exact(16)
+                        .filter_map(|c| <Named>::try_from(c).ok()),
+                ),
+                // Names lost would call named objects unreferenced: stop instead.
+                Err(e) => {
+                    return Err(StoreError::Backend {
+                        key: format!("cas/sha256/{prefix:02x}"),
+                        op: "read back the digests the runs name",
+                        detail: format!("{}: {e}", path.display()),
+                    })
+                }
+            }
+        }
+        all.sort_unstable();
+        all.dedup();
+        Ok(all)
+    }
+}
 
 fn named(hash: &Hash) -> Named {
     let mut short = [0; 16];
@@ -255,6 +359,55 @@ fn is_input(key: &Key) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn digest(i: u32) -> Named {
+        named(&Hash::of(&i.to_be_bytes()))
+    }
+
+    /// Spilled to temp files every few digests or held in memory, the digests of each first
+    /// byte come back the same: sorted, once each, none lost (duplicates across spills too).
+    #[test]
+    fn spilled_digests_come_back_as_held_ones() {
+        let mut spilled = Referenced::new(7);
+        let mut held = Referenced::new(usize::MAX);
+        for i in (0..3000).chain(0..500) {
+            spilled.add(digest(i));
+            held.add(digest(i));
+        }
+        assert!(spilled.spilled.is_some() && held.spilled.is_none());
+        let mut total = 0;
+        for prefix in 0..=u8::MAX {
+            let (a, b) = (spilled.take(prefix).unwrap(), held.take(prefix).unwrap());
+            assert!(a.windows(2).all(|w| w[0] < w[1]) && a.iter().all(|d| d[0] == prefix));
+            assert_eq!(a, b, "first byte {prefix:02x}");
+            total += a.len();
+        }
+        assert_eq!(total, 3000);
+    }
+
+    /// A temp folder that cannot be written keeps the digests in memory; one whose files
+    /// were deleted under the scan is an error naming the folder, never a shorter list
+    /// (which would call named objects unreferenced).
+    #[test]
+    fn a_temp_folder_lost_is_an_error_and_one_unwritable_keeps_digests_in_memory() {
+        let mut r = Referenced::new(4);
+        for i in 0..4 {
+            r.add(digest(i));
+        }
+        let dir = r.spilled.as_ref().unwrap().path().to_path_buf();
+        std::fs::remove_dir_all(&dir).unwrap();
+        for i in 4..40 {
+            r.add(digest(i));
+        }
+        assert!(r.in_memory);
+        let first = digest(0)[0];
+        let e = r.take(first).unwrap_err().to_string();
+        assert!(e.contains(&format!("cas/sha256/{first:02x}")), "{e}");
+        let later = digest(39)[0];
+        if !(0..4).any(|i| digest(i)[0] == later) {
+            assert!(r.take(later).unwrap().contains(&digest(39)));
+        }
+    }
 
     /// Every `cas/` object no run names is listed, in key order, across fan-out folders; a
     /// named one is not; an object under `cas/` that names no hash is no warning.

@@ -37,6 +37,7 @@ mod history;
 pub mod publish;
 pub mod rebuild;
 pub mod runs;
+pub mod stream;
 pub mod tiles;
 pub mod view;
 

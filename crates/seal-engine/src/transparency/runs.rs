@@ -17,12 +17,80 @@
 
 use std::collections::BTreeMap;
 
+use super::stream::Passed;
 use super::tiles::{self, TileCache};
-use super::view::{read_checkpoints, LogView};
+use super::view::{read_checkpoints, LogView, Proof};
 use super::SealLeaf;
 use seal_core::ids::RunId;
-use seal_core::tlog::{self, Leaf};
+use seal_core::tlog::{self, Leaf, NodeHash, SignedCheckpoint};
 use seal_store::{Key, Store, StoreError};
+
+/// How a leaf read by a run's pointer is believed.
+enum Authority<'a> {
+    /// The stored tiles, authenticated against the latest trusted checkpoint's root.
+    Tiles {
+        latest: SignedCheckpoint,
+        cache: TileCache,
+    },
+    /// The pass over the whole log that `seal verify --all` made first ([`super::stream`]).
+    Passed(&'a Passed),
+}
+
+/// What a pointer's entry is, once believed (or not).
+enum Believed {
+    /// The leaf the log holds at that index, and how it is proven in the latest checkpoint.
+    Leaf(Option<Proof>),
+    /// Not a leaf the pass read (appended since): not the run's, as the pass saw the log.
+    Unread,
+    /// Read the whole log instead.
+    Whole,
+}
+
+impl Authority<'_> {
+    fn latest(&self) -> &SignedCheckpoint {
+        match self {
+            Authority::Tiles { latest, .. } => latest,
+            Authority::Passed(p) => &p.latest,
+        }
+    }
+
+    async fn believe(
+        &mut self,
+        store: &Store,
+        index: u64,
+        hash: &NodeHash,
+    ) -> Result<Believed, StoreError> {
+        match self {
+            // A leaf the checkpoint covers is believed only as the signed tree holds it; one
+            // past it, as the whole log's readers read it (no checkpoint names it).
+            Authority::Tiles { latest, cache } => {
+                if index >= latest.size {
+                    return Ok(Believed::Leaf(None));
+                }
+                Ok(
+                    match tiles::prove_leaf(store, latest.size, &latest.root, index, cache).await? {
+                        Some((proven, path)) if proven == *hash => {
+                            Believed::Leaf(Some(Proof::Path(path)))
+                        }
+                        _ => Believed::Whole,
+                    },
+                )
+            }
+            Authority::Passed(pass) => {
+                if index >= pass.size() {
+                    return Ok(Believed::Unread);
+                }
+                Ok(match pass.leaf_hash(store, index).await? {
+                    Some(h) if h == *hash => {
+                        Believed::Leaf((index < pass.latest.size).then_some(Proof::Pass))
+                    }
+                    // A tile missing or planted, or the entry rewritten since the pass.
+                    _ => Believed::Whole,
+                })
+            }
+        }
+    }
+}
 
 impl LogView {
     /// The log as `seal verify` checks `runs` against it, read by their pointers and the
@@ -40,31 +108,51 @@ impl LogView {
         let Some(latest) = latest else {
             return Ok(None);
         };
+        let authority = Authority::Tiles {
+            latest,
+            cache: TileCache::new(),
+        };
+        LogView::read_runs(store, runs, authority).await
+    }
+
+    /// [`LogView::for_runs`] after a clean [`super::stream::pass`]: each leaf is believed as
+    /// the pass read it, and a run without a seal leaf's pointer is not logged (the pass found
+    /// every seal leaf's pointer stored). `None`: read the whole log.
+    pub async fn for_runs_passed(
+        store: &Store,
+        pass: &Passed,
+        runs: &[RunId],
+    ) -> Result<Option<LogView>, StoreError> {
+        LogView::read_runs(store, runs, Authority::Passed(pass)).await
+    }
+
+    async fn read_runs(
+        store: &Store,
+        runs: &[RunId],
+        mut authority: Authority<'_>,
+    ) -> Result<Option<LogView>, StoreError> {
         let mut view = LogView::default();
         let mut read = BTreeMap::new();
-        let mut tiles = TileCache::new();
         for run in runs {
             let folder = Key::log_run_dir(run);
-            for k in store.list(&folder).await?.keys {
-                // A stray name there is no pointer; the whole log's readers never look here.
-                let Some(index) = k.log_number(&folder) else {
-                    continue;
-                };
+            // A stray name there is no pointer; the whole log's readers never look here.
+            let mut indices: Vec<u64> = (store.list(&folder).await?.keys.iter())
+                .filter_map(|k| k.log_number(&folder))
+                .collect();
+            if let Authority::Passed(pass) = &authority {
+                indices.extend(pass.unpointed(run));
+                indices.sort_unstable();
+                indices.dedup();
+            }
+            for index in indices {
                 let Some(bytes) = store.get_opt(&Key::log_entry(index)).await? else {
                     return Ok(None);
                 };
                 let hash = tlog::leaf_hash(&bytes);
-                // A leaf the checkpoint covers is believed only as the signed tree holds it;
-                // one past it, as the whole log's readers read it (no checkpoint names it).
-                let path = if index < latest.size {
-                    match tiles::prove_leaf(store, latest.size, &latest.root, index, &mut tiles)
-                        .await?
-                    {
-                        Some((proven, path)) if proven == hash => Some(path),
-                        _ => return Ok(None),
-                    }
-                } else {
-                    None
+                let proof = match authority.believe(store, index, &hash).await? {
+                    Believed::Leaf(proof) => proof,
+                    Believed::Unread => continue,
+                    Believed::Whole => return Ok(None),
                 };
                 match Leaf::from_bytes(&bytes) {
                     Ok(Leaf::Seal(e)) if e.run_id == run.as_str() => {
@@ -78,11 +166,13 @@ impl LogView {
                     Ok(_) => continue,
                     Err(_) => return Ok(None),
                 }
-                read.insert(index, (hash, path));
+                read.insert(index, (hash, proof));
             }
             // A run is found by its seal's leaf: one whose only pointers are its reviews'
-            // was sealed before pointers, and the whole log holds its seal's leaf.
-            if !view.by_run.contains_key(run.as_str()) {
+            // was sealed before pointers, and the whole log holds its seal's leaf. After a
+            // clean pass every seal leaf has its pointer: no seal leaf, not logged.
+            let passed = matches!(authority, Authority::Passed(_));
+            if !passed && !view.by_run.contains_key(run.as_str()) {
                 return Ok(None);
             }
         }
@@ -90,7 +180,7 @@ impl LogView {
             leaves.sort_by_key(|l| l.index);
         }
         view.reviews.sort_by_key(|(i, _)| *i);
-        view.latest = Some(latest);
+        view.latest = Some(authority.latest().clone());
         view.partial = Some(read);
         Ok(Some(view))
     }
