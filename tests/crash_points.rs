@@ -882,6 +882,31 @@ async fn crash_leftovers_are_warnings_of_verify_and_listed_by_gc_dry_run() {
     .await;
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["orphans"], serde_json::json!([]), "{v}");
+    // `seal verify --all` takes a verified run's named `cas/` objects (frames, and the raw
+    // answers the judge walk content-addressed) from its verification, not from a second read
+    // of its folder: it warns of nothing either.
+    let out = seal_in(
+        p.dir.path(),
+        &[
+            "verify",
+            "--all",
+            "--json",
+            "--store",
+            store,
+            "--trust",
+            "keys/seal.pub.pem",
+        ],
+    )
+    .await;
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    assert_eq!(
+        (&v["verified"], &v["warnings"]),
+        (&serde_json::json!(1), &serde_json::Value::Null),
+        "{stdout}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

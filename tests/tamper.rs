@@ -1308,3 +1308,44 @@ fn verify_all_streams_ndjson_in_run_order_whatever_the_jobs() {
         .iter()
         .any(|p| p["object"] == key));
 }
+
+/// `seal verify --all` takes the `cas/` objects a verified run's evidence binds from its
+/// verification instead of reading the run's folder again for the crash-leftover scan: its
+/// warnings are still exactly `seal gc --dry-run`'s. A `cas/` object nobody names is the one
+/// warning, whether every run verifies or one is damaged (that one is looked into as the scan
+/// does). Were the bound objects not handed over, every frame and answer of the fixture runs
+/// would be listed.
+#[test]
+fn verify_all_warns_of_exactly_the_leftovers_gc_lists() {
+    let (dir, root) = copy_fixture_store();
+    let planted = Hash::of(b"a frame no proof package names");
+    let hex = planted.to_string();
+    let key = format!("cas/sha256/{}/{hex}", &hex[..2]);
+    std::fs::create_dir_all(root.join(format!("cas/sha256/{}", &hex[..2]))).unwrap();
+    std::fs::write(root.join(&key), b"a frame no proof package names").unwrap();
+    let gc = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_seal"))
+            .current_dir(dir.path())
+            .args(["gc", "--dry-run", "--json", "--store", &file_url(&root)])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["orphans"].clone()
+    };
+    let warned = |expect: i32| {
+        let (code, out, err) = seal_verify(dir.path(), &root, &["--all"], &["--json"]);
+        assert_eq!(code, Some(expect), "{out}{err}");
+        let v: Value = serde_json::from_str(out.lines().last().unwrap_or_default()).unwrap();
+        v["warnings"].clone()
+    };
+    let listed = gc();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["warning"], "unreferenced_cas");
+    assert_eq!(listed[0]["object"], key.as_str());
+    assert_eq!(warned(0), listed);
+    // One run damaged: it is not verified, and its folder is read by the scan instead.
+    let raw = "runs/run-trpg-0021-pass/roll-1/judge-b/attempt-1/raw.json";
+    apply(&root, "run-trpg-0021-pass", &Apply::Flip(raw.into()));
+    assert_eq!(warned(1), gc());
+}

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use seal_core::ids::RunId;
-use seal_engine::resume::orphans::Orphan;
+use seal_engine::resume::orphans::{Orphan, Scan};
 use seal_engine::verify::{RunReport, Scope, Verifier};
 use seal_store::Store;
 
@@ -73,17 +73,29 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitStatus, CliError> {
             .with_reviewers(reviewers);
         // Crash leftovers are warnings, not failures: an unsealed run the log does not hold is
         // not verified but listed with what completes it (docs/DESIGN.md §2, "Crash safety").
-        let (ids, warnings) = if args.all {
-            undecided_apart(&store, ids, &verifier).await?
-        } else {
-            (ids, Vec::new())
+        // The scan looks into the runs not verified here; a verified run hands it the `cas/`
+        // objects it names, so its folder is not read twice.
+        let mut scan = args.all.then(Scan::new);
+        let ids = match scan.as_mut() {
+            Some(scan) => {
+                let (keep, apart) = undecided_apart(&store, ids, &verifier).await?;
+                scan.look_into(&store, apart).await?;
+                keep
+            }
+            None => ids,
         };
         let mut printer = VerifyPrinter::new(args.json, progress(ids.len() as u64, args.all));
-        printer.warnings = warnings;
-        let done = verify_in_parallel(&store, ids, verifier, jobs, &mut printer);
-        if let Err(e) = done.await {
-            printer.bar.finish_and_clear();
-            return Err(e);
+        let done = verify_in_parallel(&store, ids, verifier, jobs, &mut printer, scan.as_mut());
+        let unproven = match done.await {
+            Ok(unproven) => unproven,
+            Err(e) => {
+                printer.bar.finish_and_clear();
+                return Err(e);
+            }
+        };
+        if let Some(mut scan) = scan {
+            scan.look_into(&store, unproven).await?;
+            printer.warnings = scan.finish(&store).await?;
         }
         for r in &reports {
             printer.print(r);
@@ -118,53 +130,73 @@ async fn targets(
     Ok((args.runs.clone(), Vec::new()))
 }
 
-/// The runs to verify, and the store's crash leftovers: a run without a seal that the log does
-/// not hold is not verified (it was never sealed); one the log holds is (its seal is missing).
+/// The runs to verify, and those to leave to the crash-leftover scan: a run without a seal
+/// that the log does not hold is not verified (it was never sealed); one the log holds is (its
+/// seal is missing).
 async fn undecided_apart(
     store: &Store,
     ids: Vec<RunId>,
     verifier: &Verifier,
-) -> Result<(Vec<RunId>, Vec<Orphan>), CliError> {
-    let mut keep = Vec::new();
+) -> Result<(Vec<RunId>, Vec<RunId>), CliError> {
+    let (mut keep, mut apart) = (Vec::new(), Vec::new());
     for id in ids {
         // The seal first: a stat, where the log is asked by the run's pointers.
         if store.exists(&seal_store::Key::seal(&id)).await?
             || verifier.is_logged(store, &id).await?
         {
             keep.push(id);
+        } else {
+            apart.push(id);
         }
     }
-    let warnings = seal_engine::resume::orphans::scan(store).await?;
-    Ok((keep, warnings))
+    Ok((keep, apart))
 }
 
 /// Verifies runs on their own threads, at most `jobs` at once (see [`bulk`]), each
 /// reading a `file://` store directly; reports are printed in the order of `ids` as they
-/// finish, and none is kept.
+/// finish, and none is kept. With a `scan`, each verified run hands it the `cas/` objects it
+/// names; the runs that did not verify are returned, for the scan to look into.
 async fn verify_in_parallel(
     store: &Store,
     ids: Vec<RunId>,
     verifier: Verifier,
     jobs: usize,
     printer: &mut VerifyPrinter,
-) -> Result<(), CliError> {
+    mut scan: Option<&mut Scan>,
+) -> Result<Vec<RunId>, CliError> {
     let store = store.clone().with_direct_io();
+    let named = scan.is_some();
     let work = move |id: RunId| {
         let (store, verifier) = (store.clone(), verifier.clone());
         async move {
-            verifier
-                .report(&store, &id)
+            let (report, proof) = verifier
+                .verdict(&store, &id)
                 .await
-                .map_err(|e| CliError::within(format!("run {id}"), e))
+                .map_err(|e| CliError::within(format!("run {id}"), e))?;
+            // Only what the scan needs leaves the worker: the `cas/` objects the run names.
+            let cas = proof
+                .filter(|_| named && report.verified)
+                .map(|p| p.named().to_vec());
+            Ok((id, report, cas))
         }
     };
-    let sink = |r: Result<RunReport, CliError>| {
-        printer.bar.inc(1);
-        r.map(|report| printer.print(&report))
-    };
+    let mut unproven = Vec::new();
+    let sink =
+        |r: Result<(RunId, RunReport, Option<Vec<seal_core::canonical::Hash>>), CliError>| {
+            printer.bar.inc(1);
+            r.map(|(id, report, cas)| {
+                printer.print(&report);
+                match (scan.as_deref_mut(), cas) {
+                    (Some(scan), Some(cas)) => scan.named(&cas),
+                    (Some(_), None) => unproven.push(id),
+                    (None, _) => {}
+                }
+            })
+        };
     bulk::in_order(ids, jobs, work, sink)
         .await
-        .map_err(CliError::failed)?
+        .map_err(CliError::failed)??;
+    Ok(unproven)
 }
 
 /// Prints verify reports as they come: a block of lines a run, or with `--json` one JSON

@@ -151,11 +151,19 @@ impl<'de> Visitor<'de> for StrictVisitor {
         let depth = self.enter::<A::Error>()?;
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
+            // One search of the map a member (the entry), not two (a lookup, then the insert):
+            // key comparisons were a tenth of `seal verify`'s parsing.
+            match out.entry(key) {
+                serde_json::map::Entry::Occupied(o) => {
+                    return Err(de::Error::custom(format_args!(
+                        "duplicate key {:?}",
+                        o.key()
+                    )));
+                }
+                serde_json::map::Entry::Vacant(slot) => {
+                    slot.insert(map.next_value_seed(StrictSeed { depth })?);
+                }
             }
-            let v = map.next_value_seed(StrictSeed { depth })?;
-            out.insert(key, v);
         }
         Ok(Value::Object(out))
     }

@@ -124,6 +124,7 @@ pub struct VerifiedRun {
     evidence: Evidence,
     evidence_hash: Hash,
     bound: BTreeSet<Key>,
+    named: Vec<Hash>,
 }
 
 impl VerifiedRun {
@@ -144,6 +145,10 @@ impl VerifiedRun {
     /// an import copies, and nothing else.
     pub fn bound(&self) -> &BTreeSet<Key> {
         &self.bound
+    }
+    /// The `cas/` objects the run names ([`audit::Audited::named`]).
+    pub fn named(&self) -> &[Hash] {
+        &self.named
     }
 }
 
@@ -422,7 +427,9 @@ impl Verifier {
             .collect())
     }
 
-    async fn verdict(
+    /// [`Verifier::report`], with the proof of the run itself when its own checks passed
+    /// (the report may still name log or witness problems).
+    pub async fn verdict(
         &self,
         store: &Store,
         run: &RunId,
@@ -509,6 +516,7 @@ async fn check_run(
         evidence: ev,
         evidence_hash: ev_hash,
         bound: audited.bound,
+        named: audited.named,
     });
     Ok((report, proof))
 }

@@ -195,6 +195,7 @@ async fn frames<R: Reads>(a: &mut Audit, store: &R, proof: &ProofPackage) {
     for f in &proof.frames {
         if seen.insert(f.hash.clone()) {
             a.bound.insert(Key::cas(&f.hash));
+            a.named.push(f.hash.clone());
             if let Err(e) = store.verify(&Key::cas(&f.hash), &f.hash).await {
                 a.store_error(e);
             }
@@ -259,6 +260,7 @@ async fn attempt<R: Reads>(
 ) -> Option<(AttemptRecord, Option<Value>)> {
     let key = |f: &str| Key::attempt_file(run, r.roll_id, slot, h.attempt, f);
     a.bound.insert(key("raw.json"));
+    a.named.push(h.raw_hash.clone());
     let raw = match store.get_verified(&key("raw.json"), &h.raw_hash).await {
         Ok(b) => b,
         Err(e) => {

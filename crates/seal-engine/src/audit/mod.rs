@@ -86,6 +86,9 @@ impl std::fmt::Display for Problem {
 pub(crate) struct Audit {
     problems: Vec<Problem>,
     bound: BTreeSet<Key>,
+    /// The `cas/` objects the run names: its proof packages' frames and every attempt's raw
+    /// answer (what `resume::orphans` calls referenced).
+    named: Vec<Hash>,
 }
 
 impl Audit {
@@ -155,6 +158,11 @@ pub struct Audited {
     pub problems: Vec<Problem>,
     pub docs: Vec<RollDocs>,
     pub bound: BTreeSet<Key>,
+    /// The `cas/` objects the run names: its proof packages' frames and every attempt's raw
+    /// answer (content-addressed by the judge walk, read by the audit from the attempt
+    /// folder). What the crash-leftover scan of `seal verify --all` takes from a verified run
+    /// instead of reading its proof packages and metas again.
+    pub named: Vec<Hash>,
 }
 
 /// [`audit`], also handing out the bound keys.
@@ -168,6 +176,7 @@ pub async fn audit_bound<R: Reads>(store: &R, doc: &Evidence, brief: Option<&[u8
                 problems: a.problems,
                 docs: Vec::new(),
                 bound: a.bound,
+                named: a.named,
             };
         }
     };
@@ -188,6 +197,7 @@ pub async fn audit_bound<R: Reads>(store: &R, doc: &Evidence, brief: Option<&[u8
         problems: a.problems,
         docs,
         bound: a.bound,
+        named: a.named,
     }
 }
 
