@@ -794,6 +794,23 @@ async fn seal_in(dir: &Path, args: &[&str]) -> Output {
     run(c).await
 }
 
+/// `seal verify --all` of `store` trusting the test's key; its stdout, once it exits 0.
+async fn verify_all(dir: &Path, store: &str, extra: &[&str]) -> String {
+    let mut args = vec![
+        "verify",
+        "--all",
+        "--store",
+        store,
+        "--trust",
+        "keys/seal.pub.pem",
+    ];
+    args.extend_from_slice(extra);
+    let out = seal_in(dir, &args).await;
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    stdout
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_leftovers_are_warnings_of_verify_and_listed_by_gc_dry_run() {
     let p = Point::new(Backend::File, "orphans").await;
@@ -806,20 +823,7 @@ async fn crash_leftovers_are_warnings_of_verify_and_listed_by_gc_dry_run() {
     let attempt = format!("runs/{}/roll-1/judge-a/attempt-1", p.folder.run());
 
     let store = p.store.as_str();
-    let out = seal_in(
-        p.dir.path(),
-        &[
-            "verify",
-            "--all",
-            "--store",
-            store,
-            "--trust",
-            "keys/seal.pub.pem",
-        ],
-    )
-    .await;
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let stdout = verify_all(p.dir.path(), store, &[]).await;
     assert!(stdout.contains("warning  uncommitted_attempt"), "{stdout}");
     assert!(stdout.contains(&attempt), "{stdout}");
     assert!(
@@ -885,21 +889,7 @@ async fn crash_leftovers_are_warnings_of_verify_and_listed_by_gc_dry_run() {
     // `seal verify --all` takes a verified run's named `cas/` objects (frames, and the raw
     // answers the judge walk content-addressed) from its verification, not from a second read
     // of its folder: it warns of nothing either.
-    let out = seal_in(
-        p.dir.path(),
-        &[
-            "verify",
-            "--all",
-            "--json",
-            "--store",
-            store,
-            "--trust",
-            "keys/seal.pub.pem",
-        ],
-    )
-    .await;
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let stdout = verify_all(p.dir.path(), store, &["--json"]).await;
     let v: serde_json::Value =
         serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
     assert_eq!(
