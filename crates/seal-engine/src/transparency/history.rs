@@ -19,7 +19,7 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
 use super::tiles::{self, AT_ONCE};
-use super::view::read_checkpoints;
+use super::view::latest_trusted;
 use super::{corrupt, Cache, Log, LogError};
 use seal_core::ids::RunId;
 use seal_core::tlog::{self, Leaf, NodeHash, Tree};
@@ -34,10 +34,7 @@ impl Log {
         trusted: &[[u8; 32]],
     ) -> Result<Option<Cache>, LogError> {
         let t0 = std::time::Instant::now();
-        let latest = read_checkpoints(&self.store, trusted, false)
-            .await?
-            .into_iter()
-            .find_map(|(_, _, c)| c.ok());
+        let latest = latest_trusted(&self.store, trusted).await?;
         tracing::debug!(
             ms = t0.elapsed().as_millis() as u64,
             "admission: latest checkpoint read"

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use super::stream::Passed;
 use super::tiles::{self, TileCache};
-use super::view::{read_checkpoints, LogView, Proof};
+use super::view::{latest_trusted, LogView, Proof};
 use super::SealLeaf;
 use seal_core::ids::RunId;
 use seal_core::tlog::{self, Leaf, NodeHash, SignedCheckpoint};
@@ -101,10 +101,7 @@ impl LogView {
         trusted: &[[u8; 32]],
         runs: &[RunId],
     ) -> Result<Option<LogView>, StoreError> {
-        let latest = read_checkpoints(store, trusted, false)
-            .await?
-            .into_iter()
-            .find_map(|(_, _, c)| c.ok());
+        let latest = latest_trusted(store, trusted).await?;
         let Some(latest) = latest else {
             return Ok(None);
         };

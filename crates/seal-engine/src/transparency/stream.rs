@@ -28,7 +28,7 @@ use futures::{StreamExt, TryStreamExt};
 use sha2::{Digest, Sha256};
 use std::sync::Mutex;
 
-use super::view::read_checkpoints;
+use super::view::latest_trusted;
 use super::READ_AHEAD;
 use seal_core::ids::RunId;
 use seal_core::tlog::{self, Leaf, NodeHash, RightEdge, SignedCheckpoint, Tile, TILE_HEIGHT};
@@ -158,10 +158,7 @@ impl Passed {
 pub async fn pass(store: &Store, trusted: &[[u8; 32]]) -> Result<Pass, StoreError> {
     // Checkpoints before entries, as `LogView::load` reads them (a checkpoint is published
     // after its entries).
-    let latest = read_checkpoints(store, trusted, false)
-        .await?
-        .into_iter()
-        .find_map(|(_, _, c)| c.ok());
+    let latest = latest_trusted(store, trusted).await?;
     let Some(latest) = latest else {
         return Ok(Pass::Whole("no checkpoint signed by a trusted key".into()));
     };

@@ -922,6 +922,18 @@ fn against_old(
     })
 }
 
+/// The largest stored checkpoint a trusted key signed, if any (what admission, a run's view
+/// and the pass over the log each start from).
+pub(super) async fn latest_trusted(
+    store: &Store,
+    trusted: &[[u8; 32]],
+) -> Result<Option<SignedCheckpoint>, StoreError> {
+    Ok(read_checkpoints(store, trusted, false)
+        .await?
+        .into_iter()
+        .find_map(|(_, _, c)| c.ok()))
+}
+
 /// Reads the stored checkpoints, largest first, and verifies each one's signature; without
 /// `all`, stops at the first that verifies (the latest).
 pub(super) async fn read_checkpoints(
