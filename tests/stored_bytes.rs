@@ -166,6 +166,47 @@ fn every_stored_document_reserializes_to_its_bytes() {
     }
 }
 
+/// `seal verify` checks a run's JUDGING snapshot by hashing the evidence's canonical bytes
+/// minus its decision (`decided::snapshot_bytes`) and parses the stored snapshot only when that differs:
+/// for every sealed run those bytes must be exactly the stored snapshot, or the quick check
+/// would never apply. (That a differing snapshot is still named: `tests/tamper.rs`.)
+#[test]
+fn a_decided_evidence_minus_its_decision_is_its_stored_snapshot() {
+    let store = fixture_store_dir();
+    let mut checked = 0;
+    for run in std::fs::read_dir(store.join("runs")).unwrap() {
+        let dir = run.unwrap().path();
+        let Ok(ev_bytes) = std::fs::read(dir.join("evidence.json")) else {
+            continue;
+        };
+        let tree = seal::json::parse(&ev_bytes, LIMIT).unwrap();
+        let ev: Evidence = serde_json::from_value(tree.clone()).unwrap();
+        let Some(pg) = &ev.final_postguard else {
+            continue;
+        };
+        let snapshot = std::fs::read(dir.join("judging.json")).unwrap();
+        let canonical = seal::canonical::canonical_object(&tree).unwrap().unwrap();
+        assert_eq!(canonical.bytes, ev_bytes, "{}", dir.display());
+        let derived = seal::decided::snapshot_bytes(&canonical).unwrap();
+        assert!(
+            derived == snapshot,
+            "{}: the evidence minus its decision is not the stored snapshot",
+            dir.display()
+        );
+        assert_eq!(
+            seal::canonical::Hash::of(&derived),
+            pg.judging_snapshot_hash
+        );
+        assert!(
+            canonical_bytes(&seal::decided::undecided(&ev)).unwrap() == derived,
+            "{}: the typed evidence minus its decision is another document",
+            dir.display()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} sealed runs");
+}
+
 /// The fixtures' config: the embedded one with the salt and clock of `seal-fixtures`. No judge
 /// is called (stored answers), so the judge URLs point nowhere.
 fn fixture_config() -> Config {

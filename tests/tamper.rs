@@ -1087,6 +1087,66 @@ fn the_binary_verifies_every_untouched_fixture_and_prints_readable_reports() {
     );
 }
 
+/// Edits a fixture run's evidence and seals it again with the fixtures' own (trusted) key: what
+/// a keyholder's bug would store. Returns `seal verify`'s exit code and output.
+fn resealed_by_the_keyholder(run: &str, edit: impl FnOnce(&mut Value)) -> (Option<i32>, String) {
+    let (dir, root) = copy_fixture_store();
+    let ev_path = root.join(format!("runs/{run}/evidence.json"));
+    let mut doc: Value = serde_json::from_slice(&read(&ev_path)).unwrap();
+    edit(&mut doc);
+    let bytes = canonical_bytes(&doc).unwrap();
+    rewrite(&ev_path, &bytes);
+    let ev: Evidence = serde_json::from_slice(&bytes).unwrap();
+    let id = RunId::parse(run).unwrap();
+    let statement = seal::sealing::statement_for(&id, &ev, &Hash::of(&bytes)).unwrap();
+    let env = sealing::sign(&fixture_signing_key(dir.path()), &statement).unwrap();
+    rewrite(
+        &root.join(format!("runs/{run}/seal.dsse.json")),
+        &canonical_bytes(&env).unwrap(),
+    );
+    let (code, out, _) = seal_verify(dir.path(), &root, &[run], &[]);
+    assert!(
+        !out.contains("[signature]"),
+        "the seal itself is good: {out}"
+    );
+    (code, out)
+}
+
+/// A keyholder's seal over an evidence that is not its JUDGING snapshot plus the decision (a
+/// member added after judging) is named, although the stored snapshot still hashes to the hash
+/// the evidence records: `verify` compares the evidence minus its decision with the snapshot.
+#[test]
+fn a_signed_evidence_that_is_not_its_snapshot_plus_the_decision_is_named() {
+    let run = "run-narrative-0010-pass";
+    let (code, out) = resealed_by_the_keyholder(run, |doc| {
+        doc["_addedAfterJudging"] = Value::from("x");
+    });
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "[judging_snapshot] runs/{run}/judging.json: the evidence is not its JUDGING snapshot plus the decision"
+        )),
+        "{out}"
+    );
+}
+
+/// A keyholder's seal over an evidence whose header member changed after submission (one
+/// judging never writes) is named against the submitted header.
+#[test]
+fn a_signed_evidence_that_changes_a_header_member_is_named() {
+    let run = "run-puzzle-0013-fail-end";
+    let (code, out) = resealed_by_the_keyholder(run, |doc| {
+        doc["templateRoute"] = Value::from("another-route");
+    });
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "[evidence] runs/{run}/evidence.json: the evidence changes header fields that judging never writes"
+        )),
+        "{out}"
+    );
+}
+
 // ---- the transparency log (DESIGN §13): deleted, re-judged, rolled back, dropped, forked ----
 
 use seal::transparency::{self, LogReport};

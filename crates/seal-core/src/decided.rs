@@ -37,6 +37,49 @@ impl Undecidable {
     }
 }
 
+/// The members [`decide`] adds to a JUDGING snapshot; with the phase, all it changes.
+pub const DECIDED_MEMBERS: [&str; 4] = ["outcome", "finalPostguard", "decision", "compatibility"];
+
+/// The JUDGING snapshot a DECIDED evidence was decided from, as a document: the evidence
+/// without [`DECIDED_MEMBERS`], its phase `JUDGING`. The typed twin of [`snapshot_bytes`]
+/// (`tests/stored_bytes.rs` holds the two to the same bytes on every sealed run).
+pub fn undecided(decided: &Evidence) -> Evidence {
+    Evidence {
+        outcome: None,
+        final_postguard: None,
+        decision: None,
+        compatibility: None,
+        phase: Phase::Judging,
+        ..decided.clone()
+    }
+}
+
+/// The canonical bytes of the JUDGING snapshot a DECIDED evidence was decided from, if it
+/// was, cut from the evidence's own canonical bytes: its members without
+/// [`DECIDED_MEMBERS`], its phase `JUDGING`. What an auditor hashes to check
+/// `judgingSnapshotHash` without parsing the stored snapshot; `None` without a phase.
+pub fn snapshot_bytes(decided: &canonical::CanonicalObject<'_>) -> Option<Vec<u8>> {
+    decided.members.iter().find(|(k, _)| *k == "phase")?;
+    let mut out = Vec::with_capacity(decided.bytes.len());
+    out.push(b'{');
+    let kept = decided
+        .members
+        .iter()
+        .filter(|(k, _)| !DECIDED_MEMBERS.contains(k));
+    for (i, (k, range)) in kept.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        if *k == "phase" {
+            out.extend_from_slice(br#""phase":"JUDGING""#);
+        } else {
+            out.extend_from_slice(&decided.bytes[range.clone()]);
+        }
+    }
+    out.push(b'}');
+    Some(out)
+}
+
 /// A DECIDED evidence document, canonical, ready to be written once.
 #[derive(Debug, Clone)]
 pub struct Decided {
@@ -150,4 +193,39 @@ pub fn decide(
         )));
     }
     Decided::new(run.clone(), snap, &value).map_err(Undecidable::new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// The snapshot cut from the canonical bytes is the canonical bytes of the document with
+    /// the decided members removed and the phase set to JUDGING, whatever members it has.
+    #[test]
+    fn snapshot_bytes_are_the_edited_documents_canonical_bytes() {
+        let decided = json!({
+            "phase": "DECIDED", "outcome": "pass", "decision": {"action": "accept"},
+            "finalPostguard": {"passed": true}, "compatibility": {"x": 1},
+            "runId": "r", "costRmb": 0.25, "_ext": [1, 2], "\u{10000}": 1, "\u{E000}": 2, "a": null
+        });
+        let c = canonical::canonical_object(&decided).unwrap().unwrap();
+        let mut edited = decided.clone();
+        let map = edited.as_object_mut().unwrap();
+        for m in DECIDED_MEMBERS {
+            map.remove(m);
+        }
+        map.insert("phase".into(), Value::from("JUDGING"));
+        assert_eq!(
+            snapshot_bytes(&c).unwrap(),
+            canonical::canonical_value_bytes(&edited).unwrap()
+        );
+        // Without any decided member (a JUDGING document) only the phase changes.
+        let judging = json!({"phase": "JUDGING", "b": 1});
+        let c = canonical::canonical_object(&judging).unwrap().unwrap();
+        assert_eq!(snapshot_bytes(&c).unwrap(), c.bytes);
+        let no_phase = json!({"b": 1});
+        let c = canonical::canonical_object(&no_phase).unwrap().unwrap();
+        assert!(snapshot_bytes(&c).is_none());
+    }
 }

@@ -155,6 +155,69 @@ pub struct JudgedRoll<'a> {
     pub consensus: &'a JudgeConsensus,
 }
 
+/// Whether `evidence` is the submitted `header` plus what judging and the postguard write
+/// (rolls, merge, the source roll's mirror, the projection, cost, phase and the decision), with
+/// every other member unchanged. Compared member by member, without copying either document;
+/// the destructuring names every member, so a new one must be placed on one side or the other.
+pub fn only_judging_changed(header: &Evidence, evidence: &Evidence) -> bool {
+    let Evidence {
+        schema_version,
+        run_id,
+        parent_run_id,
+        game_id,
+        genre,
+        template_route,
+        proof_profile_id,
+        proof_registry_version,
+        task_binding_hash,
+        acceptance_request_hash,
+        artifact_hash,
+        brief_hash,
+        acceptance_mode,
+        evidence_mode,
+        environment,
+        actor,
+        proof_obligations,
+        repair,
+        extensions,
+        // What judging and the postguard write.
+        phase: _,
+        outcome: _,
+        floor: _,
+        actions: _,
+        events: _,
+        brief_rule_matches: _,
+        first_play: _,
+        rolls: _,
+        merge: _,
+        source_roll_id: _,
+        judge: _,
+        cost_rmb: _,
+        final_postguard: _,
+        decision: _,
+        compatibility: _,
+    } = header;
+    *schema_version == evidence.schema_version
+        && *run_id == evidence.run_id
+        && *parent_run_id == evidence.parent_run_id
+        && *game_id == evidence.game_id
+        && *genre == evidence.genre
+        && *template_route == evidence.template_route
+        && *proof_profile_id == evidence.proof_profile_id
+        && *proof_registry_version == evidence.proof_registry_version
+        && *task_binding_hash == evidence.task_binding_hash
+        && *acceptance_request_hash == evidence.acceptance_request_hash
+        && *artifact_hash == evidence.artifact_hash
+        && *brief_hash == evidence.brief_hash
+        && *acceptance_mode == evidence.acceptance_mode
+        && *evidence_mode == evidence.evidence_mode
+        && *environment == evidence.environment
+        && *actor == evidence.actor
+        && *proof_obligations == evidence.proof_obligations
+        && *repair == evidence.repair
+        && *extensions == evidence.extensions
+}
+
 /// The JUDGING document of a run: the header plus its rolls and merge, the top level mirroring
 /// the source roll's proof package, `judge` its projection unless that roll is void, and the
 /// run's cost (the header's plus every roll's).

@@ -89,6 +89,17 @@ impl Key {
         Key::join(&["cas", "sha256", &h[..2], h])
     }
 
+    /// Whether `reference` is exactly the key of [`Key::cas`]`(hash)`, without building it
+    /// (the invariants compare every frame reference of a document).
+    pub fn is_cas_of(reference: &str, hash: &Hash) -> bool {
+        let h = hash.as_str();
+        reference
+            .strip_prefix("cas/sha256/")
+            .and_then(|rest| rest.strip_prefix(&h[..2]))
+            .and_then(|rest| rest.strip_prefix('/'))
+            == Some(h)
+    }
+
     /// If this key is a CAS key, the hash it names.
     pub fn cas_hash(&self) -> Option<Hash> {
         let rest = self.0.strip_prefix("cas/sha256/")?;
@@ -309,6 +320,26 @@ mod tests {
             assert!(Key::parse(bad).is_err(), "{bad:?} accepted");
         }
         assert!(Key::parse(&format!("runs/{}", "x".repeat(129))).is_err());
+    }
+
+    #[test]
+    fn is_cas_of_is_equality_with_the_cas_key() {
+        let h = Hash::of(b"x");
+        let other = Hash::of(b"y");
+        let k = Key::cas(&h).as_str().to_string();
+        assert!(Key::is_cas_of(&k, &h));
+        assert!(!Key::is_cas_of(&k, &other));
+        for bad in [
+            format!("{k}/"),
+            format!("/{k}"),
+            k.replacen("sha256", "sha512", 1),
+            k[..k.len() - 1].to_string(),
+            format!("cas/sha256/{}", h.as_str()),
+            format!("cas/sha256/{}/{}", &other.as_str()[..2], h.as_str()),
+            String::new(),
+        ] {
+            assert!(!Key::is_cas_of(&bad, &h), "{bad:?}");
+        }
     }
 
     #[test]

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use seal_core::canonical::{canonical_with_hash, Hash};
 use seal_core::derive::{
     both_judges_failed, compatibility, decision_action, derive_roll, guard_bound_hash,
-    judging_snapshot, outcome_and_reasons, projection, DerivedRoll, JudgedRoll, RollInputs,
-    SlotFacts,
+    judging_snapshot, only_judging_changed, outcome_and_reasons, projection, DerivedRoll,
+    JudgedRoll, RollInputs, SlotFacts,
 };
 use seal_core::doc::*;
 use seal_core::ids::Slot;
@@ -672,4 +672,79 @@ fn only_a_v3_pass_is_published_unfrozen() {
             }
         }
     }
+}
+
+/// `only_judging_changed` (member by member, no copies) answers what the clone-based rule it
+/// replaced answers: the header with every judged member taken from the evidence equals the
+/// evidence. Over every sealed run, unchanged and with one member of either kind changed.
+#[test]
+fn only_judging_changed_is_the_header_plus_the_judged_members() {
+    fn by_copy(header: &Evidence, ev: &Evidence) -> bool {
+        let mut judged = header.clone();
+        judged.actions = ev.actions.clone();
+        judged.events = ev.events.clone();
+        judged.floor = ev.floor.clone();
+        judged.first_play = ev.first_play.clone();
+        judged.brief_rule_matches = ev.brief_rule_matches.clone();
+        judged.rolls = ev.rolls.clone();
+        judged.merge = ev.merge.clone();
+        judged.source_roll_id = ev.source_roll_id;
+        judged.judge = ev.judge.clone();
+        judged.cost_rmb = ev.cost_rmb;
+        judged.phase = ev.phase;
+        judged.outcome = ev.outcome;
+        judged.final_postguard = ev.final_postguard.clone();
+        judged.decision = ev.decision.clone();
+        judged.compatibility = ev.compatibility.clone();
+        &judged == ev
+    }
+    let mut seen = 0;
+    for run in std::fs::read_dir(store().join("runs")).unwrap() {
+        let dir = run.unwrap().path();
+        let (Ok(_), Ok(_)) = (
+            std::fs::metadata(dir.join("header.json")),
+            std::fs::metadata(dir.join("evidence.json")),
+        ) else {
+            continue;
+        };
+        let header: Evidence = read(&dir.join("header.json"));
+        let ev: Evidence = read(&dir.join("evidence.json"));
+        type Edit = Box<dyn Fn(&mut Evidence)>;
+        let edits: Vec<(&str, Edit)> = vec![
+            ("none", Box::new(|_| {})),
+            ("gameId", Box::new(|e| e.game_id.push('x'))),
+            ("environment", Box::new(|e| e.environment = Value::Null)),
+            (
+                "proofObligations",
+                Box::new(|e| e.proof_obligations.clear()),
+            ),
+            (
+                "extension",
+                Box::new(|e| {
+                    e.extensions.0.insert("_x".into(), Value::Bool(true));
+                }),
+            ),
+            (
+                "parentRunId",
+                Box::new(|e| e.parent_run_id = Some("p".into())),
+            ),
+            ("rolls (judged)", Box::new(|e| e.rolls.clear())),
+            ("costRmb (judged)", Box::new(|e| e.cost_rmb += 1.0)),
+            ("decision (judged)", Box::new(|e| e.decision = None)),
+            ("actions (judged)", Box::new(|e| e.actions.clear())),
+        ];
+        for (what, edit) in &edits {
+            let mut changed = ev.clone();
+            edit(&mut changed);
+            assert_eq!(
+                only_judging_changed(&header, &changed),
+                by_copy(&header, &changed),
+                "{}: {what}",
+                dir.display()
+            );
+        }
+        assert!(only_judging_changed(&header, &ev), "{}", dir.display());
+        seen += 1;
+    }
+    assert!(seen >= 10, "only {seen} runs with a header and an evidence");
 }

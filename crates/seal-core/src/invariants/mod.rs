@@ -246,6 +246,7 @@ fn roll_records(d: &Evidence, out: &mut Vec<Finding>) {
     // Rolls: ids in order, roll 2 only after an indecisive roll 1.
     for (i, r) in d.rolls.iter().enumerate() {
         let want = format!("roll-{}", i + 1);
+        let folder = format!("runs/{}/{}/", d.run_id, r.roll_id);
         if r.roll_id.as_str() != want || r.roll != (i as u64 + 1) {
             out.push(f(
                 format!("/rolls/{i}/rollId"),
@@ -281,9 +282,7 @@ fn roll_records(d: &Evidence, out: &mut Vec<Finding>) {
             ("judgeBRef/parsedRef", &r.judge_b_ref.parsed_ref),
             ("judgeBRef/normalizedRef", &r.judge_b_ref.normalized_ref),
         ] {
-            let ok = reference
-                .as_str()
-                .starts_with(&format!("runs/{}/{}/", d.run_id, r.roll_id));
+            let ok = reference.as_str().starts_with(&folder);
             if !ok {
                 out.push(f(
                     format!("/rolls/{i}/{field}"),
@@ -758,7 +757,7 @@ pub fn proof_package(p: &ProofPackage) -> Vec<Finding> {
     let mut frame_hashes = BTreeSet::new();
     for (i, fr) in p.frames.iter().enumerate() {
         frame_hashes.insert(fr.hash.clone());
-        if fr.reference != Key::cas(&fr.hash).as_str() {
+        if !Key::is_cas_of(&fr.reference, &fr.hash) {
             out.push(f(
                 format!("/frames/{i}/ref"),
                 "frame_ref_is_cas",
@@ -774,7 +773,7 @@ pub fn proof_package(p: &ProofPackage) -> Vec<Finding> {
                 format!("action seq must be {i} (0-based, in order)"),
             ));
         }
-        if a.action_id != format!("action-{}", i + 1) {
+        if a.action_id.strip_prefix("action-") != Some(itoa::Buffer::new().format(i + 1)) {
             out.push(f(
                 format!("/actions/{i}/actionId"),
                 "action_id",
@@ -792,7 +791,7 @@ pub fn proof_package(p: &ProofPackage) -> Vec<Finding> {
                     "every frame an action cites must be listed in frames",
                 ));
             }
-            if fr.reference != Key::cas(&fr.hash).as_str() {
+            if !Key::is_cas_of(&fr.reference, &fr.hash) {
                 out.push(f(
                     format!("/actions/{i}/{name}/ref"),
                     "frame_ref_is_cas",
