@@ -205,3 +205,27 @@ sys.stdout.write(pub.decode())
     let ours = std::fs::read_to_string(dir.path().join("k/seal.pub.pem")).unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), ours);
 }
+
+/// A trusted key that is a small-order point (here the identity) is refused when it is loaded,
+/// naming the file and the reason: it would vouch for forged signatures.
+#[test]
+fn a_small_order_public_key_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // SPKI DER of an ed25519 key (RFC 8410), then the 32 bytes of the identity point.
+    let mut der = vec![
+        0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+    ];
+    der.push(1);
+    der.extend([0u8; 31]);
+    let pem = format!(
+        "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+        base64::engine::general_purpose::STANDARD.encode(&der)
+    );
+    let path = dir.path().join("weak.pub.pem");
+    std::fs::write(&path, pem).unwrap();
+    let e = sealing::PublicKey::load(&path).unwrap_err().to_string();
+    assert!(
+        e.contains("small-order") && e.contains("weak.pub.pem"),
+        "{e}"
+    );
+}

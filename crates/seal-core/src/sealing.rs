@@ -14,7 +14,7 @@
 
 use base64::Engine as _;
 use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey};
-use ed25519_dalek::{Signer, Verifier};
+use ed25519_dalek::Signer;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -205,6 +205,14 @@ impl PublicKey {
         })?;
         let inner = ed25519_dalek::VerifyingKey::from_public_key_pem(&pem)
             .map_err(|e| key_err(path, format!("not an SPKI PEM ed25519 public key: {e}")))?;
+        // No private key makes a small-order point, and under one the non-strict equation
+        // holds for forged signatures: such a "trusted" key can only be a plant.
+        if inner.is_weak() {
+            return Err(key_err(
+                path,
+                "a small-order (weak) ed25519 public key: it vouches for nothing",
+            ));
+        }
         Ok(PublicKey {
             key_id: key_id(&inner),
             inner,
@@ -405,9 +413,11 @@ pub fn verify_envelope(env: &Envelope, trusted: &[PublicKey]) -> Result<Verified
     let sig = ed25519_dalek::Signature::from_slice(&raw)
         .map_err(|_| SealError::BadSignature(s.keyid.clone()))?;
     let message = pae(&env.payload_type, &payload);
+    // `verify_strict` alone: it makes the same signature-decoding and equation checks as
+    // `verify` and also refuses small-order R and A, so checking `verify` first only doubled
+    // the cost of every seal's check (~3% of `verify --all`).
     key.inner
-        .verify(&message, &sig)
-        .and_then(|_| key.inner.verify_strict(&message, &sig))
+        .verify_strict(&message, &sig)
         .map_err(|_| SealError::BadSignature(s.keyid.clone()))?;
     let key_id = s.keyid.clone();
     let statement: Statement = crate::json::parse_as(&payload, 1 << 20)
@@ -482,6 +492,43 @@ mod tests {
         assert!(matches!(
             verify_envelope(&resigned, &[key.public()]),
             Err(SealError::Untrusted(_))
+        ));
+    }
+
+    /// A small-order ("weak") trusted key, here the identity point, with the identity
+    /// signature (R = identity, s = 0) satisfies the cofactorless equation for every message:
+    /// plain `verify` accepts it as a seal over any statement. `verify_envelope` refuses it
+    /// (the strict check); with plain `verify` this test fails.
+    #[test]
+    fn a_weak_trusted_key_vouches_for_nothing() {
+        use ed25519_dalek::Verifier as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let mut identity = [0u8; 32];
+        identity[0] = 1;
+        let inner = ed25519_dalek::VerifyingKey::from_bytes(&identity).unwrap();
+        let weak = PublicKey {
+            key_id: key_id(&inner),
+            inner,
+        };
+        let payload = canonical::canonical_bytes(&statement()).unwrap();
+        let mut raw = [0u8; 64];
+        raw[0] = 1;
+        let forged = ed25519_dalek::Signature::from_bytes(&raw);
+        assert!(
+            inner.verify(&pae(PAYLOAD_TYPE, &payload), &forged).is_ok(),
+            "the forgery is one the non-strict check accepts"
+        );
+        let env = Envelope {
+            payload: b64.encode(&payload),
+            payload_type: PAYLOAD_TYPE.into(),
+            signatures: vec![EnvelopeSignature {
+                keyid: weak.key_id.clone(),
+                sig: b64.encode(raw),
+            }],
+        };
+        assert!(matches!(
+            verify_envelope(&env, &[weak]),
+            Err(SealError::BadSignature(_))
         ));
     }
 
