@@ -76,6 +76,13 @@ impl Backend {
         }
     }
 
+    pub(crate) async fn log_numbers(&self, dir: &str) -> Result<Vec<u64>, StoreError> {
+        match self {
+            Backend::File(f) => f.log_numbers(dir).await,
+            Backend::Object(s) => object::log_numbers(s.as_ref(), dir).await,
+        }
+    }
+
     /// The object's bytes as a stream, never held whole.
     pub(crate) async fn stream(
         &self,

@@ -131,6 +131,22 @@ pub(crate) async fn list(s: &dyn ObjectStore, dir: &str) -> Result<Vec<Key>, Sto
     Ok(keys)
 }
 
+/// The log numbers of the objects directly in `dir` (see [`crate::Store::log_numbers`]),
+/// taken from the listing as it streams: one number kept a key.
+pub(crate) async fn log_numbers(s: &dyn ObjectStore, dir: &str) -> Result<Vec<u64>, StoreError> {
+    let prefix = Path::from(dir);
+    let folder = format!("{dir}/");
+    s.list(Some(&prefix))
+        .map_err(|e| list_error(dir, e))
+        .try_filter_map(|m| {
+            let n = (m.location.as_ref().strip_prefix(folder.as_str()))
+                .and_then(seal_core::key::log_number);
+            std::future::ready(Ok(n))
+        })
+        .try_collect()
+        .await
+}
+
 /// Every key under the folder `dir` (recursive), unless there are more than `limit`
 /// objects: then `None` (a listing is a hint, and a folder crowded by a hostile writer must
 /// not cost unbounded memory or time).

@@ -20,6 +20,7 @@ async fn suite(store: &Store, backend: &str) {
     blob_with_wrong_expected_hash_keeps_nothing(store).await;
     concurrent_creates_exactly_one_wins(store).await;
     listing_runs(store).await;
+    log_numbers_are_the_20_digit_names_directly_in_the_folder(store).await;
     eprintln!("store conformance passed on {backend}");
 }
 
@@ -256,6 +257,34 @@ async fn listing_runs(store: &Store) {
     }
 }
 
+/// `log_numbers` lists what `Key::log_number` reads from a full listing: names of exactly 20
+/// digits directly in the folder; a shorter or longer name, a staging-like name and a key one
+/// folder deeper are not log objects.
+async fn log_numbers_are_the_20_digit_names_directly_in_the_folder(store: &Store) {
+    let dir = "log/checkpoints";
+    assert_eq!(store.log_numbers(dir).await.unwrap(), Vec::<u64>::new());
+    for name in [
+        format!("{:020}", 7),
+        format!("{:020}", 123_456),
+        format!("{}", u64::MAX),
+        "0000000000000000007".into(),
+        "000000000000000000007".into(),
+        "0000000000000000000x".into(),
+        format!("{:020}/{:020}", 9, 9),
+        format!("{:020}.tmp", 8),
+    ] {
+        let key = Key::parse(&format!("{dir}/{name}")).unwrap();
+        store.put(&key, Bytes::from_static(b"note")).await.unwrap();
+    }
+    let mut numbers = store.log_numbers(dir).await.unwrap();
+    numbers.sort_unstable();
+    assert_eq!(numbers, vec![7, 123_456, u64::MAX]);
+    let from_keys: Vec<u64> = (store.list(dir).await.unwrap().keys.iter())
+        .filter_map(|k| k.log_number(dir))
+        .collect();
+    assert_eq!(from_keys, numbers, "the same as read from every key");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_memory() {
     let store = Store::open("memory://").await.unwrap();
@@ -294,6 +323,34 @@ async fn file_store_lists_links_as_foreign_never_as_objects() {
     assert_eq!(
         listing.foreign,
         vec!["runs/x/b.json (a symbolic link)".to_string()]
+    );
+}
+
+/// On `file://`, only regular files are log objects: a link, a FIFO or a folder with a
+/// number's name is left out of `log_numbers` (a link to a real checkpoint too), and listing
+/// never opens them (a FIFO would block).
+#[tokio::test]
+async fn file_store_log_numbers_are_regular_files_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&format!("file://{}", dir.path().display()))
+        .await
+        .unwrap();
+    let key = Key::log_checkpoint(5);
+    store.put(&key, Bytes::from_static(b"note")).await.unwrap();
+    let folder = dir.path().join("log/checkpoints");
+    std::os::unix::fs::symlink(
+        folder.join(format!("{:020}", 5)),
+        folder.join(format!("{:020}", 6)),
+    )
+    .unwrap();
+    std::fs::create_dir(folder.join(format!("{:020}", 7))).unwrap();
+    let fifo = folder.join(format!("{:020}", 8));
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", fifo.display());
+    assert_eq!(store.log_numbers("log/checkpoints").await.unwrap(), vec![5]);
+    assert_eq!(
+        store.log_numbers("log/entries").await.unwrap(),
+        Vec::<u64>::new()
     );
 }
 

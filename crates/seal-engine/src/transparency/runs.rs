@@ -463,7 +463,7 @@ mod tests {
         let log = Log::new(store.clone(), DEFAULT_ORIGIN);
         let err = log.append_seal(&blocked, &e, &key).await.unwrap_err();
         assert!(err.to_string().contains(blocked.as_str()), "{err}");
-        let largest = super::super::checkpoint_keys(&store).await.unwrap()[0].0;
+        let largest = super::super::checkpoint_sizes(&store).await.unwrap()[0];
         assert_eq!(largest, 41, "a checkpoint covers the unpointed leaf 41");
     }
 }

@@ -295,7 +295,7 @@ pub(super) async fn in_the_way(
 mod tests {
     use super::*;
     use crate::transparency::tests::entry;
-    use crate::transparency::{checkpoint_keys, raw_keys, verify_log, Log, DEFAULT_ORIGIN};
+    use crate::transparency::{checkpoint_sizes, raw_keys, verify_log, Log, DEFAULT_ORIGIN};
     use seal_core::sealing::SigningKey;
     use tlog_tiles::TileHashReader;
 
@@ -343,10 +343,10 @@ mod tests {
         let key = SigningKey::generate();
         appended(&store, &key, 300).await;
         let tiles = fetched(&store).await;
-        let checkpoints = checkpoint_keys(&store).await.unwrap();
+        let checkpoints = checkpoint_sizes(&store).await.unwrap();
         assert_eq!(checkpoints.len(), 300);
-        for (size, k) in checkpoints {
-            let note = store.get(&k).await.unwrap();
+        for size in checkpoints {
+            let note = store.get(&Key::log_checkpoint(size)).await.unwrap();
             let cp = tlog::open_checkpoint(&note, &raw_keys(&key, &[])).unwrap();
             let root = tlog_tiles::Hash(cp.root);
             let fetched = Fetched {

@@ -14,7 +14,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
-use super::{checkpoint_keys, entry_for, stored_run, LogError, SealLeaf, StoredRun, READ_AHEAD};
+use super::{checkpoint_sizes, entry_for, stored_run, LogError, SealLeaf, StoredRun, READ_AHEAD};
 use crate::audit::Problem;
 use seal_core::ids::RunId;
 use seal_core::key::LOG_ENTRIES;
@@ -942,7 +942,8 @@ pub(super) async fn read_checkpoints(
     all: bool,
 ) -> Result<Vec<ReadCheckpoint>, StoreError> {
     let mut read = Vec::new();
-    for (size, k) in checkpoint_keys(store).await? {
+    for size in checkpoint_sizes(store).await? {
+        let k = Key::log_checkpoint(size);
         let Some(bytes) = store.get_opt(&k).await? else {
             continue;
         };

@@ -118,6 +118,13 @@ impl FileBackend {
         Ok(Listing { keys, foreign })
     }
 
+    /// The log numbers of the regular files directly in `dir` (see [`crate::Store::log_numbers`]).
+    pub(crate) async fn log_numbers(&self, dir: &str) -> Result<Vec<u64>, StoreError> {
+        let d = dir.to_string();
+        self.on_disk(dir, "list", move |root| log_numbers_in(&root.join(&d), &d))
+            .await
+    }
+
     /// The object's bytes as a stream; it must be a regular file (a FIFO, device, socket,
     /// directory or link is not something seal wrote, and reading one could hang or never end).
     pub(crate) async fn stream(
@@ -179,6 +186,34 @@ pub(crate) fn walk_file_store(
     keys.sort();
     odd.sort();
     Ok((keys, odd))
+}
+
+/// One folder's regular files named by a log number (blocking); a missing folder has none.
+fn log_numbers_in(path: &std::path::Path, dir: &str) -> Result<Vec<u64>, StoreError> {
+    let error = |e: std::io::Error| StoreError::Backend {
+        key: dir.to_string(),
+        op: "list",
+        detail: e.to_string(),
+    };
+    let entries = match std::fs::read_dir(path) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(error(e)),
+    };
+    let mut numbers = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(error)?;
+        // The type from the directory entry: a link, FIFO or folder there is no log object.
+        let regular = entry.file_type().is_ok_and(|t| t.is_file());
+        let number = entry
+            .file_name()
+            .to_str()
+            .and_then(seal_core::key::log_number);
+        if let (true, Some(n)) = (regular, number) {
+            numbers.push(n);
+        }
+    }
+    Ok(numbers)
 }
 
 pub(crate) fn file_kind(t: &std::fs::FileType) -> &'static str {
