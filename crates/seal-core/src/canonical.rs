@@ -401,6 +401,23 @@ mod tests {
         assert_ne!(Hash::of(b"seal").to_bytes(), Hash::of(b"seaL").to_bytes());
     }
 
+    /// The writer's order test: byte order for ASCII and below U+E000, UTF-16 code units once
+    /// a character from U+E000 up meets one beyond U+FFFF (a surrogate pair, 0xD800.., sorts
+    /// before 0xE000.. in UTF-16 but after it in UTF-8). The writer's output is also checked
+    /// against the reference engine; this pins the one-pass path, which a wrong answer here
+    /// would only send to the slower sorted path.
+    #[test]
+    fn utf16_lt_is_utf16_code_unit_order() {
+        assert!(utf16_lt("a", "b"));
+        assert!(!utf16_lt("b", "a"));
+        assert!(!utf16_lt("a", "a"));
+        assert!(utf16_lt("a", "ab"));
+        assert!(utf16_lt("\u{e9}", "\u{4e2d}"));
+        assert!(utf16_lt("\u{10000}", "\u{e000}"), "a surrogate pair first");
+        assert!(!utf16_lt("\u{e000}", "\u{10000}"));
+        assert!("\u{e000}" < "\u{10000}", "byte order says the opposite");
+    }
+
     #[test]
     fn a_map_iterates_in_code_point_order() {
         // The JCS writer relies on it to skip sorting most objects; a dependency that turned
