@@ -85,7 +85,13 @@ pub fn run(ctx: &Context, args: ReplayArgs) -> Result<ExitStatus, CliError> {
             ),
             None => None,
         };
-        let store = destination(ctx, &signing, &url, archive.as_ref(), &args).await?;
+        // A replayed run is reported once its seal is put, and the flush before the seal's
+        // rename settles the names of the run's documents written before it: one flush a
+        // document instead of two (docs/DECISIONS.md, "Durable writes"). What a failed run
+        // left is settled at the end.
+        let store = destination(ctx, &signing, &url, archive.as_ref(), &args)
+            .await?
+            .with_names_settled_by_seal();
         let engine = if matches!(args.judges, JudgesArg::Live) {
             ctx.engine(signing, store)?
         } else {
@@ -111,7 +117,11 @@ pub fn run(ctx: &Context, args: ReplayArgs) -> Result<ExitStatus, CliError> {
         let jobs = args.jobs.unwrap_or_else(bulk::default_write_jobs);
         let bar = progress(ids.len() as u64, args.all);
         let mut tally = ReplayTally::new(job.judges, args.json, errors, bar);
-        replay_in_parallel(job, ids, jobs, &mut tally).await?;
+        let store = job.engine.store().clone();
+        let replayed = replay_in_parallel(job, ids, jobs, &mut tally).await;
+        let settled = store.settle().await;
+        replayed?;
+        settled.map_err(CliError::failed)?;
         Ok(tally.finish())
     })
 }

@@ -247,6 +247,22 @@ impl Key {
             || (parts.len() >= 3 && parts[0] == "runs" && parts[2] == REVIEWS)
     }
 
+    /// A run's document written before its seal, or that document's receipt:
+    /// `runs/<run>/…` and `receipts/<run>/…`, except the seal itself and the reviews (written
+    /// after it). The postguard writes the seal only once every one of these has been put, so
+    /// the flush that precedes the seal's own rename makes their names durable too (a store
+    /// opened with `with_names_settled_by_seal` counts on it: seal-store's `file::durable`).
+    pub fn precedes_its_seal(&self) -> bool {
+        let mut parts = self.0.split('/');
+        // The second segment is the run's id: every key segment is a valid one.
+        let (Some(top), Some(_run), Some(third)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return false;
+        };
+        let is_the_seal = top == "runs" && third == "seal.dsse.json" && parts.next().is_none();
+        matches!(top, "runs" | "receipts") && third != REVIEWS && !is_the_seal
+    }
+
     /// The run a `runs/<run>/…` key belongs to.
     pub fn run_id(&self) -> Option<RunId> {
         let mut parts = self.0.split('/');
@@ -378,6 +394,57 @@ mod tests {
         ] {
             assert_eq!(Key::parse(k.as_str()).unwrap(), k);
         }
+    }
+
+    /// What a store that settles names by the seal may leave unflushed until the seal: a
+    /// run's documents before it and their receipts, never the seal, a review (written after
+    /// the seal), the log, the CAS, leases, or a key that only looks like a run's.
+    #[test]
+    fn what_precedes_a_runs_seal() {
+        let run = RunId::parse("r1").unwrap();
+        let before = [
+            Key::header(&run),
+            Key::evidence(&run),
+            Key::judging(&run),
+            Key::roll_file(&run, RollId::R1, "roll.json"),
+            Key::attempt_file(&run, RollId::R2, Slot::B, 1, "raw.json"),
+        ];
+        for k in &before {
+            assert!(k.precedes_its_seal(), "{k}");
+            let receipt = Key::receipt_for(k).unwrap();
+            assert!(receipt.precedes_its_seal(), "{receipt}");
+        }
+        let never = [
+            Key::seal(&run),
+            Key::review(&run, 0),
+            Key::receipt_for(&Key::review(&run, 3)).unwrap(),
+            Key::log_entry(1),
+            Key::log_checkpoint(1),
+            Key::log_run_leaf(&run, 1),
+            Key::cas(&Hash::of(b"x")),
+            Key::lease(&run, RollId::R1, Slot::A, 1, 0),
+            Key::upload(1),
+            Key::health(),
+        ];
+        for k in &never {
+            assert!(!k.precedes_its_seal(), "{k}");
+        }
+        // Look-alikes: a file directly under runs/ or receipts/, a run-shaped path elsewhere,
+        // the seal's name deeper in a run (an ordinary document there).
+        for s in [
+            "runs/r1",
+            "receipts/r1",
+            "cas/r1/a.json",
+            "leases/r1/a.json",
+        ] {
+            assert!(!Key::parse(s).unwrap().precedes_its_seal(), "{s}");
+        }
+        assert!(Key::parse("runs/r1/roll-1/seal.dsse.json")
+            .unwrap()
+            .precedes_its_seal());
+        assert!(Key::parse("receipts/r1/seal.dsse.json")
+            .unwrap()
+            .precedes_its_seal());
     }
 
     #[test]

@@ -142,6 +142,30 @@ impl Store {
         self
     }
 
+    /// The same store, on which a create of a run's document before its seal
+    /// ([`Key::precedes_its_seal`]) returns once its bytes are durable and its name visible;
+    /// its name becomes durable with the next flush, at the latest the one before the run's
+    /// seal is put (`file://` with `flush=batch`: one flush a document instead of two; other
+    /// backends are unchanged). After a power loss a run without its seal may then lack some of
+    /// those documents, as after a `kill -9` earlier in its writing. Only for a writer that
+    /// acknowledges a run once its seal is put, or after [`Store::settle`].
+    pub fn with_names_settled_by_seal(mut self) -> Store {
+        if let Backend::File(f) = self.backend {
+            self.backend = Backend::File(f.with_names(crate::file::Names::BySeal));
+        }
+        self
+    }
+
+    /// Every object this process has created on the store so far is durable when this
+    /// returns (on `file://` with `flush=batch` one flush of the store's filesystem; every
+    /// other backend's creates are durable when they return).
+    pub async fn settle(&self) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::File(f) => f.settle().await,
+            Backend::Object(_) => Ok(()),
+        }
+    }
+
     pub fn doc_limit(&self) -> u64 {
         self.doc_limit
     }

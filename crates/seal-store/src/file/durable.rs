@@ -51,6 +51,19 @@ pub enum Flush {
     PerObject,
 }
 
+/// When the new name of a create must be durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Name {
+    /// Before the call returns: a second flush after the rename.
+    Durable,
+    /// With the next flush of the filesystem that starts after the rename, not waited for
+    /// here. For a run's documents before its seal ([`Key::precedes_its_seal`]) in a store
+    /// that settles them by the seal: the seal is put only after they were, and its first
+    /// flush (bytes before name) starts after their renames. Only on a [`Flush::Batch`] store:
+    /// a per-object store's folder fsync covers only that folder, so it syncs it either way.
+    ByNextFlush,
+}
+
 /// Filesystem flushes (`syncfs`) issued by this process (for `/metrics` and the benchmarks).
 static FLUSHES: AtomicU64 = AtomicU64::new(0);
 /// File and folder fsyncs of [`Flush::PerObject`] stores.
@@ -58,6 +71,21 @@ static FILE_FSYNCS: AtomicU64 = AtomicU64::new(0);
 static DIR_FSYNCS: AtomicU64 = AtomicU64::new(0);
 /// Objects created by this process through this module.
 static CREATED: AtomicU64 = AtomicU64::new(0);
+
+#[cfg(test)]
+thread_local! {
+    /// Group flushes this thread has waited for (each create on a batch store waits for one
+    /// before its rename, and one after it unless its name is settled later).
+    static WAITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The group flushes `f` waited for on this thread.
+#[cfg(test)]
+pub(crate) fn waits_of<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    let before = WAITS.with(|w| w.get());
+    let out = f();
+    (out, WAITS.with(|w| w.get()) - before)
+}
 
 /// What this process's durable writes have cost so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,13 +119,15 @@ fn backend(key: &Key, op: &'static str, e: std::io::Error) -> StoreError {
     }
 }
 
-/// Creates `root/key` with exactly `bytes`, durably. `Ok(true)`: this call created it;
-/// `Ok(false)`: the key was already taken (the caller compares the stored bytes).
+/// Creates `root/key` with exactly `bytes`, durably (its name as `name` says). `Ok(true)`:
+/// this call created it; `Ok(false)`: the key was already taken (the caller compares the
+/// stored bytes).
 pub(crate) fn create(
     root: &Path,
     key: &Key,
     bytes: &[u8],
     flush: Flush,
+    name: Name,
 ) -> Result<bool, StoreError> {
     let dest = root.join(key.as_str());
     let Some(dir) = dest.parent().map(Path::to_path_buf) else {
@@ -163,7 +193,10 @@ pub(crate) fn create(
     };
     // 2. The name is durable before the caller hears of it. A taken key is flushed too: its
     // writer may not have flushed its name yet, and the caller is about to acknowledge it.
+    // Unless the caller settles it later (`Name::ByNextFlush`): any flush that starts from
+    // now on covers this rename, and the caller's next create starts one.
     match &commit {
+        Some(_) if name == Name::ByNextFlush => {}
         Some(c) => c
             .flush(&file)
             .map_err(|e| backend(key, "flush the store's filesystem", e))?,
@@ -173,6 +206,23 @@ pub(crate) fn create(
         CREATED.fetch_add(1, Ordering::Relaxed);
     }
     Ok(created)
+}
+
+/// Makes every name created on `root`'s filesystem so far durable: one group flush.
+pub(crate) fn settle(root: PathBuf) -> Result<(), StoreError> {
+    let error = |op, e| StoreError::Backend {
+        key: root.display().to_string(),
+        op,
+        detail: format!("{e}"),
+    };
+    let dir = File::open(&root).map_err(|e| error("open the store's folder", e))?;
+    let dev = dir
+        .metadata()
+        .map_err(|e| error("stat the store's folder", e))?
+        .dev();
+    GroupCommit::of_device(dev)
+        .flush(&dir)
+        .map_err(|e| error("flush the store's filesystem", e))
 }
 
 /// A new staging file next to `dest`, never following or reusing anything that is there.
@@ -292,6 +342,8 @@ impl GroupCommit {
     /// Returns once a `syncfs` of `file`'s filesystem that started after this call began has
     /// succeeded.
     fn flush(&self, file: &File) -> std::io::Result<()> {
+        #[cfg(test)]
+        WAITS.with(|w| w.set(w.get() + 1));
         self.sync(|| {
             rustix::fs::syncfs(file)?;
             FLUSHES.fetch_add(1, Ordering::Relaxed);
@@ -443,6 +495,38 @@ mod tests {
         Key::parse(s).unwrap()
     }
 
+    /// A create whose name is settled later waits for one flush (bytes before the name), a
+    /// durable one for two, also on a taken key; a per-object store's settled create still
+    /// fsyncs its folder (fails without the `Name::ByNextFlush` branch: two waits).
+    #[test]
+    fn a_name_settled_later_costs_one_flush_instead_of_two() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, doc, seal) = (
+            dir.path(),
+            key("runs/r1/roll-1/roll.json"),
+            key("runs/r1/seal.dsse.json"),
+        );
+        let (created, n) = waits_of(|| create(root, &doc, b"d", Flush::Batch, Name::ByNextFlush));
+        assert!(created.unwrap());
+        assert_eq!(n, 1, "a settled-later create");
+        let (created, n) = waits_of(|| create(root, &doc, b"d", Flush::Batch, Name::ByNextFlush));
+        assert!(!created.unwrap());
+        assert_eq!(n, 1, "a settled-later create of a taken key");
+        let (created, n) = waits_of(|| create(root, &seal, b"s", Flush::Batch, Name::Durable));
+        assert!(created.unwrap());
+        assert_eq!(n, 2, "a durable create");
+        let (settled, n) = waits_of(|| settle(root.to_path_buf()));
+        settled.unwrap();
+        assert_eq!(n, 1, "a settle");
+        let before = flush_counts().folder;
+        let other = key("runs/r2/roll-1/roll.json");
+        create(root, &other, b"d", Flush::PerObject, Name::ByNextFlush).unwrap();
+        assert!(
+            flush_counts().folder > before,
+            "per object: the folder fsync"
+        );
+    }
+
     /// A folder made by this process and removed behind it (here with the object in it) is
     /// made again by the next write into it: the write does not fail on what the process
     /// remembered (fails without the retry: "create staging file: No such file").
@@ -451,10 +535,10 @@ mod tests {
         for flush in [Flush::Batch, Flush::PerObject] {
             let dir = tempfile::tempdir().unwrap();
             let first = key("log/runs/r1/00000000000000000001");
-            assert!(create(dir.path(), &first, b"", flush).unwrap());
+            assert!(create(dir.path(), &first, b"", flush, Name::Durable).unwrap());
             std::fs::remove_dir_all(dir.path().join("log/runs")).unwrap();
             let second = key("log/runs/r1/00000000000000000002");
-            assert!(create(dir.path(), &second, b"", flush).unwrap());
+            assert!(create(dir.path(), &second, b"", flush, Name::Durable).unwrap());
             assert!(dir.path().join(second.as_str()).is_file());
         }
     }
@@ -464,8 +548,8 @@ mod tests {
         for flush in [Flush::Batch, Flush::PerObject] {
             let dir = tempfile::tempdir().unwrap();
             let k = key("runs/r1/roll-1/a.json");
-            assert!(create(dir.path(), &k, b"one", flush).unwrap());
-            assert!(!create(dir.path(), &k, b"two", flush).unwrap());
+            assert!(create(dir.path(), &k, b"one", flush, Name::Durable).unwrap());
+            assert!(!create(dir.path(), &k, b"two", flush, Name::Durable).unwrap());
             assert_eq!(std::fs::read(dir.path().join(k.as_str())).unwrap(), b"one");
             // No staging file is left behind, in success or on a taken key.
             let names: Vec<_> = std::fs::read_dir(dir.path().join("runs/r1/roll-1"))
@@ -482,14 +566,28 @@ mod tests {
     fn each_flush_mode_uses_its_own_kind_of_flush() {
         let dir = tempfile::tempdir().unwrap();
         let before = flush_counts();
-        create(dir.path(), &key("runs/p1/one.json"), b"1", Flush::PerObject).unwrap();
+        create(
+            dir.path(),
+            &key("runs/p1/one.json"),
+            b"1",
+            Flush::PerObject,
+            Name::Durable,
+        )
+        .unwrap();
         let after = flush_counts();
         // Counters are process-wide and other tests write at the same time: only growth of
         // this mode's own counters is certain.
         assert!(after.file > before.file && after.folder > before.folder);
         let dir = tempfile::tempdir().unwrap();
         let before = flush_counts();
-        create(dir.path(), &key("runs/b1/one.json"), b"1", Flush::Batch).unwrap();
+        create(
+            dir.path(),
+            &key("runs/b1/one.json"),
+            b"1",
+            Flush::Batch,
+            Name::Durable,
+        )
+        .unwrap();
         assert!(flush_counts().syncfs > before.syncfs);
     }
 
@@ -499,7 +597,14 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("runs")).unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("runs/r2")).unwrap();
-        let err = create(dir.path(), &key("runs/r2/x.json"), b"x", Flush::Batch).unwrap_err();
+        let err = create(
+            dir.path(),
+            &key("runs/r2/x.json"),
+            b"x",
+            Flush::Batch,
+            Name::Durable,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("not a folder"), "{err}");
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     }
@@ -513,7 +618,14 @@ mod tests {
                 .map(|i| {
                     let (root, k) = (dir.path(), &k);
                     s.spawn(move || {
-                        create(root, k, format!("{i}").as_bytes(), Flush::Batch).unwrap()
+                        create(
+                            root,
+                            k,
+                            format!("{i}").as_bytes(),
+                            Flush::Batch,
+                            Name::Durable,
+                        )
+                        .unwrap()
                     })
                 })
                 .collect();

@@ -20,6 +20,17 @@ use crate::object;
 use crate::{Key, Listing, StoreError};
 use seal_core::canonical::Hash;
 
+/// Which creates return before their new name is durable (once their bytes are, and the name
+/// visible), leaving it to the next flush of the filesystem ([`durable::Name::ByNextFlush`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Names {
+    /// None: every create returns once its name is durable.
+    OnPut,
+    /// A run's documents before its seal and their receipts ([`Key::precedes_its_seal`]):
+    /// the seal is put only after them, and the flush before its rename covers their names.
+    BySeal,
+}
+
 /// A `file://` store: its root folder and how its blocking calls run.
 #[derive(Clone)]
 pub(crate) struct FileBackend {
@@ -28,6 +39,8 @@ pub(crate) struct FileBackend {
     direct: bool,
     /// How a write is made durable ([`durable::Flush`]).
     flush: durable::Flush,
+    /// Which creates leave their new name for a later flush to make durable.
+    names: Names,
     /// The same folder through `object_store` (`LocalFileSystem`, with fsync).
     local: Arc<dyn ObjectStore>,
 }
@@ -42,6 +55,7 @@ impl FileBackend {
             root,
             direct: false,
             flush,
+            names: Names::OnPut,
             local,
         }
     }
@@ -52,6 +66,22 @@ impl FileBackend {
     pub(crate) fn with_direct_io(mut self) -> FileBackend {
         self.direct = true;
         self
+    }
+
+    /// The same backend, whose creates leave their new name to a later flush as `names` says.
+    pub(crate) fn with_names(mut self, names: Names) -> FileBackend {
+        self.names = names;
+        self
+    }
+
+    /// Makes every name this process created on the store's filesystem so far durable: one
+    /// group flush (nothing on a per-object store, whose creates are durable already).
+    pub(crate) async fn settle(&self) -> Result<(), StoreError> {
+        if self.flush == durable::Flush::PerObject {
+            return Ok(());
+        }
+        self.on_disk("", "flush the store's filesystem", durable::settle)
+            .await
     }
 
     pub(crate) fn objects(&self) -> &dyn ObjectStore {
@@ -81,8 +111,12 @@ impl FileBackend {
     /// seal's own durable write path ([`durable`]): `true` when this call created the object.
     pub(crate) async fn create(&self, key: &Key, bytes: Bytes) -> Result<bool, StoreError> {
         let (k, flush) = (key.clone(), self.flush);
+        let name = match self.names {
+            Names::BySeal if key.precedes_its_seal() => durable::Name::ByNextFlush,
+            Names::OnPut | Names::BySeal => durable::Name::Durable,
+        };
         self.on_disk(key.as_str(), "create-only put", move |root| {
-            durable::create(&root, &k, &bytes, flush)
+            durable::create(&root, &k, &bytes, flush, name)
         })
         .await
     }
@@ -230,5 +264,46 @@ pub(crate) fn file_kind(t: &std::fs::FileType) -> &'static str {
         "a device"
     } else {
         "not a file"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::durable::waits_of;
+    use crate::{Key, Store};
+    use bytes::Bytes;
+
+    /// Which creates leave their name to a later flush: on a store settled by the seal only a
+    /// run's documents before the seal and their receipts (one wait each instead of two); the
+    /// log, the leases and the store opened without it stay durable on return. Fails without
+    /// the choice in `FileBackend::create` (two waits each).
+    #[test]
+    fn names_are_left_to_a_later_flush_only_where_the_store_says() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let store = rt.block_on(Store::open(&url)).unwrap().with_direct_io();
+        let waits = |s: &Store, k: &str| {
+            let key = Key::parse(k).unwrap();
+            let (put, n) = waits_of(|| rt.block_on(s.put(&key, Bytes::from_static(b"{}"))));
+            put.unwrap();
+            n
+        };
+        let by_seal = store.clone().with_names_settled_by_seal();
+        assert_eq!(waits(&by_seal, "runs/r1/header.json"), 1);
+        assert_eq!(waits(&by_seal, "receipts/r1/header.json"), 1);
+        assert_eq!(waits(&by_seal, "runs/r1/roll-1/judge-a/parsed.json"), 1);
+        assert_eq!(waits(&by_seal, "log/entries/00000000000000000000"), 2);
+        assert_eq!(
+            waits(&by_seal, "leases/r1/roll-1/judge-a/attempt-1/000000"),
+            2
+        );
+        assert_eq!(waits(&store, "runs/r2/header.json"), 2, "the store itself");
+        assert_eq!(waits(&by_seal, "cas/sha256/aa/a.json"), 2);
+        let (settled, n) = waits_of(|| rt.block_on(by_seal.settle()));
+        settled.unwrap();
+        assert_eq!(n, 1, "settle: one flush");
     }
 }
