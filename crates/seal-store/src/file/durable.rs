@@ -77,6 +77,9 @@ thread_local! {
     /// Group flushes this thread has waited for (each create on a batch store waits for one
     /// before its rename, and one after it unless its name is settled later).
     static WAITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Folder fsyncs this thread made (per-object stores): the process-wide counter also
+    /// counts other tests' at the same time.
+    static DIR_SYNCS_HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// The group flushes `f` waited for on this thread.
@@ -259,6 +262,8 @@ fn sync_data(file: &File) -> std::io::Result<()> {
 fn dir_sync(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()?;
     DIR_FSYNCS.fetch_add(1, Ordering::Relaxed);
+    #[cfg(test)]
+    DIR_SYNCS_HERE.with(|n| n.set(n.get() + 1));
     Ok(())
 }
 
@@ -518,13 +523,14 @@ mod tests {
         let (settled, n) = waits_of(|| settle(root.to_path_buf()));
         settled.unwrap();
         assert_eq!(n, 1, "a settle");
-        let before = flush_counts().folder;
-        let other = key("runs/r2/roll-1/roll.json");
+        // Per object, in a folder that exists already (a new folder's parents are fsynced
+        // when it is made, which would hide a missing fsync of the object's own folder).
+        let (first, other) = (key("runs/r2/roll-1/a.json"), key("runs/r2/roll-1/b.json"));
+        create(root, &first, b"d", Flush::PerObject, Name::Durable).unwrap();
+        let before = DIR_SYNCS_HERE.with(|n| n.get());
         create(root, &other, b"d", Flush::PerObject, Name::ByNextFlush).unwrap();
-        assert!(
-            flush_counts().folder > before,
-            "per object: the folder fsync"
-        );
+        let folder_syncs = DIR_SYNCS_HERE.with(|n| n.get()) - before;
+        assert_eq!(folder_syncs, 1, "per object: the folder fsync all the same");
     }
 
     /// A folder made by this process and removed behind it (here with the object in it) is
