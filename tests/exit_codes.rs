@@ -207,8 +207,8 @@ fn log_and_writer_rows(f: &Fixture) -> Vec<Row> {
         a
     };
     let mut rows = vec![
-        row("log checkpoint: a missing store", 2, "no store there", &["log", "checkpoint", "--store", &missing]),
-        row("log checkpoint: no checkpoint yet", 1, "no signed log checkpoint", &["log", "checkpoint", "--store", &f.url("empty-store")]),
+        row("log checkpoint: a missing store", 2, "no store there", &["log", "checkpoint", "--store", &missing, "--trust", &pem]),
+        row("log checkpoint: no checkpoint yet", 1, "no signed log checkpoint", &["log", "checkpoint", "--store", &f.url("empty-store"), "--trust", &pem]),
         row("log prove: a run not in the store", 2, "no run run-nope", &["log", "prove", "run-nope", "--store", &store, "--trust", &pem]),
         row("log prove: a run not in the log", 1, "not in the transparency log", &["log", "prove", UNLOGGED, "--store", &store, "--trust", &pem]),
         row("log prove: a missing store", 2, "no store there", &["log", "prove", PLAIN, "--store", &missing, "--trust", &pem]),
@@ -301,7 +301,7 @@ fn every_command_that_opens_a_store_logs_as_asked() {
         &[
             "export", "verdict", LEGACY, "--store", &store, "--trust", &pem,
         ],
-        &["log", "checkpoint", "--store", &store],
+        &["log", "checkpoint", "--store", &store, "--trust", &pem],
     ];
     for args in commands {
         let mut c = Command::new(env!("CARGO_BIN_EXE_seal"));

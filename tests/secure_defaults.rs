@@ -203,7 +203,7 @@ async fn no_constant_salt_the_secret_file_from_keygen_is_enough_and_read_only_co
         vec!["stats", "--trust", pem],
         vec!["log", "verify", "--trust", pem],
         vec!["log", "prove", run_id, "--trust", pem],
-        vec!["log", "checkpoint"],
+        vec!["log", "checkpoint", "--trust", pem],
         vec!["export", "verdict", run_id, "--trust", pem],
     ] {
         let mut c = seal_in(dir.path());
@@ -479,7 +479,7 @@ fn read_only_commands_never_create_a_mistyped_store_folder() {
     let pem = fixture_trust_pem().display().to_string();
     let store = "file://./no-such-store";
     for args in [
-        vec!["log", "checkpoint", "--store", store],
+        vec!["log", "checkpoint", "--store", store, "--trust", &pem],
         vec!["log", "verify", "--store", store, "--trust", &pem],
         vec!["log", "prove", "run-x", "--store", store, "--trust", &pem],
         vec!["explain", "run-x", "--store", store, "--trust", &pem],

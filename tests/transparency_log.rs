@@ -144,7 +144,7 @@ fn the_independent_script_agrees_with_seal_on_every_proof() {
     let (code, out) = python(&["vectors", vectors.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
     // The checkpoint, exactly as `seal log checkpoint` prints it.
-    let (code, note) = seal_bin(&["log", "checkpoint", "--store", &store]);
+    let (code, note) = seal_bin(&["log", "checkpoint", "--store", &store, "--trust", pem]);
     assert_eq!(code, 0, "{note}");
     let cp = dir.path().join("checkpoint");
     std::fs::write(&cp, &note).unwrap();
@@ -321,4 +321,83 @@ async fn kill_9_between_the_log_append_and_the_seal_is_completed_by_the_next_fin
     assert!(!out.contains("not stored yet"), "{out}");
     let (code, out) = seal_bin(&["verify", run, "--store", &url, "--trust", pem]);
     assert_eq!(code, 0, "{out}");
+}
+
+/// The store writer plants a note under a larger size than the log's latest checkpoint, and a
+/// file larger than any checkpoint above it; then rewrites the latest checkpoint with a
+/// signature line of its own (an unknown key's line rides along: C2SP notes carry
+/// cosignatures) that holds a C1 control and a bidi override. Neither `seal log checkpoint`
+/// nor `GET /v1/log/checkpoint` passes a planted note on, and the CLI writes the foreign
+/// line's controls as text.
+#[tokio::test]
+async fn a_planted_checkpoint_is_neither_printed_nor_served() {
+    use base64::Engine as _;
+    let (_dir, root) = copy_fixture_store();
+    let store = file_url(&root);
+    let pem = fixture_trust_pem();
+    let pem = pem.to_str().unwrap();
+    let head = || seal_bin(&["log", "checkpoint", "--store", &store, "--trust", pem]);
+    let (code, genuine) = head();
+    assert_eq!(code, 0, "{genuine}");
+    assert!(genuine.starts_with("seal.local/log\n11\n"), "{genuine}");
+    let cps = root.join("log/checkpoints");
+    std::fs::write(
+        cps.join(format!("{:020}", 12)),
+        genuine.replacen("\n11\n", "\n12\n", 1),
+    )
+    .unwrap();
+    std::fs::write(cps.join(format!("{:020}", 13)), vec![b'x'; 1 << 20]).unwrap();
+    assert_eq!(
+        head(),
+        (0, genuine.clone()),
+        "the CLI passes the planted ones over"
+    );
+
+    // The daemon, trusting the fixtures' key, serves the same.
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    let engine = seal::engine::Engine::new(
+        seal::store::Store::open(&store).await.unwrap(),
+        config_for(&lb, &[]),
+        Some(seal::sealing::SigningKey::generate()),
+    )
+    .unwrap();
+    let trusted = vec![seal::sealing::PublicKey::load(&fixture_trust_pem()).unwrap()];
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (_stop, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(seal::server::run(
+        listener,
+        seal::server::AppState::new(engine, trusted),
+        async move {
+            let _ = rx.await;
+        },
+    ));
+    let r = http()
+        .get(format!("{base}/v1/log/checkpoint"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.text().await.unwrap(),
+        genuine,
+        "the daemon serves the signed one"
+    );
+
+    // A foreign signature line with controls, beside seal's valid one: the note still
+    // verifies, and its controls reach the terminal as text.
+    let sig = base64::engine::general_purpose::STANDARD.encode([0u8; 68]);
+    let hostile = format!("{genuine}\u{2014} evil\u{9b}2J\u{202e}x {sig}\n");
+    std::fs::write(cps.join(format!("{:020}", 11)), &hostile).unwrap();
+    let (code, out) = head();
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with(&genuine), "{out}");
+    assert!(
+        out.contains("evil\\u{9b}2J\\u{202e}x"),
+        "controls written as text: {out:?}"
+    );
+    assert!(
+        !out.contains('\u{9b}') && !out.contains('\u{202e}'),
+        "{out:?}"
+    );
 }

@@ -33,11 +33,16 @@ const MAX_NOTE_FILE: u64 = 1 << 20;
 
 #[derive(Debug, Subcommand)]
 pub enum LogCommand {
-    /// Print the latest signed checkpoint (a C2SP signed note), exactly as stored.
+    /// Print the latest checkpoint (a C2SP signed note) that a trusted key signed, exactly as
+    /// stored; a larger stored one that no trusted key signed is passed over.
     Checkpoint {
         /// Store URL (default: the config's).
         #[arg(long, value_name = "URL", value_parser = args::store)]
         store: Option<StoreArg>,
+        /// Public key trusted to sign checkpoints (SPKI PEM); repeatable; adds to keys.trusted
+        /// and the public half of keys.signing_key when readable.
+        #[arg(long, value_name = "PEM")]
+        trust: Vec<PathBuf>,
     },
     /// Print the inclusion proof of a run's seal against the latest checkpoint.
     Prove {
@@ -108,7 +113,9 @@ pub enum LogCommand {
 pub fn run(ctx: &Context, cmd: LogCommand) -> Result<ExitStatus, CliError> {
     ctx.block_on(async {
         match cmd {
-            LogCommand::Checkpoint { store } => checkpoint(ctx, store.as_ref()).await,
+            LogCommand::Checkpoint { store, trust } => {
+                checkpoint(ctx, store.as_ref(), &trust).await
+            }
             LogCommand::Prove {
                 run_id,
                 store,
@@ -154,14 +161,30 @@ async fn open(ctx: &Context, store: Option<&StoreArg>) -> Result<(Store, StoreAr
     Ok((ctx.read_store(&url).await?, url))
 }
 
-async fn checkpoint(ctx: &Context, store: Option<&StoreArg>) -> Result<ExitStatus, CliError> {
+async fn checkpoint(
+    ctx: &Context,
+    store: Option<&StoreArg>,
+    trust: &[PathBuf],
+) -> Result<ExitStatus, CliError> {
+    let keys = ctx.trusted(trust, ctx.own_public_key())?;
     let (store, _) = open(ctx, store).await?;
-    let Some(note) = transparency::latest_checkpoint(&store).await? else {
+    let Some(signed) = transparency::latest_checkpoint(&store, &keys).await? else {
         return Ok(refused(&LogError::NoCheckpoint));
     };
+    // Exactly as stored, for scripts to check again, but for what no note of seal's holds: the
+    // signed body is ours, while other keys' signature lines ride along unverified, and
+    // signed_note lets DEL, C1 controls and bidi overrides through (it refuses only C0).
     use std::io::Write;
+    let text: String = signed
+        .text
+        .split_inclusive('\n')
+        .map(|line| match line.strip_suffix('\n') {
+            Some(l) => format!("{}\n", terminal_safe(l)),
+            None => terminal_safe(line).into_owned(),
+        })
+        .collect();
     let mut out = std::io::stdout();
-    out.write_all(&note)
+    out.write_all(text.as_bytes())
         .and_then(|_| out.flush())
         .map_err(CliError::io("stdout"))?;
     Ok(ExitStatus::Yes)

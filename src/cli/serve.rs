@@ -51,7 +51,7 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitStatus, CliError> {
             .await
             .map_err(CliError::io(format!("cannot listen on {addr}")))?;
         let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
-        summary(&engine, &local).await;
+        summary(&engine, &trusted, &local).await;
         // The first stdout line tells scripts (and tests binding port 0) where we are.
         println!("seal serve listening on http://{local}");
         use std::io::Write;
@@ -75,7 +75,7 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitStatus, CliError> {
 /// operator reading one line knows the build, the address, the store, the replica, each judge
 /// (model, endpoint host, auth) and the API's auth mode. Never a secret: the store is shown
 /// without user info, judges by host only, tokens by whether they are set.
-async fn summary(engine: &Engine, addr: &str) {
+async fn summary(engine: &Engine, trusted: &[seal_core::sealing::PublicKey], addr: &str) {
     let c = engine.config();
     let build = super::build_info();
     let judge = |s: &seal_engine::config::SlotConfig| {
@@ -92,10 +92,11 @@ async fn summary(engine: &Engine, addr: &str) {
         (None, None) => "none",
     };
     let key_id = engine.key().map(|k| k.public().key_id).unwrap_or_default();
-    // The latest stored checkpoint's size, read as stored (one listing and one read: the full
-    // log is checked by the admission, off the start path). Unknown when it cannot be read.
-    let log_size = match seal_engine::transparency::latest_checkpoint(engine.store()).await {
-        Ok(Some(note)) => checkpoint_size(&note).map_or("unknown".into(), |n| n.to_string()),
+    // The latest signed checkpoint's size (one listing and a read until one verifies: the
+    // full log is checked by the admission, off the start path). Unknown when it cannot be read.
+    let log_size = match seal_engine::transparency::latest_checkpoint(engine.store(), trusted).await
+    {
+        Ok(Some(signed)) => signed.size.to_string(),
         Ok(None) => "0".to_string(),
         Err(_) => "unknown".to_string(),
     };
@@ -113,12 +114,6 @@ async fn summary(engine: &Engine, addr: &str) {
         log_size = %log_size,
         "seal serve listening"
     );
-}
-
-/// The tree size a C2SP checkpoint note states (its second line).
-fn checkpoint_size(note: &[u8]) -> Option<u64> {
-    let text = std::str::from_utf8(note).ok()?;
-    text.lines().nth(1)?.trim().parse().ok()
 }
 
 /// `text` with the user info (`user:password@`) of every URL in it removed: an S3 endpoint
@@ -231,6 +226,5 @@ mod tests {
             "s3://b/p (endpoint http://minio:9000)"
         );
         assert_eq!(without_userinfo("file:///var/seal"), "file:///var/seal");
-        assert_eq!(checkpoint_size(b"seal.example/log\n42\nroot\n"), Some(42));
     }
 }

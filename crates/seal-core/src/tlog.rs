@@ -280,6 +280,15 @@ impl Leaf {
 /// Height of the log's hash tiles: 256 hashes a tile, as C2SP tlog-tiles fixes it.
 pub const TILE_HEIGHT: u8 = 8;
 
+/// The bytes of a full hash tile (256 hashes of 32 bytes): no stored tile is larger.
+pub const MAX_TILE_BYTES: u64 = 32 << TILE_HEIGHT;
+
+/// The most bytes a stored checkpoint is read for. A note of seal's is a few hundred bytes:
+/// the origin, size and root lines, then one signature line (~100 bytes) per key that signed
+/// it, and signed_note takes at most 100 of those (~10 KB). A larger file under
+/// `log/checkpoints/` is planted and is not read.
+pub const MAX_CHECKPOINT_BYTES: u64 = 64 * 1024;
+
 pub use tlog_tiles::Tile;
 
 /// The hash tiles a log of `new` leaves has that a log of `old` leaves has not (C2SP

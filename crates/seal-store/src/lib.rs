@@ -47,5 +47,5 @@ pub use reads::{OwnWrites, Reads};
 pub use seal_core::key::{Key, Stored};
 pub use staging::Staging;
 pub use store::crash;
-pub use store::{parse_stored, Listing, Put, RunListing, Store, DEFAULT_DOC_LIMIT};
+pub use store::{parse_stored, Bounded, Listing, Put, RunListing, Store, DEFAULT_DOC_LIMIT};
 pub use url::{is_loopback_host, StoreUrl};

@@ -15,7 +15,6 @@
 //! naming the same seal: `seal log verify` names it, `run_relogged`, and the deleted pointer,
 //! `log_pointers`). It never makes a seal that is not logged look logged, nor hides one.
 
-use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
 use super::tiles::{self, AT_ONCE};
@@ -154,7 +153,7 @@ async fn tree_from_tiles(
             let Some(k) = tlog::tile_key(&t) else {
                 return Ok(None);
             };
-            let read: Option<Bytes> = store.get_opt(&k).await?;
+            let read = store.get_bounded(&k, tlog::MAX_TILE_BYTES).await?.read();
             Ok::<_, StoreError>(read.filter(|b| b.len() == t.width() as usize * 32))
         })
         .buffered(AT_ONCE);

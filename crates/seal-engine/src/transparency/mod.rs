@@ -1004,12 +1004,17 @@ pub async fn checkpoint_sizes(store: &Store) -> Result<Vec<u64>, StoreError> {
     Ok(sizes)
 }
 
-/// The latest stored checkpoint (the largest size), exactly as stored; not verified.
-pub async fn latest_checkpoint(store: &Store) -> Result<Option<Bytes>, StoreError> {
-    match checkpoint_sizes(store).await?.first() {
-        Some(size) => store.get_opt(&Key::log_checkpoint(*size)).await,
-        None => Ok(None),
-    }
+/// The latest stored checkpoint a key of `trusted` signed, its note exactly as stored: what
+/// `seal log checkpoint` prints and `GET /v1/log/checkpoint` serves. The largest stored one is
+/// not taken on its name: anyone who can write to the store can put any bytes under a larger
+/// size (the store writer of docs/DESIGN.md §13), and seal would pass them on as its log's
+/// head to every tlog client and terminal.
+pub async fn latest_checkpoint(
+    store: &Store,
+    trusted: &[PublicKey],
+) -> Result<Option<tlog::SignedCheckpoint>, StoreError> {
+    let raw: Vec<[u8; 32]> = trusted.iter().map(PublicKey::raw).collect();
+    view::latest_trusted(store, &raw).await
 }
 
 /// The log entry of a seal: what the postguard appends before it stores the seal, and what
@@ -1195,6 +1200,57 @@ pub(super) mod tests {
         }
         let sizes = checkpoint_sizes(&store).await.unwrap();
         assert_eq!(sizes, vec![6, 5], "largest first");
+    }
+
+    /// What seal passes on as its log's head (`seal log checkpoint`, `GET /v1/log/checkpoint`,
+    /// the admission's starting point) is the latest checkpoint a trusted key signed. Bytes
+    /// the store writer plants under a larger size are passed over: a forged note, and a file
+    /// larger than any checkpoint, which is not read (nor fails the reader past the document
+    /// limit); `seal log verify` names each.
+    #[tokio::test]
+    async fn the_head_is_the_latest_signed_checkpoint_never_a_planted_larger_one() {
+        let (dir, store, key) = forty().await;
+        let trusted = [key.public()];
+        let genuine = latest_checkpoint(&store, &trusted).await.unwrap().unwrap();
+        assert_eq!(genuine.size, 40);
+        let plant = |size: u64, bytes: &[u8]| {
+            std::fs::write(dir.path().join(Key::log_checkpoint(size).as_str()), bytes).unwrap()
+        };
+        plant(
+            41,
+            "seal.local/log\n41\nAAAA\n\n\u{2014} seal.local/log \u{1b}[2J\u{9b}31m\n".as_bytes(),
+        );
+        let big = vec![b'x'; 2 * tlog::MAX_CHECKPOINT_BYTES as usize];
+        plant(42, &big);
+        let head = latest_checkpoint(&store, &trusted).await.unwrap().unwrap();
+        assert_eq!((head.size, &head.text), (40, &genuine.text));
+        // A reader whose document limit the large one passes: not read, not an error.
+        let small = store.clone().with_doc_limit(tlog::MAX_CHECKPOINT_BYTES + 1);
+        let head = latest_checkpoint(&small, &trusted).await.unwrap().unwrap();
+        assert_eq!(head.size, 40);
+        let read = view::read_checkpoints(&store, &raw_keys(&key, &[]), true)
+            .await
+            .unwrap();
+        let found: Vec<(u64, String)> = read
+            .iter()
+            .map(|(size, _, c)| {
+                (
+                    *size,
+                    c.as_ref().err().map(|e| e.to_string()).unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert_eq!(found[0].0, 42);
+        assert!(
+            found[0].1.contains("more than a checkpoint holds"),
+            "{found:?}"
+        );
+        assert_eq!(found[1].0, 41);
+        assert!(!found[1].1.is_empty(), "{found:?}");
+        assert_eq!(found[2], (40, String::new()));
+        // Under keys that signed none of them there is no head.
+        let other = [SigningKey::generate().public()];
+        assert!(latest_checkpoint(&store, &other).await.unwrap().is_none());
     }
 
     /// A `file://` store (so that a test can rewrite an object behind the log), a key, and two

@@ -76,7 +76,7 @@ pub(super) async fn stored_through(store: &Store, tree: &Tree, size: u64) -> Res
     }
     for t in tlog::edge_tiles(size) {
         let k = key(&t)?;
-        match store.get_opt(&k).await? {
+        match store.get_bounded(&k, tlog::MAX_TILE_BYTES).await?.read() {
             Some(bytes) if bytes[..] == tree.tile(&t)?[..] => {}
             _ => return Ok(0),
         }
@@ -150,7 +150,7 @@ pub(super) async fn prove_leaf(
             let Some(k) = tlog::tile_key(&t) else {
                 return Ok(None);
             };
-            match store.get_opt(&k).await? {
+            match store.get_bounded(&k, tlog::MAX_TILE_BYTES).await?.read() {
                 Some(bytes) if bytes.len() == t.width() as usize * 32 => {
                     cache.insert(t, bytes.to_vec());
                 }
@@ -297,6 +297,7 @@ mod tests {
     use crate::transparency::tests::entry;
     use crate::transparency::{checkpoint_sizes, raw_keys, verify_log, Log, DEFAULT_ORIGIN};
     use seal_core::sealing::SigningKey;
+    use seal_store::DEFAULT_DOC_LIMIT;
     use tlog_tiles::TileHashReader;
 
     #[test]
@@ -428,6 +429,44 @@ mod tests {
             .iter()
             .any(|(k, d)| *k == "log/tile/8/0/000.p/10" && d.contains("missing")));
         assert_eq!(report.tiles_missing, 1);
+    }
+
+    /// A tile larger than any tile can be is planted: readers pass it over, unread, as they
+    /// do a tile of the wrong bytes (they prove from the whole log instead), rather than read
+    /// it up to the document limit, or fail on it past that limit.
+    #[tokio::test]
+    async fn a_planted_oversized_tile_is_passed_over_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let store = Store::open(&url).await.unwrap();
+        let key = SigningKey::generate();
+        appended(&store, &key, 10).await;
+        let latest = crate::transparency::latest_checkpoint(&store, &[key.public()])
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(latest.size, 10);
+        // Readers of the genuine tiles prove a leaf.
+        let mut cache = TileCache::new();
+        let proven = prove_leaf(&store, 10, &latest.root, 3, &mut cache).await;
+        assert!(matches!(proven, Ok(Some(_))), "{proven:?}");
+        let tile = dir.path().join("log/tile/8/0/000.p/10");
+        std::fs::write(&tile, vec![7u8; 2 * tlog::MAX_TILE_BYTES as usize]).unwrap();
+        // Past the document limit of the store reading it, and within it.
+        for limit in [tlog::MAX_TILE_BYTES + 1, DEFAULT_DOC_LIMIT] {
+            let reader = Store::open(&url).await.unwrap().with_doc_limit(limit);
+            let mut cache = TileCache::new();
+            let proven = prove_leaf(&reader, 10, &latest.root, 3, &mut cache).await;
+            assert!(matches!(proven, Ok(None)), "limit {limit}: {proven:?}");
+            assert!(cache.is_empty(), "limit {limit}: nothing of it kept");
+            let mut tree = Tree::new();
+            for i in 0..10 {
+                tree.push(&store.get(&Key::log_entry(i)).await.unwrap())
+                    .unwrap();
+            }
+            let through = stored_through(&reader, &tree, 10).await;
+            assert!(matches!(through, Ok(0)), "limit {limit}: {through:?}");
+        }
     }
 
     /// The store writer rewrites the full tile on the right edge of the latest checkpoint,

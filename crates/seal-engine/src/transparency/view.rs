@@ -22,7 +22,7 @@ use seal_core::tlog::{
     self, Leaf, LogEntry, NodeHash, RebuildEntry, ReviewEntry, SignedCheckpoint, Tree,
 };
 use seal_core::vocab::AuditCheck;
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Bounded, Key, Store, StoreError};
 
 /// The log as stored, with what is wrong with it.
 ///
@@ -113,6 +113,8 @@ pub(super) type ReadCheckpoint = (u64, Key, Result<SignedCheckpoint, BadCheckpoi
 pub(super) enum BadCheckpoint {
     #[error("the checkpoint of size {signed} is stored under size {stored}")]
     Misplaced { signed: u64, stored: u64 },
+    #[error("{size} bytes, more than a checkpoint holds ({max}): not read")]
+    TooLarge { size: u64, max: u64 },
     #[error(transparent)]
     Unverified(#[from] tlog::TlogError),
 }
@@ -944,17 +946,22 @@ pub(super) async fn read_checkpoints(
     let mut read = Vec::new();
     for size in checkpoint_sizes(store).await? {
         let k = Key::log_checkpoint(size);
-        let Some(bytes) = store.get_opt(&k).await? else {
-            continue;
+        let bytes = match store.get_bounded(&k, tlog::MAX_CHECKPOINT_BYTES).await? {
+            Bounded::Read(bytes) => Ok(bytes),
+            Bounded::Absent => continue,
+            Bounded::Larger { size } => Err(BadCheckpoint::TooLarge {
+                size,
+                max: tlog::MAX_CHECKPOINT_BYTES,
+            }),
         };
-        let verified = match tlog::open_checkpoint(&bytes, trusted) {
+        let verified = bytes.and_then(|bytes| match tlog::open_checkpoint(&bytes, trusted) {
             Ok(c) if c.size == size => Ok(c),
             Ok(c) => Err(BadCheckpoint::Misplaced {
                 signed: c.size,
                 stored: size,
             }),
             Err(e) => Err(e.into()),
-        };
+        });
         let done = verified.is_ok() && !all;
         read.push((size, k, verified));
         if done {

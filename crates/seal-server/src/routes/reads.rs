@@ -120,14 +120,18 @@ pub(crate) async fn get_explain(
     }
 }
 
-/// The latest signed checkpoint of the transparency log, the note text exactly as stored.
+/// The latest checkpoint of the transparency log that a key this daemon trusts signed, the
+/// note text exactly as stored (a larger one it cannot verify is a forgery, never served).
 pub(crate) async fn get_log_checkpoint(
     State(state): State<AppState>,
 ) -> Result<Response, ApiError> {
-    match seal_engine::transparency::latest_checkpoint(state.engine.store()).await? {
-        Some(note) => {
-            Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], note).into_response())
-        }
+    match seal_engine::transparency::latest_checkpoint(state.engine.store(), &state.trusted).await?
+    {
+        Some(signed) => Ok((
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            signed.text,
+        )
+            .into_response()),
         None => Err(seal_engine::transparency::LogError::NoCheckpoint.into()),
     }
 }
