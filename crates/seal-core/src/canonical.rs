@@ -215,6 +215,8 @@ fn write_jcs(v: &Value, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
                 write_jcs(item, out)?;
             }
             if !in_order {
+                #[cfg(test)]
+                WRITTEN_AGAIN.with(|n| n.set(n.get() + 1));
                 out.truncate(start + 1);
                 write_members(sorted_members(map).into_iter(), out)?;
             }
@@ -222,6 +224,13 @@ fn write_jcs(v: &Value, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Objects this thread wrote again from a sorted list: the tests check that a map already
+    /// in UTF-16 order takes the one-pass path (the bytes are the same either way).
+    static WRITTEN_AGAIN: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 /// `a` sorts before `b` by UTF-16 code units. Keys are ASCII nearly always, and for keys
@@ -406,6 +415,46 @@ mod tests {
     /// before 0xE000.. in UTF-16 but after it in UTF-8). The writer's output is also checked
     /// against the reference engine; this pins the one-pass path, which a wrong answer here
     /// would only send to the slower sorted path.
+    /// Objects whose map order is UTF-16 order (ASCII and most keys) are written in one pass;
+    /// only an object with a key from U+E000 before one beyond U+FFFF is written again.
+    #[test]
+    fn an_object_in_utf16_order_is_written_once() {
+        let again = || WRITTEN_AGAIN.with(|n| n.get());
+        let before = again();
+        let v = serde_json::json!({"a": 1, "b": {"c": [1, {"d": 2, "\u{e9}": 3}]}, "\u{e000}": 0});
+        assert_eq!(
+            canonical_value_bytes(&v).unwrap(),
+            "{\"a\":1,\"b\":{\"c\":[1,{\"d\":2,\"\u{e9}\":3}]},\"\u{e000}\":0}".as_bytes()
+        );
+        assert_eq!(again(), before, "in order: one pass");
+        let v = serde_json::json!({"x": {"\u{e000}": 1, "\u{10000}": 2}});
+        assert_eq!(
+            canonical_value_bytes(&v).unwrap(),
+            "{\"x\":{\"\u{10000}\":2,\"\u{e000}\":1}}".as_bytes()
+        );
+        assert_eq!(again(), before + 1, "the inner object, written again");
+    }
+
+    /// A JSON number stands for its IEEE double (RFC 8785 §3.2.2.3): a safe integer is written
+    /// as its digits, one past 2^53 as the double it rounds to. The public writers refuse
+    /// unsafe numbers before writing, so this reaches `write_number` directly.
+    #[test]
+    fn write_number_writes_the_double_of_the_number() {
+        let written = |n: serde_json::Number| {
+            let mut out = Vec::new();
+            write_number(&n, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let safe = MAX_SAFE_INTEGER;
+        assert_eq!(written(safe.into()), "9007199254740991");
+        assert_eq!(written((-(safe as i64)).into()), "-9007199254740991");
+        assert_eq!(written((safe + 2).into()), "9007199254740992");
+        assert_eq!(written((-(safe as i64) - 2).into()), "-9007199254740992");
+        assert_eq!(written(u64::MAX.into()), "18446744073709552000");
+        assert_eq!(written(0u64.into()), "0");
+        assert_eq!(written((-1i64).into()), "-1");
+    }
+
     #[test]
     fn utf16_lt_is_utf16_code_unit_order() {
         assert!(utf16_lt("a", "b"));
