@@ -400,4 +400,13 @@ async fn a_planted_checkpoint_is_neither_printed_nor_served() {
         !out.contains('\u{9b}') && !out.contains('\u{202e}'),
         "{out:?}"
     );
+    // The same note in a run's inclusion proof.
+    let run = &fixture_run_ids()[0];
+    let (code, out) = seal_bin(&["log", "prove", run, "--store", &store, "--trust", pem]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("evil\\u{9b}2J\\u{202e}x"), "{out:?}");
+    assert!(
+        !out.contains('\u{9b}') && !out.contains('\u{202e}'),
+        "{out:?}"
+    );
 }

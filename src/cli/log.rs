@@ -1,7 +1,8 @@
 //! `seal log …`: the transparency log on the command line (docs/DESIGN.md §13).
 //!
-//! `checkpoint` prints the latest signed checkpoint exactly as stored (a note is signed bytes:
-//! nothing may be added, not even a newline); `prove` prints a run's inclusion proof; `verify`
+//! `checkpoint` prints the latest checkpoint a trusted key signed, exactly as stored (a note is
+//! signed bytes: nothing may be added, not even a newline) but for control characters, which no
+//! note of seal's holds ([`note_for_terminal`]); `prove` prints a run's inclusion proof; `verify`
 //! checks the whole log against the store and, given one, an older checkpoint; `rebuild` is
 //! the operator's explicit answer to a log seal refuses to sign (a signed rebuild entry).
 //!
@@ -171,23 +172,25 @@ async fn checkpoint(
     let Some(signed) = transparency::latest_checkpoint(&store, &keys).await? else {
         return Ok(refused(&LogError::NoCheckpoint));
     };
-    // Exactly as stored, for scripts to check again, but for what no note of seal's holds: the
-    // signed body is ours, while other keys' signature lines ride along unverified, and
-    // signed_note lets DEL, C1 controls and bidi overrides through (it refuses only C0).
     use std::io::Write;
-    let text: String = signed
-        .text
-        .split_inclusive('\n')
+    let mut out = std::io::stdout();
+    out.write_all(note_for_terminal(&signed.text).as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(CliError::io("stdout"))?;
+    Ok(ExitStatus::Yes)
+}
+
+/// A verified checkpoint note, line by line through [`terminal_safe`]: exactly as stored, for
+/// scripts to check again, but for what no note of seal's holds. The signed body is seal's,
+/// while other keys' signature lines ride along unverified (C2SP cosignatures), and
+/// signed_note lets DEL, C1 controls and bidi overrides through (it refuses only C0).
+fn note_for_terminal(note: &str) -> String {
+    note.split_inclusive('\n')
         .map(|line| match line.strip_suffix('\n') {
             Some(l) => format!("{}\n", terminal_safe(l)),
             None => terminal_safe(line).into_owned(),
         })
-        .collect();
-    let mut out = std::io::stdout();
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.flush())
-        .map_err(CliError::io("stdout"))?;
-    Ok(ExitStatus::Yes)
+        .collect()
 }
 
 async fn prove(
@@ -218,12 +221,12 @@ async fn prove(
             "run {}: leaf {} of a tree of {}",
             proof.run_id, proof.leaf_index, proof.tree_size
         );
-        println!("entry {}", proof.entry);
+        println!("entry {}", terminal_safe(&proof.entry));
         println!("audit path (leaf to root, RFC 9162):");
         for h in &proof.audit_path {
             println!("  {h}");
         }
-        print!("checkpoint:\n{}", proof.checkpoint);
+        print!("checkpoint:\n{}", note_for_terminal(&proof.checkpoint));
     }
     Ok(ExitStatus::Yes)
 }

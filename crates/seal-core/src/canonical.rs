@@ -410,11 +410,6 @@ mod tests {
         assert_ne!(Hash::of(b"seal").to_bytes(), Hash::of(b"seaL").to_bytes());
     }
 
-    /// The writer's order test: byte order for ASCII and below U+E000, UTF-16 code units once
-    /// a character from U+E000 up meets one beyond U+FFFF (a surrogate pair, 0xD800.., sorts
-    /// before 0xE000.. in UTF-16 but after it in UTF-8). The writer's output is also checked
-    /// against the reference engine; this pins the one-pass path, which a wrong answer here
-    /// would only send to the slower sorted path.
     /// Objects whose map order is UTF-16 order (ASCII and most keys) are written in one pass;
     /// only an object with a key from U+E000 before one beyond U+FFFF is written again.
     #[test]
@@ -455,6 +450,11 @@ mod tests {
         assert_eq!(written((-1i64).into()), "-1");
     }
 
+    /// The writer's order test: byte order for ASCII and below U+E000, UTF-16 code units once
+    /// a character from U+E000 up meets one beyond U+FFFF (a surrogate pair, 0xD800.., sorts
+    /// before 0xE000.. in UTF-16 but after it in UTF-8). The writer's output is also checked
+    /// against the reference engine; this pins the one-pass path, which a wrong answer here
+    /// would only send to the slower sorted path.
     #[test]
     fn utf16_lt_is_utf16_code_unit_order() {
         assert!(utf16_lt("a", "b"));

@@ -364,10 +364,11 @@ impl Store {
     /// over as it does a forgery of the right size, instead of reading up to the document
     /// limit, or failing the command on it.
     pub async fn get_bounded(&self, key: &Key, bound: u64) -> Result<Bounded, StoreError> {
-        match self.backend.read(key, bound.min(self.doc_limit)).await {
+        let bound = bound.min(self.doc_limit);
+        match self.backend.read(key, bound).await {
             Ok(bytes) => Ok(Bounded::Read(bytes)),
             Err(StoreError::NotFound { .. }) => Ok(Bounded::Absent),
-            Err(StoreError::TooLarge { size, .. }) => Ok(Bounded::Larger { size }),
+            Err(StoreError::TooLarge { size, .. }) => Ok(Bounded::Larger { size, bound }),
             Err(e) => Err(e),
         }
     }
@@ -490,9 +491,11 @@ pub(crate) fn mismatch(key: &Key, expected: &Hash, actual: Hash) -> Result<(), S
 pub enum Bounded {
     Absent,
     Read(Bytes),
-    /// Stored with `size` bytes, over the bound: not read.
+    /// Stored with `size` bytes, over `bound` (the one asked for, or the document limit when
+    /// that is lower): not read.
     Larger {
         size: u64,
+        bound: u64,
     },
 }
 

@@ -153,7 +153,7 @@ async fn tree_from_tiles(
             let Some(k) = tlog::tile_key(&t) else {
                 return Ok(None);
             };
-            let read = store.get_bounded(&k, tlog::MAX_TILE_BYTES).await?.read();
+            let read = super::tiles::bounded_tile(store, &k).await?.read();
             Ok::<_, StoreError>(read.filter(|b| b.len() == t.width() as usize * 32))
         })
         .buffered(AT_ONCE);

@@ -128,7 +128,7 @@ impl Passed {
         let Some(key) = tlog::tile_key(&tile) else {
             return Ok(None);
         };
-        let Some(bytes) = store.get_bounded(&key, tlog::MAX_TILE_BYTES).await?.read() else {
+        let Some(bytes) = super::tiles::bounded_tile(store, &key).await?.read() else {
             return Ok(None);
         };
         if <[u8; 32]>::from(Sha256::digest(&bytes)) != *digest {

@@ -22,7 +22,7 @@ use crate::audit::Problem;
 use seal_core::key::LOG_TILES;
 use seal_core::tlog::{self, Tile, Tree};
 use seal_core::vocab::AuditCheck;
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Bounded, Key, Store, StoreError};
 
 /// Tiles written or read at once.
 pub(super) const AT_ONCE: usize = 16;
@@ -76,7 +76,7 @@ pub(super) async fn stored_through(store: &Store, tree: &Tree, size: u64) -> Res
     }
     for t in tlog::edge_tiles(size) {
         let k = key(&t)?;
-        match store.get_bounded(&k, tlog::MAX_TILE_BYTES).await?.read() {
+        match bounded_tile(store, &k).await?.read() {
             Some(bytes) if bytes[..] == tree.tile(&t)?[..] => {}
             _ => return Ok(0),
         }
@@ -150,7 +150,7 @@ pub(super) async fn prove_leaf(
             let Some(k) = tlog::tile_key(&t) else {
                 return Ok(None);
             };
-            match store.get_bounded(&k, tlog::MAX_TILE_BYTES).await?.read() {
+            match bounded_tile(store, &k).await?.read() {
                 Some(bytes) if bytes.len() == t.width() as usize * 32 => {
                     cache.insert(t, bytes.to_vec());
                 }
@@ -230,14 +230,21 @@ pub struct TileCheck {
 /// no problem.
 pub async fn check(store: &Store, tree: &Tree, checkpoint: u64) -> Result<TileCheck, StoreError> {
     let listed = store.list(LOG_TILES).await?.keys;
-    let read: Vec<(Key, Bytes)> = futures::stream::iter(listed.iter().cloned())
-        .map(|k| async move { store.get(&k).await.map(|b| (k, b)) })
-        .buffered(AT_ONCE)
-        .try_collect()
-        .await?;
+    // Each tile is checked as it is read, and none is read past a tile's size: a planted
+    // larger one is named unread.
+    let mut reads = futures::stream::iter(listed.iter().cloned())
+        .map(|k| async move { bounded_tile(store, &k).await.map(|b| (k, b)) })
+        .buffered(AT_ONCE);
     let mut found = TileCheck::default();
-    for (k, bytes) in &read {
-        match agrees(tree, tree.size(), k, bytes) {
+    while let Some((k, read)) = reads.try_next().await? {
+        let verdict = match read {
+            Bounded::Read(bytes) => agrees(tree, tree.size(), &k, &bytes),
+            Bounded::Larger { size, bound } => Err(format!(
+                "{size} bytes, more than a tile holds ({bound}): not read"
+            )),
+            Bounded::Absent => Err("listed, then gone when read".to_string()),
+        };
+        match verdict {
             Ok(()) => found.checked += 1,
             Err(detail) => {
                 found
@@ -281,14 +288,25 @@ pub(super) async fn in_the_way(
     let listed = store.list(LOG_TILES).await?.keys;
     let mut moving = Vec::new();
     let mut reads = futures::stream::iter(listed)
-        .map(|k| async move { store.get(&k).await.map(|b| (k, b)) })
+        .map(|k| async move { bounded_tile(store, &k).await.map(|b| (k, b)) })
         .buffered(AT_ONCE);
-    while let Some((k, bytes)) = reads.try_next().await? {
-        if agrees(tree, keep.min(tree.size()), &k, &bytes).is_err() {
+    while let Some((k, read)) = reads.try_next().await? {
+        let in_the_way = match read {
+            Bounded::Read(bytes) => agrees(tree, keep.min(tree.size()), &k, &bytes).is_err(),
+            Bounded::Larger { .. } => true,
+            Bounded::Absent => false,
+        };
+        if in_the_way {
             moving.push(k);
         }
     }
     Ok(moving)
+}
+
+/// A stored tile, read only when it is no larger than a full tile ([`tlog::MAX_TILE_BYTES`]):
+/// what every reader of the tiles reads them with.
+pub(super) async fn bounded_tile(store: &Store, key: &Key) -> Result<Bounded, StoreError> {
+    store.get_bounded(key, tlog::MAX_TILE_BYTES).await
 }
 
 #[cfg(test)]
@@ -466,7 +484,37 @@ mod tests {
             }
             let through = stored_through(&reader, &tree, 10).await;
             assert!(matches!(through, Ok(0)), "limit {limit}: {through:?}");
+            // The pass over the log and the admission read the whole log instead.
+            let trusted = raw_keys(&key, &[]);
+            let pass = crate::transparency::stream::pass(&reader, &trusted).await;
+            assert!(pass.is_ok(), "limit {limit}: {:?}", pass.err());
+            let admitted = Log::new(reader.clone(), DEFAULT_ORIGIN)
+                .read_from_checkpoint(&trusted)
+                .await
+                .map(|c| c.is_some());
+            assert!(matches!(admitted, Ok(false)), "limit {limit}: {admitted:?}");
         }
+        // Every reader above reads tiles through `bounded_tile`, which does not read it, and
+        // `seal log verify` names it so.
+        let key_of_tile = tlog::tile_key(&Tile::new(8, 0, 0, 10, false)).unwrap();
+        assert_eq!(
+            bounded_tile(&store, &key_of_tile).await.unwrap(),
+            Bounded::Larger {
+                size: 2 * tlog::MAX_TILE_BYTES,
+                bound: tlog::MAX_TILE_BYTES
+            }
+        );
+        let report = verify_log(&store, &raw_keys(&key, &[]), None)
+            .await
+            .unwrap();
+        assert!(
+            tile_problems(&report)
+                .iter()
+                .any(|p| p.object == "log/tile/8/0/000.p/10"
+                    && p.detail.contains("more than a tile holds (8192): not read")),
+            "{:?}",
+            tile_problems(&report)
+        );
     }
 
     /// The store writer rewrites the full tile on the right edge of the latest checkpoint,

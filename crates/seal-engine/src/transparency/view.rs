@@ -949,10 +949,7 @@ pub(super) async fn read_checkpoints(
         let bytes = match store.get_bounded(&k, tlog::MAX_CHECKPOINT_BYTES).await? {
             Bounded::Read(bytes) => Ok(bytes),
             Bounded::Absent => continue,
-            Bounded::Larger { size } => Err(BadCheckpoint::TooLarge {
-                size,
-                max: tlog::MAX_CHECKPOINT_BYTES,
-            }),
+            Bounded::Larger { size, bound } => Err(BadCheckpoint::TooLarge { size, max: bound }),
         };
         let verified = bytes.and_then(|bytes| match tlog::open_checkpoint(&bytes, trusted) {
             Ok(c) if c.size == size => Ok(c),

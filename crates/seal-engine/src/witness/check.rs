@@ -25,7 +25,7 @@ use crate::audit::Problem;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::tlog::{self, SignedCheckpoint};
 use seal_core::vocab::AuditCheck;
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Bounded, Key, Store, StoreError};
 
 /// Largest witness answer or stored cosignature object read.
 const MAX_READ_BYTES: usize = 64 * 1024;
@@ -149,11 +149,11 @@ pub async fn cosignatures(
     }
     let dir = format!("{LOG_COSIGNATURES}/{size:020}");
     for key in store.list(&dir).await?.keys {
-        match store.get_opt(&key).await {
-            Ok(Some(bytes)) if bytes.len() <= MAX_READ_BYTES => {
+        match store.get_bounded(&key, MAX_READ_BYTES as u64).await {
+            Ok(Bounded::Read(bytes)) => {
                 out.extend(cosig::parse_lines(&bytes).unwrap_or_default());
             }
-            Ok(_) => {}
+            Ok(Bounded::Absent | Bounded::Larger { .. }) => {}
             // An object that cannot be read as seal wrote it counts for nothing; an
             // unreachable store stops the verification.
             Err(e) if e.fault() == seal_core::fault::Fault::Infrastructure => return Err(e),
@@ -280,7 +280,11 @@ async fn against_store(
         )]);
     }
     let key = Key::log_checkpoint(theirs.size);
-    let Some(ours) = store.get_opt(&key).await? else {
+    let Some(ours) = store
+        .get_bounded(&key, tlog::MAX_CHECKPOINT_BYTES)
+        .await?
+        .read()
+    else {
         return Ok(vec![Problem::new(
             AuditCheck::LogWitness,
             key.as_str(),
