@@ -10,6 +10,7 @@
 #   STORE_OPTS=listing=off tools/s3_requests_per_run.sh 5   # S3 store URL options
 #   AT_ONCE=10 tools/s3_requests_per_run.sh 20               # 10 workers side by side
 #   PRIME=20 tools/s3_requests_per_run.sh 5                  # on a log with history, after a restart
+#   VERIFY=1 tools/s3_requests_per_run.sh 20                 # then `seal verify --all`'s requests
 # Needs: cargo build (debug `seal` and `loopback-judge`), pip install moto[server] ./clients/python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -98,7 +99,9 @@ for i in $(seq "$N"); do prepare "r$i"; done
 : >"$work/requests.tsv"
 submit 1 "$N" r
 sealed=$(grep -c '"evidenceSha256"' "$work/submit.jsonl" || true)
-python3 - "$work/requests.tsv" "$N" "$sealed" <<'PY'
+# Requests per run of what ran since the log was emptied: $1 what, $2 runs, $3 sealed.
+report() {
+python3 - "$work/requests.tsv" "$2" "$3" "$1" <<'PY'
 import collections, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
 n, sealed = int(sys.argv[2]), int(sys.argv[3])
@@ -109,10 +112,21 @@ def kind(key):
         return parts[1]
     return parts[-1] if parts[-1] else "(bucket)"
 by_kind = collections.Counter((r[0], kind(r[1]) if r[0] != "GET" or "list-type" not in r[2] else "LIST") for r in rows)
-print(f"{n} runs submitted, {sealed} sealed; {len(rows)} S3 requests: {len(rows)/n:.1f} per run")
+print(f"{sys.argv[4]}: {n} runs, {sealed} sealed; {len(rows)} S3 requests: {len(rows)/n:.1f} per run")
 for m, c in by_method.most_common():
     print(f"  {m:7} {c/n:6.1f} per run")
 print("by method and object (per run):")
 for (m, k), c in by_kind.most_common(40):
     print(f"  {m:7} {k:28} {c/n:6.2f}")
 PY
+}
+report "submitted" "$N" "$sealed"
+# VERIFY=1: an auditor's `seal verify --all` over the bucket (every run, from a fresh process,
+# with the seal key's public half only).
+if [ -n "${VERIFY:-}" ]; then
+  total=$(( N + ${PRIME:-0} ))
+  : >"$work/requests.tsv"
+  (cd "$work" && "$OLDPWD/$T/seal" verify --all --store "$store" --trust keys/seal.pub.pem --jobs 2) \
+    >"$work/verify.out" 2>"$work/verify.err" || { cat "$work/verify.err"; exit 1; }
+  report "seal verify --all" "$total" "$(grep -c '^verified' "$work/verify.out" || true)"
+fi

@@ -125,6 +125,9 @@ pub struct VerifiedRun {
     evidence_hash: Hash,
     bound: BTreeSet<Key>,
     named: Vec<Hash>,
+    /// Its reviews as the audit's listing of the run folder found them; `None` when that
+    /// listing failed.
+    reviews: Option<StoredReviews>,
 }
 
 impl VerifiedRun {
@@ -530,6 +533,7 @@ async fn check_run(
         evidence_hash: ev_hash,
         bound: audited.bound,
         named: audited.named,
+        reviews: audited.reviews,
     });
     Ok((report, proof))
 }
@@ -859,21 +863,33 @@ pub struct Trust<'a> {
 
 /// The run's reviews as stored: `(index, key)` in index order, and the other objects of the
 /// reviews folder (names that are not a review's).
-pub async fn stored_keys(
-    store: &Store,
-    run: &RunId,
-) -> Result<(Vec<(u64, Key)>, Vec<String>), StoreError> {
+pub async fn stored_keys(store: &Store, run: &RunId) -> Result<StoredReviews, StoreError> {
     let listing = store.list(&Key::reviews_dir(run)).await?;
+    Ok(reviews_listed(run, &listing.keys, &listing.foreign))
+}
+
+/// A run's reviews as stored: `(index, key)` in index order, and the other objects of the
+/// reviews folder (names that are not a review's).
+pub type StoredReviews = (Vec<(u64, Key)>, Vec<String>);
+
+/// [`stored_keys`] from a listing that holds the reviews folder (of it, or of the whole run
+/// folder, which the audit lists anyway: then the folder is not listed a second time).
+pub(crate) fn reviews_listed(run: &RunId, keys: &[Key], foreign: &[String]) -> StoredReviews {
+    let folder = format!("{}/", Key::reviews_dir(run));
     let mut numbered = Vec::new();
-    let mut other: Vec<String> = listing.foreign.iter().map(|f| f.to_string()).collect();
-    for k in listing.keys {
+    let mut other: Vec<String> = foreign
+        .iter()
+        .filter(|f| f.starts_with(&folder))
+        .cloned()
+        .collect();
+    for k in keys.iter().filter(|k| k.as_str().starts_with(&folder)) {
         match k.review_number(run) {
-            Some(n) => numbered.push((n, k)),
+            Some(n) => numbered.push((n, k.clone())),
             None => other.push(k.to_string()),
         }
     }
     numbered.sort();
-    Ok((numbered, other))
+    (numbered, other)
 }
 
 /// What the reviews of a proven run are checked against (no reviews yet).
@@ -911,8 +927,18 @@ pub async fn read_checked(
     reviewers: &[PublicKey],
 ) -> Result<Vec<Checked>, StoreError> {
     let (numbered, _) = stored_keys(store, run).await?;
+    read_listed(store, &numbered, facts, reviewers).await
+}
+
+/// [`read_checked`] of the reviews `numbered` (from [`stored_keys`], in index order).
+async fn read_listed(
+    store: &Store,
+    numbered: &[(u64, Key)],
+    facts: &mut RunFacts,
+    reviewers: &[PublicKey],
+) -> Result<Vec<Checked>, StoreError> {
     let mut out = Vec::with_capacity(numbered.len());
-    for (index, key) in numbered {
+    for (index, key) in numbered.iter().cloned() {
         // An object that cannot be what seal wrote (a link, a FIFO, over the size limit) is
         // this review's problem, named; only an unreachable store stops the check.
         let (bytes, result) = match store.get(&key).await {
@@ -953,7 +979,15 @@ pub async fn check_run_reviews(
     trust: Trust<'_>,
     log: &LogView,
 ) -> Result<Vec<Problem>, StoreError> {
-    let (numbered, other) = stored_keys(store, run).await?;
+    // The audit of a run whose seal verified listed its whole folder, reviews included.
+    let fetched;
+    let (numbered, other) = match proof.and_then(|p| p.reviews.as_ref()) {
+        Some(listed) => listed,
+        None => {
+            fetched = stored_keys(store, run).await?;
+            &fetched
+        }
+    };
     let mut problems: Vec<Problem> = other
         .iter()
         .map(|k| {
@@ -968,7 +1002,7 @@ pub async fn check_run_reviews(
         return Ok(problems);
     };
     let mut facts = facts(run, proof, trust.seal);
-    for c in read_checked(store, run, &mut facts, trust.reviewers).await? {
+    for c in read_listed(store, numbered, &mut facts, trust.reviewers).await? {
         match c.result {
             Err(e) => problems.push(Problem::new(
                 e.check,
@@ -987,4 +1021,42 @@ pub async fn check_run_reviews(
         }
     }
     Ok(problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reviews partitioned from a listing of the whole run folder are those of a listing
+    /// of the reviews folder: reviews by index, every other name or foreign entry under the
+    /// folder as "other", nothing from beside it (a look-alike folder name included).
+    #[test]
+    fn reviews_from_the_run_folder_listing_are_the_reviews_folder_s() {
+        let run = RunId::parse("run-a").unwrap();
+        let key = |s: &str| Key::parse(s).unwrap();
+        let keys = vec![
+            key("runs/run-a/evidence.json"),
+            key("runs/run-a/reviews/1.dsse.json"),
+            key("runs/run-a/reviews/0.dsse.json"),
+            key("runs/run-a/reviews/notes.txt"),
+            key("runs/run-a/reviewsx/2.dsse.json"),
+            key("runs/run-a/roll-1/roll.json"),
+        ];
+        let foreign = vec![
+            "runs/run-a/reviews/link".to_string(),
+            "runs/run-a/odd".to_string(),
+        ];
+        let (numbered, other) = reviews_listed(&run, &keys, &foreign);
+        assert_eq!(
+            numbered,
+            vec![(0, Key::review(&run, 0)), (1, Key::review(&run, 1))]
+        );
+        assert_eq!(
+            other,
+            vec![
+                "runs/run-a/reviews/link".to_string(),
+                "runs/run-a/reviews/notes.txt".to_string()
+            ]
+        );
+    }
 }

@@ -89,6 +89,8 @@ pub(crate) struct Audit {
     /// The `cas/` objects the run names: its proof packages' frames and every attempt's raw
     /// answer (what `resume::orphans` calls referenced).
     named: Vec<Hash>,
+    /// The run's reviews, from the listing of its folder the unbound check makes.
+    reviews: Option<crate::verify::StoredReviews>,
 }
 
 impl Audit {
@@ -163,6 +165,9 @@ pub struct Audited {
     /// folder). What the crash-leftover scan of `seal verify --all` takes from a verified run
     /// instead of reading its proof packages and metas again.
     pub named: Vec<Hash>,
+    /// The run's reviews, from the audit's listing of the run folder (`None` when it failed):
+    /// what `seal verify` checks them from, without listing their folder again.
+    pub reviews: Option<crate::verify::StoredReviews>,
 }
 
 /// [`audit`], also handing out the bound keys.
@@ -177,6 +182,7 @@ pub async fn audit_bound<R: Reads>(store: &R, doc: &Evidence, brief: Option<&[u8
                 docs: Vec::new(),
                 bound: a.bound,
                 named: a.named,
+                reviews: a.reviews,
             };
         }
     };
@@ -198,6 +204,7 @@ pub async fn audit_bound<R: Reads>(store: &R, doc: &Evidence, brief: Option<&[u8
         docs,
         bound: a.bound,
         named: a.named,
+        reviews: a.reviews,
     }
 }
 
