@@ -127,7 +127,7 @@ pub struct VerifiedRun {
     named: Vec<Hash>,
     /// Its reviews as the audit's listing of the run folder found them; `None` when that
     /// listing failed.
-    reviews: Option<StoredReviews>,
+    reviews: Option<audit::StoredReviews>,
 }
 
 impl VerifiedRun {
@@ -863,33 +863,9 @@ pub struct Trust<'a> {
 
 /// The run's reviews as stored: `(index, key)` in index order, and the other objects of the
 /// reviews folder (names that are not a review's).
-pub async fn stored_keys(store: &Store, run: &RunId) -> Result<StoredReviews, StoreError> {
+pub async fn stored_keys(store: &Store, run: &RunId) -> Result<audit::StoredReviews, StoreError> {
     let listing = store.list(&Key::reviews_dir(run)).await?;
-    Ok(reviews_listed(run, &listing.keys, &listing.foreign))
-}
-
-/// A run's reviews as stored: `(index, key)` in index order, and the other objects of the
-/// reviews folder (names that are not a review's).
-pub type StoredReviews = (Vec<(u64, Key)>, Vec<String>);
-
-/// [`stored_keys`] from a listing that holds the reviews folder (of it, or of the whole run
-/// folder, which the audit lists anyway: then the folder is not listed a second time).
-pub(crate) fn reviews_listed(run: &RunId, keys: &[Key], foreign: &[String]) -> StoredReviews {
-    let folder = format!("{}/", Key::reviews_dir(run));
-    let mut numbered = Vec::new();
-    let mut other: Vec<String> = foreign
-        .iter()
-        .filter(|f| f.starts_with(&folder))
-        .cloned()
-        .collect();
-    for k in keys.iter().filter(|k| k.as_str().starts_with(&folder)) {
-        match k.review_number(run) {
-            Some(n) => numbered.push((n, k.clone())),
-            None => other.push(k.to_string()),
-        }
-    }
-    numbered.sort();
-    (numbered, other)
+    Ok(audit::reviews_listed(run, &listing.keys, &listing.foreign))
 }
 
 /// What the reviews of a proven run are checked against (no reviews yet).
@@ -1046,7 +1022,7 @@ mod tests {
             "runs/run-a/reviews/link".to_string(),
             "runs/run-a/odd".to_string(),
         ];
-        let (numbered, other) = reviews_listed(&run, &keys, &foreign);
+        let (numbered, other) = audit::reviews_listed(&run, &keys, &foreign);
         assert_eq!(
             numbered,
             vec![(0, Key::review(&run, 0)), (1, Key::review(&run, 1))]

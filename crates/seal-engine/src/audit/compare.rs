@@ -353,7 +353,7 @@ pub(super) async fn unbound<R: Reads>(a: &mut Audit, store: &R, run: &RunId, doc
     // A run's reviews (`runs/<id>/reviews/<n>.dsse.json`) are facts of their own, never bound
     // by the evidence they review: `seal verify` checks each one (`verify::check_run_reviews`), an import
     // leaves them behind. Any other name in that folder is unbound like everything else.
-    a.reviews = Some(crate::verify::reviews_listed(run, &listed, &odd));
+    a.reviews = Some(super::reviews_listed(run, &listed, &odd));
     let review = |k: &Key| k.review_number(run).is_some();
     for key in listed.iter().filter(|k| !bound.contains(*k) && !review(k)) {
         a.push(

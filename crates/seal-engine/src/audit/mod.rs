@@ -90,7 +90,7 @@ pub(crate) struct Audit {
     /// answer (what `resume::orphans` calls referenced).
     named: Vec<Hash>,
     /// The run's reviews, from the listing of its folder the unbound check makes.
-    reviews: Option<crate::verify::StoredReviews>,
+    reviews: Option<StoredReviews>,
 }
 
 impl Audit {
@@ -167,7 +167,31 @@ pub struct Audited {
     pub named: Vec<Hash>,
     /// The run's reviews, from the audit's listing of the run folder (`None` when it failed):
     /// what `seal verify` checks them from, without listing their folder again.
-    pub reviews: Option<crate::verify::StoredReviews>,
+    pub reviews: Option<StoredReviews>,
+}
+
+/// A run's reviews as stored: `(index, key)` in index order, and the other objects of the
+/// reviews folder (names that are not a review's).
+pub type StoredReviews = (Vec<(u64, Key)>, Vec<String>);
+
+/// [`crate::verify::stored_keys`] from a listing that holds the reviews folder (of it, or of the whole run
+/// folder, which the audit lists anyway: then the folder is not listed a second time).
+pub fn reviews_listed(run: &RunId, keys: &[Key], foreign: &[String]) -> StoredReviews {
+    let folder = format!("{}/", Key::reviews_dir(run));
+    let mut numbered = Vec::new();
+    let mut other: Vec<String> = foreign
+        .iter()
+        .filter(|f| f.starts_with(&folder))
+        .cloned()
+        .collect();
+    for k in keys.iter().filter(|k| k.as_str().starts_with(&folder)) {
+        match k.review_number(run) {
+            Some(n) => numbered.push((n, k.clone())),
+            None => other.push(k.to_string()),
+        }
+    }
+    numbered.sort();
+    (numbered, other)
 }
 
 /// [`audit`], also handing out the bound keys.
