@@ -1273,3 +1273,35 @@ async fn the_daemon_serves_the_adjudication_queue() {
         queue["count"].as_u64().unwrap()
     );
 }
+
+/// A run folder copied under another id holds evidence that names the original run, so the
+/// audit lists the original's folder: the copy's own reviews folder is listed on its own, and
+/// an object planted there is named (it was missed while `verify` took the reviews from the
+/// audit's listing whatever folder that was).
+#[test]
+fn a_copied_run_s_own_reviews_folder_is_checked() {
+    let (_dir, root) = copy_fixture_store();
+    let copy = format!("{RUN}-copy");
+    copy_tree(
+        &root.join(format!("runs/{RUN}")),
+        &root.join(format!("runs/{copy}")),
+    );
+    let planted = format!("runs/{copy}/reviews/planted.txt");
+    std::fs::create_dir_all(root.join(format!("runs/{copy}/reviews"))).unwrap();
+    std::fs::write(root.join(&planted), b"x").unwrap();
+    let trust = fixture_trust_pem().display().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_seal"))
+        .args([
+            "verify",
+            &copy,
+            "--store",
+            &file_url(&root),
+            "--trust",
+            &trust,
+        ])
+        .output()
+        .unwrap();
+    let text = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains(&planted), "{text}");
+}

@@ -126,7 +126,7 @@ pub struct VerifiedRun {
     bound: BTreeSet<Key>,
     named: Vec<Hash>,
     /// Its reviews as the audit's listing of the run folder found them; `None` when that
-    /// listing failed.
+    /// listing failed or was of another folder (the evidence names another run).
     reviews: Option<audit::StoredReviews>,
 }
 
@@ -526,6 +526,9 @@ async fn check_run(
     problems.dedup();
     report.verified = problems.is_empty();
     report.problems = problems;
+    // The audit lists the folder of the run the evidence names. Copied under another id, that
+    // is not this folder, whose reviews are then listed on their own.
+    let reviews = audited.reviews.filter(|_| ev.run_id == run.as_str());
     let proof = seal.map(|(seal, seal_hash)| VerifiedRun {
         seal,
         seal_hash,
@@ -533,7 +536,7 @@ async fn check_run(
         evidence_hash: ev_hash,
         bound: audited.bound,
         named: audited.named,
-        reviews: audited.reviews,
+        reviews,
     });
     Ok((report, proof))
 }
