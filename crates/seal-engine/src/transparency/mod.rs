@@ -54,7 +54,7 @@ use seal_core::ids::RunId;
 pub use seal_core::key::{LOG_CHECKPOINTS, LOG_ENTRIES, LOG_RUNS};
 use seal_core::sealing::{self, Envelope, PublicKey, SigningKey};
 use seal_core::tlog::{self, Leaf, LogEntry, NodeHash, TlogError, Tree};
-use seal_store::{Key, Put, Store, StoreError};
+use seal_store::{Bounded, Key, Put, Store, StoreError};
 
 pub use view::{verify_log, LogReport, LogView, WholeLog};
 
@@ -1002,6 +1002,14 @@ pub async fn checkpoint_sizes(store: &Store) -> Result<Vec<u64>, StoreError> {
     let mut sizes = store.log_numbers(LOG_CHECKPOINTS).await?;
     sizes.sort_unstable_by(|a, b| b.cmp(a));
     Ok(sizes)
+}
+
+/// The stored checkpoint of `size` leaves, read only when it is no larger than a checkpoint
+/// can be ([`tlog::MAX_CHECKPOINT_BYTES`]): what every reader of checkpoints reads them with.
+pub async fn bounded_checkpoint(store: &Store, size: u64) -> Result<Bounded, StoreError> {
+    store
+        .get_bounded(&Key::log_checkpoint(size), tlog::MAX_CHECKPOINT_BYTES)
+        .await
 }
 
 /// The latest stored checkpoint a key of `trusted` signed, its note exactly as stored: what

@@ -470,6 +470,11 @@ mod tests {
         assert!(matches!(proven, Ok(Some(_))), "{proven:?}");
         let tile = dir.path().join("log/tile/8/0/000.p/10");
         std::fs::write(&tile, vec![7u8; 2 * tlog::MAX_TILE_BYTES as usize]).unwrap();
+        let mut tree = Tree::new();
+        for i in 0..10 {
+            tree.push(&store.get(&Key::log_entry(i)).await.unwrap())
+                .unwrap();
+        }
         // Past the document limit of the store reading it, and within it.
         for limit in [tlog::MAX_TILE_BYTES + 1, DEFAULT_DOC_LIMIT] {
             let reader = Store::open(&url).await.unwrap().with_doc_limit(limit);
@@ -477,11 +482,6 @@ mod tests {
             let proven = prove_leaf(&reader, 10, &latest.root, 3, &mut cache).await;
             assert!(matches!(proven, Ok(None)), "limit {limit}: {proven:?}");
             assert!(cache.is_empty(), "limit {limit}: nothing of it kept");
-            let mut tree = Tree::new();
-            for i in 0..10 {
-                tree.push(&store.get(&Key::log_entry(i)).await.unwrap())
-                    .unwrap();
-            }
             let through = stored_through(&reader, &tree, 10).await;
             assert!(matches!(through, Ok(0)), "limit {limit}: {through:?}");
             // The pass over the log and the admission read the whole log instead.

@@ -946,7 +946,7 @@ pub(super) async fn read_checkpoints(
     let mut read = Vec::new();
     for size in checkpoint_sizes(store).await? {
         let k = Key::log_checkpoint(size);
-        let bytes = match store.get_bounded(&k, tlog::MAX_CHECKPOINT_BYTES).await? {
+        let bytes = match super::bounded_checkpoint(store, size).await? {
             Bounded::Read(bytes) => Ok(bytes),
             Bounded::Absent => continue,
             Bounded::Larger { size, bound } => Err(BadCheckpoint::TooLarge { size, max: bound }),

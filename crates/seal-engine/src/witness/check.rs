@@ -280,8 +280,7 @@ async fn against_store(
         )]);
     }
     let key = Key::log_checkpoint(theirs.size);
-    let Some(ours) = store
-        .get_bounded(&key, tlog::MAX_CHECKPOINT_BYTES)
+    let Some(ours) = crate::transparency::bounded_checkpoint(store, theirs.size)
         .await?
         .read()
     else {
