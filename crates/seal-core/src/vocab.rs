@@ -92,6 +92,9 @@ words!(
         RollOrder = "roll_order",
         Blobs = "blobs",
         ImagesWithinLimit = "images_within_limit",
+        /// Recorded only when it fails: the built package breaks the blinding rule
+        /// (`blinding::guard_check`), so it is never sent.
+        Blinding = "blinding",
         IndependencePreflight = "independence_preflight",
         Budget = "budget",
     }

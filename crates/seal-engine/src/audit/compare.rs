@@ -80,8 +80,9 @@ fn identity(a: &mut Audit, run: &RunId, r: &Roll, proof: &ProofPackage) {
     }
 }
 
-/// The judge package is the blinded package of this header, brief and proof package; it leaks
-/// nothing; the manifest lists exactly the roll's frames.
+/// The judge package is the blinded package of this header, brief and proof package; it passes
+/// the blinding predicate, or the roll's guard blocked it for exactly what the predicate finds;
+/// the manifest lists exactly the roll's frames.
 fn blinding(a: &mut Audit, doc: &Evidence, run: &RunId, r: &Roll, l: &LoadedRoll, brief: &str) {
     let rebuilt = blinding::judge_package(doc, brief, &l.proof, &l.package.image_manifest_hash);
     match canonical_with_hash(&rebuilt) {
@@ -95,16 +96,33 @@ fn blinding(a: &mut Audit, doc: &Evidence, run: &RunId, r: &Roll, l: &LoadedRoll
         ),
         Err(e) => a.push(AuditCheck::Blinding, &r.judge_package_ref, e.to_string()),
     }
-    let leaks = blinding::leaks(&l.package_bytes, doc, &l.proof);
-    if !leaks.is_empty() {
-        a.push(
+    // The one blinding predicate, on the stored bytes: a package that fails it is one the
+    // builder's guard blocked (never sent), with exactly the finding recorded there.
+    let derived = blinding::guard_check(&l.package_bytes, doc, &l.proof);
+    let recorded = r
+        .roll_guard
+        .checks
+        .iter()
+        .find(|c| c.id == GuardCheck::Blinding);
+    match (recorded, &derived) {
+        (None, None) => {}
+        (Some(rec), Some(d)) if rec == d && r.roll_guard.status == GuardStatus::Blocked => {}
+        (None, Some(d)) => a.push(AuditCheck::Blinding, &r.judge_package_ref, &d.detail),
+        (Some(rec), None) => a.push(
             AuditCheck::Blinding,
             &r.judge_package_ref,
             format!(
-                "forbidden values in the judge package: {}",
-                leaks.join(", ")
+                "the roll guard records a blinding failure ({}) that the package does not have",
+                rec.detail
             ),
-        );
+        ),
+        (Some(rec), Some(d)) => a.mismatch(
+            AuditCheck::Blinding,
+            &r.judge_package_ref,
+            &rec.detail,
+            &d.detail,
+            "the roll guard's blinding finding is not the predicate's on the stored package",
+        ),
     }
     let mut want: Vec<&Hash> = l.proof.frames.iter().map(|f| &f.hash).collect();
     want.sort();

@@ -1,7 +1,8 @@
 //! One roll, end to end, as stages (docs/DESIGN.md §4, §5):
 //!
 //! 1. [`guard`]: everything that must hold before any judge is called;
-//! 2. [`package`]: the ONE blinded judge package and its image manifest;
+//! 2. [`package`]: the ONE blinded judge package and its image manifest, and the blinding
+//!    predicate on its bytes (a package that fails it blocks the roll);
 //! 3. [`cost`]: the worst-case cost reservation of both slots;
 //! 4. [`dispatch`]: Judge A ∥ Judge B (or the stored answers of a replay, or nothing when the
 //!    guard blocked), every byte stored before it is used;
@@ -187,8 +188,11 @@ async fn judge_stages(
     }
     let guarded = guard::check(engine, open, roll).await?;
     let packaged = package::build(store, &guarded).await?;
-    let mut jobs = dispatch::Jobs::new(engine, &guarded, &packaged);
     let mut checks = guarded.checks.clone();
+    // The blinding predicate on the very bytes the judges would get, before any reservation
+    // or call: a package that fails it blocks the roll and is never sent.
+    checks.extend(package::blinding_check(&guarded, &packaged));
+    let mut jobs = dispatch::Jobs::new(engine, &guarded, &packaged);
     checks.push(dispatch::preflight(engine, run, roll, &jobs));
     let (reservation, budget_check) =
         cost::reserve(engine, open, &guarded, &packaged, &jobs, source).await?;

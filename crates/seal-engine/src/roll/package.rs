@@ -8,6 +8,7 @@ use super::{internal, put_derived, JudgingError};
 use seal_core::blinding;
 use seal_core::canonical::{canonical_with_hash, Hash};
 use seal_core::doc::*;
+use seal_core::vocab::GuardCheck;
 use seal_store::{Key, Store, Stored};
 
 pub(super) struct Packaged {
@@ -48,4 +49,11 @@ pub(super) async fn build(store: &Store, g: &Guarded) -> Result<Packaged, Judgin
         package_hash: package_stored.hash.clone(),
         package_stored,
     })
+}
+
+/// The roll guard's `blinding` check: the one blinding predicate (`blinding::guard_check`, the
+/// same the postguard and `seal verify` run on the stored package) on the bytes both judges
+/// would be sent. `None` when the package passes; a failed check blocks the roll.
+pub(super) fn blinding_check(g: &Guarded, p: &Packaged) -> Option<Check<GuardCheck>> {
+    blinding::guard_check(&p.package_bytes, &g.header, &g.proof)
 }

@@ -1,144 +1,30 @@
 //! Blinding: header + brief + ProofPackage/1 → the one JudgePackage/1 both judges see. Pure.
 //!
-//! The package is built field by field from an allow-list (docs/DESIGN.md §3.2): genre, brief text,
+//! The package is built field by field from an allow-list (docs/DESIGN.md §3.3): genre, brief text,
 //! obligations sorted by id (with the play-spec `check` where there is one), normalized
 //! actions, events, frames by hash, and the image manifest hash. Nothing else is copied, so
 //! the actor's words (`request.raw`, `request.parsed`), seeds, session, model, costs, the
 //! game's identity and the history of the run cannot leak by accident.
 //!
 //! Event `data` is game-controlled, so it could carry identity on purpose or by accident
-//! (a game that prints its own id or seed). It is scrubbed: fields whose name contains `seed`
-//! are dropped, and any occurrence of the run id, game id, parent run id, template route or
-//! actor session id in a string or key, or of a seed (≥ 65536, so scores are left alone) or
-//! the actor's cost as a number or inside text, is replaced by `"[redacted]"`. The same scrub
-//! covers obligation descriptions and play-spec checks, which games' authors also write.
-//! [`leaks`] is the check `seal verify` runs on stored bytes.
+//! (a game that prints its own id or seed). It is scrubbed by the rule of [`rule`]: fields whose
+//! name contains `seed` are dropped, and every forbidden value the rule recognises in a string
+//! or key (a distinctive identity value as a whole token, a seed or the actor's cost as a whole
+//! number), or as a number (a seed, the cost), becomes `"[redacted]"`. The same scrub covers
+//! the brief, obligation descriptions and play-spec checks, which games' authors also write.
+//! [`leaks`] is the one predicate over the built bytes: the builder blocks a package that fails
+//! it ([`guard_check`]), and the postguard and `seal verify` run it on the stored bytes.
+
+pub mod rule;
 
 use serde_json::{Map, Value};
 
 use crate::canonical::Hash;
 use crate::doc::*;
-
-pub const REDACTED: &str = "[redacted]";
-
-/// Extension fields of an adapted legacy Verdict that identify the design: scrubbed like ids.
-pub const LEGACY_ID_FIELDS: [&str; 4] = ["_designId", "_taskId", "_traceId", "_versionId"];
-/// Seeds below this are too likely to collide with ordinary game numbers to be scrubbed.
-const MIN_SCRUBBED_SEED: u64 = 65_536;
-/// Identity strings shorter than this are not searched for (they would match by chance).
-const MIN_SCRUBBED_LEN: usize = 4;
-
-/// What must never reach a judge, gathered from the header and the proof package.
-#[derive(Debug, Clone, Default)]
-pub struct Secrets {
-    pub strings: Vec<String>,
-    pub seeds: Vec<u64>,
-    /// Costs as numbers (the actor's cost of the roll).
-    pub costs: Vec<f64>,
-}
-
-impl Secrets {
-    /// Seeds and costs as they are written in JSON and in text.
-    fn numerals(&self) -> Vec<String> {
-        let mut out: Vec<String> = self.seeds.iter().map(|s| s.to_string()).collect();
-        out.extend(
-            self.costs
-                .iter()
-                .filter_map(|c| serde_json::Number::from_f64(*c).map(|n| n.to_string())),
-        );
-        out
-    }
-
-    fn is_secret_number(&self, n: &serde_json::Number) -> bool {
-        let Some(f) = n.as_f64() else { return false };
-        self.seeds.iter().any(|s| f.abs() == *s as f64) || self.costs.contains(&f.abs())
-    }
-}
-
-/// Replaces `needle` in `text` where it stands as a whole number (not inside a longer one).
-fn replace_numeral(text: &str, needle: &str) -> String {
-    let bytes = text.as_bytes();
-    let digitish = |i: Option<usize>| {
-        i.and_then(|i| bytes.get(i))
-            .is_some_and(|c| c.is_ascii_digit() || *c == b'.')
-    };
-    let mut out = String::with_capacity(text.len());
-    let mut last = 0;
-    for (i, m) in text.match_indices(needle) {
-        if digitish(i.checked_sub(1)) || digitish(Some(i + m.len())) {
-            continue;
-        }
-        out.push_str(&text[last..i]);
-        out.push_str(REDACTED);
-        last = i + m.len();
-    }
-    out.push_str(&text[last..]);
-    out
-}
-
-impl Secrets {
-    pub fn of(header: &Evidence, proof: &ProofPackage) -> Secrets {
-        let mut strings = vec![
-            header.run_id.clone(),
-            header.game_id.clone(),
-            header.template_route.clone(),
-            proof.actor_session_id.clone(),
-        ];
-        strings.extend(header.parent_run_id.clone());
-        strings.extend(header.repair.from_run_id.clone());
-        // An adapted legacy Verdict's identities ride along as extension fields.
-        for field in LEGACY_ID_FIELDS {
-            match header.extensions.0.get(field) {
-                Some(serde_json::Value::String(s)) => strings.push(s.clone()),
-                Some(serde_json::Value::Number(n)) => strings.push(n.to_string()),
-                _ => {}
-            }
-        }
-        if let Some(actor) = &header.actor {
-            strings.extend([
-                actor.session_id.clone(),
-                actor.model.clone(),
-                actor.prompt_id.clone(),
-            ]);
-        }
-        strings.retain(|s| s.len() >= MIN_SCRUBBED_LEN);
-        strings.sort();
-        strings.dedup();
-        let mut seeds = vec![
-            proof.requested_game_seed,
-            proof.actual_game_seed,
-            proof.policy_seed,
-        ];
-        seeds.retain(|s| *s >= MIN_SCRUBBED_SEED);
-        // A cost is only recognisable when it is not a small round number.
-        let costs = [proof.actor_cost_rmb]
-            .into_iter()
-            .filter(|c| {
-                c.fract() != 0.0
-                    && serde_json::Number::from_f64(*c).is_some_and(|n| n.to_string().len() >= 4)
-            })
-            .collect();
-        Secrets {
-            strings,
-            seeds,
-            costs,
-        }
-    }
-}
+pub use rule::{guard_check, is_distinctive, leaks, Secrets, LEGACY_ID_FIELDS, REDACTED};
 
 fn scrub_str(s: &str, secrets: &Secrets) -> String {
-    let mut out = s.to_string();
-    for secret in &secrets.strings {
-        if out.contains(secret.as_str()) {
-            out = out.replace(secret.as_str(), REDACTED);
-        }
-    }
-    for numeral in secrets.numerals() {
-        if out.contains(&numeral) {
-            out = replace_numeral(&out, &numeral);
-        }
-    }
-    out
+    secrets.scrub_str(s)
 }
 
 fn scrub(v: &Value, secrets: &Secrets) -> Value {
@@ -237,50 +123,12 @@ pub fn sniff_media_type(head: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// Every forbidden value found in stored package bytes (empty when blinded). Used by
-/// `seal verify` and the blinding property test. Field names need no search here: the
-/// package schema allows no field beyond the allow-list, and verify validates it.
-pub fn leaks(package_bytes: &[u8], header: &Evidence, proof: &ProofPackage) -> Vec<String> {
-    let text = String::from_utf8_lossy(package_bytes);
-    let mut found = Vec::new();
-    let secrets = Secrets::of(header, proof);
-    for s in &secrets.strings {
-        // Search for the JSON-escaped form: that is how a string appears in JSON bytes.
-        let escaped = serde_json::to_string(s).unwrap_or_default();
-        let inner = escaped.trim_matches('"');
-        if !inner.is_empty() && text.contains(inner) {
-            found.push(format!("identity string {s:?}"));
-        }
-    }
-    for seed in &secrets.seeds {
-        let numeral = seed.to_string();
-        if replace_numeral(&text, &numeral) != text {
-            found.push(format!("seed {numeral}"));
-        }
-    }
-    for cost in &secrets.costs {
-        if let Some(n) = serde_json::Number::from_f64(*cost) {
-            let numeral = n.to_string();
-            if replace_numeral(&text, &numeral) != text {
-                found.push(format!("cost {numeral}"));
-            }
-        }
-    }
-    for a in &proof.actions {
-        let raw = serde_json::to_string(&a.request.raw).unwrap_or_default();
-        let inner = raw.trim_matches('"');
-        if inner.len() >= 8 && text.contains(inner) {
-            found.push(format!("actor text of {}", a.action_id));
-        }
-    }
-    found
-}
-
 #[cfg(test)]
 mod tests {
     //! The rules of the scrub one at a time, on hand-made secrets and on the sealed fixtures'
     //! inputs (the property tests of `tests/blinding_props.rs` plant random secrets and so do
     //! not separate a threshold or one branch of a condition).
+    use super::rule::replace_numeral;
     use super::*;
     use serde_json::json;
 
@@ -376,17 +224,21 @@ mod tests {
         assert_eq!(seeds, [52_285_596, 1_188_197_331, 1_204_701_033]);
         assert_eq!(s.costs, [0.3714]);
 
-        // Short strings and small seeds are left alone (they would match by chance); the
-        // boundaries themselves count.
+        // Short, numeric and low-entropy identity values and small seeds are left alone
+        // (they would match by chance); the boundaries themselves count.
         let (mut header, mut proof) = (header, proof);
-        header.game_id = "abc".into();
-        header.template_route = "abcd".into();
+        header.game_id = "game-ab".into();
+        header.template_route = "route-ab".into();
+        header.run_id = "aaaa-bbbb".into();
+        header.parent_run_id = Some("12345678-90".into());
         proof.requested_game_seed = 65_535;
         proof.actual_game_seed = 65_536;
         proof.policy_seed = 7;
         let s = Secrets::of(&header, &proof);
-        assert!(!s.strings.iter().any(|x| x == "abc"), "{s:?}");
-        assert!(s.strings.iter().any(|x| x == "abcd"), "{s:?}");
+        assert!(!s.strings.iter().any(|x| x == "game-ab"), "{s:?}");
+        assert!(s.strings.iter().any(|x| x == "route-ab"), "{s:?}");
+        assert!(!s.strings.iter().any(|x| x == "aaaa-bbbb"), "{s:?}");
+        assert!(!s.strings.iter().any(|x| x == "12345678-90"), "{s:?}");
         assert_eq!(s.seeds, [65_536]);
 
         // An adapted legacy Verdict's ids ride along, as strings and as numbers.
@@ -394,11 +246,14 @@ mod tests {
         let s = Secrets::of(&header, &proof);
         for id in [
             "3f9a1c0e7b2d48a6915e0c7d2b4f6a8e1d3c5b7a9f0e2d4c6b8a0f1e3d5c7b9a",
-            "1893764520187392",
             "8c1f4e2a-6b3d-4f7e-9a15-2d7c0b8e4f61",
-            "1893764520190001",
+            "task-1893764520187392",
         ] {
             assert!(s.strings.iter().any(|x| x == id), "{id} missing: {s:?}");
+        }
+        // The numeric `_taskId` and `_versionId` are numbers among the game's numbers.
+        for id in ["1893764520187392", "1893764520190001"] {
+            assert!(!s.strings.iter().any(|x| x == id), "{id} searched: {s:?}");
         }
     }
 
@@ -423,6 +278,11 @@ mod tests {
         assert_eq!(
             scrub_str("by run-secret-1 with 123456 for 0.3714 of 7", &s),
             "by [redacted] with [redacted] for [redacted] of 7"
+        );
+        // Only as a whole token: inside a longer name it is another value.
+        assert_eq!(
+            scrub_str("run-secret-12, xrun-secret-1, run-secret-1-v2", &s),
+            "run-secret-12, xrun-secret-1, [redacted]-v2"
         );
         assert_eq!(scrub_str("nothing to hide", &s), "nothing to hide");
         let v = json!({

@@ -1,0 +1,328 @@
+//! The blinding rule end to end (issue 45, docs/DESIGN.md §3.3): real `seal judge` and
+//! `seal verify` processes against the loopback judge, whose calls are counted.
+//!
+//! 1. The reproduction: a `v3_shadow` run whose `_taskId` is `"4800"` and whose roll-2 game
+//!    shows a score of 4800 is judged normally (roll 1 inconclusive, roll 2 pass) and verifies.
+//! 2. A leak the scrub cannot remove (the actor's self-talk echoed by the game) blocks the roll
+//!    before any judge is called (`infra_guard_blinding`), and the sealed run verifies.
+//! 3. Sealed ⇒ verified over generated run folders with adversarial identity collisions
+//!    (numeric ids equal to numbers in the events, ids inside the brief and obligations,
+//!    unicode look-alikes, ids split across events, self-talk and seeds the scrub cannot
+//!    reach): every run that comes out sealed verifies, and the judges are called exactly for
+//!    the rolls whose guard passed. `SEAL_PROP_CASES` (default 6) and `SEAL_PROP_SEED` set the
+//!    run; both are printed.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+
+use common::*;
+use seal_testkit::loopback::Loopback;
+
+const SALT: &str = "blinding-salt-0123456789abcdef0123456789abcdef";
+
+fn read(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+fn write(p: &Path, v: &Value) {
+    std::fs::write(p, serde_json::to_vec(v).unwrap()).unwrap();
+}
+
+struct World {
+    lb: Loopback,
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    async fn new() -> World {
+        let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+        personas(&lb);
+        let dir = tempfile::tempdir().unwrap();
+        let w = World { lb, dir };
+        let out = w.seal(&["keygen", "--out", "keys"]).await;
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        w
+    }
+
+    async fn seal(&self, args: &[&str]) -> std::process::Output {
+        let mut c: Command = seal_cmd_with(self.dir.path(), &self.lb, "sk-a", "sk-b", SALT);
+        c.args(args);
+        run(c).await
+    }
+
+    /// A copy of an example run folder under `name`, to edit.
+    fn folder(&self, example_name: &str, name: &str) -> std::path::PathBuf {
+        let at = self.dir.path().join(name);
+        copy_tree(&example(example_name), &at);
+        at
+    }
+
+    /// `seal judge` of a folder into `store`: its exit code and `--json` output.
+    async fn judge(&self, folder: &Path, store: &str) -> (Option<i32>, Value, String) {
+        let f = folder.display().to_string();
+        let mut args = vec!["judge", &f, "--store", store, "--key", "keys/seal.key.pem"];
+        if store.starts_with("memory:") {
+            args.push("--allow-ephemeral-store");
+        }
+        args.push("--json");
+        let out = self.seal(&args).await;
+        let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (out.status.code(), v, text(&out.stderr))
+    }
+
+    async fn verify(&self, run: &str, store: &str) -> (Option<i32>, String) {
+        let out = self
+            .seal(&[
+                "verify",
+                run,
+                "--store",
+                store,
+                "--trust",
+                "keys/seal.pub.pem",
+            ])
+            .await;
+        (
+            out.status.code(),
+            format!("{}{}", text(&out.stdout), text(&out.stderr)),
+        )
+    }
+}
+
+/// Sets a header field and rewrites the brief (with its hash in the header).
+fn edit_header(folder: &Path, edit: impl FnOnce(&mut Value, &mut String)) {
+    let mut header = read(&folder.join("header.json"));
+    let mut brief = std::fs::read_to_string(folder.join("brief.md")).unwrap();
+    edit(&mut header, &mut brief);
+    header["briefHash"] = json!(seal::canonical::Hash::of(brief.as_bytes()).to_string());
+    std::fs::write(folder.join("brief.md"), &brief).unwrap();
+    write(&folder.join("header.json"), &header);
+}
+
+fn edit_proof(folder: &Path, roll: u8, edit: impl FnOnce(&mut Value)) {
+    let p = folder.join(format!("roll-{roll}/proof-package.json"));
+    let mut proof = read(&p);
+    edit(&mut proof);
+    write(&p, &proof);
+}
+
+fn store_file(root: &Path, run: &str, rel: &str) -> Value {
+    read(&root.join("store/runs").join(run).join(rel))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_numeric_task_id_equal_to_a_roll2_score_judges_normally_and_verifies() {
+    let w = World::new().await;
+    let folder = w.folder("run-heritage-0017-disputed-font", "in");
+    edit_header(&folder, |h, _| {
+        h["acceptanceMode"] = json!("v3_shadow");
+        h["_taskId"] = json!("4800");
+        h["_designId"] = json!("3f9a1c0e7b2d48a6915e0c7d2b4f6a8e");
+    });
+    edit_proof(&folder, 2, |p| {
+        for e in p["events"].as_array_mut().unwrap() {
+            if e["name"] == "state" && e["data"]["phase"] == "gameover" {
+                e["data"]["score"] = json!(4800);
+                e["data"]["banner"] = json!("Final score 4800");
+            }
+        }
+    });
+    let (code, v, err) = w.judge(&folder, "file://./store").await;
+    assert_eq!(code, Some(0), "{v}\n{err}");
+    assert_eq!(v["outcome"], "pass", "{v}");
+    assert_eq!(v["sourceRollId"], "roll-2", "{v}");
+    // Both rolls went to both judges once each: nothing was paid for a refused package.
+    assert_eq!(w.lb.calls().len(), 4, "{:?}", w.lb.calls());
+    let run = "run-heritage-0017-disputed-font";
+    let pkg = store_file(w.dir.path(), run, "roll-2/judge-package.json");
+    assert!(
+        pkg.to_string().contains("\"score\":4800") && pkg.to_string().contains("score 4800"),
+        "the score reaches the judges unredacted: {pkg}"
+    );
+    let ev = store_file(w.dir.path(), run, "evidence.json");
+    assert_eq!(ev["finalPostguard"]["passed"], json!(true), "{ev}");
+    let (code, out) = w.verify(run, "file://./store").await;
+    assert_eq!(code, Some(0), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn self_talk_echoed_by_the_game_blocks_the_roll_before_any_judge_and_verifies() {
+    let w = World::new().await;
+    let folder = w.folder("run-narrative-0010-pass", "in");
+    edit_proof(&folder, 1, |p| {
+        let raw = p["actions"][0]["request"]["raw"].clone();
+        p["events"][2]["data"]["said"] = raw;
+    });
+    let (code, v, err) = w.judge(&folder, "file://./store").await;
+    assert_eq!(code, Some(0), "{v}\n{err}");
+    assert_eq!(v["outcome"], "infra_error", "{v}");
+    assert_eq!(w.lb.calls().len(), 0, "no judge is paid for a refused package");
+    let run = "run-narrative-0010-pass";
+    let roll = store_file(w.dir.path(), run, "roll-1/roll.json");
+    assert_eq!(roll["rollGuard"]["status"], "blocked", "{roll}");
+    let check = roll["rollGuard"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "blinding")
+        .expect("the blinding check names the cause");
+    assert!(
+        check["detail"]
+            .as_str()
+            .unwrap()
+            .contains("actor text of"),
+        "{check}"
+    );
+    let ev = store_file(w.dir.path(), run, "evidence.json");
+    assert_eq!(ev["decision"]["reasons"], json!(["infra_guard_blinding"]));
+    assert_eq!(ev["finalPostguard"]["passed"], json!(true), "{ev}");
+    let (code, out) = w.verify(run, "file://./store").await;
+    assert_eq!(code, Some(0), "{out}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sealed ⇒ verified over generated run folders
+// ---------------------------------------------------------------------------------------------
+
+/// Every number of a proof package's events (data values and times).
+fn event_numbers(proof: &Value) -> Vec<u64> {
+    let mut out = Vec::new();
+    for e in proof["events"].as_array().unwrap() {
+        out.extend(e["tMs"].as_u64());
+        if let Some(m) = e["data"].as_object() {
+            out.extend(m.values().filter_map(Value::as_u64));
+        }
+    }
+    out.retain(|n| *n > 0);
+    out
+}
+
+/// A run folder with adversarial identity collisions, from an example and `rng`.
+fn adversarial(folder: &Path, case: u64, rng: &mut rand::rngs::StdRng) {
+    let run_id = format!("run-prop-{case:05}-x{}", rng.gen_range(100..999));
+    let design = format!("{:032x}", rng.gen::<u128>());
+    let trace = format!("trace-{:x}-{:x}", rng.gen::<u32>(), rng.gen::<u32>());
+    let first = read(&folder.join("roll-1/proof-package.json"));
+    let numbers = event_numbers(&first);
+    let task: Value = match rng.gen_range(0..3) {
+        0 => json!(numbers.choose(rng).copied().unwrap_or(4800).to_string()),
+        1 => json!(numbers.choose(rng).copied().unwrap_or(4800)),
+        _ => json!(format!("task-{}", rng.gen_range(1000..99999))),
+    };
+    let planted_in_brief = rng.gen_bool(0.5);
+    let (d2, t2) = (design.clone(), trace.clone());
+    edit_header(folder, |h, brief| {
+        h["runId"] = json!(run_id);
+        h["acceptanceMode"] = json!("v3_shadow");
+        h["_designId"] = json!(d2);
+        h["_taskId"] = task.clone();
+        h["_traceId"] = json!(t2);
+        if planted_in_brief {
+            brief.push_str(&format!("\n\nDesign {d2}, trace {t2}, task {task}.\n"));
+        }
+        for o in h["proofObligations"].as_array_mut().unwrap() {
+            if o["description"].is_string() && o["id"] == "core.loop-reached" {
+                let d = o["description"].as_str().unwrap().to_string();
+                o["description"] = json!(format!("{d} (for {run_id})"));
+            }
+        }
+    });
+    let rolls = if folder.join("roll-2").is_dir() { 2 } else { 1 };
+    for roll in 1..=rolls {
+        let kinds: Vec<u8> = (0..rng.gen_range(1..4))
+            .map(|_| rng.gen_range(0..7))
+            .collect();
+        let (design, trace) = (design.clone(), trace.clone());
+        let look_alike = run_id.replace('-', "\u{2010}");
+        let block_seed = rng.gen_bool(0.2);
+        let pick = rng.gen_range(0..1000usize);
+        edit_proof(folder, roll, move |p| {
+            let n = p["events"].as_array().unwrap().len();
+            let raw = p["actions"][0]["request"]["raw"].clone();
+            let seed = p["actualGameSeed"].clone();
+            let events = p["events"].as_array_mut().unwrap();
+            let e = pick % n;
+            for k in &kinds {
+                match k {
+                    // A numeric id occurring in the events as a number and in text.
+                    0 => events[e]["data"]["echo"] = task_number(&events[e]),
+                    1 => events[e]["data"]["msg"] = json!(format!("by {design}")),
+                    2 => events[e]["data"]["who"] = json!(look_alike),
+                    // An id split across two events.
+                    3 => {
+                        let (a, b) = trace.split_at(trace.len() / 2);
+                        events[e]["data"]["part"] = json!(a);
+                        events[(e + 1) % n]["data"]["part"] = json!(b);
+                    }
+                    4 => events[e]["name"] = json!(format!("trace:{trace}")),
+                    5 => events[e]["data"][design.as_str()] = json!(true),
+                    _ => events[e]["data"]["said"] = raw.clone(),
+                }
+            }
+            // A seed the scrub cannot reach: the last event's time (times stay in order).
+            if block_seed {
+                events[e]["data"]["level"] = json!(format!("level {seed}"));
+                events[n - 1]["tMs"] = seed;
+            }
+        });
+    }
+}
+
+fn task_number(e: &Value) -> Value {
+    e["tMs"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_sealed_generated_run_verifies_and_no_refused_package_is_paid_for() {
+    let cases: u64 = std::env::var("SEAL_PROP_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(6);
+    let seed: u64 = std::env::var("SEAL_PROP_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::thread_rng().gen());
+    eprintln!("sealed => verified: {cases} cases, SEAL_PROP_SEED={seed}");
+    let w = World::new().await;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let (mut sealed, mut blocked_rolls) = (0, 0);
+    for case in 0..cases {
+        let example_name = *EXAMPLES.choose(&mut rng).unwrap();
+        let folder = w.folder(example_name, &format!("case-{case}"));
+        adversarial(&folder, case, &mut rng);
+        let run = read(&folder.join("header.json"))["runId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let store = if case % 3 == 2 {
+            "memory://".to_string()
+        } else {
+            "file://./store".to_string()
+        };
+        let before = w.lb.calls().len();
+        let (code, v, err) = w.judge(&folder, &store).await;
+        let why = format!("case {case} (SEAL_PROP_SEED={seed}, {example_name}, {store}): {v}\n{err}");
+        assert_eq!(code, Some(0), "{why}");
+        sealed += 1;
+        assert_eq!(v["postguardPassed"], json!(true), "{why}");
+        // Judges were called for exactly the rolls the guard let through, two calls each (the
+        // loopback personas always answer, so an infra_error roll is one the guard blocked).
+        let rolls = v["rolls"].as_array().cloned().unwrap_or_default();
+        assert!(!rolls.is_empty(), "{why}");
+        let passed = rolls.iter().filter(|r| r["outcome"] != "infra_error").count();
+        blocked_rolls += rolls.len() - passed;
+        let calls = w.lb.calls().len() - before;
+        assert_eq!(calls, 2 * passed, "{why}");
+        if store.starts_with("file:") {
+            let (code, out) = w.verify(&run, &store).await;
+            assert_eq!(code, Some(0), "{why}\n{out}");
+        }
+    }
+    eprintln!("sealed => verified: {sealed} sealed, {blocked_rolls} rolls blocked by the guard");
+}
