@@ -9,7 +9,7 @@
 //!    (numeric ids equal to numbers in the events, ids inside the brief and obligations,
 //!    unicode look-alikes, ids split across events, self-talk and seeds the scrub cannot
 //!    reach): every run that comes out sealed verifies, and the judges are called exactly for
-//!    the rolls whose guard passed. `SEAL_PROP_CASES` (default 6) and `SEAL_PROP_SEED` set the
+//!    the rolls whose guard passed. `SEAL_PROP_CASES` (default 40, about 7 s) and `SEAL_PROP_SEED` set the
 //!    run; both are printed.
 
 mod common;
@@ -162,7 +162,11 @@ async fn self_talk_echoed_by_the_game_blocks_the_roll_before_any_judge_and_verif
     let (code, v, err) = w.judge(&folder, "file://./store").await;
     assert_eq!(code, Some(0), "{v}\n{err}");
     assert_eq!(v["outcome"], "infra_error", "{v}");
-    assert_eq!(w.lb.calls().len(), 0, "no judge is paid for a refused package");
+    assert_eq!(
+        w.lb.calls().len(),
+        0,
+        "no judge is paid for a refused package"
+    );
     let run = "run-narrative-0010-pass";
     let roll = store_file(w.dir.path(), run, "roll-1/roll.json");
     assert_eq!(roll["rollGuard"]["status"], "blocked", "{roll}");
@@ -173,10 +177,7 @@ async fn self_talk_echoed_by_the_game_blocks_the_roll_before_any_judge_and_verif
         .find(|c| c["id"] == "blinding")
         .expect("the blinding check names the cause");
     assert!(
-        check["detail"]
-            .as_str()
-            .unwrap()
-            .contains("actor text of"),
+        check["detail"].as_str().unwrap().contains("actor text of"),
         "{check}"
     );
     let ev = store_file(w.dir.path(), run, "evidence.json");
@@ -283,7 +284,7 @@ async fn every_sealed_generated_run_verifies_and_no_refused_package_is_paid_for(
     let cases: u64 = std::env::var("SEAL_PROP_CASES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(6);
+        .unwrap_or(40);
     let seed: u64 = std::env::var("SEAL_PROP_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -307,7 +308,8 @@ async fn every_sealed_generated_run_verifies_and_no_refused_package_is_paid_for(
         };
         let before = w.lb.calls().len();
         let (code, v, err) = w.judge(&folder, &store).await;
-        let why = format!("case {case} (SEAL_PROP_SEED={seed}, {example_name}, {store}): {v}\n{err}");
+        let why =
+            format!("case {case} (SEAL_PROP_SEED={seed}, {example_name}, {store}): {v}\n{err}");
         assert_eq!(code, Some(0), "{why}");
         sealed += 1;
         assert_eq!(v["postguardPassed"], json!(true), "{why}");
@@ -315,7 +317,10 @@ async fn every_sealed_generated_run_verifies_and_no_refused_package_is_paid_for(
         // loopback personas always answer, so an infra_error roll is one the guard blocked).
         let rolls = v["rolls"].as_array().cloned().unwrap_or_default();
         assert!(!rolls.is_empty(), "{why}");
-        let passed = rolls.iter().filter(|r| r["outcome"] != "infra_error").count();
+        let passed = rolls
+            .iter()
+            .filter(|r| r["outcome"] != "infra_error")
+            .count();
         blocked_rolls += rolls.len() - passed;
         let calls = w.lb.calls().len() - before;
         assert_eq!(calls, 2 * passed, "{why}");
@@ -325,4 +330,69 @@ async fn every_sealed_generated_run_verifies_and_no_refused_package_is_paid_for(
         }
     }
     eprintln!("sealed => verified: {sealed} sealed, {blocked_rolls} rolls blocked by the guard");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A postguard refusal is a decision verify re-proves
+// ---------------------------------------------------------------------------------------------
+
+/// An object nobody binds, planted in the run folder before finalize: the postguard refuses
+/// (`infra_error`, `postguard_refs_resolve`) and seals that; `seal verify` re-derives exactly
+/// that finding and verifies the run as that decision. Another planted object after the seal
+/// is not what the postguard derived: verify refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_the_postguard_refused_verifies_as_that_decision() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    let dir = tempfile::tempdir().unwrap();
+    let key = seal::sealing::SigningKey::generate();
+    let (_, pem) = key.write_pair(&dir.path().join("keys")).unwrap();
+    let root = dir.path().join("store");
+    let url = file_url(&root);
+    let store = seal::store::Store::open(&url).await.unwrap();
+    let engine = seal::engine::Engine::new(store, config_for(&lb, &[]), Some(key)).unwrap();
+    let (folder, _) = judge_roll1(&engine, &example("run-narrative-0010-pass")).await;
+    let run = folder.run().to_string();
+    let run_dir = root.join("runs").join(&run);
+    std::fs::write(run_dir.join("stray.json"), b"{}").unwrap();
+    let done = seal::postguard::finalize(&engine, folder.run())
+        .await
+        .expect("the postguard decides");
+    let ev = done.evidence();
+    assert_eq!(ev.outcome, Some(seal::doc::Outcome::InfraError));
+    let reasons: Vec<String> = ev
+        .decision
+        .as_ref()
+        .unwrap()
+        .reasons
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    assert_eq!(reasons, ["postguard_refs_resolve"]);
+    let verify = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_seal"));
+        c.current_dir(dir.path()).args([
+            "verify",
+            &run,
+            "--store",
+            &url,
+            "--trust",
+            &pem.display().to_string(),
+        ]);
+        run_out(c)
+    };
+    let (code, out) = verify().await;
+    assert_eq!(code, Some(0), "{out}");
+    std::fs::write(run_dir.join("stray-2.json"), b"{}").unwrap();
+    let (code, out) = verify().await;
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("stray-2.json"), "{out}");
+}
+
+async fn run_out(c: Command) -> (Option<i32>, String) {
+    let out = run(c).await;
+    (
+        out.status.code(),
+        format!("{}{}", text(&out.stdout), text(&out.stderr)),
+    )
 }

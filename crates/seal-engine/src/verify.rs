@@ -524,6 +524,9 @@ async fn check_run(
     let audited = audit::audit_bound(store, &ev, brief.as_deref()).await;
     problems.extend(audited.problems);
     problems.dedup();
+    // A run the postguard refused (`postguard_<check>`) verifies as that decision when its
+    // finding is what the stored run derives now.
+    let problems = audit::reprove_postguard(&ev, problems);
     report.verified = problems.is_empty();
     report.problems = problems;
     // The audit lists the folder of the run the evidence names. Copied under another id, that

@@ -152,7 +152,10 @@ pub(super) fn find_token(text: &str, needle: &str, from: usize) -> Option<usize>
         return None;
     }
     let b = text.as_bytes();
-    let word = |i: Option<usize>| i.and_then(|i| b.get(i)).is_some_and(u8::is_ascii_alphanumeric);
+    let word = |i: Option<usize>| {
+        i.and_then(|i| b.get(i))
+            .is_some_and(u8::is_ascii_alphanumeric)
+    };
     let mut start = from;
     while let Some(off) = text.get(start..)?.find(needle) {
         let i = start + off;
@@ -290,7 +293,10 @@ mod tests {
     fn shadow(task_id: serde_json::Value) -> (Evidence, ProofPackage) {
         let (mut header, proof) = inputs("run-heritage-0017-disputed-font");
         let x = &mut header.extensions.0;
-        x.insert("_designId".into(), json!("3f9a1c0e7b2d48a6915e0c7d2b4f6a8e"));
+        x.insert(
+            "_designId".into(),
+            json!("3f9a1c0e7b2d48a6915e0c7d2b4f6a8e"),
+        );
         x.insert("_taskId".into(), task_id);
         x.insert("_traceId".into(), json!("8c1f4e2a-6b3d-4f7e-9a15"));
         (header, proof)

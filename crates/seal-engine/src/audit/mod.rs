@@ -251,6 +251,52 @@ pub fn run_cost(object: &Key, header: &Evidence, doc: &Evidence) -> Option<Probl
     })
 }
 
+/// One `finalPostguard.checks` entry: ok, or the first problems of that check. The postguard
+/// records its checks with it, and `seal verify` re-derives a recorded failure with it.
+pub fn record_check(id: AuditCheck, problems: &[Problem]) -> Check<AuditCheck> {
+    let mine: Vec<&Problem> = problems.iter().filter(|p| p.check == id).collect();
+    if mine.is_empty() {
+        return Check::new(id, true, "ok");
+    }
+    let text: Vec<String> = mine.iter().take(5).map(|p| p.to_string()).collect();
+    let more = if mine.len() > 5 {
+        format!(" (+{} more)", mine.len() - 5)
+    } else {
+        String::new()
+    };
+    Check::new(id, false, format!("{}{more}", text.join("; ")))
+}
+
+/// The problems of a sealed run once its postguard's own refusal is re-proved: for each check
+/// `finalPostguard` records as failed, the problems of that check found now are the postguard's
+/// finding when [`record_check`] gives exactly the recorded entry from them, and are then the
+/// evidence of the sealed decision, not a fault of the run (at most five: the entry names five
+/// and counts the rest). Any other difference (a recorded failure that does not recompute,
+/// other or more problems) stays, with the recorded entry named.
+pub fn reprove_postguard(doc: &Evidence, problems: Vec<Problem>) -> Vec<Problem> {
+    let Some(pg) = &doc.final_postguard else {
+        return problems;
+    };
+    let mut problems = problems;
+    for recorded in pg.checks.iter().filter(|c| !c.ok && c.id.is_postguard()) {
+        let derived = record_check(recorded.id, &problems);
+        // Past five problems the entry only counts the rest, so it would not pin them.
+        let pinned = problems.iter().filter(|p| p.check == recorded.id).count() <= 5;
+        if derived == *recorded && pinned {
+            problems.retain(|p| p.check != recorded.id);
+        } else {
+            problems.push(Problem::mismatch(
+                recorded.id,
+                format!("runs/{}/evidence.json finalPostguard", doc.run_id),
+                &recorded.detail,
+                &derived.detail,
+                "the postguard's recorded failure is not what the stored run derives",
+            ));
+        }
+    }
+    problems
+}
+
 /// Sha256 of bytes, for messages.
 fn hash_of(b: &[u8]) -> Hash {
     Hash::of(b)

@@ -636,7 +636,7 @@ async fn postguard_checks(
     }
     Ok(AuditCheck::POSTGUARD
         .iter()
-        .map(|id| record_check(*id, &problems))
+        .map(|id| audit::record_check(*id, &problems))
         .collect())
 }
 
@@ -654,19 +654,4 @@ fn document_problems(run: &RunId, snap: &Evidence, value: &serde_json::Value) ->
         problems.push(Problem::new(AuditCheck::Invariants, object, detail));
     }
     problems
-}
-
-/// One `finalPostguard.checks` entry: ok, or the first problems of that check.
-fn record_check(id: AuditCheck, problems: &[Problem]) -> Check<AuditCheck> {
-    let mine: Vec<&Problem> = problems.iter().filter(|p| p.check == id).collect();
-    if mine.is_empty() {
-        return Check::new(id, true, "ok");
-    }
-    let text: Vec<String> = mine.iter().take(5).map(|p| p.to_string()).collect();
-    let more = if mine.len() > 5 {
-        format!(" (+{} more)", mine.len() - 5)
-    } else {
-        String::new()
-    };
-    Check::new(id, false, format!("{}{more}", text.join("; ")))
 }
