@@ -5,12 +5,15 @@
 //!    shows a score of 4800 is judged normally (roll 1 inconclusive, roll 2 pass) and verifies.
 //! 2. A leak the scrub cannot remove (the actor's self-talk echoed by the game) blocks the roll
 //!    before any judge is called (`infra_guard_blinding`), and the sealed run verifies.
-//! 3. Sealed ⇒ verified over generated run folders with adversarial identity collisions
+//! 3. Sealed ⇒ verified over run folders from `seal_testkit::collide`, with adversarial identity collisions
 //!    (numeric ids equal to numbers in the events, ids inside the brief and obligations,
 //!    unicode look-alikes, ids split across events, self-talk and seeds the scrub cannot
-//!    reach): every run that comes out sealed verifies, and the judges are called exactly for
-//!    the rolls whose guard passed. `SEAL_PROP_CASES` (default 40, about 7 s) and `SEAL_PROP_SEED` set the
-//!    run; both are printed.
+//!    reach), judged on `file://` (then verified by `seal verify` and by the independent
+//!    `tools/verify_sealed_run.py`) and `memory://`: every run that comes out sealed verifies,
+//!    and the judges are called exactly for the rolls whose guard passed.
+//!    `SEAL_PROP_CASES` (default 40, about 7 s) and `SEAL_PROP_SEED` set the run; both are
+//!    printed. 400 cases take about a minute.
+//! 4. A postguard refusal (`postguard_refs_resolve`) verifies as that decision.
 
 mod common;
 
@@ -23,16 +26,13 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
 use common::*;
+use seal_testkit::collide;
 use seal_testkit::loopback::Loopback;
 
 const SALT: &str = "blinding-salt-0123456789abcdef0123456789abcdef";
 
 fn read(p: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
-}
-
-fn write(p: &Path, v: &Value) {
-    std::fs::write(p, serde_json::to_vec(v).unwrap()).unwrap();
 }
 
 struct World {
@@ -95,21 +95,12 @@ impl World {
     }
 }
 
-/// Sets a header field and rewrites the brief (with its hash in the header).
 fn edit_header(folder: &Path, edit: impl FnOnce(&mut Value, &mut String)) {
-    let mut header = read(&folder.join("header.json"));
-    let mut brief = std::fs::read_to_string(folder.join("brief.md")).unwrap();
-    edit(&mut header, &mut brief);
-    header["briefHash"] = json!(seal::canonical::Hash::of(brief.as_bytes()).to_string());
-    std::fs::write(folder.join("brief.md"), &brief).unwrap();
-    write(&folder.join("header.json"), &header);
+    collide::edit_header(folder, edit).unwrap();
 }
 
 fn edit_proof(folder: &Path, roll: u8, edit: impl FnOnce(&mut Value)) {
-    let p = folder.join(format!("roll-{roll}/proof-package.json"));
-    let mut proof = read(&p);
-    edit(&mut proof);
-    write(&p, &proof);
+    collide::edit_proof(folder, roll, edit).unwrap();
 }
 
 fn store_file(root: &Path, run: &str, rel: &str) -> Value {
@@ -191,92 +182,38 @@ async fn self_talk_echoed_by_the_game_blocks_the_roll_before_any_judge_and_verif
 // Sealed ⇒ verified over generated run folders
 // ---------------------------------------------------------------------------------------------
 
-/// Every number of a proof package's events (data values and times).
-fn event_numbers(proof: &Value) -> Vec<u64> {
-    let mut out = Vec::new();
-    for e in proof["events"].as_array().unwrap() {
-        out.extend(e["tMs"].as_u64());
-        if let Some(m) = e["data"].as_object() {
-            out.extend(m.values().filter_map(Value::as_u64));
-        }
+/// Whether `python3` with `cryptography` runs the independent verifier here (required in CI,
+/// `SEAL_REQUIRE_PYTHON=1`).
+fn python_ready() -> bool {
+    let ok = Command::new("python3")
+        .args([
+            "-c",
+            "import cryptography.hazmat.primitives.asymmetric.ed25519",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert_ne!(
+            std::env::var("SEAL_REQUIRE_PYTHON").as_deref(),
+            Ok("1"),
+            "SEAL_REQUIRE_PYTHON=1 but python3 cannot import cryptography"
+        );
+        eprintln!("SKIPPED the independent verifier: python3 cannot import cryptography");
     }
-    out.retain(|n| *n > 0);
-    out
+    ok
 }
 
-/// A run folder with adversarial identity collisions, from an example and `rng`.
-fn adversarial(folder: &Path, case: u64, rng: &mut rand::rngs::StdRng) {
-    let run_id = format!("run-prop-{case:05}-x{}", rng.gen_range(100..999));
-    let design = format!("{:032x}", rng.gen::<u128>());
-    let trace = format!("trace-{:x}-{:x}", rng.gen::<u32>(), rng.gen::<u32>());
-    let first = read(&folder.join("roll-1/proof-package.json"));
-    let numbers = event_numbers(&first);
-    let task: Value = match rng.gen_range(0..3) {
-        0 => json!(numbers.choose(rng).copied().unwrap_or(4800).to_string()),
-        1 => json!(numbers.choose(rng).copied().unwrap_or(4800)),
-        _ => json!(format!("task-{}", rng.gen_range(1000..99999))),
-    };
-    let planted_in_brief = rng.gen_bool(0.5);
-    let (d2, t2) = (design.clone(), trace.clone());
-    edit_header(folder, |h, brief| {
-        h["runId"] = json!(run_id);
-        h["acceptanceMode"] = json!("v3_shadow");
-        h["_designId"] = json!(d2);
-        h["_taskId"] = task.clone();
-        h["_traceId"] = json!(t2);
-        if planted_in_brief {
-            brief.push_str(&format!("\n\nDesign {d2}, trace {t2}, task {task}.\n"));
-        }
-        for o in h["proofObligations"].as_array_mut().unwrap() {
-            if o["description"].is_string() && o["id"] == "core.loop-reached" {
-                let d = o["description"].as_str().unwrap().to_string();
-                o["description"] = json!(format!("{d} (for {run_id})"));
-            }
-        }
-    });
-    let rolls = if folder.join("roll-2").is_dir() { 2 } else { 1 };
-    for roll in 1..=rolls {
-        let kinds: Vec<u8> = (0..rng.gen_range(1..4))
-            .map(|_| rng.gen_range(0..7))
-            .collect();
-        let (design, trace) = (design.clone(), trace.clone());
-        let look_alike = run_id.replace('-', "\u{2010}");
-        let block_seed = rng.gen_bool(0.2);
-        let pick = rng.gen_range(0..1000usize);
-        edit_proof(folder, roll, move |p| {
-            let n = p["events"].as_array().unwrap().len();
-            let raw = p["actions"][0]["request"]["raw"].clone();
-            let seed = p["actualGameSeed"].clone();
-            let events = p["events"].as_array_mut().unwrap();
-            let e = pick % n;
-            for k in &kinds {
-                match k {
-                    // A numeric id occurring in the events as a number and in text.
-                    0 => events[e]["data"]["echo"] = task_number(&events[e]),
-                    1 => events[e]["data"]["msg"] = json!(format!("by {design}")),
-                    2 => events[e]["data"]["who"] = json!(look_alike),
-                    // An id split across two events.
-                    3 => {
-                        let (a, b) = trace.split_at(trace.len() / 2);
-                        events[e]["data"]["part"] = json!(a);
-                        events[(e + 1) % n]["data"]["part"] = json!(b);
-                    }
-                    4 => events[e]["name"] = json!(format!("trace:{trace}")),
-                    5 => events[e]["data"][design.as_str()] = json!(true),
-                    _ => events[e]["data"]["said"] = raw.clone(),
-                }
-            }
-            // A seed the scrub cannot reach: the last event's time (times stay in order).
-            if block_seed {
-                events[e]["data"]["level"] = json!(format!("level {seed}"));
-                events[n - 1]["tMs"] = seed;
-            }
-        });
-    }
-}
-
-fn task_number(e: &Value) -> Value {
-    e["tMs"].clone()
+/// `tools/verify_sealed_run.py` on a run of the world's file store.
+async fn python_verify(root: &Path, run: &str) -> (Option<i32>, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/verify_sealed_run.py");
+    let mut c = Command::new("python3");
+    c.arg(script)
+        .arg("--store")
+        .arg(root.join("store"))
+        .args(["--run", run])
+        .arg("--pub")
+        .arg(root.join("keys/seal.pub.pem"));
+    run_out(c).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -291,12 +228,13 @@ async fn every_sealed_generated_run_verifies_and_no_refused_package_is_paid_for(
         .unwrap_or_else(|| rand::thread_rng().gen());
     eprintln!("sealed => verified: {cases} cases, SEAL_PROP_SEED={seed}");
     let w = World::new().await;
+    let python = python_ready();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let (mut sealed, mut blocked_rolls) = (0, 0);
     for case in 0..cases {
         let example_name = *EXAMPLES.choose(&mut rng).unwrap();
         let folder = w.folder(example_name, &format!("case-{case}"));
-        adversarial(&folder, case, &mut rng);
+        collide::adversarial(&folder, case, &mut rng).unwrap();
         let run = read(&folder.join("header.json"))["runId"]
             .as_str()
             .unwrap()
@@ -327,6 +265,10 @@ async fn every_sealed_generated_run_verifies_and_no_refused_package_is_paid_for(
         if store.starts_with("file:") {
             let (code, out) = w.verify(&run, &store).await;
             assert_eq!(code, Some(0), "{why}\n{out}");
+            if python {
+                let (code, out) = python_verify(w.dir.path(), &run).await;
+                assert_eq!(code, Some(0), "independent verifier: {why}\n{out}");
+            }
         }
     }
     eprintln!("sealed => verified: {sealed} sealed, {blocked_rolls} rolls blocked by the guard");

@@ -107,7 +107,14 @@ fn blinding(a: &mut Audit, doc: &Evidence, run: &RunId, r: &Roll, l: &LoadedRoll
     match (recorded, &derived) {
         (None, None) => {}
         (Some(rec), Some(d)) if rec == d && r.roll_guard.status == GuardStatus::Blocked => {}
-        (None, Some(d)) => a.push(AuditCheck::Blinding, &r.judge_package_ref, &d.detail),
+        (None, Some(_)) => a.push(
+            AuditCheck::Blinding,
+            &r.judge_package_ref,
+            format!(
+                "forbidden values in the judge package the judges were sent: {}",
+                blinding::leaks(&l.package_bytes, doc, &l.proof).join(", ")
+            ),
+        ),
         (Some(rec), None) => a.push(
             AuditCheck::Blinding,
             &r.judge_package_ref,
