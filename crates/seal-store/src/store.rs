@@ -257,7 +257,7 @@ impl Store {
                 detail: "only log entries, checkpoints and tiles are ever removed".into(),
             });
         }
-        object::delete(self.backend.objects(), key).await?;
+        self.backend.remove(key).await?;
         crash::after_write(key);
         Ok(())
     }
@@ -461,7 +461,7 @@ impl Store {
     pub async fn runs(&self) -> Result<RunListing, StoreError> {
         let mut runs = Vec::new();
         let mut invalid = Vec::new();
-        for name in object::names(self.backend.objects(), "runs").await? {
+        for name in self.backend.names("runs").await? {
             match RunId::parse(&name) {
                 Ok(r) => runs.push(r),
                 Err(_) => invalid.push(name.chars().take(200).collect()),
