@@ -18,6 +18,8 @@ const CRONJOB_MIB: u64 = 256;
 
 /// Runs `seal verify --all` on `store` from `cwd`: exit code, output, peak RSS in MiB of the
 /// process (its own `ru_maxrss`, from `wait4`).
+// The child is reaped by `wait4` (for its rusage), which clippy cannot see.
+#[allow(clippy::zombie_processes)]
 fn verify_all(cwd: &Path, store: &Path) -> (i32, String, u64) {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_seal"))
         .current_dir(cwd)

@@ -136,8 +136,9 @@ pub mod bounds {
     pub const RECEIPT_BYTES: u64 = 64 * 1024;
     /// `runs/<run>/<roll>/cost-reservation.json`: a roll's price bound and its MAC (528 bytes).
     pub const COST_RESERVATION_BYTES: u64 = 64 * 1024;
-    /// `runs/<run>/reviews/<n>.dsse.json`: admission refuses a larger review envelope.
-    pub const REVIEW_BYTES: u64 = crate::review::MAX_ENVELOPE_BYTES;
+    /// `runs/<run>/reviews/<n>.dsse.json`: admission refuses a larger review envelope
+    /// (`review::MAX_ENVELOPE_BYTES`, the same number; a test holds them equal).
+    pub const REVIEW_BYTES: u64 = 256 * 1024;
     /// `runs/<run>/<roll>/roll.json`: the refs and hashes of a roll's documents, a set a slot
     /// and attempt (3,031 bytes for a roll of two slots; at most three attempts a slot).
     pub const ROLL_RECORD_BYTES: u64 = 1024 * 1024;
@@ -214,6 +215,7 @@ mod tests {
             Some("attempt's meta")
         );
         assert_eq!(bound("receipts/r1/roll-1/roll.json"), Some("receipt"));
+        assert_eq!(REVIEW_BYTES, crate::review::MAX_ENVELOPE_BYTES);
         for unbounded in [
             "runs/r1/evidence.json",
             "runs/r1/header.json",

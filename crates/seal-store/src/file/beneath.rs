@@ -87,10 +87,10 @@ impl From<Errno> for Walk {
     }
 }
 
-/// A folder made on the way by [`Root::dir_made`], for the caller's durability.
+/// What [`Root::dir_made`] did on the way, for the caller's durability and counters.
 pub(crate) struct Made {
-    /// The folders were created by this call (their entries need a flush).
-    pub(crate) any: bool,
+    /// Folder fsyncs made (per-object durability).
+    pub(crate) synced: u64,
 }
 
 /// The store's root folder, held open for the life of the store.
@@ -163,7 +163,7 @@ impl Root {
     /// each new folder's entry is fsynced into its parent (per-object durability).
     pub(crate) fn dir_made(&self, rel: &str, sync_parents: bool) -> Result<(OwnedFd, Made), Walk> {
         match self.dir(rel) {
-            Ok(fd) => Ok((fd, Made { any: false })),
+            Ok(fd) => Ok((fd, Made { synced: 0 })),
             Err(Walk::Missing) => self.walk_dir(rel, Some(sync_parents)),
             Err(e) => Err(e),
         }
@@ -172,7 +172,7 @@ impl Root {
     /// The walk to folder `rel`; `create` makes the missing ones (`Some(sync_parents)`).
     fn walk_dir(&self, rel: &str, create: Option<bool>) -> Result<(OwnedFd, Made), Walk> {
         let mut cur = openat(&self.fd, ".", dir_flags(), Mode::empty())?;
-        let mut made = Made { any: false };
+        let mut made = Made { synced: 0 };
         if rel.is_empty() {
             return Ok((cur, made));
         }
@@ -187,14 +187,14 @@ impl Root {
                         return Err(Walk::Missing);
                     };
                     match rustix::fs::mkdirat(&cur, name, Mode::from_raw_mode(0o777)) {
-                        Ok(()) => made.any = true,
+                        Ok(()) => {}
                         // A racing writer made it: its entry may not be durable yet either.
                         Err(e) if e == Errno::EXIST => {}
                         Err(e) => return Err(e.into()),
                     }
                     if sync {
                         rustix::fs::fsync(&cur).map_err(|e| Walk::Io(e.into()))?;
-                        super::durable::count_dir_sync();
+                        made.synced += 1;
                     }
                     openat(&cur, name, dir_flags(), Mode::empty())
                 }

@@ -141,7 +141,10 @@ pub(crate) fn create(
     // together with the object's (per object: their parents are fsynced on the way).
     let open_dir = || {
         root.dir_made(dir_rel, flush == Flush::PerObject)
-            .map(|(fd, _)| fd)
+            .map(|(fd, made)| {
+                count_dir_syncs(made.synced);
+                fd
+            })
             .map_err(|e| e.into_store(key.as_str(), "create folder"))
     };
     let mut dir = open_dir()?;
@@ -233,9 +236,10 @@ pub(crate) fn link(root: &Root, from: &Key, to: &Key, flush: Flush) -> Result<bo
     let src = root
         .dir(from_dir)
         .map_err(|e| e.into_store(from.as_str(), "create-only copy"))?;
-    let (dst, _) = root
+    let (dst, made) = root
         .dir_made(to_dir, flush == Flush::PerObject)
         .map_err(|e| e.into_store(to.as_str(), "create folder"))?;
+    count_dir_syncs(made.synced);
     let created = match rustix::fs::linkat(&src, from_name, &dst, to_name, AtFlags::empty()) {
         Ok(()) => true,
         Err(e) if e == rustix::io::Errno::EXIST => false,
@@ -288,15 +292,15 @@ fn sync_data(file: &File) -> std::io::Result<()> {
 
 fn dir_sync(dir: &OwnedFd) -> std::io::Result<()> {
     rustix::fs::fsync(dir)?;
-    count_dir_sync();
+    count_dir_syncs(1);
     Ok(())
 }
 
-/// Counts one folder fsync (here or on a folder made by [`beneath`]).
-pub(super) fn count_dir_sync() {
-    DIR_FSYNCS.fetch_add(1, Ordering::Relaxed);
+/// Counts `n` folder fsyncs (here or of folders made by [`beneath`]).
+pub(super) fn count_dir_syncs(n: u64) {
+    DIR_FSYNCS.fetch_add(n, Ordering::Relaxed);
     #[cfg(test)]
-    DIR_SYNCS_HERE.with(|n| n.set(n.get() + 1));
+    DIR_SYNCS_HERE.with(|c| c.set(c.get() + n));
 }
 
 /// `renameat2(RENAME_NOREPLACE)` within `dir`; where the filesystem lacks it, a hard link

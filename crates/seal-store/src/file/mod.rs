@@ -312,9 +312,10 @@ impl FileBackend {
         let file = self
             .on_disk(key.as_str(), "create upload", move |root| {
                 let (dir, name) = beneath::split(k.as_str());
-                let (fd, _) = root
+                let (fd, made) = root
                     .dir_made(dir, per_object)
                     .map_err(|w| w.into_store(k.as_str(), "create folder"))?;
+                durable::count_dir_syncs(made.synced);
                 let flags = rustix::fs::OFlags::WRONLY
                     | rustix::fs::OFlags::CREATE
                     | rustix::fs::OFlags::EXCL
