@@ -97,6 +97,8 @@ pub(crate) struct Made {
 #[derive(Debug)]
 pub(crate) struct Root {
     fd: OwnedFd,
+    /// The folder's path as the store URL named it (for messages only).
+    path: std::path::PathBuf,
 }
 
 impl Root {
@@ -108,7 +110,15 @@ impl Root {
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )?;
-        Ok(Root { fd })
+        Ok(Root {
+            fd,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The root's path as the store URL named it (for messages only: never opened again).
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
     }
 
     /// The root's own descriptor (a flush of its filesystem).

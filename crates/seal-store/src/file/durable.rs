@@ -216,7 +216,7 @@ pub(crate) fn create(
 /// Makes every name created on `root`'s filesystem so far durable: one group flush.
 pub(crate) fn settle(root: &Root) -> Result<(), StoreError> {
     let error = |op, e: std::io::Error| StoreError::Backend {
-        key: String::new(),
+        key: root.path().display().to_string(),
         op,
         detail: e.to_string(),
     };
