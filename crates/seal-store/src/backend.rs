@@ -83,6 +83,31 @@ impl Backend {
         }
     }
 
+    /// Deletes `key`; absent already is success.
+    pub(crate) async fn remove(&self, key: &Key) -> Result<(), StoreError> {
+        match self {
+            Backend::File(f) => f.remove(key).await,
+            Backend::Object(s) => object::delete(s.as_ref(), key).await,
+        }
+    }
+
+    /// The names directly under the folder `dir`: its sub-folders and its objects.
+    pub(crate) async fn names(&self, dir: &str) -> Result<Vec<String>, StoreError> {
+        match self {
+            Backend::File(f) => f.names(dir).await,
+            Backend::Object(s) => object::names(s.as_ref(), dir).await,
+        }
+    }
+
+    /// Copies `from` to `to` unless `to` exists (a large blob's upload linked into place):
+    /// `true` when this call created `to`.
+    pub(crate) async fn copy_if_absent(&self, from: &Key, to: &Key) -> Result<bool, StoreError> {
+        match self {
+            Backend::File(f) => f.link_upload(from, to).await,
+            Backend::Object(s) => object::copy_if_absent(s.as_ref(), from, to).await,
+        }
+    }
+
     /// The object's bytes as a stream, never held whole.
     pub(crate) async fn stream(
         &self,

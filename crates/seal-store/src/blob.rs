@@ -69,7 +69,7 @@ impl Store {
             .link(&scratch, Hash::from_hasher(hasher), size, expected)
             .await;
         // Scratch objects are not evidence: removing them rewrites nothing.
-        let _ = object::delete(self.backend.objects(), &scratch).await;
+        let _ = self.backend.remove(&scratch).await;
         let (stored, created) = linked?;
         self.recent
             .record_hash(&stored.key, &stored.hash, stored.size);
@@ -89,6 +89,24 @@ impl Store {
         S: Stream<Item = Result<Bytes, E>> + Unpin,
         E: std::fmt::Display,
     {
+        if let crate::backend::Backend::File(f) = &self.backend {
+            // Written by seal itself beneath the store's root, never through a link.
+            let mut file = f.scratch(scratch).await?;
+            let streamed: Result<(), StoreError> = async {
+                file.write(head).await?;
+                while let Some(chunk) = stream.next().await {
+                    let chunk = chunk.map_err(|e| StoreError::Upload(e.to_string()))?;
+                    tally.add(&chunk)?;
+                    file.write(chunk).await?;
+                }
+                file.finish().await
+            }
+            .await;
+            if streamed.is_err() {
+                let _ = self.backend.remove(scratch).await;
+            }
+            return streamed;
+        }
         let upload = self
             .backend
             .objects()
@@ -132,7 +150,7 @@ impl Store {
     ) -> Result<(Stored, bool), StoreError> {
         check_expected(expected, &hash)?;
         let key = Key::cas(&hash);
-        let linked_ours = object::copy_if_absent(self.backend.objects(), scratch, &key).await?;
+        let linked_ours = self.backend.copy_if_absent(scratch, &key).await?;
         if linked_ours {
             crate::store::crash::after_write(&key);
         }

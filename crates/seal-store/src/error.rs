@@ -43,6 +43,23 @@ pub enum StoreError {
     Upload(String),
     #[error("{key}: not a regular file ({kind}): refused")]
     NotRegular { key: Key, kind: &'static str },
+    /// A `file://` path runs through something other than a folder (a folder swapped for a
+    /// symbolic link by whoever can write the store's filesystem): never followed.
+    #[error("{key}: refused: {at} is {kind}, not a folder (a store's paths run through folders only: a link there could lead outside the store)")]
+    LinkInPath {
+        key: String,
+        at: String,
+        kind: &'static str,
+    },
+    /// A document of a kind with a size bound (seal-core `limits::doc_bound`) is larger:
+    /// refused before it is read or parsed.
+    #[error("{key}: {size} bytes is over the bound of {bound} bytes for a {kind}: refused unread")]
+    OverBound {
+        key: Key,
+        kind: &'static str,
+        size: u64,
+        bound: u64,
+    },
 }
 
 impl HasFault for StoreError {
@@ -51,7 +68,9 @@ impl HasFault for StoreError {
             StoreError::HashMismatch { .. }
             | StoreError::BadDocument { .. }
             | StoreError::Canonical { .. }
-            | StoreError::NotRegular { .. } => Fault::Corruption,
+            | StoreError::NotRegular { .. }
+            | StoreError::LinkInPath { .. }
+            | StoreError::OverBound { .. } => Fault::Corruption,
             StoreError::Backend { .. } => Fault::Infrastructure,
             StoreError::Url { .. }
             | StoreError::Conflict { .. }
@@ -73,8 +92,11 @@ impl StoreError {
             | StoreError::Reserved { key }
             | StoreError::Canonical { key, .. }
             | StoreError::BadDocument { key, .. }
-            | StoreError::NotRegular { key, .. } => Some(key.to_string()),
-            StoreError::TooLarge { key, .. } | StoreError::Backend { key, .. } => Some(key.clone()),
+            | StoreError::NotRegular { key, .. }
+            | StoreError::OverBound { key, .. } => Some(key.to_string()),
+            StoreError::TooLarge { key, .. }
+            | StoreError::Backend { key, .. }
+            | StoreError::LinkInPath { key, .. } => Some(key.clone()),
             StoreError::Url { .. } | StoreError::Upload(_) => None,
         }
     }

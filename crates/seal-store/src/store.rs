@@ -257,7 +257,7 @@ impl Store {
                 detail: "only log entries, checkpoints and tiles are ever removed".into(),
             });
         }
-        object::delete(self.backend.objects(), key).await?;
+        self.backend.remove(key).await?;
         crash::after_write(key);
         Ok(())
     }
@@ -344,9 +344,25 @@ impl Store {
     }
 
     /// Reads a whole object (at most the document limit) into memory. On a `file://` store the
-    /// object must be a regular file ([`StoreError::NotRegular`]).
+    /// object must be a regular file ([`StoreError::NotRegular`]). A document of a kind with a
+    /// bound of its own ([`seal_core::limits::bounds::doc_bound`]: a seal envelope, a receipt,
+    /// a roll record…) larger than that bound is [`StoreError::OverBound`], refused from its
+    /// stored size before a byte of it is read.
     pub async fn get(&self, key: &Key) -> Result<Bytes, StoreError> {
-        self.backend.read(key, self.doc_limit).await
+        match seal_core::limits::bounds::doc_bound(key) {
+            Some(b) if b.bytes < self.doc_limit => {
+                self.backend.read(key, b.bytes).await.map_err(|e| match e {
+                    StoreError::TooLarge { size, .. } => StoreError::OverBound {
+                        key: key.clone(),
+                        kind: b.kind,
+                        size,
+                        bound: b.bytes,
+                    },
+                    other => other,
+                })
+            }
+            _ => self.backend.read(key, self.doc_limit).await,
+        }
     }
 
     /// Like [`Store::get`], `None` when absent.
@@ -364,7 +380,8 @@ impl Store {
     /// over as it does a forgery of the right size, instead of reading up to the document
     /// limit, or failing the command on it.
     pub async fn get_bounded(&self, key: &Key, bound: u64) -> Result<Bounded, StoreError> {
-        let bound = bound.min(self.doc_limit);
+        let own = seal_core::limits::bounds::doc_bound(key).map_or(u64::MAX, |b| b.bytes);
+        let bound = bound.min(self.doc_limit).min(own);
         match self.backend.read(key, bound).await {
             Ok(bytes) => Ok(Bounded::Read(bytes)),
             Err(StoreError::NotFound { .. }) => Ok(Bounded::Absent),
@@ -461,7 +478,7 @@ impl Store {
     pub async fn runs(&self) -> Result<RunListing, StoreError> {
         let mut runs = Vec::new();
         let mut invalid = Vec::new();
-        for name in object::names(self.backend.objects(), "runs").await? {
+        for name in self.backend.names("runs").await? {
             match RunId::parse(&name) {
                 Ok(r) => runs.push(r),
                 Err(_) => invalid.push(name.chars().take(200).collect()),

@@ -164,11 +164,9 @@ impl StoreUrl {
                 let fs = LocalFileSystem::new_with_prefix(p)
                     .map_err(|e| bad(&shown, e.to_string()))?
                     .with_fsync(true);
-                Ok(Backend::File(FileBackend::new(
-                    p.clone(),
-                    *flush,
-                    Arc::new(fs),
-                )))
+                let backend = FileBackend::new(p, *flush, Arc::new(fs))
+                    .map_err(|e| bad(&shown, format!("cannot open folder: {e}")))?;
+                Ok(Backend::File(backend))
             }
             StoreUrl::S3 {
                 bucket,

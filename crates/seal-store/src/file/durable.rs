@@ -26,15 +26,18 @@
 //! referenced object is never missing or torn after a crash; an unreferenced staging file may be
 //! left behind, and is never an object.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::MetadataExt;
+
+use rustix::fd::OwnedFd;
+use rustix::fs::{AtFlags, Mode, OFlags};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::beneath::{self, Root};
 use crate::{Key, StoreError};
 
 /// How a `file://` store makes a write durable (the store URL's `?flush=` option).
@@ -122,43 +125,42 @@ fn backend(key: &Key, op: &'static str, e: std::io::Error) -> StoreError {
     }
 }
 
-/// Creates `root/key` with exactly `bytes`, durably (its name as `name` says). `Ok(true)`:
-/// this call created it; `Ok(false)`: the key was already taken (the caller compares the
-/// stored bytes).
+/// Creates `key` beneath `root` with exactly `bytes`, durably (its name as `name` says).
+/// `Ok(true)`: this call created it; `Ok(false)`: the key was already taken (the caller
+/// compares the stored bytes). Every folder on the way is reached from the root's descriptor
+/// and refused when it is a link ([`super::beneath`]): nothing is ever written outside.
 pub(crate) fn create(
-    root: &Path,
+    root: &Root,
     key: &Key,
     bytes: &[u8],
     flush: Flush,
     name: Name,
 ) -> Result<bool, StoreError> {
-    let dest = root.join(key.as_str());
-    let Some(dir) = dest.parent().map(Path::to_path_buf) else {
-        return Err(backend(
-            key,
-            "create-only put",
-            std::io::Error::other("no parent folder"),
-        ));
-    };
+    let (dir_rel, file_name) = beneath::split(key.as_str());
     // Missing folders are created here; the flush after the rename makes their entries durable
-    // together with the object's (per object: their parents are fsynced here).
-    KNOWN_DIRS
-        .ensure(root, &dir, flush)
-        .map_err(|e| backend(key, "create folder", e))?;
-    let (mut file, staging) = match open_staging(&dest) {
-        // A folder this process made was removed behind it (an operator's clean-up, the
-        // store writer): forget what it knew of that branch and make it again, instead of
-        // failing every write into it until a restart.
+    // together with the object's (per object: their parents are fsynced on the way).
+    let open_dir = || {
+        root.dir_made(dir_rel, flush == Flush::PerObject)
+            .map(|(fd, made)| {
+                count_dir_syncs(made.synced);
+                fd
+            })
+            .map_err(|e| e.into_store(key.as_str(), "create folder"))
+    };
+    let mut dir = open_dir()?;
+    let (mut file, staging) = match open_staging(&dir, file_name) {
+        // The folder was removed behind the descriptor (an operator's clean-up, the store
+        // writer): resolve it again, making it anew.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            KNOWN_DIRS.forget(root, &dir);
-            KNOWN_DIRS
-                .ensure(root, &dir, flush)
-                .map_err(|e| backend(key, "create folder", e))?;
-            open_staging(&dest)
+            dir = open_dir()?;
+            open_staging(&dir, file_name)
         }
         opened => opened,
     }
     .map_err(|e| backend(key, "create staging file", e))?;
+    let remove_staging = |dir: &OwnedFd| {
+        let _ = rustix::fs::unlinkat(dir, staging.as_str(), AtFlags::empty());
+    };
     // The group commit is the staging file's filesystem's (a sub-folder may be another mount);
     // a per-object store needs neither it nor the `fstat` that finds it.
     let commit = match flush {
@@ -166,7 +168,7 @@ pub(crate) fn create(
         Flush::Batch => match file.metadata() {
             Ok(m) => Some(GroupCommit::of_device(m.dev())),
             Err(e) => {
-                let _ = std::fs::remove_file(&staging);
+                remove_staging(&dir);
                 return Err(backend(key, "stat staging file", e));
             }
         },
@@ -180,17 +182,17 @@ pub(crate) fn create(
         None => sync_data(&file),
     });
     if let Err(e) = synced {
-        let _ = std::fs::remove_file(&staging);
+        remove_staging(&dir);
         return Err(backend(key, "write", e));
     }
-    let created = match rename_noreplace(&staging, &dest) {
+    let created = match rename_noreplace(&dir, &staging, file_name) {
         Ok(()) => true,
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let _ = std::fs::remove_file(&staging);
+            remove_staging(&dir);
             false
         }
         Err(e) => {
-            let _ = std::fs::remove_file(&staging);
+            remove_staging(&dir);
             return Err(backend(key, "rename into place", e));
         }
     };
@@ -212,38 +214,67 @@ pub(crate) fn create(
 }
 
 /// Makes every name created on `root`'s filesystem so far durable: one group flush.
-pub(crate) fn settle(root: PathBuf) -> Result<(), StoreError> {
-    let error = |op, e| StoreError::Backend {
-        key: root.display().to_string(),
+pub(crate) fn settle(root: &Root) -> Result<(), StoreError> {
+    let error = |op, e: std::io::Error| StoreError::Backend {
+        key: root.path().display().to_string(),
         op,
-        detail: format!("{e}"),
+        detail: e.to_string(),
     };
-    let dir = File::open(&root).map_err(|e| error("open the store's folder", e))?;
-    let dev = dir
-        .metadata()
-        .map_err(|e| error("stat the store's folder", e))?
-        .dev();
-    GroupCommit::of_device(dev)
-        .flush(&dir)
+    let st =
+        rustix::fs::fstat(root.fd()).map_err(|e| error("stat the store's folder", e.into()))?;
+    GroupCommit::of_device(st.st_dev)
+        .flush(root.fd())
         .map_err(|e| error("flush the store's filesystem", e))
 }
 
-/// A new staging file next to `dest`, never following or reusing anything that is there.
-fn open_staging(dest: &Path) -> std::io::Result<(File, PathBuf)> {
+/// Hard-links the uploaded object `from` to `to`, create-only, both folders reached beneath
+/// `root` (a link on the way to either is refused); `Ok(false)` when `to` was taken. The
+/// upload's bytes are durable already (it was fsynced); the new name is made durable here.
+pub(crate) fn link(root: &Root, from: &Key, to: &Key, flush: Flush) -> Result<bool, StoreError> {
+    let (from_dir, from_name) = beneath::split(from.as_str());
+    let (to_dir, to_name) = beneath::split(to.as_str());
+    let src = root
+        .dir(from_dir)
+        .map_err(|e| e.into_store(from.as_str(), "create-only copy"))?;
+    let (dst, made) = root
+        .dir_made(to_dir, flush == Flush::PerObject)
+        .map_err(|e| e.into_store(to.as_str(), "create folder"))?;
+    count_dir_syncs(made.synced);
+    let created = match rustix::fs::linkat(&src, from_name, &dst, to_name, AtFlags::empty()) {
+        Ok(()) => true,
+        Err(e) if e == rustix::io::Errno::EXIST => false,
+        Err(e) if e == rustix::io::Errno::NOENT => {
+            return Err(StoreError::NotFound { key: from.clone() })
+        }
+        Err(e) => return Err(backend(to, "create-only copy", e.into())),
+    };
+    match flush {
+        Flush::Batch => {
+            let st = rustix::fs::fstat(&dst).map_err(|e| backend(to, "stat folder", e.into()))?;
+            GroupCommit::of_device(st.st_dev)
+                .flush(&dst)
+                .map_err(|e| backend(to, "flush the store's filesystem", e))?
+        }
+        Flush::PerObject => dir_sync(&dst).map_err(|e| backend(to, "fsync folder", e))?,
+    }
+    if created {
+        CREATED.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(created)
+}
+
+/// A new staging file `<name>#<n>` in `dir`, never following or reusing anything that is
+/// there: the file and its name.
+fn open_staging(dir: &OwnedFd, name: &str) -> std::io::Result<(File, String)> {
     use rand::Rng;
     for _ in 0..8 {
-        let mut name = dest.as_os_str().to_owned();
-        name.push(format!("#{}", rand::thread_rng().gen::<u64>()));
-        let staging = PathBuf::from(name);
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&staging)
-        {
-            Ok(f) => return Ok((f, staging)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
+        let staging = format!("{name}#{}", rand::thread_rng().gen::<u64>());
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        match rustix::fs::openat(dir, staging.as_str(), flags, Mode::from_raw_mode(0o666)) {
+            Ok(fd) => return Ok((File::from(fd), staging)),
+            Err(e) if e == rustix::io::Errno::EXIST => continue,
+            Err(e) => return Err(e.into()),
         }
     }
     Err(std::io::Error::other(
@@ -259,23 +290,28 @@ fn sync_data(file: &File) -> std::io::Result<()> {
     Ok(())
 }
 
-fn dir_sync(dir: &Path) -> std::io::Result<()> {
-    File::open(dir)?.sync_all()?;
-    DIR_FSYNCS.fetch_add(1, Ordering::Relaxed);
-    #[cfg(test)]
-    DIR_SYNCS_HERE.with(|n| n.set(n.get() + 1));
+fn dir_sync(dir: &OwnedFd) -> std::io::Result<()> {
+    rustix::fs::fsync(dir)?;
+    count_dir_syncs(1);
     Ok(())
 }
 
-/// `renameat2(RENAME_NOREPLACE)`; where the filesystem lacks it, a hard link (which also fails
-/// on an existing name) and the removal of the staging name.
-fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
-    use rustix::fs::{renameat_with, RenameFlags, CWD};
-    match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+/// Counts `n` folder fsyncs (here or of folders made by [`beneath`]).
+pub(super) fn count_dir_syncs(n: u64) {
+    DIR_FSYNCS.fetch_add(n, Ordering::Relaxed);
+    #[cfg(test)]
+    DIR_SYNCS_HERE.with(|c| c.set(c.get() + n));
+}
+
+/// `renameat2(RENAME_NOREPLACE)` within `dir`; where the filesystem lacks it, a hard link
+/// (which also fails on an existing name) and the removal of the staging name.
+fn rename_noreplace(dir: &OwnedFd, from: &str, to: &str) -> std::io::Result<()> {
+    use rustix::fs::{linkat, renameat_with, unlinkat, RenameFlags};
+    match renameat_with(dir, from, dir, to, RenameFlags::NOREPLACE) {
         Ok(()) => Ok(()),
         Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOSYS => {
-            std::fs::hard_link(from, to)?;
-            let _ = std::fs::remove_file(from);
+            linkat(dir, from, dir, to, AtFlags::empty())?;
+            let _ = unlinkat(dir, from, AtFlags::empty());
             Ok(())
         }
         Err(e) => Err(e.into()),
@@ -346,11 +382,11 @@ impl GroupCommit {
 
     /// Returns once a `syncfs` of `file`'s filesystem that started after this call began has
     /// succeeded.
-    fn flush(&self, file: &File) -> std::io::Result<()> {
+    fn flush(&self, file: impl rustix::fd::AsFd) -> std::io::Result<()> {
         #[cfg(test)]
         WAITS.with(|w| w.set(w.get() + 1));
         self.sync(|| {
-            rustix::fs::syncfs(file)?;
+            rustix::fs::syncfs(&file)?;
             FLUSHES.fetch_add(1, Ordering::Relaxed);
             Ok(())
         })
@@ -409,87 +445,6 @@ impl GroupCommit {
     }
 }
 
-/// Folders this process has made or found (as folders, not links): the next object in one of
-/// them skips the walk. Their entries need no flush of their own: the flush after an object's
-/// rename covers every folder created before it. Bounded: past the bound it is forgotten and
-/// folders are checked again (correct, only slower).
-struct KnownDirs(Mutex<HashSet<PathBuf>>);
-
-static KNOWN_DIRS: LazyLock<KnownDirs> = LazyLock::new(|| KnownDirs(Mutex::new(HashSet::new())));
-
-const KNOWN_DIRS_BOUND: usize = 65_536;
-
-impl KnownDirs {
-    fn known(&self, dir: &Path) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(dir)
-    }
-
-    /// Makes `dir` and every folder between it and `root` exist (the caller's batch flush makes
-    /// them durable; per object, each one's entry is fsynced into its parent here, also for a
-    /// folder a racing writer created and may not have synced yet).
-    fn ensure(&self, root: &Path, dir: &Path, flush: Flush) -> std::io::Result<()> {
-        if self.known(dir) {
-            return Ok(());
-        }
-        // The chain from `dir` up to (not including) the first folder already known, or the
-        // store root, which is the operator's and is taken as given.
-        let mut chain = Vec::new();
-        let mut d = dir;
-        while d != root && d.starts_with(root) && !self.known(d) {
-            chain.push(d.to_path_buf());
-            match d.parent() {
-                Some(p) => d = p,
-                None => break,
-            }
-        }
-        for folder in chain.iter().rev() {
-            match std::fs::create_dir(folder) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    // Never write into a link or a file standing where a folder belongs.
-                    let meta = std::fs::symlink_metadata(folder)?;
-                    if !meta.file_type().is_dir() {
-                        return Err(std::io::Error::other(format!(
-                            "{} is not a folder",
-                            folder.display()
-                        )));
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        if flush == Flush::PerObject {
-            for folder in chain.iter().rev() {
-                if let Some(parent) = folder.parent() {
-                    dir_sync(parent)?;
-                }
-            }
-        }
-        let mut set = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if set.len() + chain.len() > KNOWN_DIRS_BOUND {
-            set.clear();
-        }
-        set.extend(chain);
-        Ok(())
-    }
-
-    /// Forgets `dir` and every folder between it and `root`: any of them may be gone.
-    fn forget(&self, root: &Path, dir: &Path) {
-        let mut set = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut d = dir;
-        while d != root && d.starts_with(root) {
-            set.remove(d);
-            match d.parent() {
-                Some(p) => d = p,
-                None => break,
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -500,14 +455,18 @@ mod tests {
         Key::parse(s).unwrap()
     }
 
+    fn root(p: &std::path::Path) -> Root {
+        Root::open(p).unwrap()
+    }
+
     /// A create whose name is settled later waits for one flush (bytes before the name), a
     /// durable one for two, also on a taken key; a per-object store's settled create still
     /// fsyncs its folder (fails without the `Name::ByNextFlush` branch: two waits).
     #[test]
     fn a_name_settled_later_costs_one_flush_instead_of_two() {
         let dir = tempfile::tempdir().unwrap();
-        let (root, doc, seal) = (
-            dir.path(),
+        let root = &root(dir.path());
+        let (doc, seal) = (
             key("runs/r1/roll-1/roll.json"),
             key("runs/r1/seal.dsse.json"),
         );
@@ -520,7 +479,7 @@ mod tests {
         let (created, n) = waits_of(|| create(root, &seal, b"s", Flush::Batch, Name::Durable));
         assert!(created.unwrap());
         assert_eq!(n, 2, "a durable create");
-        let (settled, n) = waits_of(|| settle(root.to_path_buf()));
+        let (settled, n) = waits_of(|| settle(root));
         settled.unwrap();
         assert_eq!(n, 1, "a settle");
         // Per object, in a folder that exists already (a new folder's parents are fsynced
@@ -541,10 +500,10 @@ mod tests {
         for flush in [Flush::Batch, Flush::PerObject] {
             let dir = tempfile::tempdir().unwrap();
             let first = key("log/runs/r1/00000000000000000001");
-            assert!(create(dir.path(), &first, b"", flush, Name::Durable).unwrap());
+            assert!(create(&root(dir.path()), &first, b"", flush, Name::Durable).unwrap());
             std::fs::remove_dir_all(dir.path().join("log/runs")).unwrap();
             let second = key("log/runs/r1/00000000000000000002");
-            assert!(create(dir.path(), &second, b"", flush, Name::Durable).unwrap());
+            assert!(create(&root(dir.path()), &second, b"", flush, Name::Durable).unwrap());
             assert!(dir.path().join(second.as_str()).is_file());
         }
     }
@@ -554,8 +513,8 @@ mod tests {
         for flush in [Flush::Batch, Flush::PerObject] {
             let dir = tempfile::tempdir().unwrap();
             let k = key("runs/r1/roll-1/a.json");
-            assert!(create(dir.path(), &k, b"one", flush, Name::Durable).unwrap());
-            assert!(!create(dir.path(), &k, b"two", flush, Name::Durable).unwrap());
+            assert!(create(&root(dir.path()), &k, b"one", flush, Name::Durable).unwrap());
+            assert!(!create(&root(dir.path()), &k, b"two", flush, Name::Durable).unwrap());
             assert_eq!(std::fs::read(dir.path().join(k.as_str())).unwrap(), b"one");
             // No staging file is left behind, in success or on a taken key.
             let names: Vec<_> = std::fs::read_dir(dir.path().join("runs/r1/roll-1"))
@@ -573,7 +532,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let before = flush_counts();
         create(
-            dir.path(),
+            &root(dir.path()),
             &key("runs/p1/one.json"),
             b"1",
             Flush::PerObject,
@@ -587,7 +546,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let before = flush_counts();
         create(
-            dir.path(),
+            &root(dir.path()),
             &key("runs/b1/one.json"),
             b"1",
             Flush::Batch,
@@ -604,14 +563,18 @@ mod tests {
         std::fs::create_dir(dir.path().join("runs")).unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("runs/r2")).unwrap();
         let err = create(
-            dir.path(),
+            &root(dir.path()),
             &key("runs/r2/x.json"),
             b"x",
             Flush::Batch,
             Name::Durable,
         )
         .unwrap_err();
-        assert!(err.to_string().contains("not a folder"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("runs/r2 is a symbolic link, not a folder"),
+            "{err}"
+        );
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     }
 
@@ -622,10 +585,10 @@ mod tests {
         let wins: usize = std::thread::scope(|s| {
             let hs: Vec<_> = (0..16)
                 .map(|i| {
-                    let (root, k) = (dir.path(), &k);
+                    let (root, k) = (root(dir.path()), &k);
                     s.spawn(move || {
                         create(
-                            root,
+                            &root,
                             k,
                             format!("{i}").as_bytes(),
                             Flush::Batch,

@@ -3,18 +3,19 @@
 //! and read.
 //!
 //! The same rules as every read of the store: an object must be a regular file. The object is
-//! opened with `O_NOFOLLOW | O_NONBLOCK` and its type is taken from the open descriptor, so a
-//! symbolic link, FIFO, socket or device put in the store is refused ([`StoreError::NotRegular`])
-//! and never blocks the reader, even if it replaced a regular file a moment before.
+//! opened beneath the store's root with no link on any component ([`super::beneath`]) and with
+//! `O_NONBLOCK`, and its type is taken from the open descriptor, so a symbolic link, FIFO,
+//! socket or device put in the store is refused ([`StoreError::NotRegular`]) and never blocks
+//! the reader, even if it replaced a regular file a moment before; a folder on the way swapped
+//! for a link is [`StoreError::LinkInPath`].
 
 use bytes::Bytes;
 use sha2::{Digest as _, Sha256};
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
 
+use super::beneath::{kind_name, Root, Walk};
 use super::file_kind;
 use crate::{Key, StoreError};
 use seal_core::canonical::Hash;
@@ -40,24 +41,23 @@ fn io(key: &Key, op: &'static str, e: std::io::Error) -> StoreError {
     }
 }
 
-/// Opens the object at `root/key` if it is a regular file; its size.
-fn open(root: &Path, key: &Key) -> Result<(File, u64), StoreError> {
-    let path = root.join(key.as_str());
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&path);
-    let file = match file {
-        Ok(f) => f,
-        // O_NOFOLLOW on a link fails with ELOOP; name what is there instead.
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(StoreError::NotRegular {
-                key: key.clone(),
-                kind: "a symbolic link",
-            })
-        }
-        Err(e) => return Err(io(key, "open", e)),
-    };
+/// What a failed resolution of `key` is: its last component a link is "not a regular file",
+/// a link on the way to it [`StoreError::LinkInPath`].
+fn refused(key: &Key, op: &'static str, w: Walk) -> StoreError {
+    match w {
+        Walk::Link { at, kind } if at == key.as_str() => StoreError::NotRegular {
+            key: key.clone(),
+            kind,
+        },
+        other => other.into_store(key.as_str(), op),
+    }
+}
+
+/// Opens the object `key` if it is a regular file; its size.
+pub(super) fn open(root: &Root, key: &Key) -> Result<(File, u64), StoreError> {
+    let file = root
+        .open_file(key.as_str())
+        .map_err(|w| refused(key, "open", w))?;
     let meta = file.metadata().map_err(|e| io(key, "stat", e))?;
     if !meta.file_type().is_file() {
         return Err(StoreError::NotRegular {
@@ -68,21 +68,23 @@ fn open(root: &Path, key: &Key) -> Result<(File, u64), StoreError> {
     Ok((file, meta.len()))
 }
 
-/// Whether `root/key` is a regular file (not followed if a link); never opens it.
-pub(crate) fn exists(root: &Path, key: &Key) -> Result<bool, StoreError> {
-    match std::fs::symlink_metadata(root.join(key.as_str())) {
-        Ok(m) if m.file_type().is_file() => Ok(true),
-        Ok(m) => Err(StoreError::NotRegular {
+/// Whether `key` is a regular file (not followed if a link); never opens it.
+pub(crate) fn exists(root: &Root, key: &Key) -> Result<bool, StoreError> {
+    match root
+        .kind_of(key.as_str())
+        .map_err(|w| refused(key, "stat", w))?
+    {
+        None => Ok(false),
+        Some(rustix::fs::FileType::RegularFile) => Ok(true),
+        Some(t) => Err(StoreError::NotRegular {
             key: key.clone(),
-            kind: file_kind(&m.file_type()),
+            kind: kind_name(t),
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(io(key, "stat", e)),
     }
 }
 
 /// Reads a whole object of at most `limit` bytes.
-pub(crate) fn read(root: &Path, key: &Key, limit: u64) -> Result<Bytes, StoreError> {
+pub(crate) fn read(root: &Root, key: &Key, limit: u64) -> Result<Bytes, StoreError> {
     let (mut file, size) = open(root, key)?;
     let too_large = |size| StoreError::TooLarge {
         key: key.to_string(),
@@ -113,7 +115,7 @@ pub(crate) fn read(root: &Path, key: &Key, limit: u64) -> Result<Bytes, StoreErr
 }
 
 /// Streams an object through SHA-256 with this thread's buffer: its hash and size.
-pub(crate) fn hash(root: &Path, key: &Key) -> Result<(Hash, u64), StoreError> {
+pub(crate) fn hash(root: &Root, key: &Key) -> Result<(Hash, u64), StoreError> {
     let (mut file, stat_size) = open(root, key)?;
     HASH_BUFFER.with(|cell| {
         let mut buf = cell.borrow_mut();
