@@ -364,6 +364,47 @@ async fn a_roll_record_planted_behind_the_running_daemon_is_not_what_it_seals() 
     );
 }
 
+/// Issue 44, hole 4: roll 1's genuine cost reservation copied to `roll-2/` before roll 2 is
+/// judged. Its MAC is keyed by the roll written inside it (`roll-1`), so it verifies; read as
+/// roll 2's, every slot's request would be "reserved elsewhere" and roll 2 closed as
+/// `config_changed` without a judge call, the run sealed `infra_error`/retry. A document whose
+/// identity fields are not its key's is planted (`seal_core::bound`): roll 2 and the finalize
+/// answer 500 `planted_document` naming the key, no judge is called, nothing is sealed (the
+/// key is create-only: the run stays refused until an operator removes the planted object).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_rolls_reservation_copied_under_roll_2_is_named_and_never_sealed_over() {
+    let prod = production().await;
+    let daemon = open_after_roll_1(&prod).await;
+    let calls = prod.lb.calls().len();
+    let roll = |n: u8| prod.store.join(format!("runs/{RUN}/roll-{n}"));
+    std::fs::create_dir_all(roll(2)).unwrap();
+    std::fs::copy(
+        roll(1).join("cost-reservation.json"),
+        roll(2).join("cost-reservation.json"),
+    )
+    .unwrap();
+    let folder = seal::runfolder::RunFolder::read(&example(RUN), 1 << 26).unwrap();
+    let r = http()
+        .post(format!("{}/v1/runs/{RUN}/rolls/2", daemon.base))
+        .body(folder.rolls()[1].canonical().to_vec())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let body: Value = r.json().await.unwrap_or(Value::Null);
+    let planted = format!("runs/{RUN}/roll-2/cost-reservation.json");
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert_eq!(code(&body), "planted_document", "{body}");
+    assert_eq!(body["error"]["object"], planted, "{body}");
+    let (status, body) = finalize(&daemon.base).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert_eq!(code(&body), "planted_document", "{body}");
+    assert_eq!(body["error"]["object"], planted, "{body}");
+    assert_eq!(prod.lb.calls().len(), calls, "roll 2 was judged or closed");
+    assert!(!prod.seal_path().exists(), "sealed over the planted reservation");
+    assert!(!roll(2).join("roll.json").exists());
+}
+
 /// A request planted where an attempt is about to start (no answer, no meta: the walk's
 /// create-only put of the request finds other bytes) is read back, named planted and never
 /// sent: judge B is not called, and nothing is sealed.

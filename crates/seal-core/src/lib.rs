@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! words      ids, key, vocab, fault           names of runs, rolls, slots, stored objects; faults
+//!            bound                             a stored document's identity fields equal its key's
 //!            canonical, json                   RFC 8785 bytes and sha256; the strict parser
 //!            contracts, doc                    the JSON Schemas and the typed documents
 //! checks     validate, invariants, limits      schema + cross-field rules; streaming size counts
@@ -34,6 +35,7 @@ pub mod adapt;
 pub mod admit;
 pub mod assertions;
 pub mod blinding;
+pub mod bound;
 pub mod canonical;
 pub mod consensus;
 pub mod contracts;
