@@ -401,7 +401,10 @@ async fn another_rolls_reservation_copied_under_roll_2_is_named_and_never_sealed
     assert_eq!(code(&body), "planted_document", "{body}");
     assert_eq!(body["error"]["object"], planted, "{body}");
     assert_eq!(prod.lb.calls().len(), calls, "roll 2 was judged or closed");
-    assert!(!prod.seal_path().exists(), "sealed over the planted reservation");
+    assert!(
+        !prod.seal_path().exists(),
+        "sealed over the planted reservation"
+    );
     assert!(!roll(2).join("roll.json").exists());
 }
 

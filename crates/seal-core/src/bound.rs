@@ -274,7 +274,10 @@ impl Bound for ReviewStatement {
     fn claims(&self) -> Vec<(&'static str, Part<'_>)> {
         vec![
             ("predicate.runId", Part::Run(&self.predicate.run_id)),
-            ("predicate.reviewIndex", Part::Review(self.predicate.review_index)),
+            (
+                "predicate.reviewIndex",
+                Part::Review(self.predicate.review_index),
+            ),
         ]
     }
 }
@@ -292,5 +295,4 @@ impl Bound for Receipt {
 }
 
 #[cfg(test)]
-#[path = "bound_tests.rs"]
 mod tests;

@@ -6,11 +6,11 @@
 //!
 //! ```text
 //! words      ids, key, vocab, fault           names of runs, rolls, slots, stored objects; faults
-//!            bound                             a stored document's identity fields equal its key's
 //!            canonical, json                   RFC 8785 bytes and sha256; the strict parser
 //!            contracts, doc                    the JSON Schemas and the typed documents
 //! checks     validate, invariants, limits      schema + cross-field rules; streaming size counts
 //!            admit                             what a submitter may claim (provenance, play-spec)
+//!            bound                             a stored document's identity fields equal its key's
 //! judging    blinding                          ONE blinded JudgePackage/1 per roll
 //!            judge::{request, parse, normalize, slot, redact, seeds, mac}
 //!                                              what is sent to a judge and what is made of its answer

@@ -673,7 +673,6 @@ fn check_evidence(
             return None;
         }
     };
-    // The one rule of `seal_core::bound`: the evidence's runId is its key's run.
     if let Err(e) = seal_core::bound::check(&ev_key, &ev) {
         problems.push(mismatch(
             AuditCheck::RunId,

@@ -134,7 +134,13 @@ impl Audit {
         if let Err(e) = seal_core::bound::check(key, doc) {
             self.problems.push(Problem {
                 corrupt: true,
-                ..Problem::mismatch(AuditCheck::Refs, key.as_str(), &e.named, &e.claimed, e.to_string())
+                ..Problem::mismatch(
+                    AuditCheck::Refs,
+                    key.as_str(),
+                    &e.named,
+                    &e.claimed,
+                    e.to_string(),
+                )
             });
         }
     }

@@ -12,7 +12,7 @@ const RUN: &str = "run-heritage-0017-disputed-font";
 macro_rules! stored {
     ($path:literal) => {
         include_bytes!(concat!(
-            "../../../sealed-fixtures/store/runs/run-heritage-0017-disputed-font/",
+            "../../../../sealed-fixtures/store/runs/run-heritage-0017-disputed-font/",
             $path
         ))
     };
@@ -61,7 +61,11 @@ fn the_key_names_run_roll_slot_attempt_and_review() {
     assert_eq!(named(receipt, Part::Roll(0)).as_deref(), Some("roll-1"));
     let lease = "leases/r/roll-1/judge-a/attempt-2/000001";
     assert_eq!(named(lease, Part::Attempt(0)).as_deref(), Some("attempt-2"));
-    for outside in ["cas/sha256/ab/ab", "log/entries/00000000000000000001", "healthz"] {
+    for outside in [
+        "cas/sha256/ab/ab",
+        "log/entries/00000000000000000001",
+        "healthz",
+    ] {
         assert!(key(outside).identity() == Identity::default(), "{outside}");
     }
 }
@@ -72,7 +76,10 @@ fn a_cost_reservation_is_bound_to_its_roll() {
     bound_to(
         &r,
         &format!("runs/{RUN}/roll-1/cost-reservation.json"),
-        &[(&format!("runs/{RUN}/roll-2/cost-reservation.json"), "rollId")],
+        &[(
+            &format!("runs/{RUN}/roll-2/cost-reservation.json"),
+            "rollId",
+        )],
     );
     // The reproduction: roll 1's reservation copied to roll-2/ names roll-1 and roll-2.
     let e = check(
@@ -156,14 +163,20 @@ fn attempts_are_bound_to_their_slot_and_number() {
     );
     // A slot's parsed.json names no attempt: the failure of its last attempt stands there.
     assert_eq!(
-        check(&key(&format!("runs/{RUN}/roll-2/judge-b/parsed.json")), &failure),
+        check(
+            &key(&format!("runs/{RUN}/roll-2/judge-b/parsed.json")),
+            &failure
+        ),
         Ok(())
     );
     let result: JudgeResult = doc(stored!("roll-2/judge-b/normalized.json"));
     bound_to(
         &result,
         &format!("runs/{RUN}/roll-2/judge-b/normalized.json"),
-        &[(&format!("runs/{RUN}/roll-2/judge-a/normalized.json"), "slot")],
+        &[(
+            &format!("runs/{RUN}/roll-2/judge-a/normalized.json"),
+            "slot",
+        )],
     );
 }
 
