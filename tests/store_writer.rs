@@ -364,6 +364,118 @@ async fn a_roll_record_planted_behind_the_running_daemon_is_not_what_it_seals() 
     );
 }
 
+/// Issue 44, hole 4: roll 1's genuine cost reservation copied to `roll-2/` before roll 2 is
+/// judged. Its MAC is keyed by the roll written inside it (`roll-1`), so it verifies; read as
+/// roll 2's, every slot's request would be "reserved elsewhere" and roll 2 closed as
+/// `config_changed` without a judge call, the run sealed `infra_error`/retry. A document whose
+/// identity fields are not its key's is planted (`seal_core::bound`): roll 2 and the finalize
+/// answer 500 `planted_document` naming the key, no judge is called, nothing is sealed (the
+/// key is create-only: the run stays refused until an operator removes the planted object).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_rolls_reservation_copied_under_roll_2_is_named_and_never_sealed_over() {
+    let prod = production().await;
+    let daemon = open_after_roll_1(&prod).await;
+    let calls = prod.lb.calls().len();
+    let roll = |n: u8| prod.store.join(format!("runs/{RUN}/roll-{n}"));
+    std::fs::create_dir_all(roll(2)).unwrap();
+    std::fs::copy(
+        roll(1).join("cost-reservation.json"),
+        roll(2).join("cost-reservation.json"),
+    )
+    .unwrap();
+    let folder = seal::runfolder::RunFolder::read(&example(RUN), 1 << 26).unwrap();
+    let r = http()
+        .post(format!("{}/v1/runs/{RUN}/rolls/2", daemon.base))
+        .body(folder.rolls()[1].canonical().to_vec())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let body: Value = r.json().await.unwrap_or(Value::Null);
+    let planted = format!("runs/{RUN}/roll-2/cost-reservation.json");
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert_eq!(code(&body), "planted_document", "{body}");
+    assert_eq!(body["error"]["object"], planted, "{body}");
+    let (status, body) = finalize(&daemon.base).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert_eq!(code(&body), "planted_document", "{body}");
+    assert_eq!(body["error"]["object"], planted, "{body}");
+    assert_eq!(prod.lb.calls().len(), calls, "roll 2 was judged or closed");
+    assert!(
+        !prod.seal_path().exists(),
+        "sealed over the planted reservation"
+    );
+    assert!(!roll(2).join("roll.json").exists());
+}
+
+/// The audit side of the same rule: a sealed run whose roll 2 binds roll 1's reservation
+/// (what a deployment without the rule seals after the copy above) is named by `seal verify`:
+/// the sealed fixture's roll 2 reservation replaced by roll 1's bytes, every hash that binds it
+/// updated and the evidence signed again with the fixtures' own key, so only the key binding
+/// (and the log, which holds the original seal) tells it apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seal_verify_names_a_sealed_document_bound_under_another_rolls_key() {
+    use seal::canonical::{canonical_bytes, Hash};
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    copy_tree(&fixture_store_dir(), &store);
+    let run_dir = store.join(format!("runs/{RUN}"));
+    let rewrite = |rel: &str, bytes: &[u8]| {
+        let p = run_dir.join(rel);
+        std::fs::remove_file(&p).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+    };
+    let json = |rel: &str| -> Value {
+        serde_json::from_slice(&std::fs::read(run_dir.join(rel)).unwrap()).unwrap()
+    };
+    let copied = std::fs::read(run_dir.join("roll-1/cost-reservation.json")).unwrap();
+    let hash = Hash::of(&copied).to_string();
+    rewrite("roll-2/cost-reservation.json", &copied);
+    let mut record = json("roll-2/roll.json");
+    record["costReservationHash"] = hash.clone().into();
+    rewrite("roll-2/roll.json", &canonical_bytes(&record).unwrap());
+    let mut ev = json("evidence.json");
+    ev["rolls"][1]["costReservationHash"] = hash.into();
+    let typed: seal::doc::Evidence = serde_json::from_value(ev.clone()).unwrap();
+    let snapshot = canonical_bytes(&seal::decided::undecided(&typed)).unwrap();
+    rewrite("judging.json", &snapshot);
+    ev["finalPostguard"]["judgingSnapshotHash"] = Hash::of(&snapshot).to_string().into();
+    let ev_bytes = canonical_bytes(&ev).unwrap();
+    rewrite("evidence.json", &ev_bytes);
+    let typed: seal::doc::Evidence = serde_json::from_slice(&ev_bytes).unwrap();
+    let id = seal::ids::RunId::parse(RUN).unwrap();
+    let statement = seal::sealing::statement_for(&id, &typed, &Hash::of(&ev_bytes)).unwrap();
+    // The fixtures' test-only key, copied private (the loader refuses a readable key).
+    let pem = dir.path().join("seal.key.pem");
+    std::fs::copy(fixture_trust_pem().with_file_name("seal.key.pem"), &pem).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pem, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let key = seal::sealing::SigningKey::load(&pem).unwrap();
+    let env = seal::sealing::sign(&key, &statement).unwrap();
+    rewrite("seal.dsse.json", &canonical_bytes(&env).unwrap());
+
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_seal"));
+    c.current_dir(dir.path())
+        .args(["verify", RUN, "--json", "--store"])
+        .arg(file_url(&store))
+        .arg("--trust")
+        .arg(fixture_trust_pem());
+    let out = run(c).await;
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}{}", text(&out.stderr));
+    let report: Value = serde_json::from_str(said.lines().next().unwrap()).unwrap();
+    let planted = format!("runs/{RUN}/roll-2/cost-reservation.json");
+    assert!(
+        report["problems"].as_array().unwrap().iter().any(|p| {
+            p["object"] == planted.as_str()
+                && p["detail"].as_str().unwrap().contains("planted document")
+                && p["expected"] == "roll-2"
+                && p["actual"] == "roll-1"
+        }),
+        "the reservation under another roll's key is not named: {said}"
+    );
+}
+
 /// A request planted where an attempt is about to start (no answer, no meta: the walk's
 /// create-only put of the request finds other bytes) is read back, named planted and never
 /// sent: judge B is not called, and nothing is sealed.

@@ -10,6 +10,7 @@
 //!            contracts, doc                    the JSON Schemas and the typed documents
 //! checks     validate, invariants, limits      schema + cross-field rules; streaming size counts
 //!            admit                             what a submitter may claim (provenance, play-spec)
+//!            bound                             a stored document's identity fields equal its key's
 //! judging    blinding                          ONE blinded JudgePackage/1 per roll
 //!            judge::{request, parse, normalize, slot, redact, seeds, mac}
 //!                                              what is sent to a judge and what is made of its answer
@@ -34,6 +35,7 @@ pub mod adapt;
 pub mod admit;
 pub mod assertions;
 pub mod blinding;
+pub mod bound;
 pub mod canonical;
 pub mod consensus;
 pub mod contracts;

@@ -147,6 +147,8 @@ impl Notary {
         };
         let receipt: Receipt = parse_stored(&key, &bytes, 64 * 1024)
             .map_err(|e| unauth(format!("unreadable receipt: {e}")))?;
+        // A receipt copied from another run's or roll's folder is refused before its MAC.
+        seal_core::bound::check(&key, &receipt).map_err(|e| unauth(e.to_string()))?;
         check(self.secret(), &receipt, kind, object, hash).map_err(|e| unauth(e.to_string()))
     }
 

@@ -106,6 +106,10 @@ pub enum RunStateError {
     Finalizing { run: RunId },
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A header, evidence or roll record stored under another run's or roll's key
+    /// (`seal_core::bound`): planted, never loaded as this run's.
+    #[error(transparent)]
+    Planted(#[from] seal_core::bound::Unbound),
 }
 
 impl HasFault for RunStateError {
@@ -115,6 +119,7 @@ impl HasFault for RunStateError {
             | RunStateError::Decided { .. }
             | RunStateError::Finalizing { .. } => Fault::Caller,
             RunStateError::Store(e) => e.fault(),
+            RunStateError::Planted(_) => Fault::Corruption,
         }
     }
 }
@@ -153,6 +158,7 @@ impl RunState {
             if let Some((evidence, evidence_hash)) =
                 store.get_json::<Evidence>(&evidence_key).await?
             {
+                seal_core::bound::check(&evidence_key, &evidence)?;
                 return Ok(RunState::Decided(DecidedRun {
                     run: run.clone(),
                     evidence,
@@ -168,6 +174,7 @@ impl RunState {
         let Some((header, header_hash)) = header else {
             return Err(RunStateError::NotFound { run: run.clone() });
         };
+        seal_core::bound::check(&header_key, &header)?;
         let mut rolls = Vec::new();
         for roll in RollId::ALL {
             let key = Key::roll_file(run, roll, "roll.json");
@@ -175,7 +182,10 @@ impl RunState {
                 break;
             }
             match store.get_json::<Roll>(&key).await? {
-                Some((r, _)) => rolls.push(r),
+                Some((r, _)) => {
+                    seal_core::bound::check(&key, &r)?;
+                    rolls.push(r)
+                }
                 None => break,
             }
         }
@@ -201,11 +211,12 @@ impl RunState {
     pub(crate) async fn decided_view(
         store: &Store,
         run: &RunId,
-    ) -> Result<Option<OpenRun>, StoreError> {
-        let Some((header, header_hash)) = store.get_json::<Evidence>(&Key::header(run)).await?
-        else {
+    ) -> Result<Option<OpenRun>, RunStateError> {
+        let header_key = Key::header(run);
+        let Some((header, header_hash)) = store.get_json::<Evidence>(&header_key).await? else {
             return Ok(None);
         };
+        seal_core::bound::check(&header_key, &header)?;
         Ok(Some(OpenRun {
             run: run.clone(),
             header,
@@ -240,15 +251,17 @@ pub fn decided_error(d: &DecidedRun) -> RunStateError {
 /// folder listing beyond it is not used (see [`RunState::load_own`]).
 const MAX_LISTED_RUN_OBJECTS: usize = 2_000;
 
-/// Rolls as stored in their folders (`roll.json`), in order, up to the first missing one.
-pub async fn judged_rolls<R: Reads>(store: &R, run: &RunId) -> Result<Vec<Roll>, StoreError> {
+/// Rolls as stored in their folders (`roll.json`), in order, up to the first missing one;
+/// a record stored under another roll's key is planted.
+pub async fn judged_rolls<R: Reads>(store: &R, run: &RunId) -> Result<Vec<Roll>, RunStateError> {
     let mut rolls = Vec::new();
     for roll in RollId::ALL {
-        match store
-            .get_json::<Roll>(&Key::roll_file(run, roll, "roll.json"))
-            .await?
-        {
-            Some((r, _)) => rolls.push(r),
+        let key = Key::roll_file(run, roll, "roll.json");
+        match store.get_json::<Roll>(&key).await? {
+            Some((r, _)) => {
+                seal_core::bound::check(&key, &r)?;
+                rolls.push(r)
+            }
             None => break,
         }
     }

@@ -676,13 +676,13 @@ fn check_evidence(
             return None;
         }
     };
-    if ev.run_id != run.as_str() {
+    if let Err(e) = seal_core::bound::check(&ev_key, &ev) {
         problems.push(mismatch(
             AuditCheck::RunId,
             ev_key.as_str(),
             run,
             &ev.run_id,
-            "the evidence belongs to another run (a renamed or copied run folder)",
+            format!("the evidence belongs to another run (a renamed or copied run folder): {e}"),
         ));
     }
     if ev.phase != Phase::Decided {

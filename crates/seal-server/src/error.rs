@@ -112,6 +112,14 @@ impl From<RunStateError> for ApiError {
             RunStateError::Decided { run, .. } => ((StatusCode::CONFLICT, "run_decided"), run),
             RunStateError::Finalizing { run } => ((StatusCode::CONFLICT, "run_finalizing"), run),
             RunStateError::Store(s) => return s.into(),
+            RunStateError::Planted(p) => {
+                return ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "planted_document",
+                    msg,
+                    Some(p.key.to_string()),
+                )
+            }
         };
         ApiError::by_fault(fault, caller, msg, Some(format!("run {run}")))
     }
@@ -257,6 +265,7 @@ impl From<FinalizeError> for ApiError {
                 match kind {
                     "seal" => "planted_seal",
                     "snapshot" => "planted_snapshot",
+                    "document" => "planted_document",
                     _ => "planted_evidence",
                 },
                 msg,

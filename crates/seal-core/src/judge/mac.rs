@@ -66,6 +66,11 @@ impl AttemptId<'_> {
             .to_string()
     }
 
+    /// The key of this attempt's `meta.json`.
+    pub fn meta_key(&self) -> Key {
+        Key::attempt_file(self.run, self.roll, self.slot, self.attempt, "meta.json")
+    }
+
     /// The attempt named as planted, for `reason`.
     pub fn planted(&self, reason: impl Into<String>) -> Planted {
         Planted {
@@ -122,7 +127,7 @@ pub fn sign_meta(salt: &[u8], id: AttemptId<'_>, mut meta: SlotMeta) -> SlotMeta
 /// meta names (the caller checks those hashes against the stored bytes): seal made this
 /// attempt for this run, roll, slot and number under this secret.
 pub fn mac_verifies(salt: &[u8], id: AttemptId<'_>, meta: &SlotMeta) -> bool {
-    if meta.slot != id.slot || meta.attempt != id.attempt {
+    if crate::bound::check(&id.meta_key(), meta).is_err() {
         return false;
     }
     let want = compute(salt, id, meta.request_hash.as_ref(), &meta.raw_hash, meta);
@@ -165,9 +170,8 @@ pub fn check(
     if meta.raw_hash != raw_hash || meta.request_hash != request_hash {
         return Err(id.planted("the SlotMeta names another request or raw answer"));
     }
-    if meta.slot != id.slot || meta.attempt != id.attempt {
-        return Err(id.planted("the SlotMeta is for another slot or attempt"));
-    }
+    // The meta is read from this attempt's folder: its slot and number must be the folder's.
+    crate::bound::check(&id.meta_key(), meta).map_err(|e| id.planted(e.to_string()))?;
     let want = compute(salt, id, request_hash.as_ref(), &raw_hash, meta);
     let got = meta
         .attempt_mac

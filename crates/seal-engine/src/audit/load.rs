@@ -5,7 +5,8 @@ use bytes::Bytes;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-use super::Audit;
+use super::{Audit, Problem};
+use seal_core::bound::Bound;
 use seal_core::canonical::Hash;
 use seal_core::doc::*;
 use seal_core::ids::{RunId, Slot};
@@ -94,8 +95,9 @@ impl Audit {
     }
 
     /// Reads a document of a known kind by its hash: schema and invariants checked and the
-    /// typed value built from one parse ([`checked`]); None (with a problem) if unusable.
-    async fn doc<T: Checked, R: Reads>(
+    /// typed value built from one parse ([`checked`]), and bound to its key
+    /// ([`Audit::bound_to`]); None (with a problem) if unusable.
+    async fn doc<T: Checked + Bound, R: Reads>(
         &mut self,
         store: &R,
         key: &Key,
@@ -103,7 +105,10 @@ impl Audit {
     ) -> Option<(T, Bytes)> {
         let (value, bytes) = self.tree(store, key, hash).await?;
         match checked::<T>(&value) {
-            Ok(t) => Some((t, bytes)),
+            Ok(t) => {
+                self.bound_to(key, &t);
+                Some((t, bytes))
+            }
             Err(findings) => {
                 let first = findings.first().map(|f| f.to_string()).unwrap_or_default();
                 self.push(
@@ -111,12 +116,32 @@ impl Audit {
                     key.as_str(),
                     format!(
                         "invalid {}: {} problems, first: {first}",
-                        T::KIND.name(),
+                        <T as Checked>::KIND.name(),
                         findings.len()
                     ),
                 );
                 None
             }
+        }
+    }
+}
+
+impl Audit {
+    /// The one rule of `seal_core::bound`: a document whose run, roll, slot or attempt is not
+    /// its key's was copied there (planted). Named with its key; the postguard refuses such a
+    /// run (corrupt) rather than decide on it.
+    pub(super) fn bound_to<T: Bound>(&mut self, key: &Key, doc: &T) {
+        if let Err(e) = seal_core::bound::check(key, doc) {
+            self.problems.push(Problem {
+                corrupt: true,
+                ..Problem::mismatch(
+                    AuditCheck::Refs,
+                    key.as_str(),
+                    &e.named,
+                    &e.claimed,
+                    e.to_string(),
+                )
+            });
         }
     }
 }
@@ -169,6 +194,9 @@ async fn record<R: Reads>(a: &mut Audit, store: &R, run: &RunId, r: &Roll) {
             .map(|(bytes, _)| seal_store::parse_stored::<Roll>(&roll_key, &bytes, limit))
             .transpose()
     });
+    if let Ok(Some(stored)) = &stored {
+        a.bound_to(&roll_key, stored);
+    }
     match stored {
         Ok(Some(stored)) if &stored == r => {}
         Ok(Some(_)) => a.push(
@@ -271,7 +299,7 @@ async fn attempt<R: Reads>(
     let (meta, _) = a
         .doc::<SlotMeta, R>(store, &key("meta.json"), &h.meta_hash)
         .await?;
-    meta_checks(a, &meta, slot, h, &key("raw.json"));
+    meta_checks(a, &meta, h, &key("raw.json"));
     let (request, request_stored) = match &h.request_hash {
         Some(rh) => match a.tree(store, &key("request.json"), rh).await {
             Some((v, bytes)) => {
@@ -301,18 +329,9 @@ async fn attempt<R: Reads>(
     Some((record, request))
 }
 
-/// The SlotMeta is this attempt's and names this attempt's raw answer and request.
-fn meta_checks(a: &mut Audit, meta: &SlotMeta, slot: Slot, h: &AttemptHashes, raw_key: &Key) {
-    if meta.slot != slot || meta.attempt != h.attempt {
-        a.push(
-            AuditCheck::Refs,
-            raw_key.dir(),
-            format!(
-                "meta.json is for judge-{} attempt {}",
-                meta.slot, meta.attempt
-            ),
-        );
-    }
+/// The SlotMeta names this attempt's raw answer and request (that it is this attempt's, its
+/// slot and number those of its folder, is the rule [`Audit::doc`] checks).
+fn meta_checks(a: &mut Audit, meta: &SlotMeta, h: &AttemptHashes, raw_key: &Key) {
     if meta.raw_hash != h.raw_hash {
         a.mismatch(
             AuditCheck::Refs,

@@ -16,6 +16,7 @@
 use crate::engine::Engine;
 use crate::receipt::{ReceiptError, ReceiptKind};
 use crate::resume::{self, AttemptId};
+use seal_core::bound::Bound;
 use seal_core::doc::*;
 use seal_core::ids::{RunId, Slot};
 use seal_store::{parse_stored, Key, Reads};
@@ -65,6 +66,7 @@ async fn roll<R: Reads>(
         .require(reads, ReceiptKind::Roll, &record, &hash)
         .await?;
     let stored: Roll = parse_stored(&record, &bytes, reads.store().doc_limit())?;
+    bound(&record, &stored, ReceiptKind::Roll)?;
     if &stored != r {
         return Err(ReceiptError::Unauthenticated {
             object: record.to_string(),
@@ -107,10 +109,12 @@ async fn attempts<R: Reads>(
     }
     let bytes = reads.get_verified(&normalized, &sref.result_hash).await?;
     let result: JudgeResult = parse_stored(&normalized, &bytes, limit)?;
+    bound(&normalized, &result, ReceiptKind::Roll)?;
     for h in &result.attempts {
         let meta_key = Key::attempt_file(run, r.roll_id, slot, h.attempt, "meta.json");
         let bytes = reads.get_verified(&meta_key, &h.meta_hash).await?;
         let meta: SlotMeta = parse_stored(&meta_key, &bytes, limit)?;
+        bound(&meta_key, &meta, ReceiptKind::ReplayedAttempt)?;
         let id = AttemptId {
             run,
             roll: r.roll_id,
@@ -139,6 +143,16 @@ async fn attempts<R: Reads>(
             })?;
     }
     Ok(())
+}
+
+/// A document whose identity fields name another key than it is read from is planted
+/// (`seal_core::bound`), named as the kind of input it stands in for.
+fn bound<T: Bound>(key: &Key, doc: &T, kind: ReceiptKind) -> Result<(), ReceiptError> {
+    seal_core::bound::check(key, doc).map_err(|e| ReceiptError::Unauthenticated {
+        object: key.to_string(),
+        kind,
+        reason: e.to_string(),
+    })
 }
 
 fn missing(key: &Key, kind: ReceiptKind) -> ReceiptError {

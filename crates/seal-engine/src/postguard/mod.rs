@@ -110,6 +110,17 @@ pub enum FinalizeError {
     Corrupt { run: RunId, problems: String },
 }
 
+/// A document stored under another run's, roll's or slot's key (`seal_core::bound`): planted.
+impl From<seal_core::bound::Unbound> for FinalizeError {
+    fn from(e: seal_core::bound::Unbound) -> FinalizeError {
+        FinalizeError::Planted {
+            object: e.key.to_string(),
+            kind: "document",
+            reason: e.to_string(),
+        }
+    }
+}
+
 impl HasFault for FinalizeError {
     fn fault(&self) -> Fault {
         match self {
@@ -289,6 +300,8 @@ async fn trusted_seal(
     }
     let verified = sealing::verify_envelope(&env, &trusted)
         .map_err(|e| planted(format!("not a seal of this deployment: {e}")))?;
+    seal_core::bound::check(&Key::seal(run), &verified.statement)
+        .map_err(|e| planted(e.to_string()))?;
     let subject = verified.statement.subject.first();
     let expected = Key::evidence(run);
     match subject {
@@ -571,6 +584,7 @@ async fn derive_snapshot(
             &own.get_verified(proof_key, &r.proof_package_hash).await?,
             limit,
         )?;
+        seal_core::bound::check(proof_key, &proof)?;
         let consensus_key = &r.judge_consensus_ref;
         let consensus: JudgeConsensus = parse_stored(
             consensus_key,
@@ -578,6 +592,7 @@ async fn derive_snapshot(
                 .await?,
             limit,
         )?;
+        seal_core::bound::check(consensus_key, &consensus)?;
         docs.push((proof, consensus));
     }
     let judged: Vec<JudgedRoll<'_>> = rolls

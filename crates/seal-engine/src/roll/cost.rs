@@ -88,6 +88,7 @@ pub(super) async fn reserve(
                 Err(e) => return Err(e.into()),
             };
             let r: CostReservation = seal_store::parse_stored(&key, &bytes, store.doc_limit())?;
+            seal_core::bound::check(&key, &r)?;
             (r, stored)
         }
     };
@@ -120,6 +121,9 @@ async fn stored_reservation(
     };
     let stored: CostReservation = seal_store::parse_stored(key, &bytes, store.doc_limit())
         .map_err(|e| planted(format!("not a cost reservation: {e}")))?;
+    // Its MAC is keyed by the roll written inside it: another roll's genuine reservation copied
+    // here verifies, so the roll it names must be this key's before the MAC means anything.
+    seal_core::bound::check(key, &stored)?;
     if !seal_core::judge::reservation::verifies(engine.judges.salt(), run, &stored) {
         return Err(planted(format!(
             "stored sha256 {existing} is not the reservation this configuration derives, and \

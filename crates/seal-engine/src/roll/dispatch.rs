@@ -172,6 +172,7 @@ async fn copy_attempts(
     let result: JudgeResult = store
         .get_json_verified(&sref.normalized_ref, &sref.result_hash)
         .await?;
+    seal_core::bound::check(&sref.normalized_ref, &result)?;
     let mut attempts = Vec::with_capacity(result.attempts.len());
     for h in &result.attempts {
         attempts.push(copy_attempt(engine, from, run, roll, slot, h).await?);
@@ -254,6 +255,7 @@ async fn copy_attempt(
     let (meta_stored, meta_bytes) = copy("meta.json", h.meta_hash.clone()).await?;
     let meta: SlotMeta =
         seal_store::parse_stored(&meta_stored.key, &meta_bytes, store.doc_limit())?;
+    seal_core::bound::check(&meta_stored.key, &meta)?;
     engine
         .receipt(ReceiptKind::ReplayedAttempt, &meta_stored, Some(from))
         .await?;

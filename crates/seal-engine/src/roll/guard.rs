@@ -76,6 +76,8 @@ pub(super) async fn check(
     notary
         .require(store, ReceiptKind::ProofPackage, &proof_key, &proof_hash)
         .await?;
+    // Intake stores a package only under the roll it names; another roll's here is planted.
+    seal_core::bound::check(&proof_key, &proof)?;
     let header = open.header();
     let mut checks = vec![entry(
         GuardCheck::Header,

@@ -62,6 +62,16 @@ pub enum JudgingError {
     },
 }
 
+/// A document stored under another run's, roll's, slot's or attempt's key (`seal_core::bound`).
+impl From<seal_core::bound::Unbound> for JudgingError {
+    fn from(e: seal_core::bound::Unbound) -> JudgingError {
+        JudgingError::Planted {
+            key: e.key.to_string(),
+            reason: e.to_string(),
+        }
+    }
+}
+
 impl HasFault for JudgingError {
     fn fault(&self) -> Fault {
         match self {
@@ -276,9 +286,11 @@ pub async fn stored_roll(
         Err(ReceiptError::Store(e)) => return Err(e.into()),
     }
     let r: Roll = parse_stored(&key, &bytes, store.store().doc_limit())?;
+    seal_core::bound::check(&key, &r)?;
     let consensus: JudgeConsensus = store
         .get_json_verified(&r.judge_consensus_ref, &r.judge_consensus_hash)
         .await?;
+    seal_core::bound::check(&r.judge_consensus_ref, &consensus)?;
     let next = next_after(roll, r.roll_outcome);
     Ok(Some(RollReport {
         roll: r,
