@@ -525,9 +525,14 @@ async fn adapted_verdicts_are_judged_and_map_back_to_their_decision() {
 
         // A sealed legacy run verifies like any other.
         let trusted = [engine.key().unwrap().public()];
-        let report = seal::verify::verify_run(engine.store(), folder.run(), &trusted)
-            .await
-            .unwrap();
+        let report = seal::verify::verify_run(
+            engine.store(),
+            folder.run(),
+            &trusted,
+            seal::transparency::DEFAULT_ORIGIN,
+        )
+        .await
+        .unwrap();
         assert!(report.verified, "{name}: {:?}", report.problems);
 
         let back = evidence_to_verdict(ev).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -155,9 +155,14 @@ async fn case(a: Slot, b: Slot, floor_passes: bool, with_checks: bool) -> Result
         return Err(format!("{what}: both judges failed, reasons {reasons:?}"));
     }
     let trusted = [engine.key().unwrap().public()];
-    let report = seal::verify::verify_run(engine.store(), run.run(), &trusted)
-        .await
-        .map_err(|e| format!("{what}: verify could not run: {e}"))?;
+    let report = seal::verify::verify_run(
+        engine.store(),
+        run.run(),
+        &trusted,
+        seal::transparency::DEFAULT_ORIGIN,
+    )
+    .await
+    .map_err(|e| format!("{what}: verify could not run: {e}"))?;
     if !report.verified {
         return Err(format!("{what}: does not verify: {:?}", report.problems));
     }

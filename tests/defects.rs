@@ -284,9 +284,14 @@ async fn finalize_racing_roll_2_never_answers_for_an_unsealed_roll() {
         let rolls_sealed = bf["sourceRollId"].as_str().map(|_| ()).and(Some(()));
         assert!(rolls_sealed.is_some());
         let run = seal::ids::RunId::parse(&id).unwrap();
-        let report = seal::verify::verify_run(probe.store(), &run, &trusted)
-            .await
-            .unwrap();
+        let report = seal::verify::verify_run(
+            probe.store(),
+            &run,
+            &trusted,
+            seal::transparency::DEFAULT_ORIGIN,
+        )
+        .await
+        .unwrap();
         assert!(report.verified, "round {i}: {:?}", report.problems);
         let ev = seal::run_state::RunState::load(probe.store(), &run)
             .await
@@ -501,8 +506,13 @@ async fn a_stored_snapshot_closes_the_run_to_rolls_and_is_decided_as_stored() {
         Some(seal::doc::Outcome::Inconclusive)
     );
     let trusted = [engine.key().unwrap().public()];
-    let r = seal::verify::verify_run(engine.store(), f.run(), &trusted)
-        .await
-        .unwrap();
+    let r = seal::verify::verify_run(
+        engine.store(),
+        f.run(),
+        &trusted,
+        seal::transparency::DEFAULT_ORIGIN,
+    )
+    .await
+    .unwrap();
     assert!(r.verified, "{:?}", r.problems);
 }

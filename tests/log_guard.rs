@@ -510,3 +510,147 @@ async fn a_log_cut_short_under_a_checkpoint_it_signed_stops_serve_and_judge() {
     assert!(said(&out).contains("log_checkpoint"), "{}", said(&out));
     assert_eq!(entry_count(d), 2, "nothing appended");
 }
+
+/// `log/entries/<index>` of the store in `dir`.
+fn entry_path(dir: &Path, index: u64) -> PathBuf {
+    store(dir).join(format!("log/entries/{index:020}"))
+}
+
+/// `log/checkpoints/<size>` of the store in `dir`.
+fn checkpoint_path(dir: &Path, size: u64) -> PathBuf {
+    store(dir).join(format!("log/checkpoints/{size:020}"))
+}
+
+/// A well-formed, canonical seal entry nobody signed: a ghost `pass` of a run that never was.
+fn ghost_entry() -> Vec<u8> {
+    seal::tlog::LogEntry {
+        run_id: "run-ghost-0001".into(),
+        evidence_sha256: "ab".repeat(32),
+        seal_sha256: "cd".repeat(32),
+        key_id: "ef".repeat(32),
+        outcome: "pass".into(),
+        decided_at: "2026-12-01T00:00:00Z".into(),
+        acceptance_mode: "live".into(),
+        parent_run_id: None,
+    }
+    .to_bytes()
+    .unwrap()
+}
+
+/// Issue 44, hole 1: an entry planted at the next free index (a ghost decision, or a genuine
+/// leaf copied from another index) is never adopted: `seal judge` and `seal serve` stop and
+/// name it (`planted_log_entry`) before any judge is called, no checkpoint is signed over it,
+/// `seal log verify` names it, and only `seal log rebuild` moves it aside, recorded in the
+/// signed rebuild entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_planted_at_the_next_index_is_named_and_never_signed_over() {
+    let lb = judge_service().await;
+    let dir = workdir();
+    let d = dir.path();
+    judge_ok(d, &lb, "auth-first");
+    let calls = lb.calls().len();
+    let genuine = std::fs::read(entry_path(d, 0)).unwrap();
+    for (what, bytes) in [("a ghost entry", ghost_entry()), ("leaf 0 copied", genuine)] {
+        std::fs::write(entry_path(d, 1), &bytes).unwrap();
+        let out = judge(d, &lb, "auth-second");
+        let said_ = said(&out);
+        assert!(!out.status.success(), "{what}: {said_}");
+        assert!(said_.contains("planted_log_entry"), "{what}: {said_}");
+        assert!(
+            said_.contains("log/entries/00000000000000000001"),
+            "{what}: {said_}"
+        );
+        assert_eq!(lb.calls().len(), calls, "{what}: no judge is paid");
+        assert!(!checkpoint_path(d, 2).exists(), "{what}: signed over");
+        let (code, stderr) = serve_refuses(d, &lb);
+        assert_ne!(code, 0, "{what}: {stderr}");
+        assert!(stderr.contains("planted_log_entry"), "{what}: {stderr}");
+        let out = log_verify(d, &lb, &[]);
+        assert_eq!(out.status.code(), Some(1), "{what}: {}", said(&out));
+        assert!(
+            said(&out).contains("planted_log_entry"),
+            "{what}: {}",
+            said(&out)
+        );
+        assert!(!checkpoint_path(d, 2).exists(), "{what}: signed over");
+    }
+    // The explicit repair: the rebuild keeps leaf 0, records why, and the log goes on.
+    let out = rebuild(d, &lb);
+    assert!(out.status.success(), "{}", said(&out));
+    let Leaf::Rebuild(entry) = leaf(d, 1) else {
+        panic!("leaf 1 is not the rebuild entry");
+    };
+    assert_eq!((entry.kept_entries, entry.moved_objects), (1, 1));
+    assert!(
+        entry
+            .problems
+            .iter()
+            .any(|p| p.contains("planted_log_entry")),
+        "{:?}",
+        entry.problems
+    );
+    judge_ok(d, &lb, "auth-second");
+    let out = log_verify(d, &lb, &[]);
+    assert!(out.status.success(), "{}", said(&out));
+}
+
+/// Issue 44, hole 2 and origin pinning: a deployment sharing this one's key under another log
+/// origin (staging) seals a run; its run folder and its log entry copied here are planted (the
+/// entry is signed for the staging log), never a verified run, and its checkpoint, signed by the
+/// trusted key, is never taken as this log's head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_and_checkpoint_of_another_deployment_sharing_the_key_are_not_this_logs() {
+    let lb = judge_service().await;
+    let (home, staging) = (workdir(), tempfile::tempdir().unwrap());
+    let (h, s) = (home.path(), staging.path());
+    copy_tree(&h.join("keys"), &s.join("keys"));
+    std::fs::create_dir_all(s.join("config")).unwrap();
+    let embedded =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("config/seal.toml"))
+            .unwrap();
+    let staging_config = embedded.replace(
+        "origin = \"seal.local/log\"",
+        "origin = \"seal.staging/log\"",
+    );
+    assert_ne!(staging_config, embedded);
+    std::fs::write(s.join("config/seal.toml"), staging_config).unwrap();
+    judge_ok(s, &lb, "auth-staging");
+    judge_ok(s, &lb, "auth-staging-2");
+    judge_ok(h, &lb, "auth-home");
+
+    // The staging log's larger checkpoint: the head stays this log's.
+    let head = std::fs::read_to_string(checkpoint_path(h, 1)).unwrap();
+    std::fs::copy(checkpoint_path(s, 2), checkpoint_path(h, 2)).unwrap();
+    let out = seal_in(
+        h,
+        &lb,
+        &[
+            "log",
+            "checkpoint",
+            "--store",
+            STORE,
+            "--trust",
+            "keys/seal.pub.pem",
+        ],
+    );
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(text(&out.stdout), head);
+    let out = log_verify(h, &lb, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("seal.staging/log"), "{}", said(&out));
+    std::fs::remove_file(checkpoint_path(h, 2)).unwrap();
+
+    // The staging run and its entry, planted at this log's next index.
+    plant(s, h, "auth-staging");
+    std::fs::copy(entry_path(s, 0), entry_path(h, 1)).unwrap();
+    let out = judge(h, &lb, "auth-next");
+    assert!(!out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("planted_log_entry"), "{}", said(&out));
+    assert!(!checkpoint_path(h, 2).exists(), "signed over");
+    let out = verify_run_cli(h, &lb, "--all", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("auth-staging"), "{}", said(&out));
+    let out = log_verify(h, &lb, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("planted_log_entry"), "{}", said(&out));
+}

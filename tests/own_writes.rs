@@ -40,9 +40,14 @@ async fn verify_rehashes_objects_this_process_wrote() {
     assert!(done.wrote());
     let run = folder.run().clone();
     let trusted = [engine.key().unwrap().public()];
-    let clean = seal::verify::verify_run(engine.store(), &run, &trusted)
-        .await
-        .unwrap();
+    let clean = seal::verify::verify_run(
+        engine.store(),
+        &run,
+        &trusted,
+        seal::transparency::DEFAULT_ORIGIN,
+    )
+    .await
+    .unwrap();
     assert!(clean.verified, "{:?}", clean.problems);
     let (recorded, _) = engine.store().write_set_usage();
     assert!(
@@ -59,9 +64,14 @@ async fn verify_rehashes_objects_this_process_wrote() {
     for k in [&frame, &raw, &consensus] {
         flip_middle_byte(&dir.path().join(k.as_str()));
     }
-    let report = seal::verify::verify_run(engine.store(), &run, &trusted)
-        .await
-        .unwrap();
+    let report = seal::verify::verify_run(
+        engine.store(),
+        &run,
+        &trusted,
+        seal::transparency::DEFAULT_ORIGIN,
+    )
+    .await
+    .unwrap();
     assert!(!report.verified);
     for k in [&frame, &raw, &consensus] {
         assert!(

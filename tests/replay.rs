@@ -231,9 +231,14 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
 
         // Sealed like any run: verified, by the engine's key.
         let new_id = RunId::parse(&r.replay).unwrap();
-        let report = seal::verify::verify_run(engine.store(), &new_id, &trusted)
-            .await
-            .unwrap();
+        let report = seal::verify::verify_run(
+            engine.store(),
+            &new_id,
+            &trusted,
+            seal::transparency::DEFAULT_ORIGIN,
+        )
+        .await
+        .unwrap();
         assert!(
             report.verified,
             "{}: replay does not verify: {:#?}",
@@ -241,9 +246,14 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
         );
         assert_eq!(report.key_id.as_deref(), Some(engine_key.key_id.as_str()));
         // Not by the fixtures' key alone.
-        let only_fixture = seal::verify::verify_run(engine.store(), &new_id, &[fixture_key()])
-            .await
-            .unwrap();
+        let only_fixture = seal::verify::verify_run(
+            engine.store(),
+            &new_id,
+            &[fixture_key()],
+            seal::transparency::DEFAULT_ORIGIN,
+        )
+        .await
+        .unwrap();
         assert!(!only_fixture.verified);
         assert!(only_fixture
             .problems
@@ -257,10 +267,14 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
     );
     // The sources are untouched and still verify.
     for id in &runs {
-        let report =
-            seal::verify::verify_run(engine.store(), &RunId::parse(id).unwrap(), &[fixture_key()])
-                .await
-                .unwrap();
+        let report = seal::verify::verify_run(
+            engine.store(),
+            &RunId::parse(id).unwrap(),
+            &[fixture_key()],
+            seal::transparency::DEFAULT_ORIGIN,
+        )
+        .await
+        .unwrap();
         assert!(report.verified, "{id}: {:#?}", report.problems);
     }
     println!("{}", lines.join("\n"));
@@ -778,6 +792,7 @@ async fn replay_refuses_sources_whose_seal_does_not_verify() {
             engine.store(),
             &RunId::parse(run_id).unwrap(),
             &[fixture_key()],
+            seal::transparency::DEFAULT_ORIGIN,
         )
         .await
         .unwrap();
@@ -989,9 +1004,13 @@ async fn a_copy_swapped_after_its_import_is_refused_by_the_replay() {
     assert!(r.consensus_reproduced);
     let mut trust = trusted.to_vec();
     trust.push(engine.key().unwrap().public());
-    let report =
-        seal::verify::verify_run(engine.store(), &RunId::parse(&r.replay).unwrap(), &trust)
-            .await
-            .unwrap();
+    let report = seal::verify::verify_run(
+        engine.store(),
+        &RunId::parse(&r.replay).unwrap(),
+        &trust,
+        seal::transparency::DEFAULT_ORIGIN,
+    )
+    .await
+    .unwrap();
     assert!(report.verified, "{:?}", report.problems);
 }

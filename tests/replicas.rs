@@ -320,13 +320,14 @@ async fn three_replicas_300_runs_every_roll_sent_twice_cost_two_calls_per_roll()
     // One consistent log: every run once, every run proven.
     let store = seal::store::Store::open(&url).await.unwrap();
     let pem = seal::sealing::PublicKey::load(&dir.path().join("keys/seal.pub.pem")).unwrap();
-    let report = seal::transparency::verify_log(&store, &[pem.raw()], None)
+    let trust = seal::transparency::trust(seal::transparency::DEFAULT_ORIGIN, &[pem]);
+    let report = seal::transparency::verify_log(&store, &trust, None)
         .await
         .unwrap();
     assert!(report.verified, "{:?}", report.problems);
     assert_eq!((report.entries, report.runs_logged), (RUNS as u64, RUNS));
     assert_eq!(report.checkpoint_size, Some(RUNS as u64));
-    let view = seal::verify::load_log(&store, &[pem], seal::verify::Scope::All)
+    let view = seal::verify::load_log(&store, &trust, seal::verify::Scope::All)
         .await
         .unwrap();
     for f in &folders {

@@ -519,10 +519,15 @@ async fn bidi_controls_in_game_text_rationales_and_models_are_shown_visibly_on_b
     let store = Store::open_existing(&url).await.unwrap();
     let key = PublicKey::load(&pem).unwrap();
     let policy = seal::witness::check::Policy::default();
-    let verifier =
-        seal::verify::Verifier::load(&store, vec![key], &policy, seal::verify::Scope::All)
-            .await
-            .unwrap();
+    let verifier = seal::verify::Verifier::load(
+        &store,
+        vec![key],
+        seal::transparency::DEFAULT_ORIGIN,
+        &policy,
+        seal::verify::Scope::All,
+    )
+    .await
+    .unwrap();
     let explained = seal::explain::explain(&store, &RunId::parse(&run).unwrap(), &verifier)
         .await
         .unwrap();

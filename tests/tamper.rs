@@ -722,7 +722,7 @@ async fn run_case(case: Case, run: Arc<FixtureRun>, trusted: Arc<Vec<PublicKey>>
         Err(e) => return Verdict::Error(e.to_string()),
     };
     let id = RunId::parse(&case.verify_as).unwrap();
-    match verify::verify_run(&store, &id, &trusted).await {
+    match verify::verify_run(&store, &id, &trusted, seal::transparency::DEFAULT_ORIGIN).await {
         Ok(report) => judge(&case, &report),
         Err(e) => Verdict::Error(e.to_string()),
     }
@@ -989,9 +989,14 @@ fn the_binary_exits_1_naming_the_check_and_object() {
         // The binary and the library must report the same problems.
         let lib = rt.block_on(async {
             let store = Store::open(&file_url(&root)).await.unwrap();
-            verify::verify_run(&store, &RunId::parse(&case.verify_as).unwrap(), &trusted)
-                .await
-                .unwrap()
+            verify::verify_run(
+                &store,
+                &RunId::parse(&case.verify_as).unwrap(),
+                &trusted,
+                seal::transparency::DEFAULT_ORIGIN,
+            )
+            .await
+            .unwrap()
         });
         let lib_ps: Vec<(String, String)> = lib
             .problems
@@ -1168,8 +1173,8 @@ fn fixture_signing_key(dir: &Path) -> SigningKey {
     SigningKey::load(&p).unwrap()
 }
 
-fn raw_trusted() -> Vec<[u8; 32]> {
-    trusted().iter().map(PublicKey::raw).collect()
+fn raw_trusted() -> seal::tlog::LogTrust {
+    transparency::trust(transparency::DEFAULT_ORIGIN, &trusted())
 }
 
 /// A writable copy of the whole fixture store and an engine sealing into it with the fixture
@@ -1307,9 +1312,14 @@ async fn log_dropping_a_log_entry_is_named() {
     assert_named(&r, AuditCheck::LogConsistency, "--checkpoint");
     // `seal verify` of that run no longer proves its seal in the log.
     let store = Store::open(&file_url(&root)).await.unwrap();
-    let rep = verify::verify_run(&store, &RunId::parse(&run).unwrap(), &trusted())
-        .await
-        .unwrap();
+    let rep = verify::verify_run(
+        &store,
+        &RunId::parse(&run).unwrap(),
+        &trusted(),
+        seal::transparency::DEFAULT_ORIGIN,
+    )
+    .await
+    .unwrap();
     assert!(!rep.verified);
     assert!(
         rep.problems

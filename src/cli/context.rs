@@ -217,11 +217,15 @@ impl Context {
     ) -> Result<seal_engine::verify::Verifier, CliError> {
         let policy = witnesses.policy(&self.config)?;
         let reviewers = self.reviewer_keys(&[])?;
-        Ok(
-            seal_engine::verify::Verifier::load(store, trusted, &policy, scope)
-                .await?
-                .with_reviewers(reviewers),
+        Ok(seal_engine::verify::Verifier::load(
+            store,
+            trusted,
+            &self.config.log_origin,
+            &policy,
+            scope,
         )
+        .await?
+        .with_reviewers(reviewers))
     }
 
     /// An existing store, read-only in spirit: never created (see the module doc), its

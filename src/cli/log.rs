@@ -24,7 +24,6 @@ use super::error::{refused, CliError, ExitStatus};
 use super::output::terminal_safe;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
-use seal_core::sealing::PublicKey;
 use seal_engine::engine::Clock;
 use seal_engine::transparency::{self, LogError, LogReport};
 use seal_store::Store;
@@ -169,7 +168,8 @@ async fn checkpoint(
 ) -> Result<ExitStatus, CliError> {
     let keys = ctx.trusted(trust, ctx.own_public_key())?;
     let (store, _) = open(ctx, store).await?;
-    let Some(signed) = transparency::latest_checkpoint(&store, &keys).await? else {
+    let trust = transparency::trust(&ctx.config().log_origin, &keys);
+    let Some(signed) = transparency::latest_checkpoint(&store, &trust).await? else {
         return Ok(refused(&LogError::NoCheckpoint));
     };
     use std::io::Write;
@@ -204,7 +204,8 @@ async fn prove(
     let (store, url) = open(ctx, store).await?;
     ctx.named_run(&store, &url, run).await?;
     let scope = seal_engine::verify::Scope::Runs(std::slice::from_ref(run));
-    let view = seal_engine::verify::load_log(&store, &keys, scope).await?;
+    let trust = transparency::trust(&ctx.config().log_origin, &keys);
+    let view = seal_engine::verify::load_log(&store, &trust, scope).await?;
     let proof = match view.proof(&store, run).await {
         Ok(p) => p,
         // In the store, not in the log: the answer for this run is no.
@@ -259,9 +260,9 @@ async fn verify(
     let keys = ctx.trusted(trust, None)?;
     let (store, _) = open(ctx, store).await?;
     let old = old.map(read_note).transpose()?;
-    let raw: Vec<[u8; 32]> = keys.iter().map(PublicKey::raw).collect();
+    let raw = transparency::trust(&ctx.config().log_origin, &keys);
     let mut report = transparency::verify_log(&store, &raw, old.as_deref()).await?;
-    let lines = witness_checks(ctx, &store, &raw, witnessing, &mut report).await?;
+    let lines = witness_checks(&store, &raw, witnessing, &mut report).await?;
     if json {
         println!(
             "{}",
@@ -276,16 +277,15 @@ async fn verify(
 /// The witness checks of `seal log verify`: the quorum on the latest checkpoint, then each
 /// `--witness-url`; problems go into the report, the summary lines are returned.
 async fn witness_checks(
-    ctx: &Context,
     store: &Store,
-    trusted: &[[u8; 32]],
+    trust: &seal_core::tlog::LogTrust,
     w: &Witnessing,
     report: &mut LogReport,
 ) -> Result<String, CliError> {
     use seal_engine::witness::check;
     let mut lines = String::new();
     let latest = match &report.checkpoint {
-        Some(note) => seal_core::tlog::open_checkpoint(note.as_bytes(), trusted).ok(),
+        Some(note) => trust.open_checkpoint(note.as_bytes()).ok(),
         None => None,
     };
     if let (false, Some(c)) = (w.policy.is_empty(), &latest) {
@@ -304,12 +304,9 @@ async fn witness_checks(
         ));
         report.problems.extend(seen.problem());
     }
-    let origin = report
-        .origin
-        .clone()
-        .unwrap_or_else(|| ctx.config().log_origin.clone());
+    let origin = trust.origin();
     for url in &w.urls {
-        let asked = check::ask_witness(store, trusted, url, &origin, report.checkpoint_size)
+        let asked = check::ask_witness(store, trust, url, origin, report.checkpoint_size)
             .await
             .map_err(|e| CliError::Witness(e.to_string()))?;
         lines.push_str(&format!(

@@ -74,7 +74,7 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitStatus, CliError> {
         } else {
             Scope::Runs(&ids)
         };
-        let verifier = Verifier::load(&store, trusted, &policy, scope)
+        let verifier = Verifier::load(&store, trusted, &ctx.config().log_origin, &policy, scope)
             .await?
             .with_reviewers(reviewers);
         // Crash leftovers are warnings, not failures: an unsealed run the log does not hold is

@@ -297,9 +297,15 @@ pub fn copy_fixture_store() -> (tempfile::TempDir, PathBuf) {
 /// and `stats` take.
 pub async fn verifier(store: &Store, key: seal::sealing::PublicKey) -> seal::verify::Verifier {
     let policy = seal::witness::check::Policy::default();
-    seal::verify::Verifier::load(store, vec![key], &policy, seal::verify::Scope::All)
-        .await
-        .expect("the log of the store reads")
+    seal::verify::Verifier::load(
+        store,
+        vec![key],
+        seal::transparency::DEFAULT_ORIGIN,
+        &policy,
+        seal::verify::Scope::All,
+    )
+    .await
+    .expect("the log of the store reads")
 }
 
 /// The `file://` URL of a store folder.

@@ -20,6 +20,9 @@ use tlog_tiles::{Checkpoint, HashReader};
 use crate::canonical::{self, CanonicalError};
 use crate::key::Key;
 
+pub mod auth;
+pub use auth::{sign_leaf, LogTrust, ReadLeaf};
+
 /// A node or leaf hash of the tree (32 bytes).
 pub type NodeHash = [u8; 32];
 
@@ -264,8 +267,14 @@ fn strict<T: serde::de::DeserializeOwned + Serialize>(
 }
 
 impl Leaf {
-    /// Parses leaf bytes strictly (canonical JSON of one of the two kinds, nothing else).
+    /// Parses leaf bytes strictly (canonical JSON of one of the kinds, with or without an
+    /// `auth` member: [`auth`]), not checking `auth`.
     pub fn from_bytes(bytes: &[u8]) -> Result<Leaf, TlogError> {
+        ReadLeaf::parse(bytes).map(|r| r.leaf)
+    }
+
+    /// Parses the bytes of a leaf without `auth` (canonical JSON of one of the kinds).
+    fn from_unsigned(bytes: &[u8]) -> Result<Leaf, TlogError> {
         let value = crate::json::parse(bytes, MAX_LEAF_BYTES)
             .map_err(|e| TlogError::Entry(e.to_string()))?;
         match value.get("kind") {

@@ -241,6 +241,9 @@ words!(
         JudgingSnapshot = "judging_snapshot",
         /// An entry object is missing, unreadable or not a canonical entry.
         LogEntries = "log_entries",
+        /// An entry past every trusted checkpoint that does not authenticate as this log's
+        /// (no `auth`, or one not by a trusted key for this origin and index): planted.
+        PlantedLogEntry = "planted_log_entry",
         /// A checkpoint is missing, unsigned, or commits to entries the store lacks.
         LogCheckpoint = "log_checkpoint",
         /// A stored hash tile is not the hashes of the log's entries, or one a reader of the

@@ -29,6 +29,7 @@ use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 use seal_core::review::{self, ReviewError, ReviewStatement, RunFacts};
 use seal_core::sealing::{self, Envelope, PublicKey};
+use seal_core::tlog::LogTrust;
 use seal_core::validate::checked;
 use seal_core::vocab::{AuditCheck, GuardCheck};
 use seal_store::{Key, Store, StoreError};
@@ -161,8 +162,10 @@ pub async fn verify_run(
     store: &Store,
     run: &RunId,
     trusted: &[PublicKey],
+    origin: &str,
 ) -> Result<RunReport, StoreError> {
-    let view = load_log(store, trusted, Scope::Runs(std::slice::from_ref(run))).await?;
+    let scope = Scope::Runs(std::slice::from_ref(run));
+    let view = load_log(store, &transparency::trust(origin, trusted), scope).await?;
     verify_run_logged(store, run, trusted, &view).await
 }
 
@@ -180,13 +183,12 @@ pub enum Scope<'a> {
 /// `scope`; load it once for many runs.
 pub async fn load_log(
     store: &Store,
-    trusted: &[PublicKey],
+    trust: &LogTrust,
     scope: Scope<'_>,
 ) -> Result<LogView, StoreError> {
-    let raw: Vec<[u8; 32]> = trusted.iter().map(PublicKey::raw).collect();
     match scope {
-        Scope::All => LogView::load(store, &raw).await,
-        Scope::Runs(runs) => LogView::load_for(store, &raw, runs).await,
+        Scope::All => LogView::load(store, trust).await,
+        Scope::Runs(runs) => LogView::load_for(store, trust, runs).await,
     }
 }
 
@@ -287,6 +289,8 @@ async fn check_logged(
 #[derive(Debug, Clone)]
 pub struct Verifier {
     trusted: Arc<Vec<PublicKey>>,
+    /// The log's origin and those keys: what its checkpoints and leaves are checked under.
+    log_trust: LogTrust,
     /// Reviewer keys (`--trust-reviewer`, config `reviewers.trusted`): a stored review by
     /// another key is a problem of its run.
     reviewers: Arc<Vec<PublicKey>>,
@@ -315,10 +319,11 @@ impl Verifier {
     pub async fn load(
         store: &Store,
         trusted: Vec<PublicKey>,
+        origin: &str,
         policy: &crate::witness::check::Policy,
         scope: Scope<'_>,
     ) -> Result<Verifier, StoreError> {
-        let raw: Vec<[u8; 32]> = trusted.iter().map(PublicKey::raw).collect();
+        let raw = transparency::trust(origin, &trusted);
         let log = match scope {
             Scope::All => match stream::pass(store, &raw).await? {
                 Pass::Clean(pass) => Source::Passed {
@@ -330,7 +335,7 @@ impl Verifier {
                     Source::View(Arc::new(LogView::load(store, &raw).await?))
                 }
             },
-            Scope::Runs(_) => Source::View(Arc::new(load_log(store, &trusted, scope).await?)),
+            Scope::Runs(_) => Source::View(Arc::new(load_log(store, &raw, scope).await?)),
         };
         let latest = match &log {
             Source::View(view) => view.latest.as_ref(),
@@ -339,6 +344,7 @@ impl Verifier {
         let unwitnessed = crate::witness::check::quorum_problem(store, policy, latest).await?;
         Ok(Verifier {
             trusted: Arc::new(trusted),
+            log_trust: raw,
             reviewers: Arc::new(Vec::new()),
             log,
             unwitnessed,
@@ -362,10 +368,10 @@ impl Verifier {
     /// the runs a verifier was set up for ([`Scope::Runs`]), the whole log: a run is never
     /// called unlogged because it was not asked about.
     async fn log_for(&self, store: &Store, run: &RunId) -> Result<Arc<LogView>, StoreError> {
-        let raw = || -> Vec<[u8; 32]> { self.trusted.iter().map(PublicKey::raw).collect() };
+        let raw = || &self.log_trust;
         match &self.log {
             Source::View(view) if view.covers(run.as_str()) => Ok(view.clone()),
-            Source::View(_) => Ok(Arc::new(LogView::load(store, &raw()).await?)),
+            Source::View(_) => Ok(Arc::new(LogView::load(store, raw()).await?)),
             Source::Passed { pass, whole } => {
                 let runs = std::slice::from_ref(run);
                 if let Some(view) = LogView::for_runs_passed(store, pass, runs).await? {
@@ -374,7 +380,7 @@ impl Verifier {
                 let whole = whole
                     .get_or_try_init(|| async {
                         tracing::info!(run = %run, "the log is read whole: a pointer, tile or entry of this run is not as the pass over the log read it");
-                        LogView::load(store, &raw()).await.map(Arc::new)
+                        LogView::load(store, raw()).await.map(Arc::new)
                     })
                     .await?;
                 Ok(whole.clone())

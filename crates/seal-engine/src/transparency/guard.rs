@@ -22,6 +22,7 @@ use crate::audit::Problem;
 use seal_core::canonical::Hash;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
+use seal_core::tlog::LogTrust;
 use seal_core::vocab::AuditCheck;
 use seal_store::{Key, Store, StoreError};
 
@@ -93,9 +94,9 @@ pub fn unlogged_seal(run: &RunId, other_logged: bool) -> Problem {
 
 /// The guard: reads the stored seals, then the log (checkpoints trusted under `trusted`), and
 /// hands out the log view when nothing stops an append; else refuses, naming every problem.
-pub async fn check(store: &Store, trusted: &[[u8; 32]]) -> Result<LogView, LogError> {
+pub async fn check(store: &Store, trust: &LogTrust) -> Result<LogView, LogError> {
     let seals = stored_seals(store).await?;
-    let view = LogView::load(store, trusted).await?;
+    let view = LogView::load(store, trust).await?;
     let problems = refusals(&view, &seals);
     if problems.is_empty() {
         Ok(view)

@@ -21,7 +21,7 @@ use super::tiles::{self, AT_ONCE};
 use super::view::latest_trusted;
 use super::{corrupt, Cache, Log, LogError};
 use seal_core::ids::RunId;
-use seal_core::tlog::{self, Leaf, NodeHash, Tree};
+use seal_core::tlog::{self, Leaf, LogTrust, NodeHash, ReadLeaf, Tree};
 use seal_store::{Key, Store, StoreError};
 
 impl Log {
@@ -30,16 +30,17 @@ impl Log {
     /// from before tiles, tiles lost or planted), and the caller reads the whole log.
     pub(super) async fn read_from_checkpoint(
         &self,
-        trusted: &[[u8; 32]],
+        trust: &LogTrust,
     ) -> Result<Option<Cache>, LogError> {
         let t0 = std::time::Instant::now();
-        let latest = latest_trusted(&self.store, trusted).await?;
+        let latest = latest_trusted(&self.store, trust).await?;
         tracing::debug!(
             ms = t0.elapsed().as_millis() as u64,
             "admission: latest checkpoint read"
         );
         let mut cache = Cache {
             admitted: true,
+            trust: trust.clone(),
             ..Cache::default()
         };
         if let Some(latest) = latest {
@@ -104,10 +105,11 @@ impl Log {
                     "not the entry the signed tree holds at this index: it was replaced",
                 ));
             }
-            let leaf = Leaf::from_bytes(&bytes).map_err(|e| corrupt(&k, e))?;
+            // The signed tree holds it: authenticated by the checkpoint, `auth` or not.
+            let read = ReadLeaf::parse(&bytes).map_err(|e| corrupt(&k, e))?;
             // Another run's leaf (a pointer planted, or left by a rebuild): not this run's.
-            if leaf_run(&leaf) == Some(run) {
-                cache.know(index, leaf, hash);
+            if leaf_run(&read.leaf) == Some(run) {
+                cache.know(index, read.leaf, read.content);
             }
         }
         if let Some(leaves) = cache.by_run.get_mut(run) {
@@ -374,8 +376,8 @@ mod tests {
             .unwrap();
         let a = appended(a);
         assert_eq!((a.index, a.created), (40, true));
-        let trusted = super::super::raw_keys(&key, &[]);
-        let report = crate::transparency::verify_log(&store, &trusted, None)
+        let trust = super::super::raw_keys(&key, &[]);
+        let report = crate::transparency::verify_log(&store, &trust, None)
             .await
             .unwrap();
         let json = serde_json::to_string(&report).unwrap();

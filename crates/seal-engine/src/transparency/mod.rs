@@ -53,7 +53,8 @@ use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 pub use seal_core::key::{LOG_CHECKPOINTS, LOG_ENTRIES, LOG_RUNS};
 use seal_core::sealing::{self, Envelope, PublicKey, SigningKey};
-use seal_core::tlog::{self, Leaf, LogEntry, NodeHash, TlogError, Tree};
+use seal_core::tlog::{self, Leaf, LogEntry, LogTrust, NodeHash, ReadLeaf, TlogError, Tree};
+use seal_core::vocab::AuditCheck;
 use seal_store::{Bounded, Key, Put, Store, StoreError};
 
 pub use view::{verify_log, LogReport, LogView, WholeLog};
@@ -185,6 +186,9 @@ struct Cache {
     loaded: std::collections::HashSet<String>,
     /// What the seal scan found (G2, [`Log::scan`]): once set, this process appends nothing.
     refused: Option<Vec<Problem>>,
+    /// This log's origin and keys: a leaf read past what the process knows is adopted only
+    /// when it authenticates under them ([`Cache::push`]).
+    trust: LogTrust,
 }
 
 /// A seal leaf as this process holds it: where it is and the digests it names (`None` for a
@@ -194,15 +198,19 @@ pub struct SealLeaf {
     pub index: u64,
     evidence: Option<[u8; 32]>,
     seal: Option<[u8; 32]>,
+    /// The leaf hash of the entry without its `auth` (`tlog::ReadLeaf::content`): the same
+    /// entry whatever index it was signed for.
+    content: NodeHash,
 }
 
 impl SealLeaf {
-    pub(super) fn of(index: u64, entry: &LogEntry) -> SealLeaf {
+    pub(super) fn of(index: u64, entry: &LogEntry, content: NodeHash) -> SealLeaf {
         let digest = |hex: &str| Hash::parse(hex).ok().map(|h| h.to_bytes());
         SealLeaf {
             index,
             evidence: digest(&entry.evidence_sha256),
             seal: digest(&entry.seal_sha256),
+            content,
         }
     }
 
@@ -223,19 +231,41 @@ impl SealLeaf {
 }
 
 impl Cache {
+    /// Adopts the entry read at the next index, when it authenticates as this log's
+    /// ([`LogTrust::authenticate`]). One that does not was planted (or is another log's): the
+    /// process refuses it, named, adopts nothing after it and signs nothing over it, from now
+    /// on (the refusal sticks, as the seal scan's does), and leaves it for `seal log verify`
+    /// and `seal log rebuild`.
     fn push(&mut self, bytes: &[u8], key: &Key) -> Result<(), LogError> {
-        let leaf = Leaf::from_bytes(bytes).map_err(|e| corrupt(key, e))?;
-        let hash = tlog::leaf_hash(bytes);
         let index = self.tree.size();
-        self.tree.push_leaf_hash(hash)?;
-        self.index(index, leaf, hash);
+        match self.trust.authenticate(index, bytes) {
+            Ok(read) => self.adopt(bytes, read),
+            Err(e) => {
+                let problems = vec![planted_entry(key, &e)];
+                self.refused = Some(problems.clone());
+                Err(LogError::Refused { problems })
+            }
+        }
+    }
+
+    /// Adopts the entry at the next index that the caller has authenticated already (it
+    /// signed it, or a view authenticated it: the kept prefix of a rebuild).
+    fn push_trusted(&mut self, bytes: &[u8], key: &Key) -> Result<(), LogError> {
+        let read = ReadLeaf::parse(bytes).map_err(|e| corrupt(key, e))?;
+        self.adopt(bytes, read)
+    }
+
+    fn adopt(&mut self, bytes: &[u8], read: ReadLeaf) -> Result<(), LogError> {
+        let index = self.tree.size();
+        self.tree.push_leaf_hash(tlog::leaf_hash(bytes))?;
+        self.index(index, read.leaf, read.content);
         Ok(())
     }
 
     /// The cache of a log the guard has just read whole and let through: its tree as the view
     /// hashed it and its leaves as the view indexed them (every entry is in both, or the guard
     /// would have refused), so nothing is read or parsed twice.
-    fn admitted(view: LogView) -> Result<Cache, LogError> {
+    fn admitted(view: LogView, trust: &LogTrust) -> Result<Cache, LogError> {
         let leaf_hash = |tree: &Tree, index: u64| {
             tree.leaf(index).ok_or_else(|| {
                 corrupt(
@@ -247,6 +277,7 @@ impl Cache {
         let mut cache = Cache {
             admitted: true,
             by_run: view.by_run.into_iter().collect(),
+            trust: trust.clone(),
             ..Cache::default()
         };
         // The seal leaves come indexed already; the others through the one rule for them.
@@ -256,8 +287,9 @@ impl Cache {
                 .map(|(i, r)| (i, Leaf::Rebuild(r))),
         );
         for (index, leaf) in others {
-            let hash = leaf_hash(&view.tree, index)?;
-            cache.index(index, leaf, hash);
+            leaf_hash(&view.tree, index)?;
+            let content = content_of(&leaf).map_err(|e| corrupt(&Key::log_entry(index), e))?;
+            cache.index(index, leaf, content);
         }
         for (run, leaves) in &cache.by_run {
             for leaf in leaves {
@@ -286,8 +318,8 @@ impl Cache {
         }
     }
 
-    /// Records what leaf `index` (leaf hash `hash`) is, for the lookups below, and that its
-    /// pointer is due.
+    /// Records what leaf `index` (content hash `hash`: [`ReadLeaf::content`]) is, for the
+    /// lookups below, and that its pointer is due.
     fn index(&mut self, index: u64, leaf: Leaf, hash: NodeHash) {
         match &leaf {
             Leaf::Seal(entry) => self.unpointed.extend(pointer(&entry.run_id, index)),
@@ -297,11 +329,11 @@ impl Cache {
         self.know(index, leaf, hash);
     }
 
-    /// Records what leaf `index` (leaf hash `hash`) is, for the lookups below.
+    /// Records what leaf `index` (content hash `hash`) is, for the lookups below.
     fn know(&mut self, index: u64, leaf: Leaf, hash: NodeHash) {
         match leaf {
             Leaf::Seal(entry) => {
-                let sealed = SealLeaf::of(index, &entry);
+                let sealed = SealLeaf::of(index, &entry, hash);
                 self.by_run.entry(entry.run_id).or_default().push(sealed);
             }
             Leaf::Review(r) => {
@@ -320,11 +352,12 @@ impl Cache {
         self.by_run.get(run).map(Vec::as_slice).unwrap_or(&[])
     }
 
-    /// The index of a leaf of `run` whose leaf hash is `hash`: that very entry, logged already.
+    /// The index of a leaf of `run` whose content hash is `hash`: that very entry, logged
+    /// already (signed for whatever index it is at).
     fn find(&self, run: &str, hash: &NodeHash) -> Option<u64> {
         self.logged(run)
             .iter()
-            .find(|l| self.tree.leaf(l.index).as_ref() == Some(hash))
+            .find(|l| l.content == *hash)
             .map(|l| l.index)
     }
 
@@ -332,14 +365,36 @@ impl Cache {
     /// evidence that is not this entry): a racing finalizer holding another key logged
     /// first, and it stores that seal.
     fn rival(&self, entry: &LogEntry, hash: &NodeHash) -> Option<u64> {
-        let evidence = SealLeaf::of(0, entry).evidence?;
+        let evidence = SealLeaf::of(0, entry, *hash).evidence?;
         self.logged(&entry.run_id)
             .iter()
-            .find(|l| {
-                l.evidence == Some(evidence) && self.tree.leaf(l.index).as_ref() != Some(hash)
-            })
+            .find(|l| l.evidence == Some(evidence) && l.content != *hash)
             .map(|l| l.index)
     }
+}
+
+/// The content hash of a leaf ([`ReadLeaf::content`]): the hash of its canonical bytes
+/// without `auth`.
+fn content_of(leaf: &Leaf) -> Result<NodeHash, seal_core::canonical::CanonicalError> {
+    let bytes = match leaf {
+        Leaf::Seal(e) => e.to_bytes()?,
+        Leaf::Review(r) => r.to_bytes()?,
+        Leaf::Rebuild(r) => r.to_bytes()?,
+    };
+    Ok(tlog::leaf_hash(&bytes))
+}
+
+/// The problem of an entry past everything this process trusts that does not authenticate as
+/// this log's (docs/DESIGN.md §11): planted by whoever can write the store.
+pub(super) fn planted_entry(key: &Key, why: &TlogError) -> Problem {
+    Problem::new(
+        AuditCheck::PlantedLogEntry,
+        key.as_str(),
+        format!(
+            "{why}. seal adopts, signs over and serves nothing from here on; `seal log verify` \
+             names it and `seal log rebuild` moves it aside, recorded in the log"
+        ),
+    )
 }
 
 /// The pointer of leaf `index` about `run`: `None` for a run id seal never writes (such an
@@ -416,18 +471,32 @@ impl Log {
     /// ([`Log::admit_quick`], then [`Log::scan`] behind the first appends).
     pub async fn admit(&self, key: &SigningKey, trusted: &[PublicKey]) -> Result<(), LogError> {
         let mut cache = self.cache.lock().await;
-        self.admit_locked(&mut cache, &raw_keys(key, trusted)).await
+        self.admit_locked(&mut cache, &self.trust_of(key, trusted))
+            .await
     }
 
-    async fn admit_locked(&self, cache: &mut Cache, trusted: &[[u8; 32]]) -> Result<(), LogError> {
+    /// What this log trusts: its origin, `key` and the keys it signed with before.
+    pub fn trust_of(&self, key: &SigningKey, trusted: &[PublicKey]) -> LogTrust {
+        LogTrust::new(
+            &self.origin,
+            std::iter::once(key.public())
+                .chain(trusted.iter().cloned())
+                .map(|k| k.raw()),
+        )
+    }
+
+    async fn admit_locked(&self, cache: &mut Cache, trust: &LogTrust) -> Result<(), LogError> {
         cache.refusal()?;
         if cache.admitted {
+            for k in trust.keys() {
+                cache.trust = std::mem::take(&mut cache.trust).with_key(*k);
+            }
             return Ok(());
         }
-        let Some(fresh) = self.read_from_checkpoint(trusted).await? else {
-            return self.admit_whole(cache, trusted).await;
+        let Some(fresh) = self.read_from_checkpoint(trust).await? else {
+            return self.admit_whole(cache, trust).await;
         };
-        if let Err(e) = self.scan_store(trusted).await {
+        if let Err(e) = self.scan_store(trust).await {
             if let LogError::Refused { problems } = &e {
                 cache.refused = Some(problems.clone());
             }
@@ -446,18 +515,18 @@ impl Log {
         key: &SigningKey,
         trusted: &[PublicKey],
     ) -> Result<bool, LogError> {
-        let trusted = raw_keys(key, trusted);
+        let trust = self.trust_of(key, trusted);
         let mut cache = self.cache.lock().await;
         cache.refusal()?;
         if cache.admitted {
             return Ok(false);
         }
-        match self.read_from_checkpoint(&trusted).await? {
+        match self.read_from_checkpoint(&trust).await? {
             Some(fresh) => {
                 *cache = fresh;
                 Ok(true)
             }
-            None => self.admit_whole(&mut cache, &trusted).await.map(|()| false),
+            None => self.admit_whole(&mut cache, &trust).await.map(|()| false),
         }
     }
 
@@ -472,7 +541,7 @@ impl Log {
     /// or a fork is seen; a log cut short under its latest signed checkpoint is refused at once
     /// by [`Log::admit_quick`], and no append believes an entry that is not the signed tree's.
     pub async fn scan(&self, key: &SigningKey, trusted: &[PublicKey]) -> Result<(), LogError> {
-        let scanned = self.scan_store(&raw_keys(key, trusted)).await;
+        let scanned = self.scan_store(&self.trust_of(key, trusted)).await;
         if let Err(LogError::Refused { problems }) = &scanned {
             self.cache.lock().await.refused = Some(problems.clone());
         }
@@ -481,20 +550,20 @@ impl Log {
 
     /// The seal scan without the cache: the guard over the whole store, then the pointers the
     /// log it read lacks.
-    async fn scan_store(&self, trusted: &[[u8; 32]]) -> Result<(), LogError> {
-        let view = guard::check(&self.store, trusted).await?;
-        let mut whole = Cache::admitted(view)?;
+    async fn scan_store(&self, trust: &LogTrust) -> Result<(), LogError> {
+        let view = guard::check(&self.store, trust).await?;
+        let mut whole = Cache::admitted(view, trust)?;
         self.backfill_pointers(&mut whole).await
     }
 
     /// The admission of a log whose tiles and last entry do not give its latest checkpoint's
     /// tree (one from before tiles, or cut short under it): the guard reads it whole, and the
     /// cache is what it read.
-    async fn admit_whole(&self, cache: &mut Cache, trusted: &[[u8; 32]]) -> Result<(), LogError> {
+    async fn admit_whole(&self, cache: &mut Cache, trust: &LogTrust) -> Result<(), LogError> {
         tracing::info!(
             "the latest checkpoint's tiles or last entry are not its tree: reading the log whole"
         );
-        let view = match guard::check(&self.store, trusted).await {
+        let view = match guard::check(&self.store, trust).await {
             Err(LogError::Refused { problems }) => {
                 cache.refused = Some(problems.clone());
                 return Err(LogError::Refused { problems });
@@ -502,7 +571,7 @@ impl Log {
             read => read?,
         };
         let latest = view.latest.as_ref().map_or(0, |c| c.size);
-        let mut admitted = Cache::admitted(view)?;
+        let mut admitted = Cache::admitted(view, trust)?;
         admitted.tiled = tiles::stored_through(&self.store, &admitted.tree, latest).await?;
         self.backfill_pointers(&mut admitted).await?;
         *cache = admitted;
@@ -556,8 +625,12 @@ impl Log {
     ) -> Result<SealLogged, LogError> {
         let (index, created) = {
             let mut cache = self.cache.lock().await;
-            self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
-            match self.append_as(&mut cache, run, entry, evidence).await? {
+            self.admit_locked(&mut cache, &self.trust_of(key, &[]))
+                .await?;
+            match self
+                .append_as(&mut cache, run, entry, evidence, key)
+                .await?
+            {
                 Placed::At { index, created } => (index, created),
                 Placed::Rival(index) => {
                     let rival = self.entry_at(&cache, index).await?;
@@ -586,7 +659,8 @@ impl Log {
         key: &SigningKey,
     ) -> Result<SealLeaf, LogError> {
         let mut cache = self.cache.lock().await;
-        self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
+        self.admit_locked(&mut cache, &self.trust_of(key, &[]))
+            .await?;
         self.sync(&mut cache).await?;
         self.load_run(&mut cache, run.as_str()).await?;
         let logged = cache.logged(run.as_str());
@@ -643,9 +717,12 @@ impl Log {
     ) -> Result<Appended, LogError> {
         let entry = trusted_entry(staged, run, trusted).await?;
         let mut cache = self.cache.lock().await;
-        self.admit_locked(&mut cache, &raw_keys(key, trusted))
+        self.admit_locked(&mut cache, &self.trust_of(key, trusted))
             .await?;
-        let (index, created) = self.append_locked(&mut cache, run, &entry).await?.at(run)?;
+        let (index, created) = self
+            .append_locked(&mut cache, run, &entry, key)
+            .await?
+            .at(run)?;
         let tree_size = self.publish(&mut cache, key).await?;
         Ok(Appended {
             index,
@@ -668,10 +745,11 @@ impl Log {
             detail: e.to_string(),
         })?);
         let mut cache = self.cache.lock().await;
-        self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
+        self.admit_locked(&mut cache, &self.trust_of(key, &[]))
+            .await?;
         self.sync(&mut cache).await?;
         self.load_run(&mut cache, &entry.run_id).await?;
-        let (index, created) = self.append_bytes_locked(&mut cache, bytes).await?;
+        let (index, created) = self.append_bytes_locked(&mut cache, bytes, key).await?;
         let tree_size = self.publish(&mut cache, key).await?;
         Ok(Appended {
             index,
@@ -685,26 +763,50 @@ impl Log {
     async fn append_bytes_locked(
         &self,
         cache: &mut Cache,
-        bytes: Bytes,
+        unsigned: Bytes,
+        key: &SigningKey,
     ) -> Result<(u64, bool), LogError> {
-        let hash = tlog::leaf_hash(&bytes);
+        let content = tlog::leaf_hash(&unsigned);
         loop {
-            if let Some(&i) = cache.others.get(&hash) {
+            if let Some(&i) = cache.others.get(&content) {
                 return Ok((i, false));
             }
             let index = cache.tree.size();
-            let k = Key::log_entry(index);
-            match self.store.put(&k, bytes.clone()).await {
-                Ok(Put { created, .. }) => {
-                    cache.push(&bytes, &k)?;
-                    return Ok((index, created));
-                }
-                Err(StoreError::Conflict { .. }) => {
-                    let theirs = self.store.get(&k).await?;
-                    cache.push(&theirs, &k)?;
-                }
-                Err(e) => return Err(e.into()),
+            match self.create_entry(cache, index, &unsigned, key).await? {
+                Some(created) => return Ok((index, created)),
+                None => continue,
             }
+        }
+    }
+
+    /// Creates leaf `index` as `unsigned` signed for this log and that index
+    /// ([`tlog::sign_leaf`]): `Some(created)` once it is there (`false`: the same bytes were,
+    /// from a racing replica appending the same entry), `None` when another entry took the
+    /// index (read, authenticated and adopted: the caller looks again). An entry there that
+    /// does not authenticate is refused ([`Cache::push`]).
+    async fn create_entry(
+        &self,
+        cache: &mut Cache,
+        index: u64,
+        unsigned: &[u8],
+        key: &SigningKey,
+    ) -> Result<Option<bool>, LogError> {
+        let k = Key::log_entry(index);
+        let bytes = Bytes::from(tlog::sign_leaf(unsigned, &self.origin, index, &|m| {
+            key.sign(m)
+        })?);
+        match self.store.put(&k, bytes.clone()).await {
+            Ok(Put { created, .. }) => {
+                cache.push_trusted(&bytes, &k)?;
+                Ok(Some(created))
+            }
+            // Another replica took this index: learn its entry (if it is this log's).
+            Err(StoreError::Conflict { .. }) => {
+                let theirs = self.store.get(&k).await?;
+                cache.push(&theirs, &k)?;
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -715,15 +817,16 @@ impl Log {
         entry: &tlog::ReviewEntry,
         key: &SigningKey,
     ) -> Result<Option<u64>, LogError> {
-        let bytes = entry.to_bytes().map_err(|e| LogError::Corrupt {
+        let unsigned = entry.to_bytes().map_err(|e| LogError::Corrupt {
             key: format!("runs/{}/reviews", entry.run_id),
             detail: e.to_string(),
         })?;
         let mut cache = self.cache.lock().await;
-        self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
+        self.admit_locked(&mut cache, &self.trust_of(key, &[]))
+            .await?;
         self.sync(&mut cache).await?;
         self.load_run(&mut cache, &entry.run_id).await?;
-        Ok(cache.others.get(&tlog::leaf_hash(&bytes)).copied())
+        Ok(cache.others.get(&tlog::leaf_hash(&unsigned)).copied())
     }
 
     /// Whether a review leaf names these bytes as review `index` of `run` (after the guard,
@@ -737,7 +840,8 @@ impl Log {
         key: &SigningKey,
     ) -> Result<bool, LogError> {
         let mut cache = self.cache.lock().await;
-        self.admit_locked(&mut cache, &raw_keys(key, &[])).await?;
+        self.admit_locked(&mut cache, &self.trust_of(key, &[]))
+            .await?;
         self.sync(&mut cache).await?;
         self.load_run(&mut cache, run.as_str()).await?;
         let wanted = (run.to_string(), index, sha256.to_string());
@@ -750,8 +854,10 @@ impl Log {
         cache: &mut Cache,
         run: &RunId,
         entry: &LogEntry,
+        key: &SigningKey,
     ) -> Result<Placed, LogError> {
-        self.append_as(cache, run, entry, EvidenceWas::Stored).await
+        self.append_as(cache, run, entry, EvidenceWas::Stored, key)
+            .await
     }
 
     async fn append_as(
@@ -760,12 +866,13 @@ impl Log {
         run: &RunId,
         entry: &LogEntry,
         evidence: EvidenceWas,
+        key: &SigningKey,
     ) -> Result<Placed, LogError> {
-        let bytes = Bytes::from(entry.to_bytes().map_err(|e| LogError::NotSealed {
+        let unsigned = entry.to_bytes().map_err(|e| LogError::NotSealed {
             run: run.clone(),
             detail: e.to_string(),
-        })?);
-        let hash = tlog::leaf_hash(&bytes);
+        })?;
+        let content = tlog::leaf_hash(&unsigned);
         if evidence == EvidenceWas::Stored {
             self.load_run(cache, &entry.run_id).await?;
         }
@@ -773,30 +880,20 @@ impl Log {
         // length (those it read, and those below its starting checkpoint by their pointers),
         // so a create at that index that succeeds was made after looking at all of them (the
         // same seal is not appended twice); a conflict means another process appended there,
-        // whose entry is read and looked at before trying the next index.
+        // whose entry is authenticated and looked at before trying the next index.
         loop {
-            if let Some(index) = cache.find(&entry.run_id, &hash) {
+            if let Some(index) = cache.find(&entry.run_id, &content) {
                 return Ok(Placed::At {
                     index,
                     created: false,
                 });
             }
-            if let Some(rival) = cache.rival(entry, &hash) {
+            if let Some(rival) = cache.rival(entry, &content) {
                 return Ok(Placed::Rival(rival));
             }
             let index = cache.tree.size();
-            let k = Key::log_entry(index);
-            match self.store.put(&k, bytes.clone()).await {
-                Ok(Put { created, .. }) => {
-                    cache.push(&bytes, &k)?;
-                    return Ok(Placed::At { index, created });
-                }
-                // Another replica took this index: learn its entry, look again.
-                Err(StoreError::Conflict { .. }) => {
-                    let theirs = self.store.get(&k).await?;
-                    cache.push(&theirs, &k)?;
-                }
-                Err(e) => return Err(e.into()),
+            if let Some(created) = self.create_entry(cache, index, &unsigned, key).await? {
+                return Ok(Placed::At { index, created });
             }
         }
     }
@@ -960,12 +1057,15 @@ impl Placed {
     }
 }
 
-/// The raw public keys checkpoints are trusted under: the signing key's, then `trusted`.
-fn raw_keys(key: &SigningKey, trusted: &[PublicKey]) -> Vec<[u8; 32]> {
-    std::iter::once(key.public())
-        .chain(trusted.iter().cloned())
-        .map(|k| k.raw())
-        .collect()
+/// What a test log of the default origin trusts: the signing key, then `trusted`.
+#[cfg(test)]
+pub(crate) fn raw_keys(key: &SigningKey, trusted: &[PublicKey]) -> LogTrust {
+    LogTrust::new(
+        DEFAULT_ORIGIN,
+        std::iter::once(key.public())
+            .chain(trusted.iter().cloned())
+            .map(|k| k.raw()),
+    )
 }
 
 /// The signed note of the tree of `size` leaves.
@@ -1012,17 +1112,21 @@ pub async fn bounded_checkpoint(store: &Store, size: u64) -> Result<Bounded, Sto
         .await
 }
 
-/// The latest stored checkpoint a key of `trusted` signed, its note exactly as stored: what
+/// The latest stored checkpoint of this log (`trust`), its note exactly as stored: what
 /// `seal log checkpoint` prints and `GET /v1/log/checkpoint` serves. The largest stored one is
 /// not taken on its name: anyone who can write to the store can put any bytes under a larger
 /// size (the store writer of docs/DESIGN.md §13), and seal would pass them on as its log's
 /// head to every tlog client and terminal.
 pub async fn latest_checkpoint(
     store: &Store,
-    trusted: &[PublicKey],
+    trust: &LogTrust,
 ) -> Result<Option<tlog::SignedCheckpoint>, StoreError> {
-    let raw: Vec<[u8; 32]> = trusted.iter().map(PublicKey::raw).collect();
-    view::latest_trusted(store, &raw).await
+    view::latest_trusted(store, trust).await
+}
+
+/// What a reader of the log `origin` trusts: its checkpoints and leaves signed by `trusted`.
+pub fn trust(origin: &str, trusted: &[PublicKey]) -> LogTrust {
+    LogTrust::new(origin, trusted.iter().map(PublicKey::raw))
 }
 
 /// The log entry of a seal: what the postguard appends before it stores the seal, and what
@@ -1187,7 +1291,7 @@ pub(super) mod tests {
                 .unwrap();
             for i in 0..5 {
                 let (run, e) = entry(i);
-                log.append_locked(&mut cache, &run, &e).await.unwrap();
+                log.append_locked(&mut cache, &run, &e, &key).await.unwrap();
             }
         }
         // The first appender to publish covers all five.
@@ -1219,7 +1323,13 @@ pub(super) mod tests {
     async fn the_head_is_the_latest_signed_checkpoint_never_a_planted_larger_one() {
         let (dir, store, key) = forty().await;
         let trusted = [key.public()];
-        let genuine = latest_checkpoint(&store, &trusted).await.unwrap().unwrap();
+        let genuine = latest_checkpoint(
+            &store,
+            &crate::transparency::trust(DEFAULT_ORIGIN, &trusted),
+        )
+        .await
+        .unwrap()
+        .unwrap();
         assert_eq!(genuine.size, 40);
         let plant = |size: u64, bytes: &[u8]| {
             std::fs::write(dir.path().join(Key::log_checkpoint(size).as_str()), bytes).unwrap()
@@ -1230,11 +1340,23 @@ pub(super) mod tests {
         );
         let big = vec![b'x'; 2 * tlog::MAX_CHECKPOINT_BYTES as usize];
         plant(42, &big);
-        let head = latest_checkpoint(&store, &trusted).await.unwrap().unwrap();
+        let head = latest_checkpoint(
+            &store,
+            &crate::transparency::trust(DEFAULT_ORIGIN, &trusted),
+        )
+        .await
+        .unwrap()
+        .unwrap();
         assert_eq!((head.size, &head.text), (40, &genuine.text));
         // A reader whose document limit the large one passes: not read, not an error.
         let small = store.clone().with_doc_limit(tlog::MAX_CHECKPOINT_BYTES + 1);
-        let head = latest_checkpoint(&small, &trusted).await.unwrap().unwrap();
+        let head = latest_checkpoint(
+            &small,
+            &crate::transparency::trust(DEFAULT_ORIGIN, &trusted),
+        )
+        .await
+        .unwrap()
+        .unwrap();
         assert_eq!(head.size, 40);
         let read = view::read_checkpoints(&store, &raw_keys(&key, &[]), true)
             .await
@@ -1258,7 +1380,12 @@ pub(super) mod tests {
         assert_eq!(found[2], (40, String::new()));
         // Under keys that signed none of them there is no head.
         let other = [SigningKey::generate().public()];
-        assert!(latest_checkpoint(&store, &other).await.unwrap().is_none());
+        assert!(
+            latest_checkpoint(&store, &crate::transparency::trust(DEFAULT_ORIGIN, &other))
+                .await
+                .unwrap()
+                .is_none()
+        );
     }
 
     /// A `file://` store (so that a test can rewrite an object behind the log), a key, and two
@@ -1398,7 +1525,11 @@ pub(super) mod tests {
         let (dir, store, key, run, first, _) = rivals(9).await;
         let view = logged_and_read(&store, &key, &run, &first).await;
         let proof = view.proof(&store, &run).await.unwrap();
-        assert_eq!(proof.entry.as_bytes(), first.to_bytes().unwrap());
+        // The exact leaf: the entry with its `auth` for leaf 0 of this log.
+        let signed = tlog::sign_leaf(&first.to_bytes().unwrap(), DEFAULT_ORIGIN, 0, &|m| {
+            key.sign(m)
+        });
+        assert_eq!(proof.entry.as_bytes(), signed.unwrap());
 
         let mut planted = first.clone();
         planted.outcome = "fail".into();

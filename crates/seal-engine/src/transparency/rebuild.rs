@@ -23,12 +23,12 @@ use bytes::Bytes;
 use super::guard::{self, StoredSeal};
 use super::view::{LogView, WholeLog};
 use super::SealLeaf;
-use super::{raw_keys, trusted_entry, Cache, Log, LogError};
+use super::{trusted_entry, Cache, Log, LogError};
 use crate::audit::Problem;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 use seal_core::sealing::{PublicKey, SigningKey};
-use seal_core::tlog::{self, LogEntry, RebuildEntry, MAX_REBUILD_PROBLEMS};
+use seal_core::tlog::{self, LogEntry, LogTrust, RebuildEntry, MAX_REBUILD_PROBLEMS};
 use seal_core::vocab::AuditCheck;
 use seal_store::{Key, StoreError};
 
@@ -109,9 +109,9 @@ impl Log {
         reviews: &[StoredReview],
         now: &str,
     ) -> Result<Option<Rebuilt>, RebuildError> {
-        let raw = raw_keys(key, trusted);
+        let trust = self.trust_of(key, trusted);
         let seals = guard::stored_seals(&self.store).await?;
-        let whole = WholeLog::load(&self.store, &raw).await?;
+        let whole = WholeLog::load(&self.store, &trust).await?;
         let view = &whole.view;
         let found = guard::refusals(view, &seals);
         if found.is_empty() {
@@ -138,9 +138,11 @@ impl Log {
         entry.problem_count = found.len() as u64;
         entry.runs_appended = relog.len() as u64;
         let entry = entry.sign(&|m| key.sign(m)).map_err(LogError::from)?;
-        let mut fresh = self.write_rebuild_entry(&whole, keep, &entry).await?;
+        let mut fresh = self
+            .write_rebuild_entry(&whole, keep, &entry, key, trust)
+            .await?;
         for (run, e) in &relog {
-            self.append_locked(&mut fresh, run, e).await?.at(run)?;
+            self.append_locked(&mut fresh, run, e, key).await?.at(run)?;
         }
         let mut reviews_relogged = Vec::with_capacity(reviews.len());
         for (k, e) in &reviews {
@@ -148,7 +150,7 @@ impl Log {
                 key: k.to_string(),
                 detail: err.to_string(),
             })?);
-            self.append_bytes_locked(&mut fresh, bytes).await?;
+            self.append_bytes_locked(&mut fresh, bytes, key).await?;
             reviews_relogged.push(k.to_string());
         }
         let tree_size = self.publish(&mut fresh, key).await?;
@@ -322,18 +324,28 @@ impl Log {
         whole: &WholeLog,
         keep: u64,
         entry: &RebuildEntry,
+        key: &SigningKey,
+        trust: LogTrust,
     ) -> Result<Cache, RebuildError> {
-        let mut fresh = Cache::default();
+        let mut fresh = Cache {
+            trust,
+            ..Cache::default()
+        };
+        // The kept prefix is what the view authenticated (it ends before the first leaf that
+        // did not: `keep_prefix`).
         for (i, bytes) in whole.entries.iter().take(keep as usize).enumerate() {
-            fresh.push(bytes, &Key::log_entry(i as u64))?;
+            fresh.push_trusted(bytes, &Key::log_entry(i as u64))?;
         }
-        let bytes = Bytes::from(entry.to_bytes().map_err(|e| LogError::Corrupt {
-            key: Key::log_entry(keep).to_string(),
-            detail: e.to_string(),
-        })?);
         let k = Key::log_entry(keep);
+        let unsigned = entry.to_bytes().map_err(|e| LogError::Corrupt {
+            key: k.to_string(),
+            detail: e.to_string(),
+        })?;
+        let signed = tlog::sign_leaf(&unsigned, &self.origin, keep, &|m| key.sign(m))
+            .map_err(LogError::from)?;
+        let bytes = Bytes::from(signed);
         match self.store.put(&k, bytes.clone()).await {
-            Ok(_) => fresh.push(&bytes, &k)?,
+            Ok(_) => fresh.push_trusted(&bytes, &k)?,
             Err(StoreError::Conflict { .. }) => return Err(RebuildError::Raced { key: k }),
             Err(e) => return Err(e.into()),
         }

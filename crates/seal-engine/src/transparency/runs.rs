@@ -22,7 +22,7 @@ use super::tiles::{self, TileCache};
 use super::view::{latest_trusted, LogView, Proof};
 use super::SealLeaf;
 use seal_core::ids::RunId;
-use seal_core::tlog::{self, Leaf, NodeHash, SignedCheckpoint};
+use seal_core::tlog::{self, Leaf, LogTrust, NodeHash, ReadLeaf, SignedCheckpoint};
 use seal_store::{Key, Store, StoreError};
 
 /// How a leaf read by a run's pointer is believed.
@@ -31,6 +31,8 @@ enum Authority<'a> {
     Tiles {
         latest: SignedCheckpoint,
         cache: TileCache,
+        /// What a leaf past the checkpoint must authenticate under.
+        trust: LogTrust,
     },
     /// The pass over the whole log that `seal verify --all` made first ([`super::stream`]).
     Passed(&'a Passed),
@@ -54,6 +56,15 @@ impl Authority<'_> {
         }
     }
 
+    /// Whether a leaf no checkpoint covers is this log's: it authenticates by its own `auth`
+    /// (the pass authenticated every leaf it read past the checkpoint already).
+    fn authenticates(&self, index: u64, bytes: &[u8]) -> bool {
+        match self {
+            Authority::Tiles { trust, .. } => trust.authenticate(index, bytes).is_ok(),
+            Authority::Passed(_) => true,
+        }
+    }
+
     async fn believe(
         &mut self,
         store: &Store,
@@ -63,7 +74,7 @@ impl Authority<'_> {
         match self {
             // A leaf the checkpoint covers is believed only as the signed tree holds it; one
             // past it, as the whole log's readers read it (no checkpoint names it).
-            Authority::Tiles { latest, cache } => {
+            Authority::Tiles { latest, cache, .. } => {
                 if index >= latest.size {
                     return Ok(Believed::Leaf(None));
                 }
@@ -98,16 +109,17 @@ impl LogView {
     /// whole log.
     pub async fn for_runs(
         store: &Store,
-        trusted: &[[u8; 32]],
+        trust: &LogTrust,
         runs: &[RunId],
     ) -> Result<Option<LogView>, StoreError> {
-        let latest = latest_trusted(store, trusted).await?;
+        let latest = latest_trusted(store, trust).await?;
         let Some(latest) = latest else {
             return Ok(None);
         };
         let authority = Authority::Tiles {
             latest,
             cache: TileCache::new(),
+            trust: trust.clone(),
         };
         LogView::read_runs(store, runs, authority).await
     }
@@ -151,12 +163,17 @@ impl LogView {
                     Believed::Unread => continue,
                     Believed::Whole => return Ok(None),
                 };
-                match Leaf::from_bytes(&bytes) {
-                    Ok(Leaf::Seal(e)) if e.run_id == run.as_str() => {
-                        let leaf = SealLeaf::of(index, &e);
+                // Past the checkpoint, a leaf that does not authenticate is planted: the whole
+                // log's readers name it.
+                if proof.is_none() && !authority.authenticates(index, &bytes) {
+                    return Ok(None);
+                }
+                match ReadLeaf::parse(&bytes).map(|r| (r.leaf, r.content)) {
+                    Ok((Leaf::Seal(e), content)) if e.run_id == run.as_str() => {
+                        let leaf = SealLeaf::of(index, &e, content);
                         view.by_run.entry(e.run_id).or_default().push(leaf);
                     }
-                    Ok(Leaf::Review(r)) if r.run_id == run.as_str() => {
+                    Ok((Leaf::Review(r), _)) if r.run_id == run.as_str() => {
                         view.reviews.push((index, r));
                     }
                     // Another run's leaf there (the index was rebuilt since): not this run's.
@@ -185,12 +202,12 @@ impl LogView {
     /// [`LogView::for_runs`], else the whole log.
     pub async fn load_for(
         store: &Store,
-        trusted: &[[u8; 32]],
+        trust: &LogTrust,
         runs: &[RunId],
     ) -> Result<LogView, StoreError> {
-        match LogView::for_runs(store, trusted, runs).await? {
+        match LogView::for_runs(store, trust, runs).await? {
             Some(view) => Ok(view),
-            None => LogView::load(store, trusted).await,
+            None => LogView::load(store, trust).await,
         }
     }
 
@@ -228,11 +245,11 @@ mod tests {
     }
 
     async fn views(store: &Store, key: &SigningKey, run: &RunId) -> (Option<LogView>, LogView) {
-        let trusted = raw_keys(key, &[]);
-        let some = LogView::for_runs(store, &trusted, std::slice::from_ref(run))
+        let trust = raw_keys(key, &[]);
+        let some = LogView::for_runs(store, &trust, std::slice::from_ref(run))
             .await
             .unwrap();
-        (some, LogView::load(store, &trusted).await.unwrap())
+        (some, LogView::load(store, &trust).await.unwrap())
     }
 
     /// Read by its pointers and the tiles, a run's view gives the run the whole log's answers:
@@ -360,8 +377,8 @@ mod tests {
     #[tokio::test]
     async fn every_leaf_a_checkpoint_covers_has_its_pointer() {
         let (_dir, store, key, _run, _sealed) = logged().await;
-        let trusted = raw_keys(&key, &[]);
-        let report = super::super::verify_log(&store, &trusted, None)
+        let trust = raw_keys(&key, &[]);
+        let report = super::super::verify_log(&store, &trust, None)
             .await
             .unwrap();
         assert_eq!(report.pointers_missing, 0);
@@ -380,8 +397,8 @@ mod tests {
         let (dir, store, key, run, _sealed) = logged().await;
         let deleted = Key::log_run_leaf(&run, 7);
         std::fs::remove_file(dir.path().join(deleted.as_str())).unwrap();
-        let trusted = raw_keys(&key, &[]);
-        let report = super::super::verify_log(&store, &trusted, None)
+        let trust = raw_keys(&key, &[]);
+        let report = super::super::verify_log(&store, &trust, None)
             .await
             .unwrap();
         assert!(!report.verified);
@@ -395,7 +412,7 @@ mod tests {
             .await
             .unwrap();
         assert!(store.exists(&deleted).await.unwrap());
-        let report = super::super::verify_log(&store, &trusted, None)
+        let report = super::super::verify_log(&store, &trust, None)
             .await
             .unwrap();
         assert!(pointer_problems(&report).is_empty());
@@ -419,17 +436,17 @@ mod tests {
     async fn admission_points_a_log_from_before_pointers_and_an_entry_left_by_a_crash() {
         let (dir, store, key, run, _sealed) = logged().await;
         std::fs::remove_dir_all(dir.path().join(super::super::LOG_RUNS)).unwrap();
-        // What a crash between the entry's create and its checkpoint leaves.
+        // What a crash between the entry's create and its checkpoint leaves: an entry seal
+        // signed for its index.
         let (late, e) = entry(40);
+        let signed =
+            tlog::sign_leaf(&e.to_bytes().unwrap(), DEFAULT_ORIGIN, 41, &|m| key.sign(m)).unwrap();
         store
-            .put(
-                &Key::log_entry(41),
-                bytes::Bytes::from(e.to_bytes().unwrap()),
-            )
+            .put(&Key::log_entry(41), bytes::Bytes::from(signed))
             .await
             .unwrap();
-        let trusted = raw_keys(&key, &[]);
-        let report = super::super::verify_log(&store, &trusted, None)
+        let trust = raw_keys(&key, &[]);
+        let report = super::super::verify_log(&store, &trust, None)
             .await
             .unwrap();
         assert_eq!(

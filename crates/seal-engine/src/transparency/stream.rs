@@ -31,7 +31,9 @@ use std::sync::Mutex;
 use super::view::latest_trusted;
 use super::READ_AHEAD;
 use seal_core::ids::RunId;
-use seal_core::tlog::{self, Leaf, NodeHash, RightEdge, SignedCheckpoint, Tile, TILE_HEIGHT};
+use seal_core::tlog::{
+    self, Leaf, LogTrust, NodeHash, RightEdge, SignedCheckpoint, Tile, TILE_HEIGHT,
+};
 use seal_store::{Key, Store, StoreError};
 
 /// Leaves a level-0 tile holds.
@@ -155,10 +157,10 @@ impl Passed {
 
 /// Reads the whole log once, in order, keeping O(log n + n / 256) hashes (see the module
 /// doc). Errors only when the store cannot be read.
-pub async fn pass(store: &Store, trusted: &[[u8; 32]]) -> Result<Pass, StoreError> {
+pub async fn pass(store: &Store, trust: &LogTrust) -> Result<Pass, StoreError> {
     // Checkpoints before entries, as `LogView::load` reads them (a checkpoint is published
     // after its entries).
-    let latest = latest_trusted(store, trusted).await?;
+    let latest = latest_trusted(store, trust).await?;
     let Some(latest) = latest else {
         return Ok(Pass::Whole("no checkpoint signed by a trusted key".into()));
     };
@@ -170,8 +172,9 @@ pub async fn pass(store: &Store, trusted: &[[u8; 32]]) -> Result<Pass, StoreErro
     // Entries by number until the first one not stored, a few reads ahead. No listing of
     // `log/entries/`: it would hold every key at once. What lies past a missing entry is
     // outside the tree for the whole log's readers too.
+    let covered = latest.size;
     let reads = futures::stream::iter(0u64..)
-        .map(|index| read_entry(store, trusted, index))
+        .map(|index| read_entry(store, trust, index, covered))
         .buffered(READ_AHEAD)
         .try_take_while(|read| std::future::ready(Ok(read.is_some())));
     futures::pin_mut!(reads);
@@ -227,21 +230,28 @@ pub async fn pass(store: &Store, trusted: &[[u8; 32]]) -> Result<Pass, StoreErro
     })))
 }
 
-/// Entry `index`: `None` when not stored; else its leaf hash once it parses and a rebuild
-/// entry's signature verifies, with whether a seal or review leaf's pointer is stored.
+/// Entry `index`: `None` when not stored; else its leaf hash once it parses (past `covered`,
+/// the latest checkpoint's size, once it authenticates) and a rebuild entry's signature
+/// verifies, with whether a seal or review leaf's pointer is stored.
 async fn read_entry(
     store: &Store,
-    trusted: &[[u8; 32]],
+    trust: &LogTrust,
     index: u64,
+    covered: u64,
 ) -> Result<Option<Read>, StoreError> {
     let Some(bytes) = store.get_opt(&Key::log_entry(index)).await? else {
         return Ok(None);
     };
     let hash = tlog::leaf_hash(&bytes);
-    let run = match Leaf::from_bytes(&bytes) {
+    let leaf = if index < covered {
+        Leaf::from_bytes(&bytes)
+    } else {
+        trust.authenticate(index, &bytes).map(|r| r.leaf)
+    };
+    let run = match leaf {
         Err(e) => return Ok(Some(Err(e.to_string()))),
         Ok(Leaf::Rebuild(r)) => {
-            let read = r.verify(trusted).map_err(|e| e.to_string());
+            let read = r.verify(trust.keys()).map_err(|e| e.to_string());
             return Ok(Some(read.map(|()| Entry {
                 hash,
                 unpointed: None,
@@ -279,8 +289,8 @@ mod tests {
         let store = Store::open(&url).await.unwrap();
         let key = SigningKey::generate();
         let log = Log::new(store.clone(), DEFAULT_ORIGIN);
-        let trusted = raw_keys(&key, &[]);
-        append_unpublished(&log, &trusted, 0..300).await;
+        let trust = raw_keys(&key, &[]);
+        append_unpublished(&log, &key, &trust, 0..300).await;
         log.publish_covering(300, &key).await.unwrap();
         let review = ReviewEntry::new(
             "run-batch-0007",
@@ -290,16 +300,21 @@ mod tests {
             "2026-12-04T00:00:00Z",
         );
         log.append_review(&review, &key).await.unwrap();
-        append_unpublished(&log, &trusted, 301..303).await;
+        append_unpublished(&log, &key, &trust, 301..303).await;
         (dir, store, key)
     }
 
-    async fn append_unpublished(log: &Log, trusted: &[[u8; 32]], runs: std::ops::Range<u32>) {
+    async fn append_unpublished(
+        log: &Log,
+        key: &SigningKey,
+        trust: &LogTrust,
+        runs: std::ops::Range<u32>,
+    ) {
         let mut cache = log.cache.lock().await;
-        log.admit_locked(&mut cache, trusted).await.unwrap();
+        log.admit_locked(&mut cache, trust).await.unwrap();
         for i in runs {
             let (run, e) = entry(i);
-            log.append_locked(&mut cache, &run, &e).await.unwrap();
+            log.append_locked(&mut cache, &run, &e, key).await.unwrap();
         }
     }
 
@@ -436,15 +451,15 @@ mod tests {
     #[tokio::test]
     async fn a_log_that_is_not_the_signed_tree_is_read_whole() {
         let (dir, store, key) = log_of_300().await;
-        let trusted = raw_keys(&key, &[]);
+        let trust = raw_keys(&key, &[]);
         let (_, e5) = entry(5);
         std::fs::write(entry_file(&dir, 5), another_seal(&e5).to_bytes().unwrap()).unwrap();
-        match pass(&store, &trusted).await.unwrap() {
+        match pass(&store, &trust).await.unwrap() {
             Pass::Whole(why) => assert!(why.contains("do not hash to the root"), "{why}"),
             Pass::Clean(_) => panic!("a rewritten entry passed"),
         }
         std::fs::remove_file(entry_file(&dir, 200)).unwrap();
-        match pass(&store, &trusted).await.unwrap() {
+        match pass(&store, &trust).await.unwrap() {
             Pass::Whole(why) => assert!(why.contains("200 entries stored under"), "{why}"),
             Pass::Clean(_) => panic!("a log cut short passed"),
         }

@@ -366,7 +366,7 @@ mod tests {
         assert_eq!(checkpoints.len(), 300);
         for size in checkpoints {
             let note = store.get(&Key::log_checkpoint(size)).await.unwrap();
-            let cp = tlog::open_checkpoint(&note, &raw_keys(&key, &[])).unwrap();
+            let cp = tlog::open_checkpoint(&note, raw_keys(&key, &[]).keys()).unwrap();
             let root = tlog_tiles::Hash(cp.root);
             let fetched = Fetched {
                 cache: &tiles,
@@ -459,10 +459,13 @@ mod tests {
         let store = Store::open(&url).await.unwrap();
         let key = SigningKey::generate();
         appended(&store, &key, 10).await;
-        let latest = crate::transparency::latest_checkpoint(&store, &[key.public()])
-            .await
-            .unwrap()
-            .unwrap();
+        let latest = crate::transparency::latest_checkpoint(
+            &store,
+            &crate::transparency::trust(DEFAULT_ORIGIN, &[key.public()]),
+        )
+        .await
+        .unwrap()
+        .unwrap();
         assert_eq!(latest.size, 10);
         // Readers of the genuine tiles prove a leaf.
         let mut cache = TileCache::new();
@@ -485,11 +488,11 @@ mod tests {
             let through = stored_through(&reader, &tree, 10).await;
             assert!(matches!(through, Ok(0)), "limit {limit}: {through:?}");
             // The pass over the log and the admission read the whole log instead.
-            let trusted = raw_keys(&key, &[]);
-            let pass = crate::transparency::stream::pass(&reader, &trusted).await;
+            let trust = raw_keys(&key, &[]);
+            let pass = crate::transparency::stream::pass(&reader, &trust).await;
             assert!(pass.is_ok(), "limit {limit}: {:?}", pass.err());
             let admitted = Log::new(reader.clone(), DEFAULT_ORIGIN)
-                .read_from_checkpoint(&trusted)
+                .read_from_checkpoint(&trust)
                 .await
                 .map(|c| c.is_some());
             assert!(matches!(admitted, Ok(false)), "limit {limit}: {admitted:?}");
@@ -562,7 +565,7 @@ mod tests {
                 .unwrap();
             for i in 0..600 {
                 let (run, e) = entry(i);
-                log.append_locked(&mut cache, &run, &e).await.unwrap();
+                log.append_locked(&mut cache, &run, &e, &key).await.unwrap();
             }
         }
         assert_eq!(log.publish_covering(600, &key).await.unwrap(), 600);

@@ -19,7 +19,7 @@ use crate::audit::Problem;
 use seal_core::ids::RunId;
 use seal_core::key::LOG_ENTRIES;
 use seal_core::tlog::{
-    self, Leaf, LogEntry, NodeHash, RebuildEntry, ReviewEntry, SignedCheckpoint, Tree,
+    self, Leaf, LogEntry, LogTrust, NodeHash, RebuildEntry, ReviewEntry, SignedCheckpoint, Tree,
 };
 use seal_core::vocab::AuditCheck;
 use seal_store::{Bounded, Key, Store, StoreError};
@@ -89,9 +89,9 @@ pub struct WholeLog {
 }
 
 impl WholeLog {
-    pub async fn load(store: &Store, trusted: &[[u8; 32]]) -> Result<WholeLog, StoreError> {
+    pub async fn load(store: &Store, trust: &LogTrust) -> Result<WholeLog, StoreError> {
         let mut entries = Vec::new();
-        let view = LogView::read(store, trusted, Some(&mut entries)).await?;
+        let view = LogView::read(store, trust, Some(&mut entries)).await?;
         Ok(WholeLog { view, entries })
     }
 
@@ -205,15 +205,15 @@ pub struct RebuildNote {
 
 impl LogView {
     /// Reads the log and its latest checkpoint (`seal verify`, proofs, the guard).
-    pub async fn load(store: &Store, trusted: &[[u8; 32]]) -> Result<LogView, StoreError> {
-        LogView::read(store, trusted, None).await
+    pub async fn load(store: &Store, trust: &LogTrust) -> Result<LogView, StoreError> {
+        LogView::read(store, trust, None).await
     }
 
     /// Reads the log; `whole`: check every stored checkpoint, not only the latest, and push
     /// every leaf's bytes there.
     async fn read(
         store: &Store,
-        trusted: &[[u8; 32]],
+        trust: &LogTrust,
         whole: Option<&mut Vec<Bytes>>,
     ) -> Result<LogView, StoreError> {
         let mut view = LogView::default();
@@ -222,8 +222,15 @@ impl LogView {
         // checkpoint read here commits to entries that exist when they are listed next. The
         // other order can read a concurrent append's checkpoint without its entry and call
         // the log shorter than one it signed.
-        let checkpoints = read_checkpoints(store, trusted, all_checkpoints).await?;
-        view.load_entries(store, trusted, whole).await?;
+        let checkpoints = read_checkpoints(store, trust, all_checkpoints).await?;
+        // The leaves a trusted checkpoint covers are authenticated by it; past the largest,
+        // each by its own `auth` (docs/DESIGN.md §11).
+        let covered = checkpoints
+            .iter()
+            .filter_map(|(_, _, c)| c.as_ref().ok().map(|c| c.size))
+            .max()
+            .unwrap_or(0);
+        view.load_entries(store, trust, whole, covered).await?;
         view.check_checkpoints(checkpoints);
         Ok(view)
     }
@@ -263,8 +270,9 @@ impl LogView {
     async fn load_entries(
         &mut self,
         store: &Store,
-        trusted: &[[u8; 32]],
+        trust: &LogTrust,
         mut whole: Option<&mut Vec<Bytes>>,
+        covered: u64,
     ) -> Result<(), StoreError> {
         let mut numbered = Vec::new();
         let listing = store.list(LOG_ENTRIES).await?;
@@ -317,7 +325,7 @@ impl LogView {
         .buffered(READ_AHEAD);
         futures::pin_mut!(fetched);
         while let Some((k, bytes)) = fetched.try_next().await? {
-            self.push_entry(&k, &bytes, trusted);
+            self.push_entry(&k, &bytes, trust, covered);
             if let Some(entries) = whole.as_deref_mut() {
                 entries.push(bytes);
             }
@@ -325,7 +333,10 @@ impl LogView {
         Ok(())
     }
 
-    fn push_entry(&mut self, k: &Key, bytes: &[u8], trusted: &[[u8; 32]]) {
+    /// Hashes and indexes the next entry. One past `covered` (the largest trusted checkpoint)
+    /// that does not authenticate is planted: hashed into the tree (the checkpoints are
+    /// checked against what is stored), never indexed, and it stops appends.
+    fn push_entry(&mut self, k: &Key, bytes: &[u8], trust: &LogTrust, covered: u64) {
         let index = self.read;
         self.read += 1;
         if let Err(e) = self.tree.push(bytes) {
@@ -335,26 +346,40 @@ impl LogView {
                 e.to_string(),
             ));
         }
-        let leaf = Leaf::from_bytes(bytes).and_then(|leaf| match leaf {
-            Leaf::Rebuild(r) => r.verify(trusted).map(|()| Leaf::Rebuild(r)),
-            seal => Ok(seal),
-        });
+        let read = match tlog::ReadLeaf::parse(bytes) {
+            Ok(_) if index >= covered => trust.authenticate(index, bytes).map_err(|e| {
+                self.first_bad_leaf.get_or_insert(index);
+                self.refuse(super::planted_entry(k, &e));
+            }),
+            Ok(read) => Ok(read),
+            Err(e) => Err(self.unreadable(index, k, e)),
+        };
+        let Ok(read) = read else {
+            return;
+        };
+        let leaf = match read.leaf {
+            Leaf::Rebuild(r) => r.verify(trust.keys()).map(|()| Leaf::Rebuild(r)),
+            other => Ok(other),
+        };
         match leaf {
             Ok(Leaf::Seal(e)) => {
-                let leaf = SealLeaf::of(index, &e);
+                let leaf = SealLeaf::of(index, &e, read.content);
                 self.by_run.entry(e.run_id).or_default().push(leaf);
             }
             Ok(Leaf::Rebuild(r)) => self.rebuilds.push((index, r)),
             Ok(Leaf::Review(r)) => self.reviews.push((index, r)),
-            Err(e) => {
-                self.first_bad_leaf.get_or_insert(index);
-                self.refuse(Problem::new(
-                    AuditCheck::LogEntries,
-                    k.as_str(),
-                    e.to_string(),
-                ));
-            }
+            Err(e) => self.unreadable(index, k, e),
         }
+    }
+
+    /// An entry that is not a readable leaf (or an unsigned rebuild entry).
+    fn unreadable(&mut self, index: u64, k: &Key, e: tlog::TlogError) {
+        self.first_bad_leaf.get_or_insert(index);
+        self.refuse(Problem::new(
+            AuditCheck::LogEntries,
+            k.as_str(),
+            e.to_string(),
+        ));
     }
 
     /// Checks the checkpoints read (largest first) against the entries.
@@ -515,7 +540,8 @@ impl LogView {
             }
         };
         // Entries are canonical (one entry, one byte string), so the stored run is the logged
-        // one exactly when its entry's leaf hash is the leaf's.
+        // one exactly when its entry's hash is the leaf's content hash (the leaf without its
+        // `auth`); the leaf itself, `auth` and all, is what the checkpoint proves.
         let stored_hash = match stored.to_bytes() {
             Ok(bytes) => tlog::leaf_hash(&bytes),
             Err(e) => {
@@ -523,7 +549,8 @@ impl LogView {
                 return problems;
             }
         };
-        if self.leaf_hash(leaf.index) != Some(stored_hash) {
+        let leaf_hash = self.leaf_hash(leaf.index);
+        if leaf.content != stored_hash {
             problems.push(Problem::mismatch(
                 AuditCheck::RunReplaced,
                 object,
@@ -534,7 +561,13 @@ impl LogView {
                     leaf.index
                 ),
             ));
-        } else if let Err(e) = self.check_inclusion(leaf.index, latest, &stored_hash) {
+        } else if let Some(e) = match leaf_hash {
+            Some(hash) => self.check_inclusion(leaf.index, latest, &hash).err(),
+            None => Some(LogError::Corrupt {
+                key: Key::log_entry(leaf.index).to_string(),
+                detail: "not read with the run's leaves".into(),
+            }),
+        } {
             problems.push(inclusion(e.to_string()));
         }
         problems
@@ -619,10 +652,10 @@ impl LogView {
 /// consistency with it.
 pub async fn verify_log(
     store: &Store,
-    trusted: &[[u8; 32]],
+    trust: &LogTrust,
     old: Option<&[u8]>,
 ) -> Result<LogReport, StoreError> {
-    let mut whole = WholeLog::load(store, trusted).await?;
+    let mut whole = WholeLog::load(store, trust).await?;
     let mut problems = std::mem::take(&mut whole.view.problems);
     let (against, seal_pending) = runs_against_log(store, &whole).await?;
     let view = &whole.view;
@@ -647,7 +680,7 @@ pub async fn verify_log(
         ));
     }
     let consistency = match old {
-        Some(old) => against_old(view, trusted, old, &mut problems),
+        Some(old) => against_old(view, trust, old, &mut problems),
         None => None,
     };
     let rebuilds = view
@@ -850,12 +883,12 @@ async fn reviews_against_log(
 /// Append-only consistency of the store's log with a checkpoint the auditor kept.
 fn against_old(
     view: &LogView,
-    trusted: &[[u8; 32]],
+    trust: &LogTrust,
     old: &[u8],
     problems: &mut Vec<Problem>,
 ) -> Option<Consistency> {
     let object = "--checkpoint";
-    let old = match tlog::open_checkpoint(old, trusted) {
+    let old = match trust.open_checkpoint(old) {
         Ok(c) => c,
         Err(e) => {
             problems.push(Problem::new(
@@ -928,9 +961,9 @@ fn against_old(
 /// and the pass over the log each start from).
 pub(super) async fn latest_trusted(
     store: &Store,
-    trusted: &[[u8; 32]],
+    trust: &LogTrust,
 ) -> Result<Option<SignedCheckpoint>, StoreError> {
-    Ok(read_checkpoints(store, trusted, false)
+    Ok(read_checkpoints(store, trust, false)
         .await?
         .into_iter()
         .find_map(|(_, _, c)| c.ok()))
@@ -940,7 +973,7 @@ pub(super) async fn latest_trusted(
 /// `all`, stops at the first that verifies (the latest).
 pub(super) async fn read_checkpoints(
     store: &Store,
-    trusted: &[[u8; 32]],
+    trust: &LogTrust,
     all: bool,
 ) -> Result<Vec<ReadCheckpoint>, StoreError> {
     let mut read = Vec::new();
@@ -951,7 +984,7 @@ pub(super) async fn read_checkpoints(
             Bounded::Absent => continue,
             Bounded::Larger { size, bound } => Err(BadCheckpoint::TooLarge { size, max: bound }),
         };
-        let verified = bytes.and_then(|bytes| match tlog::open_checkpoint(&bytes, trusted) {
+        let verified = bytes.and_then(|bytes| match trust.open_checkpoint(&bytes) {
             Ok(c) if c.size == size => Ok(c),
             Ok(c) => Err(BadCheckpoint::Misplaced {
                 signed: c.size,

@@ -23,7 +23,7 @@ use super::cosig::{self, Cosignature, WitnessKey};
 use super::{protocol, WitnessSpec, LOG_COSIGNATURES};
 use crate::audit::Problem;
 use seal_core::fault::{Fault, HasFault};
-use seal_core::tlog::{self, SignedCheckpoint};
+use seal_core::tlog::{self, LogTrust, SignedCheckpoint};
 use seal_core::vocab::AuditCheck;
 use seal_store::{Bounded, Key, Store, StoreError};
 
@@ -217,7 +217,7 @@ pub struct Asked {
 /// checkpoint). Problems are named; only an unreachable witness is an error (`Err`).
 pub async fn ask_witness(
     store: &Store,
-    trusted: &[[u8; 32]],
+    trust: &LogTrust,
     url: &str,
     origin: &str,
     store_latest: Option<u64>,
@@ -239,7 +239,7 @@ pub async fn ask_witness(
             problems,
         });
     };
-    let theirs = match tlog::open_checkpoint(&note, trusted) {
+    let theirs = match trust.open_checkpoint(&note) {
         Ok(c) => c,
         Err(e) => {
             let p = Problem::new(
@@ -254,7 +254,7 @@ pub async fn ask_witness(
             });
         }
     };
-    let problems = against_store(store, trusted, &object, &theirs, store_latest).await?;
+    let problems = against_store(store, trust, &object, &theirs, store_latest).await?;
     Ok(Asked {
         url: url.into(),
         size: Some(theirs.size),
@@ -265,7 +265,7 @@ pub async fn ask_witness(
 /// A checkpoint the log signed, as a witness holds it, against the store's checkpoints.
 async fn against_store(
     store: &Store,
-    trusted: &[[u8; 32]],
+    trust: &LogTrust,
     object: &str,
     theirs: &SignedCheckpoint,
     store_latest: Option<u64>,
@@ -290,7 +290,7 @@ async fn against_store(
             format!("missing, while the witness cosigned the log's checkpoint of size {}: a checkpoint was deleted", theirs.size),
         )]);
     };
-    match tlog::open_checkpoint(&ours, trusted) {
+    match trust.open_checkpoint(&ours) {
         Ok(c) if c.root == theirs.root => Ok(Vec::new()),
         Ok(c) => Ok(vec![Problem::mismatch(
             AuditCheck::LogFork,

@@ -74,11 +74,15 @@ async fn verifier(
     let store = state.engine.store();
     let trusted = state.trusted.as_ref().clone();
     let reviewers = state.reviewers.as_ref().clone();
-    Ok(
-        seal_engine::verify::Verifier::load(store, trusted, &policy, scope)
-            .await?
-            .with_reviewers(reviewers),
+    Ok(seal_engine::verify::Verifier::load(
+        store,
+        trusted,
+        state.engine.log().origin(),
+        &policy,
+        scope,
     )
+    .await?
+    .with_reviewers(reviewers))
 }
 
 /// The decision tree of a sealed run: the page for `Accept: text/html`, else the JSON.
@@ -125,8 +129,8 @@ pub(crate) async fn get_explain(
 pub(crate) async fn get_log_checkpoint(
     State(state): State<AppState>,
 ) -> Result<Response, ApiError> {
-    match seal_engine::transparency::latest_checkpoint(state.engine.store(), &state.trusted).await?
-    {
+    let trust = seal_engine::transparency::trust(state.engine.log().origin(), &state.trusted);
+    match seal_engine::transparency::latest_checkpoint(state.engine.store(), &trust).await? {
         Some(signed) => Ok((
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
             signed.text,
@@ -175,9 +179,10 @@ pub(crate) async fn get_log_proof(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
+    let trust = seal_engine::transparency::trust(state.engine.log().origin(), &state.trusted);
     let view = seal_engine::verify::load_log(
         state.engine.store(),
-        &state.trusted,
+        &trust,
         Scope::Runs(std::slice::from_ref(&run)),
     )
     .await?;
