@@ -1305,3 +1305,46 @@ fn a_copied_run_s_own_reviews_folder_is_checked() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains(&planted), "{text}");
 }
+
+/// Issue 44, hole 5: deleting the latest review is named, never a silent fall back to the one
+/// before it: `seal verify`, `seal verify --all` and `seal log verify` exit 1 and name the
+/// review the log holds and the store lacks (`review_missing`).
+#[test]
+fn a_deleted_latest_review_fails_verify_verify_all_and_log_verify() {
+    let s = setup();
+    for sets in ["core.loop-reached=satisfied", "core.loop-reached=failed"] {
+        let out = s.review(&s.reviewer_key, &[sets], "");
+        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    }
+    assert_eq!(s.verify(true).status.code(), Some(0));
+    std::fs::remove_file(s.review_path(1)).unwrap();
+    let missing = format!("runs/{RUN}/reviews/1.dsse.json");
+    let no = s.verify(true);
+    assert_eq!(no.status.code(), Some(1), "{}", both(&no));
+    assert!(
+        both(&no).contains("review_missing") && both(&no).contains(&missing),
+        "{}",
+        both(&no)
+    );
+    let trust = fixture_trust_pem().display().to_string();
+    let rpub = s.reviewer_pub.display().to_string();
+    let all = s.seal(&[
+        "verify",
+        "--all",
+        "--store",
+        &s.url,
+        "--trust",
+        &trust,
+        "--trust-reviewer",
+        &rpub,
+    ]);
+    assert_eq!(all.status.code(), Some(1), "{}", both(&all));
+    assert!(both(&all).contains(&missing), "{}", both(&all));
+    let log = s.seal(&["log", "verify", "--store", &s.url, "--trust", &trust]);
+    assert_eq!(log.status.code(), Some(1), "{}", both(&log));
+    assert!(
+        both(&log).contains("review_missing") && both(&log).contains(&missing),
+        "{}",
+        both(&log)
+    );
+}

@@ -81,6 +81,14 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitStatus, CliError> {
         // not verified but listed with what completes it (docs/DESIGN.md §2, "Crash safety").
         // The scan looks into the runs not verified here; a verified run hands it the `cas/`
         // objects it names, so its folder is not read twice.
+        let ids = if args.all {
+            with_logged(&store, ids, &verifier).await?
+        } else {
+            ids
+        };
+        if args.all && ids.is_empty() && reports.is_empty() {
+            return Err(CliError::Usage(format!("no runs in {url}, none logged")));
+        }
         let mut scan = args.all.then(Scan::new);
         let ids = match scan.as_mut() {
             Some(scan) => {
@@ -120,9 +128,6 @@ async fn targets(
 ) -> Result<(Vec<RunId>, Vec<RunReport>), CliError> {
     if args.all {
         let seal_store::RunListing { runs: ids, invalid } = store.runs().await?;
-        if ids.is_empty() && invalid.is_empty() {
-            return Err(CliError::Usage(format!("no runs in {url}")));
-        }
         let reports = invalid
             .into_iter()
             .map(RunReport::unverifiable_folder)
@@ -134,6 +139,23 @@ async fn targets(
         ctx.named_run(store, url, id).await?;
     }
     Ok((args.runs.clone(), Vec::new()))
+}
+
+/// The runs of the `runs/` listing and every run the log holds a seal of that the listing
+/// lacks: a logged run deleted from the store is verified, and fails (`run_missing`), never
+/// skipped.
+async fn with_logged(
+    store: &Store,
+    mut ids: Vec<RunId>,
+    verifier: &Verifier,
+) -> Result<Vec<RunId>, CliError> {
+    let listed: std::collections::BTreeSet<RunId> = ids.iter().cloned().collect();
+    for run in verifier.logged_candidates(store).await? {
+        if !listed.contains(&run) && verifier.is_logged(store, &run).await? {
+            ids.push(run);
+        }
+    }
+    Ok(ids)
 }
 
 /// The runs to verify, and those to leave to the crash-leftover scan: a run without a seal

@@ -258,6 +258,10 @@ words!(
         LogConsistency = "log_consistency",
         /// A logged run is gone from the store.
         RunMissing = "run_missing",
+        /// A logged run's seal is not stored (its logged evidence is).
+        SealMissing = "seal_missing",
+        /// A logged review is not stored.
+        ReviewMissing = "review_missing",
         /// A logged run's evidence or seal is not the one logged.
         RunReplaced = "run_replaced",
         /// A sealed run in the store is not in the log.

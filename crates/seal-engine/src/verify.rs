@@ -259,9 +259,13 @@ async fn check_logged(
             &p.seal.key_id,
         )
     });
+    let evidence_stored = matches!(store.exists(&Key::evidence(run)).await, Ok(true));
     if let Some(entry) = entry {
         report.problems.extend(log.check_entry(run, &entry));
-    } else if matches!(store.exists(&Key::evidence(run)).await, Ok(true)) {
+    } else if let Some(gone) = log.missing_run(run).filter(|_| !evidence_stored) {
+        // Logged, and nothing of its decision is stored: deleted, not undecided.
+        report.problems.push(gone);
+    } else if evidence_stored {
         // Only a run whose evidence reads as an object has a seal to find in the log (an
         // unreadable one is already a problem of the report).
         match log.check_run(store, run).await {
@@ -355,6 +359,32 @@ impl Verifier {
     pub fn with_reviewers(mut self, reviewers: Vec<PublicKey>) -> Verifier {
         self.reviewers = Arc::new(reviewers);
         self
+    }
+
+    /// The runs the log may hold a seal of, for `seal verify --all` to verify besides the
+    /// `runs/` listing (a logged run whose folder was deleted is a problem of that run, never
+    /// silence): every run of a log read whole; after a clean pass, every run with a pointer
+    /// (the pass found every leaf's pointer stored) and those whose leaves past the checkpoint
+    /// have none yet. A candidate is logged only if [`Verifier::is_logged`] says so: a pointer
+    /// is never believed for more than "look there".
+    pub async fn logged_candidates(&self, store: &Store) -> Result<Vec<RunId>, StoreError> {
+        let mut runs: BTreeSet<RunId> = BTreeSet::new();
+        match &self.log {
+            Source::View(view) => {
+                runs.extend(view.logged_runs().filter_map(|r| RunId::parse(r).ok()));
+            }
+            Source::Passed { pass, .. } => {
+                let listed = store.list(transparency::LOG_RUNS).await?.keys;
+                let prefix = format!("{}/", transparency::LOG_RUNS);
+                let named = listed.iter().filter_map(|k| {
+                    let rest = k.as_str().strip_prefix(&prefix)?;
+                    RunId::parse(rest.split('/').next()?).ok()
+                });
+                runs.extend(named);
+                runs.extend(pass.unpointed_runs());
+            }
+        }
+        Ok(runs.into_iter().collect())
     }
 
     /// Whether the log holds a seal of `run` (`seal verify --all` tells a crash leftover
@@ -986,6 +1016,9 @@ pub async fn check_run_reviews(
             )
         })
         .collect();
+    // Every review the log holds of this run is stored: deleting the latest review is never
+    // a silent fall back to the one before it.
+    problems.extend(log.missing_reviews(run, numbered.iter().map(|(i, _)| *i)));
     let Some(proof) = proof.filter(|_| !numbered.is_empty()) else {
         return Ok(problems);
     };

@@ -79,6 +79,11 @@ struct Entry {
 }
 
 impl Passed {
+    /// The runs of the leaves the pass found without a pointer (past the checkpoint).
+    pub fn unpointed_runs(&self) -> impl Iterator<Item = RunId> + '_ {
+        self.unpointed.iter().map(|(run, _)| run.clone())
+    }
+
     /// Entries the pass read: the checkpoint's and the tail past it.
     pub fn size(&self) -> u64 {
         self.latest.size + self.tail.len() as u64

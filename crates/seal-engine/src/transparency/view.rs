@@ -256,6 +256,42 @@ impl LogView {
         self.by_run.contains_key(run)
     }
 
+    /// `review_missing` of each review of `run` the log holds whose index is not among
+    /// `stored`: deleted, or its store interrupted after its leaf (sending the same envelope
+    /// again stores it).
+    pub fn missing_reviews(&self, run: &RunId, stored: impl Iterator<Item = u64>) -> Vec<Problem> {
+        let stored: std::collections::BTreeSet<u64> = stored.collect();
+        let mut missing: Vec<Problem> = self
+            .reviews
+            .iter()
+            .filter(|(_, r)| r.run_id == run.as_str() && !stored.contains(&r.review_index))
+            .map(|(leaf, r)| review_missing(*leaf, r))
+            .collect();
+        missing.dedup();
+        missing
+    }
+
+    /// The runs with a seal leaf in this view.
+    pub fn logged_runs(&self) -> impl Iterator<Item = &str> + '_ {
+        self.by_run.keys().map(String::as_str)
+    }
+
+    /// `run_missing` of a run the log holds a seal of, for a caller that found neither its
+    /// evidence nor its seal in the store: a decided run was deleted. `None`: not logged.
+    pub fn missing_run(&self, run: &RunId) -> Option<Problem> {
+        let leaf = self.seal_leaves(run.as_str()).last()?;
+        Some(Problem::new(
+            AuditCheck::RunMissing,
+            format!("runs/{run}"),
+            format!(
+                "logged at leaf {} (seal sha256 {}), but its evidence and seal are gone from \
+                 the store: a decided run was deleted",
+                leaf.index,
+                leaf.seal_hex()
+            ),
+        ))
+    }
+
     /// What in the log itself stops seal from appending to it (see the module doc).
     pub fn refusals(&self) -> &[Problem] {
         &self.refusals
@@ -660,6 +696,17 @@ pub async fn verify_log(
     let (against, seal_pending) = runs_against_log(store, &whole).await?;
     let view = &whole.view;
     problems.extend(against);
+    // A logged seal not stored fails the log: an interrupted finalize is completed by
+    // finalizing again, a deleted seal is not; neither passes unnamed.
+    problems.extend(seal_pending.iter().map(|run| {
+        Problem::new(
+            AuditCheck::SealMissing,
+            format!("runs/{run}/seal.dsse.json"),
+            "logged, and its logged evidence is stored, but not its seal: a finalize \
+             interrupted between the log append and the seal (finalize the run again: it \
+             stores the very seal logged), or the seal was deleted",
+        )
+    }));
     let (against, review_pending) = reviews_against_log(store, view).await?;
     problems.extend(against);
     let latest = view.latest.as_ref().map_or(0, |c| c.size);
@@ -875,9 +922,23 @@ async fn reviews_against_log(
                 "runs/{}/reviews/{}.dsse.json (leaf {leaf})",
                 r.run_id, r.review_index
             ));
+            problems.push(review_missing(*leaf, r));
         }
     }
     Ok((problems, pending))
+}
+
+/// A logged review that is not stored.
+fn review_missing(leaf: u64, r: &ReviewEntry) -> Problem {
+    Problem::new(
+        AuditCheck::ReviewMissing,
+        format!("runs/{}/reviews/{}.dsse.json", r.run_id, r.review_index),
+        format!(
+            "logged at leaf {leaf} (sha256 {}, reviewed at {}), not stored: deleted, or stored \
+             after its leaf was interrupted (send the same envelope again)",
+            r.review_sha256, r.reviewed_at
+        ),
+    )
 }
 
 /// Append-only consistency of the store's log with a checkpoint the auditor kept.
