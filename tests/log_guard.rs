@@ -80,18 +80,7 @@ fn log_verify(dir: &Path, lb: &Loopback, extra: &[&str]) -> Output {
 }
 
 fn rebuild(dir: &Path, lb: &Loopback) -> Output {
-    seal_in(
-        dir,
-        lb,
-        &[
-            "log",
-            "rebuild",
-            "--store",
-            STORE,
-            "--key",
-            "keys/seal.key.pem",
-        ],
-    )
+    rebuild_dropping(dir, lb, &[])
 }
 
 /// Starts `seal serve` and expects it to refuse: exit code and stderr. A daemon still running
@@ -401,12 +390,18 @@ async fn a_rebuild_moves_a_dropped_entrys_log_aside_and_keeps_the_prefix() {
     assert_ne!(code, 0, "{stderr}");
     assert!(stderr.contains("log_entries"), "{stderr}");
 
+    // The fixture log has no tiles: nothing tells whose the missing leaf 3 was (its run is
+    // relogged, but the rebuild cannot prove leaf 3 was that run's), so the operator names it.
     let out = rebuild(d, &lb);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("leaf:3: "), "{}", said(&out));
+    let out = rebuild_dropping(d, &lb, &["leaf:3"]);
     assert!(out.status.success(), "{}", said(&out));
     let Leaf::Rebuild(entry) = leaf(d, 3) else {
         panic!("leaf 3 is not the rebuild entry");
     };
     entry.verify(&[public_raw(d)]).unwrap();
+    assert_eq!(entry.dropped_count, 1);
     // Entries 4.., the checkpoints above 3 and the tile moved aside; the runs of entries 3..
     // relogged.
     let moved = (size - 4) + (size - 3) + 1;
@@ -707,4 +702,101 @@ async fn a_deleted_run_folder_or_seal_fails_verify_all_and_log_verify_by_name() 
         "{}",
         said(&out)
     );
+}
+
+/// Erases a run the way the recovery runbook's victim is erased: its folder, receipts,
+/// leases and pointers.
+fn erase_run(dir: &Path, run: &str) {
+    for gone in ["runs", "receipts", "leases", "log/runs"] {
+        let path = store(dir).join(gone).join(run);
+        if path.exists() {
+            std::fs::remove_dir_all(path).unwrap();
+        }
+    }
+}
+
+/// `seal log rebuild --drop …`.
+fn rebuild_dropping(dir: &Path, lb: &Loopback, drops: &[&str]) -> Output {
+    let mut args = vec![
+        "log",
+        "rebuild",
+        "--store",
+        STORE,
+        "--key",
+        "keys/seal.key.pem",
+    ];
+    for d in drops {
+        args.extend(["--drop", d]);
+    }
+    seal_in(dir, lb, &args)
+}
+
+/// Issue 44, hole 6: `seal log rebuild` never launders an erased run. It lists every decision
+/// the rebuilt log would lose (by run with what the log says of it, or by leaf when the entry
+/// is gone), refuses until each is named with `--drop`, and records the drops in its signed
+/// entry for every later auditor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebuild_refuses_to_lose_a_decision_nobody_named_and_records_the_drops() {
+    let lb = judge_service().await;
+    let dir = workdir();
+    let d = dir.path();
+    for run in ["drop-keep-1", "drop-erased", "drop-keep-3"] {
+        judge_ok(d, &lb, run);
+    }
+    // The runbook's erasure: the run, its entry, pointer, receipts.
+    erase_run(d, "drop-erased");
+    std::fs::remove_file(entry_path(d, 1)).unwrap();
+    let out = rebuild(d, &lb);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("leaf:1"), "{}", said(&out));
+    assert!(said(&out).contains("is missing"), "{}", said(&out));
+    let out = rebuild_dropping(d, &lb, &["leaf:1", "drop-keep-1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(
+        said(&out).contains("--drop drop-keep-1 names nothing"),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(entry_count(d), 2, "nothing written");
+    let out = rebuild_dropping(d, &lb, &["leaf:1"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let Leaf::Rebuild(entry) = leaf(d, 1) else {
+        panic!("leaf 1 is not the rebuild entry");
+    };
+    assert_eq!(entry.dropped_count, 1);
+    assert!(
+        entry.dropped[0].starts_with("leaf:1: "),
+        "{:?}",
+        entry.dropped
+    );
+    entry.verify(&[public_raw(d)]).unwrap();
+    assert!(log_verify(d, &lb, &[]).status.success());
+
+    // A logged run erased while its entry stays, past an entry that is gone: named by run,
+    // with the outcome and seal the log holds. The entry gone is drop-keep-3's, relogged: the
+    // signed tiles tell it was that run's, so it is no loss.
+    judge_ok(d, &lb, "drop-by-name");
+    let Leaf::Seal(logged) = leaf(d, 3) else {
+        panic!("leaf 3 is not drop-by-name's seal");
+    };
+    erase_run(d, "drop-by-name");
+    std::fs::remove_file(entry_path(d, 2)).unwrap();
+    let out = rebuild(d, &lb);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(!said(&out).contains("leaf:2"), "{}", said(&out));
+    let named = format!(
+        "drop-by-name: leaf 3: outcome {}, decided {}, seal sha256 {}",
+        logged.outcome, logged.decided_at, logged.seal_sha256
+    );
+    assert!(said(&out).contains(&named), "{}", said(&out));
+    let out = rebuild_dropping(d, &lb, &["drop-by-name"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let Leaf::Rebuild(entry) = leaf(d, 2) else {
+        panic!("leaf 2 is not the rebuild entry");
+    };
+    assert_eq!(entry.dropped_count, 1);
+    assert!(entry.dropped.contains(&named), "{:?}", entry.dropped);
+    assert!(log_verify(d, &lb, &[]).status.success());
+    let out = verify_run_cli(d, &lb, "--all", &[]);
+    assert!(out.status.success(), "{}", said(&out));
 }

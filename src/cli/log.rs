@@ -103,6 +103,11 @@ pub enum LogCommand {
         /// stored reviews whose leaves are relogged are re-checked under these keys.
         #[arg(long, value_name = "PEM")]
         trust_reviewer: Vec<PathBuf>,
+        /// A decision the rebuilt log may lose: a run id (its seal and review leaves), or
+        /// leaf:<index> for a leaf whose entry is gone; repeatable. The rebuild refuses while
+        /// it would lose one not named, and records each named one in its signed entry.
+        #[arg(long, value_name = "RUN|leaf:N")]
+        drop: Vec<transparency::rebuild::Dropped>,
         /// Print what was done as JSON.
         #[arg(long)]
         json: bool,
@@ -142,6 +147,7 @@ pub fn run(ctx: &Context, cmd: LogCommand) -> Result<ExitStatus, CliError> {
                 key,
                 trust,
                 trust_reviewer,
+                drop,
                 json,
             } => {
                 let keys = RebuildKeys {
@@ -149,7 +155,7 @@ pub fn run(ctx: &Context, cmd: LogCommand) -> Result<ExitStatus, CliError> {
                     trust: &trust,
                     trust_reviewer: &trust_reviewer,
                 };
-                rebuild(ctx, store.as_ref(), keys, json).await
+                rebuild(ctx, store.as_ref(), keys, &drop, json).await
             }
         }
     })
@@ -442,6 +448,7 @@ async fn rebuild(
     ctx: &Context,
     store: Option<&StoreArg>,
     keys: RebuildKeys<'_>,
+    drop: &[transparency::rebuild::Dropped],
     json: bool,
 ) -> Result<ExitStatus, CliError> {
     let RebuildKeys {
@@ -464,7 +471,10 @@ async fn rebuild(
     let reviews = seal_engine::review::stored_for_rebuild(&store, &signers, &reviewers)
         .await
         .map_err(CliError::failed)?;
-    let rebuilt = match log.rebuild(signing.key(), &trusted, &reviews, &now).await {
+    let rebuilt = match log
+        .rebuild(signing.key(), &trusted, &reviews, &now, drop)
+        .await
+    {
         Ok(r) => r,
         // A sealed run that cannot be relogged: the operator has a run to restore first.
         Err(e) if e.fault() == Fault::Caller => return Ok(refused(&e)),
@@ -517,6 +527,12 @@ fn render_rebuilt(url: &str, r: &transparency::rebuild::Rebuilt) -> String {
     out.push_str(&format!("why ({} problems):\n", e.problem_count));
     for p in &e.problems {
         out.push_str(&format!("    {p}\n"));
+    }
+    if e.dropped_count > 0 {
+        out.push_str(&format!("dropped, as named ({}):\n", e.dropped_count));
+        for d in &e.dropped {
+            out.push_str(&format!("    {d}\n"));
+        }
     }
     for run in &r.relogged {
         out.push_str(&format!("relogged {run}\n"));

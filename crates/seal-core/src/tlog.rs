@@ -133,6 +133,14 @@ pub struct RebuildEntry {
     pub problem_count: u64,
     /// Sealed runs the rebuild appended right after this leaf.
     pub runs_appended: u64,
+    /// What the rebuilt log no longer holds that the previous one did, each named by the
+    /// operator (`seal log rebuild --drop`): `<run>: leaf <i>, …` or `leaf:<i>: …`, the first
+    /// [`MAX_REBUILD_PROBLEMS`] word for word.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
+    /// How many were dropped (0 is left out, as in rebuild entries from before drops).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_count: u64,
     /// Base64 ed25519 signature over [`REBUILD_CONTEXT`] and the entry without this field.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub signature: String,
@@ -154,6 +162,8 @@ impl RebuildEntry {
             problems: Vec::new(),
             problem_count: 0,
             runs_appended: 0,
+            dropped: Vec::new(),
+            dropped_count: 0,
             signature: String::new(),
         }
     }
@@ -199,6 +209,10 @@ impl RebuildEntry {
     pub fn to_bytes(&self) -> Result<Vec<u8>, CanonicalError> {
         canonical::canonical_bytes(self)
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The `kind` of a review entry.

@@ -141,7 +141,7 @@ async fn last_entry_holds(store: &Store, tree: &Tree) -> Result<bool, StoreError
 /// The tree of the first `size` leaves from the stored level-0 tiles (the leaf hashes, 256 a
 /// tile), when they hash up to `root`; `None` when a tile is missing or has the wrong length,
 /// or the tiles are not that tree's.
-async fn tree_from_tiles(
+pub(super) async fn tree_from_tiles(
     store: &Store,
     size: u64,
     root: &NodeHash,

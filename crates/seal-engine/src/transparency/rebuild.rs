@@ -44,6 +44,69 @@ pub enum RebuildError {
     Refused { problems: Vec<Problem> },
     #[error("{key}: another process appended to the log during the rebuild; stop every seal process of this store and run `seal log rebuild` again")]
     Raced { key: Key },
+    /// The rebuilt log would not hold what the previous one did, and the operator did not
+    /// name it: a rebuild never drops a decision silently.
+    #[error("{}", unnamed_text(.unnamed))]
+    Unnamed { unnamed: Vec<Lost> },
+    /// `--drop` named something the rebuild would not lose.
+    #[error("nothing rebuilt: --drop {0} names nothing this rebuild would lose")]
+    NotLost(Dropped),
+}
+
+/// What `seal log rebuild --drop` names: a run (its seal leaf and its review leaves), or a
+/// leaf by index when its entry cannot be read to say whose it is.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Dropped {
+    Run(RunId),
+    Leaf(u64),
+}
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dropped::Run(r) => write!(f, "{r}"),
+            Dropped::Leaf(i) => write!(f, "leaf:{i}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Dropped {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Dropped, String> {
+        match s.strip_prefix("leaf:") {
+            Some(n) => n
+                .parse()
+                .map(Dropped::Leaf)
+                .map_err(|_| format!("{s:?}: leaf:<index>, the index a decimal number")),
+            None => RunId::parse(s)
+                .map(Dropped::Run)
+                .map_err(|e| format!("{s:?}: neither a run id ({e}) nor leaf:<index>")),
+        }
+    }
+}
+
+/// A leaf of the previous log the rebuilt one would not hold, and what the log says of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lost {
+    pub name: Dropped,
+    pub what: String,
+}
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.name, self.what)
+    }
+}
+
+fn unnamed_text(unnamed: &[Lost]) -> String {
+    let lines: Vec<String> = unnamed.iter().map(|l| format!("\n    {l}")).collect();
+    format!(
+        "nothing rebuilt: the rebuilt log would lose {} decision(s) the log holds, named by \
+         nobody. Restore each run if you can; else name each with --drop (a run id, or \
+         leaf:<index>): the rebuild entry records it for every later auditor:{}",
+        unnamed.len(),
+        lines.concat()
+    )
 }
 
 impl From<StoreError> for RebuildError {
@@ -57,7 +120,9 @@ impl HasFault for RebuildError {
         match self {
             RebuildError::Log(e) => e.fault(),
             // The operator has a run to restore or remove first.
-            RebuildError::Refused { .. } => Fault::Caller,
+            RebuildError::Refused { .. }
+            | RebuildError::Unnamed { .. }
+            | RebuildError::NotLost(_) => Fault::Caller,
             RebuildError::Raced { .. } => Fault::Infrastructure,
         }
     }
@@ -108,6 +173,7 @@ impl Log {
         trusted: &[PublicKey],
         reviews: &[StoredReview],
         now: &str,
+        drop: &[Dropped],
     ) -> Result<Option<Rebuilt>, RebuildError> {
         let trust = self.trust_of(key, trusted);
         let seals = guard::stored_seals(&self.store).await?;
@@ -122,6 +188,10 @@ impl Log {
         signers.extend(trusted.iter().cloned());
         let relog = self.runs_to_relog(view, keep, &seals, &signers).await?;
         let reviews = Self::reviews_to_relog(view, keep, reviews)?;
+        let lost = self
+            .lost(&whole, keep, (&relog, &reviews), &trust, key)
+            .await?;
+        let dropped = named_drops(&lost, drop)?;
         let mut cache = self.cache.lock().await;
         let (superseded, moved) = self.move_aside(view, keep, now).await?;
         let mut entry = RebuildEntry::new(&self.origin, now, &key.key_id);
@@ -137,6 +207,8 @@ impl Log {
             .collect();
         entry.problem_count = found.len() as u64;
         entry.runs_appended = relog.len() as u64;
+        entry.dropped_count = dropped.len() as u64;
+        entry.dropped = dropped.into_iter().take(MAX_REBUILD_PROBLEMS).collect();
         let entry = entry.sign(&|m| key.sign(m)).map_err(LogError::from)?;
         let mut fresh = self
             .write_rebuild_entry(&whole, keep, &entry, key, trust)
@@ -351,6 +423,139 @@ impl Log {
         }
         fresh.admitted = true;
         Ok(fresh)
+    }
+}
+
+/// Every lost leaf named by `drop`, and nothing named that is not lost: the lines the
+/// rebuild entry records.
+fn named_drops(lost: &[Lost], drop: &[Dropped]) -> Result<Vec<String>, RebuildError> {
+    if let Some(extra) = drop.iter().find(|d| !lost.iter().any(|l| l.name == **d)) {
+        return Err(RebuildError::NotLost(extra.clone()));
+    }
+    let unnamed: Vec<Lost> = lost
+        .iter()
+        .filter(|l| !drop.contains(&l.name))
+        .cloned()
+        .collect();
+    if !unnamed.is_empty() {
+        return Err(RebuildError::Unnamed { unnamed });
+    }
+    Ok(lost.iter().map(Lost::to_string).collect())
+}
+
+impl Log {
+    /// What the rebuilt log would not hold of the previous one: every seal or review leaf
+    /// past the kept prefix that this log wrote (authenticated) and the rebuild does not
+    /// append again, by run; every leaf a trusted checkpoint covers whose entry is missing
+    /// or does not read, by index. Planted leaves are not lost (they were never the log's).
+    async fn lost(
+        &self,
+        whole: &WholeLog,
+        keep: u64,
+        (relog, reviews): (&[(RunId, LogEntry)], &[(Key, tlog::ReviewEntry)]),
+        trust: &LogTrust,
+        key: &SigningKey,
+    ) -> Result<Vec<Lost>, RebuildError> {
+        let view = &whole.view;
+        let covered = view.latest.as_ref().map_or(0, |c| c.size);
+        // The signed tree's leaf hashes, from the tiles when they hash up to the latest
+        // checkpoint's root: they tell whose a missing entry was when it is one the rebuild
+        // appends again (its bytes are derived from the stored run, with or without `auth`).
+        let signed_tree = match &view.latest {
+            Some(c) => super::history::tree_from_tiles(&self.store, c.size, &c.root).await?,
+            None => None,
+        };
+        let unsigned: Vec<Vec<u8>> = relog
+            .iter()
+            .filter_map(|(_, e)| e.to_bytes().ok())
+            .chain(reviews.iter().filter_map(|(_, r)| r.to_bytes().ok()))
+            .collect();
+        let relogged_at = |index: u64| -> bool {
+            let Some(hash) = signed_tree.as_ref().and_then(|t| t.leaf(index)) else {
+                return false;
+            };
+            unsigned.iter().any(|u| {
+                tlog::leaf_hash(u) == hash
+                    || tlog::sign_leaf(u, &self.origin, index, &|m| key.sign(m))
+                        .is_ok_and(|signed| tlog::leaf_hash(&signed) == hash)
+            })
+        };
+        let relogged = |run: &str| relog.iter().any(|(r, _)| r.as_str() == run);
+        let review_relogged = |r: &tlog::ReviewEntry| {
+            reviews.iter().any(|(_, e)| {
+                e.run_id == r.run_id
+                    && e.review_index == r.review_index
+                    && e.review_sha256 == r.review_sha256
+            })
+        };
+        let mut lost = Vec::new();
+        let stored: std::collections::BTreeSet<u64> = view.numbered().map(|(i, _)| i).collect();
+        let mut note =
+            |index: u64, leaf: Option<tlog::Leaf>, missing: bool| {
+                let by_run = |run: &str, what: String| {
+                    RunId::parse(run).ok().map(|r| Lost {
+                        name: Dropped::Run(r),
+                        what,
+                    })
+                };
+                let named =
+                    match &leaf {
+                        Some(tlog::Leaf::Seal(e)) if !relogged(&e.run_id) => by_run(
+                            &e.run_id,
+                            format!(
+                                "leaf {index}: outcome {}, decided {}, seal sha256 {}",
+                                e.outcome, e.decided_at, e.seal_sha256
+                            ),
+                        ),
+                        // A stored review is relogged with its run; a lost one is its run's loss.
+                        Some(tlog::Leaf::Review(r)) if !review_relogged(r) => by_run(
+                            &r.run_id,
+                            format!(
+                                "leaf {index}: review {} (sha256 {})",
+                                r.review_index, r.review_sha256
+                            ),
+                        ),
+                        Some(_) => None,
+                        None if index < covered && !relogged_at(index) => Some(Lost {
+                            name: Dropped::Leaf(index),
+                            what: format!(
+                        "the signed checkpoint of size {covered} covers it, and its entry {}: \
+                         whose decision it was cannot be read from the store",
+                        if missing { "is missing" } else { "does not read" }
+                    ),
+                        }),
+                        None => None,
+                    };
+                lost.extend(named);
+            };
+        // The contiguous entries past the kept prefix, as the view read them.
+        for index in keep..view.size() {
+            let leaf = whole.leaf(index);
+            note(index, leaf, false);
+        }
+        // The entries past a gap, read now: each counts only if it is this log's.
+        for (index, k) in view.numbered().filter(|(i, _)| *i >= view.size()) {
+            let Some(bytes) = self.store.get_opt(&k).await? else {
+                note(index, None, true);
+                continue;
+            };
+            match trust.authenticate(index, &bytes) {
+                Ok(read) => note(index, Some(read.leaf), false),
+                // An entry from before `auth` that a checkpoint covers, cut off from it by the
+                // gap: unproven, so named by index, unless its run is relogged anyway (its
+                // seal verified in the store).
+                Err(_) => match tlog::Leaf::from_bytes(&bytes) {
+                    Ok(tlog::Leaf::Seal(e)) if relogged(&e.run_id) => {}
+                    Ok(tlog::Leaf::Review(r)) if review_relogged(&r) => {}
+                    _ => note(index, None, false),
+                },
+            }
+        }
+        for index in (view.size()..covered).filter(|i| !stored.contains(i)) {
+            note(index, None, true);
+        }
+        lost.dedup();
+        Ok(lost)
     }
 }
 

@@ -50,8 +50,10 @@ pub struct LogView {
     pub(super) strays: Vec<Key>,
     /// Checkpoint objects read that did not verify (signature, or stored under another size).
     pub(super) unverified: Vec<(u64, Key)>,
-    /// The first leaf that is unreadable or an unsigned rebuild entry.
+    /// The first leaf that is unreadable, planted or an unsigned rebuild entry.
     pub(super) first_bad_leaf: Option<u64>,
+    /// Every such leaf.
+    bad_leaves: std::collections::BTreeSet<u64>,
     /// The log's rebuild entries, by leaf index.
     pub rebuilds: Vec<(u64, RebuildEntry)>,
     /// The log's review entries, by leaf index.
@@ -93,6 +95,16 @@ impl WholeLog {
         let mut entries = Vec::new();
         let view = LogView::read(store, trust, Some(&mut entries)).await?;
         Ok(WholeLog { view, entries })
+    }
+
+    /// Leaf `index` as the view accepted it (`None`: no such leaf, or one unreadable or
+    /// planted).
+    pub(super) fn leaf(&self, index: u64) -> Option<Leaf> {
+        if self.view.bad_leaves.contains(&index) {
+            return None;
+        }
+        let bytes = self.entries.get(usize::try_from(index).ok()?)?;
+        Leaf::from_bytes(bytes).ok()
     }
 
     /// The seal entry at leaf `index` (`None`: no such leaf, or not a readable seal leaf).
@@ -385,6 +397,7 @@ impl LogView {
         let read = match tlog::ReadLeaf::parse(bytes) {
             Ok(_) if index >= covered => trust.authenticate(index, bytes).map_err(|e| {
                 self.first_bad_leaf.get_or_insert(index);
+                self.bad_leaves.insert(index);
                 self.refuse(super::planted_entry(k, &e));
             }),
             Ok(read) => Ok(read),
@@ -411,6 +424,7 @@ impl LogView {
     /// An entry that is not a readable leaf (or an unsigned rebuild entry).
     fn unreadable(&mut self, index: u64, k: &Key, e: tlog::TlogError) {
         self.first_bad_leaf.get_or_insert(index);
+        self.bad_leaves.insert(index);
         self.refuse(Problem::new(
             AuditCheck::LogEntries,
             k.as_str(),
@@ -849,7 +863,7 @@ async fn runs_against_log(
             Some(StoredRun::Absent) => problems.push(Problem::new(
                 AuditCheck::RunMissing,
                 format!("runs/{run}"),
-                format!("logged at {object} (seal sha256 {}), but the run is gone from the store: a decided run was deleted", entry.seal_sha256),
+                format!("logged at {object} (outcome {}, decided {}, seal sha256 {}), but the run is gone from the store: a decided run was deleted", entry.outcome, entry.decided_at, entry.seal_sha256),
             )),
             Some(StoredRun::Pending { evidence_sha256 }) if *evidence_sha256 == entry.evidence_sha256 => {
                 pending.push(run.to_string())
