@@ -800,3 +800,71 @@ async fn a_rebuild_refuses_to_lose_a_decision_nobody_named_and_records_the_drops
     let out = verify_run_cli(d, &lb, "--all", &[]);
     assert!(out.status.success(), "{}", said(&out));
 }
+
+/// Issue 44, hole 3: the store writer does not choose the sealed `decidedAt`. A finalize
+/// killed right after `evidence.json` is stored leaves it unsealed; rewritten with another
+/// `decidedAt`, the retried finalize refuses it as planted (the decision's receipt, MAC'd
+/// when it was committed, holds the time), and with the bytes put back it seals the time it
+/// committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_writer_cannot_choose_the_sealed_decision_time() {
+    let lb = judge_service().await;
+    let dir = workdir();
+    let d = dir.path();
+    let run = "decided-at";
+    let input = d.join("inputs").join(run);
+    renamed_copy(&example(INPUT), &input, run);
+    let input = input.to_str().unwrap().to_string();
+    let [key_a, key_b, salt] = DAEMON_SECRETS;
+    let args = [
+        "judge",
+        &input,
+        "--store",
+        STORE,
+        "--key",
+        "keys/seal.key.pem",
+    ];
+    let out = seal_cmd_with(d, &lb, key_a, key_b, salt)
+        .env(
+            "SEAL_TEST_CRASH_AFTER_WRITE",
+            format!("key:runs/{run}/evidence.json"),
+        )
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "not killed: {}", said(&out));
+    let path = store(d).join("runs").join(run).join("evidence.json");
+    let committed = std::fs::read(&path).unwrap();
+    assert!(!store(d)
+        .join("runs")
+        .join(run)
+        .join("seal.dsse.json")
+        .exists());
+
+    let mut ev: Value = serde_json::from_slice(&committed).unwrap();
+    let at = ev["finalPostguard"]["decidedAt"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ev["finalPostguard"]["decidedAt"] = "2031-01-01T00:00:00Z".into();
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, seal::canonical::canonical_bytes(&ev).unwrap()).unwrap();
+    let out = seal_in(d, &lb, &args);
+    assert!(!out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("planted"), "{}", said(&out));
+    assert!(said(&out).contains("evidence.json"), "{}", said(&out));
+    assert!(!store(d)
+        .join("runs")
+        .join(run)
+        .join("seal.dsse.json")
+        .exists());
+
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, &committed).unwrap();
+    let out = seal_in(d, &lb, &args);
+    assert!(out.status.success(), "{}", said(&out));
+    let sealed: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(sealed["finalPostguard"]["decidedAt"], at.as_str());
+    let out = verify_run_cli(d, &lb, run, &[]);
+    assert!(out.status.success(), "{}", said(&out));
+}

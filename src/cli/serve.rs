@@ -141,6 +141,9 @@ fn without_userinfo(text: &str) -> String {
 /// `seal log rebuild`); once the scan passed it stays pending for ever, leaving the server to
 /// run.
 async fn admit(engine: Engine, trusted: Vec<PublicKey>, gate: AdmissionGate) -> CliError {
+    // Test builds only (debug assertions, what `cargo test` runs): the shipped binary has no
+    // hook, whatever its environment says.
+    #[cfg(debug_assertions)]
     if let Some(ms) = std::env::var(ADMISSION_DELAY_HOOK)
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
@@ -188,7 +191,8 @@ fn refused(gate: &AdmissionGate, e: LogError) -> CliError {
 }
 
 /// Test hook: delays the log admission by this many milliseconds, so tests can watch a
-/// daemon that serves before its admission ended.
+/// daemon that serves before its admission ended. Compiled with debug assertions only.
+#[cfg(debug_assertions)]
 const ADMISSION_DELAY_HOOK: &str = "SEAL_TEST_ADMISSION_DELAY_MS";
 
 /// The address `seal serve` listens on, checked before anything else: an open daemon on the

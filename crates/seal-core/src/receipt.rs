@@ -51,6 +51,11 @@ pub enum ReceiptKind {
     Roll,
     /// A judge attempt's `meta.json` copied byte for byte from a verified source run (`from`).
     ReplayedAttempt,
+    /// The decision: `evidence.json` as the postguard derived it, committed before it is
+    /// stored, with `at` = its `finalPostguard.decidedAt` (the one input of a decision that is
+    /// not derived). A retried finalize takes the time from here, never from the stored
+    /// evidence (docs/DESIGN.md §11, "The commit point of a decision").
+    Decision,
 }
 
 impl ReceiptKind {
@@ -62,6 +67,7 @@ impl ReceiptKind {
             ReceiptKind::ProofPackage => "proof-package",
             ReceiptKind::Roll => "roll",
             ReceiptKind::ReplayedAttempt => "replayed-attempt",
+            ReceiptKind::Decision => "decision",
         }
     }
 }
@@ -76,6 +82,7 @@ impl ReceiptKind {
             ReceiptKind::ProofPackage => "planted_proof_package",
             ReceiptKind::Roll => "planted_roll",
             ReceiptKind::ReplayedAttempt => "planted_attempt",
+            ReceiptKind::Decision => "planted_evidence",
         }
     }
 }

@@ -51,6 +51,7 @@ pub fn resend_hint(kind: ReceiptKind) -> String {
         ReceiptKind::ProofPackage => "re-send the roll's proof package".into(),
         ReceiptKind::Roll => "re-send the roll's proof package (the roll is judged again)".into(),
         ReceiptKind::ReplayedAttempt => "run the replay again".into(),
+        ReceiptKind::Decision => "finalize the run again".into(),
     }
 }
 
@@ -120,6 +121,57 @@ impl Notary {
             Err(StoreError::Conflict { .. }) => {
                 self.require(store, kind, &stored.key, &stored.hash).await
             }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The receipt of `kind` for `object` when one is stored and verifies (this deployment's
+    /// MAC, bound to its key, of that kind and object), whatever bytes it vouches for; `None`
+    /// when none is stored. One that does not verify is planted.
+    pub async fn committed<R: Reads>(
+        &self,
+        reads: &R,
+        kind: ReceiptKind,
+        object: &Key,
+    ) -> Result<Option<Receipt>, ReceiptError> {
+        let unauth = |reason: String| ReceiptError::Unauthenticated {
+            object: object.to_string(),
+            kind,
+            reason,
+        };
+        let key = receipt_key(object, kind)?;
+        let Some((bytes, _)) = reads.get_opt_hashed(&key).await? else {
+            return Ok(None);
+        };
+        let receipt: Receipt = parse_stored(&key, &bytes, 64 * 1024)
+            .map_err(|e| unauth(format!("unreadable receipt: {e}")))?;
+        seal_core::bound::check(&key, &receipt).map_err(|e| unauth(e.to_string()))?;
+        check(self.secret(), &receipt, kind, object, &receipt.sha256)
+            .map_err(|e| unauth(e.to_string()))?;
+        Ok(Some(receipt))
+    }
+
+    /// Stores the receipt of `stored` accepted at `at`, create-only, unless one is there:
+    /// the receipt that stands (this one, or the one found, verified).
+    pub async fn commit(
+        &self,
+        store: &Store,
+        kind: ReceiptKind,
+        stored: &Stored,
+        at: &str,
+    ) -> Result<Receipt, ReceiptError> {
+        let key = receipt_key(&stored.key, kind)?;
+        let receipt = make(self.secret(), kind, stored, None, at, &self.replica);
+        match store.put_json(&key, &receipt).await {
+            Ok(_) => Ok(receipt),
+            Err(StoreError::Conflict { .. }) => self
+                .committed(store, kind, &stored.key)
+                .await?
+                .ok_or_else(|| ReceiptError::Unauthenticated {
+                    object: stored.key.to_string(),
+                    kind,
+                    reason: "its receipt vanished after a conflict".into(),
+                }),
             Err(e) => Err(e.into()),
         }
     }

@@ -23,6 +23,7 @@ use tracing::Instrument;
 
 use crate::audit::{self, Problem};
 use crate::engine::Engine;
+use crate::receipt::ReceiptKind;
 use crate::roll::{self, JudgingError, Source};
 use crate::run_state::{OpenRun, RunState, RunStateError};
 use crate::transparency::SealLogged;
@@ -37,7 +38,7 @@ use seal_core::invariants;
 use seal_core::merge;
 use seal_core::sealing::{self, Envelope};
 use seal_core::vocab::AuditCheck;
-use seal_store::{parse_stored, Key, OwnWrites, Reads, Store, StoreError};
+use seal_store::{parse_stored, Key, OwnWrites, Reads, Store, StoreError, Stored};
 
 /// A sealed run, as [`finalize`] left it (made only there).
 #[derive(Debug, Clone)]
@@ -187,10 +188,6 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
     authentic::inputs(engine, &own, run, &rolls).await?;
     let snapshot = stored_snapshot(&own, run, &rolls).await?;
     let checks = postguard_checks(&own, run, &snapshot).await?;
-    let (decided_at, stored) = match found {
-        Found::Decided(d) => (decided_at_of(run, d.evidence())?, Some(d)),
-        _ => (engine.clock.now_rfc3339(), None),
-    };
     let redecide = |at: String| {
         decided::decide(
             run,
@@ -201,30 +198,96 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
         )
         .map_err(|e| internal(run, e))
     };
-    let decided = redecide(decided_at)?;
+    let stored = match found {
+        Found::Decided(d) => Some(d),
+        _ => None,
+    };
+    let decided = committed_decision(engine, run, stored.as_deref(), &redecide).await?;
     if let Some(d) = &stored {
         same_decision(run, &decided, d.evidence_hash())?;
     }
     let (evidence, evidence_hash, wrote) = match store.put_decided(&decided).await {
         // The store holds exactly these bytes now (created, or identical ones were there).
         Ok(put) => (decided.evidence().clone(), put.stored.hash, put.created),
-        // A racing finalizer (another replica, whose clock gave another decidedAt) stored its
-        // evidence first: it is sealed only if it is what this postguard derives with that
-        // decidedAt, i.e. the same decision from the same authenticated inputs.
+        // A racing finalizer (another replica) stored its evidence first: both derived it
+        // from the one committed decidedAt, so it is these bytes, or it is planted.
         Err(StoreError::Conflict { .. }) => {
             let Some((theirs, theirs_hash)) =
                 store.get_json::<Evidence>(&Key::evidence(run)).await?
             else {
                 return Err(internal(run, "evidence.json vanished after a conflict"));
             };
-            let again = redecide(decided_at_of(run, &theirs)?)?;
-            same_decision(run, &again, &theirs_hash)?;
+            same_decision(run, &decided, &theirs_hash)?;
             (theirs, theirs_hash, false)
         }
         Err(e) => return Err(e.into()),
     };
     tracing::info!(outcome = %evidence.outcome.map(|o| o.to_string()).unwrap_or_default(), wrote, "run decided");
     seal_and_log(engine, run, &key, evidence, evidence_hash, wrote).await
+}
+
+/// The decision as committed (docs/DESIGN.md §11, "The commit point of a decision"): the
+/// postguard's document derived with the `decidedAt` of the run's decision receipt, committed
+/// now (this clock's time) unless a receipt is there already: this process's or another
+/// replica's earlier finalize, interrupted or racing. The time is never taken from a stored
+/// evidence document, which the store writer can rewrite while it is not sealed: a decided
+/// run without its receipt is planted, and one whose receipt vouches for other bytes than the
+/// inputs give now is too.
+async fn committed_decision(
+    engine: &Engine,
+    run: &RunId,
+    stored: Option<&crate::run_state::DecidedRun>,
+    redecide: &(dyn Fn(String) -> Result<Decided, FinalizeError> + Sync),
+) -> Result<Decided, FinalizeError> {
+    let object = Key::evidence(run);
+    let planted = |reason: String| FinalizeError::Planted {
+        object: object.to_string(),
+        kind: "evidence",
+        reason,
+    };
+    let receipt = match engine
+        .notary
+        .committed(&engine.store, ReceiptKind::Decision, &object)
+        .await?
+    {
+        Some(r) => r,
+        None if stored.is_some() => {
+            return Err(planted(
+                "decided, unsealed, and no decision receipt commits it: its decidedAt is not \
+                 one this deployment's postguard committed"
+                    .into(),
+            ))
+        }
+        None => {
+            let decided = redecide(engine.clock.now_rfc3339())?;
+            let at = decided_at_of(run, decided.evidence())?;
+            let ours = Stored {
+                key: object.clone(),
+                hash: decided.hash().clone(),
+                size: decided.bytes().len() as u64,
+            };
+            let r = engine
+                .notary
+                .commit(&engine.store, ReceiptKind::Decision, &ours, &at)
+                .await?;
+            if r.sha256 == *decided.hash() {
+                return Ok(decided);
+            }
+            // Another replica committed first, with its clock's time.
+            r
+        }
+    };
+    let decided = redecide(receipt.at.clone())?;
+    if receipt.sha256 != *decided.hash() {
+        return Err(planted(format!(
+            "its decision receipt commits sha256 {}, but the postguard derives {} from the \
+             run's authenticated inputs at the committed decidedAt {}",
+            receipt.sha256,
+            decided.hash(),
+            receipt.at
+        )));
+    }
+    Ok(decided)
 }
 
 /// The stored evidence (`stored`) is the document the postguard derived (`decided`), byte

@@ -63,7 +63,8 @@ pub use seal_core::tlog::DEFAULT_ORIGIN;
 /// Entries read at once when a process first loads the log.
 const READ_AHEAD: usize = 16;
 /// Test hook: milliseconds the postguard waits between appending a seal's entry and storing
-/// the seal, so a test can kill -9 the process in exactly that window. Unset in production.
+/// the seal, so a test can kill -9 the process in exactly that window. Read by debug builds
+/// only ([`append_delay`]).
 pub const APPEND_DELAY_ENV: &str = "SEAL_TEST_LOG_APPEND_DELAY_MS";
 
 #[derive(Debug, thiserror::Error)]
@@ -1080,8 +1081,11 @@ pub fn sign_checkpoint(
     Ok(tlog::sign_checkpoint(&body, &public, &|m| key.sign(m))?)
 }
 
-/// The test hook of [`APPEND_DELAY_ENV`] (the postguard calls it after the append).
+/// The test hook of [`APPEND_DELAY_ENV`] (the postguard calls it after the append). Compiled
+/// with debug assertions only, as the store's crash points are: `cargo test` runs the dev
+/// binary, the shipped `--release` one waits for nothing, whatever its environment says.
 pub async fn append_delay() {
+    #[cfg(debug_assertions)]
     if let Some(ms) = std::env::var(APPEND_DELAY_ENV)
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
