@@ -188,9 +188,11 @@ impl Log {
         signers.extend(trusted.iter().cloned());
         let relog = self.runs_to_relog(view, keep, &seals, &signers).await?;
         let reviews = Self::reviews_to_relog(view, keep, reviews)?;
-        let lost = self
-            .lost(&whole, keep, (&relog, &reviews), &trust, key)
-            .await?;
+        let relogging = Relogging {
+            runs: &relog,
+            reviews: &reviews,
+        };
+        let lost = self.lost(&whole, keep, relogging, &trust, key).await?;
         let dropped = named_drops(&lost, drop)?;
         let mut cache = self.cache.lock().await;
         let (superseded, moved) = self.move_aside(view, keep, now).await?;
@@ -426,6 +428,13 @@ impl Log {
     }
 }
 
+/// What a rebuild appends again after its entry: the sealed runs and the stored reviews the
+/// kept prefix lacks.
+struct Relogging<'a> {
+    runs: &'a [(RunId, LogEntry)],
+    reviews: &'a [(Key, tlog::ReviewEntry)],
+}
+
 /// Every lost leaf named by `drop`, and nothing named that is not lost: the lines the
 /// rebuild entry records.
 fn named_drops(lost: &[Lost], drop: &[Dropped]) -> Result<Vec<String>, RebuildError> {
@@ -452,7 +461,10 @@ impl Log {
         &self,
         whole: &WholeLog,
         keep: u64,
-        (relog, reviews): (&[(RunId, LogEntry)], &[(Key, tlog::ReviewEntry)]),
+        Relogging {
+            runs: relog,
+            reviews,
+        }: Relogging<'_>,
         trust: &LogTrust,
         key: &SigningKey,
     ) -> Result<Vec<Lost>, RebuildError> {

@@ -32,7 +32,7 @@ enum Authority<'a> {
         latest: SignedCheckpoint,
         cache: TileCache,
         /// What a leaf past the checkpoint must authenticate under.
-        trust: LogTrust,
+        trust: Box<LogTrust>,
     },
     /// The pass over the whole log that `seal verify --all` made first ([`super::stream`]).
     Passed(&'a Passed),
@@ -119,7 +119,7 @@ impl LogView {
         let authority = Authority::Tiles {
             latest,
             cache: TileCache::new(),
-            trust: trust.clone(),
+            trust: Box::new(trust.clone()),
         };
         LogView::read_runs(store, runs, authority).await
     }

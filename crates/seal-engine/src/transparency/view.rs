@@ -401,7 +401,10 @@ impl LogView {
                 self.refuse(super::planted_entry(k, &e));
             }),
             Ok(read) => Ok(read),
-            Err(e) => Err(self.unreadable(index, k, e)),
+            Err(e) => {
+                self.unreadable(index, k, e);
+                Err(())
+            }
         };
         let Ok(read) = read else {
             return;
