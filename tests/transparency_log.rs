@@ -211,6 +211,62 @@ fn the_independent_script_agrees_with_seal_on_every_proof() {
     assert_eq!(code, 1, "{out}");
 }
 
+/// The independent script holds leaves to the same rule as seal: one past every checkpoint
+/// counts only with an `auth` by the seal key for this origin and its own index.
+#[test]
+fn the_independent_script_authenticates_leaves_past_the_latest_checkpoint() {
+    if !python_ready("the_independent_script_authenticates_leaves_past_the_latest_checkpoint") {
+        return;
+    }
+    let (dir, root) = copy_fixture_store();
+    let pem = fixture_trust_pem();
+    let pem = pem.to_str().unwrap();
+    // The fixture key, as a private key file must be (mode 0600).
+    let key_file = dir.path().join("seal.key.pem");
+    std::fs::copy(
+        sealed_fixtures().join("keys/test-only/seal.key.pem"),
+        &key_file,
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let key = seal::sealing::SigningKey::load(&key_file).unwrap();
+    let next = entries(&root) as u64;
+    let ghost = tlog::LogEntry {
+        run_id: "run-ghost-0001".into(),
+        evidence_sha256: "ab".repeat(32),
+        seal_sha256: "cd".repeat(32),
+        key_id: key.key_id.clone(),
+        outcome: "pass".into(),
+        decided_at: "2026-12-01T00:00:00Z".into(),
+        acceptance_mode: "live".into(),
+        parent_run_id: None,
+    }
+    .to_bytes()
+    .unwrap();
+    let at = root.join(format!("log/entries/{next:020}"));
+    let store = root.to_str().unwrap();
+    let signed = |index: u64, origin: &str| {
+        tlog::sign_leaf(&ghost, origin, index, &|m| key.sign(m)).unwrap()
+    };
+    std::fs::write(&at, signed(next, tlog::DEFAULT_ORIGIN)).unwrap();
+    let (code, out) = python(&["tree", store, "--pub", pem]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("1 past the latest authenticated"), "{out}");
+    for (what, bytes) in [
+        ("no auth", ghost.clone()),
+        ("another index", signed(next + 1, tlog::DEFAULT_ORIGIN)),
+        ("another log", signed(next, "seal.staging/log")),
+    ] {
+        std::fs::write(&at, bytes).unwrap();
+        let (code, out) = python(&["tree", store, "--pub", pem]);
+        assert_eq!(code, 1, "{what}: {out}");
+        assert!(out.contains("planted"), "{what}: {out}");
+    }
+}
+
 fn entries(store: &Path) -> usize {
     std::fs::read_dir(store.join("log/entries"))
         .map(|d| d.count())

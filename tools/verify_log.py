@@ -16,6 +16,7 @@ Exit 0 verified, 1 not verified (one FAIL line per problem), 2 could not run.
 import base64
 import hashlib
 import json
+import re
 import os
 import sys
 
@@ -213,6 +214,28 @@ def cmd_consistency(args, raw):
     print(f"verified {n_origin}: size {n_size} is an append-only extension of size {o_size}")
 
 
+AUTH = re.compile(rb'("auth":"([A-Za-z0-9+/=]+)",?)|(,"auth":"([A-Za-z0-9+/=]+)")')
+
+
+def check_leaf_auth(leaf, origin, index, raw, required):
+    """A leaf's `auth`: ed25519 by the seal key over b"seal.log-leaf/1\\n" + origin + b"\\n" +
+    decimal index + b"\\n" + the canonical leaf without `auth` (removing the member from the
+    canonical bytes gives exactly those). `required`: the leaf is past every checkpoint."""
+    found = [m for m in AUTH.finditer(leaf) if m.start() == 1 or m.group(3)]
+    if not found:
+        if required:
+            raise Fail(f"leaf {index} is past every checkpoint and carries no auth: planted")
+        return
+    m = found[0]
+    sig = base64.b64decode(m.group(2) or m.group(4), validate=True)
+    unsigned = leaf[: m.start()] + leaf[m.end():]
+    msg = b"seal.log-leaf/1\n" + origin.encode() + b"\n" + str(index).encode() + b"\n" + unsigned
+    try:
+        Ed25519PublicKey.from_public_bytes(raw).verify(sig, msg)
+    except InvalidSignature:
+        raise Fail(f"leaf {index}: its auth does not verify for {origin} at this index: planted")
+
+
 def cmd_tree(args, raw):
     root_dir = args[0]
     edir = os.path.join(root_dir, "log", "entries")
@@ -237,7 +260,11 @@ def cmd_tree(args, raw):
             raise Fail(f"checkpoint {size} commits to more entries than the {len(leaves)} stored")
         if mth(leaves[:size]) != root:
             raise Fail(f"the stored entries do not hash to the signed root of size {size}")
-    print(f"verified {origin}: {len(leaves)} entries, {len(sizes)} checkpoints agree with them")
+    covered = max(int(s) for s in sizes)
+    for i, leaf in enumerate(leaves):
+        check_leaf_auth(leaf, origin, i, raw, required=i >= covered)
+    print(f"verified {origin}: {len(leaves)} entries, {len(sizes)} checkpoints agree with them, "
+          f"{len(leaves) - covered} past the latest authenticated by their own auth")
 
 
 def cmd_vectors(args):
