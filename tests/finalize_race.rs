@@ -16,12 +16,25 @@ async fn race(store_url: &str) {
     let first = engine_with(&lb, store_url, &[]).await;
     let (folder, report) = judge_roll1(&first, &example("run-narrative-0010-pass")).await;
     assert_eq!(report.roll().roll_outcome, seal::doc::Outcome::Pass);
-    // Eight finalizers, each a "replica" with its own engine and signing key.
+    // Eight finalizers, each a "replica" with its own engine and signing key, trusting the
+    // others' (`keys.trusted`): a leaf or checkpoint by a key a replica does not trust is
+    // planted to it (docs/DESIGN.md §11).
+    let keys: Vec<SigningKey> = (0..8).map(|_| SigningKey::generate()).collect();
+    let pems = tempfile::tempdir().unwrap();
+    let trusted: Vec<std::path::PathBuf> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let dir = pems.path().join(i.to_string());
+            k.write_pair(&dir).unwrap().1
+        })
+        .collect();
     let mut engines = Vec::new();
-    for _ in 0..8 {
+    for key in keys {
         let store = Store::open(store_url).await.unwrap();
-        engines
-            .push(Engine::new(store, config_for(&lb, &[]), Some(SigningKey::generate())).unwrap());
+        let mut config = config_for(&lb, &[]);
+        config.trusted_keys = trusted.clone();
+        engines.push(Engine::new(store, config, Some(key)).unwrap());
     }
     let tasks: Vec<_> = engines
         .into_iter()

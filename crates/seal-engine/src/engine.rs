@@ -76,6 +76,10 @@ pub enum EngineError {
     Judges(#[from] crate::judge::JudgesError),
     #[error(transparent)]
     Witnesses(#[from] crate::transparency::publish::PublisherError),
+    /// A key of `keys.trusted` does not load: the log could not tell its leaves and
+    /// checkpoints from planted ones.
+    #[error("keys.trusted: {0}")]
+    TrustedKey(#[from] seal_core::sealing::KeyError),
 }
 
 impl HasFault for EngineError {
@@ -84,6 +88,7 @@ impl HasFault for EngineError {
             EngineError::Secret(e) => e.fault(),
             EngineError::Judges(e) => e.fault(),
             EngineError::Witnesses(e) => e.fault(),
+            EngineError::TrustedKey(_) => Fault::Caller,
         }
     }
 }
@@ -122,8 +127,14 @@ impl Engine {
             store.clone(),
             judges.metrics.clone(),
         )?;
+        // The keys this log's leaves and checkpoints count under besides the signing key
+        // (those it signed with before a rotation, or other replicas' keys), loaded once.
+        let trusted = (config.trusted_keys.iter())
+            .map(|p| seal_core::sealing::PublicKey::load(p))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Engine {
             log: crate::transparency::Log::new(store.clone(), &config.log_origin)
+                .with_trusted(trusted)
                 .with_witnesses(witnesses.clone()),
             witnesses,
             store,

@@ -32,8 +32,10 @@
 //! Each new checkpoint is also offered to the configured witnesses ([`publish`]), in the
 //! background: cosigning never holds sealing back.
 
+mod cache;
 pub mod guard;
 mod history;
+mod log_verify;
 pub mod publish;
 pub mod rebuild;
 pub mod runs;
@@ -43,7 +45,6 @@ pub mod view;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
-use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::audit::Problem;
@@ -53,11 +54,13 @@ use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 pub use seal_core::key::{LOG_CHECKPOINTS, LOG_ENTRIES, LOG_RUNS};
 use seal_core::sealing::{self, Envelope, PublicKey, SigningKey};
-use seal_core::tlog::{self, Leaf, LogEntry, LogTrust, NodeHash, ReadLeaf, TlogError, Tree};
-use seal_core::vocab::AuditCheck;
+use seal_core::tlog::{self, Leaf, LogEntry, LogTrust, TlogError, Tree};
 use seal_store::{Bounded, Key, Put, Store, StoreError};
 
-pub use view::{verify_log, LogReport, LogView, WholeLog};
+pub use cache::SealLeaf;
+use cache::{planted_entry, pointer, Cache};
+pub use log_verify::{verify_log, Consistency, LogReport, RebuildNote, ReviewNote};
+pub use view::{LogView, WholeLog};
 
 pub use seal_core::tlog::DEFAULT_ORIGIN;
 /// Entries read at once when a process first loads the log.
@@ -151,278 +154,6 @@ pub enum SealLogged {
     Rival(LogEntry),
 }
 
-/// What this process knows of the log: entries are create-only, so a cached leaf never goes
-/// stale.
-///
-/// Decision: no leaf's bytes are kept, only the tree's hashes and, per seal leaf, its index
-/// and the two digests appends and retries compare (a long-lived daemon holds the whole log:
-/// ~1.3 KB a logged run with the bytes, docs/DEPLOYING.md "Sizing"). An identical entry is
-/// found by its leaf hash in the tree; the rare caller that needs a whole entry back (a rival
-/// seal's) reads it from the store and checks it against that leaf hash ([`Log::entry_at`]).
-#[derive(Default)]
-struct Cache {
-    tree: Tree,
-    by_run: HashMap<String, Vec<SealLeaf>>,
-    /// The leaves that are not a seal's (reviews, rebuilds), by leaf hash: appending the same
-    /// bytes again finds them.
-    others: HashMap<NodeHash, u64>,
-    /// The review leaves seen: (run, review index, review sha256).
-    reviews: std::collections::HashSet<(String, u64, String)>,
-    /// The guard let this process append (once per process: see [`Log::admit`]).
-    admitted: bool,
-    /// The largest checkpoint this process stored (or found stored) for this tree.
-    published: u64,
-    /// The tree's tiles are stored through this size ([`tiles`]): the next checkpoint stores
-    /// the ones after it.
-    tiled: u64,
-    /// The pointers ([`store_pointers`]) of the leaves this process knows but has not pointed yet:
-    /// the next checkpoint stores them first, as it does the tiles, so that every leaf a
-    /// stored checkpoint covers has its pointer (docs/DESIGN.md §13, "Run pointers").
-    unpointed: BTreeMap<u64, Key>,
-    /// The leaves below this index are known by their hash only (the tree this process
-    /// started from, read from the tiles: [`history`]); a run's are indexed the first time it
-    /// is asked about ([`Log::load_run`]). 0 when every leaf was read.
-    base: u64,
-    /// The runs whose leaves below `base` are indexed.
-    loaded: std::collections::HashSet<String>,
-    /// What the seal scan found (G2, [`Log::scan`]): once set, this process appends nothing.
-    refused: Option<Vec<Problem>>,
-    /// This log's origin and keys: a leaf read past what the process knows is adopted only
-    /// when it authenticates under them ([`Cache::push`]).
-    trust: LogTrust,
-}
-
-/// A seal leaf as this process holds it: where it is and the digests it names (`None` for a
-/// digest that is not 64 lowercase hex digits, which no hash of seal's equals).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SealLeaf {
-    pub index: u64,
-    evidence: Option<[u8; 32]>,
-    seal: Option<[u8; 32]>,
-    /// The leaf hash of the entry without its `auth` (`tlog::ReadLeaf::content`): the same
-    /// entry whatever index it was signed for.
-    content: NodeHash,
-}
-
-impl SealLeaf {
-    pub(super) fn of(index: u64, entry: &LogEntry, content: NodeHash) -> SealLeaf {
-        let digest = |hex: &str| Hash::parse(hex).ok().map(|h| h.to_bytes());
-        SealLeaf {
-            index,
-            evidence: digest(&entry.evidence_sha256),
-            seal: digest(&entry.seal_sha256),
-            content,
-        }
-    }
-
-    /// Whether the logged seal is over these evidence bytes.
-    pub fn is_over(&self, evidence_sha256: &Hash) -> bool {
-        self.evidence == Some(evidence_sha256.to_bytes())
-    }
-
-    /// Whether the logged seal is these seal bytes.
-    pub fn names_seal(&self, seal_sha256: &Hash) -> bool {
-        self.seal == Some(seal_sha256.to_bytes())
-    }
-
-    /// The logged seal's sha256 as hex (empty when the entry's was not a sha256).
-    pub(super) fn seal_hex(&self) -> String {
-        self.seal.map(|d| tlog::hex(&d)).unwrap_or_default()
-    }
-}
-
-impl Cache {
-    /// Adopts the entry read at the next index, when it authenticates as this log's
-    /// ([`LogTrust::authenticate`]). One that does not was planted (or is another log's): the
-    /// process refuses it, named, adopts nothing after it and signs nothing over it, from now
-    /// on (the refusal sticks, as the seal scan's does), and leaves it for `seal log verify`
-    /// and `seal log rebuild`.
-    fn push(&mut self, bytes: &[u8], key: &Key) -> Result<(), LogError> {
-        let index = self.tree.size();
-        match self.trust.authenticate(index, bytes) {
-            Ok(read) => self.adopt(bytes, read),
-            Err(e) => {
-                let problems = vec![planted_entry(key, &e)];
-                self.refused = Some(problems.clone());
-                Err(LogError::Refused { problems })
-            }
-        }
-    }
-
-    /// Adopts the entry at the next index that the caller has authenticated already (it
-    /// signed it, or a view authenticated it: the kept prefix of a rebuild).
-    fn push_trusted(&mut self, bytes: &[u8], key: &Key) -> Result<(), LogError> {
-        let read = ReadLeaf::parse(bytes).map_err(|e| corrupt(key, e))?;
-        self.adopt(bytes, read)
-    }
-
-    fn adopt(&mut self, bytes: &[u8], read: ReadLeaf) -> Result<(), LogError> {
-        let index = self.tree.size();
-        self.tree.push_leaf_hash(tlog::leaf_hash(bytes))?;
-        self.index(index, read.leaf, read.content);
-        Ok(())
-    }
-
-    /// The cache of a log the guard has just read whole and let through: its tree as the view
-    /// hashed it and its leaves as the view indexed them (every entry is in both, or the guard
-    /// would have refused), so nothing is read or parsed twice.
-    fn admitted(view: LogView, trust: &LogTrust) -> Result<Cache, LogError> {
-        let leaf_hash = |tree: &Tree, index: u64| {
-            tree.leaf(index).ok_or_else(|| {
-                corrupt(
-                    &Key::log_entry(index),
-                    "an entry outside the tree the guard read",
-                )
-            })
-        };
-        let mut cache = Cache {
-            admitted: true,
-            by_run: view.by_run.into_iter().collect(),
-            trust: trust.clone(),
-            ..Cache::default()
-        };
-        // The seal leaves come indexed already; the others through the one rule for them.
-        let others = (view.reviews.into_iter().map(|(i, r)| (i, Leaf::Review(r)))).chain(
-            view.rebuilds
-                .into_iter()
-                .map(|(i, r)| (i, Leaf::Rebuild(r))),
-        );
-        for (index, leaf) in others {
-            leaf_hash(&view.tree, index)?;
-            let content = content_of(&leaf).map_err(|e| corrupt(&Key::log_entry(index), e))?;
-            cache.index(index, leaf, content);
-        }
-        for (run, leaves) in &cache.by_run {
-            for leaf in leaves {
-                cache.unpointed.extend(pointer(run, leaf.index));
-            }
-        }
-        cache.tree = view.tree;
-        Ok(cache)
-    }
-
-    /// The seal scan's refusal, once it refused: every append of the process answers it.
-    fn refusal(&self) -> Result<(), LogError> {
-        match &self.refused {
-            Some(problems) => Err(LogError::Refused {
-                problems: problems.clone(),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// Records that the tiles of the tree of `size` leaves are stored.
-    fn tiled_through(&mut self, size: u64) {
-        // A rebuild may have replaced the tree meanwhile: then its own tiles are due again.
-        if self.tree.size() >= size {
-            self.tiled = self.tiled.max(size);
-        }
-    }
-
-    /// Records what leaf `index` (content hash `hash`: [`ReadLeaf::content`]) is, for the
-    /// lookups below, and that its pointer is due.
-    fn index(&mut self, index: u64, leaf: Leaf, hash: NodeHash) {
-        match &leaf {
-            Leaf::Seal(entry) => self.unpointed.extend(pointer(&entry.run_id, index)),
-            Leaf::Review(r) => self.unpointed.extend(pointer(&r.run_id, index)),
-            Leaf::Rebuild(_) => {}
-        }
-        self.know(index, leaf, hash);
-    }
-
-    /// Records what leaf `index` (content hash `hash`) is, for the lookups below.
-    fn know(&mut self, index: u64, leaf: Leaf, hash: NodeHash) {
-        match leaf {
-            Leaf::Seal(entry) => {
-                let sealed = SealLeaf::of(index, &entry, hash);
-                self.by_run.entry(entry.run_id).or_default().push(sealed);
-            }
-            Leaf::Review(r) => {
-                self.reviews
-                    .insert((r.run_id, r.review_index, r.review_sha256));
-                self.others.insert(hash, index);
-            }
-            Leaf::Rebuild(_) => {
-                self.others.insert(hash, index);
-            }
-        }
-    }
-
-    /// The seal leaves logged for a run, in log order.
-    fn logged(&self, run: &str) -> &[SealLeaf] {
-        self.by_run.get(run).map(Vec::as_slice).unwrap_or(&[])
-    }
-
-    /// The index of a leaf of `run` whose content hash is `hash`: that very entry, logged
-    /// already (signed for whatever index it is at).
-    fn find(&self, run: &str, hash: &NodeHash) -> Option<u64> {
-        self.logged(run)
-            .iter()
-            .find(|l| l.content == *hash)
-            .map(|l| l.index)
-    }
-
-    /// Another seal of the same evidence, already logged (a leaf of the run over the same
-    /// evidence that is not this entry): a racing finalizer holding another key logged
-    /// first, and it stores that seal.
-    fn rival(&self, entry: &LogEntry, hash: &NodeHash) -> Option<u64> {
-        let evidence = SealLeaf::of(0, entry, *hash).evidence?;
-        self.logged(&entry.run_id)
-            .iter()
-            .find(|l| l.evidence == Some(evidence) && l.content != *hash)
-            .map(|l| l.index)
-    }
-}
-
-/// The content hash of a leaf ([`ReadLeaf::content`]): the hash of its canonical bytes
-/// without `auth`.
-fn content_of(leaf: &Leaf) -> Result<NodeHash, seal_core::canonical::CanonicalError> {
-    let bytes = match leaf {
-        Leaf::Seal(e) => e.to_bytes()?,
-        Leaf::Review(r) => r.to_bytes()?,
-        Leaf::Rebuild(r) => r.to_bytes()?,
-    };
-    Ok(tlog::leaf_hash(&bytes))
-}
-
-/// The problem of an entry past everything this process trusts that does not authenticate as
-/// this log's (docs/DESIGN.md §11): planted by whoever can write the store.
-pub(super) fn planted_entry(key: &Key, why: &TlogError) -> Problem {
-    Problem::new(
-        AuditCheck::PlantedLogEntry,
-        key.as_str(),
-        format!(
-            "{why}. seal adopts, signs over and serves nothing from here on; `seal log verify` \
-             names it and `seal log rebuild` moves it aside, recorded in the log"
-        ),
-    )
-}
-
-/// The pointer of leaf `index` about `run`: `None` for a run id seal never writes (such an
-/// entry is a `log_entries` problem of `seal log verify`, and no reader looks for it).
-fn pointer(run: &str, index: u64) -> Option<(u64, Key)> {
-    let run = RunId::parse(run).ok()?;
-    Some((index, Key::log_run_leaf(&run, index)))
-}
-
-impl Cache {
-    /// The pointers a checkpoint of `size` leaves must be stored after.
-    fn pointers_due(&self, size: u64) -> Vec<(u64, Key)> {
-        let due = self.unpointed.range(..size);
-        due.map(|(i, k)| (*i, k.clone())).collect()
-    }
-
-    /// Records that the pointers `stored` are (each only if it is still the one due at its
-    /// index: a rebuild may have replaced the tree meanwhile).
-    fn pointed(&mut self, stored: &[(u64, Key)]) {
-        for (index, k) in stored {
-            if self.unpointed.get(index) == Some(k) {
-                self.unpointed.remove(index);
-            }
-        }
-    }
-}
-
 /// The store's log as this process appends to it. Cheap to clone; one per engine.
 #[derive(Clone)]
 pub struct Log {
@@ -435,6 +166,8 @@ pub struct Log {
     publishing: Arc<tokio::sync::Mutex<()>>,
     /// Where each new checkpoint is sent for cosigning ([`publish`]).
     witnesses: crate::transparency::publish::Publisher,
+    /// Keys whose leaves and checkpoints count besides the signing key (`keys.trusted`).
+    trusted: Arc<Vec<PublicKey>>,
 }
 
 impl std::fmt::Debug for Log {
@@ -451,7 +184,14 @@ impl Log {
             cache: Arc::new(tokio::sync::Mutex::new(Cache::default())),
             publishing: Arc::new(tokio::sync::Mutex::new(())),
             witnesses: Default::default(),
+            trusted: Arc::default(),
         }
+    }
+
+    /// The same log, also trusting leaves and checkpoints signed by `keys` (`keys.trusted`).
+    pub fn with_trusted(mut self, keys: Vec<PublicKey>) -> Log {
+        self.trusted = Arc::new(keys);
+        self
     }
 
     /// The same log, offering every checkpoint it publishes to `witnesses`.
@@ -476,11 +216,12 @@ impl Log {
             .await
     }
 
-    /// What this log trusts: its origin, `key` and the keys it signed with before.
+    /// What this log trusts: its origin, `key`, the log's `keys.trusted` and `trusted`.
     pub fn trust_of(&self, key: &SigningKey, trusted: &[PublicKey]) -> LogTrust {
         LogTrust::new(
             &self.origin,
             std::iter::once(key.public())
+                .chain(self.trusted.iter().cloned())
                 .chain(trusted.iter().cloned())
                 .map(|k| k.raw()),
         )
@@ -1236,361 +977,4 @@ async fn trusted_entry(
 }
 
 #[cfg(test)]
-pub(super) mod tests {
-    use super::*;
-    use seal_core::vocab::AuditCheck;
-
-    /// A seal entry of run `run-batch-<i>` (nothing stored for it).
-    pub(in crate::transparency) fn entry(i: u32) -> (RunId, LogEntry) {
-        let run = RunId::parse(&format!("run-batch-{i:04}")).expect("a valid run id");
-        let e = LogEntry {
-            run_id: run.to_string(),
-            evidence_sha256: Hash::of(&i.to_be_bytes()).to_string(),
-            seal_sha256: Hash::of(&[i.to_be_bytes(), [1; 4]].concat()).to_string(),
-            key_id: "c".repeat(64),
-            outcome: "pass".into(),
-            decided_at: "2026-12-03T00:00:00Z".into(),
-            acceptance_mode: "live".into(),
-            parent_run_id: None,
-        };
-        (run, e)
-    }
-
-    /// A `file://` log of 40 runs' seals, each appended and checkpointed as the postguard does.
-    pub(in crate::transparency) async fn forty() -> (tempfile::TempDir, Store, SigningKey) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&format!("file://{}", dir.path().display()))
-            .await
-            .unwrap();
-        let key = SigningKey::generate();
-        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
-        for i in 0..40 {
-            let (run, e) = entry(i);
-            log.append_seal(&run, &e, &key).await.unwrap();
-        }
-        (dir, store, key)
-    }
-
-    /// The file of `log/entries/<index>` in a `file://` store at `dir`.
-    pub(in crate::transparency) fn entry_file(
-        dir: &tempfile::TempDir,
-        index: u64,
-    ) -> std::path::PathBuf {
-        dir.path().join(Key::log_entry(index).as_str())
-    }
-
-    /// Entries appended while no checkpoint was published are all covered by the next one,
-    /// and an appender whose entry a stored checkpoint already covers publishes none: one
-    /// checkpoint per batch, and none missing.
-    #[tokio::test]
-    async fn one_checkpoint_covers_every_entry_appended_before_it() {
-        let store = Store::open("memory://").await.unwrap();
-        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
-        let key = SigningKey::generate();
-        // Five entries appended as appenders do, before any of them publishes.
-        {
-            let mut cache = log.cache.lock().await;
-            log.admit_locked(&mut cache, &raw_keys(&key, &[]))
-                .await
-                .unwrap();
-            for i in 0..5 {
-                let (run, e) = entry(i);
-                log.append_locked(&mut cache, &run, &e, &key).await.unwrap();
-            }
-        }
-        // The first appender to publish covers all five.
-        assert_eq!(log.publish_covering(1, &key).await.unwrap(), 5);
-        // The others find their entries covered: no checkpoint of their own.
-        for needed in 2..=5 {
-            assert_eq!(log.publish_covering(needed, &key).await.unwrap(), 5);
-        }
-        let sizes = checkpoint_sizes(&store).await.unwrap();
-        assert_eq!(sizes, vec![5]);
-        // A sixth entry is not covered by it: the next appender publishes size 6.
-        let (run, e) = entry(5);
-        match log.append_seal(&run, &e, &key).await.unwrap() {
-            SealLogged::Appended(a) => {
-                assert_eq!((a.index, a.created, a.tree_size), (5, true, 6))
-            }
-            other => panic!("{other:?}"),
-        }
-        let sizes = checkpoint_sizes(&store).await.unwrap();
-        assert_eq!(sizes, vec![6, 5], "largest first");
-    }
-
-    /// What seal passes on as its log's head (`seal log checkpoint`, `GET /v1/log/checkpoint`,
-    /// the admission's starting point) is the latest checkpoint a trusted key signed. Bytes
-    /// the store writer plants under a larger size are passed over: a forged note, and a file
-    /// larger than any checkpoint, which is not read (nor fails the reader past the document
-    /// limit); `seal log verify` names each.
-    #[tokio::test]
-    async fn the_head_is_the_latest_signed_checkpoint_never_a_planted_larger_one() {
-        let (dir, store, key) = forty().await;
-        let trusted = [key.public()];
-        let genuine = latest_checkpoint(
-            &store,
-            &crate::transparency::trust(DEFAULT_ORIGIN, &trusted),
-        )
-        .await
-        .unwrap()
-        .unwrap();
-        assert_eq!(genuine.size, 40);
-        let plant = |size: u64, bytes: &[u8]| {
-            std::fs::write(dir.path().join(Key::log_checkpoint(size).as_str()), bytes).unwrap()
-        };
-        plant(
-            41,
-            "seal.local/log\n41\nAAAA\n\n\u{2014} seal.local/log \u{1b}[2J\u{9b}31m\n".as_bytes(),
-        );
-        let big = vec![b'x'; 2 * tlog::MAX_CHECKPOINT_BYTES as usize];
-        plant(42, &big);
-        let head = latest_checkpoint(
-            &store,
-            &crate::transparency::trust(DEFAULT_ORIGIN, &trusted),
-        )
-        .await
-        .unwrap()
-        .unwrap();
-        assert_eq!((head.size, &head.text), (40, &genuine.text));
-        // A reader whose document limit the large one passes: not read, not an error.
-        let small = store.clone().with_doc_limit(tlog::MAX_CHECKPOINT_BYTES + 1);
-        let head = latest_checkpoint(
-            &small,
-            &crate::transparency::trust(DEFAULT_ORIGIN, &trusted),
-        )
-        .await
-        .unwrap()
-        .unwrap();
-        assert_eq!(head.size, 40);
-        let read = view::read_checkpoints(&store, &raw_keys(&key, &[]), true)
-            .await
-            .unwrap();
-        let found: Vec<(u64, String)> = read
-            .iter()
-            .map(|(size, _, c)| {
-                (
-                    *size,
-                    c.as_ref().err().map(|e| e.to_string()).unwrap_or_default(),
-                )
-            })
-            .collect();
-        assert_eq!(found[0].0, 42);
-        assert!(
-            found[0].1.contains("more than a checkpoint holds"),
-            "{found:?}"
-        );
-        assert_eq!(found[1].0, 41);
-        assert!(!found[1].1.is_empty(), "{found:?}");
-        assert_eq!(found[2], (40, String::new()));
-        // Under keys that signed none of them there is no head.
-        let other = [SigningKey::generate().public()];
-        assert!(
-            latest_checkpoint(&store, &crate::transparency::trust(DEFAULT_ORIGIN, &other))
-                .await
-                .unwrap()
-                .is_none()
-        );
-    }
-
-    /// A `file://` store (so that a test can rewrite an object behind the log), a key, and two
-    /// seal entries of the same run and evidence that name different seals.
-    async fn rivals(
-        i: u32,
-    ) -> (
-        tempfile::TempDir,
-        Store,
-        SigningKey,
-        RunId,
-        LogEntry,
-        LogEntry,
-    ) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&format!("file://{}", dir.path().display()))
-            .await
-            .unwrap();
-        let (run, first) = entry(i);
-        let mut second = first.clone();
-        second.seal_sha256 = Hash::of(b"another seal of the same evidence").to_string();
-        (dir, store, SigningKey::generate(), run, first, second)
-    }
-
-    /// Another seal of the same evidence, logged first by another process, is handed back
-    /// whole (read again from the store) and nothing is appended for the second one.
-    #[tokio::test]
-    async fn a_rival_seal_of_the_same_evidence_is_handed_back_not_appended() {
-        let (_dir, store, key, run, first, second) = rivals(7).await;
-        // Another process admits before the first one appends, then learns the entry as it
-        // goes for the next index.
-        let other = Log::new(store.clone(), DEFAULT_ORIGIN);
-        other.admit(&key, &[]).await.unwrap();
-        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
-        assert!(matches!(
-            log.append_seal(&run, &first, &key).await.unwrap(),
-            SealLogged::Appended(Appended { index: 0, .. })
-        ));
-        match other.append_seal(&run, &second, &key).await.unwrap() {
-            SealLogged::Rival(rival) => assert_eq!(rival, first),
-            found => panic!("{found:?}"),
-        }
-        assert!(store.get_opt(&Key::log_entry(1)).await.unwrap().is_none());
-        // The same entry again is found where it is, not appended twice.
-        match log.append_seal(&run, &first, &key).await.unwrap() {
-            SealLogged::Appended(a) => assert_eq!((a.index, a.created), (0, false)),
-            found => panic!("{found:?}"),
-        }
-    }
-
-    /// The store writer replaces the rival's entry after this process read it: the bytes read
-    /// back are refused against the leaf hash this process holds, never handed out as the
-    /// run's seal entry.
-    #[tokio::test]
-    async fn a_rival_entry_replaced_after_it_was_read_is_refused() {
-        let (dir, store, key, run, first, second) = rivals(8).await;
-        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
-        log.append_seal(&run, &first, &key).await.unwrap();
-        let other = Log::new(store.clone(), DEFAULT_ORIGIN);
-        other.admit(&key, &[]).await.unwrap();
-        let mut planted = first.clone();
-        planted.key_id = "d".repeat(64);
-        plant_first_entry(&dir, &planted);
-        let err = other.append_seal(&run, &second, &key).await.unwrap_err();
-        assert_first_entry_refused(&err, "replaced");
-    }
-
-    /// The store writer rewrites `log/entries/0` on disk.
-    fn plant_first_entry(dir: &tempfile::TempDir, planted: &LogEntry) {
-        let path = dir.path().join(Key::log_entry(0).as_str());
-        std::fs::write(&path, planted.to_bytes().unwrap()).unwrap();
-    }
-
-    /// `err` refuses `log/entries/0`, saying `why`.
-    fn assert_first_entry_refused(err: &LogError, why: &str) {
-        assert!(
-            matches!(err, LogError::Corrupt { key, detail }
-                if key == Key::log_entry(0).as_str() && detail.contains(why)),
-            "{err}"
-        );
-    }
-
-    /// A process that admits a log others wrote learns every leaf from the guard's view
-    /// alone: a logged seal, a review and its index are found, not appended again.
-    #[tokio::test]
-    async fn an_admitted_log_knows_every_leaf_the_guard_read() {
-        let store = Store::open("memory://").await.unwrap();
-        let key = SigningKey::generate();
-        let writer = Log::new(store.clone(), DEFAULT_ORIGIN);
-        let (run, sealed) = entry(3);
-        writer.append_seal(&run, &sealed, &key).await.unwrap();
-        let review = tlog::ReviewEntry::new(
-            run.as_str(),
-            0,
-            Hash::of(b"a review").as_ref(),
-            &"e".repeat(64),
-            "2026-12-03T00:00:00Z",
-        );
-        let logged = writer.append_review(&review, &key).await.unwrap();
-        assert_eq!((logged.index, logged.created), (1, true));
-
-        let reader = Log::new(store.clone(), DEFAULT_ORIGIN);
-        reader.admit(&key, &[]).await.unwrap();
-        assert_eq!(reader.review_leaf(&review, &key).await.unwrap(), Some(1));
-        let review_hash = Hash::parse(&review.review_sha256).unwrap();
-        assert!(reader
-            .review_logged(&run, 0, &review_hash, &key)
-            .await
-            .unwrap());
-        let again = reader.append_review(&review, &key).await.unwrap();
-        assert_eq!((again.index, again.created), (1, false));
-        match reader.append_seal(&run, &sealed, &key).await.unwrap() {
-            SealLogged::Appended(a) => assert_eq!((a.index, a.created), (0, false)),
-            found => panic!("{found:?}"),
-        }
-        assert!(store.get_opt(&Key::log_entry(2)).await.unwrap().is_none());
-    }
-
-    /// `entry` appended by one process, then the log read as `seal verify` reads it.
-    async fn logged_and_read(
-        store: &Store,
-        key: &SigningKey,
-        run: &RunId,
-        entry: &LogEntry,
-    ) -> LogView {
-        Log::new(store.clone(), DEFAULT_ORIGIN)
-            .append_seal(run, entry, key)
-            .await
-            .unwrap();
-        LogView::load(store, &raw_keys(key, &[])).await.unwrap()
-    }
-
-    /// A view keeps no entry bytes; a proof reads its entry again, and an entry the store
-    /// writer replaced after the view read the log is refused, never handed out as logged.
-    #[tokio::test]
-    async fn a_proof_of_an_entry_replaced_after_the_log_was_read_is_refused() {
-        let (dir, store, key, run, first, _) = rivals(9).await;
-        let view = logged_and_read(&store, &key, &run, &first).await;
-        let proof = view.proof(&store, &run).await.unwrap();
-        // The exact leaf: the entry with its `auth` for leaf 0 of this log.
-        let signed = tlog::sign_leaf(&first.to_bytes().unwrap(), DEFAULT_ORIGIN, 0, &|m| {
-            key.sign(m)
-        });
-        assert_eq!(proof.entry.as_bytes(), signed.unwrap());
-
-        let mut planted = first.clone();
-        planted.outcome = "fail".into();
-        plant_first_entry(&dir, &planted);
-        let err = view.proof(&store, &run).await.unwrap_err();
-        assert_first_entry_refused(&err, "rewritten");
-    }
-
-    /// `seal verify`'s check of a stored run against a view without bytes: the run's entry
-    /// is the logged one exactly when its leaf hash is, whichever field differs.
-    #[tokio::test]
-    async fn a_stored_run_is_the_logged_one_only_byte_for_byte() {
-        let (_dir, store, key, run, first, other_seal) = rivals(10).await;
-        let view = logged_and_read(&store, &key, &run, &first).await;
-        assert!(view.check_entry(&run, &first).is_empty());
-        let mut other_outcome = first.clone();
-        other_outcome.outcome = "fail".into();
-        for stored in [other_seal, other_outcome] {
-            let problems = view.check_entry(&run, &stored);
-            assert_eq!(problems.len(), 1, "{problems:?}");
-            assert_eq!(problems[0].check, AuditCheck::RunReplaced, "{problems:?}");
-            assert_eq!(
-                problems[0].expected.as_deref(),
-                Some(first.seal_sha256.as_str()),
-                "{problems:?}"
-            );
-        }
-    }
-
-    /// Concurrent appenders each return only once a stored checkpoint holds their entry.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn every_appender_returns_after_a_checkpoint_holding_its_entry() {
-        let store = Store::open("memory://").await.unwrap();
-        let log = Log::new(store.clone(), DEFAULT_ORIGIN);
-        let key = Arc::new(SigningKey::generate());
-        let tasks: Vec<_> = (0..24)
-            .map(|i| {
-                let (log, key) = (log.clone(), key.clone());
-                tokio::spawn(async move {
-                    let (run, e) = entry(i);
-                    let logged = log.append_seal(&run, &e, &key).await.unwrap();
-                    let stored = checkpoint_sizes(&log.store).await.unwrap();
-                    (logged, stored)
-                })
-            })
-            .collect();
-        for t in tasks {
-            let (logged, stored) = t.await.unwrap();
-            let SealLogged::Appended(a) = logged else {
-                panic!("no rival here")
-            };
-            assert!(a.tree_size > a.index, "{a:?}");
-            assert!(
-                stored.contains(&a.tree_size),
-                "the checkpoint of size {} is not stored when its appender returns",
-                a.tree_size
-            );
-        }
-    }
-}
+pub(super) mod tests;
