@@ -259,11 +259,12 @@ async fn prove_source(
     };
     // The source's seal must be in this store's log: an archive's run was logged when it was
     // imported; a run of this store whose seal the log lacks was planted (docs/DESIGN.md §13),
-    // and is refused, never appended here.
+    // and is refused, never appended here. The keys trusted to have sealed the sources are
+    // trusted for this store's log too (its leaves and checkpoints may be theirs).
     if let Some(key) = &engine.key {
         engine
             .log
-            .require_logged(source, verified.seal_hash(), key)
+            .require_logged(source, verified.seal_hash(), key, trusted)
             .await?;
     }
     Ok(verified)

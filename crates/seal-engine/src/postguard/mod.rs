@@ -606,7 +606,7 @@ async fn stored_seal(
     let envelope_hash = Hash::of(&stored);
     let logged = engine
         .log
-        .require_logged(run, &envelope_hash, key)
+        .require_logged(run, &envelope_hash, key, &[])
         .await
         .map_err(|source| FinalizeError::Log {
             run: run.clone(),

@@ -207,7 +207,10 @@ mod tests {
         assert_eq!((found.index, found.created), (20, false));
         let seal = Hash::parse(&e.seal_sha256).unwrap();
         assert_eq!(
-            log.require_logged(&run, &seal, &key).await.unwrap().index,
+            log.require_logged(&run, &seal, &key, &[])
+                .await
+                .unwrap()
+                .index,
             20
         );
 
@@ -252,7 +255,7 @@ mod tests {
         let planted_seal = Hash::parse(&planted.seal_sha256).unwrap();
         for err in [
             log.append_seal(&run, &e, &key).await.unwrap_err(),
-            log.require_logged(&run, &planted_seal, &key)
+            log.require_logged(&run, &planted_seal, &key, &[])
                 .await
                 .unwrap_err(),
         ] {
@@ -278,7 +281,7 @@ mod tests {
         log.admit_quick(&key, &[]).await.unwrap();
         let seal = Hash::parse(&entry(12).1.seal_sha256).unwrap();
         assert!(matches!(
-            log.require_logged(&run, &seal, &key).await,
+            log.require_logged(&run, &seal, &key, &[]).await,
             Err(LogError::Refused { .. })
         ));
         let a = appended(log.append_seal(&run, &e, &key).await.unwrap());

@@ -399,9 +399,10 @@ impl Log {
         run: &RunId,
         seal_sha256: &Hash,
         key: &SigningKey,
+        trusted: &[PublicKey],
     ) -> Result<SealLeaf, LogError> {
         let mut cache = self.cache.lock().await;
-        self.admit_locked(&mut cache, &self.trust_of(key, &[]))
+        self.admit_locked(&mut cache, &self.trust_of(key, trusted))
             .await?;
         self.sync(&mut cache).await?;
         self.load_run(&mut cache, run.as_str()).await?;
