@@ -245,37 +245,37 @@ async fn committed_decision(
         kind: "evidence",
         reason,
     };
-    let receipt = match engine
-        .notary
-        .committed(&engine.store, ReceiptKind::Decision, &object)
-        .await?
-    {
-        Some(r) => r,
-        None if stored.is_some() => {
-            return Err(planted(
+    let receipt = if stored.is_some() {
+        // Decided, unsealed: the time is the committed one, or the evidence is planted.
+        let committed = engine
+            .notary
+            .committed(&engine.store, ReceiptKind::Decision, &object)
+            .await?;
+        committed.ok_or_else(|| {
+            planted(
                 "decided, unsealed, and no decision receipt commits it: its decidedAt is not \
                  one this deployment's postguard committed"
                     .into(),
-            ))
+            )
+        })?
+    } else {
+        // Commit now (one create, no read first); a receipt already there (a crash after it,
+        // a racing replica) is read back by the commit, and its time stands.
+        let decided = redecide(engine.clock.now_rfc3339())?;
+        let at = decided_at_of(run, decided.evidence())?;
+        let ours = Stored {
+            key: object.clone(),
+            hash: decided.hash().clone(),
+            size: decided.bytes().len() as u64,
+        };
+        let r = engine
+            .notary
+            .commit(&engine.store, ReceiptKind::Decision, &ours, &at)
+            .await?;
+        if r.sha256 == *decided.hash() {
+            return Ok(decided);
         }
-        None => {
-            let decided = redecide(engine.clock.now_rfc3339())?;
-            let at = decided_at_of(run, decided.evidence())?;
-            let ours = Stored {
-                key: object.clone(),
-                hash: decided.hash().clone(),
-                size: decided.bytes().len() as u64,
-            };
-            let r = engine
-                .notary
-                .commit(&engine.store, ReceiptKind::Decision, &ours, &at)
-                .await?;
-            if r.sha256 == *decided.hash() {
-                return Ok(decided);
-            }
-            // Another replica committed first, with its clock's time.
-            r
-        }
+        r
     };
     let decided = redecide(receipt.at.clone())?;
     if receipt.sha256 != *decided.hash() {
