@@ -4,11 +4,11 @@
 use serde::Serialize;
 use std::collections::HashMap;
 
-use super::view::{LogView, WholeLog};
+use super::view::{review_missing, LogView, WholeLog};
 use super::{stored_run, LogError, StoredRun};
 use crate::audit::Problem;
 use seal_core::ids::RunId;
-use seal_core::tlog::{self, LogTrust, ReviewEntry};
+use seal_core::tlog::{self, LogTrust};
 use seal_core::vocab::AuditCheck;
 use seal_store::{Key, Store, StoreError};
 
@@ -324,19 +324,6 @@ async fn reviews_against_log(
         }
     }
     Ok((problems, pending))
-}
-
-/// A logged review that is not stored.
-pub(super) fn review_missing(leaf: u64, r: &ReviewEntry) -> Problem {
-    Problem::new(
-        AuditCheck::ReviewMissing,
-        format!("runs/{}/reviews/{}.dsse.json", r.run_id, r.review_index),
-        format!(
-            "logged at leaf {leaf} (sha256 {}, reviewed at {}), not stored: deleted, or stored \
-             after its leaf was interrupted (send the same envelope again)",
-            r.review_sha256, r.reviewed_at
-        ),
-    )
 }
 
 /// Append-only consistency of the store's log with a checkpoint the auditor kept.

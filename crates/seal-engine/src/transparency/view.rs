@@ -208,7 +208,7 @@ impl LogView {
             .reviews
             .iter()
             .filter(|(_, r)| r.run_id == run.as_str() && !stored.contains(&r.review_index))
-            .map(|(leaf, r)| super::log_verify::review_missing(*leaf, r))
+            .map(|(leaf, r)| review_missing(*leaf, r))
             .collect();
         missing.dedup();
         missing
@@ -629,6 +629,19 @@ impl LogView {
         tlog::check_inclusion(&path, latest.size, &latest.root, index, leaf)?;
         Ok(())
     }
+}
+
+/// A logged review that is not stored.
+pub(super) fn review_missing(leaf: u64, r: &ReviewEntry) -> Problem {
+    Problem::new(
+        AuditCheck::ReviewMissing,
+        format!("runs/{}/reviews/{}.dsse.json", r.run_id, r.review_index),
+        format!(
+            "logged at leaf {leaf} (sha256 {}, reviewed at {}), not stored: deleted, or stored \
+             after its leaf was interrupted (send the same envelope again)",
+            r.review_sha256, r.reviewed_at
+        ),
+    )
 }
 
 /// The largest stored checkpoint a trusted key signed, if any (what admission, a run's view
