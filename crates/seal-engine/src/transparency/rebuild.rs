@@ -70,17 +70,29 @@ impl std::fmt::Display for Dropped {
     }
 }
 
+/// Why a `--drop` value names nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum DroppedError {
+    #[error("{0:?}: leaf:<index>, the index a decimal number")]
+    Index(String),
+    #[error("{value:?}: neither a run id ({why}) nor leaf:<index>")]
+    Run { value: String, why: String },
+}
+
 impl std::str::FromStr for Dropped {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Dropped, String> {
+    type Err = DroppedError;
+    fn from_str(s: &str) -> Result<Dropped, DroppedError> {
         match s.strip_prefix("leaf:") {
             Some(n) => n
                 .parse()
                 .map(Dropped::Leaf)
-                .map_err(|_| format!("{s:?}: leaf:<index>, the index a decimal number")),
+                .map_err(|_| DroppedError::Index(s.to_string())),
             None => RunId::parse(s)
                 .map(Dropped::Run)
-                .map_err(|e| format!("{s:?}: neither a run id ({e}) nor leaf:<index>")),
+                .map_err(|e| DroppedError::Run {
+                    value: s.to_string(),
+                    why: e.to_string(),
+                }),
         }
     }
 }
@@ -588,4 +600,29 @@ fn keep_prefix(view: &LogView) -> u64 {
         }
     }
     readable
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--drop` takes a run id or `leaf:<index>`; anything else is refused, named.
+    #[test]
+    fn a_drop_is_a_run_id_or_a_leaf_index_and_nothing_else() {
+        let ok = |s: &str| s.parse::<Dropped>().unwrap().to_string();
+        assert_eq!(ok("run-1042"), "run-1042");
+        assert_eq!(ok("leaf:7"), "leaf:7");
+        for bad in [
+            "leaf:",
+            "leaf:-1",
+            "leaf:x",
+            "../etc",
+            "",
+            "run 1",
+            "leaf:99999999999999999999",
+        ] {
+            let err = bad.parse::<Dropped>().unwrap_err().to_string();
+            assert!(err.contains(&format!("{bad:?}")), "{bad}: {err}");
+        }
+    }
 }
