@@ -62,11 +62,29 @@ pub fn store(s: &str) -> Result<StoreArg, StoreError> {
     StoreArg::parse(s)
 }
 
+/// Why a flag's value is refused (clap prints it after the flag's name).
+#[derive(Debug, thiserror::Error)]
+pub enum ArgError {
+    #[error("unknown genre {0:?}: narrative, trpg, heritage, puzzle or sim-business")]
+    Genre(String),
+    #[error("not an RFC 3339 time (e.g. 2025-01-31T00:00:00Z): {0:?}")]
+    Time(String),
+    #[error("unknown consensus strategy {0:?}: this build implements {implemented}", implemented = seal_core::consensus::STRATEGY)]
+    Strategy(String),
+    #[error("must be an http:// or https:// URL with a host (e.g. https://seal.internal)")]
+    Url,
+    #[error("expected OBLIGATION=satisfied|failed|missing")]
+    NoDecision,
+    #[error("the obligation id is empty")]
+    EmptyObligation,
+    #[error(transparent)]
+    Status(#[from] seal_core::review::UnknownStatus),
+}
+
 /// `--genre G`: one of the genres a header may name.
-pub fn genre(s: &str) -> Result<Genre, String> {
-    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|_| {
-        format!("unknown genre {s:?}: narrative, trpg, heritage, puzzle or sim-business")
-    })
+pub fn genre(s: &str) -> Result<Genre, ArgError> {
+    serde_json::from_value(serde_json::Value::String(s.to_string()))
+        .map_err(|_| ArgError::Genre(s.to_string()))
 }
 
 /// A genre's name as documents spell it (`sim-business`).
@@ -95,9 +113,9 @@ impl Time {
 }
 
 /// `--since T` and `--until T`.
-pub fn time(s: &str) -> Result<Time, String> {
+pub fn time(s: &str) -> Result<Time, ArgError> {
     let at = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
-        .map_err(|_| format!("not an RFC 3339 time (e.g. 2025-01-31T00:00:00Z): {s:?}"))?;
+        .map_err(|_| ArgError::Time(s.to_string()))?;
     Ok(Time {
         text: s.to_string(),
         at,
@@ -119,14 +137,11 @@ impl Strategy {
 }
 
 /// `--strategy V`.
-pub fn strategy(s: &str) -> Result<Strategy, String> {
+pub fn strategy(s: &str) -> Result<Strategy, ArgError> {
     if s == seal_core::consensus::STRATEGY {
         Ok(Strategy::DualStrict)
     } else {
-        Err(format!(
-            "unknown consensus strategy {s:?}: this build implements {}",
-            seal_core::consensus::STRATEGY
-        ))
+        Err(ArgError::Strategy(s.to_string()))
     }
 }
 
@@ -218,9 +233,9 @@ mod tests {
         );
         assert!(time("last tuesday").is_err());
         assert_eq!(strategy("dual-strict/1").unwrap().as_str(), "dual-strict/1");
-        assert!(strategy("dual-strict/2")
-            .unwrap_err()
-            .contains("unknown consensus strategy \"dual-strict/2\""));
+        assert!(strategy("dual-strict/2").unwrap_err().to_string().contains(
+            "unknown consensus strategy \"dual-strict/2\": this build implements dual-strict/1"
+        ));
         assert!(run_id("../x").is_err());
     }
 }

@@ -55,12 +55,12 @@ pub struct ReviewArgs {
 }
 
 /// `OBLIGATION=STATUS`.
-fn decision(s: &str) -> Result<ObligationDecision, String> {
+fn decision(s: &str) -> Result<ObligationDecision, super::args::ArgError> {
     let (id, status) = s
         .rsplit_once('=')
-        .ok_or_else(|| "expected OBLIGATION=satisfied|failed|missing".to_string())?;
+        .ok_or(super::args::ArgError::NoDecision)?;
     if id.is_empty() {
-        return Err("the obligation id is empty".into());
+        return Err(super::args::ArgError::EmptyObligation);
     }
     Ok(ObligationDecision {
         obligation_id: id.to_string(),

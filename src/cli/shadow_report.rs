@@ -41,7 +41,7 @@ pub struct ShadowReportArgs {
 
 /// `--explain-base URL`: an absolute http(s) URL with a host, at most 2048 characters; it is
 /// escaped where the page shows it, and checked here so a `javascript:` link never reaches it.
-fn explain_base(s: &str) -> Result<String, String> {
+fn explain_base(s: &str) -> Result<String, super::args::ArgError> {
     let ok_scheme = s.starts_with("http://") || s.starts_with("https://");
     let host = s.split("://").nth(1).unwrap_or("");
     let ok = ok_scheme
@@ -52,7 +52,7 @@ fn explain_base(s: &str) -> Result<String, String> {
     if ok {
         Ok(s.to_string())
     } else {
-        Err("must be an http:// or https:// URL with a host (e.g. https://seal.internal)".into())
+        Err(super::args::ArgError::Url)
     }
 }
 

@@ -62,17 +62,19 @@ impl Status {
     }
 }
 
+/// A status that is none of the three (its first 40 characters).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?}: a status is satisfied, failed or missing")]
+pub struct UnknownStatus(String);
+
 impl std::str::FromStr for Status {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Status, String> {
+    type Err = UnknownStatus;
+    fn from_str(s: &str) -> Result<Status, UnknownStatus> {
         match s {
             "satisfied" => Ok(Status::Satisfied),
             "failed" => Ok(Status::Failed),
             "missing" => Ok(Status::Missing),
-            other => Err(format!(
-                "{:?}: a status is satisfied, failed or missing",
-                other.chars().take(40).collect::<String>()
-            )),
+            other => Err(UnknownStatus(other.chars().take(40).collect())),
         }
     }
 }

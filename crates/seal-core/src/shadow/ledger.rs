@@ -101,7 +101,7 @@ impl Ledger {
             return;
         }
         if let Err(reason) = self.row(line, bytes) {
-            self.reject(line, &reason);
+            self.reject(line, &reason.to_string());
         }
     }
 
@@ -122,13 +122,10 @@ impl Ledger {
         self.summary
     }
 
-    fn row(&mut self, line: u64, bytes: &[u8]) -> Result<(), String> {
-        let value = crate::json::parse(bytes, self.limit).map_err(|e| e.to_string())?;
+    fn row(&mut self, line: u64, bytes: &[u8]) -> Result<(), RowError> {
+        let value = crate::json::parse(bytes, self.limit)?;
         let Value::Object(mut obj) = value else {
-            return Err(format!(
-                "a row must be a JSON object, found {}",
-                crate::contracts::type_name(&value)
-            ));
+            return Err(RowError::NotObject(crate::contracts::type_name(&value)));
         };
         match obj.remove("type") {
             Some(Value::String(t)) if t == "verdict" => {}
@@ -139,9 +136,7 @@ impl Ledger {
         }
         let verdict = Value::Object(obj);
         let v = checked_verdict(&verdict)?;
-        let sha = canonical_bytes(&verdict)
-            .map(|b| Hash::of(&b).to_string())
-            .map_err(|e| e.to_string())?;
+        let sha = canonical_bytes(&verdict).map(|b| Hash::of(&b).to_string())?;
         self.summary.verdict_rows += 1;
         let row = LedgerVerdict {
             line,
@@ -236,20 +231,32 @@ pub fn read_ledger<R: std::io::BufRead>(
     Ok((ledger.finish(), hex::encode(hash.finalize())))
 }
 
+/// Why a ledger line is not a row the fold takes (the text its rejection records).
+#[derive(Debug, thiserror::Error)]
+enum RowError {
+    #[error(transparent)]
+    Json(#[from] crate::json::JsonError),
+    #[error("a row must be a JSON object, found {0}")]
+    NotObject(&'static str),
+    #[error("not a valid Verdict: {0}")]
+    Verdict(String),
+    #[error("{0}")]
+    Unusable(String),
+    #[error(transparent)]
+    Canonical(#[from] crate::canonical::CanonicalError),
+}
+
 /// The Verdict if it satisfies the upstream schema, else its first finding.
-fn checked_verdict(verdict: &Value) -> Result<AgentLoopVerdict, String> {
+fn checked_verdict(verdict: &Value) -> Result<AgentLoopVerdict, RowError> {
     match validate_as(Kind::Verdict, verdict) {
         Report::Valid(_) => {}
         Report::Invalid(_, findings) => {
             let first = findings.first().map(ToString::to_string);
-            return Err(format!(
-                "not a valid Verdict: {}",
-                first.unwrap_or_else(|| "invalid".into())
-            ));
+            return Err(RowError::Verdict(first.unwrap_or_else(|| "invalid".into())));
         }
-        Report::Unusable(reason) => return Err(reason),
+        Report::Unusable(reason) => return Err(RowError::Unusable(reason)),
     }
-    serde_json::from_value(verdict.clone()).map_err(|e| format!("not a valid Verdict: {e}"))
+    serde_json::from_value(verdict.clone()).map_err(|e| RowError::Verdict(e.to_string()))
 }
 
 #[cfg(test)]

@@ -69,7 +69,16 @@ pub struct Passed {
 }
 
 /// One entry as the pass reads it, or why the whole log must be read.
-type Read = Result<Entry, String>;
+type Read = Result<Entry, Unread>;
+
+/// Why the pass cannot take an entry as it is (the whole log's readers name it).
+#[derive(Debug, thiserror::Error)]
+enum Unread {
+    #[error(transparent)]
+    Leaf(#[from] tlog::TlogError),
+    #[error("names no valid run id ({0:?})")]
+    RunId(String),
+}
 
 /// An entry that parses (and, a rebuild entry, verifies).
 struct Entry {
@@ -254,9 +263,9 @@ async fn read_entry(
         trust.authenticate(index, &bytes).map(|r| r.leaf)
     };
     let run = match leaf {
-        Err(e) => return Ok(Some(Err(e.to_string()))),
+        Err(e) => return Ok(Some(Err(e.into()))),
         Ok(Leaf::Rebuild(r)) => {
-            let read = r.verify(trust.keys()).map_err(|e| e.to_string());
+            let read = r.verify(trust.keys()).map_err(Unread::from);
             return Ok(Some(read.map(|()| Entry {
                 hash,
                 unpointed: None,
@@ -266,7 +275,7 @@ async fn read_entry(
         Ok(Leaf::Review(r)) => r.run_id,
     };
     let Ok(run) = RunId::parse(&run) else {
-        return Ok(Some(Err(format!("names no valid run id ({run:?})"))));
+        return Ok(Some(Err(Unread::RunId(run))));
     };
     let pointed = store.exists(&Key::log_run_leaf(&run, index)).await?;
     Ok(Some(Ok(Entry {

@@ -197,20 +197,35 @@ pub(super) fn reach(tile: &Tile) -> Option<u64> {
     (leaves.checked_shr(shift) == Some(hashes)).then_some(leaves)
 }
 
+/// Why a stored object under `log/tile/` is not one of the log's tiles.
+#[derive(Debug, thiserror::Error)]
+enum NotATile {
+    #[error("not a hash tile's key (tile/8/<level>/<index>[.p/<width>])")]
+    Name,
+    #[error("a tile of leaves past the {0} the log holds")]
+    PastTheLog(u64),
+    #[error("not the hashes of the log's entries")]
+    OtherHashes,
+    #[error(transparent)]
+    Tree(#[from] tlog::TlogError),
+    #[error("{size} bytes, more than a tile holds ({bound}): not read")]
+    TooLarge { size: u64, bound: u64 },
+    #[error("listed, then gone when read")]
+    Gone,
+}
+
 /// Whether the stored `bytes` at `key` are a tile of the first `size` leaves of `tree`, byte
 /// for byte: `Err` says why not.
-fn agrees(tree: &Tree, size: u64, key: &Key, bytes: &[u8]) -> Result<(), String> {
-    let Some(tile) = tlog::key_tile(key) else {
-        return Err("not a hash tile's key (tile/8/<level>/<index>[.p/<width>])".into());
-    };
+fn agrees(tree: &Tree, size: u64, key: &Key, bytes: &[u8]) -> Result<(), NotATile> {
+    let tile = tlog::key_tile(key).ok_or(NotATile::Name)?;
     match reach(&tile) {
         Some(end) if end <= size => {}
-        _ => return Err(format!("a tile of leaves past the {size} the log holds")),
+        _ => return Err(NotATile::PastTheLog(size)),
     }
-    match tree.tile(&tile) {
-        Ok(ours) if ours[..] == *bytes => Ok(()),
-        Ok(_) => Err("not the hashes of the log's entries".into()),
-        Err(e) => Err(e.to_string()),
+    if tree.tile(&tile)?[..] == *bytes {
+        Ok(())
+    } else {
+        Err(NotATile::OtherHashes)
     }
 }
 
@@ -239,18 +254,16 @@ pub async fn check(store: &Store, tree: &Tree, checkpoint: u64) -> Result<TileCh
     while let Some((k, read)) = reads.try_next().await? {
         let verdict = match read {
             Bounded::Read(bytes) => agrees(tree, tree.size(), &k, &bytes),
-            Bounded::Larger { size, bound } => Err(format!(
-                "{size} bytes, more than a tile holds ({bound}): not read"
-            )),
-            Bounded::Absent => Err("listed, then gone when read".to_string()),
+            Bounded::Larger { size, bound } => Err(NotATile::TooLarge { size, bound }),
+            Bounded::Absent => Err(NotATile::Gone),
         };
         match verdict {
             Ok(()) => found.checked += 1,
-            Err(detail) => {
-                found
-                    .problems
-                    .push(Problem::new(AuditCheck::LogTiles, k.to_string(), detail))
-            }
+            Err(detail) => found.problems.push(Problem::new(
+                AuditCheck::LogTiles,
+                k.to_string(),
+                detail.to_string(),
+            )),
         }
     }
     if listed.is_empty() {
