@@ -248,15 +248,33 @@ fn the_independent_script_authenticates_leaves_past_the_latest_checkpoint() {
     .unwrap();
     let at = root.join(format!("log/entries/{next:020}"));
     let store = root.to_str().unwrap();
+    // The leaves before it, as the script hashes them.
+    let mut tree = Tree::new();
+    for i in 0..next {
+        tree.push(&std::fs::read(root.join(format!("log/entries/{i:020}"))).unwrap())
+            .unwrap();
+    }
     let signed = |index: u64, origin: &str| {
-        tlog::sign_leaf(&ghost, origin, index, &|m| key.sign(m)).unwrap()
+        let place = tlog::Place {
+            index,
+            prefix_root: tree.root(next).unwrap(),
+        };
+        tlog::sign_leaf(&ghost, origin, &place, &|m| key.sign(m)).unwrap()
     };
     std::fs::write(&at, signed(next, tlog::DEFAULT_ORIGIN)).unwrap();
     let (code, out) = python(&["tree", store, "--pub", pem]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("1 past the latest authenticated"), "{out}");
+    let after_other_leaves = {
+        let place = tlog::Place {
+            index: next,
+            prefix_root: tree.root(next - 1).unwrap(),
+        };
+        tlog::sign_leaf(&ghost, tlog::DEFAULT_ORIGIN, &place, &|m| key.sign(m)).unwrap()
+    };
     for (what, bytes) in [
         ("no auth", ghost.clone()),
+        ("after other leaves", after_other_leaves),
         ("another index", signed(next + 1, tlog::DEFAULT_ORIGIN)),
         ("another log", signed(next, "seal.staging/log")),
     ] {

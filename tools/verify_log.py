@@ -217,10 +217,29 @@ def cmd_consistency(args, raw):
 AUTH = re.compile(rb'("auth":"([A-Za-z0-9+/=]+)",?)|(,"auth":"([A-Za-z0-9+/=]+)")')
 
 
-def check_leaf_auth(leaf, origin, index, raw, required):
+def prefix_roots(leaves):
+    """The RFC 6962 root of the first i leaves for i = 0..len(leaves) (SHA-256 of no bytes for
+    the empty tree), from a right edge of perfect subtrees: O(n log n)."""
+    roots = [sha256(b"")]
+    peaks = []
+    for leaf in leaves:
+        h, size = leaf_hash(leaf), 1
+        while peaks and peaks[-1][0] == size:
+            _, left = peaks.pop()
+            h, size = node_hash(left, h), size * 2
+        peaks.append((size, h))
+        acc = peaks[-1][1]
+        for _, left in reversed(peaks[:-1]):
+            acc = node_hash(left, acc)
+        roots.append(acc)
+    return roots
+
+
+def check_leaf_auth(leaf, origin, index, prefix_root, raw, required):
     """A leaf's `auth`: ed25519 by the seal key over b"seal.log-leaf/1\\n" + origin + b"\\n" +
-    decimal index + b"\\n" + the canonical leaf without `auth` (removing the member from the
-    canonical bytes gives exactly those). `required`: the leaf is past every checkpoint."""
+    decimal index + b"\\n" + hex root of the leaves before it + b"\\n" + the canonical leaf
+    without `auth` (removing the member from the canonical bytes gives exactly those).
+    `required`: the leaf is past every checkpoint."""
     found = [m for m in AUTH.finditer(leaf) if m.start() == 1 or m.group(3)]
     if not found:
         if required:
@@ -229,11 +248,13 @@ def check_leaf_auth(leaf, origin, index, raw, required):
     m = found[0]
     sig = base64.b64decode(m.group(2) or m.group(4), validate=True)
     unsigned = leaf[: m.start()] + leaf[m.end():]
-    msg = b"seal.log-leaf/1\n" + origin.encode() + b"\n" + str(index).encode() + b"\n" + unsigned
+    msg = (b"seal.log-leaf/1\n" + origin.encode() + b"\n" + str(index).encode() + b"\n"
+           + prefix_root.hex().encode() + b"\n" + unsigned)
     try:
         Ed25519PublicKey.from_public_bytes(raw).verify(sig, msg)
     except InvalidSignature:
-        raise Fail(f"leaf {index}: its auth does not verify for {origin} at this index: planted")
+        raise Fail(f"leaf {index}: its auth does not verify for {origin} at this index after the "
+                   f"leaves before it: planted")
 
 
 def cmd_tree(args, raw):
@@ -261,8 +282,9 @@ def cmd_tree(args, raw):
         if mth(leaves[:size]) != root:
             raise Fail(f"the stored entries do not hash to the signed root of size {size}")
     covered = max(int(s) for s in sizes)
+    roots = prefix_roots(leaves)
     for i, leaf in enumerate(leaves):
-        check_leaf_auth(leaf, origin, i, raw, required=i >= covered)
+        check_leaf_auth(leaf, origin, i, roots[i], raw, required=i >= covered)
     print(f"verified {origin}: {len(leaves)} entries, {len(sizes)} checkpoints agree with them, "
           f"{len(leaves) - covered} past the latest authenticated by their own auth")
 

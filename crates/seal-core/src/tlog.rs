@@ -21,7 +21,7 @@ use crate::canonical::{self, CanonicalError};
 use crate::key::Key;
 
 pub mod auth;
-pub use auth::{sign_leaf, LogTrust, ReadLeaf};
+pub use auth::{sign_leaf, LogTrust, Place, ReadLeaf};
 
 /// A node or leaf hash of the tree (32 bytes).
 pub type NodeHash = [u8; 32];

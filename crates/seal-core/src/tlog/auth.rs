@@ -2,12 +2,14 @@
 //! leaves"): pure, bytes and keys in, a verdict out.
 //!
 //! Every leaf seal appends carries an `auth` member: a base64 ed25519 signature by the seal
-//! signing key over [`LEAF_CONTEXT`], the log's origin, the leaf's index and the leaf's bytes
-//! without that member. A leaf a signed checkpoint covers is authenticated by that checkpoint
-//! (the appender that signed it checked the leaf first); a leaf past the latest one is
-//! authenticated by its own `auth`, or it is planted. Binding the origin makes a leaf of
-//! another deployment's log (staging sharing production's key) worthless here; binding the
-//! index makes a genuine leaf copied to another index worthless too.
+//! signing key over [`LEAF_CONTEXT`], the log's origin, the leaf's index, the root of the tree
+//! of the leaves before it, and the leaf's bytes without that member. A leaf a signed
+//! checkpoint covers is authenticated by that checkpoint (the appender that signed it checked
+//! the leaf first); a leaf past the latest one is authenticated by its own `auth`, or it is
+//! planted. Binding the origin makes a leaf of another deployment's log (staging sharing
+//! production's key) worthless here; binding the index and the prefix makes a genuine leaf
+//! worthless anywhere but where it was appended: copied to another index, or put back after a
+//! rebuild replaced the leaves before it (`log/superseded/` keeps them readable).
 //!
 //! Decision: the signature sits inside the leaf, as one more member of its canonical JSON,
 //! not in a second object or a wrapper: an entry stays one create-only object (a crash can
@@ -18,7 +20,7 @@
 use base64::Engine as _;
 use serde_json::Value;
 
-use super::{open_checkpoint, Leaf, NodeHash, SignedCheckpoint, TlogError};
+use super::{open_checkpoint, Leaf, NodeHash, RightEdge, SignedCheckpoint, TlogError, Tree};
 use crate::canonical;
 
 /// Domain separation of a leaf's `auth` signature.
@@ -102,31 +104,72 @@ fn with_auth(unsigned: &[u8], sig: &[u8; 64]) -> Result<Vec<u8>, TlogError> {
     canonical::canonical_value_bytes(&value).map_err(|e| TlogError::Entry(e.to_string()))
 }
 
+/// Where a leaf is appended: its index and the root of the tree of the leaves before it (RFC
+/// 9162's hash of the empty tree, SHA-256 of no bytes, for leaf 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    pub index: u64,
+    pub prefix_root: NodeHash,
+}
+
+impl Place {
+    /// The root of the empty tree.
+    pub fn empty_root() -> NodeHash {
+        use sha2::Digest as _;
+        sha2::Sha256::digest(b"").into()
+    }
+
+    /// The next leaf of `tree` (all of whose leaves are the log's first ones).
+    pub fn next_of(tree: &Tree) -> Result<Place, TlogError> {
+        Place::at(tree, tree.size())
+    }
+
+    /// Leaf `index` of the log whose first leaves `tree` holds (at least `index` of them).
+    pub fn at(tree: &Tree, index: u64) -> Result<Place, TlogError> {
+        let prefix_root = if index == 0 {
+            Place::empty_root()
+        } else {
+            tree.root(index)?
+        };
+        Ok(Place { index, prefix_root })
+    }
+
+    /// The next leaf after the leaves `edge` holds.
+    pub fn next_of_edge(edge: &RightEdge) -> Place {
+        Place {
+            index: edge.size(),
+            prefix_root: edge.root().unwrap_or_else(Place::empty_root),
+        }
+    }
+}
+
 /// The message a leaf's `auth` signs.
-fn message(origin: &str, index: u64, unsigned: &[u8]) -> Vec<u8> {
-    let mut m = Vec::with_capacity(LEAF_CONTEXT.len() + origin.len() + 24 + unsigned.len());
+fn message(origin: &str, at: &Place, unsigned: &[u8]) -> Vec<u8> {
+    let mut m = Vec::with_capacity(LEAF_CONTEXT.len() + origin.len() + 90 + unsigned.len());
     m.extend_from_slice(LEAF_CONTEXT);
     m.extend_from_slice(origin.as_bytes());
     m.push(b'\n');
-    m.extend_from_slice(index.to_string().as_bytes());
+    m.extend_from_slice(at.index.to_string().as_bytes());
+    m.push(b'\n');
+    m.extend_from_slice(hex::encode(at.prefix_root).as_bytes());
     m.push(b'\n');
     m.extend_from_slice(unsigned);
     m
 }
 
-/// The bytes to store at leaf `index` of the log `origin`: the canonical leaf `unsigned` with
-/// its `auth` signature (by whatever holds the private key).
+/// The bytes to store at `at` in the log `origin`: the canonical leaf `unsigned` with its
+/// `auth` signature (by whatever holds the private key).
 pub fn sign_leaf(
     unsigned: &[u8],
     origin: &str,
-    index: u64,
+    at: &Place,
     sign: &dyn Fn(&[u8]) -> [u8; 64],
 ) -> Result<Vec<u8>, TlogError> {
     let read = ReadLeaf::parse(unsigned)?;
     if read.auth.is_some() {
         return Err(TlogError::Entry("signed already".into()));
     }
-    with_auth(unsigned, &sign(&message(origin, index, unsigned)))
+    with_auth(unsigned, &sign(&message(origin, at, unsigned)))
 }
 
 /// What a reader of this deployment's log trusts: its origin and the keys that sign for it
@@ -180,9 +223,11 @@ impl LogTrust {
         Ok(c)
     }
 
-    /// Leaf `index` when it carries this log's proof that seal wrote it there: its `auth`
-    /// verifies (strict ed25519) under a trusted key for this origin and this index.
-    pub fn authenticate(&self, index: u64, bytes: &[u8]) -> Result<ReadLeaf, TlogError> {
+    /// The leaf at `at` when it carries this log's proof that seal wrote it there: its `auth`
+    /// verifies (strict ed25519) under a trusted key for this origin, this index and these
+    /// leaves before it.
+    pub fn authenticate(&self, at: &Place, bytes: &[u8]) -> Result<ReadLeaf, TlogError> {
+        let index = at.index;
         let read = ReadLeaf::parse(bytes)?;
         let Some(sig) = read.auth else {
             return Err(TlogError::Entry(
@@ -192,7 +237,7 @@ impl LogTrust {
             ));
         };
         let sig = ed25519_dalek::Signature::from_bytes(&sig);
-        let msg = message(&self.origin, index, &read.unsigned);
+        let msg = message(&self.origin, at, &read.unsigned);
         let signed = self.keys.iter().any(|public| {
             ed25519_dalek::VerifyingKey::from_bytes(public)
                 .map(|k| k.verify_strict(&msg, &sig).is_ok())
@@ -200,8 +245,9 @@ impl LogTrust {
         });
         if !signed {
             return Err(TlogError::Entry(format!(
-                "auth does not verify under a trusted key for leaf {index} of {:?}: a leaf \
-                 nobody here signed, or signed for another index or log",
+                "auth does not verify under a trusted key for leaf {index} of {:?} after the \
+                 leaves before it: a leaf nobody here signed, or signed for another index, \
+                 another log, or a log whose earlier leaves were replaced (a rebuild's)",
                 self.origin
             )));
         }
@@ -234,8 +280,15 @@ mod tests {
         .unwrap()
     }
 
+    fn at(index: u64) -> Place {
+        Place {
+            index,
+            prefix_root: [index as u8; 32],
+        }
+    }
+
     fn signed(k: &ed25519_dalek::SigningKey, origin: &str, index: u64) -> Vec<u8> {
-        sign_leaf(&entry(), origin, index, &|m| k.sign(m).to_bytes()).unwrap()
+        sign_leaf(&entry(), origin, &at(index), &|m| k.sign(m).to_bytes()).unwrap()
     }
 
     fn trust(k: &ed25519_dalek::SigningKey) -> LogTrust {
@@ -246,7 +299,7 @@ mod tests {
     fn a_leaf_signed_for_its_index_and_origin_authenticates_with_its_content_unchanged() {
         let k = key(1);
         let bytes = signed(&k, "seal.test/log", 7);
-        let read = trust(&k).authenticate(7, &bytes).unwrap();
+        let read = trust(&k).authenticate(&at(7), &bytes).unwrap();
         assert_eq!(read.content, crate::tlog::leaf_hash(&entry()));
         assert!(matches!(read.leaf, Leaf::Seal(ref e) if e.run_id == "run-1"));
         // Deterministic: the same entry at the same index is the same bytes.
@@ -255,17 +308,22 @@ mod tests {
     }
 
     #[test]
-    fn another_index_origin_key_or_no_auth_is_refused() {
+    fn another_index_prefix_origin_key_or_no_auth_is_refused() {
         let k = key(1);
         let t = trust(&k);
-        assert!(t.authenticate(8, &signed(&k, "seal.test/log", 7)).is_err());
+        let seven = signed(&k, "seal.test/log", 7);
+        assert!(t.authenticate(&at(7), &seven).is_ok());
+        let moved = Place { index: 8, ..at(7) };
+        assert!(t.authenticate(&moved, &seven).is_err());
+        // The same index after other leaves (a rebuild replaced those before it).
+        let rebuilt = Place { index: 7, ..at(6) };
+        assert!(t.authenticate(&rebuilt, &seven).is_err());
+        let staging = signed(&k, "seal.staging/log", 7);
+        assert!(t.authenticate(&at(7), &staging).is_err());
         assert!(t
-            .authenticate(7, &signed(&k, "seal.staging/log", 7))
+            .authenticate(&at(7), &signed(&key(2), "seal.test/log", 7))
             .is_err());
-        assert!(t
-            .authenticate(7, &signed(&key(2), "seal.test/log", 7))
-            .is_err());
-        assert!(t.authenticate(7, &entry()).is_err());
+        assert!(t.authenticate(&at(7), &entry()).is_err());
     }
 
     #[test]
@@ -275,7 +333,7 @@ mod tests {
         let forged = String::from_utf8(bytes.clone())
             .unwrap()
             .replace("PASS", "FAIL");
-        assert!(trust(&k).authenticate(3, forged.as_bytes()).is_err());
+        assert!(trust(&k).authenticate(&at(3), forged.as_bytes()).is_err());
         let spaced = String::from_utf8(bytes).unwrap().replacen(',', ", ", 1);
         assert!(ReadLeaf::parse(spaced.as_bytes()).is_err());
         let junk = br#"{"auth":"AAAA","evidenceSha256":"x"}"#;

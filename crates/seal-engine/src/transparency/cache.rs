@@ -99,8 +99,8 @@ impl Cache {
     /// on (the refusal sticks, as the seal scan's does), and leaves it for `seal log verify`
     /// and `seal log rebuild`.
     pub(super) fn push(&mut self, bytes: &[u8], key: &Key) -> Result<(), LogError> {
-        let index = self.tree.size();
-        match self.trust.authenticate(index, bytes) {
+        let at = tlog::Place::next_of(&self.tree)?;
+        match self.trust.authenticate(&at, bytes) {
             Ok(read) => self.adopt(bytes, read),
             Err(e) => {
                 let problems = vec![planted_entry(key, &e)];

@@ -535,7 +535,14 @@ impl Log {
         key: &SigningKey,
     ) -> Result<Option<bool>, LogError> {
         let k = Key::log_entry(index);
-        let bytes = Bytes::from(tlog::sign_leaf(unsigned, &self.origin, index, &|m| {
+        let at = tlog::Place::next_of(&cache.tree)?;
+        if at.index != index {
+            return Err(corrupt(
+                &k,
+                "not the next index of the log this process holds",
+            ));
+        }
+        let bytes = Bytes::from(tlog::sign_leaf(unsigned, &self.origin, &at, &|m| {
             key.sign(m)
         })?);
         match self.store.put(&k, bytes.clone()).await {

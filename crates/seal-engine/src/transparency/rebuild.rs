@@ -195,7 +195,7 @@ impl Log {
         if found.is_empty() {
             return Ok(None);
         }
-        let keep = keep_prefix(view);
+        let keep = keep_prefix(&whole, &trust);
         let mut signers = vec![key.public()];
         signers.extend(trusted.iter().cloned());
         let relog = self.runs_to_relog(view, keep, &seals, &signers).await?;
@@ -427,7 +427,8 @@ impl Log {
             key: k.to_string(),
             detail: e.to_string(),
         })?;
-        let signed = tlog::sign_leaf(&unsigned, &self.origin, keep, &|m| key.sign(m))
+        let at = tlog::Place::next_of(&fresh.tree).map_err(LogError::from)?;
+        let signed = tlog::sign_leaf(&unsigned, &self.origin, &at, &|m| key.sign(m))
             .map_err(LogError::from)?;
         let bytes = Bytes::from(signed);
         match self.store.put(&k, bytes.clone()).await {
@@ -485,24 +486,49 @@ impl Log {
         // The signed tree's leaf hashes, from the tiles when they hash up to the latest
         // checkpoint's root: they tell whose a missing entry was when it is one the rebuild
         // appends again (its bytes are derived from the stored run, with or without `auth`).
-        let signed_tree = match &view.latest {
-            Some(c) => super::history::tree_from_tiles(&self.store, c.size, &c.root).await?,
-            None => None,
-        };
         let unsigned: Vec<Vec<u8>> = relog
             .iter()
             .filter_map(|(_, e)| e.to_bytes().ok())
             .chain(reviews.iter().filter_map(|(_, r)| r.to_bytes().ok()))
             .collect();
+        let signed_tree = match &view.latest {
+            Some(c) => match super::history::tree_from_tiles(&self.store, c.size, &c.root).await? {
+                Some(tree) => Some(tree),
+                None => self.tree_from_entries(whole, c, &unsigned, key).await?,
+            },
+            None => None,
+        };
         let relogged_at = |index: u64| -> bool {
-            let Some(hash) = signed_tree.as_ref().and_then(|t| t.leaf(index)) else {
+            let Some(tree) = signed_tree.as_ref() else {
+                return false;
+            };
+            let (Some(hash), Ok(at)) = (tree.leaf(index), tlog::Place::at(tree, index)) else {
                 return false;
             };
             unsigned.iter().any(|u| {
                 tlog::leaf_hash(u) == hash
-                    || tlog::sign_leaf(u, &self.origin, index, &|m| key.sign(m))
+                    || tlog::sign_leaf(u, &self.origin, &at, &|m| key.sign(m))
                         .is_ok_and(|signed| tlog::leaf_hash(&signed) == hash)
             })
+        };
+        // Whether the bytes stored at `index` are the log's leaf there: under a checkpoint that
+        // agrees with the stored entries, the signed tiles' leaf, or (past the gap-free part's
+        // latest agreeing checkpoint) a leaf whose own `auth` verifies after the leaves before
+        // it. Anything else proves nothing about whose decision it was, whatever it says.
+        let agreed = agreed_size(view);
+        let ours = |index: u64, bytes: &[u8]| -> bool {
+            let contiguous = index < view.size();
+            (contiguous && index < agreed)
+                || signed_tree.as_ref().and_then(|t| t.leaf(index)) == Some(tlog::leaf_hash(bytes))
+                || (contiguous
+                    && tlog::Place::at(&view.tree, index)
+                        .and_then(|at| trust.authenticate(&at, bytes))
+                        .is_ok())
+        };
+        let leaf_if_ours = |index: u64, bytes: &[u8]| {
+            ours(index, bytes)
+                .then(|| tlog::Leaf::from_bytes(bytes).ok())
+                .flatten()
         };
         let relogged = |run: &str| relog.iter().any(|(r, _)| r.as_str() == run);
         let review_relogged = |r: &tlog::ReviewEntry| {
@@ -552,28 +578,19 @@ impl Log {
                     };
                 lost.extend(named);
             };
-        // The contiguous entries past the kept prefix, as the view read them.
+        // The contiguous entries past the kept prefix, as stored.
         for index in keep..view.size() {
-            let leaf = whole.leaf(index);
+            let leaf = (whole.entries.get(index as usize)).and_then(|b| leaf_if_ours(index, b));
             note(index, leaf, false);
         }
-        // The entries past a gap, read now: each counts only if it is this log's.
+        // The entries past a gap, read now: each counts only if the signed tiles hold it (the
+        // leaves before it are not all there to check its `auth` against).
         for (index, k) in view.numbered().filter(|(i, _)| *i >= view.size()) {
             let Some(bytes) = self.store.get_opt(&k).await? else {
                 note(index, None, true);
                 continue;
             };
-            match trust.authenticate(index, &bytes) {
-                Ok(read) => note(index, Some(read.leaf), false),
-                // An entry from before `auth` that a checkpoint covers, cut off from it by the
-                // gap: unproven, so named by index, unless its run is relogged anyway (its
-                // seal verified in the store).
-                Err(_) => match tlog::Leaf::from_bytes(&bytes) {
-                    Ok(tlog::Leaf::Seal(e)) if relogged(&e.run_id) => {}
-                    Ok(tlog::Leaf::Review(r)) if review_relogged(&r) => {}
-                    _ => note(index, None, false),
-                },
-            }
+            note(index, leaf_if_ours(index, &bytes), false);
         }
         for index in (view.size()..covered).filter(|i| !stored.contains(i)) {
             note(index, None, true);
@@ -583,23 +600,112 @@ impl Log {
     }
 }
 
-/// The longest prefix of the stored leaves a rebuild keeps: every leaf readable (a rebuild
-/// entry signed), and, when a checkpoint signed within it disagrees with the entries (a
-/// fork), only up to the last checkpoint that agrees. A checkpoint larger than the stored
-/// entries does not shorten it: its missing leaves are gone either way, and it is moved.
-fn keep_prefix(view: &LogView) -> u64 {
-    let readable = view.first_bad_leaf.unwrap_or(view.size());
+impl Log {
+    /// The tree the latest checkpoint `c` signs, rebuilt from the stored entries when no tiles
+    /// give it: every leaf below it stored, or all but one, tried as each entry the rebuild
+    /// appends again (with and without `auth`); `None` when no such tree has the signed root.
+    /// What lets a log from before tiles tell whose a deleted entry was.
+    async fn tree_from_entries(
+        &self,
+        whole: &WholeLog,
+        c: &tlog::SignedCheckpoint,
+        unsigned: &[Vec<u8>],
+        key: &SigningKey,
+    ) -> Result<Option<tlog::Tree>, RebuildError> {
+        let view = &whole.view;
+        let mut hashes = Vec::new();
+        for i in 0..c.size {
+            let hash = match view.tree.leaf(i) {
+                Some(h) => Some(h),
+                None => {
+                    (self.store.get_opt(&Key::log_entry(i)).await?).map(|b| tlog::leaf_hash(&b))
+                }
+            };
+            hashes.push(hash);
+        }
+        let missing: Vec<u64> = (0..c.size)
+            .filter(|i| hashes[*i as usize].is_none())
+            .collect();
+        let tree_with = |at: Option<(u64, tlog::NodeHash)>| -> Option<tlog::Tree> {
+            let mut tree = tlog::Tree::new();
+            for (i, h) in hashes.iter().enumerate() {
+                let h = match (h, at) {
+                    (Some(h), _) => *h,
+                    (None, Some((m, cand))) if m == i as u64 => cand,
+                    (None, _) => return None,
+                };
+                tree.push_leaf_hash(h).ok()?;
+            }
+            (tree.root(c.size).ok()? == c.root).then_some(tree)
+        };
+        // Bounded: one tree a candidate, only for one missing leaf.
+        let affordable = (unsigned.len() as u64).saturating_mul(c.size) <= 20_000_000;
+        Ok(match missing.as_slice() {
+            [] => tree_with(None),
+            [m] if affordable => {
+                let prefix = tree_with_prefix(&hashes, *m);
+                unsigned.iter().find_map(|u| {
+                    let plain = tlog::leaf_hash(u);
+                    let signed = prefix.as_ref().and_then(|t| {
+                        let at = tlog::Place::at(t, *m).ok()?;
+                        let b = tlog::sign_leaf(u, &self.origin, &at, &|msg| key.sign(msg)).ok()?;
+                        Some(tlog::leaf_hash(&b))
+                    });
+                    [Some(plain), signed]
+                        .into_iter()
+                        .flatten()
+                        .find_map(|cand| tree_with(Some((*m, cand))))
+                })
+            }
+            _ => None,
+        })
+    }
+}
+
+/// The tree of the leaves before `m` (all stored).
+fn tree_with_prefix(hashes: &[Option<tlog::NodeHash>], m: u64) -> Option<tlog::Tree> {
+    let mut tree = tlog::Tree::new();
+    for h in hashes.iter().take(m as usize) {
+        tree.push_leaf_hash((*h)?).ok()?;
+    }
+    Some(tree)
+}
+
+/// The largest trusted checkpoint the stored entries agree with (its root is theirs), up to
+/// the first one that disagrees (a fork) or reaches past them.
+fn agreed_size(view: &LogView) -> u64 {
     let mut agreed = 0;
     for (&size, root) in &view.signed {
-        if size > readable {
-            break;
-        }
         match view.tree.root(size) {
-            Ok(r) if r == *root => agreed = size,
-            _ => return agreed,
+            Ok(r) if size <= view.size() && r == *root => agreed = size,
+            _ => break,
         }
     }
-    readable
+    agreed
+}
+
+/// The longest prefix of the stored leaves a rebuild keeps: the leaves a trusted checkpoint
+/// that agrees with the entries covers, then each next leaf whose own `auth` verifies after
+/// the leaves before it, up to the first unreadable, planted or unsigned one. A leaf below a
+/// checkpoint that disagrees or reaches past the stored entries is not proven by it, so it is
+/// kept only with its own `auth`: a store writer cannot slip a leaf into the kept prefix
+/// under a checkpoint it broke.
+fn keep_prefix(whole: &WholeLog, trust: &LogTrust) -> u64 {
+    let view = &whole.view;
+    let readable = view.first_bad_leaf.unwrap_or(view.size());
+    let mut keep = agreed_size(view).min(readable);
+    while keep < readable {
+        let signed = (whole.entries.get(keep as usize)).is_some_and(|bytes| {
+            tlog::Place::at(&view.tree, keep)
+                .and_then(|at| trust.authenticate(&at, bytes))
+                .is_ok()
+        });
+        if !signed {
+            break;
+        }
+        keep += 1;
+    }
+    keep
 }
 
 #[cfg(test)]

@@ -31,8 +31,6 @@ enum Authority<'a> {
     Tiles {
         latest: SignedCheckpoint,
         cache: TileCache,
-        /// What a leaf past the checkpoint must authenticate under.
-        trust: Box<LogTrust>,
     },
     /// The pass over the whole log that `seal verify --all` made first ([`super::stream`]).
     Passed(&'a Passed),
@@ -56,13 +54,11 @@ impl Authority<'_> {
         }
     }
 
-    /// Whether a leaf no checkpoint covers is this log's: it authenticates by its own `auth`
-    /// (the pass authenticated every leaf it read past the checkpoint already).
-    fn authenticates(&self, index: u64, bytes: &[u8]) -> bool {
-        match self {
-            Authority::Tiles { trust, .. } => trust.authenticate(index, bytes).is_ok(),
-            Authority::Passed(_) => true,
-        }
+    /// Whether a leaf no checkpoint covers is known to be this log's: the pass authenticated
+    /// every leaf it read past the checkpoint; read by its pointer alone, a leaf's `auth`
+    /// cannot be checked (it signs the root of every leaf before it), so the whole log is read.
+    fn authenticated_past_checkpoint(&self) -> bool {
+        matches!(self, Authority::Passed(_))
     }
 
     async fn believe(
@@ -119,7 +115,6 @@ impl LogView {
         let authority = Authority::Tiles {
             latest,
             cache: TileCache::new(),
-            trust: Box::new(trust.clone()),
         };
         LogView::read_runs(store, runs, authority).await
     }
@@ -165,7 +160,7 @@ impl LogView {
                 };
                 // Past the checkpoint, a leaf that does not authenticate is planted: the whole
                 // log's readers name it.
-                if proof.is_none() && !authority.authenticates(index, &bytes) {
+                if proof.is_none() && !authority.authenticated_past_checkpoint() {
                     return Ok(None);
                 }
                 match ReadLeaf::parse(&bytes).map(|r| (r.leaf, r.content)) {
@@ -439,8 +434,16 @@ mod tests {
         // What a crash between the entry's create and its checkpoint leaves: an entry seal
         // signed for its index.
         let (late, e) = entry(40);
-        let signed =
-            tlog::sign_leaf(&e.to_bytes().unwrap(), DEFAULT_ORIGIN, 41, &|m| key.sign(m)).unwrap();
+        let tree = LogView::load(&store, &raw_keys(&key, &[]))
+            .await
+            .unwrap()
+            .tree;
+        let at = tlog::Place::next_of(&tree).unwrap();
+        assert_eq!(at.index, 41);
+        let signed = tlog::sign_leaf(&e.to_bytes().unwrap(), DEFAULT_ORIGIN, &at, &|m| {
+            key.sign(m)
+        })
+        .unwrap();
         store
             .put(&Key::log_entry(41), bytes::Bytes::from(signed))
             .await

@@ -85,6 +85,9 @@ struct Entry {
     hash: NodeHash,
     /// The run a seal or review leaf is about, when its pointer is not stored.
     unpointed: Option<RunId>,
+    /// Past the checkpoint: the bytes, for the pass to authenticate after the leaves before
+    /// it (it alone holds their root).
+    tail: Option<bytes::Bytes>,
 }
 
 impl Passed {
@@ -193,10 +196,13 @@ pub async fn pass(store: &Store, trust: &LogTrust) -> Result<Pass, StoreError> {
         .try_take_while(|read| std::future::ready(Ok(read.is_some())));
     futures::pin_mut!(reads);
     let mut index = 0u64;
+    // The leaves past the checkpoint, each authenticated after the ones before it.
+    let mut tail_edge: Option<RightEdge> = None;
     while let Some(read) = reads.try_next().await? {
         let Entry {
             hash,
             unpointed: run,
+            tail: tail_bytes,
         } = match read {
             Some(Ok(entry)) => entry,
             Some(Err(why)) => return Ok(Pass::Whole(format!("log/entries/{index}: {why}"))),
@@ -218,6 +224,20 @@ pub async fn pass(store: &Store, trust: &LogTrust) -> Result<Pass, StoreError> {
                 groups.push(<[u8; 32]>::from(std::mem::take(&mut group).finalize()));
             }
         } else {
+            // The leaves past the checkpoint sign its tree: it must be the signed one first.
+            if tail_edge.is_none() && edge.root() != Some(latest.root) {
+                return Ok(Pass::Whole(format!(
+                    "the entries do not hash to the root the checkpoint of {} signs",
+                    latest.size
+                )));
+            }
+            let past = tail_edge.get_or_insert_with(|| edge.clone());
+            let at = tlog::Place::next_of_edge(past);
+            let bytes = tail_bytes.unwrap_or_default();
+            if let Err(why) = trust.authenticate(&at, &bytes) {
+                return Ok(Pass::Whole(format!("log/entries/{index}: {why}")));
+            }
+            past.push(hash);
             tail.push(hash);
         }
         index += 1;
@@ -245,8 +265,8 @@ pub async fn pass(store: &Store, trust: &LogTrust) -> Result<Pass, StoreError> {
 }
 
 /// Entry `index`: `None` when not stored; else its leaf hash once it parses (past `covered`,
-/// the latest checkpoint's size, once it authenticates) and a rebuild entry's signature
-/// verifies, with whether a seal or review leaf's pointer is stored.
+/// the latest checkpoint's size, with its bytes: the pass authenticates it) and a rebuild
+/// entry's signature verifies, with whether a seal or review leaf's pointer is stored.
 async fn read_entry(
     store: &Store,
     trust: &LogTrust,
@@ -257,18 +277,15 @@ async fn read_entry(
         return Ok(None);
     };
     let hash = tlog::leaf_hash(&bytes);
-    let leaf = if index < covered {
-        Leaf::from_bytes(&bytes)
-    } else {
-        trust.authenticate(index, &bytes).map(|r| r.leaf)
-    };
-    let run = match leaf {
+    let tail = (index >= covered).then(|| bytes.clone());
+    let run = match Leaf::from_bytes(&bytes) {
         Err(e) => return Ok(Some(Err(e.into()))),
         Ok(Leaf::Rebuild(r)) => {
             let read = r.verify(trust.keys()).map_err(Unread::from);
             return Ok(Some(read.map(|()| Entry {
                 hash,
                 unpointed: None,
+                tail,
             })));
         }
         Ok(Leaf::Seal(e)) => e.run_id,
@@ -281,6 +298,7 @@ async fn read_entry(
     Ok(Some(Ok(Entry {
         hash,
         unpointed: (!pointed).then_some(run),
+        tail,
     })))
 }
 

@@ -293,7 +293,11 @@ async fn a_proof_of_an_entry_replaced_after_the_log_was_read_is_refused() {
     let view = logged_and_read(&store, &key, &run, &first).await;
     let proof = view.proof(&store, &run).await.unwrap();
     // The exact leaf: the entry with its `auth` for leaf 0 of this log.
-    let signed = tlog::sign_leaf(&first.to_bytes().unwrap(), DEFAULT_ORIGIN, 0, &|m| {
+    let at = tlog::Place {
+        index: 0,
+        prefix_root: tlog::Place::empty_root(),
+    };
+    let signed = tlog::sign_leaf(&first.to_bytes().unwrap(), DEFAULT_ORIGIN, &at, &|m| {
         key.sign(m)
     });
     assert_eq!(proof.entry.as_bytes(), signed.unwrap());

@@ -109,8 +109,8 @@ impl WholeLog {
 
     /// The seal entry at leaf `index` (`None`: no such leaf, or not a readable seal leaf).
     pub(super) fn seal_entry(&self, index: u64) -> Option<LogEntry> {
-        let bytes = self.entries.get(usize::try_from(index).ok()?)?;
-        match Leaf::from_bytes(bytes).ok()? {
+        // A planted leaf says nothing about any run: `seal log verify` names it, and only it.
+        match self.leaf(index)? {
             Leaf::Seal(e) => Some(e),
             Leaf::Review(_) | Leaf::Rebuild(_) => None,
         }
@@ -318,6 +318,8 @@ impl LogView {
     fn push_entry(&mut self, k: &Key, bytes: &[u8], trust: &LogTrust, covered: u64) {
         let index = self.read;
         self.read += 1;
+        // Where it was appended: after the leaves read so far (the tree holds exactly those).
+        let at = tlog::Place::next_of(&self.tree);
         if let Err(e) = self.tree.push(bytes) {
             self.refuse(Problem::new(
                 AuditCheck::LogEntries,
@@ -326,11 +328,14 @@ impl LogView {
             ));
         }
         let read = match tlog::ReadLeaf::parse(bytes) {
-            Ok(_) if index >= covered => trust.authenticate(index, bytes).map_err(|e| {
-                self.first_bad_leaf.get_or_insert(index);
-                self.bad_leaves.insert(index);
-                self.refuse(super::planted_entry(k, &e));
-            }),
+            Ok(_) if index >= covered => {
+                at.and_then(|at| trust.authenticate(&at, bytes))
+                    .map_err(|e| {
+                        self.first_bad_leaf.get_or_insert(index);
+                        self.bad_leaves.insert(index);
+                        self.refuse(super::planted_entry(k, &e));
+                    })
+            }
             Ok(read) => Ok(read),
             Err(e) => {
                 self.unreadable(index, k, e);
