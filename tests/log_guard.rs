@@ -636,14 +636,20 @@ async fn a_run_and_checkpoint_of_another_deployment_sharing_the_key_are_not_this
     // The staging run and its entry, planted at this log's next index.
     plant(s, h, "auth-staging");
     std::fs::copy(entry_path(s, 0), entry_path(h, 1)).unwrap();
-    let out = judge(h, &lb, "auth-next");
-    assert!(!out.status.success(), "{}", said(&out));
-    assert!(said(&out).contains("planted_log_entry"), "{}", said(&out));
-    assert!(!checkpoint_path(h, 2).exists(), "signed over");
+    judge_refuses_the_planted_leaf(h, &lb, "auth-next", 2);
     let out = verify_run_cli(h, &lb, "--all", &[]);
     assert_eq!(out.status.code(), Some(1), "{}", said(&out));
     assert!(said(&out).contains("auth-staging"), "{}", said(&out));
-    let out = log_verify(h, &lb, &[]);
+}
+
+/// `seal judge RUN` stops at a planted leaf at the next index, no checkpoint of `size` leaves
+/// is signed over it, and `seal log verify` names it.
+fn judge_refuses_the_planted_leaf(d: &Path, lb: &Loopback, run: &str, size: u64) {
+    let out = judge(d, lb, run);
+    assert!(!out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("planted_log_entry"), "{}", said(&out));
+    assert!(!checkpoint_path(d, size).exists(), "signed over");
+    let out = log_verify(d, lb, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", said(&out));
     assert!(said(&out).contains("planted_log_entry"), "{}", said(&out));
 }
@@ -893,13 +899,7 @@ async fn a_leaf_a_rebuild_moved_aside_put_back_is_planted() {
         .join(entry.superseded.clone().unwrap())
         .join(format!("entries/{:020}", 3));
     std::fs::copy(&old_leaf_3, entry_path(d, 3)).unwrap();
-    let out = judge(d, &lb, "old-5");
-    assert!(!out.status.success(), "{}", said(&out));
-    assert!(said(&out).contains("planted_log_entry"), "{}", said(&out));
-    assert!(!checkpoint_path(d, 4).exists(), "signed over");
-    let out = log_verify(d, &lb, &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
-    assert!(said(&out).contains("planted_log_entry"), "{}", said(&out));
+    judge_refuses_the_planted_leaf(d, &lb, "old-5", 4);
 }
 
 /// A rebuild keeps only leaves it can prove: a forged entry below a checkpoint that the
