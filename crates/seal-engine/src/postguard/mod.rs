@@ -505,8 +505,13 @@ async fn seal_and_log(
         run: run.clone(),
         source,
     };
-    if let Some(stored) = store.get_opt(&Key::seal(run)).await? {
-        return stored_seal(engine, run, key, (evidence, evidence_hash), wrote, stored).await;
+    // A seal stored before evidence this very call created can only be planted: no read for
+    // it first (one request a run on S3); the seal's create-only put meets it and it is judged
+    // there, as below. Any other finalize (a retry, a racing replica) looks first.
+    if !wrote {
+        if let Some(stored) = store.get_opt(&Key::seal(run)).await? {
+            return stored_seal(engine, run, key, (evidence, evidence_hash), wrote, stored).await;
+        }
     }
     let statement =
         sealing::statement_for(run, &evidence, &evidence_hash).map_err(|e| internal(run, e))?;
