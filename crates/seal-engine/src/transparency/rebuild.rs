@@ -396,8 +396,13 @@ impl Log {
             let bytes = self.store.get(k).await?;
             self.store.put(&to, bytes).await?;
         }
-        // Removed only once everything is copied: a crash leaves the old log whole.
-        for k in &moving {
+        // Removed only once everything is copied: a crash leaves the old log whole. The
+        // checkpoints go last: a crash part-way leaves every checkpoint that covered a removed
+        // entry, so the rebuild run again sees the same losses and asks for the same drops.
+        let (checkpoints, rest): (Vec<&Key>, Vec<&Key>) = moving
+            .iter()
+            .partition(|k| k.as_str().starts_with(super::LOG_CHECKPOINTS));
+        for k in rest.into_iter().chain(checkpoints) {
             self.store.remove_log_object(k).await?;
         }
         Ok((folder, moving.len() as u64))
