@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-const CRASH_ENV: &str = "SEAL_TEST_CRASH_AFTER_WRITE";
+pub(crate) const CRASH_ENV: &str = "SEAL_TEST_CRASH_AFTER_WRITE";
 const WRITE_LOG_ENV: &str = "SEAL_TEST_WRITE_LOG";
 
 /// The counted writes of a write log, in order: (n, key); and the key crashed after, if any.
@@ -60,14 +60,14 @@ struct ImportRig {
     _src_dir: tempfile::TempDir,
     key: PathBuf,
     public: PathBuf,
-    lb: Loopback,
+    pub(crate) lb: Loopback,
 }
 
 const IMPORTED: &str = "run-narrative-0010-pass";
 const OTHER: &str = "run-trpg-0021-pass";
 
 impl ImportRig {
-    async fn new() -> ImportRig {
+    pub(crate) async fn new() -> ImportRig {
         let (_src_dir, src) = copy_fixture_store();
         let work = tempfile::tempdir().unwrap();
         let (key, public) = SigningKey::generate().write_pair(work.path()).unwrap();
@@ -112,7 +112,7 @@ impl ImportRig {
     }
 
     /// `seal verify --all` on `store`: its exit code and output.
-    async fn verify_all(&self, store: &Path) -> Output {
+    pub(crate) async fn verify_all(&self, store: &Path) -> Output {
         self.verify_all_at(&file_url(store)).await
     }
 
@@ -345,14 +345,14 @@ async fn every_crash_point_of_a_stored_replay_is_survived_on_s3() {
 // A whole two-roll run over HTTP: intake, both rolls, finalize.
 
 /// The run every point submits: roll 1 is inconclusive, so the worker follows `next: roll-2`.
-const TWO_ROLL_RUN: &str = "run-heritage-0017-disputed-font";
+pub(crate) const TWO_ROLL_RUN: &str = "run-heritage-0017-disputed-font";
 /// The replica id both processes of a point share: the restarted daemon takes over its own
 /// dead predecessor's leases at once (a pod restarted under its name).
 const REPLICA: &str = "crash-replica-1";
 
 /// Why a worker's submission stopped.
 #[derive(Debug)]
-enum Stopped {
+pub(crate) enum Stopped {
     /// The daemon went away (the crash point): a transport error.
     Gone(String),
     /// The daemon answered something a worker cannot go on from.
@@ -368,7 +368,9 @@ impl std::fmt::Display for Stopped {
     }
 }
 
-async fn send(req: reqwest::RequestBuilder) -> Result<(u16, serde_json::Value), Stopped> {
+pub(crate) async fn send(
+    req: reqwest::RequestBuilder,
+) -> Result<(u16, serde_json::Value), Stopped> {
     let r = req.send().await.map_err(|e| Stopped::Gone(e.to_string()))?;
     let status = r.status().as_u16();
     let body = r.text().await.map_err(|e| Stopped::Gone(e.to_string()))?;
@@ -387,7 +389,7 @@ fn ok(what: &str, (status, v): (u16, serde_json::Value)) -> Result<serde_json::V
 /// A worker submitting a run the way the Python client's `submit_run` does: read the phase;
 /// while JUDGING (re)send the blobs and documents; when FINALIZING finalize first; roll 1, roll
 /// 2 when the answer says `next: roll-2`; finalize. Returns the finalize answer.
-async fn submit_run(
+pub(crate) async fn submit_run(
     c: &reqwest::Client,
     base: &str,
     folder: &seal::runfolder::RunFolder,
@@ -437,22 +439,22 @@ async fn submit_run(
 
 /// Where one scenario's stores live, and how daemons are started on them.
 #[derive(Clone, Copy)]
-enum Backend {
+pub(crate) enum Backend {
     File,
     S3,
 }
 
 /// One point's world: a folder with keys and the run, a store, a loopback judge of its own
 /// (its calls are this point's only).
-struct Point {
-    dir: tempfile::TempDir,
-    store: String,
-    lb: Loopback,
-    folder: seal::runfolder::RunFolder,
+pub(crate) struct Point {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) store: String,
+    pub(crate) lb: Loopback,
+    pub(crate) folder: seal::runfolder::RunFolder,
 }
 
 impl Point {
-    async fn new(backend: Backend, name: &str) -> Point {
+    pub(crate) async fn new(backend: Backend, name: &str) -> Point {
         let dir = tempfile::tempdir().unwrap();
         keygen(dir.path());
         let lb = Loopback::start(Duration::from_millis(5)).await.unwrap();
@@ -470,11 +472,11 @@ impl Point {
         }
     }
 
-    fn daemon(&self, env: &[(&str, &str)]) -> Daemon {
+    pub(crate) fn daemon(&self, env: &[(&str, &str)]) -> Daemon {
         self.daemon_as(REPLICA, env)
     }
 
-    fn daemon_as(&self, replica: &str, env: &[(&str, &str)]) -> Daemon {
+    pub(crate) fn daemon_as(&self, replica: &str, env: &[(&str, &str)]) -> Daemon {
         let mut all = vec![("SEAL_REPLICA_ID", replica)];
         all.extend_from_slice(env);
         spawn_daemon(self.dir.path(), &self.lb, &self.store, &all)
@@ -482,7 +484,7 @@ impl Point {
 
     /// Short leases for the two-replica points: a dead holder's lease (slot timeout 1 s,
     /// margin and skew 250 ms) is taken over within 1.5 s. Nothing of it enters a stored byte.
-    fn short_leases(&self) {
+    pub(crate) fn short_leases(&self) {
         let text =
             std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("config/seal.toml"))
                 .unwrap()
@@ -514,7 +516,7 @@ impl Point {
         out
     }
 
-    async fn verify_all(&self) -> Output {
+    pub(crate) async fn verify_all(&self) -> Output {
         let mut c = Command::new(env!("CARGO_BIN_EXE_seal"));
         c.current_dir(self.dir.path())
             .args(["verify", "--all", "--store", &self.store])
@@ -897,350 +899,4 @@ async fn crash_leftovers_are_warnings_of_verify_and_listed_by_gc_dry_run() {
         (&serde_json::json!(1), &serde_json::Value::Null),
         "{stdout}"
     );
-}
-
-// ---------------------------------------------------------------------------------------------
-// The issue's cluster: three replicas on one bucket, one killed with SIGKILL a third of the way
-// through and started again later, a worker that retries on another replica.
-
-/// Runs submitted; half of them need a second roll (the disputed-font example).
-const CLUSTER_RUNS: usize = 30;
-
-/// How a cluster worker finishes one run: from replica `first` on, every failure (the replica
-/// went away, a 5xx, a 409 asking for a re-send) is retried on the next replica, as the
-/// pipeline worker does; gives up after `deadline`. Returns the finalize answer and the
-/// number of retries.
-async fn finish_on_any(
-    c: &reqwest::Client,
-    bases: &std::sync::RwLock<Vec<String>>,
-    first: usize,
-    folder: &seal::runfolder::RunFolder,
-    deadline: Instant,
-) -> Result<(serde_json::Value, usize), String> {
-    let mut replica = first;
-    let mut retries = 0;
-    let mut last = String::new();
-    while Instant::now() < deadline {
-        let base = bases.read().unwrap()[replica % 3].clone();
-        match submit_run(c, &base, folder).await {
-            Ok(v) => return Ok((v, retries)),
-            Err(e) => {
-                last = e.to_string();
-                retries += 1;
-                replica += 1;
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
-    }
-    Err(format!(
-        "{}: not sealed after {retries} retries; last answer: {last}",
-        folder.run()
-    ))
-}
-
-/// Three `seal serve` replicas on the S3 server (short leases), 30 runs (15 of two rolls)
-/// submitted six at a time by workers that retry on another replica. Replica 1 is killed with
-/// SIGKILL once a third of the runs are sealed, and started again under its name once two
-/// thirds are. Every run must seal, and `seal verify --all` must verify all 30.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn three_replicas_one_killed_a_third_through_seal_every_run_on_s3() {
-    use futures::StreamExt;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let Some(store) = s3_url("three-replicas-kill") else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    keygen(dir.path());
-    let lb = Loopback::start(Duration::from_millis(40)).await.unwrap();
-    personas(&lb);
-    let p = Point {
-        dir,
-        store: store.clone(),
-        lb,
-        folder: seal::runfolder::RunFolder::read(&example(TWO_ROLL_RUN), 1 << 26).unwrap(),
-    };
-    p.short_leases();
-    let timeout = [("SEAL_JUDGE_TIMEOUT_MS", "1000")];
-    let folders: Vec<seal::runfolder::RunFolder> = (0..CLUSTER_RUNS)
-        .map(|i| {
-            let src = if i % 2 == 0 {
-                TWO_ROLL_RUN
-            } else {
-                "run-narrative-0010-pass"
-            };
-            renamed_copy(
-                &example(src),
-                &p.dir.path().join(format!("in/{i}")),
-                &format!("run-cluster-{i:03}"),
-            )
-        })
-        .collect();
-    let mut daemons: Vec<Daemon> = (1..=3)
-        .map(|r| p.daemon_as(&format!("cluster-replica-{r}"), &timeout))
-        .collect();
-    let bases = std::sync::RwLock::new(daemons.iter().map(|d| d.base.clone()).collect());
-    let sealed = AtomicUsize::new(0);
-    let c = http();
-    let deadline = Instant::now() + Duration::from_secs(240);
-    let started = Instant::now();
-
-    let workers = futures::stream::iter(folders.iter().enumerate())
-        .map(|(i, f)| {
-            let (c, bases, sealed) = (&c, &bases, &sealed);
-            async move {
-                let r = finish_on_any(c, bases, i, f, deadline).await;
-                sealed.fetch_add(1, Ordering::SeqCst);
-                r
-            }
-        })
-        .buffer_unordered(6)
-        .collect::<Vec<_>>();
-    let chaos = async {
-        while sealed.load(Ordering::SeqCst) < CLUSTER_RUNS / 3 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        daemons[0].child.kill().unwrap();
-        let _ = daemons[0].child.wait();
-        let killed_at = sealed.load(Ordering::SeqCst);
-        while sealed.load(Ordering::SeqCst) < 2 * CLUSTER_RUNS / 3 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let again = p.daemon_as("cluster-replica-1", &timeout);
-        bases.write().unwrap()[0] = again.base.clone();
-        daemons[0] = again;
-        killed_at
-    };
-    let (results, killed_at) = tokio::join!(workers, chaos);
-    let mut retries = 0;
-    let mut failed = Vec::new();
-    for r in results {
-        match r {
-            Ok((v, n)) => {
-                assert!(v["evidenceSha256"].is_string(), "{v}");
-                retries += n;
-            }
-            Err(e) => failed.push(e),
-        }
-    }
-    assert!(
-        failed.is_empty(),
-        "{} of {CLUSTER_RUNS} runs not sealed:\n{}\nreplica logs:\n{}",
-        failed.len(),
-        failed.join("\n"),
-        daemons
-            .iter()
-            .map(|d| d.log_text())
-            .collect::<Vec<_>>()
-            .join("\n---\n")
-    );
-    // The kill landed while runs were in flight on the killed replica (else it proved nothing).
-    assert!(
-        retries > 0,
-        "no worker had to retry: the kill hit nothing in flight"
-    );
-    let out = p.verify_all().await;
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
-    assert!(
-        stdout.contains(&format!(
-            "{CLUSTER_RUNS} runs: {CLUSTER_RUNS} verified, 0 not verified"
-        )),
-        "{stdout}"
-    );
-    println!(
-        "three replicas on S3: {CLUSTER_RUNS} runs sealed and verified in {:.1} s; replica 1 \
-         killed after {killed_at} sealed, restarted after {}; {retries} worker retries",
-        started.elapsed().as_secs_f64(),
-        2 * CLUSTER_RUNS / 3
-    );
-}
-
-// ---------------------------------------------------------------------------------------------
-// A committed attempt is resumed only through its MAC'd meta and the answer it names: bytes a
-// store writer plants in the crash window (between `meta.json` and the `raw.json` copy) are
-// never judged or sealed.
-
-/// What the writer does in the window after roll 1's judge A committed attempt 1.
-#[derive(Clone, Copy, Debug)]
-enum Plant {
-    /// Nothing: the restart copies `raw.json` from `cas/` and seals.
-    Nothing,
-    /// Writes its own `raw.json` (a well-formed answer, every obligation satisfied).
-    Raw,
-    /// Rewrites the answer's bytes in `cas/` under the hash the meta names.
-    Cas,
-    /// Replaces `meta.json` with one that names its own answer (stored in `cas/`), MAC kept.
-    Meta,
-}
-
-/// Replaces a stored file's bytes the way a writer with folder access does (unlink, create).
-fn replace_file(path: &Path, bytes: &[u8]) {
-    std::fs::remove_file(path).unwrap();
-    std::fs::write(path, bytes).unwrap();
-}
-
-async fn committed_attempt_with(plant: Plant) -> (Point, Option<serde_json::Value>, String) {
-    let p = Point::new(Backend::File, "committed-window").await;
-    let run = p.folder.run().to_string();
-    let attempt = p
-        .dir
-        .path()
-        .join(format!("store/runs/{run}/roll-1/judge-a/attempt-1"));
-    let spec = "key:runs/*/roll-1/judge-a/attempt-1/meta.json";
-    let mut d = p.daemon(&[(CRASH_ENV, spec)]);
-    let first = submit_run(&http(), &d.base, &p.folder).await;
-    assert!(matches!(first, Err(Stopped::Gone(_))), "{first:?}");
-    let _ = d.child.wait();
-    assert!(attempt.join("meta.json").exists() && !attempt.join("raw.json").exists());
-    let meta: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(attempt.join("meta.json")).unwrap()).unwrap();
-    let raw_hash = meta["rawHash"].as_str().unwrap().to_string();
-    let cas = |h: &str| {
-        p.dir
-            .path()
-            .join(format!("store/cas/sha256/{}/{h}", &h[..2]))
-    };
-    let forged = serde_json::to_vec(&serde_json::json!({
-        "id": "chatcmpl-forged",
-        "object": "chat.completion",
-        "model": MODEL_A,
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
-            "content": "{\"verdicts\": []}"}}]
-    }))
-    .unwrap();
-    match plant {
-        Plant::Nothing => {}
-        Plant::Raw => std::fs::write(attempt.join("raw.json"), &forged).unwrap(),
-        Plant::Cas => replace_file(&cas(&raw_hash), &forged),
-        Plant::Meta => {
-            let h = seal::canonical::Hash::of(&forged);
-            std::fs::create_dir_all(cas(h.as_str()).parent().unwrap()).unwrap();
-            std::fs::write(cas(h.as_str()), &forged).unwrap();
-            let mut m = meta.clone();
-            m["rawHash"] = h.to_string().into();
-            replace_file(&attempt.join("meta.json"), &serde_json::to_vec(&m).unwrap());
-        }
-    }
-    let d2 = p.daemon(&[]);
-    let c = http();
-    let done = submit_run(&c, &d2.base, &p.folder).await;
-    let answer = match done {
-        Ok(v) => Some(v),
-        Err(Stopped::Refused(status, body)) => {
-            assert_eq!(status, 500, "{plant:?}: {body}");
-            // "<what>: <json>"
-            let json = body.split_once(": ").map_or("", |(_, j)| j);
-            let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
-            let code = v["error"]["code"].as_str().unwrap_or_default().to_string();
-            assert!(!code.is_empty(), "{plant:?}: {body}");
-            return (p, None, format!("{code}: {}", v["error"]["message"]));
-        }
-        Err(e) => panic!("{plant:?}: {e}"),
-    };
-    (p, answer, String::new())
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_committed_attempt_resumes_only_through_its_mac_and_the_answer_it_names() {
-    // The window itself is survived (the control: without it the refusals below prove nothing).
-    let (p, sealed, _) = committed_attempt_with(Plant::Nothing).await;
-    assert!(sealed.is_some_and(|v| v["evidenceSha256"].is_string()));
-    assert_eq!(p.verify_all().await.status.code(), Some(0));
-
-    for (plant, expected) in [
-        // `raw.json` must be the bytes the meta's MAC covers.
-        (
-            Plant::Raw,
-            "the SlotMeta names another request or raw answer",
-        ),
-        // The `cas/` copy is read verified against the meta's `rawHash`.
-        (Plant::Cas, "hash mismatch"),
-        // A meta naming another answer fails its MAC.
-        (Plant::Meta, "its attemptMac does not verify"),
-    ] {
-        let (p, sealed, code) = committed_attempt_with(plant).await;
-        assert!(sealed.is_none(), "{plant:?}: the planted answer was sealed");
-        assert!(code.starts_with("corrupt_store: "), "{plant:?}: {code}");
-        assert!(code.contains(expected), "{plant:?}: {code}");
-        let seal = p
-            .dir
-            .path()
-            .join(format!("store/runs/{}/seal.dsse.json", p.folder.run()));
-        assert!(!seal.exists(), "{plant:?}: sealed");
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// A step found without its commit object is not done: the caller is told what to re-send
-// (409 `uncommitted`), never that the store is corrupt.
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_step_without_its_commit_is_409_uncommitted_until_the_worker_resends_it() {
-    let c = http();
-    // The header stored, its receipt not: the brief alone is refused, naming the header.
-    let p = Point::new(Backend::File, "uncommitted-header").await;
-    let run = p.folder.run().to_string();
-    let mut d = p.daemon(&[(CRASH_ENV, "key:runs/*/header.json")]);
-    let first = submit_run(&c, &d.base, &p.folder).await;
-    assert!(matches!(first, Err(Stopped::Gone(_))), "{first:?}");
-    let _ = d.child.wait();
-    let d2 = p.daemon(&[]);
-    let brief = c
-        .put(format!("{}/v1/runs/{run}/brief", d2.base))
-        .body(p.folder.brief().to_vec());
-    let (status, v) = send(brief).await.unwrap();
-    assert_eq!(status, 409, "{v}");
-    assert_eq!(v["error"]["code"], "uncommitted", "{v}");
-    assert_eq!(
-        v["error"]["object"],
-        format!("runs/{run}/header.json"),
-        "{v}"
-    );
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("re-send the run's header"),
-        "{v}"
-    );
-    // The worker's resend commits it, and the run seals.
-    let done = submit_run(&c, &d2.base, &p.folder).await;
-    assert!(done.is_ok(), "{:?}", done.err().map(|e| e.to_string()));
-    assert_eq!(p.verify_all().await.status.code(), Some(0));
-
-    // Roll 1's record stored, its receipt not: roll 2 alone is refused, naming roll 1.
-    let p = Point::new(Backend::File, "uncommitted-roll").await;
-    let run = p.folder.run().to_string();
-    let mut d = p.daemon(&[(CRASH_ENV, "key:runs/*/roll-1/roll.json")]);
-    let first = submit_run(&c, &d.base, &p.folder).await;
-    assert!(matches!(first, Err(Stopped::Gone(_))), "{first:?}");
-    let _ = d.child.wait();
-    let calls = p.lb.calls().len();
-    let d2 = p.daemon(&[]);
-    let roll2 = c
-        .post(format!("{}/v1/runs/{run}/rolls/2", d2.base))
-        .body(p.folder.rolls()[1].canonical().clone());
-    let (status, v) = send(roll2).await.unwrap();
-    assert_eq!(status, 409, "{v}");
-    assert_eq!(v["error"]["code"], "uncommitted", "{v}");
-    assert_eq!(
-        v["error"]["object"],
-        format!("runs/{run}/roll-1/roll.json"),
-        "{v}"
-    );
-    assert_eq!(
-        p.lb.calls().len(),
-        calls,
-        "roll 2 was judged after an uncommitted roll 1"
-    );
-    // Re-sending roll 1 commits it from its committed attempts (no judge is called again).
-    let done = submit_run(&c, &d2.base, &p.folder).await;
-    assert!(done.is_ok(), "{:?}", done.err().map(|e| e.to_string()));
-    // Roll 2's two judges only: roll 1's were not called again.
-    assert_eq!(
-        p.lb.calls().len(),
-        calls + 2,
-        "roll 1's judges were called again"
-    );
-    assert_eq!(p.verify_all().await.status.code(), Some(0));
 }

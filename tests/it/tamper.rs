@@ -28,7 +28,6 @@ use seal::vocab::AuditCheck;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -57,7 +56,7 @@ const REQUIRED_KINDS: [&str; 18] = [
 
 /// What is done to a copy of the store before verifying.
 #[derive(Clone, Debug)]
-enum Apply {
+pub(crate) enum Apply {
     /// Flip one bit of the byte in the middle.
     Flip(String),
     /// Keep the first half.
@@ -90,19 +89,19 @@ enum Apply {
 }
 
 #[derive(Clone, Debug)]
-struct Case {
+pub(crate) struct Case {
     /// Matrix row, e.g. "flip raw".
-    row: String,
+    pub(crate) row: String,
     /// The fixture run that is damaged.
-    run: String,
+    pub(crate) run: String,
     /// The object or folder damaged (for messages).
-    target: String,
-    apply: Apply,
+    pub(crate) target: String,
+    pub(crate) apply: Apply,
     /// The run id given to verify.
-    verify_as: String,
+    pub(crate) verify_as: String,
     /// Acceptable checks; a problem with one of them must name `object` (substring).
-    checks: Vec<AuditCheck>,
-    object: String,
+    pub(crate) checks: Vec<AuditCheck>,
+    pub(crate) object: String,
 }
 
 #[derive(Clone, Debug)]
@@ -120,8 +119,8 @@ enum Verdict {
 }
 
 /// One fixture run: its files (store keys) and the frames it references.
-struct FixtureRun {
-    id: String,
+pub(crate) struct FixtureRun {
+    pub(crate) id: String,
     files: Vec<String>,
     frames: Vec<String>,
     rolls: Vec<String>,
@@ -139,7 +138,7 @@ fn list_files(root: &Path, dir: &Path, out: &mut Vec<String>) {
     }
 }
 
-fn fixture_runs() -> Vec<FixtureRun> {
+pub(crate) fn fixture_runs() -> Vec<FixtureRun> {
     let root = fixture_store_dir();
     fixture_run_ids()
         .into_iter()
@@ -267,7 +266,7 @@ const HEADER_SWEEP_RUNS: [&str; 3] = [
 ];
 
 /// Every case of the big matrix.
-fn matrix(runs: &[FixtureRun]) -> Vec<Case> {
+pub(crate) fn matrix(runs: &[FixtureRun]) -> Vec<Case> {
     let mut cases = Vec::new();
     for (i, r) in runs.iter().enumerate() {
         let run = &r.id;
@@ -526,13 +525,13 @@ fn header_edit_cases(run: &str) -> Vec<Case> {
         .collect()
 }
 
-fn rewrite(path: &Path, bytes: &[u8]) {
+pub(crate) fn rewrite(path: &Path, bytes: &[u8]) {
     // A fresh file: nothing of the copied file (mode, links) matters.
     let _ = std::fs::remove_file(path);
     std::fs::write(path, bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
 }
 
-fn read(path: &Path) -> Vec<u8> {
+pub(crate) fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -598,7 +597,7 @@ fn edited_evidence(root: &Path, run: &str) -> Vec<u8> {
     bytes
 }
 
-fn apply(root: &Path, run: &str, a: &Apply) {
+pub(crate) fn apply(root: &Path, run: &str, a: &Apply) {
     match a {
         Apply::Nothing => {}
         Apply::Flip(key) => {
@@ -676,12 +675,12 @@ fn apply(root: &Path, run: &str, a: &Apply) {
     }
 }
 
-fn trusted() -> Vec<PublicKey> {
+pub(crate) fn trusted() -> Vec<PublicKey> {
     vec![PublicKey::load(&fixture_trust_pem()).unwrap()]
 }
 
 /// Prepares a damaged copy for a case: (temp folder, store root).
-fn prepare(case: &Case, run: &FixtureRun) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn prepare(case: &Case, run: &FixtureRun) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("store");
     copy_run(&root, run);
@@ -793,7 +792,7 @@ fn render_matrix(runs: &[FixtureRun], results: &[(Case, Verdict)]) -> String {
     out
 }
 
-fn describe_problems(ps: &[Problem]) -> String {
+pub(crate) fn describe_problems(ps: &[Problem]) -> String {
     ps.iter()
         .map(|p| format!("      {p}"))
         .collect::<Vec<_>>()
@@ -907,515 +906,4 @@ fn every_mutation_of_every_sealed_fixture_is_caught_by_verify() {
         results.len(),
         failures.join("\n")
     );
-}
-
-// ---------------------------------------------------------------------------------------------
-// The binary, on a representative subset.
-
-/// Runs `seal verify`: (exit code, stdout, stderr).
-fn seal_verify(
-    cwd: &Path,
-    root: &Path,
-    runs: &[&str],
-    extra: &[&str],
-) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_seal"))
-        .current_dir(cwd)
-        .arg("verify")
-        .args(runs)
-        .arg("--store")
-        .arg(file_url(root))
-        .arg("--trust")
-        .arg(fixture_trust_pem())
-        .args(extra)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("panicked"),
-        "seal verify panicked: {stderr}"
-    );
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr.into_owned(),
-    )
-}
-
-/// `(check, object)` pairs of a `--json` report's one run.
-fn json_problems(stdout: &str) -> (Value, Vec<(String, String)>) {
-    // NDJSON: the run's report, then the summary line.
-    let first = stdout.lines().next().unwrap_or_default();
-    let report: Value = serde_json::from_str(first)
-        .unwrap_or_else(|e| panic!("--json output is not NDJSON ({e}): {stdout}"));
-    let ps = report["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["check"].as_str().unwrap().to_string(),
-                p["object"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    (report, ps)
-}
-
-#[test]
-fn the_binary_exits_1_naming_the_check_and_object() {
-    let started = Instant::now();
-    let runs = fixture_runs();
-    let all = matrix(&runs);
-    // The run with two rolls: the first object of every kind under each of flip, truncate and
-    // delete, and every structural attack (known gaps are pinned by the library test).
-    let mut seen = BTreeSet::new();
-    let subset: Vec<&Case> = all
-        .iter()
-        .filter(|c| c.run == "run-heritage-0017-disputed-font")
-        .filter(|c| !c.row.starts_with("flip header.") && !c.row.starts_with("edit header"))
-        .filter(|c| seen.insert(c.row.clone()))
-        .collect();
-    assert!(subset.len() > 50, "{}", subset.len());
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let trusted = trusted();
-    let mut failures = Vec::new();
-    for case in &subset {
-        let run = runs.iter().find(|r| r.id == case.run).unwrap();
-        let (dir, root) = prepare(case, run);
-        let (code, out, err) = seal_verify(dir.path(), &root, &[&case.verify_as], &["--json"]);
-        let what = format!("[{}] run {} object {}", case.row, case.run, case.target);
-        let (report, ps) = json_problems(&out);
-        // The binary and the library must report the same problems.
-        let lib = rt.block_on(async {
-            let store = Store::open(&file_url(&root)).await.unwrap();
-            verify::verify_run(
-                &store,
-                &RunId::parse(&case.verify_as).unwrap(),
-                &trusted,
-                seal::transparency::DEFAULT_ORIGIN,
-            )
-            .await
-            .unwrap()
-        });
-        let lib_ps: Vec<(String, String)> = lib
-            .problems
-            .iter()
-            .map(|p| (p.check.to_string(), p.object.clone()))
-            .collect();
-        if ps != lib_ps {
-            failures.push(format!(
-                "{what}: the binary reports {ps:?}, the library {lib_ps:?}"
-            ));
-        }
-        if matches!(case.apply, Apply::Nothing) {
-            if code != Some(0) || report["verified"] != true {
-                failures.push(format!("{what}: control exit {code:?}: {out}{err}"));
-            }
-            continue;
-        }
-        if code != Some(1) || report["verified"] != false {
-            failures.push(format!("{what}: exit {code:?}, expected 1: {out}{err}"));
-            continue;
-        }
-        if !ps
-            .iter()
-            .any(|(c, o)| case.checks.iter().any(|k| k.as_str() == c) && o.contains(&case.object))
-        {
-            failures.push(format!(
-                "{what}: no problem with check {:?} naming {}: {ps:?}",
-                case.checks, case.object
-            ));
-        }
-    }
-    println!(
-        "binary: {} cases in {:.1?}",
-        subset.len(),
-        started.elapsed()
-    );
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-#[test]
-fn the_binary_verifies_every_untouched_fixture_and_prints_readable_reports() {
-    let (dir, root) = copy_fixture_store();
-    let (code, out, _) = seal_verify(dir.path(), &root, &["--all"], &["--json"]);
-    assert_eq!(code, Some(0), "{out}");
-    let v: Value = serde_json::from_str(out.lines().last().unwrap_or_default()).unwrap();
-    assert_eq!(v["notVerified"], 0, "{out}");
-    assert_eq!(v["verified"], fixture_run_ids().len(), "{out}");
-
-    // Human output after damage: NOT VERIFIED, the check id and the object key, exit 1.
-    let key = "runs/run-trpg-0021-pass/roll-1/judge-b/attempt-1/raw.json";
-    apply(&root, "run-trpg-0021-pass", &Apply::Flip(key.into()));
-    let (code, out, _) = seal_verify(dir.path(), &root, &["run-trpg-0021-pass"], &[]);
-    assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("NOT VERIFIED  run-trpg-0021-pass"), "{out}");
-    assert!(out.contains(&format!("[refs_resolve] {key}")), "{out}");
-    assert!(out.contains("0 verified, 1 not verified"), "{out}");
-
-    // --all over a store with one damaged run: exit 1, the others still verified.
-    let (code, out, _) = seal_verify(dir.path(), &root, &["--all"], &["--json"]);
-    assert_eq!(code, Some(1), "{out}");
-    let v: Value = serde_json::from_str(out.lines().last().unwrap_or_default()).unwrap();
-    assert_eq!(v["notVerified"], 1, "{out}");
-
-    // Could not run (exit 2): no such run; no trusted key.
-    let (code, out, err) = seal_verify(dir.path(), &root, &["run-does-not-exist"], &[]);
-    assert_eq!(code, Some(2), "{out}{err}");
-    assert!(err.contains("no run run-does-not-exist"), "{err}");
-    let out2 = Command::new(env!("CARGO_BIN_EXE_seal"))
-        .current_dir(dir.path())
-        .args(["verify", "run-trpg-0021-pass", "--store"])
-        .arg(file_url(&root))
-        .output()
-        .unwrap();
-    assert_eq!(out2.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out2.stderr).contains("no trusted public key"));
-
-    // A seal by an untrusted key: the binary names the signature check and the seal object.
-    let run = "run-puzzle-0013-fail-end";
-    apply(
-        &root,
-        run,
-        &Apply::ResignOutcome {
-            keep_trusted_sig: false,
-        },
-    );
-    let (code, out, _) = seal_verify(dir.path(), &root, &[run], &[]);
-    assert_eq!(code, Some(1), "{out}");
-    assert!(
-        out.contains(&format!(
-            "[signature] runs/{run}/seal.dsse.json: not signed by a trusted key"
-        )),
-        "{out}"
-    );
-}
-
-/// Edits a fixture run's evidence and seals it again with the fixtures' own (trusted) key: what
-/// a keyholder's bug would store. Returns `seal verify`'s exit code and output.
-fn resealed_by_the_keyholder(run: &str, edit: impl FnOnce(&mut Value)) -> (Option<i32>, String) {
-    let (dir, root) = copy_fixture_store();
-    let ev_path = root.join(format!("runs/{run}/evidence.json"));
-    let mut doc: Value = serde_json::from_slice(&read(&ev_path)).unwrap();
-    edit(&mut doc);
-    let bytes = canonical_bytes(&doc).unwrap();
-    rewrite(&ev_path, &bytes);
-    let ev: Evidence = serde_json::from_slice(&bytes).unwrap();
-    let id = RunId::parse(run).unwrap();
-    let statement = seal::sealing::statement_for(&id, &ev, &Hash::of(&bytes)).unwrap();
-    let env = sealing::sign(&fixture_signing_key(dir.path()), &statement).unwrap();
-    rewrite(
-        &root.join(format!("runs/{run}/seal.dsse.json")),
-        &canonical_bytes(&env).unwrap(),
-    );
-    let (code, out, _) = seal_verify(dir.path(), &root, &[run], &[]);
-    assert!(
-        !out.contains("[signature]"),
-        "the seal itself is good: {out}"
-    );
-    (code, out)
-}
-
-/// A keyholder's seal over an evidence that is not its JUDGING snapshot plus the decision (a
-/// member added after judging) is named, although the stored snapshot still hashes to the hash
-/// the evidence records: `verify` compares the evidence minus its decision with the snapshot.
-#[test]
-fn a_signed_evidence_that_is_not_its_snapshot_plus_the_decision_is_named() {
-    let run = "run-narrative-0010-pass";
-    let (code, out) = resealed_by_the_keyholder(run, |doc| {
-        doc["_addedAfterJudging"] = Value::from("x");
-    });
-    assert_eq!(code, Some(1), "{out}");
-    assert!(
-        out.contains(&format!(
-            "[judging_snapshot] runs/{run}/judging.json: the evidence is not its JUDGING snapshot plus the decision"
-        )),
-        "{out}"
-    );
-}
-
-/// A keyholder's seal over an evidence whose header member changed after submission (one
-/// judging never writes) is named against the submitted header.
-#[test]
-fn a_signed_evidence_that_changes_a_header_member_is_named() {
-    let run = "run-puzzle-0013-fail-end";
-    let (code, out) = resealed_by_the_keyholder(run, |doc| {
-        doc["templateRoute"] = Value::from("another-route");
-    });
-    assert_eq!(code, Some(1), "{out}");
-    assert!(
-        out.contains(&format!(
-            "[evidence] runs/{run}/evidence.json: the evidence changes header fields that judging never writes"
-        )),
-        "{out}"
-    );
-}
-
-// ---- the transparency log (DESIGN §13): deleted, re-judged, rolled back, dropped, forked ----
-
-use seal::transparency::{self, LogReport};
-use seal_testkit::loopback::Loopback;
-
-/// The test-only signing key of the fixtures (copied to a 0600 file: a checkout keeps no modes).
-fn fixture_signing_key(dir: &Path) -> SigningKey {
-    let p = dir.join("fixture.key.pem");
-    std::fs::write(
-        &p,
-        read(&sealed_fixtures().join("keys/test-only/seal.key.pem")),
-    )
-    .unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
-    SigningKey::load(&p).unwrap()
-}
-
-fn raw_trusted() -> seal::tlog::LogTrust {
-    transparency::trust(transparency::DEFAULT_ORIGIN, &trusted())
-}
-
-/// A writable copy of the whole fixture store and an engine sealing into it with the fixture
-/// key; `clock` None keeps the system clock (a re-judged run gets another `decidedAt`).
-async fn log_copy(lb: &Loopback) -> (tempfile::TempDir, PathBuf, seal::engine::Engine) {
-    let (dir, root) = copy_fixture_store();
-    let key = fixture_signing_key(dir.path());
-    let store = Store::open(&file_url(&root)).await.unwrap();
-    let engine = seal::engine::Engine::new(store, config_for(lb, &[]), Some(key)).unwrap();
-    (dir, root, engine)
-}
-
-/// Judges and seals a copy of an example input run under `run` (or the input itself).
-async fn seal_run(engine: &seal::engine::Engine, input: &str, run: &str) {
-    let tmp = tempfile::tempdir().unwrap();
-    let dst = tmp.path().join(run);
-    copy_tree(&sealed_fixtures().join("inputs").join(input), &dst);
-    let h = dst.join("header.json");
-    let mut v: Value = serde_json::from_slice(&read(&h)).unwrap();
-    v["runId"] = run.into();
-    std::fs::write(&h, serde_json::to_vec(&v).unwrap()).unwrap();
-    let folder = seal::runfolder::RunFolder::read(&dst, 1 << 26).unwrap();
-    seal::runfolder::judge(engine, &folder).await.unwrap();
-}
-
-async fn log_report(root: &Path, old: Option<&[u8]>) -> LogReport {
-    let store = Store::open(&file_url(root)).await.unwrap();
-    transparency::verify_log(&store, &raw_trusted(), old)
-        .await
-        .unwrap()
-}
-
-fn latest_note(root: &Path) -> Vec<u8> {
-    let dir = root.join("log/checkpoints");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    read(&dir.join(names.last().unwrap()))
-}
-
-/// Asserts the report names `check` on an object containing `object`.
-fn assert_named(r: &LogReport, check: AuditCheck, object: &str) {
-    assert!(!r.verified, "not verified expected: {r:?}");
-    assert!(
-        r.problems
-            .iter()
-            .any(|p| p.check == check && p.object.contains(object)),
-        "expected [{check}] on {object}, got:\n{}",
-        describe_problems(&r.problems)
-    );
-}
-
-async fn log_judge() -> Loopback {
-    let lb = Loopback::start(std::time::Duration::from_millis(1))
-        .await
-        .unwrap();
-    personas(&lb);
-    lb
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_fixture_log_verifies_and_accounts_for_every_sealed_run() {
-    let r = log_report(&fixture_store_dir(), None).await;
-    assert!(r.verified, "{}", describe_problems(&r.problems));
-    assert_eq!(r.entries as usize, fixture_run_ids().len());
-    assert_eq!(r.checkpoint_size, Some(r.entries));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn log_deleting_a_run_is_named() {
-    let (_dir, root) = copy_fixture_store();
-    let old = latest_note(&root);
-    std::fs::remove_dir_all(root.join("runs/run-puzzle-0013-fail-end")).unwrap();
-    let r = log_report(&root, Some(&old)).await;
-    assert_named(&r, AuditCheck::RunMissing, "runs/run-puzzle-0013-fail-end");
-    assert_eq!(r.problems.len(), 1, "{}", describe_problems(&r.problems));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn log_deleting_and_rejudging_a_run_under_the_same_id_is_named() {
-    let lb = log_judge().await;
-    let (_dir, root, engine) = log_copy(&lb).await;
-    let old = latest_note(&root);
-    let run = "run-heritage-0017-disputed-font";
-    std::fs::remove_dir_all(root.join("runs").join(run)).unwrap();
-    seal_run(&engine, run, run).await;
-    let r = log_report(&root, Some(&old)).await;
-    assert_named(
-        &r,
-        AuditCheck::RunReplaced,
-        &format!("runs/{run}/seal.dsse.json"),
-    );
-    assert_named(&r, AuditCheck::RunRelogged, &format!("runs/{run}"));
-    assert!(r.consistency.is_some(), "the log itself stayed append-only");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn log_rolling_the_store_back_to_an_older_copy_is_named() {
-    let lb = log_judge().await;
-    let (dir, root, engine) = log_copy(&lb).await;
-    let older = dir.path().join("older");
-    copy_tree(&root, &older);
-    seal_run(&engine, "run-narrative-0010-pass", "log-after-the-copy").await;
-    let later = latest_note(&root);
-    assert!(log_report(&root, None).await.verified);
-    // The store is replaced by the older copy: the run sealed since is gone, log and all.
-    let r = log_report(&older, Some(&later)).await;
-    assert!(!r.verified && r.consistency.is_none());
-    assert_named(&r, AuditCheck::LogConsistency, "--checkpoint");
-    assert!(
-        r.problems.iter().any(|p| p.detail.contains("rolled back")),
-        "{}",
-        describe_problems(&r.problems)
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn log_dropping_a_log_entry_is_named() {
-    let (_dir, root) = copy_fixture_store();
-    let old = latest_note(&root);
-    let entry = root.join("log/entries/00000000000000000003");
-    let dropped: Value = serde_json::from_slice(&read(&entry)).unwrap();
-    let run = dropped["runId"].as_str().unwrap().to_string();
-    std::fs::remove_file(&entry).unwrap();
-    let r = log_report(&root, Some(&old)).await;
-    assert_named(
-        &r,
-        AuditCheck::LogEntries,
-        "log/entries/00000000000000000003",
-    );
-    assert_named(&r, AuditCheck::RunUnlogged, &format!("runs/{run}"));
-    assert_named(&r, AuditCheck::LogCheckpoint, "log/checkpoints/");
-    assert_named(&r, AuditCheck::LogConsistency, "--checkpoint");
-    // `seal verify` of that run no longer proves its seal in the log.
-    let store = Store::open(&file_url(&root)).await.unwrap();
-    let rep = verify::verify_run(
-        &store,
-        &RunId::parse(&run).unwrap(),
-        &trusted(),
-        seal::transparency::DEFAULT_ORIGIN,
-    )
-    .await
-    .unwrap();
-    assert!(!rep.verified);
-    assert!(
-        rep.problems
-            .iter()
-            .any(|p| p.check == AuditCheck::LogInclusion),
-        "{rep:?}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn log_a_fork_two_checkpoints_of_one_size_with_different_roots_is_named() {
-    let lb = log_judge().await;
-    let (_a_dir, a_root, a) = log_copy(&lb).await;
-    let (_b_dir, b_root, b) = log_copy(&lb).await;
-    seal_run(&a, "run-narrative-0010-pass", "fork-left").await;
-    seal_run(&b, "run-narrative-0010-pass", "fork-right").await;
-    let left = latest_note(&a_root);
-    // Each copy is self-consistent; only a checkpoint from the other side shows the fork.
-    assert!(log_report(&b_root, None).await.verified);
-    let r = log_report(&b_root, Some(&left)).await;
-    assert_named(&r, AuditCheck::LogFork, "--checkpoint");
-}
-
-#[test]
-fn verify_all_streams_ndjson_in_run_order_whatever_the_jobs() {
-    let (dir, root) = copy_fixture_store();
-    let key = "runs/run-trpg-0021-pass/roll-1/judge-b/attempt-1/raw.json";
-    apply(&root, "run-trpg-0021-pass", &Apply::Flip(key.into()));
-    let mut outputs = Vec::new();
-    for jobs in ["1", "3", "8"] {
-        let (code, out, err) =
-            seal_verify(dir.path(), &root, &["--all"], &["--json", "--jobs", jobs]);
-        assert_eq!(code, Some(1), "--jobs {jobs}: {out}{err}");
-        outputs.push(out);
-    }
-    // The same bytes at any --jobs: one report a run in run-id order, then the summary.
-    assert_eq!(outputs[0], outputs[1]);
-    assert_eq!(outputs[0], outputs[2]);
-    let lines: Vec<Value> = outputs[0]
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not NDJSON ({e}): {l}")))
-        .collect();
-    let (summary, runs) = lines.split_last().unwrap();
-    let ids: Vec<&str> = runs.iter().map(|r| r["runId"].as_str().unwrap()).collect();
-    let mut want = fixture_run_ids();
-    want.sort();
-    assert_eq!(ids, want);
-    assert_eq!(summary["runs"], want.len());
-    assert_eq!(summary["notVerified"], 1);
-    assert_eq!(summary["verified"], want.len() - 1);
-    let bad = runs.iter().find(|r| r["verified"] == false).unwrap();
-    assert_eq!(bad["runId"], "run-trpg-0021-pass");
-    assert!(bad["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|p| p["object"] == key));
-}
-
-/// `seal verify --all` takes the `cas/` objects a verified run's evidence binds from its
-/// verification instead of reading the run's folder again for the crash-leftover scan: its
-/// warnings are still exactly `seal gc --dry-run`'s. A `cas/` object nobody names is the one
-/// warning, whether every run verifies or one is damaged (that one is looked into as the scan
-/// does). Were the bound objects not handed over, every frame and answer of the fixture runs
-/// would be listed.
-#[test]
-fn verify_all_warns_of_exactly_the_leftovers_gc_lists() {
-    let (dir, root) = copy_fixture_store();
-    let planted = Hash::of(b"a frame no proof package names");
-    let hex = planted.to_string();
-    let key = format!("cas/sha256/{}/{hex}", &hex[..2]);
-    std::fs::create_dir_all(root.join(format!("cas/sha256/{}", &hex[..2]))).unwrap();
-    std::fs::write(root.join(&key), b"a frame no proof package names").unwrap();
-    let gc = || {
-        let out = Command::new(env!("CARGO_BIN_EXE_seal"))
-            .current_dir(dir.path())
-            .args(["gc", "--dry-run", "--json", "--store", &file_url(&root)])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{out:?}");
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["orphans"].clone()
-    };
-    let warned = |expect: i32| {
-        let (code, out, err) = seal_verify(dir.path(), &root, &["--all"], &["--json"]);
-        assert_eq!(code, Some(expect), "{out}{err}");
-        let v: Value = serde_json::from_str(out.lines().last().unwrap_or_default()).unwrap();
-        v["warnings"].clone()
-    };
-    let listed = gc();
-    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
-    assert_eq!(listed[0]["warning"], "unreferenced_cas");
-    assert_eq!(listed[0]["object"], key.as_str());
-    assert_eq!(warned(0), listed);
-    // One run damaged: it is not verified, and its folder is read by the scan instead.
-    let raw = "runs/run-trpg-0021-pass/roll-1/judge-b/attempt-1/raw.json";
-    apply(&root, "run-trpg-0021-pass", &Apply::Flip(raw.into()));
-    assert_eq!(warned(1), gc());
 }

@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::consensus_builders::*;
 use seal_core::canonical::{canonical_with_hash, Hash};
 use seal_core::consensus::{decide, ConsensusInput};
 use seal_core::contracts::Kind;
@@ -27,7 +28,7 @@ use seal_core::doc::*;
 use seal_core::ids::{RollId, Slot};
 use seal_core::validate::{validate_as, Report};
 
-fn data_dir() -> PathBuf {
+pub(crate) fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/consensus")
 }
 
@@ -37,48 +38,48 @@ fn data_dir() -> PathBuf {
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct VectorFile {
-    name: String,
-    why: String,
-    covers: Vec<String>,
-    disagrees_with_code: bool,
+pub(crate) struct VectorFile {
+    pub(crate) name: String,
+    pub(crate) why: String,
+    pub(crate) covers: Vec<String>,
+    pub(crate) disagrees_with_code: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    note: Option<String>,
-    input: VectorInput,
-    expected: Expected,
+    pub(crate) note: Option<String>,
+    pub(crate) input: VectorInput,
+    pub(crate) expected: Expected,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct VectorInput {
-    roll_id: RollId,
-    package: JudgePackage,
-    package_hash: Hash,
-    floor_passed: bool,
-    judge_a: JudgeResult,
-    judge_a_hash: Hash,
-    judge_b: JudgeResult,
-    judge_b_hash: Hash,
-    independence: IndependenceChecks,
+pub(crate) struct VectorInput {
+    pub(crate) roll_id: RollId,
+    pub(crate) package: JudgePackage,
+    pub(crate) package_hash: Hash,
+    pub(crate) floor_passed: bool,
+    pub(crate) judge_a: JudgeResult,
+    pub(crate) judge_a_hash: Hash,
+    pub(crate) judge_b: JudgeResult,
+    pub(crate) judge_b_hash: Hash,
+    pub(crate) independence: IndependenceChecks,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Expected {
-    decision: Outcome,
-    degraded: bool,
-    obligation_statuses: BTreeMap<String, ObligationStatus>,
-    conflicts: Vec<String>,
-    failure_signature: Option<String>,
+pub(crate) struct Expected {
+    pub(crate) decision: Outcome,
+    pub(crate) degraded: bool,
+    pub(crate) obligation_statuses: BTreeMap<String, ObligationStatus>,
+    pub(crate) conflicts: Vec<String>,
+    pub(crate) failure_signature: Option<String>,
     /// sha256 of the canonical consensus bytes; null when the case disagrees with the code (the
     /// DESIGN-correct bytes cannot be produced by it).
-    consensus_sha256: Option<Hash>,
+    pub(crate) consensus_sha256: Option<Hash>,
     /// The whole expected document, for review and for readable failures.
-    consensus: Option<JudgeConsensus>,
+    pub(crate) consensus: Option<JudgeConsensus>,
 }
 
 /// Every behaviour the vectors must cover (the test fails when a tag has no vector).
-fn required_coverage() -> Vec<String> {
+pub(crate) fn required_coverage() -> Vec<String> {
     let mut tags = Vec::new();
     for a in ["satisfied", "failed", "missing"] {
         for b in ["satisfied", "failed", "missing"] {
@@ -118,7 +119,7 @@ fn required_coverage() -> Vec<String> {
 // The check
 // ---------------------------------------------------------------------------------------------
 
-fn load_vectors() -> Vec<(String, Value)> {
+pub(crate) fn load_vectors() -> Vec<(String, Value)> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(data_dir()).expect("tests/data/consensus exists") {
         let path = entry.unwrap().path();
@@ -134,7 +135,7 @@ fn load_vectors() -> Vec<(String, Value)> {
     out
 }
 
-fn input_of(i: &VectorInput) -> ConsensusInput<'_> {
+pub(crate) fn input_of(i: &VectorInput) -> ConsensusInput<'_> {
     ConsensusInput {
         roll_id: i.roll_id,
         package: &i.package,
@@ -148,7 +149,7 @@ fn input_of(i: &VectorInput) -> ConsensusInput<'_> {
     }
 }
 
-fn observed(c: &JudgeConsensus) -> Expected {
+pub(crate) fn observed(c: &JudgeConsensus) -> Expected {
     Expected {
         decision: c.decision,
         degraded: c.degraded,
@@ -164,7 +165,7 @@ fn observed(c: &JudgeConsensus) -> Expected {
     }
 }
 
-fn semantic(e: &Expected) -> Expected {
+pub(crate) fn semantic(e: &Expected) -> Expected {
     Expected {
         consensus_sha256: None,
         consensus: None,
@@ -266,11 +267,11 @@ fn golden_vectors() {
     );
 }
 
-fn hash_of<T: Serialize>(v: &T) -> Hash {
+pub(crate) fn hash_of<T: Serialize>(v: &T) -> Hash {
     canonical_with_hash(v).expect("canonical").1
 }
 
-fn assert_valid<T: Serialize>(kind: Kind, doc: &T, file: &str) {
+pub(crate) fn assert_valid<T: Serialize>(kind: Kind, doc: &T, file: &str) {
     let v = serde_json::to_value(doc).unwrap();
     match validate_as(kind, &v) {
         Report::Valid(_) => {}
@@ -278,334 +279,7 @@ fn assert_valid<T: Serialize>(kind: Kind, doc: &T, file: &str) {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// The generator: hand-written cases → files
-// ---------------------------------------------------------------------------------------------
-
-use JudgeStatus::{Failed as F, Missing as M, Satisfied as S};
-use ObligationStatus as OS;
-
-fn h(s: &str) -> Hash {
-    Hash::of(s.as_bytes())
-}
-
-fn frame1() -> String {
-    h("frame-1").to_string()
-}
-fn frame2() -> String {
-    h("frame-2").to_string()
-}
-
-fn ev(stream: Stream, from: u64, to: u64) -> SequenceRef {
-    SequenceRef { stream, from, to }
-}
-fn events(from: u64, to: u64) -> SequenceRef {
-    ev(Stream::Events, from, to)
-}
-
-fn all_true() -> IndependenceChecks {
-    IndependenceChecks {
-        different_logical_client: true,
-        different_session: true,
-        different_policy_seed: true,
-        different_prompt_artifact: true,
-        different_evidence_dir: true,
-        different_raw_file: true,
-        same_judge_package: true,
-        same_image_manifest: true,
-        same_model: false,
-    }
-}
-
-/// The package every case shares (only the obligations differ). The `state` events are what
-/// checks read: before = seq 1, after = seq 4.
-fn package(obligations: Vec<PackageObligation>) -> JudgePackage {
-    let mut obligations = obligations;
-    obligations.sort_by(|x, y| x.id.cmp(&y.id));
-    let event = |seq: u64, name: &str, data: Value| GameEvent {
-        seq,
-        name: name.into(),
-        t_ms: seq * 500,
-        data: data.as_object().cloned().unwrap(),
-    };
-    let action = |v: Value| -> Action { serde_json::from_value(v).unwrap() };
-    JudgePackage {
-        schema_version: JUDGE_PACKAGE.into(),
-        genre: Genre::Puzzle,
-        brief: Brief {
-            text: "A tile puzzle: clear the board before the lives run out.".into(),
-        },
-        obligations,
-        actions: vec![
-            action(json!({"t": "tap", "x": 120, "y": 300, "seq": 0})),
-            action(json!({"t": "key", "code": "Space", "seq": 1})),
-            action(json!({"t": "wait", "ms": 400, "seq": 2})),
-        ],
-        events: vec![
-            event(0, "game_loaded", json!({"title": "Tiles"})),
-            event(
-                1,
-                "state",
-                json!({"phase": "menu", "score": 0, "lives": 3, "mode": "story", "p": {"x": 5}}),
-            ),
-            event(2, "game_start", json!({})),
-            event(
-                3,
-                "state",
-                json!({"phase": "play", "score": 4, "lives": 3, "mode": "story", "p": {"x": 9}}),
-            ),
-            event(
-                4,
-                "state",
-                json!({"phase": "gameover", "score": 12, "lives": 1, "mode": "story", "p": {"x": 9}}),
-            ),
-            event(5, "game_end", json!({"completed": true})),
-        ],
-        frames: vec![
-            PackageFrame {
-                hash: h("frame-1"),
-                at_ms: 500,
-            },
-            PackageFrame {
-                hash: h("frame-2"),
-                at_ms: 2000,
-            },
-        ],
-        image_manifest_hash: h("image-manifest"),
-    }
-}
-
-fn req(id: &str) -> PackageObligation {
-    PackageObligation {
-        id: id.into(),
-        description: format!("Obligation {id} holds."),
-        required: true,
-        check: None,
-    }
-}
-fn opt(id: &str) -> PackageObligation {
-    PackageObligation {
-        required: false,
-        ..req(id)
-    }
-}
-fn checked(id: &str, path: &str, op: &str, value: Option<Value>) -> PackageObligation {
-    PackageObligation {
-        check: Some(Assertion {
-            path: path.into(),
-            op: op.into(),
-            value,
-            why: None,
-        }),
-        ..req(id)
-    }
-}
-
-/// One judge's verdict on one obligation, with its citations.
-#[derive(Clone)]
-struct Says {
-    id: &'static str,
-    status: JudgeStatus,
-    refs: Vec<SequenceRef>,
-    frames: Vec<String>,
-}
-
-/// A verdict with the default, valid citations of its status (a claim always cites something).
-fn v(id: &'static str, status: JudgeStatus) -> Says {
-    let (refs, frames) = match status {
-        S => (vec![events(3, 4)], vec![frame1()]),
-        F => (vec![events(4, 4)], vec![frame2()]),
-        M => (vec![], vec![]),
-    };
-    Says {
-        id,
-        status,
-        refs,
-        frames,
-    }
-}
-fn cite(
-    id: &'static str,
-    status: JudgeStatus,
-    refs: Vec<SequenceRef>,
-    frames: Vec<String>,
-) -> Says {
-    Says {
-        id,
-        status,
-        refs,
-        frames,
-    }
-}
-
-#[derive(Clone)]
-enum Judge {
-    Answered(Vec<Says>),
-    SlotFailed,
-}
-
-fn result(slot: Slot, pkg: &JudgePackage, judge: &Judge) -> JudgeResult {
-    let pkg_hash = hash_of(pkg);
-    let tag = slot.as_str();
-    let attempt = |n: u32, accepted: bool| AttemptHashes {
-        attempt: n,
-        request_hash: Some(h(&format!("request-{tag}-{n}"))),
-        raw_hash: h(&format!("raw-{tag}-{n}")),
-        meta_hash: h(&format!("meta-{tag}-{n}")),
-        accepted,
-    };
-    let missing = |id: &str| ResultObligation {
-        id: id.into(),
-        status: M,
-        sequence_refs: vec![],
-        frame_hashes: vec![],
-        rationale: String::new(),
-    };
-    let ids: Vec<&str> = pkg.obligations.iter().map(|o| o.id.as_str()).collect();
-    let (obligations, warnings, slot_failed, attempts) = match judge {
-        Judge::SlotFailed => (
-            ids.iter().map(|id| missing(id)).collect(),
-            vec![],
-            Some(SlotFailed {
-                error_class: seal_core::vocab::ErrorClass::Timeout,
-                attempts: 3,
-            }),
-            vec![attempt(1, false), attempt(2, false), attempt(3, false)],
-        ),
-        Judge::Answered(verdicts) => {
-            for vd in verdicts {
-                assert!(
-                    ids.contains(&vd.id),
-                    "verdict for unknown obligation {}",
-                    vd.id
-                );
-                assert!(
-                    !(vd.status.is_claim() && vd.refs.is_empty() && vd.frames.is_empty()),
-                    "a normalized claim cites something"
-                );
-            }
-            let mut warnings = Vec::new();
-            let obs = ids
-                .iter()
-                .map(|id| match verdicts.iter().find(|vd| vd.id == *id) {
-                    None => {
-                        warnings.push(format!("skipped:{id}"));
-                        missing(id)
-                    }
-                    Some(vd) => ResultObligation {
-                        id: id.to_string(),
-                        status: vd.status,
-                        sequence_refs: seal_core::refs::merge_ranges(&vd.refs),
-                        frame_hashes: seal_core::refs::sort_hashes(&vd.frames),
-                        rationale: format!("judge {tag}: {} on {id}", vd.status.as_str()),
-                    },
-                })
-                .collect();
-            warnings.sort();
-            (obs, warnings, None, vec![attempt(1, true)])
-        }
-    };
-    JudgeResult {
-        schema_version: JUDGE_RESULT.into(),
-        slot,
-        package_hash: pkg_hash,
-        prompt_artifact_hash: h(&format!("prompt-{tag}")),
-        model: Some(format!("judge-model-{tag}")),
-        obligations,
-        unknown_obligation_ids: vec![],
-        warnings,
-        slot_failed,
-        attempts,
-    }
-}
-
-/// One hand-written case.
-struct Case {
-    name: String,
-    why: String,
-    covers: Vec<String>,
-    obligations: Vec<PackageObligation>,
-    floor_passed: bool,
-    a: Judge,
-    b: Judge,
-    independence: IndependenceChecks,
-    decision: Outcome,
-    degraded: bool,
-    statuses: Vec<(&'static str, ObligationStatus)>,
-    conflicts: Vec<String>,
-    failure_signature: Option<String>,
-    /// Set when the code is believed to disagree with docs/DESIGN.md §5 on this case.
-    disagrees: Option<String>,
-}
-
-impl Case {
-    fn new(name: impl Into<String>, why: impl Into<String>) -> Case {
-        Case {
-            name: name.into(),
-            why: why.into(),
-            covers: vec![],
-            obligations: vec![],
-            floor_passed: true,
-            a: Judge::Answered(vec![]),
-            b: Judge::Answered(vec![]),
-            independence: all_true(),
-            decision: Outcome::Pass,
-            degraded: false,
-            statuses: vec![],
-            conflicts: vec![],
-            failure_signature: None,
-            disagrees: None,
-        }
-    }
-    fn covers(mut self, tags: &[&str]) -> Case {
-        self.covers.extend(tags.iter().map(|t| t.to_string()));
-        self
-    }
-    fn obligations(mut self, o: Vec<PackageObligation>) -> Case {
-        self.obligations = o;
-        self
-    }
-    fn judges(mut self, a: Judge, b: Judge) -> Case {
-        self.a = a;
-        self.b = b;
-        self
-    }
-    fn floor(mut self, passed: bool) -> Case {
-        self.floor_passed = passed;
-        self
-    }
-    fn independence(mut self, i: IndependenceChecks) -> Case {
-        self.independence = i;
-        self
-    }
-    fn expect(
-        mut self,
-        decision: Outcome,
-        statuses: &[(&'static str, ObligationStatus)],
-        conflicts: &[&str],
-        failure_signature: Option<&str>,
-    ) -> Case {
-        self.decision = decision;
-        self.statuses = statuses.to_vec();
-        self.conflicts = conflicts.iter().map(|c| c.to_string()).collect();
-        self.failure_signature = failure_signature.map(str::to_string);
-        self
-    }
-    fn degraded(mut self) -> Case {
-        self.degraded = true;
-        self
-    }
-}
-
-fn answered(v: Vec<Says>) -> Judge {
-    Judge::Answered(v)
-}
-
-fn status_name(s: JudgeStatus) -> &'static str {
-    s.as_str()
-}
-
-fn cases() -> Vec<Case> {
+pub(crate) fn cases() -> Vec<Case> {
     let mut cases = Vec::new();
     let one = || vec![req("core.loop")];
 
@@ -982,547 +656,14 @@ fn cases() -> Vec<Case> {
         .expect(Outcome::Pass, &[(id, OS::Satisfied)], &[], None),
     );
 
-    // 4. Roll decision.
-    let two = || vec![req("core.loop"), req("ui.text")];
-    cases.push(
-        Case::new(
-            "decision-both-slots-failed",
-            "Both slots failed (slotFailed set, every obligation missing) → infra_error, not \
-             inconclusive. Statuses are missing (rule 3: missing/missing); failureSignature lists \
-             the required obligations that are not satisfied.",
-        )
-        .covers(&["decision:both-slots-failed", "decision:failure-signature"])
-        .obligations(two())
-        .judges(Judge::SlotFailed, Judge::SlotFailed)
-        .expect(
-            Outcome::InfraError,
-            &[("core.loop", OS::Missing), ("ui.text", OS::Missing)],
-            &[],
-            Some("infra_error:missing:core.loop|missing:ui.text"),
-        ),
-    );
-    cases.push(
-        Case::new(
-            "decision-both-slots-failed-with-holding-check",
-            "Both slots failed → infra_error, even though the only required obligation has a \
-             check that holds (satisfied): with no judge at all there is no two-judge decision.",
-        )
-        .covers(&["decision:both-slots-failed"])
-        .obligations(vec![checked(id, "score", "increased", None)])
-        .judges(Judge::SlotFailed, Judge::SlotFailed)
-        .expect(
-            Outcome::InfraError,
-            &[(id, OS::Satisfied)],
-            &[],
-            Some("infra_error:"),
-        ),
-    );
-    cases.push(
-        Case::new(
-            "decision-floor-failed-judges-pass",
-            "floor.passed == false → fail whatever the judges said: both judges satisfy every \
-             required obligation (which alone would pass). failureSignature is `fail:` with an \
-             empty list, since no required obligation is unsatisfied.",
-        )
-        .covers(&["decision:floor-failed", "decision:failure-signature"])
-        .obligations(two())
-        .floor(false)
-        .judges(
-            answered(vec![v("core.loop", S), v("ui.text", S)]),
-            answered(vec![v("core.loop", S), v("ui.text", S)]),
-        )
-        .expect(
-            Outcome::Fail,
-            &[("core.loop", OS::Satisfied), ("ui.text", OS::Satisfied)],
-            &[],
-            Some("fail:"),
-        ),
-    );
-    cases.push(
-        Case::new(
-            "decision-floor-failed-judges-disputed",
-            "floor.passed == false → fail, not inconclusive, although the judges dispute a \
-             required obligation.",
-        )
-        .covers(&["decision:floor-failed"])
-        .obligations(two())
-        .floor(false)
-        .judges(
-            answered(vec![v("core.loop", S), v("ui.text", S)]),
-            answered(vec![v("core.loop", F), v("ui.text", S)]),
-        )
-        .expect(
-            Outcome::Fail,
-            &[("core.loop", OS::Disputed), ("ui.text", OS::Satisfied)],
-            &["core.loop: A=satisfied B=failed"],
-            Some("fail:disputed:core.loop"),
-        ),
-    );
-    cases.push(
-        Case::new(
-            "decision-floor-failed-both-slots-failed",
-            "Floor failed AND both slots failed. §5 lists both `both slots failed → infra_error` \
-             and `floor.passed == false → fail whatever the judges said`; the floor is \
-             deterministic evidence that does not depend on any judge, so the roll is fail \
-             (reading: the floor rule overrides everything the judges did or did not say).",
-        )
-        .covers(&["decision:floor-failed", "decision:both-slots-failed"])
-        .obligations(one())
-        .floor(false)
-        .judges(Judge::SlotFailed, Judge::SlotFailed)
-        .expect(
-            Outcome::Fail,
-            &[("core.loop", OS::Missing)],
-            &[],
-            Some("fail:missing:core.loop"),
-        ),
-    );
-    cases.push(
-        Case::new(
-            "decision-required-failed-beats-inconclusive",
-            "§5: any required contradicted/disputed/missing → inconclusive, UNLESS some required \
-             obligation is failed → fail. Here one required is failed (both judges agree) and one \
-             is disputed. failureSignature entries are sorted as whole `<status>:<id>` strings \
-             (disputed:z… before failed:a…), not by id.",
-        )
-        .covers(&[
-            "decision:required-failed",
-            "decision:required-disputed",
-            "decision:failure-signature",
-        ])
-        .obligations(vec![req("a.first"), req("z.last")])
-        .judges(
-            answered(vec![v("a.first", F), v("z.last", S)]),
-            answered(vec![v("a.first", F), v("z.last", M)]),
-        )
-        .expect(
-            Outcome::Fail,
-            &[("a.first", OS::Failed), ("z.last", OS::Disputed)],
-            &["z.last: A=satisfied B=missing"],
-            Some("fail:disputed:z.last|failed:a.first"),
-        ),
-    );
-    cases.push(
-        Case::new(
-            "decision-required-failed-with-contradicted-and-missing",
-            "Required failed (checked: lives increased does not hold, nobody claims otherwise), \
-             another required contradicted (unsupported citation), another missing → fail. \
-             The signature lists all three, sorted.",
-        )
-        .covers(&[
-            "decision:required-failed",
-            "decision:required-contradicted",
-            "decision:required-missing",
-            "decision:failure-signature",
-        ])
-        .obligations(vec![
-            checked("b.lives", "lives", "increased", None),
-            req("c.claims"),
-            req("d.silent"),
-        ])
-        .judges(
-            answered(vec![
-                v("b.lives", F),
-                cite("c.claims", S, vec![events(8, 8)], vec![]),
-                v("d.silent", M),
-            ]),
-            answered(vec![v("b.lives", M), v("c.claims", S), v("d.silent", M)]),
-        )
-        .expect(
-            Outcome::Fail,
-            &[
-                ("b.lives", OS::Failed),
-                ("c.claims", OS::Contradicted),
-                ("d.silent", OS::Missing),
-            ],
-            &["c.claims: A=satisfied B=satisfied unsupported=A"],
-            Some("fail:contradicted:c.claims|failed:b.lives|missing:d.silent"),
-        ),
-    );
-    cases.push(
-        Case::new(
-            "decision-inconclusive-mixed",
-            "No required obligation failed; one is contradicted (check score increased holds, B \
-             claims failed), one disputed, one missing, one satisfied → inconclusive; the \
-             signature lists the three unsatisfied ones, sorted; conflicts has a line for the \
-             contradicted and the disputed obligation only.",
-        )
-        .covers(&[
-            "decision:required-contradicted",
-            "decision:required-disputed",
-            "decision:required-missing",
-            "decision:conflicts",
-            "decision:failure-signature",
-        ])
-        .obligations(vec![
-            checked("a.score", "score", "increased", None),
-            req("b.disputed"),
-            req("c.missing"),
-            req("d.agreed"),
-        ])
-        .judges(
-            answered(vec![
-                v("a.score", S),
-                v("b.disputed", F),
-                v("c.missing", M),
-                v("d.agreed", S),
-            ]),
-            answered(vec![
-                v("a.score", F),
-                v("b.disputed", M),
-                v("c.missing", M),
-                v("d.agreed", S),
-            ]),
-        )
-        .expect(
-            Outcome::Inconclusive,
-            &[
-                ("a.score", OS::Contradicted),
-                ("b.disputed", OS::Disputed),
-                ("c.missing", OS::Missing),
-                ("d.agreed", OS::Satisfied),
-            ],
-            &[
-                "a.score: A=satisfied B=failed check=satisfied",
-                "b.disputed: A=failed B=missing",
-            ],
-            Some("inconclusive:contradicted:a.score|disputed:b.disputed|missing:c.missing"),
-        ),
-    );
-    cases.push(
-        Case::new(
-            "decision-optional-obligations-do-not-matter-pass",
-            "Both required obligations satisfied → pass, although the optional ones are failed, \
-             disputed, contradicted and missing (only required obligations enter the decision and \
-             the signature). Conflicts still name every non-agreeing obligation, optional or not.",
-        )
-        .covers(&[
-            "decision:optional-ignored",
-            "decision:all-required-satisfied",
-            "decision:conflicts",
-        ])
-        .obligations(vec![
-            req("core.loop"),
-            req("ui.text"),
-            opt("polish.failed"),
-            opt("polish.disputed"),
-            opt("polish.contradicted"),
-            opt("polish.missing"),
-        ])
-        .judges(
-            answered(vec![
-                v("core.loop", S),
-                v("ui.text", S),
-                v("polish.failed", F),
-                v("polish.disputed", S),
-                cite(
-                    "polish.contradicted",
-                    F,
-                    vec![ev(Stream::Actions, 5, 5)],
-                    vec![],
-                ),
-            ]),
-            answered(vec![
-                v("core.loop", S),
-                v("ui.text", S),
-                v("polish.failed", F),
-                v("polish.disputed", F),
-                v("polish.contradicted", F),
-            ]),
-        )
-        .expect(
-            Outcome::Pass,
-            &[
-                ("core.loop", OS::Satisfied),
-                ("polish.contradicted", OS::Contradicted),
-                ("polish.disputed", OS::Disputed),
-                ("polish.failed", OS::Failed),
-                ("polish.missing", OS::Missing),
-                ("ui.text", OS::Satisfied),
-            ],
-            &[
-                "polish.contradicted: A=failed B=failed unsupported=A",
-                "polish.disputed: A=satisfied B=failed",
-            ],
-            None,
-        ),
-    );
-    cases.push(
-        Case::new(
-            "decision-optional-failed-does-not-make-fail",
-            "An optional obligation failed by both judges does not trigger `unless some required \
-             obligation is failed → fail`: the required one is disputed → inconclusive, and the \
-             signature names only the required obligation.",
-        )
-        .covers(&["decision:optional-ignored", "decision:required-disputed"])
-        .obligations(vec![req("core.loop"), opt("polish.sound")])
-        .judges(
-            answered(vec![v("core.loop", S), v("polish.sound", F)]),
-            answered(vec![v("core.loop", F), v("polish.sound", F)]),
-        )
-        .expect(
-            Outcome::Inconclusive,
-            &[("core.loop", OS::Disputed), ("polish.sound", OS::Failed)],
-            &["core.loop: A=satisfied B=failed"],
-            Some("inconclusive:disputed:core.loop"),
-        ),
-    );
-    cases.push(
-        Case::new(
-            "decision-no-required-obligations-pass",
-            "Only optional obligations (one disputed): `all required satisfied` holds vacuously, \
-             both judges answered, floor passed, independence holds → pass.",
-        )
-        .covers(&["decision:optional-ignored"])
-        .obligations(vec![opt("polish.sound")])
-        .judges(
-            answered(vec![v("polish.sound", S)]),
-            answered(vec![v("polish.sound", M)]),
-        )
-        .expect(
-            Outcome::Pass,
-            &[("polish.sound", OS::Disputed)],
-            &["polish.sound: A=satisfied B=missing"],
-            None,
-        ),
-    );
-
-    // Degraded: exactly one slot failed.
-    cases.push(
-        Case::new(
-            "degraded-a-failed-checks-hold-never-pass",
-            "Slot A failed, B answered. Every required obligation is checked and its check holds, \
-             B agrees → all satisfied, which would pass; but one judge never yields pass \
-             (degraded; §9: never a pass from one judge) → inconclusive. Signature `inconclusive:` \
-             with no unsatisfied required obligation.",
-        )
-        .covers(&["decision:degraded-never-passes"])
-        .obligations(vec![
-            checked("a.score", "score", "increased", None),
-            checked("b.phase", "phase", "==", Some(json!("gameover"))),
-        ])
-        .judges(
-            Judge::SlotFailed,
-            answered(vec![v("a.score", S), v("b.phase", S)]),
-        )
-        .degraded()
-        .expect(
-            Outcome::Inconclusive,
-            &[("a.score", OS::Satisfied), ("b.phase", OS::Satisfied)],
-            &[],
-            Some("inconclusive:"),
-        ),
-    );
-    cases.push(
-        Case::new(
-            "degraded-b-failed-single-claim-is-disputed",
-            "Slot B failed; A says satisfied on an unchecked obligation. B's statuses are missing, \
-             so the pair is satisfied/missing → disputed (rule 3) → inconclusive, degraded.",
-        )
-        .covers(&["decision:degraded-never-passes", "decision:required-disputed"])
-        .obligations(one())
-        .judges(answered(vec![v("core.loop", S)]), Judge::SlotFailed)
-        .degraded()
-        .expect(
-            Outcome::Inconclusive,
-            &[("core.loop", OS::Disputed)],
-            &["core.loop: A=satisfied B=missing"],
-            Some("inconclusive:disputed:core.loop"),
-        ),
-    );
-    cases.push(
-        Case::new(
-            "degraded-single-failed-claim-is-not-fail",
-            "Slot A failed; B says failed on an unchecked obligation: missing/failed → disputed, \
-             so one judge cannot fail the game either → inconclusive, degraded.",
-        )
-        .covers(&["decision:degraded-never-passes"])
-        .obligations(one())
-        .judges(Judge::SlotFailed, answered(vec![v("core.loop", F)]))
-        .degraded()
-        .expect(
-            Outcome::Inconclusive,
-            &[("core.loop", OS::Disputed)],
-            &["core.loop: A=missing B=failed"],
-            Some("inconclusive:disputed:core.loop"),
-        ),
-    );
-    cases.push(
-        Case::new(
-            "degraded-failing-check-fails",
-            "Slot B failed; the required obligation's check (lives increased) does not hold, so it \
-             is failed deterministically → fail (degraded only forbids pass).",
-        )
-        .covers(&["decision:degraded-never-passes", "decision:required-failed"])
-        .obligations(vec![checked("b.lives", "lives", "increased", None)])
-        .judges(answered(vec![v("b.lives", F)]), Judge::SlotFailed)
-        .degraded()
-        .expect(
-            Outcome::Fail,
-            &[("b.lives", OS::Failed)],
-            &[],
-            Some("fail:failed:b.lives"),
-        ),
-    );
-
-    // Independence (§4): a failed required check voids the roll.
-    let agreeing = || {
-        (
-            answered(vec![v("core.loop", S), v("ui.text", S)]),
-            answered(vec![v("core.loop", S), v("ui.text", S)]),
-        )
-    };
-    for (check, _) in all_true().required() {
-        let name = check.as_str();
-        let mut ind = all_true();
-        match name {
-            "differentLogicalClient" => ind.different_logical_client = false,
-            "differentSession" => ind.different_session = false,
-            "differentPolicySeed" => ind.different_policy_seed = false,
-            "differentPromptArtifact" => ind.different_prompt_artifact = false,
-            "differentEvidenceDir" => ind.different_evidence_dir = false,
-            "differentRawFile" => ind.different_raw_file = false,
-            "sameJudgePackage" => ind.same_judge_package = false,
-            "sameImageManifest" => ind.same_image_manifest = false,
-            other => panic!("unknown independence check {other}"),
-        }
-        let (a, b) = agreeing();
-        let slug: String = name
-            .chars()
-            .flat_map(|c| {
-                if c.is_ascii_uppercase() {
-                    vec!['-', c.to_ascii_lowercase()]
-                } else {
-                    vec![c]
-                }
-            })
-            .collect();
-        cases.push(
-            Case::new(
-                format!("independence-{slug}-false"),
-                format!(
-                    "§4: required independence check {name} is false → the roll is void \
-                     (rollOutcome infra_error), although both judges satisfy everything. The \
-                     consensus records the false check; statuses are still computed."
-                ),
-            )
-            .covers(&[format!("independence:{name}").as_str()])
-            .obligations(two())
-            .independence(ind)
-            .judges(a, b)
-            .expect(
-                Outcome::InfraError,
-                &[("core.loop", OS::Satisfied), ("ui.text", OS::Satisfied)],
-                &[],
-                Some("infra_error:"),
-            ),
-        );
-    }
-    let (a, b) = agreeing();
-    cases.push(
-        Case::new(
-            "independence-same-model-is-recorded-not-required",
-            "§4: sameModel is recorded, not required. Both judges run the same model and agree on \
-             everything → pass, with sameModel true in the document.",
-        )
-        .obligations(two())
-        .independence(IndependenceChecks {
-            same_model: true,
-            ..all_true()
-        })
-        .judges(a, b)
-        .expect(
-            Outcome::Pass,
-            &[("core.loop", OS::Satisfied), ("ui.text", OS::Satisfied)],
-            &[],
-            None,
-        ),
-    );
-    let (a, b) = agreeing();
-    cases.push(
-        Case::new(
-            "independence-false-and-floor-failed",
-            "A required independence check is false AND the floor failed. §4: a failed required \
-             check voids the roll (rollOutcome = infra_error, and no projection with a false check \
-             ever reaches the evidence), so the void wins over the floor's fail.",
-        )
-        .covers(&["independence:differentSession", "decision:floor-failed"])
-        .obligations(two())
-        .floor(false)
-        .independence(IndependenceChecks {
-            different_session: false,
-            ..all_true()
-        })
-        .judges(a, b)
-        .expect(
-            Outcome::InfraError,
-            &[("core.loop", OS::Satisfied), ("ui.text", OS::Satisfied)],
-            &[],
-            Some("infra_error:"),
-        ),
-    );
-    cases.push(
-        Case::new(
-            "independence-false-and-one-slot-failed",
-            "A required independence check is false and slot B failed: void → infra_error \
-             (degraded is still recorded as true: exactly one slot failed).",
-        )
-        .covers(&["independence:differentRawFile"])
-        .obligations(one())
-        .independence(IndependenceChecks {
-            different_raw_file: false,
-            ..all_true()
-        })
-        .judges(answered(vec![v("core.loop", S)]), Judge::SlotFailed)
-        .degraded()
-        .expect(
-            Outcome::InfraError,
-            &[("core.loop", OS::Disputed)],
-            &["core.loop: A=satisfied B=missing"],
-            Some("infra_error:disputed:core.loop"),
-        ),
-    );
-    cases.push(
-        Case::new(
-            "roll-2-everything-agrees-pass",
-            "The same rules on roll-2: two required obligations (one checked: reached play at \
-             event 3), both judges agree and cite valid events, actions and frames → pass; \
-             failureSignature null, no conflicts.",
-        )
-        .covers(&["decision:all-required-satisfied"])
-        .obligations(vec![
-            req("core.loop"),
-            checked("spec.reached", "phase", "reached", Some(json!(["play"]))),
-        ])
-        .judges(
-            answered(vec![
-                cite(
-                    "core.loop",
-                    S,
-                    vec![ev(Stream::Actions, 0, 2), events(0, 5)],
-                    vec![frame1(), frame2()],
-                ),
-                v("spec.reached", S),
-            ]),
-            answered(vec![v("core.loop", S), v("spec.reached", S)]),
-        )
-        .expect(
-            Outcome::Pass,
-            &[
-                ("core.loop", OS::Satisfied),
-                ("spec.reached", OS::Satisfied),
-            ],
-            &[],
-            None,
-        ),
-    );
+    cases.extend(super::consensus_decisions::decision_cases());
     cases
 }
 
-const ROLL_2_CASES: [&str; 1] = ["roll-2-everything-agrees-pass"];
+pub(crate) const ROLL_2_CASES: [&str; 1] = ["roll-2-everything-agrees-pass"];
 
 /// Cases in which the code is believed to disagree with docs/DESIGN.md §5: (name, note).
-const DISAGREEMENTS: [(&str, &str); 0] = [];
+pub(crate) const DISAGREEMENTS: [(&str, &str); 0] = [];
 
 #[test]
 #[ignore = "writes tests/data/consensus; run by hand after a reviewed strategy change"]
