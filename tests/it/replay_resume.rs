@@ -1,0 +1,186 @@
+//! seal replay, continued: --all killed midway resumes, imported copies swapped after their import.
+
+use super::replay::*;
+use crate::common;
+use common::*;
+use seal::ids::RunId;
+use seal::replay::{replay, JudgesFrom, ReplayError};
+use seal::sealing::PublicKey;
+use seal_testkit::loopback::Loopback;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------------------------------------
+// (g) --all --jobs 2 killed midway: a rerun finishes, every source replayed exactly once
+
+/// (replays started, replays decided) of `sources` in `store`, and any second generation.
+fn replay_state(store: &Path, sources: &[String]) -> (usize, usize, Vec<String>) {
+    let (mut started, mut decided, mut extra) = (0, 0, Vec::new());
+    for s in sources {
+        let first = store.join(format!("runs/{s}.replay-1"));
+        started += usize::from(first.join("header.json").is_file());
+        decided += usize::from(first.join("evidence.json").is_file());
+        if store.join(format!("runs/{s}.replay-2")).exists() {
+            extra.push(format!("{s}.replay-2"));
+        }
+    }
+    (started, decided, extra)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_all_killed_midway_resumes_and_replays_every_source_exactly_once() {
+    let (_src_dir, src) = copy_fixture_store();
+    let work = tempfile::tempdir().unwrap();
+    let store = work.path().join("store");
+    let (_keys, key, public) = key_pair();
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    let expected = replayable_fixtures();
+    let n = expected.len();
+    let args = ["--all", "--judges", "stored", "--jobs", "2"];
+
+    // Kill -9 as soon as the first replay is decided: the others are not, or half done.
+    let mut child = replay_cmd(work.path(), &lb, &args, Some(&src), &store, &key, false)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while replay_state(&store, &expected).1 == 0 {
+        assert!(Instant::now() < deadline, "no replay decided in 120 s");
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("replay ended before it could be killed: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let (started, decided, extra) = replay_state(&store, &expected);
+    println!("at the kill: {started} replays started, {decided} decided of {n}");
+    assert!(
+        decided < n,
+        "the kill came after the last replay: nothing to resume"
+    );
+    assert!(extra.is_empty(), "{extra:?}");
+
+    // The rerun: what was decided is skipped, the rest is (re)done under the same ids.
+    let out = run(replay_cmd(
+        work.path(),
+        &lb,
+        &args,
+        Some(&src),
+        &store,
+        &key,
+        true,
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v = json_out(&out);
+    assert_eq!(v["errors"], serde_json::json!([]), "{v:#}");
+    let already = v["alreadyReplayed"].as_array().unwrap().len();
+    assert_eq!(already, decided, "{v:#}");
+    assert_eq!(v["runs"], n - decided, "{v:#}");
+    assert_eq!(v["consensusReproduced"], n - decided, "{v:#}");
+    for r in v["replays"].as_array().unwrap() {
+        assert!(r["replay"].as_str().unwrap().ends_with(".replay-1"), "{r}");
+    }
+    let (started, decided, extra) = replay_state(&store, &expected);
+    assert_eq!((started, decided), (n, n));
+    assert!(extra.is_empty(), "a source was replayed twice: {extra:?}");
+
+    // Everything verifies: the imported sources and exactly one replay of each.
+    let (code, report) =
+        verify_all(work.path(), &lb, &store, &[&public, &fixture_trust_pem()]).await;
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["verified"], 2 * n, "{report:#}");
+    assert!(lb.calls().is_empty(), "stored replay called a judge");
+}
+
+/// A stored replay of `run` taking the proof its import made (`SourceProof::Imported`).
+async fn replay_imported(
+    engine: &seal::engine::Engine,
+    run: &RunId,
+    trusted: &[PublicKey],
+    verified: Box<seal::verify::VerifiedRun>,
+) -> Result<seal::replay::Replayed, ReplayError> {
+    let proof = seal::replay::SourceProof::Imported(verified);
+    replay(engine, run, JudgesFrom::Stored, None, trusted, proof).await
+}
+
+/// `--from` verifies a run once, in the import's staging area, and the replay takes that proof
+/// instead of auditing the copy again (`SourceProof::Imported`); so what the replay reads of
+/// the copy must be read against the hashes the proof binds. Here the store writer swaps the
+/// imported brief after the import: the replay names it, and no replay run is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_swapped_after_its_import_is_refused_by_the_replay() {
+    use seal::import::{import_logged, Archive, Imported, Limits};
+    let (_dir, archive_root) = copy_fixture_store();
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    let work = tempfile::tempdir().unwrap();
+    let dest = work.path().join("store");
+    std::fs::create_dir_all(&dest).unwrap();
+    let engine = engine_with(&lb, &file_url(&dest), &[]).await;
+    let archive = Archive::open(&file_url(&archive_root)).await.unwrap();
+    let run = RunId::parse("run-narrative-0010-pass").unwrap();
+    let trusted = [fixture_key()];
+    let limits = Limits {
+        document: engine.store().doc_limit(),
+        blob: 1 << 26,
+    };
+    let imported = |engine: seal::engine::Engine| {
+        let (archive, run, trusted) = (&archive, &run, &trusted);
+        async move {
+            let key = engine.key().unwrap();
+            let got = import_logged(
+                archive,
+                engine.store(),
+                run,
+                trusted,
+                limits,
+                false,
+                engine.log(),
+                key,
+            )
+            .await
+            .unwrap();
+            match got {
+                Imported::Copied { verified, .. } => verified,
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    let verified = imported(engine.clone()).await;
+    let brief = format!("runs/{run}/brief.md");
+    flip_middle(&dest, &brief);
+    let e = replay_imported(&engine, &run, &trusted, verified)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains(&brief), "{e}");
+    let runs = engine.store().runs().await.unwrap().runs;
+    assert!(
+        runs.iter().all(|r| !r.as_str().contains(".replay-")),
+        "a replay was written from a swapped copy: {runs:?}"
+    );
+
+    // The same import into a fresh store, untouched: the proof is taken, the consensus
+    // reproduced, and the replay verifies.
+    let fresh = tempfile::tempdir().unwrap();
+    let engine = engine_with(&lb, &file_url(fresh.path()), &[]).await;
+    let verified = imported(engine.clone()).await;
+    let r = replay_imported(&engine, &run, &trusted, verified)
+        .await
+        .unwrap();
+    assert!(r.consensus_reproduced);
+    let mut trust = trusted.to_vec();
+    trust.push(engine.key().unwrap().public());
+    let report = seal::verify::verify_run(
+        engine.store(),
+        &RunId::parse(&r.replay).unwrap(),
+        &trust,
+        seal::transparency::DEFAULT_ORIGIN,
+    )
+    .await
+    .unwrap();
+    assert!(report.verified, "{:?}", report.problems);
+}
