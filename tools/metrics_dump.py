@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Parses a Prometheus text exposition (0.0.4) from stdin with the reference parser of the
-`prometheus-client` package and prints it as JSON for tests/operable.rs:
+`prometheus-client` package and prints it as JSON for tests/it/operable.rs:
     {"<family>": {"type": ..., "help": ..., "samples": [[name, {labels}, value], ...]}, ...}
 Exit 1 when the text does not parse. Usage: curl …/metrics | tools/metrics_dump.py
 """

@@ -193,7 +193,7 @@ async fn a_decided_run_refuses_roll_2_over_http_without_calling_a_judge_or_stori
         "bytes were stored"
     );
     // Header, brief and play-spec of a decided run are refused too (other bytes: the same
-    // bytes are a worker's retry, answered 200 with the run's state, see tests/operable.rs).
+    // bytes are a worker's retry, answered 200 with the run's state, see tests/it/operable.rs).
     let (s, b) = put(
         &c,
         format!("{base}/v1/runs/{}/brief", f.run()),

@@ -8,7 +8,7 @@
 //! and a command added anywhere under `src/cli/` is found without listing it here. The routes
 //! come from the OpenAPI document the daemon serves (`seal::server::OPENAPI_JSON`, the bundle of
 //! docs/openapi.yaml that `tools/openapi_bundle.py --check` keeps equal to it), which
-//! `tests/api_contract.rs` proves equal to the router.
+//! `tests/it/api_contract.rs` proves equal to the router.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;

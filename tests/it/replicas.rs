@@ -258,7 +258,7 @@ async fn kill_9_of_the_lease_holder_mid_call_is_taken_over_once() {
 
 /// Header, brief and play-spec on one replica, roll 1 sent to two replicas at once (which
 /// must agree), finalize on the second. (Racing finalizers: `three_replicas_one_call` and
-/// tests/serve.rs.)
+/// tests/it/serve.rs.)
 async fn drive_on_two(c: &reqwest::Client, bases: [&str; 2], f: &RunFolder) -> Value {
     put_documents(c, bases[0], f).await;
     let (a, b) = tokio::join!(post_roll(c, bases[0], f, 1), post_roll(c, bases[1], f, 1));

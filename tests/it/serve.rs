@@ -550,7 +550,7 @@ async fn kill_9_mid_judging_then_resubmit_seals_once_without_paying_twice() {
         async move { c.post(url).body(proof).send().await }
     });
     // Judge A's attempt is complete once its meta is stored (after raw.json): killing between
-    // the two would leave an attempt seal refuses to resume (docs/DESIGN.md §12).
+    // the two would leave an attempt seal refuses to resume (docs/DECISIONS.md, "Authenticated resume with the meta as commit point").
     let meta_a = dir
         .path()
         .join("store/runs/run-narrative-0010-pass/roll-1/judge-a/attempt-1/meta.json");

@@ -6,7 +6,7 @@
 //! 2. A stored-judge replay of every replayable fixture run, with a fixed clock, the fixtures'
 //!    salt and their test-only key, writes objects whose sha256 are listed in
 //!    `tests/data/stored-bytes.sha256`. That file was written once, by the code before the split
-//!    (`SEAL_BLESS=1 cargo test --test stored_bytes`), and is never re-blessed by a refactor: a
+//!    (`SEAL_BLESS=1 cargo test --test it stored_bytes::`), and is never re-blessed by a refactor: a
 //!    difference is a changed byte in blinding, request building, parsing, normalization,
 //!    consensus, the roll records, the postguard, the DSSE seal or the log.
 //!
@@ -169,7 +169,7 @@ fn every_stored_document_reserializes_to_its_bytes() {
 /// `seal verify` checks a run's JUDGING snapshot by hashing the evidence's canonical bytes
 /// minus its decision (`decided::snapshot_bytes`) and parses the stored snapshot only when that differs:
 /// for every sealed run those bytes must be exactly the stored snapshot, or the quick check
-/// would never apply. (That a differing snapshot is still named: `tests/tamper.rs`.)
+/// would never apply. (That a differing snapshot is still named: `tests/it/tamper.rs`.)
 #[test]
 fn a_decided_evidence_minus_its_decision_is_its_stored_snapshot() {
     let store = fixture_store_dir();

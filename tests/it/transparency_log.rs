@@ -1,7 +1,7 @@
 //! The transparency log of seals (docs/DESIGN.md §13): seal's Merkle and note code against the
 //! RFC 6962 and C2SP test vectors, the independent Python verifier (`tools/verify_log.py`)
 //! against every proof seal prints, a kill -9 between the log append and the seal (completed
-//! by the next finalize, logged once). The guard and `seal log rebuild`: tests/log_guard.rs. Three replicas sealing 300 runs into one S3 log: tests/replicas.rs.
+//! by the next finalize, logged once). The guard and `seal log rebuild`: tests/it/log_guard.rs. Three replicas sealing 300 runs into one S3 log: tests/it/replicas.rs.
 //!
 //! The Python checks need `python3` with `cryptography` (skipped with a message unless
 //! `SEAL_REQUIRE_PYTHON=1`); the replica test needs the S3 test server (`SEAL_TEST_S3_ENDPOINT`).

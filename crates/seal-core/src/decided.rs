@@ -4,7 +4,7 @@
 //! canonical DSSE envelope over it. Their constructors are private: a `Decided` comes only from
 //! [`decide`] (the pure JUDGING → DECIDED transition) and a `Seal` only from [`seal`], and the
 //! store's writers for the two reserved keys (`Store::put_decided`, `Store::put_seal`) take
-//! nothing else. The engine's postguard is the only caller of the two (tests/architecture.rs
+//! nothing else. The engine's postguard is the only caller of the two (tests/it/architecture.rs
 //! holds that, across the crate boundary). The module sits below the store, so the store names
 //! these types without importing the postguard.
 
@@ -42,7 +42,7 @@ pub const DECIDED_MEMBERS: [&str; 4] = ["outcome", "finalPostguard", "decision",
 
 /// The JUDGING snapshot a DECIDED evidence was decided from, as a document: the evidence
 /// without [`DECIDED_MEMBERS`], its phase `JUDGING`. The typed twin of [`snapshot_bytes`]
-/// (`tests/stored_bytes.rs` holds the two to the same bytes on every sealed run).
+/// (`tests/it/stored_bytes.rs` holds the two to the same bytes on every sealed run).
 pub fn undecided(decided: &Evidence) -> Evidence {
     Evidence {
         outcome: None,
@@ -152,7 +152,7 @@ pub fn seal(run: RunId, canonical_envelope: Vec<u8>) -> Seal {
 
 /// The postguard's transition JUDGING → DECIDED: outcome, reasons, compatibility and the
 /// postguard record from the one derivation, then the gates auditors will apply to it. Only
-/// the engine's postguard calls it, after its checks (tests/architecture.rs).
+/// the engine's postguard calls it, after its checks (tests/it/architecture.rs).
 pub fn decide(
     run: &RunId,
     mut snap: Evidence,

@@ -26,7 +26,7 @@
 //! ```
 //!
 //! Documents (`doc`, the stored and printed reports) keep `pub` fields: they are data, and
-//! their serde form is their contract (tests/stored_bytes.rs pins it). What reads the store,
+//! their serde form is their contract (tests/it/stored_bytes.rs pins it). What reads the store,
 //! calls a judge or serves HTTP lives in the crates above this one.
 
 #![forbid(unsafe_code)]

@@ -539,7 +539,7 @@ pub fn parse_stored<T: DeserializeOwned>(
     })
 }
 
-// Inline, so that the store layer's set of files stays as tests/architecture.rs lists it.
+// Inline, so that the store layer's set of files stays as tests/it/architecture.rs lists it.
 pub mod crash {
     //! Crash points for tests (docs/DESIGN.md §2, "Crash safety"): a debug build can be told to
     //! die by `SIGKILL` right after its N-th state-changing store write, so that a test can kill a

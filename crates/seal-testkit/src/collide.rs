@@ -1,5 +1,5 @@
 //! A generator of run folders with adversarial identity collisions, for the blinding rule's
-//! end-to-end property (docs/DESIGN.md §3.3, `tests/blinding_e2e.rs`): an example run folder
+//! end-to-end property (docs/DESIGN.md §3.3, `tests/it/blinding_e2e.rs`): an example run folder
 //! made a `v3_shadow` run whose identity values collide with its own observations.
 //!
 //! - a numeric `_taskId` equal to a number of the events (a score, a `tMs`), or a lettered one;

@@ -534,7 +534,7 @@ fn slot_limits(
         return Err(invalid(
             source,
             format!(
-                "{}: {} > 2 (docs/DESIGN.md §4: at most 2 retries)",
+                "{}: {} > 2 (docs/DESIGN.md §2: at most 3 attempts)",
                 field("max_retries"),
                 r.max_retries
             ),

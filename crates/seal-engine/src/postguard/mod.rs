@@ -9,7 +9,7 @@
 //!
 //! Enforced by construction, not convention: the store writes the two reserved keys only from
 //! a [`decided::Decided`] and a [`decided::Seal`], made only by [`decided::decide`] and
-//! [`decided::seal`], which only this module calls (tests/architecture.rs).
+//! [`decided::seal`], which only this module calls (tests/it/architecture.rs).
 //! A failed check still decides (`infra_error` / `retry`, reason `postguard_<check>`), so no
 //! run is left hanging. Racing finalizers: exactly one create wins; the others return the
 //! stored result. A stored snapshot (an interrupted finalize) is decided as stored: once
