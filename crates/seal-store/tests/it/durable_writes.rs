@@ -104,7 +104,7 @@ fn run_child_and_kill(root: &std::path::Path, after_acks: usize, options: &str) 
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "child_writer",
+            "durable_writes::child_writer",
             "--nocapture",
             "--test-threads",
             "1",
