@@ -12,7 +12,6 @@
 use seal::config::Config;
 use seal::engine::Engine;
 use seal::ids::{RollId, RunId};
-use seal::sealing::SigningKey;
 use seal::store::Store;
 use seal_testkit::loopback::{Loopback, Persona};
 use serde_json::Value;
@@ -67,7 +66,7 @@ async fn engine(lb: &Loopback, store: Store) -> Engine {
     let text = seal::config::EMBEDDED
         .replace("max_inflight_per_slot = 64", "max_inflight_per_slot = 1024");
     let config = Config::parse("bench", &text, &env).expect("config");
-    Engine::new(store, config, Some(SigningKey::generate())).expect("engine")
+    Engine::new(store, config, Some(seal_fs::keys::generate_signing_key())).expect("engine")
 }
 
 /// Stores the inputs of `n` runs (the example under new run ids) and returns their ids.

@@ -41,7 +41,6 @@ use seal::engine::Engine;
 use seal::ids::{RollId, RunId};
 use seal::intake::ProofSubmission;
 use seal::roll::Submitted;
-use seal::sealing::SigningKey;
 use seal::store::{Key, Store};
 use seal_testkit::loopback::Loopback;
 
@@ -266,7 +265,7 @@ fn generate(store_dir: &Path, key: &Path, runs: u64, frame_bytes: u64, tasks: us
         let engine = Engine::new(
             store,
             bench_config(&lb),
-            Some(SigningKey::load(key).expect("key")),
+            Some(seal_fs::keys::load_signing_key(key).expect("key")),
         )
         .expect("engine");
         let base = Arc::new(read_base());
@@ -623,9 +622,11 @@ fn main() {
         .prefix("seal-bench-verify-")
         .tempdir()
         .unwrap();
-    let (key, trust) = SigningKey::generate()
-        .write_pair(&root.path().join("keys"))
-        .expect("key pair");
+    let (key, trust) = seal_fs::keys::write_key_pair(
+        &seal_fs::keys::generate_signing_key(),
+        &root.path().join("keys"),
+    )
+    .expect("key pair");
     let store_dir = root.path().join("store");
     let store_url = format!("file://{}", store_dir.display());
     let load_start = loadavg();

@@ -8,6 +8,8 @@
 //! ```text
 //! seal-core    documents, ids, canonical and strict JSON, vocabulary, faults, every pure rule
 //!    ↑
+//! seal-fs      local files: operator files, run folders, key files, created without overwriting
+//!    ↑
 //! seal-store   the write-once, content-addressed evidence store (file, memory, S3)
 //!    ↑
 //! seal-engine  the use cases: intake, rolls and judges, the postguard, the log, verify, replay
@@ -55,13 +57,14 @@ pub mod cli;
 
 pub use seal_core::{
     adapt, admit, assertions, blinding, canonical, consensus, contracts, decided, derive, doc,
-    fault, fsio, html, ids, independence, invariants, json, key, limits, merge, net, prompts, refs,
+    fault, html, ids, independence, invariants, json, key, limits, merge, net, prompts, refs,
     sealing, tlog, vocab,
 };
 pub use seal_engine::{
     audit, config, engine, explain, import, intake, judge, judge_run, lease, metrics, postguard,
     receipt, replay, resume, roll, run_state, stats, summary, transparency, verify, witness,
 };
+pub use seal_fs::fsio;
 pub use seal_server as server;
 
 /// Reviews of sealed runs: the pure rules ([`seal_core::review`]) and the use case
@@ -75,11 +78,11 @@ pub mod review {
 }
 pub use seal_store as store;
 
-/// Run folders: reading (and writing) them is pure ([`seal_core::runfolder`]); `seal judge`'s
+/// Run folders: reading and writing them is [`seal_fs::runfolder`]; `seal judge`'s
 /// use of one is [`seal_engine::judge_run`].
 pub mod runfolder {
-    pub use seal_core::runfolder::*;
     pub use seal_engine::judge_run::{judge, JudgeRunError};
+    pub use seal_fs::runfolder::*;
 }
 
 /// Document validation ([`seal_core::validate`]), and reading a file to validate (the CLI's).

@@ -1,7 +1,7 @@
 //! What commands write: progress bars, shell words, output files, and text made safe for a terminal.
 //!
 //! Decision: an output file (`--out`, `--html FILE`) is always a new file, never overwritten
-//! and never written through a link ([`seal_core::fsio::write_new`]): a page or a Verdict
+//! and never written through a link ([`seal_fs::fsio::write_new`]): a page or a Verdict
 //! written over a file someone meant to keep is worse than an error (exit 2, as
 //! `seal keygen` over an existing key).
 
@@ -42,7 +42,7 @@ pub(super) fn write_output(out: Option<&Path>, bytes: &[u8]) -> Result<(), CliEr
     use std::io::Write;
     match out {
         Some(p) => {
-            seal_core::fsio::write_new(p, bytes, 0o644)?;
+            seal_fs::fsio::write_new(p, bytes, 0o644)?;
             eprintln!("wrote {}", p.display());
             Ok(())
         }

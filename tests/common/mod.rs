@@ -74,7 +74,6 @@ pub fn random_hex(bytes: usize) -> String {
 
 use seal::config::Config;
 use seal::engine::Engine;
-use seal::sealing::SigningKey;
 use seal_testkit::loopback::{Loopback, Persona};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -142,7 +141,7 @@ pub async fn engine_with(judge: &Loopback, store_url: &str, extra: &[(&str, &str
     Engine::new(
         store,
         config_for(judge, extra),
-        Some(SigningKey::generate()),
+        Some(seal_fs::keys::generate_signing_key()),
     )
     .expect("engine")
 }
@@ -242,7 +241,7 @@ pub async fn engine_edited(
     );
     let config = Config::parse("test", &text, &move |k| env.get(k).cloned()).expect("config");
     let store = seal::store::Store::open("memory://").await.unwrap();
-    Engine::new(store, config, Some(SigningKey::generate())).expect("engine")
+    Engine::new(store, config, Some(seal_fs::keys::generate_signing_key())).expect("engine")
 }
 
 /// The committed sealed fixtures (`sealed-fixtures/`, made by `cargo run -p seal-testkit --bin seal-fixtures`).
@@ -429,8 +428,8 @@ pub async fn sealed_run_with_text(
             [seal_testkit::loopback::Fault::Content(answer.to_string())],
         );
     }
-    let key = SigningKey::generate();
-    let (_, pem) = key.write_pair(&dir.path().join("keys")).unwrap();
+    let key = seal_fs::keys::generate_signing_key();
+    let (_, pem) = seal_fs::keys::write_key_pair(&key, &dir.path().join("keys")).unwrap();
     let url = file_url(&dir.path().join("store"));
     let store = Store::open(&url).await.unwrap();
     let config = config_for(&lb, &[("SEAL_JUDGE_A_MODEL", model_a)]);

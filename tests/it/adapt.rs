@@ -9,14 +9,13 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use seal::adapt::{
-    evidence_to_verdict, verdict_file_to_run_folder, verdict_to_run_folder, AdaptError,
-};
+use seal::adapt::{evidence_to_verdict, AdaptError};
 use seal::canonical::{canonical_bytes, Hash};
 use seal::contracts::Kind;
 use seal::doc::{DecisionAction, Evidence, EvidenceMode, Genre, Phase};
 use seal::runfolder::RunFolder;
 use seal::validate::{validate_as, validate_file, Report};
+use seal_fs::adapt::{verdict_file_to_run_folder, verdict_to_run_folder};
 
 const LIMIT: u64 = 1 << 26;
 const VERDICTS: [(&str, Genre); 3] = [

@@ -287,8 +287,8 @@ async fn a_run_the_postguard_refused_verifies_as_that_decision() {
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
     personas(&lb);
     let dir = tempfile::tempdir().unwrap();
-    let key = seal::sealing::SigningKey::generate();
-    let (_, pem) = key.write_pair(&dir.path().join("keys")).unwrap();
+    let key = seal_fs::keys::generate_signing_key();
+    let (_, pem) = seal_fs::keys::write_key_pair(&key, &dir.path().join("keys")).unwrap();
     let root = dir.path().join("store");
     let url = file_url(&root);
     let store = seal::store::Store::open(&url).await.unwrap();

@@ -7,7 +7,6 @@
 use crate::common;
 
 use common::*;
-use seal::sealing::SigningKey;
 use seal_testkit::loopback::Loopback;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -70,7 +69,9 @@ impl ImportRig {
     pub(crate) async fn new() -> ImportRig {
         let (_src_dir, src) = copy_fixture_store();
         let work = tempfile::tempdir().unwrap();
-        let (key, public) = SigningKey::generate().write_pair(work.path()).unwrap();
+        let (key, public) =
+            seal_fs::keys::write_key_pair(&seal_fs::keys::generate_signing_key(), work.path())
+                .unwrap();
         let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
         personas(&lb);
         ImportRig {

@@ -426,7 +426,7 @@ fn verify_names_unbound_objects_and_lists_every_folder_it_could_not_verify() {
 /// first and failed when it came second. The rule now: exactly one signature.
 #[test]
 fn an_envelope_with_two_signatures_is_refused_whatever_their_order() {
-    let key = seal::sealing::SigningKey::generate();
+    let key = seal_fs::keys::generate_signing_key();
     let statement = seal::sealing::Statement::new(
         "runs/x/evidence.json",
         &seal::canonical::Hash::of(b"x"),

@@ -10,7 +10,6 @@ use seal::contracts::Kind;
 use seal::doc::{outcome_node_id, DecisionTree, Evidence};
 use seal::explain::{explain, ExplainError, Explanation};
 use seal::ids::RunId;
-use seal::sealing::PublicKey;
 use seal::store::Store;
 use seal::validate::{validate_as, Report};
 use std::collections::BTreeSet;
@@ -18,7 +17,7 @@ use std::path::Path;
 
 async fn explain_in(root: &Path, run: &str, pem: &Path) -> Result<Explanation, ExplainError> {
     let store = Store::open(&file_url(root)).await.unwrap();
-    let key = PublicKey::load(pem).unwrap();
+    let key = seal_fs::keys::load_public_key(pem).unwrap();
     explain(
         &store,
         &RunId::parse(run).unwrap(),

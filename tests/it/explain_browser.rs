@@ -13,7 +13,6 @@ use crate::common;
 use common::*;
 use seal::explain::{explain, Explanation};
 use seal::ids::RunId;
-use seal::sealing::PublicKey;
 use seal::store::Store;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -33,7 +32,7 @@ fn url_of(p: &Path) -> String {
 
 async fn explained(root: &Path, run: &str, pem: &Path) -> Explanation {
     let store = Store::open(&file_url(root)).await.unwrap();
-    let key = PublicKey::load(pem).unwrap();
+    let key = seal_fs::keys::load_public_key(pem).unwrap();
     explain(
         &store,
         &RunId::parse(run).unwrap(),

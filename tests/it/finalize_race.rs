@@ -19,14 +19,16 @@ async fn race(store_url: &str) {
     // Eight finalizers, each a "replica" with its own engine and signing key, trusting the
     // others' (`keys.trusted`): a leaf or checkpoint by a key a replica does not trust is
     // planted to it (docs/DESIGN.md §11).
-    let keys: Vec<SigningKey> = (0..8).map(|_| SigningKey::generate()).collect();
+    let keys: Vec<SigningKey> = (0..8)
+        .map(|_| seal_fs::keys::generate_signing_key())
+        .collect();
     let pems = tempfile::tempdir().unwrap();
     let trusted: Vec<std::path::PathBuf> = keys
         .iter()
         .enumerate()
         .map(|(i, k)| {
             let dir = pems.path().join(i.to_string());
-            k.write_pair(&dir).unwrap().1
+            seal_fs::keys::write_key_pair(k, &dir).unwrap().1
         })
         .collect();
     let mut engines = Vec::new();

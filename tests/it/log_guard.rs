@@ -137,7 +137,7 @@ fn leaf(dir: &Path, index: u64) -> Leaf {
 }
 
 fn public_raw(dir: &Path) -> [u8; 32] {
-    seal::sealing::PublicKey::load(&dir.join("keys/seal.pub.pem"))
+    seal_fs::keys::load_public_key(&dir.join("keys/seal.pub.pem"))
         .unwrap()
         .raw()
 }

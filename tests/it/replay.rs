@@ -11,7 +11,7 @@ use common::*;
 use seal::doc::{AcceptanceMode, Evidence, Outcome};
 use seal::ids::RunId;
 use seal::replay::{replay, JudgesFrom, ReplayError, SourceProof::Verify};
-use seal::sealing::{PublicKey, SigningKey};
+use seal::sealing::PublicKey;
 use seal::store::{Key, Store};
 use seal_testkit::loopback::{Loopback, Persona};
 use serde_json::Value;
@@ -55,13 +55,14 @@ pub(crate) fn replayable_fixtures() -> Vec<String> {
 }
 
 pub(crate) fn fixture_key() -> PublicKey {
-    PublicKey::load(&fixture_trust_pem()).unwrap()
+    seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap()
 }
 
 /// A fresh signing key pair on disk: (folder, private PEM, public PEM).
 pub(crate) fn key_pair() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let (k, p) = SigningKey::generate().write_pair(dir.path()).unwrap();
+    let (k, p) =
+        seal_fs::keys::write_key_pair(&seal_fs::keys::generate_signing_key(), dir.path()).unwrap();
     (dir, k, p)
 }
 
@@ -763,7 +764,7 @@ async fn replay_refuses_sources_whose_seal_does_not_verify() {
             &seal::canonical::Hash::of(&bytes),
         )
         .unwrap();
-        let env = seal::sealing::sign(&SigningKey::generate(), &statement).unwrap();
+        let env = seal::sealing::sign(&seal_fs::keys::generate_signing_key(), &statement).unwrap();
         let p = root.join(format!("runs/{run_id}/seal.dsse.json"));
         std::fs::remove_file(&p).unwrap();
         std::fs::write(&p, seal::canonical::canonical_bytes(&env).unwrap()).unwrap();

@@ -319,7 +319,7 @@ async fn three_replicas_300_runs_every_roll_sent_twice_cost_two_calls_per_roll()
     assert!(calls_per_session(&lb).values().all(|&n| n == 1));
     // One consistent log: every run once, every run proven.
     let store = seal::store::Store::open(&url).await.unwrap();
-    let pem = seal::sealing::PublicKey::load(&dir.path().join("keys/seal.pub.pem")).unwrap();
+    let pem = seal_fs::keys::load_public_key(&dir.path().join("keys/seal.pub.pem")).unwrap();
     let trust = seal::transparency::trust(seal::transparency::DEFAULT_ORIGIN, &[pem]);
     let report = seal::transparency::verify_log(&store, &trust, None)
         .await

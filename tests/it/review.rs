@@ -273,7 +273,9 @@ fn a_review_is_stored_logged_and_verified_without_touching_the_sealed_run() {
     assert_eq!(statement["predicate"]["reviewIndex"], 0);
     assert_eq!(
         env.signatures[0].keyid,
-        SigningKey::load(&s.reviewer_key).unwrap().key_id
+        seal_fs::keys::load_signing_key(&s.reviewer_key)
+            .unwrap()
+            .key_id
     );
     // `seal validate` knows the statement.
     let file = s.dir.path().join("statement.json");
@@ -419,8 +421,8 @@ fn tampered_planted_and_misdirected_reviews_fail_verify_and_are_named() {
     // admitted, never logged) is not trusted.
     let rt = tokio::runtime::Runtime::new().unwrap();
     let run = RunId::parse(RUN).unwrap();
-    let reviewer = SigningKey::load(&s.reviewer_key).unwrap();
-    let fixture = seal::sealing::PublicKey::load(&fixture_trust_pem()).unwrap();
+    let reviewer = seal_fs::keys::load_signing_key(&s.reviewer_key).unwrap();
+    let fixture = seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap();
     let facts = rt.block_on(async {
         let store = seal::store::Store::open(&s.url).await.unwrap();
         let proof = seal::verify::prove(&store, &run, std::slice::from_ref(&fixture))
@@ -531,15 +533,15 @@ async fn the_daemon_takes_client_signed_reviews_and_refuses_the_rest_by_code() {
     let url = format!("{}/v1/runs/{RUN}/reviews", daemon.base);
 
     let run = RunId::parse(RUN).unwrap();
-    let fixture = seal::sealing::PublicKey::load(&fixture_trust_pem()).unwrap();
+    let fixture = seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap();
     let store = seal::store::Store::open(&s.url).await.unwrap();
     let proof = seal::verify::prove(&store, &run, std::slice::from_ref(&fixture))
         .await
         .unwrap()
         .unwrap();
     let facts = seal_engine::review::facts(&run, &proof, std::slice::from_ref(&fixture));
-    let reviewer = SigningKey::load(&s.reviewer_key).unwrap();
-    let stranger = SigningKey::load(&s.stranger_key).unwrap();
+    let reviewer = seal_fs::keys::load_signing_key(&s.reviewer_key).unwrap();
+    let stranger = seal_fs::keys::load_signing_key(&s.stranger_key).unwrap();
     let envelope = |key: &SigningKey, f: &seal_core::review::RunFacts, obligation: &str| {
         let st = f.statement(
             "Grace",
@@ -831,9 +833,11 @@ fn only_reviews_under_trusted_reviewer_keys_are_trusted_reviews() {
     rt.block_on(async {
         let store = seal::store::Store::open(&s.url).await.unwrap();
         let run = RunId::parse(RUN).unwrap();
-        let fixture = seal::sealing::PublicKey::load(&fixture_trust_pem()).unwrap();
-        let reviewer = seal::sealing::PublicKey::load(&s.reviewer_pub).unwrap();
-        let stranger = SigningKey::load(&s.stranger_key).unwrap().public();
+        let fixture = seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap();
+        let reviewer = seal_fs::keys::load_public_key(&s.reviewer_pub).unwrap();
+        let stranger = seal_fs::keys::load_signing_key(&s.stranger_key)
+            .unwrap()
+            .public();
         let proof = seal::verify::prove(&store, &run, std::slice::from_ref(&fixture))
             .await
             .unwrap()

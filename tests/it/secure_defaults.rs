@@ -11,7 +11,6 @@ use crate::common;
 
 use common::*;
 use seal::ids::{RollId, RunId, Slot};
-use seal::sealing::PublicKey;
 use seal::store::{Key, Store};
 use seal_testkit::loopback::Loopback;
 use std::io::Read;
@@ -517,7 +516,7 @@ async fn bidi_controls_in_game_text_rationales_and_models_are_shown_visibly_on_b
     let model = format!("{MODEL_A}\u{202E}gnp.exe");
     let (dir, url, pem, run) = sealed_run_with_text(&evil, &model).await;
     let store = Store::open_existing(&url).await.unwrap();
-    let key = PublicKey::load(&pem).unwrap();
+    let key = seal_fs::keys::load_public_key(&pem).unwrap();
     let policy = seal::witness::check::Policy::default();
     let verifier = seal::verify::Verifier::load(
         &store,

@@ -9,7 +9,6 @@ use crate::common;
 use common::*;
 use proptest::prelude::*;
 use seal::doc::{JudgeStatus, ObligationStatus};
-use seal::sealing::PublicKey;
 use seal::stats::aggregate::Aggregator;
 use seal::stats::facts::*;
 use seal::stats::kappa::{kappa_interval, nearest_rank, Confusion, Histogram, SplitMix64};
@@ -215,7 +214,7 @@ proptest! {
 
 async fn fixture_stats(root: &Path, query: Query) -> Stats {
     let store = Store::open_existing(&file_url(root)).await.unwrap();
-    let key = PublicKey::load(&fixture_trust_pem()).unwrap();
+    let key = seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap();
     stats(&store, &verifier(&store, key).await, query)
         .await
         .unwrap()

@@ -450,7 +450,7 @@ async fn seal_verify_names_a_sealed_document_bound_under_another_rolls_key() {
     std::fs::copy(fixture_trust_pem().with_file_name("seal.key.pem"), &pem).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&pem, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let key = seal::sealing::SigningKey::load(&pem).unwrap();
+    let key = seal_fs::keys::load_signing_key(&pem).unwrap();
     let env = seal::sealing::sign(&key, &statement).unwrap();
     rewrite("seal.dsse.json", &canonical_bytes(&env).unwrap());
 

@@ -23,7 +23,7 @@ use seal::doc::*;
 use seal::engine::{Engine, FixedClock};
 use seal::ids::RunId;
 use seal::replay::{replay, replayable_runs, JudgesFrom, SourceProof};
-use seal::sealing::{Envelope, PublicKey, SigningKey};
+use seal::sealing::{Envelope, SigningKey};
 use seal::store::Store;
 use seal::tlog::LogEntry;
 use serde::de::DeserializeOwned;
@@ -230,7 +230,7 @@ fn fixture_signing_key(dir: &Path) -> SigningKey {
     let to = dir.join("seal.key.pem");
     std::fs::copy(sealed_fixtures().join("keys/test-only/seal.key.pem"), &to).unwrap();
     std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600)).unwrap();
-    SigningKey::load(&to).expect("the test-only fixture key")
+    seal_fs::keys::load_signing_key(&to).expect("the test-only fixture key")
 }
 
 /// `sha256  key` of every object a replay wrote (runs/*.replay-*/) and of the log.
@@ -259,7 +259,7 @@ async fn stored_judge_replay_reproduces_the_manifest() {
     let (dir, store_root) = copy_fixture_store();
     let store = Store::open(&file_url(&store_root)).await.unwrap();
     let key = fixture_signing_key(dir.path());
-    let trusted = [PublicKey::load(&fixture_trust_pem()).unwrap()];
+    let trusted = [seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap()];
     let engine = Engine::new(store, fixture_config(), Some(key))
         .unwrap()
         .with_clock(Arc::new(FixedClock(DECIDED_AT.into())));

@@ -21,7 +21,7 @@ use seal::audit::Problem;
 use seal::canonical::{canonical_bytes, Hash};
 use seal::doc::Evidence;
 use seal::ids::RunId;
-use seal::sealing::{self, Envelope, PublicKey, SigningKey};
+use seal::sealing::{self, Envelope, PublicKey};
 use seal::store::Store;
 use seal::verify;
 use seal::vocab::AuditCheck;
@@ -634,7 +634,7 @@ pub(crate) fn apply(root: &Path, run: &str, a: &Apply) {
             let ev: Evidence = serde_json::from_slice(&bytes).unwrap();
             let id = RunId::parse(run).unwrap();
             let statement = seal::sealing::statement_for(&id, &ev, &Hash::of(&bytes)).unwrap();
-            let untrusted = SigningKey::generate();
+            let untrusted = seal_fs::keys::generate_signing_key();
             let mut env = sealing::sign(&untrusted, &statement).unwrap();
             let seal_path = root.join(format!("runs/{run}/seal.dsse.json"));
             if *keep_trusted_sig {
@@ -676,7 +676,7 @@ pub(crate) fn apply(root: &Path, run: &str, a: &Apply) {
 }
 
 pub(crate) fn trusted() -> Vec<PublicKey> {
-    vec![PublicKey::load(&fixture_trust_pem()).unwrap()]
+    vec![seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap()]
 }
 
 /// Prepares a damaged copy for a case: (temp folder, store root).

@@ -32,7 +32,7 @@ pub(crate) fn fixture_signing_key(dir: &Path) -> SigningKey {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
     }
-    SigningKey::load(&p).unwrap()
+    seal_fs::keys::load_signing_key(&p).unwrap()
 }
 
 fn raw_trusted() -> seal::tlog::LogTrust {

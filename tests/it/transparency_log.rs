@@ -198,9 +198,7 @@ fn the_independent_script_agrees_with_seal_on_every_proof() {
     assert_eq!(code, 0, "{out}");
     // A checkpoint signed by another key is refused.
     let other = tempfile::tempdir().unwrap();
-    seal::sealing::SigningKey::generate()
-        .write_pair(other.path())
-        .unwrap();
+    seal_fs::keys::write_key_pair(&seal_fs::keys::generate_signing_key(), other.path()).unwrap();
     let other_pem = other.path().join("seal.pub.pem");
     let (code, out) = python(&[
         "checkpoint",
@@ -232,7 +230,7 @@ fn the_independent_script_authenticates_leaves_past_the_latest_checkpoint() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
     }
-    let key = seal::sealing::SigningKey::load(&key_file).unwrap();
+    let key = seal_fs::keys::load_signing_key(&key_file).unwrap();
     let next = entries(&root) as u64;
     let ghost = tlog::LogEntry {
         run_id: "run-ghost-0001".into(),
@@ -437,10 +435,10 @@ async fn a_planted_checkpoint_is_neither_printed_nor_served() {
     let engine = seal::engine::Engine::new(
         seal::store::Store::open(&store).await.unwrap(),
         config_for(&lb, &[]),
-        Some(seal::sealing::SigningKey::generate()),
+        Some(seal_fs::keys::generate_signing_key()),
     )
     .unwrap();
-    let trusted = vec![seal::sealing::PublicKey::load(&fixture_trust_pem()).unwrap()];
+    let trusted = vec![seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap()];
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (_stop, rx) = tokio::sync::oneshot::channel::<()>();

@@ -11,7 +11,7 @@ use crate::common;
 use common::*;
 use seal::ids::RunId;
 use seal::import::{Archive, ImportError, Imported, Limits};
-use seal::sealing::{PublicKey, SigningKey};
+use seal::sealing::PublicKey;
 use seal::store::{Key, Store};
 use seal_testkit::loopback::Loopback;
 use std::collections::BTreeMap;
@@ -99,7 +99,8 @@ async fn run_async(c: Command, secs: u64) -> Output {
 /// A fresh signing key pair on disk: (folder, private PEM, public PEM).
 fn key_pair() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let (k, p) = SigningKey::generate().write_pair(dir.path()).unwrap();
+    let (k, p) =
+        seal_fs::keys::write_key_pair(&seal_fs::keys::generate_signing_key(), dir.path()).unwrap();
     (dir, k, p)
 }
 
@@ -292,7 +293,7 @@ fn run_files(root: &Path, run: &str) -> BTreeMap<String, String> {
 }
 
 fn trusted() -> Vec<PublicKey> {
-    vec![PublicKey::load(&fixture_trust_pem()).unwrap()]
+    vec![seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap()]
 }
 
 const LIMITS: Limits = Limits {
@@ -965,7 +966,7 @@ async fn replay_from_copies_exactly_the_bound_objects() {
         &archive,
         &dest_store,
         &other,
-        &[SigningKey::generate().public()],
+        &[seal_fs::keys::generate_signing_key().public()],
         LIMITS,
         false,
     )

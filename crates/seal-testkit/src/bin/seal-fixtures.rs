@@ -17,7 +17,6 @@ use std::time::Duration;
 use seal::canonical::Hash;
 use seal::config::Config;
 use seal::engine::{Engine, FixedClock};
-use seal::sealing::SigningKey;
 use seal::store::Store;
 use seal_testkit::loopback::{Fault, Loopback, Persona};
 
@@ -140,7 +139,7 @@ fn config(lb: &Loopback, budget: Option<&str>) -> Res<Config> {
 }
 
 async fn engine(store: &Store, lb: &Loopback, key: &Path, budget: Option<&str>) -> Res<Engine> {
-    let key = SigningKey::load(key).map_err(err)?;
+    let key = seal_fs::keys::load_signing_key(key).map_err(err)?;
     Ok(Engine::new(store.clone(), config(lb, budget)?, Some(key))?
         .with_clock(Arc::new(FixedClock(DECIDED_AT.into()))))
 }
@@ -148,7 +147,7 @@ async fn engine(store: &Store, lb: &Loopback, key: &Path, budget: Option<&str>) 
 fn key_pair(dir: &Path) -> Res<PathBuf> {
     let key = dir.join("seal.key.pem");
     if !key.exists() {
-        SigningKey::generate().write_pair(dir).map_err(err)?;
+        seal_fs::keys::write_key_pair(&seal_fs::keys::generate_signing_key(), dir).map_err(err)?;
         let readme = "Test-only ed25519 key pair that signed the sealed fixtures. It is public:\nnever trust it outside tests and demos.\n";
         std::fs::write(dir.join("README"), readme).map_err(err)?;
     }
@@ -267,7 +266,7 @@ async fn run() -> Res<()> {
     if legacy_dir.exists() {
         std::fs::remove_dir_all(&legacy_dir).map_err(err)?;
     }
-    let legacy_run = seal::adapt::verdict_file_to_run_folder(
+    let legacy_run = seal_fs::adapt::verdict_file_to_run_folder(
         &out.join("verdicts/accept.json"),
         seal::doc::Genre::Puzzle,
         &legacy_dir,
@@ -358,7 +357,7 @@ async fn run() -> Res<()> {
         &seal::ids::RunId::parse("run-narrative-0010-pass").map_err(err)?,
         seal::replay::JudgesFrom::Stored,
         None,
-        &[SigningKey::load(&key).map_err(err)?.public()],
+        &[seal_fs::keys::load_signing_key(&key).map_err(err)?.public()],
         seal::replay::SourceProof::Verify,
     )
     .await

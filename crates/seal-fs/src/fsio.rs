@@ -39,10 +39,10 @@ pub enum FsError {
     Io { path: String, detail: String },
 }
 
-impl crate::fault::HasFault for FsError {
-    fn fault(&self) -> crate::fault::Fault {
+impl seal_core::fault::HasFault for FsError {
+    fn fault(&self) -> seal_core::fault::Fault {
         // Every path here was named by an operator or lies inside an archive they gave.
-        crate::fault::Fault::Caller
+        seal_core::fault::Fault::Caller
     }
 }
 
