@@ -1,6 +1,6 @@
 //! What the commands share, built once: logging, the configuration, the runtime, keys, stores
-//! and the engine. It replaces the preamble each command used to copy (load the config, read
-//! the keys, start a runtime, open the store, set its document limit, build the engine).
+//! and the engine, so no command repeats the preamble (load the config, read the keys, start a
+//! runtime, open the store, set its document limit, build the engine).
 //!
 //! A command that only reads opens its store with [`Context::read_store`], which never creates
 //! one; a writer uses [`Context::write_store`], once the deployment secret is known to be usable
