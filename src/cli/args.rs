@@ -2,9 +2,8 @@
 //! genres, RFC 3339 times, the consensus strategy, where replayed judge answers come from, and
 //! the witnesses a verification requires.
 //!
-//! Decision: a value is checked where clap reads it, not inside each command, so a bad value
-//! is a usage error (exit 2, clap's message naming the option) in every command, before any
-//! configuration, key or store is touched — ripgrep's "low args → high args", done by clap.
+//! A value is checked where clap reads it, so a bad value is a usage error (exit 2) in every
+//! command (docs/DECISIONS.md, "Arguments are checked where clap reads them").
 
 use std::fmt;
 use std::path::PathBuf;

@@ -1,11 +1,10 @@
 //! What the commands share, built once: logging, the configuration, the runtime, keys, stores
-//! and the engine. It replaces the preamble each command used to copy (load the config, read
-//! the keys, start a runtime, open the store, set its document limit, build the engine).
+//! and the engine, so no command repeats the preamble (load the config, read the keys, start a
+//! runtime, open the store, set its document limit, build the engine).
 //!
-//! Decision: a command that only reads opens its store with [`Context::read_store`], which
-//! never creates one (a mistyped `file://` path is an error, never a new empty folder); only
-//! a writer opens with [`Context::write_store`], and only once the deployment secret is known
-//! to be usable, so a command that cannot judge creates nothing.
+//! A command that only reads opens its store with [`Context::read_store`], which never creates
+//! one; a writer uses [`Context::write_store`], once the deployment secret is known to be usable
+//! (docs/DECISIONS.md, "A command that only reads never creates a store").
 
 use std::future::Future;
 use std::path::{Path, PathBuf};

@@ -7,11 +7,10 @@
 //! (usage, config, key files, the store, a named run absent, an input file unreadable or an
 //! output file existing, infrastructure, corruption).
 //!
-//! Decision: the fault of an error ([`HasFault`]) no longer picks the code. It did, and the same
-//! error then had two codes: a missing store was 1 where its `StoreError` (a `Caller` fault)
-//! reached the top and 2 where a command printed it itself. A command that judges an input
-//! turns a refusal of *that input* into `Ok(ExitStatus::No)` in one line of its own file
-//! ([`refused`]); every other error is a [`CliError`], exit 2, its fault printed with it.
+//! The fault of an error ([`HasFault`]) is printed with it but does not pick the code. A command
+//! that judges an input turns a refusal of *that input* into `Ok(ExitStatus::No)` in one line of
+//! its own file ([`refused`]); every other error is a [`CliError`], exit 2 (docs/DECISIONS.md,
+//! "Errors by fault, mapped once").
 
 use std::fmt::Display;
 

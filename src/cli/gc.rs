@@ -2,9 +2,8 @@
 //! safety"): objects written before a step's commit object that no commit object names yet,
 //! and run folders not decided. One line each: kind, object, step, what completes it.
 //!
-//! Decision: listing only. Every object under `runs/` and `cas/` is create-only and, under
-//! Object Lock, cannot be deleted (docs/DEPLOYING.md); scratch under `tmp/uploads/` is left to
-//! lifecycle rules. So `--dry-run` is required, and the command never writes.
+//! Listing only: `--dry-run` is required and the command never writes (docs/DECISIONS.md,
+//! "`seal gc` only lists").
 //!
 //! Exit 0 listed (orphans are not failures), 2 could not run (no store, no `--dry-run`).
 

@@ -10,9 +10,9 @@
 //! rebuild refused); 2 could not run (no store, a named run not in it, no trusted key, …).
 //! Every command opens an existing store only: a mistyped path is an error, never created.
 //!
-//! Decision: checkpoints are trusted under the same keys as seals (`keys.trusted`, `--trust`),
-//! because the log is signed with the seal signing key; `prove` also trusts the public half of
-//! the configured signing key, so an operator on the signing host needs no extra flag.
+//! Checkpoints are trusted under the same keys as seals (`keys.trusted`, `--trust`); `prove`
+//! also trusts the public half of the configured signing key, so an operator on the signing host
+//! needs no extra flag (docs/DECISIONS.md, "Log with the seal signing key").
 
 use std::path::{Path, PathBuf};
 

@@ -1,9 +1,7 @@
 //! What commands write: progress bars, shell words, output files, and text made safe for a terminal.
 //!
-//! Decision: an output file (`--out`, `--html FILE`) is always a new file, never overwritten
-//! and never written through a link ([`seal_fs::fsio::write_new`]): a page or a Verdict
-//! written over a file someone meant to keep is worse than an error (exit 2, as
-//! `seal keygen` over an existing key).
+//! An output file (`--out`, `--html FILE`) is always a new file, never written through a link
+//! ([`seal_fs::fsio::write_new`]; docs/DECISIONS.md, "Output files are never overwritten").
 
 use std::path::Path;
 

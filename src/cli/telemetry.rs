@@ -2,13 +2,11 @@
 //! → `judge.attempt` tree for each roll), the W3C trace context taken from a worker's
 //! `traceparent` and sent on to the judges, and their export over OTLP/HTTP (protobuf).
 //!
-//! Decision: the OpenTelemetry layer is always installed, the exporter only when an endpoint
-//! is configured (`[telemetry] otlp_endpoint`, else the standard `OTEL_EXPORTER_OTLP_ENDPOINT`
-//! or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), and never when `OTEL_SDK_DISABLED=true` or
-//! `OTEL_TRACES_EXPORTER=none`. So a worker's trace id reaches the judges with export off, and
-//! nothing leaves the host unless the operator asked for it. The exporter posts from the
-//! SDK's own batch thread (its blocking HTTP client), never from a request's task; a
-//! collector that is down costs dropped spans, not latency.
+//! The OpenTelemetry layer is always installed; the exporter only when an endpoint is configured
+//! (`[telemetry] otlp_endpoint`, else `OTEL_EXPORTER_OTLP_ENDPOINT` or
+//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) and neither `OTEL_SDK_DISABLED=true` nor
+//! `OTEL_TRACES_EXPORTER=none` is set. It posts from the SDK's own batch thread, never from a
+//! request's task (docs/DECISIONS.md, "Traces are always made, exported only on request").
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::WithExportConfig;

@@ -5,8 +5,8 @@
 //! cosigned, and keeps that in its own state file. Its first stdout line is
 //! `seal witness listening on http://ADDR` (tests bind port 0), the second its verifier key.
 //!
-//! Decision: a witness takes its keys and state from flags, not from seal's config: it is meant
-//! to run on another host, by another operator, with nothing of the seal deployment.
+//! A witness takes its keys and state from flags, not from seal's config (docs/DECISIONS.md,
+//! "A witness is a separate process").
 //!
 //! Exit 0 after SIGTERM or SIGINT, 2 could not start.
 

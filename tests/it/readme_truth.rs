@@ -3,7 +3,7 @@
 //! the command takes; every route of the OpenAPI document is a row of the README's route table
 //! (and no row names a route or a command that does not exist); every argument has help text.
 //!
-//! Decision: the commands are read from the built binary's `--help` (walked from `seal --help`
+//! The commands are read from the built binary's `--help` (walked from `seal --help`
 //! down to every leaf), not from clap's `CommandFactory`, so the test sees what a user sees,
 //! and a command added anywhere under `src/cli/` is found without listing it here. The routes
 //! come from the OpenAPI document the daemon serves (`seal::server::OPENAPI_JSON`, the bundle of

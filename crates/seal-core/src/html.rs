@@ -2,12 +2,9 @@
 //! function for HTML text, quoted attribute values and inline SVG text, and the pages'
 //! Content-Security-Policy. Pure.
 //!
-//! Decision: bidirectional controls are shown, not kept or dropped. Kept, an embedding or
-//! override (U+202A–U+202E), isolate (U+2066–U+2069) or mark (U+200E, U+200F, U+061C) in a
-//! game's text or a judge's rationale reorders what a reviewer reads (a "fail" that displays as
-//! "liaf", a rationale whose end appears in the middle); dropped, the page would hide that the
-//! text carried them. So each becomes a visible marker `[U+202E]` (an HTML entity would be
-//! decoded back into the control by the browser).
+//! Bidirectional controls (embeddings and overrides U+202A–U+202E, isolates U+2066–U+2069, marks
+//! U+200E, U+200F and U+061C) are shown as visible markers `[U+202E]`, neither kept nor dropped
+//! (docs/DECISIONS.md, "The page").
 
 /// The pages' Content-Security-Policy (also sent as a header by `seal serve`).
 pub const CSP: &str =

@@ -15,10 +15,8 @@
 //! `ReceiptError::Unauthenticated`): the object is named as planted and nothing is judged or
 //! sealed from it.
 //!
-//! Decision: receipts live outside `runs/` (like leases), so they are not evidence: a sealed
-//! run's meaning does not change, `seal verify` (which has no secret and must not need one)
-//! ignores them, and imports copy only what the seal binds. They matter only to the process
-//! that is about to judge, resume or sign.
+//! Receipts live outside `runs/` (like leases): they are not evidence, and `seal verify` and
+//! imports ignore them (docs/DECISIONS.md, "Receipts live outside `runs/`").
 //!
 //! This module holds the document and its MAC ([`make`], [`check`], pure); issuing and
 //! requiring receipts in a store is the engine's `Notary`.

@@ -8,11 +8,10 @@
 //! (`seal verify`), naming each problem by the check it fails: `review_signature`,
 //! `review_subject`, `review_content` (an obligation the run does not have), `review_log`.
 //!
-//! Decision: a review never changes the sealed evidence or the seal. It is a fact of its own,
-//! bound to them by digest, chained per run (`reviewIndex`, `previousReviewSha256`) so that a
-//! deleted or reordered review breaks the chain, and signed by a key seal never holds, so
-//! that a person's decision cannot be forged by whoever runs seal. For that reason a key that
-//! is trusted both as a seal key and as a reviewer key is refused as a reviewer key.
+//! A review never changes the sealed evidence or the seal: it is bound to them by digest,
+//! chained per run (`reviewIndex`, `previousReviewSha256`) and signed by a key seal never holds,
+//! so a key trusted both as a seal key and as a reviewer key is refused as a reviewer key
+//! (docs/DECISIONS.md, "Reviews are signed facts beside the seal").
 //!
 //! What the checks ignore, and why: the review's time (`reviewedAt`) is the reviewer's claim
 //! (schema-checked as a date-time, never compared with a clock: the core reads none), and the

@@ -5,12 +5,11 @@
 //! always give the same tree, the same proofs and (ed25519 being deterministic) the same signed
 //! checkpoint. The store-using log is `crate::transparency`.
 //!
-//! Decision: the Merkle math and the formats come from maintained crates (`tlog_tiles`, the
-//! Rust port of Go's `sumdb/tlog` with C2SP checkpoints; `signed_note`, C2SP signed notes), not
-//! from code of our own; this module only adapts them (an in-memory [`Tree`] of stored hashes,
-//! strict ed25519 verification) and is checked against the RFC 6962 and C2SP test vectors in
-//! `tests/data/tlog/`. Reason: a transparency log is only as good as its agreement with other
-//! people's verifiers, so the code that hashes and signs should be theirs.
+//! The Merkle math and the formats come from `tlog_tiles` (the Rust port of Go's `sumdb/tlog`
+//! with C2SP checkpoints) and `signed_note` (C2SP signed notes); this module only adapts them (an
+//! in-memory [`Tree`] of stored hashes, strict ed25519 verification) and is checked against the
+//! RFC 6962 and C2SP test vectors in `tests/data/tlog/` (docs/DECISIONS.md, "`tlog_tiles` and
+//! `signed_note`").
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -327,9 +326,9 @@ pub fn tiles_between(old: u64, new: u64) -> Vec<Tile> {
 /// The hash tile a C2SP path (`tile/8/<level>/<index>[.p/<width>]`) names, in its one
 /// canonical spelling, at seal's height; `None` for anything else, data tiles included.
 ///
-/// Decision: checked here before `Tile::from_path`, which panics on a width of 0 or a level
-/// above 63 and lets a level overflow the hash index arithmetic: the path comes from a store
-/// listing or a request, so it is hostile.
+/// Checked here before `Tile::from_path`, which panics on a width of 0 or a level above 63 and
+/// lets a level overflow the hash index arithmetic: the path comes from a store listing or a
+/// request, so it is hostile.
 pub fn parse_tile_path(path: &str) -> Option<Tile> {
     let mut parts = path.split('/');
     let (Some("tile"), Some("8"), Some(level)) = (parts.next(), parts.next(), parts.next()) else {
@@ -403,9 +402,9 @@ pub fn node_hash(left: &NodeHash, right: &NodeHash) -> NodeHash {
 /// The root of a tree fed one leaf hash at a time, in O(log n) memory: the roots of the
 /// perfect subtrees on its right edge, largest first (an RFC 9162 compact range from 0).
 ///
-/// Decision: what reads a whole log only to compare it with one signed root (`seal verify
-/// --all`'s pass over the log) keeps this, not a [`Tree`] (two hashes a leaf), so its memory
-/// does not grow with the log.
+/// What reads a whole log only to compare it with one signed root (`seal verify --all`'s pass
+/// over the log) keeps this, not a [`Tree`] (two hashes a leaf), so its memory does not grow
+/// with the log (docs/DECISIONS.md, "Start-up independent of history").
 #[derive(Debug, Clone, Default)]
 pub struct RightEdge {
     /// (height, root) of each perfect subtree, heights strictly decreasing.

@@ -19,9 +19,8 @@
 //! seen, between its entry and its seal leaves a logged run without its seal (sealPending),
 //! which the rerun completes with the same bytes.
 //!
-//! Decision: refuse the run rather than import "the good part" of it. A run with an extra
-//! object does not verify where it is, so the archive is not what was sealed; importing a
-//! cleaned-up copy would make the destination say more than the archive proves.
+//! A run with an extra object is refused whole, never imported in part (docs/DECISIONS.md,
+//! "Import = stage, verify, copy the bound set").
 
 use std::path::{Path, PathBuf};
 

@@ -2,12 +2,12 @@
 //! per-obligation labels an eval set or a prompt change is measured against: judge A, judge B,
 //! the consensus, the PlaySpec check and the latest trusted human review (`crate::review`).
 //!
-//! Decision: only runs that verify **with their reviews** ([`crate::verify::Verifier`] with the
-//! trusted reviewer keys) give lines, and `human` is the latest of their trusted reviews
-//! ([`crate::verify::Verifier::trusted_reviews`], the reviews `seal explain` and `seal stats`
-//! use too); the others are returned apart, named. The lines
-//! are in a fixed order (run id, then the evidence's roll order, then the roll's obligation
-//! order) and each is canonical JSON, so two exports of one store are the same bytes.
+//! Only runs that verify **with their reviews** ([`crate::verify::Verifier`] with the trusted
+//! reviewer keys) give lines, and `human` is the latest of their trusted reviews
+//! ([`crate::verify::Verifier::trusted_reviews`]); the others are returned apart, named. The
+//! lines are in a fixed order (run id, then the evidence's roll order, then the roll's
+//! obligation order), each canonical JSON (docs/DECISIONS.md, "Labels come only from runs that
+//! verify with their reviews").
 
 use serde::Serialize;
 

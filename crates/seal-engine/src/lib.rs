@@ -25,9 +25,9 @@
 //! counters   metrics                          what `/metrics` shows
 //! ```
 //!
-//! Decision: the engine knows no HTTP framework and no command line. The server and the CLI
-//! translate requests and arguments into these calls, so `seal serve` and `seal judge` run the
-//! same code with the same checks.
+//! The engine knows no HTTP framework and no command line: the server and the CLI translate
+//! requests and arguments into these calls (docs/DECISIONS.md, "One engine under the server and
+//! the CLI").
 
 #![forbid(unsafe_code)]
 

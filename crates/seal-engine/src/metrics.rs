@@ -2,11 +2,11 @@
 //! with its HELP, in one [`Registry`] per engine (tests run several daemons in one process, so
 //! no global recorder). Rendered as the Prometheus text format 0.0.4.
 //!
-//! Decision: every label set that is known in advance is created at zero when the engine
-//! starts (both slots × every result and error class, every outcome, every consensus status),
-//! so a rate or a ratio alert has a series to read before the first event instead of "no
-//! data". Counters are registered without `_total`; the encoder appends it, so the exposed
-//! names are the ones docs/DEPLOYING.md §6 lists.
+//! Every label set known in advance is created at zero when the engine starts (both slots ×
+//! every result and error class, every outcome, every consensus status; docs/DECISIONS.md,
+//! "Metric labels are bounded and exist from the start"). Counters are registered without
+//! `_total`; the encoder appends it, so the exposed names are the ones docs/DEPLOYING.md §6
+//! lists.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;

@@ -1,10 +1,8 @@
 //! `seal shadow-report`'s loader: the store's decided runs, each proven, reduced to the
 //! [`ShadowRun`]s the pure report pairs with the ledger (docs/DESIGN.md §7).
 //!
-//! Decision: every decided run is proven before its acceptance mode is read, not only the
-//! runs whose stored evidence says `v3_shadow`. Reading the mode from unverified bytes would
-//! let one edited byte (`v3_shadow` → `v3`) drop a shadow run from the report without a trace;
-//! proven first, such a run is listed as not verified. It costs what `seal stats` costs.
+//! Every decided run is proven before its acceptance mode is read (docs/DECISIONS.md, "Shadow
+//! runs are proven before their mode is read").
 //!
 //! Only the verified evidence is read: designId, taskId, genre, evidence mode, outcome,
 //! decision and `decidedAt`. Runs are proven [`JOBS`] at a time and consumed in store order.

@@ -285,11 +285,10 @@ async fn check_logged(
 /// `seal verify`'s verdict, set up once for many runs: the trusted keys, the transparency log
 /// as of its latest trusted checkpoint, and whether that checkpoint has the witness quorum.
 ///
-/// Decision: `seal verify`, `seal explain`, `seal export verdict` and `seal stats` (and their
-/// HTTP routes) all ask this one verifier, so a run one of them calls NOT VERIFIED is never
-/// explained, exported or counted by another (issue 24: `explain` used to draw a page for a
-/// run `verify` refused on `log_inclusion`). Only code that proves a run before it is logged
-/// here (an import from an archive, a replay's source) uses [`prove`], which omits the log.
+/// `seal verify`, `seal explain`, `seal export verdict` and `seal stats` (and their HTTP routes)
+/// all ask this one verifier; only code that proves a run before it is logged (an import, a
+/// replay's source) uses [`prove`], which omits the log (docs/DECISIONS.md, "One verifier for
+/// every reader").
 #[derive(Debug, Clone)]
 pub struct Verifier {
     trusted: Arc<Vec<PublicKey>>,

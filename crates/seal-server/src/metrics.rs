@@ -3,10 +3,9 @@
 //! fsyncs, the log admission, the build and the process (CPU, memory, descriptors, start time,
 //! read from Linux `/proc` when scraped). One registry per [`crate::AppState`].
 //!
-//! Decision: the `route` label is the route *template* axum matched (`/v1/runs/{run_id}`),
-//! never the path asked for, and an unmatched request is `unmatched`: a caller must not be able
-//! to mint series (and memory) with made-up paths. The method is one of a fixed list, else
-//! `other`.
+//! The `route` label is the route *template* axum matched (`/v1/runs/{run_id}`), `unmatched`
+//! when none did; the method is one of a fixed list, else `other` (docs/DECISIONS.md, "Metric
+//! labels are bounded and exist from the start").
 
 use std::sync::Mutex;
 

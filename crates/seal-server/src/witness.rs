@@ -7,8 +7,9 @@
 //! `text/x.tlog.size` type the spec requires. Connections go through `seal serve`'s accept loop
 //! (bounded connections, header timeout), bodies are bounded (413), requests time out (408).
 //!
-//! Decision: no authentication, as the spec says: what a client submits is checked by its
-//! signature and its consistency with what the witness holds, so anyone may submit.
+//! No authentication, as the spec says: a submission is checked by its signature and its
+//! consistency with what the witness holds (docs/DECISIONS.md, "A witness takes submissions from
+//! anyone").
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};

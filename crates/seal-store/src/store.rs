@@ -561,11 +561,10 @@ pub mod crash {
     //! state), a large blob linked into place, a removal of a log object. Never counted: the
     //! private in-memory stores (an import's staging area, `memory://`).
     //!
-    //! Decision: compiled only with debug assertions, not behind a cargo feature. The tests run the
-    //! dev-profile `target/debug/seal` that `cargo test` builds anyway; a feature would build the
-    //! store and everything above it twice. The shipped binary is built `--release`, where
-    //! [`after_write`] is empty and the variables mean nothing. `SIGKILL` and not `abort()`: exactly
-    //! what `kill -9` does (no destructors, no flush, no core dump).
+    //! Compiled only with debug assertions: in the shipped `--release` binary [`after_write`] is
+    //! empty and the variables mean nothing (docs/DECISIONS.md, "Crash points only in debug
+    //! builds"). `SIGKILL` and not `abort()`: exactly what `kill -9` does (no destructors, no
+    //! flush, no core dump).
 
     use crate::Key;
 

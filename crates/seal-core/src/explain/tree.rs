@@ -920,10 +920,9 @@ pub fn review_status(p: &ReviewPredicate) -> NodeStatus {
 /// Adds each trusted review (verified under the trusted reviewer keys and logged; the caller
 /// passes no other) as an `owner: "human"` node after the sealed outcome, in review order.
 ///
-/// Decision: the edges into them are not `selected`: the selected path is the path the
-/// **sealed** decision took, and a person's later judgement never rewrites it (the outcome
-/// node stays the path's end, as `seal validate` requires). Every piece of the reviewer's text
-/// (name, note) is data: the renderers escape it.
+/// The edges into them are not `selected`: the selected path stays the sealed decision's
+/// (docs/DECISIONS.md, "A review is drawn beside the sealed path"). Every piece of the
+/// reviewer's text (name, note) is data: the renderers escape it.
 pub fn add_reviews(tree: &mut DecisionTree, reviews: &[TrustedReview]) {
     let mut b = Builder {
         nodes: std::mem::take(&mut tree.nodes),

@@ -15,11 +15,8 @@
 //! Anything else is a *planted* attempt: [`Planted`], a corruption that names the attempt and is
 //! never sealed from. A raw answer without a meta is planted too.
 //!
-//! Decision: the MAC is for resume only. An auditor has no salt, so `seal verify` does not
-//! check it; the seal (a signature over the evidence that binds every attempt's hashes) is
-//! what auditors trust. The price of strictness: a crash exactly between storing `raw.json`
-//! and `meta.json` leaves an attempt this daemon cannot tell from a planted one; that run id
-//! then reports corruption and the run is judged again under a new id.
+//! The MAC is checked on resume only, never by `seal verify` (docs/DECISIONS.md, "The attempt MAC
+//! is for resume only").
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;

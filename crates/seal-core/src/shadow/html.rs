@@ -2,7 +2,7 @@
 //! Content-Security-Policy of `seal explain`'s and `seal stats`' pages. Pure: the same report
 //! gives the same bytes.
 //!
-//! Decision: every string of the report goes through [`esc`], numbers included where they are
+//! Every string of the report goes through [`esc`], numbers included where they are
 //! strings. Finding issues and reasons are generated game text from the pipeline, run ids and
 //! problems come from a store: any of them may carry markup or a bidirectional override, and
 //! each is shown as text (bidi controls as `[U+202E]` markers).

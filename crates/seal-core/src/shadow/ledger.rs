@@ -3,9 +3,8 @@
 //! streams lines in ([`Ledger::push_line`]) and takes the latest verdict of each design out
 //! ([`Ledger::finish`]).
 //!
-//! Decision: a bad line is counted and named (`rejected`), never fatal. A ledger is an
-//! append-only log written by another system; one torn or hand-edited line must not hide the
-//! other thousands, and the report shows exactly which lines were left out and why.
+//! A bad line is counted and named (`rejected`), never fatal (docs/DECISIONS.md, "A bad ledger
+//! line is counted and named, never fatal").
 
 use std::collections::BTreeMap;
 

@@ -2,11 +2,11 @@
 //! Verdict of the same design, and the figures over the pairs. Pure: the same ledger summary and
 //! the same set of runs give the same bytes, whatever order the runs come in.
 //!
-//! Decision: the pair unit is (designId, evidenceMode), the latest decided run. The legacy side
-//! decided once per design, so counting a design's retried shadow runs twice would weigh it
-//! twice in κ; the earlier runs are listed (`runs.superseded`), never counted.
+//! The pair unit is (designId, evidenceMode), the latest decided run; earlier runs are listed
+//! (`runs.superseded`), never counted (docs/DECISIONS.md, "One shadow pair per design and
+//! evidence mode").
 //!
-//! Decision: accept-vs-not κ reuses `seal stats`' [`Confusion`] and [`kappa_interval`] with the
+//! Accept-vs-not κ reuses `seal stats`' [`Confusion`] and [`kappa_interval`] with the
 //! 2 × 2 matrix in its top-left corner. An unused category adds nothing to chance agreement and
 //! the bootstrap draws only non-empty cells, so κ and its interval are those of the 2 × 2
 //! matrix, computed by the very code `seal stats` uses.

@@ -1,6 +1,6 @@
 //! The terminal table of `seal shadow-report`. Pure: the same report gives the same text.
 //!
-//! Decision: ledger text (reasons, finding issues) and run ids come from other systems and
+//! Ledger text (reasons, finding issues) and run ids come from other systems and
 //! generated games, so every such field is written through [`shown`]: a control character or a
 //! bidirectional override in a finding must not repaint the terminal or reorder what a reviewer
 //! reads.

@@ -9,9 +9,9 @@
 //! - The adjudication queue: decided `inconclusive` runs without a trusted review, oldest
 //!   first ([`queued`], [`sort_queue`]), each with its explain link.
 //!
-//! Decision: the consensus's `disputed` and `contradicted` are one category, `unresolved`,
-//! which no person and no single judge ever states: a reviewed unresolved obligation is a
-//! disagreement by construction, and counts as one.
+//! The consensus's `disputed` and `contradicted` are one category, `unresolved`, a disagreement
+//! when reviewed (docs/DECISIONS.md, "Stats merge `disputed` and `contradicted` into
+//! `unresolved`").
 
 use std::collections::BTreeMap;
 

@@ -11,11 +11,8 @@
 //! worthless anywhere but where it was appended: copied to another index, or put back after a
 //! rebuild replaced the leaves before it (`log/superseded/` keeps them readable).
 //!
-//! Decision: the signature sits inside the leaf, as one more member of its canonical JSON,
-//! not in a second object or a wrapper: an entry stays one create-only object (a crash can
-//! never leave an entry without its proof, nor a proof without its entry), every existing
-//! reader of leaves reads it, and leaves from before this member (covered by checkpoints) keep
-//! their bytes, hashes and proofs.
+//! The signature is one more member of the leaf's canonical JSON, not a second object or a
+//! wrapper (docs/DECISIONS.md, "Every leaf signed for its origin, index and prefix").
 
 use base64::Engine as _;
 use serde_json::Value;

@@ -7,8 +7,8 @@
 //! `cosignature/v1\ntime <timestamp>\n` followed by the whole checkpoint body (the note text up
 //! to and including its last newline, no signature lines).
 //!
-//! Decision: line syntax and key ids come from `signed_note` (the crate seal's checkpoints are
-//! signed with); only the cosigned message and the timestamp are ours, because `signed_note`
+//! Line syntax and key ids come from `signed_note` (docs/DECISIONS.md, "`tlog_tiles` and
+//! `signed_note`"); only the cosigned message and the timestamp are ours, because `signed_note`
 //! 0.2 predates the cosignature type. Verification is strict Ed25519 (small-order keys and
 //! non-canonical signatures refused), as for seals and checkpoints. Checked against the spec's
 //! example line and an independently made vector (`tests/data/witness/cosignature.json`).

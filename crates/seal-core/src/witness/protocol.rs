@@ -5,7 +5,7 @@
 //! line, then the signed checkpoint note. Sizes are ASCII decimal without leading zeroes (`0`
 //! alone for zero), so one size has one spelling and a body has one parse.
 //!
-//! Decision: a body that breaks any of these rules is refused whole (400) before any signature
+//! A body that breaks any of these rules is refused whole (400) before any signature
 //! is checked or any state is read; the witness then works on checked values only.
 
 use base64::Engine as _;

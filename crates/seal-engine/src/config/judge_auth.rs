@@ -2,9 +2,8 @@
 //! `judges.<s>.headers` (header name → env var of its value), and the start-up check that every
 //! variable they name is set ([`Config::judge_credentials`]).
 //!
-//! Decision: a missing key is refused before any call or stored byte, never sent as a request
-//! without `Authorization`. An unauthenticated call is answered 401, the attempt is not
-//! retryable, and the run would be sealed INFRA_ERROR for good (a decided run is final). A
+//! A missing key is refused before any call or stored byte, never sent as a request without
+//! `Authorization` (docs/DECISIONS.md, "Credentials are checked before any store is opened"). A
 //! judge that really takes no key says so with `auth = "none"`.
 
 use std::collections::BTreeMap;

@@ -18,9 +18,9 @@ const MAX_SECRET_FILE: u64 = 4096;
 /// by `policy.seed_salt_env` when it is set, else the file `keys.secret` (default:
 /// `seal.secret` beside `keys.signing_key`). Seeds, sessions and attempt MACs are keyed by it.
 ///
-/// Decision: there is no fallback. A constant in the source would let anyone who reads it
-/// forge attempt MACs; a command that needs the secret and finds none refuses, saying how to
-/// make one. Read-only commands (verify, explain, stats, log, export, validate) never ask.
+/// There is no fallback: a command that needs the secret and finds none refuses, saying how to
+/// make one; read-only commands (verify, explain, stats, log, export, validate) never ask
+/// (docs/DECISIONS.md, "No fallback deployment secret").
 #[derive(Debug, Clone)]
 pub struct SecretSource {
     /// `policy.seed_salt_env`.

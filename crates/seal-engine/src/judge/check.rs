@@ -3,7 +3,7 @@
 //! four answers an operator can act on: is the endpoint reachable, does it take the key, does
 //! it know the model, does it support structured output.
 //!
-//! Decision: the check stores nothing, opens no store and needs no deployment secret, so it
+//! The check stores nothing, opens no store and needs no deployment secret, so it
 //! can run on a fresh host before anything else; it costs about 40 tokens per slot.
 
 use std::time::Instant;

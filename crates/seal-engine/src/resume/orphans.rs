@@ -49,11 +49,8 @@ impl Orphan {
 
 /// Every orphan of the store: per undecided or unsealed run, then `cas/` and `tmp/uploads/`.
 ///
-/// Decision: the run folders are listed one by one (a few at once), not as one listing of
-/// everything under `runs/`: that listing held every object key of every run at once (~3.6 KB
-/// a run), which set `seal verify --all`'s peak memory (82 MiB at 10,000 small runs). What
-/// stays is a hash per `cas/` object a run names ([`Referenced`]), and one `cas/` folder's
-/// listing at a time. On S3 it costs a LIST per run where one LIST served 1,000 keys (~30 runs).
+/// The run folders are listed one by one (a few at once), not `runs/` in one listing
+/// (docs/DECISIONS.md, "The leftover scan keeps its memory small").
 pub async fn scan(store: &Store) -> Result<Vec<Orphan>, StoreError> {
     let mut scan = Scan::new();
     scan.look_into(store, store.runs().await?.runs).await?;
@@ -162,11 +159,8 @@ impl Scan {
 /// A `cas/` digest a run names, as the scan holds it: its first 16 bytes, in one sorted list
 /// searched by halves.
 ///
-/// Decision: not a set of whole digests (a hash set of 32-byte keys cost ~40-75 bytes a
-/// digest, and a run names ten or more: the largest share of `seal verify --all`'s memory
-/// after the log). What it risks is one-sided: two digests sharing 128 bits (a collision no
-/// one can craft) would keep one unreferenced object off a list of harmless leftovers; no
-/// object is ever called unreferenced that a run names.
+/// Not a set of whole digests: 128 bits are enough to keep an object off the leftover list
+/// (docs/DECISIONS.md, "The leftover scan keeps its memory small").
 type Named = [u8; 16];
 
 /// Digests [`Referenced`] holds in memory before it writes them out (16 bytes each: 1 MiB).
@@ -176,11 +170,9 @@ const SPILL_AT: usize = 1 << 16;
 /// looked up in); past `spill_at` in memory they are appended to one temp file per first
 /// byte, and each folder's are read back, sorted, when that folder is listed.
 ///
-/// Decision: a store's runs name ten or more digests each, and `seal verify --all` had held
-/// them all at once (~0.2-0.4 KB a run, the largest share of its memory after the log). Held
-/// this way, memory is `spill_at` digests plus one folder's (1/256 of them). When the temp
-/// folder cannot be written the digests stay in memory (a warning says so): the scan is
-/// never wrong for want of a disk, only larger.
+/// Memory is `spill_at` digests plus one folder's (1/256 of them); when the temp folder cannot
+/// be written the digests stay in memory, with a warning (docs/DECISIONS.md, "The leftover scan
+/// keeps its memory small").
 struct Referenced {
     buckets: Vec<Vec<Named>>,
     held: usize,
@@ -281,11 +273,8 @@ fn named(hash: &Hash) -> Named {
 /// The `cas/` hashes a run's documents name: its proof packages' frames, its metas' answers.
 /// Unreadable documents name nothing (verify reports them, this only lists leftovers).
 ///
-/// Decision: only the hashes are read out of each document (one typed pass into the few
-/// fields below, other members skipped), not the whole document into a tree and then into
-/// its type: a name read here only keeps a `cas/` object off the warning list, which vouches
-/// for nothing, and on a store of sealed runs this scan had been a quarter of `seal verify
-/// --all`'s parsing.
+/// Only the hashes are read out of each document (one typed pass into the few fields below,
+/// other members skipped) (docs/DECISIONS.md, "The leftover scan keeps its memory small").
 async fn referenced_hashes(store: &Store, keys: &[Key]) -> Vec<Hash> {
     #[derive(serde::Deserialize)]
     struct Frames {

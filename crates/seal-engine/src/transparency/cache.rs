@@ -15,11 +15,10 @@ use seal_store::Key;
 /// What this process knows of the log: entries are create-only, so a cached leaf never goes
 /// stale.
 ///
-/// Decision: no leaf's bytes are kept, only the tree's hashes and, per seal leaf, its index
-/// and the two digests appends and retries compare (a long-lived daemon holds the whole log:
-/// ~1.3 KB a logged run with the bytes, docs/DEPLOYING.md "Sizing"). An identical entry is
-/// found by its leaf hash in the tree; the rare caller that needs a whole entry back (a rival
-/// seal's) reads it from the store and checks it against that leaf hash ([`Log::entry_at`]).
+/// No leaf's bytes are kept, only the tree's hashes and, per seal leaf, its index and the two
+/// digests appends and retries compare; a rival seal's entry is read back from the store and
+/// checked against its leaf hash ([`Log::entry_at`]) (docs/DECISIONS.md, "The log in memory is
+/// hashes, not entries").
 #[derive(Default)]
 pub(super) struct Cache {
     pub(super) tree: Tree,

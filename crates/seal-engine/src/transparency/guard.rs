@@ -9,9 +9,9 @@
 //! `seal serve` does not start, `seal judge` does not judge, and no finalize appends, until an
 //! operator has looked (`seal log verify`) and run `seal log rebuild`.
 //!
-//! Decision: a deleted run (logged, gone from the store) does not stop appends: the log is
-//! doing its job, and `seal log verify` names it. Checkpoints no trusted key signed are named
-//! by `seal log verify` but stop nothing either: they are not a log seal signed.
+//! A deleted run (logged, gone from the store) and checkpoints no trusted key signed do not stop
+//! appends; `seal log verify` names them (docs/DECISIONS.md, "A deleted run does not stop
+//! appends").
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};

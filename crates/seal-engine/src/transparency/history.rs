@@ -8,12 +8,10 @@
 //! The guard's look at every stored seal ([`guard`](super::guard)) then runs behind the first
 //! appends (`seal serve`) or before them (every other caller, [`Log::admit`]).
 //!
-//! Decision: a pointer is believed only through the entry it names, and that entry only when
-//! it hashes to the leaf the signed tree holds at its index. A pointer the store writer
-//! deletes hides a leaf from this lookup: an append of that run's entry before the seal scan
-//! stored the pointer again then logs it a second time instead of finding it (a second leaf
-//! naming the same seal: `seal log verify` names it, `run_relogged`, and the deleted pointer,
-//! `log_pointers`). It never makes a seal that is not logged look logged, nor hides one.
+//! A pointer is believed only through the entry it names, and that entry only when it hashes to
+//! the leaf the signed tree holds at its index. A pointer the store writer deletes can make a
+//! run logged twice (`run_relogged`), never make a seal look logged that is not, nor hide one
+//! (docs/DECISIONS.md, "The appender's index is the run pointers").
 
 use futures::{StreamExt, TryStreamExt};
 

@@ -13,13 +13,10 @@
 //!   review it logs is stored ([`store_pointers`]): what lets `seal verify <run>` read a run's
 //!   leaves without the whole log ([`runs`]).
 //!
-//! Decision: no conditional *update* anywhere, only create-only puts, which every backend
-//! (file, memory, S3 with `If-None-Match: *`) offers. A replica takes the next index by
-//! creating `log/entries/<n>`; losing the race is a conflict, after which it reads the winner
-//! and tries `n+1`. Entries are never rewritten, so the tree of size N is unique; the same key
-//! signs deterministically, so two replicas publishing size N create the very same bytes, and
-//! "the latest checkpoint" is simply the largest size. Before writing at index `n` an appender
-//! has read every entry below `n`, so the same seal is never appended twice.
+//! Only create-only puts, no conditional *update*: a replica takes the next index by creating
+//! `log/entries/<n>`; losing the race, it reads the winner and tries `n+1`. Before writing at
+//! index `n` an appender has read every entry below `n`, so the same seal is never appended
+//! twice (docs/DECISIONS.md, "The log uses create-only puts only").
 //!
 //! Log before seal (docs/DESIGN.md §13): the postguard computes the seal's bytes (ed25519 and
 //! the canonical envelope are deterministic), appends the entry naming their sha256, and only

@@ -18,7 +18,7 @@
 //! a log this store no longer has: the store was rolled back or forked, and that is logged as
 //! an error naming both sizes.
 //!
-//! Decision: proofs come from a mirror of the log's tree kept here (the leaf hashes only, 64
+//! Proofs come from a mirror of the log's tree kept here (the leaf hashes only, 64
 //! bytes a seal), caught up from the appender's tree at each offer, so the log's own locking
 //! and caching stay untouched and a 409 can be answered without reading the store.
 

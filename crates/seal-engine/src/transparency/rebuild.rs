@@ -11,10 +11,9 @@
 //! seal, chained), and a review that does not check, or is logged with other bytes, refuses
 //! the rebuild like a seal that cannot be relogged.
 //!
-//! Decision: it relogs only seals that verify under a trusted key and are over their run's
-//! stored evidence, and refuses (writing nothing) while a sealed run cannot be relogged, or is
-//! logged with another seal: a rebuild records an operator's judgement, it must not launder a
-//! planted or replaced run. Such a run is restored or moved out of the store first.
+//! It relogs only seals that verify under a trusted key over their run's stored evidence, and
+//! refuses (writing nothing) while a sealed run cannot be relogged or is logged with another seal
+//! (docs/DECISIONS.md, "`seal log rebuild` relogs only seals that verify").
 //! Run it with every seal process of the store stopped: an append racing the rebuild entry
 //! makes it stop (the rebuild entry is written create-only).
 

@@ -7,7 +7,7 @@
 //! checkpoint a trusted key signed. A pointer only says where to look: the entry must hash to
 //! the leaf the signed tree holds, and be about the run, or it is not the run's.
 //!
-//! Decision: when any of it is missing (a run logged before pointers, a log from before
+//! When any of it is missing (a run logged before pointers, a log from before
 //! tiles, a pointer to an entry that is gone, tiles that do not hash to the signed root) the
 //! answer is "read the whole log" ([`LogView::load`]), never "not logged": the short way
 //! only ever finds a run's leaves, so the verdict it gives a run is the one of the whole log,

@@ -19,10 +19,9 @@
 //! or tile that is wrong, or an entry rewritten since the pass, sends that run to the whole
 //! log, read once, as before.
 //!
-//! Decision: anything else the pass finds ([`Pass::Whole`]) means "read the whole log"
-//! ([`LogView::load`]): its problems, refusals and verdicts are the reference, and the pass
-//! only ever decides to defer to it. A damaged log costs the memory it always did; a sound one
-//! costs O(n / 256).
+//! Anything else the pass finds ([`Pass::Whole`]) means "read the whole log" ([`LogView::load`]):
+//! the pass only ever decides to defer to it. A damaged log costs the memory it always did; a
+//! sound one costs O(n / 256) (docs/DECISIONS.md, "Start-up independent of history").
 
 use futures::{StreamExt, TryStreamExt};
 use sha2::{Digest, Sha256};

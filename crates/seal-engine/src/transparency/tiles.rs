@@ -7,12 +7,10 @@
 //! finds every tile it may ask for, and the tree of the latest checkpoint is readable in
 //! O(log n) objects instead of n entries.
 //!
-//! Decision: tiles are derived bytes, never trusted for what they say. A reader authenticates
-//! them against a signed root (`tlog_tiles::TileHashReader`); a writer that finds a tile
-//! stored with other bytes than its tree gives refuses to publish over it (a planted tile,
-//! which would stop every reader of that checkpoint): `seal log verify` names it and
-//! `seal log rebuild` moves it aside. Tiles are written create-only, like everything else:
-//! two replicas, or a process that tiles again after a crash, write the very same bytes.
+//! Tiles are derived bytes: a reader authenticates them against a signed root
+//! (`tlog_tiles::TileHashReader`); a writer refuses to publish over a tile stored with other
+//! bytes than its tree gives, and writes tiles create-only (docs/DECISIONS.md, "Tiles are
+//! derived, never trusted").
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};

@@ -3,7 +3,7 @@
 //! trust), [`LogView::proof`] proves a run's inclusion, [`verify_log`] checks append-only
 //! consistency with an older checkpoint and the log against the runs in the store.
 //!
-//! Decision: problems are collected and named, never fatal, like `seal verify`'s: an auditor
+//! Problems are collected and named, never fatal, like `seal verify`'s: an auditor
 //! wants every deleted, replaced, extra or dropped thing in one report. Only an unreadable
 //! store is an error. The problems that also stop seal from appending (a dropped or unreadable
 //! leaf, a log shorter than a checkpoint it signed, a fork: docs/DESIGN.md §13) are kept apart
@@ -26,12 +26,11 @@ use seal_store::{Bounded, Key, Store, StoreError};
 
 /// The log as stored, with what is wrong with it.
 ///
-/// Decision: a view keeps no leaf's bytes. The tree holds each leaf's hash and
-/// [`Self::by_run`] the digests a check compares, so a view of a long log costs its hashes
-/// and run ids (an entry's bytes were ~0.5 KB of the ~2 KB a run `seal verify --all` held). A
-/// stored entry is checked by its leaf hash; one needed whole (a proof's) is read again and
-/// checked against the leaf hash held ([`Self::proof`]). The two commands that need every
-/// entry's bytes read a [`WholeLog`].
+/// A view keeps no leaf's bytes: the tree holds each leaf's hash and [`Self::by_run`] the
+/// digests a check compares. A stored entry is checked by its leaf hash; one needed whole (a
+/// proof's) is read again and checked against the leaf hash held ([`Self::proof`]). The two
+/// commands that need every entry's bytes read a [`WholeLog`] (docs/DECISIONS.md, "The log in
+/// memory is hashes, not entries").
 #[derive(Debug, Default)]
 pub struct LogView {
     pub(super) tree: Tree,

@@ -17,9 +17,8 @@
 //! - [`check`]: what `seal log verify` and `seal verify` require: N of M valid cosignatures on the
 //!   checkpoint they rely on, and, asked, a witness's own latest checkpoint against the store.
 //!
-//! Decision: a witness is a separate process with its own key and state, run by someone who does
-//! not run the store: what it protects against is precisely a writer of the store, so it must
-//! hold nothing that writer can reach.
+//! A witness is a separate process with its own key and state, run by someone who does not run
+//! the store (docs/DECISIONS.md, "A witness is a separate process").
 
 pub mod check;
 pub mod service;

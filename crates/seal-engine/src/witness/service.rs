@@ -11,7 +11,7 @@
 //! 0, no proof from size 0, equal roots at equal sizes, else a verifying consistency proof (422)
 //! → cosign, persist, answer the cosignature line (200).
 //!
-//! Decision: the check against the held size and the update that follows happen under one
+//! The check against the held size and the update that follows happen under one
 //! lock, and the answer is given only after the new state is on disk; a failed write answers
 //! 503 and changes nothing in memory either. Two requests can therefore never both pass the
 //! check against the same old size (the race the spec warns about), and a crash never loses a

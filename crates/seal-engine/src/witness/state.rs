@@ -11,9 +11,8 @@
 //! `<state>.lock` for the life of the process, so a second witness on the same file refuses to
 //! start instead of racing the first one's check-and-update.
 //!
-//! Decision: a missing state file is a new witness (nothing cosigned yet); a state file that
-//! does not parse is refused, never replaced, because starting empty over a damaged file would
-//! accept exactly the rollback the witness exists to refuse.
+//! A missing state file is a new witness; a state file that does not parse is refused, never
+//! replaced (docs/DECISIONS.md, "A damaged witness state is refused, never replaced").
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};

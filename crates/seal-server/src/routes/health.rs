@@ -2,12 +2,10 @@
 //! store answers and the log was not refused), and [`AdmissionGate`], which lets the daemon
 //! bind its port before the log admission (G2, docs/DESIGN.md §13) has read the history.
 //!
-//! Decision: only what signs a log waits for the admission. Finalize is the one route that
-//! appends a seal to the log, so it waits (at most [`crate::admission::FINALIZE_WAIT`], then 503
-//! `log_not_admitted` with Retry-After); intake, rolls and reads run at once. Nothing is
-//! signed before the log is known to account for the store, so G2 holds, while a restart no
-//! longer costs a read of the whole history before the first request (and a liveness probe
-//! on S3 no longer restarts every pod when S3 blinks).
+//! Only finalize, the one route that appends a seal to the log, waits for the admission (at most
+//! [`crate::admission::FINALIZE_WAIT`], then 503 `log_not_admitted` with Retry-After); intake,
+//! rolls and reads run at once. Nothing is signed before the log is known to account for the
+//! store, so G2 holds (docs/DECISIONS.md, "Start-up independent of history").
 
 use std::time::Duration;
 

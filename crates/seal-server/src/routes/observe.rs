@@ -4,9 +4,8 @@
 //! context (`traceparent`) continued, its count and duration in
 //! the metrics, and the id echoed in the answer.
 //!
-//! Decision: a caller's id is taken only when it is 1–128 of `[A-Za-z0-9._:-]`; anything else
-//! is replaced, never escaped, so a hostile header can neither break a log line nor grow a
-//! label. tower-http's request-id layer would take any value, hence this one.
+//! A caller's id is taken only when it is 1–128 of `[A-Za-z0-9._:-]`, else replaced
+//! (docs/DECISIONS.md, "A caller's request id is checked, never escaped").
 
 use std::time::Instant;
 
