@@ -16,11 +16,11 @@ use std::time::Instant;
 
 use futures::StreamExt;
 
-use seal::canonical::Hash;
-use seal::ids::RunId;
-use seal::store::Store;
-use seal::tlog::{LogEntry, DEFAULT_ORIGIN};
-use seal::transparency::Log;
+use seal_core::canonical::Hash;
+use seal_core::ids::RunId;
+use seal_core::tlog::{LogEntry, DEFAULT_ORIGIN};
+use seal_engine::transparency::Log;
+use seal_store::Store;
 
 /// Appenders at once while the log is built.
 const APPENDERS: usize = 256;

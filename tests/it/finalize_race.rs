@@ -4,9 +4,9 @@
 use crate::common;
 
 use common::*;
-use seal::engine::Engine;
-use seal::sealing::SigningKey;
-use seal::store::Store;
+use seal_core::sealing::SigningKey;
+use seal_engine::engine::Engine;
+use seal_store::Store;
 use seal_testkit::loopback::Loopback;
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ async fn race(store_url: &str) {
     personas(&lb);
     let first = engine_with(&lb, store_url, &[]).await;
     let (folder, report) = judge_roll1(&first, &example("run-narrative-0010-pass")).await;
-    assert_eq!(report.roll().roll_outcome, seal::doc::Outcome::Pass);
+    assert_eq!(report.roll().roll_outcome, seal_core::doc::Outcome::Pass);
     // Eight finalizers, each a "replica" with its own engine and signing key, trusting the
     // others' (`keys.trusted`): a leaf or checkpoint by a key a replica does not trust is
     // planted to it (docs/DESIGN.md §11).
@@ -42,7 +42,7 @@ async fn race(store_url: &str) {
         .into_iter()
         .map(|e| {
             let run = folder.run().clone();
-            tokio::spawn(async move { seal::postguard::finalize(&e, &run).await })
+            tokio::spawn(async move { seal_engine::postguard::finalize(&e, &run).await })
         })
         .collect();
     let mut results = Vec::new();

@@ -9,10 +9,11 @@ use crate::common;
 
 use base64::Engine as _;
 use common::*;
-use seal::canonical::{canonical_bytes, Hash};
-use seal::ids::RunId;
-use seal::runfolder::{judge, RunFolder};
-use seal::sealing::{self, Predicate, SigningKey, Statement};
+use seal_core::canonical::{canonical_bytes, Hash};
+use seal_core::ids::RunId;
+use seal_core::sealing::{self, Predicate, SigningKey, Statement};
+use seal_engine::judge_run::judge;
+use seal_fs::runfolder::RunFolder;
 use seal_testkit::loopback::{Fault, Loopback};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -49,7 +50,7 @@ struct Sealed {
     pub_pem: PathBuf,
     /// The id of the key that sealed the runs.
     key_id: String,
-    runs: Vec<(RunId, seal::postguard::Finalized)>,
+    runs: Vec<(RunId, seal_engine::postguard::Finalized)>,
 }
 
 fn seal_examples() -> Sealed {
@@ -332,7 +333,7 @@ fn python_verifier_rejects_envelopes_not_signed_by_the_trusted_key() {
     let seal_key = format!("runs/{run}/seal.dsse.json");
     let other = seal_fs::keys::generate_signing_key();
     let statement =
-        seal::sealing::statement_for(run, done.evidence(), done.evidence_hash()).unwrap();
+        seal_core::sealing::statement_for(run, done.evidence(), done.evidence_hash()).unwrap();
     let scratch = tempfile::tempdir().unwrap();
 
     // The true statement, re-signed by another key.

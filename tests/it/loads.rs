@@ -1,5 +1,5 @@
 //! How many objects the daemon reads per request while a run goes through the API, by kind of
-//! object ([`seal::store::Store::reads_by_kind`]): a read of the store and a read answered
+//! object ([`seal_store::Store::reads_by_kind`]): a read of the store and a read answered
 //! from this process's write set alike. The counts below are today's; a change that reads a
 //! roll's inputs more often fails here, one that reads them less lowers the numbers.
 
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::common::daemon::{post_roll, put_blobs};
 use crate::common::*;
-use seal::runfolder::RunFolder;
+use seal_fs::runfolder::RunFolder;
 use seal_testkit::loopback::Loopback;
 
 /// Reads by kind of one request, as a difference of two snapshots.

@@ -3,8 +3,8 @@
 use super::review::*;
 use crate::common;
 use common::*;
-use seal::canonical::Hash;
-use seal::ids::RunId;
+use seal_core::canonical::Hash;
+use seal_core::ids::RunId;
 use std::collections::BTreeMap;
 use std::process::Command;
 
@@ -248,8 +248,8 @@ async fn the_daemon_serves_the_adjudication_queue() {
     // A review signed client-side, posted: the run leaves the queue.
     let run = RunId::parse(RUN).unwrap();
     let fixture = seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap();
-    let store = seal::store::Store::open(&s.url).await.unwrap();
-    let proof = seal::verify::prove(&store, &run, std::slice::from_ref(&fixture))
+    let store = seal_store::Store::open(&s.url).await.unwrap();
+    let proof = seal_engine::verify::prove(&store, &run, std::slice::from_ref(&fixture))
         .await
         .unwrap()
         .unwrap();

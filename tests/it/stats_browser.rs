@@ -6,8 +6,8 @@
 use crate::common;
 
 use common::*;
-use seal::stats::{stats, Query};
-use seal::store::Store;
+use seal_engine::stats::{stats, Query};
+use seal_store::Store;
 use std::path::Path;
 
 fn url_of(p: &Path) -> String {

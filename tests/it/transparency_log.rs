@@ -9,7 +9,7 @@
 use crate::common;
 
 use common::*;
-use seal::tlog::{self, Tree};
+use seal_core::tlog::{self, Tree};
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -307,7 +307,7 @@ async fn kill_9_between_the_log_append_and_the_seal_is_completed_by_the_next_fin
         .arg("judge")
         .arg(example(run))
         .args(["--store", "file://./store", "--key", "keys/seal.key.pem"])
-        .env(seal::transparency::APPEND_DELAY_ENV, "60000")
+        .env(seal_engine::transparency::APPEND_DELAY_ENV, "60000")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let mut child = judge.spawn().unwrap();
@@ -390,7 +390,7 @@ async fn kill_9_between_the_log_append_and_the_seal_is_completed_by_the_next_fin
         assert!(!d.log_text().contains("missing from the log"));
         drop(d);
     }
-    let stored = seal::canonical::Hash::of(&std::fs::read(&seal).unwrap()).to_string();
+    let stored = seal_core::canonical::Hash::of(&std::fs::read(&seal).unwrap()).to_string();
     assert_eq!(logged["sealSha256"].as_str(), Some(stored.as_str()));
     let (code, out) = seal_bin(&["log", "verify", "--store", &url, "--trust", pem]);
     assert_eq!(code, 0, "{out}");
@@ -432,8 +432,8 @@ async fn a_planted_checkpoint_is_neither_printed_nor_served() {
 
     // The daemon, trusting the fixtures' key, serves the same.
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
-    let engine = seal::engine::Engine::new(
-        seal::store::Store::open(&store).await.unwrap(),
+    let engine = seal_engine::engine::Engine::new(
+        seal_store::Store::open(&store).await.unwrap(),
         config_for(&lb, &[]),
         Some(seal_fs::keys::generate_signing_key()),
     )
@@ -442,9 +442,9 @@ async fn a_planted_checkpoint_is_neither_printed_nor_served() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (_stop, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(seal::server::run(
+    tokio::spawn(seal_server::run(
         listener,
-        seal::server::AppState::new(engine, trusted),
+        seal_server::AppState::new(engine, trusted),
         async move {
             let _ = rx.await;
         },

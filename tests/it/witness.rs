@@ -10,9 +10,9 @@ use crate::common;
 
 use common::*;
 use reqwest::StatusCode;
-use seal::runfolder::RunFolder;
-use seal::tlog::{self, Tree};
-use seal::witness::{cosig, protocol};
+use seal_core::tlog::{self, Tree};
+use seal_engine::witness::{cosig, protocol};
+use seal_fs::runfolder::RunFolder;
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -97,7 +97,7 @@ fn spawn_witness(keys: &Path, state: &Path, log_pub: &Path, name: &str) -> Witne
 
 /// Writes `DIR/config/seal.toml`: the embedded config with these witnesses and quorum.
 fn write_config(dir: &Path, witnesses: &[(&str, &str, &Path)], quorum: Option<usize>) {
-    let mut text = seal::config::EMBEDDED.to_string();
+    let mut text = seal_engine::config::EMBEDDED.to_string();
     if let Some(q) = quorum {
         text = text.replacen("[limits]", &format!("witness_quorum = {q}\n[limits]"), 1);
     }
@@ -488,7 +488,7 @@ fn config_witnesses_and_quorum_apply(dir: &Path) {
 
 /// The log's key and tree, signing checkpoints as seal does.
 struct TestLog {
-    key: seal::sealing::SigningKey,
+    key: seal_core::sealing::SigningKey,
     tree: Tree,
 }
 

@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use seal::canonical::Hash;
-use seal::config::Config;
-use seal::engine::{Engine, FixedClock};
-use seal::store::Store;
+use seal_core::canonical::Hash;
+use seal_engine::config::Config;
+use seal_engine::engine::{Engine, FixedClock};
+use seal_store::Store;
 use seal_testkit::loopback::{Fault, Loopback, Persona};
 
 const MODEL_A: &str = "fixture-judge-a";
@@ -129,7 +129,7 @@ fn config(lb: &Loopback, budget: Option<&str>) -> Res<Config> {
             _ => None,
         }
     };
-    let mut text = seal::config::EMBEDDED
+    let mut text = seal_engine::config::EMBEDDED
         .replace("backoff_base_ms = 500", "backoff_base_ms = 5")
         .replace("backoff_cap_ms = 8000", "backoff_cap_ms = 20");
     if let Some(b) = budget {
@@ -268,7 +268,7 @@ async fn run() -> Res<()> {
     }
     let legacy_run = seal_fs::adapt::verdict_file_to_run_folder(
         &out.join("verdicts/accept.json"),
-        seal::doc::Genre::Puzzle,
+        seal_core::doc::Genre::Puzzle,
         &legacy_dir,
     )
     .map_err(err)?;
@@ -333,8 +333,9 @@ async fn run() -> Res<()> {
     for (name, engine, setup) in plan {
         reset(&lb);
         setup(&lb);
-        let folder = seal::runfolder::RunFolder::read(&inputs.join(name), 1 << 26).map_err(err)?;
-        let done = seal::runfolder::judge(engine, &folder)
+        let folder =
+            seal_fs::runfolder::RunFolder::read(&inputs.join(name), 1 << 26).map_err(err)?;
+        let done = seal_engine::judge_run::judge(engine, &folder)
             .await
             .map_err(|e| format!("{name}: {e}"))?;
         let d = done
@@ -352,13 +353,13 @@ async fn run() -> Res<()> {
         );
     }
     reset(&lb);
-    let replayed = seal::replay::replay(
+    let replayed = seal_engine::replay::replay(
         &normal,
-        &seal::ids::RunId::parse("run-narrative-0010-pass").map_err(err)?,
-        seal::replay::JudgesFrom::Stored,
+        &seal_core::ids::RunId::parse("run-narrative-0010-pass").map_err(err)?,
+        seal_engine::replay::JudgesFrom::Stored,
         None,
         &[seal_fs::keys::load_signing_key(&key).map_err(err)?.public()],
-        seal::replay::SourceProof::Verify,
+        seal_engine::replay::SourceProof::Verify,
     )
     .await
     .map_err(err)?;
