@@ -1,11 +1,10 @@
 //! Build script of the `seal` binary: the git commit it was built from, for `seal --version`
 //! and the `seal_build_info` metric.
 //!
-//! Decision: `SEAL_GIT_COMMIT` from the environment wins (a Docker build has no `.git`: the
-//! Dockerfile demands it as a build-arg), else `git rev-parse HEAD`, else `unknown`. No
-//! `-dirty` mark: cargo cannot cheaply rerun this on every edit of the worktree, so the mark
-//! would go stale. Only this package has a build script, so a new commit relinks the binary
-//! and rebuilds no crate.
+//! `SEAL_GIT_COMMIT` from the environment wins (a Docker build has no `.git`: the Dockerfile
+//! demands it as a build-arg), else `git rev-parse HEAD`, else `unknown`; no `-dirty` mark
+//! (docs/DECISIONS.md, "The build's commit"). Only this package has a build script, so a new
+//! commit relinks the binary and rebuilds no crate.
 
 use std::process::Command;
 

@@ -16,12 +16,11 @@ use std::time::Instant;
 
 use futures::StreamExt;
 
-use seal::canonical::Hash;
-use seal::ids::RunId;
-use seal::sealing::SigningKey;
-use seal::store::Store;
-use seal::tlog::{LogEntry, DEFAULT_ORIGIN};
-use seal::transparency::Log;
+use seal_core::canonical::Hash;
+use seal_core::ids::RunId;
+use seal_core::tlog::{LogEntry, DEFAULT_ORIGIN};
+use seal_engine::transparency::Log;
+use seal_store::Store;
 
 /// Appenders at once while the log is built.
 const APPENDERS: usize = 256;
@@ -54,7 +53,7 @@ fn median(mut ms: Vec<f64>) -> f64 {
 async fn one_size(n: u64) -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let store = Store::open(&format!("file://{}", dir.path().display())).await?;
-    let key = SigningKey::generate();
+    let key = seal_fs::keys::generate_signing_key();
     let writer = Log::new(store.clone(), DEFAULT_ORIGIN);
     let t0 = Instant::now();
     let appended = futures::stream::iter(0..n)

@@ -9,11 +9,10 @@
 //! cargo bench --bench dispatch
 //! ```
 
-use seal::config::Config;
-use seal::engine::Engine;
-use seal::ids::{RollId, RunId};
-use seal::sealing::SigningKey;
-use seal::store::Store;
+use seal_core::ids::{RollId, RunId};
+use seal_engine::config::Config;
+use seal_engine::engine::Engine;
+use seal_store::Store;
 use seal_testkit::loopback::{Loopback, Persona};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -64,16 +63,16 @@ async fn engine(lb: &Loopback, store: Store) -> Engine {
         "SEAL_SEED_SALT" => Some("bench-salt-0123456789abcdef0123456789abcdef".to_string()),
         _ => None,
     };
-    let text = seal::config::EMBEDDED
+    let text = seal_engine::config::EMBEDDED
         .replace("max_inflight_per_slot = 64", "max_inflight_per_slot = 1024");
     let config = Config::parse("bench", &text, &env).expect("config");
-    Engine::new(store, config, Some(SigningKey::generate())).expect("engine")
+    Engine::new(store, config, Some(seal_fs::keys::generate_signing_key())).expect("engine")
 }
 
 /// Stores the inputs of `n` runs (the example under new run ids) and returns their ids.
 async fn corpus(engine: &Engine, prefix: &str, n: usize) -> Vec<RunId> {
     use futures::TryStreamExt;
-    let folder = seal::runfolder::RunFolder::read(&example(), 1 << 26).expect("example");
+    let folder = seal_fs::runfolder::RunFolder::read(&example(), 1 << 26).expect("example");
     for (hash, path) in folder.blobs() {
         let file = tokio::fs::File::open(path).await.expect("blob");
         let stream = tokio_util::io::ReaderStream::new(file).map_err(|e| e.to_string());
@@ -89,21 +88,26 @@ async fn corpus(engine: &Engine, prefix: &str, n: usize) -> Vec<RunId> {
         let run = RunId::parse(&format!("{prefix}-{i:04}")).expect("id");
         header["runId"] = Value::String(run.to_string());
         let bytes = serde_json::to_vec(&header).expect("json");
-        seal::intake::put_header(engine, &run, &bytes, seal::intake::Origin::Pipeline)
-            .await
-            .expect("header");
-        seal::intake::put_brief(engine, &run, folder.brief())
+        seal_engine::intake::put_header(
+            engine,
+            &run,
+            &bytes,
+            seal_engine::intake::Origin::Pipeline,
+        )
+        .await
+        .expect("header");
+        seal_engine::intake::put_brief(engine, &run, folder.brief())
             .await
             .expect("brief");
         if let Some(spec) = folder.play_spec() {
-            seal::intake::put_play_spec(engine, &run, spec)
+            seal_engine::intake::put_play_spec(engine, &run, spec)
                 .await
                 .expect("spec");
         }
         let roll = &folder.rolls()[0];
-        match seal::roll::submit(engine, &run, RollId::R1, roll).await {
+        match seal_engine::roll::submit(engine, &run, RollId::R1, roll).await {
             // Stored: judged below, all runs at once (the run's lock goes with it here).
-            Ok(seal::roll::Submitted::Accepted(_)) => {}
+            Ok(seal_engine::roll::Submitted::Accepted(_)) => {}
             other => panic!("proof package of {run}: {other:?}"),
         }
         ids.push(run);
@@ -153,10 +157,10 @@ fn main() {
                         let engine = engine.clone();
                         tokio::spawn(async move {
                             let t0 = Instant::now();
-                            let r = seal::roll::judge_roll(&engine, &run, RollId::R1)
+                            let r = seal_engine::roll::judge_roll(&engine, &run, RollId::R1)
                                 .await
                                 .expect("roll");
-                            assert_eq!(r.roll().roll_outcome, seal::doc::Outcome::Pass);
+                            assert_eq!(r.roll().roll_outcome, seal_core::doc::Outcome::Pass);
                             t0.elapsed()
                         })
                     })

@@ -20,9 +20,9 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use seal::canonical::{canonical_value_bytes, Hash};
-use seal::contracts::{self, Kind};
-use seal::validate::{validate_as, Report};
+use seal_core::canonical::{canonical_value_bytes, Hash};
+use seal_core::contracts::{self, Kind};
+use seal_core::validate::{validate_as, Report};
 
 /// Rounds per figure (the median is shown) and the least time a round runs.
 const ROUNDS: usize = 5;
@@ -105,7 +105,7 @@ fn measure(quick: bool, path: &Path) -> (Option<Kind>, Row) {
         Ok(b) => b,
         Err(e) => panic!("cannot read {}: {e}", path.display()),
     };
-    let tree = match seal::json::parse(&bytes, LIMIT) {
+    let tree = match seal_core::json::parse(&bytes, LIMIT) {
         Ok(v) => v,
         Err(e) => panic!("{} is not strict JSON: {e}", path.display()),
     };
@@ -119,7 +119,7 @@ fn measure(quick: bool, path: &Path) -> (Option<Kind>, Row) {
             black_box(serde_json::from_slice::<serde_json::Value>(black_box(&bytes)).ok());
         }),
         strict: micros(quick, || {
-            black_box(seal::json::parse(black_box(&bytes), LIMIT).ok());
+            black_box(seal_core::json::parse(black_box(&bytes), LIMIT).ok());
         }),
         canonical: micros(quick, || {
             black_box(canonical_value_bytes(black_box(&tree)).ok());

@@ -173,7 +173,7 @@ fn main() {
         let dir = tempfile::tempdir().expect("tempdir");
         let seal = env!("CARGO_BIN_EXE_seal");
         assert!(Command::new(seal).current_dir(dir.path()).args(["keygen", "--out", "keys"]).output().expect("keygen").status.success());
-        let config = seal::config::EMBEDDED
+        let config = seal_engine::config::EMBEDDED
             .replace("max_rolls_in_progress = 64", "max_rolls_in_progress = 512")
             .replace("queue_bound = 256", "queue_bound = 1024")
             .replace("max_inflight_per_slot = 64", "max_inflight_per_slot = 1024");
@@ -203,7 +203,7 @@ fn main() {
         let base = line.trim().rsplit(' ').next().unwrap_or("").to_string();
         let pid = child.id();
 
-        let folder = seal::runfolder::RunFolder::read(&example(), 1 << 26).expect("example");
+        let folder = seal_fs::runfolder::RunFolder::read(&example(), 1 << 26).expect("example");
         let inputs = Arc::new(Inputs {
             header: serde_json::from_slice(folder.header_bytes()).expect("header"),
             brief: folder.brief().to_vec(),

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use futures::Stream;
 use rand::{Rng, RngCore, SeedableRng};
-use seal::canonical::Hash;
-use seal::store::{Key, Reads, Store};
+use seal_core::canonical::Hash;
+use seal_store::{Key, Reads, Store};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 

@@ -7,7 +7,7 @@
 //! run id and its six frames replaced by unique pseudo-random blobs of about
 //! `SEAL_BENCH_FRAME_KB` KiB (default 180; each starts with the PNG signature so the media
 //! sniffing accepts it), so that the frames total at least 1 GiB at the defaults. The runs are
-//! sealed in process, through `seal::runfolder::judge`, by a loopback judge answering at once,
+//! sealed in process, through `seal_engine::judge_run::judge`, by a loopback judge answering at once,
 //! `SEAL_BENCH_GEN_TASKS` runs at a time (default 4). Then, with `SEAL_BENCH_ROUNDS` rounds per
 //! measurement (default 3, the median is reported), interleaved: openssl, sha256sum, `seal
 //! verify --all --jobs 1` and `--jobs 2`; last, one `seal replay --all --judges stored` in a
@@ -35,14 +35,13 @@ use futures::StreamExt;
 use rand::{RngCore, SeedableRng};
 use serde_json::{json, Value};
 
-use seal::canonical::Hash;
-use seal::config::Config;
-use seal::engine::Engine;
-use seal::ids::{RollId, RunId};
-use seal::intake::ProofSubmission;
-use seal::roll::Submitted;
-use seal::sealing::SigningKey;
-use seal::store::{Key, Store};
+use seal_core::canonical::Hash;
+use seal_core::ids::{RollId, RunId};
+use seal_engine::config::Config;
+use seal_engine::engine::Engine;
+use seal_engine::intake::ProofSubmission;
+use seal_engine::roll::Submitted;
+use seal_store::{Key, Store};
 use seal_testkit::loopback::Loopback;
 
 const KIB: u64 = 1024;
@@ -162,7 +161,7 @@ fn bench_config(lb: &Loopback) -> Config {
     // (~60k "tokens" per 180 KB frame, where a real VL model counts a few hundred), while the
     // reservation bounds input tokens on the request with image placeholders: priced as
     // configured, every run would spend more than it reserved. Input tokens are free here.
-    let text: String = seal::config::EMBEDDED
+    let text: String = seal_engine::config::EMBEDDED
         .replace("backoff_base_ms = 500", "backoff_base_ms = 5")
         .replace("backoff_cap_ms = 8000", "backoff_cap_ms = 20")
         .lines()
@@ -215,28 +214,33 @@ async fn seal_one(engine: &Engine, base: &Base, i: u64, frame_bytes: u64) -> (u6
     // What `seal judge` does with a run folder, the frames being in the store already (put
     // above, from memory).
     let fail = |e: &dyn std::fmt::Display| -> ! { panic!("{run_id}: {e}") };
-    seal::intake::put_header(engine, &run, &header_bytes, seal::intake::Origin::Operator)
-        .await
-        .unwrap_or_else(|e| fail(&e));
-    seal::intake::put_brief(engine, &run, &base.brief)
+    seal_engine::intake::put_header(
+        engine,
+        &run,
+        &header_bytes,
+        seal_engine::intake::Origin::Operator,
+    )
+    .await
+    .unwrap_or_else(|e| fail(&e));
+    seal_engine::intake::put_brief(engine, &run, &base.brief)
         .await
         .unwrap_or_else(|e| fail(&e));
     if let Some(spec) = &base.play_spec {
-        seal::intake::put_play_spec(engine, &run, spec)
+        seal_engine::intake::put_play_spec(engine, &run, spec)
             .await
             .unwrap_or_else(|e| fail(&e));
     }
     let proof = ProofSubmission::parse(&proof_bytes, None, limit).unwrap_or_else(|e| fail(&e));
-    match seal::roll::submit(engine, &run, RollId::R1, &proof).await {
+    match seal_engine::roll::submit(engine, &run, RollId::R1, &proof).await {
         Ok(Submitted::Accepted(accepted)) => accepted
-            .judge(&seal::roll::Source::Live)
+            .judge(&seal_engine::roll::Source::Live)
             .await
             .map(drop)
             .unwrap_or_else(|e| fail(&e)),
         Ok(Submitted::AlreadyJudged(_)) => {}
         Err(e) => fail(&e),
     }
-    let done = seal::postguard::finalize(engine, &run)
+    let done = seal_engine::postguard::finalize(engine, &run)
         .await
         .unwrap_or_else(|e| fail(&e));
     let outcome = done
@@ -266,7 +270,7 @@ fn generate(store_dir: &Path, key: &Path, runs: u64, frame_bytes: u64, tasks: us
         let engine = Engine::new(
             store,
             bench_config(&lb),
-            Some(SigningKey::load(key).expect("key")),
+            Some(seal_fs::keys::load_signing_key(key).expect("key")),
         )
         .expect("engine");
         let base = Arc::new(read_base());
@@ -623,9 +627,11 @@ fn main() {
         .prefix("seal-bench-verify-")
         .tempdir()
         .unwrap();
-    let (key, trust) = SigningKey::generate()
-        .write_pair(&root.path().join("keys"))
-        .expect("key pair");
+    let (key, trust) = seal_fs::keys::write_key_pair(
+        &seal_fs::keys::generate_signing_key(),
+        &root.path().join("keys"),
+    )
+    .expect("key pair");
     let store_dir = root.path().join("store");
     let store_url = format!("file://{}", store_dir.display());
     let load_start = loadavg();
@@ -858,7 +864,7 @@ fn main() {
         mib(bytes),
     );
     println!(
-        "generation: {:.1} s ({:.1} runs/s; in process through seal::runfolder::judge, \
+        "generation: {:.1} s ({:.1} runs/s; in process through seal_engine::judge_run::judge, \
          loopback judges at 0 latency, {tasks} runs at a time, every write fsynced)",
         corpus.elapsed.as_secs_f64(),
         runs as f64 / corpus.elapsed.as_secs_f64()

@@ -8,6 +8,8 @@
 //! ```text
 //! seal-core    documents, ids, canonical and strict JSON, vocabulary, faults, every pure rule
 //!    ↑
+//! seal-fs      local files: operator files, run folders, key files, created without overwriting
+//!    ↑
 //! seal-store   the write-once, content-addressed evidence store (file, memory, S3)
 //!    ↑
 //! seal-engine  the use cases: intake, rolls and judges, the postguard, the log, verify, replay
@@ -42,60 +44,11 @@
 //! named by its sha256, so "the same document" is a byte comparison, and a 100-line script in
 //! another language can re-prove a sealed run (see docs/VERIFYING.md).
 //!
-//! # The old paths, during the crate split (issue 23)
+//! # Paths
 //!
-//! Every module below but [`cli`] is a re-export of the crate that now holds it, under the path
-//! it had when this was one crate (`seal::canonical`, `seal::store`, `seal::roll`, …), so that
-//! the tests, benches and the test kit compile unchanged while the layers move. The re-exports
-//! go once those import the crates themselves.
+//! Each item has one path, in the crate that holds it (`seal_core::canonical`,
+//! `seal_store::Store`, `seal_engine::roll`, …); this package adds only [`cli`].
 
 #![forbid(unsafe_code)]
 
 pub mod cli;
-
-pub use seal_core::{
-    adapt, admit, assertions, blinding, canonical, consensus, contracts, decided, derive, doc,
-    fault, fsio, html, ids, independence, invariants, json, key, limits, merge, net, prompts, refs,
-    sealing, tlog, vocab,
-};
-pub use seal_engine::{
-    audit, config, engine, explain, import, intake, judge, judge_run, lease, metrics, postguard,
-    receipt, replay, resume, roll, run_state, stats, summary, transparency, verify, witness,
-};
-pub use seal_server as server;
-
-/// Reviews of sealed runs: the pure rules ([`seal_core::review`]) and the use case
-/// ([`seal_engine::review`]).
-pub mod review {
-    pub use seal_core::review::*;
-    pub use seal_engine::review::{
-        check_run_reviews, facts, list, read_checked, stored_keys, submit, Listed, Stored,
-        SubmitError, Trust,
-    };
-}
-pub use seal_store as store;
-
-/// Run folders: reading (and writing) them is pure ([`seal_core::runfolder`]); `seal judge`'s
-/// use of one is [`seal_engine::judge_run`].
-pub mod runfolder {
-    pub use seal_core::runfolder::*;
-    pub use seal_engine::judge_run::{judge, JudgeRunError};
-}
-
-/// Document validation ([`seal_core::validate`]), and reading a file to validate (the CLI's).
-pub mod shadow {
-    pub use seal_core::shadow::*;
-    pub use seal_engine::shadow::{load, report, Shadow, ShadowError};
-}
-
-pub mod validate {
-    pub use crate::cli::validate::validate_file;
-    pub use seal_core::validate::*;
-}
-
-/// The summary of a sealed run ([`seal_engine::summary`]) and its one-screen text (the CLI's).
-pub mod report {
-    pub use crate::cli::judge::render;
-    pub use crate::cli::output::terminal_safe;
-    pub use seal_engine::summary::*;
-}

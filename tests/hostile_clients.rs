@@ -37,9 +37,9 @@ async fn start(header_ms: u64, body_ms: u64, max_connections: usize) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let trusted = vec![engine.key().unwrap().public()];
-    let state = seal::server::AppState::new(engine, trusted);
+    let state = seal_server::AppState::new(engine, trusted);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(seal::server::run(listener, state, async move {
+    tokio::spawn(seal_server::run(listener, state, async move {
         let _ = rx.await;
     }));
     Server {

@@ -42,9 +42,9 @@ async fn a_huge_package_is_refused_before_it_is_parsed_alone_and_four_at_once() 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let trusted = vec![engine.key().unwrap().public()];
-    let state = seal::server::AppState::new(engine, trusted);
+    let state = seal_server::AppState::new(engine, trusted);
     let (_stop, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(seal::server::run(listener, state, async move {
+    tokio::spawn(seal_server::run(listener, state, async move {
         let _ = rx.await;
     }));
     let body = bytes::Bytes::from(package_with_events(150_000));

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 fuzz_target!(|data: &[u8]| {
     static KEY: OnceLock<SigningKey> = OnceLock::new();
-    let key = KEY.get_or_init(SigningKey::generate);
+    let key = KEY.get_or_init(|| SigningKey::from_seed(&[7; 32]));
     if let Ok(env) = seal_core::json::parse_as::<Envelope>(data, 1 << 20) {
         assert!(verify_envelope(&env, &[key.public()]).is_err());
     }

@@ -48,5 +48,5 @@ fuzz_target!(|files: Vec<File>| {
             let _ = std::fs::write(&path, &f.bytes);
         }
     }
-    let _ = seal_core::runfolder::RunFolder::read(root, 1 << 20);
+    let _ = seal_fs::runfolder::RunFolder::read(root, 1 << 20);
 });

@@ -25,7 +25,7 @@ pub struct AdaptArgs {
 }
 
 pub fn run(args: AdaptArgs) -> Result<ExitStatus, CliError> {
-    let bytes = seal_core::fsio::read(&args.file, adapt::VERDICT_LIMIT)?;
+    let bytes = seal_fs::fsio::read(&args.file, adapt::VERDICT_LIMIT)?;
     let object = args.file.display().to_string();
     let adapted = match adapt::adapt_verdict(&object, &bytes, args.genre) {
         Ok(a) => a,
@@ -34,7 +34,7 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus, CliError> {
         }
         Err(e) => return Err(CliError::Adapt(e)),
     };
-    adapt::write_run_folder(&adapted, &args.out).map_err(CliError::Adapt)?;
+    seal_fs::adapt::write_run_folder(&adapted, &args.out).map_err(CliError::Adapt)?;
     println!(
         "wrote run folder {} (run {}, evidenceMode legacy-adapted)",
         args.out.display(),

@@ -161,14 +161,18 @@ impl Context {
     /// possibly none.
     pub fn public_keys(&self, extra: &[PathBuf]) -> Result<Vec<PublicKey>, CliError> {
         let keys = self.config.trusted_keys.iter().chain(extra);
-        Ok(keys.map(|p| PublicKey::load(p)).collect::<Result<_, _>>()?)
+        Ok(keys
+            .map(|p| seal_fs::keys::load_public_key(p))
+            .collect::<Result<_, _>>()?)
     }
 
     /// The reviewer keys of the config's `reviewers.trusted` and of every `extra`
     /// (`--trust-reviewer`), possibly none.
     pub fn reviewer_keys(&self, extra: &[PathBuf]) -> Result<Vec<PublicKey>, CliError> {
         let keys = self.config.reviewer_keys.iter().chain(extra);
-        Ok(keys.map(|p| PublicKey::load(p)).collect::<Result<_, _>>()?)
+        Ok(keys
+            .map(|p| seal_fs::keys::load_public_key(p))
+            .collect::<Result<_, _>>()?)
     }
 
     /// The keys a run or a checkpoint is trusted under: `signer` (when given), the config's
@@ -191,7 +195,7 @@ impl Context {
     /// The public half of the configured signing key, when it loads (`seal log prove` trusts
     /// it, so an operator on the signing host needs no `--trust`).
     pub fn own_public_key(&self) -> Option<PublicKey> {
-        SigningKey::load(&self.config.signing_key)
+        seal_fs::keys::load_signing_key(&self.config.signing_key)
             .ok()
             .map(|k| k.public())
     }
@@ -200,7 +204,7 @@ impl Context {
     /// it), else the config's `keys.signing_key`.
     pub fn signing(&self, key: Option<&Path>) -> Result<Signing, CliError> {
         let config = self.config.clone().with_signing_key(key);
-        let key = SigningKey::load(&config.signing_key)?;
+        let key = seal_fs::keys::load_signing_key(&config.signing_key)?;
         Ok(Signing { config, key })
     }
 

@@ -16,10 +16,10 @@ use std::fmt::Display;
 
 use seal_core::adapt::AdaptError;
 use seal_core::fault::{Fault, HasFault};
-use seal_core::fsio::FsError;
 use seal_core::ids::RunId;
 use seal_core::sealing::KeyError;
 use seal_engine::config::ConfigError;
+use seal_fs::fsio::FsError;
 use seal_store::StoreError;
 
 use super::terminal::terminal_safe;

@@ -45,9 +45,9 @@ pub fn run(ctx: &Context, args: JudgeArgs) -> Result<ExitStatus, CliError> {
     }
     let signing = ctx.signing(args.key.as_deref())?;
     // A folder that is not there is no input to judge (exit 2); what it holds is judged.
-    seal_core::fsio::require_folder(&args.run_dir)?;
+    seal_fs::fsio::require_folder(&args.run_dir)?;
     let limit = ctx.config().max_document_bytes;
-    let folder = match seal_core::runfolder::RunFolder::read(&args.run_dir, limit) {
+    let folder = match seal_fs::runfolder::RunFolder::read(&args.run_dir, limit) {
         Ok(f) => f,
         Err(e) => return Ok(refused(&e)),
     };

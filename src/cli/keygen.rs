@@ -5,8 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use seal_core::fsio::{self, Kind};
-use seal_core::sealing::SigningKey;
+use seal_fs::fsio::{self, Kind};
 
 use super::error::{CliError, ExitStatus};
 
@@ -40,8 +39,8 @@ pub fn run(args: KeygenArgs) -> Result<ExitStatus, CliError> {
     if args.if_missing && have_pair {
         println!("key pair already in {}", out.display());
     } else {
-        let key = SigningKey::generate();
-        let (k, p) = key.write_pair(out)?;
+        let key = seal_fs::keys::generate_signing_key();
+        let (k, p) = seal_fs::keys::write_key_pair(&key, out)?;
         println!(
             "private key {} (mode 0600)\npublic key  {}\nkeyid       {}",
             k.display(),

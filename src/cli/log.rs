@@ -240,8 +240,8 @@ async fn prove(
 
 fn read_note(path: &Path) -> Result<Vec<u8>, CliError> {
     // Through fsio: no link followed, no FIFO waited on, at most MAX_NOTE_FILE bytes read.
-    seal_core::fsio::read(path, MAX_NOTE_FILE).map_err(|e| match e {
-        seal_core::fsio::FsError::TooLarge { .. } => CliError::Usage(format!(
+    seal_fs::fsio::read(path, MAX_NOTE_FILE).map_err(|e| match e {
+        seal_fs::fsio::FsError::TooLarge { .. } => CliError::Usage(format!(
             "{}: not a checkpoint (over {MAX_NOTE_FILE} bytes)",
             path.display()
         )),

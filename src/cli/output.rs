@@ -1,7 +1,7 @@
 //! What commands write: progress bars, shell words, output files, and text made safe for a terminal.
 //!
 //! An output file (`--out`, `--html FILE`) is always a new file, never written through a link
-//! ([`seal_core::fsio::write_new`]; docs/DECISIONS.md, "Output files are never overwritten").
+//! ([`seal_fs::fsio::write_new`]; docs/DECISIONS.md, "Output files are never overwritten").
 
 use std::path::Path;
 
@@ -40,7 +40,7 @@ pub(super) fn write_output(out: Option<&Path>, bytes: &[u8]) -> Result<(), CliEr
     use std::io::Write;
     match out {
         Some(p) => {
-            seal_core::fsio::write_new(p, bytes, 0o644)?;
+            seal_fs::fsio::write_new(p, bytes, 0o644)?;
             eprintln!("wrote {}", p.display());
             Ok(())
         }

@@ -346,7 +346,7 @@ async fn named_in_archive(
     for id in runs {
         let present = match archive {
             Archive::Folder { root, .. } => {
-                seal_core::fsio::kind(&root.join("runs").join(id.as_str()))?.is_some()
+                seal_fs::fsio::kind(&root.join("runs").join(id.as_str()))?.is_some()
             }
             Archive::Store(store) => seal_engine::verify::run_exists(store, id).await?,
         };

@@ -10,7 +10,6 @@ use std::path::PathBuf;
 
 use seal_core::ids::RunId;
 use seal_core::review::{ObligationDecision, Status};
-use seal_core::sealing::SigningKey;
 use seal_engine::engine::Clock as _;
 use seal_engine::review::{SubmitError, Trust};
 
@@ -71,7 +70,7 @@ fn decision(s: &str) -> Result<ObligationDecision, super::args::ArgError> {
 pub fn run(ctx: &Context, args: ReviewArgs) -> Result<ExitStatus, CliError> {
     let trusted = ctx.trusted(&args.trust, None)?;
     let reviewers = ctx.reviewer_keys(&args.trust_reviewer)?;
-    let reviewer_key = SigningKey::load(&args.key)?;
+    let reviewer_key = seal_fs::keys::load_signing_key(&args.key)?;
     let signing = ctx.signing(args.log_key.as_deref())?;
     let url = ctx.store_url(args.store.as_ref())?;
     let run = &args.run_id;

@@ -60,7 +60,7 @@ pub fn run(ctx: &Context, args: ShadowReportArgs) -> Result<ExitStatus, CliError
     let trusted = ctx.trusted(&args.trust, None)?;
     let url = ctx.store_url(args.store.as_ref())?;
     let limit = ctx.config().max_document_bytes;
-    let file = seal_core::fsio::open(&args.verdicts)?;
+    let file = seal_fs::fsio::open(&args.verdicts)?;
     let (ledger, sha) =
         read_ledger(std::io::BufReader::new(file), limit).map_err(|e| CliError::Io {
             what: format!("reading {}", args.verdicts.display()),

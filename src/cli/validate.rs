@@ -60,17 +60,17 @@ pub fn run(config: Option<&Path>, args: ValidateArgs) -> Result<ExitStatus, CliE
     Ok(ExitStatus::yes_if(invalid == 0))
 }
 
-/// Reads (through [`seal_core::fsio`]: no link, no special file, at most `limit` bytes read) and
+/// Reads (through [`seal_fs::fsio`]: no link, no special file, at most `limit` bytes read) and
 /// validates one file.
 pub fn validate_file(path: &Path, limit: u64) -> Report {
-    match seal_core::fsio::read(path, limit) {
+    match seal_fs::fsio::read(path, limit) {
         Ok(bytes) => seal_core::validate::validate_bytes(&bytes, limit),
         Err(e) => Report::Unusable(unusable_file(e)),
     }
 }
 
-fn unusable_file(e: seal_core::fsio::FsError) -> String {
-    use seal_core::fsio::FsError;
+fn unusable_file(e: seal_fs::fsio::FsError) -> String {
+    use seal_fs::fsio::FsError;
     match e {
         FsError::NotRegular { kind, .. } => format!("not a regular file ({kind})"),
         FsError::Symlink { .. } => "not a regular file (a symbolic link)".into(),

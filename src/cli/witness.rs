@@ -19,7 +19,6 @@ use clap::Subcommand;
 
 use super::context::{runtime, shutdown_signal};
 use super::error::{CliError, ExitStatus};
-use seal_core::sealing::{PublicKey, SigningKey};
 use seal_engine::witness::service::{self, Witness};
 use seal_engine::witness::state::StateFile;
 
@@ -98,10 +97,10 @@ async fn build(
     origin: &str,
     name: &str,
 ) -> Result<Witness, CliError> {
-    let key = SigningKey::load(key)?;
+    let key = seal_fs::keys::load_signing_key(key)?;
     let mut trusted = Vec::new();
     for p in log_keys {
-        trusted.push(PublicKey::load(p)?.raw());
+        trusted.push(seal_fs::keys::load_public_key(p)?.raw());
     }
     if trusted.contains(&key.public().raw()) {
         return Err(CliError::Usage("the witness key must not be one of the log's keys (a witness signs separately from the log it watches)".into()));

@@ -1,7 +1,7 @@
 //! `seal serve` as a real process: spawned from an empty folder with both judge slots pointed
 //! at a loopback judge, its log written to a file (a pipe nobody reads would stall it).
 
-use seal::runfolder::RunFolder;
+use seal_fs::runfolder::RunFolder;
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};

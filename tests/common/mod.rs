@@ -8,7 +8,7 @@ pub use browser::*;
 #[allow(unused_imports)]
 pub use daemon::*;
 
-use seal::store::Store;
+use seal_store::Store;
 
 /// The S3-compatible endpoint CI starts (moto), if any.
 pub fn s3_endpoint() -> Option<String> {
@@ -72,9 +72,8 @@ pub fn random_hex(bytes: usize) -> String {
     hex::encode(b)
 }
 
-use seal::config::Config;
-use seal::engine::Engine;
-use seal::sealing::SigningKey;
+use seal_engine::config::Config;
+use seal_engine::engine::Engine;
 use seal_testkit::loopback::{Loopback, Persona};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -113,7 +112,7 @@ pub fn config_for(judge: &Loopback, extra: &[(&str, &str)]) -> Config {
     for (k, v) in extra {
         env.insert(k.to_string(), v.to_string());
     }
-    let text = seal::config::EMBEDDED
+    let text = seal_engine::config::EMBEDDED
         .replace("backoff_base_ms = 500", "backoff_base_ms = 10")
         .replace("backoff_cap_ms = 8000", "backoff_cap_ms = 40");
     Config::parse("test", &text, &move |k| env.get(k).cloned()).expect("test config")
@@ -138,19 +137,22 @@ pub fn personas(judge: &Loopback) {
 }
 
 pub async fn engine_with(judge: &Loopback, store_url: &str, extra: &[(&str, &str)]) -> Engine {
-    let store = seal::store::Store::open(store_url).await.expect("store");
+    let store = seal_store::Store::open(store_url).await.expect("store");
     Engine::new(
         store,
         config_for(judge, extra),
-        Some(SigningKey::generate()),
+        Some(seal_fs::keys::generate_signing_key()),
     )
     .expect("engine")
 }
 
 /// Stores everything of an example run folder except its proof packages; returns the folder.
-pub async fn submit_inputs(engine: &Engine, dir: &std::path::Path) -> seal::runfolder::RunFolder {
+pub async fn submit_inputs(
+    engine: &Engine,
+    dir: &std::path::Path,
+) -> seal_fs::runfolder::RunFolder {
     use futures::TryStreamExt;
-    let folder = seal::runfolder::RunFolder::read(dir, 1 << 26).expect("run folder");
+    let folder = seal_fs::runfolder::RunFolder::read(dir, 1 << 26).expect("run folder");
     for (hash, path) in folder.blobs() {
         let file = tokio::fs::File::open(path).await.unwrap();
         let stream = tokio_util::io::ReaderStream::new(file).map_err(|e| e.to_string());
@@ -160,19 +162,19 @@ pub async fn submit_inputs(engine: &Engine, dir: &std::path::Path) -> seal::runf
             .await
             .unwrap();
     }
-    seal::intake::put_header(
+    seal_engine::intake::put_header(
         engine,
         folder.run(),
         folder.header_bytes(),
-        seal::intake::Origin::Operator,
+        seal_engine::intake::Origin::Operator,
     )
     .await
     .unwrap();
-    seal::intake::put_brief(engine, folder.run(), folder.brief())
+    seal_engine::intake::put_brief(engine, folder.run(), folder.brief())
         .await
         .unwrap();
     if let Some(spec) = folder.play_spec() {
-        seal::intake::put_play_spec(engine, folder.run(), spec)
+        seal_engine::intake::put_play_spec(engine, folder.run(), spec)
             .await
             .unwrap();
     }
@@ -183,13 +185,14 @@ pub async fn submit_inputs(engine: &Engine, dir: &std::path::Path) -> seal::runf
 /// (`roll::submit`): parsed, checked and stored, not judged.
 pub async fn submit_roll(
     engine: &Engine,
-    run: &seal::ids::RunId,
-    roll: seal::ids::RollId,
+    run: &seal_core::ids::RunId,
+    roll: seal_core::ids::RollId,
     bytes: &[u8],
-) -> Result<(), seal::roll::SubmitError> {
-    let submission = seal::intake::ProofSubmission::parse(bytes, None, engine.store().doc_limit())
-        .map_err(|e| seal::intake::IntakeError::submission(run, roll, e))?;
-    seal::roll::submit(engine, run, roll, &submission)
+) -> Result<(), seal_engine::roll::SubmitError> {
+    let submission =
+        seal_engine::intake::ProofSubmission::parse(bytes, None, engine.store().doc_limit())
+            .map_err(|e| seal_engine::intake::IntakeError::submission(run, roll, e))?;
+    seal_engine::roll::submit(engine, run, roll, &submission)
         .await
         .map(drop)
 }
@@ -198,13 +201,13 @@ pub async fn submit_roll(
 pub async fn judge_roll1(
     engine: &Engine,
     dir: &std::path::Path,
-) -> (seal::runfolder::RunFolder, seal::roll::RollReport) {
+) -> (seal_fs::runfolder::RunFolder, seal_engine::roll::RollReport) {
     let folder = submit_inputs(engine, dir).await;
     let bytes = folder.rolls()[0].canonical();
-    submit_roll(engine, folder.run(), seal::ids::RollId::R1, bytes)
+    submit_roll(engine, folder.run(), seal_core::ids::RollId::R1, bytes)
         .await
         .unwrap();
-    let report = seal::roll::judge_roll(engine, folder.run(), seal::ids::RollId::R1)
+    let report = seal_engine::roll::judge_roll(engine, folder.run(), seal_core::ids::RollId::R1)
         .await
         .expect("roll");
     (folder, report)
@@ -236,13 +239,13 @@ pub async fn engine_edited(
         env.insert(k.to_string(), v.to_string());
     }
     let text = edit(
-        seal::config::EMBEDDED
+        seal_engine::config::EMBEDDED
             .replace("backoff_base_ms = 500", "backoff_base_ms = 10")
             .replace("backoff_cap_ms = 8000", "backoff_cap_ms = 40"),
     );
     let config = Config::parse("test", &text, &move |k| env.get(k).cloned()).expect("config");
-    let store = seal::store::Store::open("memory://").await.unwrap();
-    Engine::new(store, config, Some(SigningKey::generate())).expect("engine")
+    let store = seal_store::Store::open("memory://").await.unwrap();
+    Engine::new(store, config, Some(seal_fs::keys::generate_signing_key())).expect("engine")
 }
 
 /// The committed sealed fixtures (`sealed-fixtures/`, made by `cargo run -p seal-testkit --bin seal-fixtures`).
@@ -295,14 +298,17 @@ pub fn copy_fixture_store() -> (tempfile::TempDir, PathBuf) {
 
 /// `seal verify`'s verdict over `store` under `key`, with no witness policy: what `explain`
 /// and `stats` take.
-pub async fn verifier(store: &Store, key: seal::sealing::PublicKey) -> seal::verify::Verifier {
-    let policy = seal::witness::check::Policy::default();
-    seal::verify::Verifier::load(
+pub async fn verifier(
+    store: &Store,
+    key: seal_core::sealing::PublicKey,
+) -> seal_engine::verify::Verifier {
+    let policy = seal_engine::witness::check::Policy::default();
+    seal_engine::verify::Verifier::load(
         store,
         vec![key],
-        seal::transparency::DEFAULT_ORIGIN,
+        seal_engine::transparency::DEFAULT_ORIGIN,
         &policy,
-        seal::verify::Scope::All,
+        seal_engine::verify::Scope::All,
     )
     .await
     .expect("the log of the store reads")
@@ -386,7 +392,7 @@ pub async fn sealed_run_with_text(
         serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
     };
     let mut header = read(&input.join("header.json"));
-    header["briefHash"] = json!(seal::canonical::Hash::of(brief.as_bytes()).to_string());
+    header["briefHash"] = json!(seal_core::canonical::Hash::of(brief.as_bytes()).to_string());
     for o in header["proofObligations"].as_array_mut().unwrap() {
         if o["id"] == "polish.no-placeholder" {
             o["description"] = json!(format!("No placeholder text. {evil}"));
@@ -429,19 +435,19 @@ pub async fn sealed_run_with_text(
             [seal_testkit::loopback::Fault::Content(answer.to_string())],
         );
     }
-    let key = SigningKey::generate();
-    let (_, pem) = key.write_pair(&dir.path().join("keys")).unwrap();
+    let key = seal_fs::keys::generate_signing_key();
+    let (_, pem) = seal_fs::keys::write_key_pair(&key, &dir.path().join("keys")).unwrap();
     let url = file_url(&dir.path().join("store"));
     let store = Store::open(&url).await.unwrap();
     let config = config_for(&lb, &[("SEAL_JUDGE_A_MODEL", model_a)]);
     let engine = Engine::new(store, config, Some(key)).unwrap();
-    let folder = seal::runfolder::RunFolder::read(&input, 1 << 26).unwrap();
-    let done = seal::runfolder::judge(&engine, &folder)
+    let folder = seal_fs::runfolder::RunFolder::read(&input, 1 << 26).unwrap();
+    let done = seal_engine::judge_run::judge(&engine, &folder)
         .await
         .expect("hostile run seals");
     assert_eq!(
         done.evidence().outcome,
-        Some(seal::doc::Outcome::Pass),
+        Some(seal_core::doc::Outcome::Pass),
         "{:?}",
         done.evidence().decision
     );
@@ -455,9 +461,9 @@ pub async fn start(engine: Engine) -> (String, tokio::sync::oneshot::Sender<()>)
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let trusted = vec![engine.key().unwrap().public()];
-    let state = seal::server::AppState::new(engine, trusted);
+    let state = seal_server::AppState::new(engine, trusted);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(seal::server::run(listener, state, async move {
+    tokio::spawn(seal_server::run(listener, state, async move {
         let _ = rx.await;
     }));
     (base, tx)

@@ -1,4 +1,4 @@
-//! The legacy adapter (`seal::adapt`): agent-loop Verdicts into run folders that validate and
+//! The legacy adapter (`seal_core::adapt`): agent-loop Verdicts into run folders that validate and
 //! read, refusals, and DECIDED evidence back into Verdicts, including end to end through
 //! `seal judge` with a loopback judge.
 
@@ -9,14 +9,14 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use seal::adapt::{
-    evidence_to_verdict, verdict_file_to_run_folder, verdict_to_run_folder, AdaptError,
-};
-use seal::canonical::{canonical_bytes, Hash};
-use seal::contracts::Kind;
-use seal::doc::{DecisionAction, Evidence, EvidenceMode, Genre, Phase};
-use seal::runfolder::RunFolder;
-use seal::validate::{validate_as, validate_file, Report};
+use seal::cli::validate::validate_file;
+use seal_core::adapt::{evidence_to_verdict, AdaptError};
+use seal_core::canonical::{canonical_bytes, Hash};
+use seal_core::contracts::Kind;
+use seal_core::doc::{DecisionAction, Evidence, EvidenceMode, Genre, Phase};
+use seal_core::validate::{validate_as, Report};
+use seal_fs::adapt::{verdict_file_to_run_folder, verdict_to_run_folder};
+use seal_fs::runfolder::RunFolder;
 
 const LIMIT: u64 = 1 << 26;
 const VERDICTS: [(&str, Genre); 3] = [
@@ -134,7 +134,7 @@ fn realistic_verdicts_adapt_into_folders_that_validate_and_read() {
             .floor
             .checks
             .iter()
-            .map(|c| (c.id.as_str(), c.status == seal::doc::FloorStatus::Pass))
+            .map(|c| (c.id.as_str(), c.status == seal_core::doc::FloorStatus::Pass))
             .collect();
         let (s, r) = (
             v["structureOk"].as_bool().unwrap(),
@@ -506,7 +506,7 @@ async fn adapted_verdicts_are_judged_and_map_back_to_their_decision() {
         let out = tmp.path().join(name);
         verdict_to_run_folder(&verdict_bytes(name), genre, &out).unwrap();
         let folder = RunFolder::read(&out, LIMIT).unwrap();
-        let done = seal::runfolder::judge(&engine, &folder)
+        let done = seal_engine::judge_run::judge(&engine, &folder)
             .await
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let ev = &done.evidence();
@@ -525,11 +525,11 @@ async fn adapted_verdicts_are_judged_and_map_back_to_their_decision() {
 
         // A sealed legacy run verifies like any other.
         let trusted = [engine.key().unwrap().public()];
-        let report = seal::verify::verify_run(
+        let report = seal_engine::verify::verify_run(
             engine.store(),
             folder.run(),
             &trusted,
-            seal::transparency::DEFAULT_ORIGIN,
+            seal_engine::transparency::DEFAULT_ORIGIN,
         )
         .await
         .unwrap();

@@ -25,9 +25,9 @@ async fn start() -> (String, tokio::sync::oneshot::Sender<()>, Loopback) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let trusted = vec![engine.key().unwrap().public()];
-    let state = seal::server::AppState::new(engine, trusted);
+    let state = seal_server::AppState::new(engine, trusted);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(seal::server::run(listener, state, async move {
+    tokio::spawn(seal_server::run(listener, state, async move {
         let _ = rx.await;
     }));
     (base, tx, lb)
@@ -69,7 +69,7 @@ fn document_routes(doc: &Value) -> BTreeSet<(String, String)> {
 
 #[test]
 fn the_document_names_exactly_the_routes_of_the_router() {
-    let doc: Value = serde_json::from_str(seal::server::OPENAPI_JSON).unwrap();
+    let doc: Value = serde_json::from_str(seal_server::OPENAPI_JSON).unwrap();
     assert_eq!(doc["openapi"], "3.1.0");
     let routes = router_routes();
     assert!(routes.len() >= 12, "{routes:?}");
@@ -102,7 +102,7 @@ async fn every_documented_route_answers_and_is_served() {
         .unwrap();
     assert_eq!(
         served,
-        serde_json::from_str::<Value>(seal::server::OPENAPI_JSON).unwrap()
+        serde_json::from_str::<Value>(seal_server::OPENAPI_JSON).unwrap()
     );
     for (method, path) in document_routes(&served) {
         let url = format!(

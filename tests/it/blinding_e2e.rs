@@ -287,21 +287,21 @@ async fn a_run_the_postguard_refused_verifies_as_that_decision() {
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
     personas(&lb);
     let dir = tempfile::tempdir().unwrap();
-    let key = seal::sealing::SigningKey::generate();
-    let (_, pem) = key.write_pair(&dir.path().join("keys")).unwrap();
+    let key = seal_fs::keys::generate_signing_key();
+    let (_, pem) = seal_fs::keys::write_key_pair(&key, &dir.path().join("keys")).unwrap();
     let root = dir.path().join("store");
     let url = file_url(&root);
-    let store = seal::store::Store::open(&url).await.unwrap();
-    let engine = seal::engine::Engine::new(store, config_for(&lb, &[]), Some(key)).unwrap();
+    let store = seal_store::Store::open(&url).await.unwrap();
+    let engine = seal_engine::engine::Engine::new(store, config_for(&lb, &[]), Some(key)).unwrap();
     let (folder, _) = judge_roll1(&engine, &example("run-narrative-0010-pass")).await;
     let run = folder.run().to_string();
     let run_dir = root.join("runs").join(&run);
     std::fs::write(run_dir.join("stray.json"), b"{}").unwrap();
-    let done = seal::postguard::finalize(&engine, folder.run())
+    let done = seal_engine::postguard::finalize(&engine, folder.run())
         .await
         .expect("the postguard decides");
     let ev = done.evidence();
-    assert_eq!(ev.outcome, Some(seal::doc::Outcome::InfraError));
+    assert_eq!(ev.outcome, Some(seal_core::doc::Outcome::InfraError));
     let reasons: Vec<String> = ev
         .decision
         .as_ref()

@@ -7,7 +7,6 @@
 use crate::common;
 
 use common::*;
-use seal::sealing::SigningKey;
 use seal_testkit::loopback::Loopback;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -70,7 +69,9 @@ impl ImportRig {
     pub(crate) async fn new() -> ImportRig {
         let (_src_dir, src) = copy_fixture_store();
         let work = tempfile::tempdir().unwrap();
-        let (key, public) = SigningKey::generate().write_pair(work.path()).unwrap();
+        let (key, public) =
+            seal_fs::keys::write_key_pair(&seal_fs::keys::generate_signing_key(), work.path())
+                .unwrap();
         let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
         personas(&lb);
         ImportRig {
@@ -201,7 +202,7 @@ async fn an_import_killed_at_any_write_never_stops_another_import() {
 
 /// Every object under `runs/` of the store at `url` (key → bytes).
 async fn run_objects(url: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
-    let store = seal::store::Store::open(url).await.unwrap();
+    let store = seal_store::Store::open(url).await.unwrap();
     let mut out = std::collections::BTreeMap::new();
     for key in store.list("runs").await.unwrap().keys {
         out.insert(key.to_string(), store.get(&key).await.unwrap().to_vec());
@@ -392,7 +393,7 @@ fn ok(what: &str, (status, v): (u16, serde_json::Value)) -> Result<serde_json::V
 pub(crate) async fn submit_run(
     c: &reqwest::Client,
     base: &str,
-    folder: &seal::runfolder::RunFolder,
+    folder: &seal_fs::runfolder::RunFolder,
 ) -> Result<serde_json::Value, Stopped> {
     let run = folder.run();
     let (status, state) = send(c.get(format!("{base}/v1/runs/{run}"))).await?;
@@ -450,7 +451,7 @@ pub(crate) struct Point {
     pub(crate) dir: tempfile::TempDir,
     pub(crate) store: String,
     pub(crate) lb: Loopback,
-    pub(crate) folder: seal::runfolder::RunFolder,
+    pub(crate) folder: seal_fs::runfolder::RunFolder,
 }
 
 impl Point {
@@ -459,7 +460,7 @@ impl Point {
         keygen(dir.path());
         let lb = Loopback::start(Duration::from_millis(5)).await.unwrap();
         personas(&lb);
-        let folder = seal::runfolder::RunFolder::read(&example(TWO_ROLL_RUN), 1 << 26).unwrap();
+        let folder = seal_fs::runfolder::RunFolder::read(&example(TWO_ROLL_RUN), 1 << 26).unwrap();
         let store = match backend {
             Backend::File => file_url(&dir.path().join("store")),
             Backend::S3 => s3_url(name).expect("an S3 endpoint"),
@@ -507,7 +508,7 @@ impl Point {
 
     /// The run's objects (key → bytes) as stored.
     async fn objects(&self) -> std::collections::BTreeMap<String, Vec<u8>> {
-        let store = seal::store::Store::open(&self.store).await.unwrap();
+        let store = seal_store::Store::open(&self.store).await.unwrap();
         let dir = format!("runs/{}", self.folder.run());
         let mut out = std::collections::BTreeMap::new();
         for key in store.list(&dir).await.unwrap().keys {

@@ -63,7 +63,7 @@ async fn committed_attempt_with(plant: Plant) -> (Point, Option<serde_json::Valu
         Plant::Raw => std::fs::write(attempt.join("raw.json"), &forged).unwrap(),
         Plant::Cas => replace_file(&cas(&raw_hash), &forged),
         Plant::Meta => {
-            let h = seal::canonical::Hash::of(&forged);
+            let h = seal_core::canonical::Hash::of(&forged);
             std::fs::create_dir_all(cas(h.as_str()).parent().unwrap()).unwrap();
             std::fs::write(cas(h.as_str()), &forged).unwrap();
             let mut m = meta.clone();

@@ -21,7 +21,7 @@ async fn finish_on_any(
     c: &reqwest::Client,
     bases: &std::sync::RwLock<Vec<String>>,
     first: usize,
-    folder: &seal::runfolder::RunFolder,
+    folder: &seal_fs::runfolder::RunFolder,
     deadline: Instant,
 ) -> Result<(serde_json::Value, usize), String> {
     let mut replica = first;
@@ -64,11 +64,11 @@ async fn three_replicas_one_killed_a_third_through_seal_every_run_on_s3() {
         dir,
         store: store.clone(),
         lb,
-        folder: seal::runfolder::RunFolder::read(&example(TWO_ROLL_RUN), 1 << 26).unwrap(),
+        folder: seal_fs::runfolder::RunFolder::read(&example(TWO_ROLL_RUN), 1 << 26).unwrap(),
     };
     p.short_leases();
     let timeout = [("SEAL_JUDGE_TIMEOUT_MS", "1000")];
-    let folders: Vec<seal::runfolder::RunFolder> = (0..CLUSTER_RUNS)
+    let folders: Vec<seal_fs::runfolder::RunFolder> = (0..CLUSTER_RUNS)
         .map(|i| {
             let src = if i % 2 == 0 {
                 TWO_ROLL_RUN

@@ -9,9 +9,9 @@
 use crate::common;
 
 use common::*;
-use seal::contracts::Kind;
-use seal::doc::Outcome;
-use seal::validate::{validate_as, Report};
+use seal_core::contracts::Kind;
+use seal_core::doc::Outcome;
+use seal_core::validate::{validate_as, Report};
 use seal_testkit::loopback::{Fault, Loopback};
 use serde_json::Value;
 use std::path::Path;
@@ -132,9 +132,9 @@ async fn case(a: Slot, b: Slot, floor_passes: bool, with_checks: bool) -> Result
     let dir = tempfile::tempdir().unwrap();
     folder(dir.path(), floor_passes, with_checks);
     let what = format!("A={a:?} B={b:?} floor_passes={floor_passes} checks={with_checks}");
-    let run = seal::runfolder::RunFolder::read(dir.path(), 1 << 26)
+    let run = seal_fs::runfolder::RunFolder::read(dir.path(), 1 << 26)
         .map_err(|e| format!("{what}: {e}"))?;
-    let done = seal::runfolder::judge(&engine, &run)
+    let done = seal_engine::judge_run::judge(&engine, &run)
         .await
         .map_err(|e| format!("{what}: not sealed: {e}"))?;
     let value = serde_json::to_value(done.evidence()).unwrap();
@@ -150,16 +150,16 @@ async fn case(a: Slot, b: Slot, floor_passes: bool, with_checks: bool) -> Result
         ));
     }
     let reasons = &done.evidence().decision.as_ref().unwrap().reasons;
-    let judges_failed = seal::vocab::Reason::Infra(seal::vocab::InfraCause::JudgesFailed);
+    let judges_failed = seal_core::vocab::Reason::Infra(seal_core::vocab::InfraCause::JudgesFailed);
     if want == Outcome::InfraError && reasons != &[judges_failed] {
         return Err(format!("{what}: both judges failed, reasons {reasons:?}"));
     }
     let trusted = [engine.key().unwrap().public()];
-    let report = seal::verify::verify_run(
+    let report = seal_engine::verify::verify_run(
         engine.store(),
         run.run(),
         &trusted,
-        seal::transparency::DEFAULT_ORIGIN,
+        seal_engine::transparency::DEFAULT_ORIGIN,
     )
     .await
     .map_err(|e| format!("{what}: verify could not run: {e}"))?;

@@ -6,8 +6,8 @@ use crate::common;
 
 use common::*;
 use reqwest::StatusCode;
-use seal::engine::Engine;
-use seal::runfolder::RunFolder;
+use seal_engine::engine::Engine;
+use seal_fs::runfolder::RunFolder;
 use seal_testkit::loopback::{Fault, Loopback};
 use serde_json::Value;
 use std::path::Path;
@@ -229,15 +229,19 @@ async fn seal_judge_refuses_to_add_a_roll_to_a_decided_run() {
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&example("run-narrative-0011-inconclusive"), dir.path());
     let one_roll = RunFolder::read(dir.path(), 1 << 26).unwrap();
-    let sealed = seal::runfolder::judge(&engine, &one_roll).await.unwrap();
-    let again = seal::runfolder::judge(&engine, &one_roll).await.unwrap();
+    let sealed = seal_engine::judge_run::judge(&engine, &one_roll)
+        .await
+        .unwrap();
+    let again = seal_engine::judge_run::judge(&engine, &one_roll)
+        .await
+        .unwrap();
     assert_eq!(again.evidence_hash(), sealed.evidence_hash());
     let calls = judge.calls().len();
     let two_rolls = inconclusive_with_roll2(dir.path());
-    let err = seal::runfolder::judge(&engine, &two_rolls)
+    let err = seal_engine::judge_run::judge(&engine, &two_rolls)
         .await
         .unwrap_err();
-    use seal::fault::{Fault, HasFault};
+    use seal_core::fault::{Fault, HasFault};
     // The caller's: `seal judge` answers no (exit 1) for such a folder.
     assert_eq!(err.fault(), Fault::Caller, "{err}");
     assert!(err.to_string().contains("already decided"), "{err}");
@@ -283,20 +287,20 @@ async fn finalize_racing_roll_2_never_answers_for_an_unsealed_roll() {
         assert_eq!(sf, StatusCode::OK, "{bf}");
         let rolls_sealed = bf["sourceRollId"].as_str().map(|_| ()).and(Some(()));
         assert!(rolls_sealed.is_some());
-        let run = seal::ids::RunId::parse(&id).unwrap();
-        let report = seal::verify::verify_run(
+        let run = seal_core::ids::RunId::parse(&id).unwrap();
+        let report = seal_engine::verify::verify_run(
             probe.store(),
             &run,
             &trusted,
-            seal::transparency::DEFAULT_ORIGIN,
+            seal_engine::transparency::DEFAULT_ORIGIN,
         )
         .await
         .unwrap();
         assert!(report.verified, "round {i}: {:?}", report.problems);
-        let ev = seal::run_state::RunState::load(probe.store(), &run)
+        let ev = seal_engine::run_state::RunState::load(probe.store(), &run)
             .await
             .unwrap();
-        let seal::run_state::RunState::Decided(d) = ev else {
+        let seal_engine::run_state::RunState::Decided(d) = ev else {
             panic!("round {i}: not decided")
         };
         let has_roll2 = d.evidence().rolls.len() == 2;
@@ -426,10 +430,10 @@ fn verify_names_unbound_objects_and_lists_every_folder_it_could_not_verify() {
 /// first and failed when it came second. The rule now: exactly one signature.
 #[test]
 fn an_envelope_with_two_signatures_is_refused_whatever_their_order() {
-    let key = seal::sealing::SigningKey::generate();
-    let statement = seal::sealing::Statement::new(
+    let key = seal_fs::keys::generate_signing_key();
+    let statement = seal_core::sealing::Statement::new(
         "runs/x/evidence.json",
-        &seal::canonical::Hash::of(b"x"),
+        &seal_core::canonical::Hash::of(b"x"),
         serde_json::from_value(serde_json::json!({
             "runId": "x", "outcome": "pass", "decision": "accept", "sourceRollId": "roll-1",
             "consensusHash": null, "strategyVersion": null, "acceptanceMode": "v3",
@@ -437,9 +441,9 @@ fn an_envelope_with_two_signatures_is_refused_whatever_their_order() {
         }))
         .unwrap(),
     );
-    let good = seal::sealing::sign(&key, &statement).unwrap();
+    let good = seal_core::sealing::sign(&key, &statement).unwrap();
     let trusted = [key.public()];
-    assert!(seal::sealing::verify_envelope(&good, &trusted).is_ok());
+    assert!(seal_core::sealing::verify_envelope(&good, &trusted).is_ok());
     let mut bad_sig = good.signatures[0].clone();
     bad_sig.sig = good.signatures[0].sig.chars().rev().collect();
     for order in [
@@ -449,7 +453,7 @@ fn an_envelope_with_two_signatures_is_refused_whatever_their_order() {
     ] {
         let mut env = good.clone();
         env.signatures = order;
-        let err = seal::sealing::verify_envelope(&env, &trusted).unwrap_err();
+        let err = seal_core::sealing::verify_envelope(&env, &trusted).unwrap_err();
         assert!(err.to_string().contains("exactly one"), "{err}");
     }
 }
@@ -464,17 +468,20 @@ async fn a_stored_snapshot_closes_the_run_to_rolls_and_is_decided_as_stored() {
     let dir = tempfile::tempdir().unwrap();
     let f = inconclusive_with_roll2(dir.path());
     let (_, report) = judge_roll1(&engine, &example("run-narrative-0011-inconclusive")).await;
-    assert_eq!(report.roll().roll_outcome, seal::doc::Outcome::Inconclusive);
+    assert_eq!(
+        report.roll().roll_outcome,
+        seal_core::doc::Outcome::Inconclusive
+    );
     // What an interrupted finalize leaves: the snapshot of roll 1.
-    let header: seal::doc::Evidence = serde_json::from_slice(
+    let header: seal_core::doc::Evidence = serde_json::from_slice(
         &engine
             .store()
-            .get(&seal::store::Key::header(f.run()))
+            .get(&seal_store::Key::header(f.run()))
             .await
             .unwrap(),
     )
     .unwrap();
-    let proof: seal::doc::ProofPackage = serde_json::from_slice(
+    let proof: seal_core::doc::ProofPackage = serde_json::from_slice(
         &engine
             .store()
             .get(&report.roll().proof_package_ref)
@@ -482,9 +489,9 @@ async fn a_stored_snapshot_closes_the_run_to_rolls_and_is_decided_as_stored() {
             .unwrap(),
     )
     .unwrap();
-    let snapshot = seal::derive::judging_snapshot(
+    let snapshot = seal_core::derive::judging_snapshot(
         &header,
-        &[seal::derive::JudgedRoll {
+        &[seal_core::derive::JudgedRoll {
             roll: report.roll(),
             proof: &proof,
             consensus: report.consensus(),
@@ -492,25 +499,32 @@ async fn a_stored_snapshot_closes_the_run_to_rolls_and_is_decided_as_stored() {
     );
     engine
         .store()
-        .put_json(&seal::store::Key::judging(f.run()), &snapshot)
+        .put_json(&seal_store::Key::judging(f.run()), &snapshot)
         .await
         .unwrap();
-    let err = submit_roll(&engine, f.run(), seal::ids::RollId::R2, &roll_bytes(&f, 2))
-        .await
-        .unwrap_err();
+    let err = submit_roll(
+        &engine,
+        f.run(),
+        seal_core::ids::RollId::R2,
+        &roll_bytes(&f, 2),
+    )
+    .await
+    .unwrap_err();
     assert!(err.to_string().contains("being finalized"), "{err}");
-    let done = seal::postguard::finalize(&engine, f.run()).await.unwrap();
+    let done = seal_engine::postguard::finalize(&engine, f.run())
+        .await
+        .unwrap();
     assert_eq!(done.evidence().rolls.len(), 1);
     assert_eq!(
         done.evidence().outcome,
-        Some(seal::doc::Outcome::Inconclusive)
+        Some(seal_core::doc::Outcome::Inconclusive)
     );
     let trusted = [engine.key().unwrap().public()];
-    let r = seal::verify::verify_run(
+    let r = seal_engine::verify::verify_run(
         engine.store(),
         f.run(),
         &trusted,
-        seal::transparency::DEFAULT_ORIGIN,
+        seal_engine::transparency::DEFAULT_ORIGIN,
     )
     .await
     .unwrap();

@@ -5,20 +5,19 @@
 use crate::common;
 
 use common::*;
-use seal::canonical::Hash;
-use seal::contracts::Kind;
-use seal::doc::{outcome_node_id, DecisionTree, Evidence};
-use seal::explain::{explain, ExplainError, Explanation};
-use seal::ids::RunId;
-use seal::sealing::PublicKey;
-use seal::store::Store;
-use seal::validate::{validate_as, Report};
+use seal_core::canonical::Hash;
+use seal_core::contracts::Kind;
+use seal_core::doc::{outcome_node_id, DecisionTree, Evidence};
+use seal_core::ids::RunId;
+use seal_core::validate::{validate_as, Report};
+use seal_engine::explain::{explain, ExplainError, Explanation};
+use seal_store::Store;
 use std::collections::BTreeSet;
 use std::path::Path;
 
 async fn explain_in(root: &Path, run: &str, pem: &Path) -> Result<Explanation, ExplainError> {
     let store = Store::open(&file_url(root)).await.unwrap();
-    let key = PublicKey::load(pem).unwrap();
+    let key = seal_fs::keys::load_public_key(pem).unwrap();
     explain(
         &store,
         &RunId::parse(run).unwrap(),
@@ -54,7 +53,10 @@ fn check_tree(root: &Path, run: &str, e: &Explanation) {
         validate_as(Kind::DecisionTree, &v)
     );
     // The bytes are the canonical JSON, hashed like every document.
-    assert_eq!(e.tree_bytes, seal::canonical::canonical_bytes(&v).unwrap());
+    assert_eq!(
+        e.tree_bytes,
+        seal_core::canonical::canonical_bytes(&v).unwrap()
+    );
     assert_eq!(e.tree_hash, Hash::of(&e.tree_bytes));
     let ev: Evidence = serde_json::from_slice(
         &std::fs::read(root.join(format!("runs/{run}/evidence.json"))).unwrap(),
@@ -71,7 +73,7 @@ fn check_tree(root: &Path, run: &str, e: &Explanation) {
     let outcome_nodes = t
         .nodes
         .iter()
-        .filter(|n| n.kind == seal::doc::NodeKind::Outcome)
+        .filter(|n| n.kind == seal_core::doc::NodeKind::Outcome)
         .count();
     assert_eq!(outcome_nodes, 4, "{run}: every outcome is a branch");
     // Every binding is the sha256 of the stored object.
@@ -143,7 +145,7 @@ async fn every_sealed_fixture_is_explained_by_a_valid_bound_tree() {
     }
 }
 
-fn edge<'a>(t: &'a DecisionTree, from: &str, to: &str) -> &'a seal::doc::TreeEdge {
+fn edge<'a>(t: &'a DecisionTree, from: &str, to: &str) -> &'a seal_core::doc::TreeEdge {
     t.edges
         .iter()
         .find(|e| e.from == from && e.to == to)
@@ -317,7 +319,7 @@ async fn hostile_text_is_escaped_on_every_path() {
     let html = e.html("seal verify x");
     let evil = hostile_text();
     // The hostile text reached the page through every path, and only escaped.
-    let escaped = seal::explain::html::esc(&evil);
+    let escaped = seal_engine::explain::html::esc(&evil);
     // Brief, obligation description, floor check (table and SVG title), both rationales.
     let found = html.matches(&*escaped).count();
     assert!(found >= 5, "escaped hostile text found {found} times");

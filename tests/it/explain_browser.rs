@@ -11,10 +11,9 @@
 use crate::common;
 
 use common::*;
-use seal::explain::{explain, Explanation};
-use seal::ids::RunId;
-use seal::sealing::PublicKey;
-use seal::store::Store;
+use seal_core::ids::RunId;
+use seal_engine::explain::{explain, Explanation};
+use seal_store::Store;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -33,7 +32,7 @@ fn url_of(p: &Path) -> String {
 
 async fn explained(root: &Path, run: &str, pem: &Path) -> Explanation {
     let store = Store::open(&file_url(root)).await.unwrap();
-    let key = PublicKey::load(pem).unwrap();
+    let key = seal_fs::keys::load_public_key(pem).unwrap();
     explain(
         &store,
         &RunId::parse(run).unwrap(),
@@ -118,7 +117,7 @@ async fn explain_pages_render_in_chromium_without_scripts_or_console_errors() {
         &control,
         format!(
             "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" content=\"{}\"><title>control</title></head><body><script>document.title='pwned'</script></body></html>",
-            seal::explain::html::CSP
+            seal_engine::explain::html::CSP
         ),
     )
     .unwrap();

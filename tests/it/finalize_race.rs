@@ -4,9 +4,9 @@
 use crate::common;
 
 use common::*;
-use seal::engine::Engine;
-use seal::sealing::SigningKey;
-use seal::store::Store;
+use seal_core::sealing::SigningKey;
+use seal_engine::engine::Engine;
+use seal_store::Store;
 use seal_testkit::loopback::Loopback;
 use std::time::Duration;
 
@@ -15,18 +15,20 @@ async fn race(store_url: &str) {
     personas(&lb);
     let first = engine_with(&lb, store_url, &[]).await;
     let (folder, report) = judge_roll1(&first, &example("run-narrative-0010-pass")).await;
-    assert_eq!(report.roll().roll_outcome, seal::doc::Outcome::Pass);
+    assert_eq!(report.roll().roll_outcome, seal_core::doc::Outcome::Pass);
     // Eight finalizers, each a "replica" with its own engine and signing key, trusting the
     // others' (`keys.trusted`): a leaf or checkpoint by a key a replica does not trust is
     // planted to it (docs/DESIGN.md §11).
-    let keys: Vec<SigningKey> = (0..8).map(|_| SigningKey::generate()).collect();
+    let keys: Vec<SigningKey> = (0..8)
+        .map(|_| seal_fs::keys::generate_signing_key())
+        .collect();
     let pems = tempfile::tempdir().unwrap();
     let trusted: Vec<std::path::PathBuf> = keys
         .iter()
         .enumerate()
         .map(|(i, k)| {
             let dir = pems.path().join(i.to_string());
-            k.write_pair(&dir).unwrap().1
+            seal_fs::keys::write_key_pair(k, &dir).unwrap().1
         })
         .collect();
     let mut engines = Vec::new();
@@ -40,7 +42,7 @@ async fn race(store_url: &str) {
         .into_iter()
         .map(|e| {
             let run = folder.run().clone();
-            tokio::spawn(async move { seal::postguard::finalize(&e, &run).await })
+            tokio::spawn(async move { seal_engine::postguard::finalize(&e, &run).await })
         })
         .collect();
     let mut results = Vec::new();

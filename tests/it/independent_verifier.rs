@@ -9,10 +9,11 @@ use crate::common;
 
 use base64::Engine as _;
 use common::*;
-use seal::canonical::{canonical_bytes, Hash};
-use seal::ids::RunId;
-use seal::runfolder::{judge, RunFolder};
-use seal::sealing::{self, Predicate, SigningKey, Statement};
+use seal_core::canonical::{canonical_bytes, Hash};
+use seal_core::ids::RunId;
+use seal_core::sealing::{self, Predicate, SigningKey, Statement};
+use seal_engine::judge_run::judge;
+use seal_fs::runfolder::RunFolder;
 use seal_testkit::loopback::{Fault, Loopback};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -49,7 +50,7 @@ struct Sealed {
     pub_pem: PathBuf,
     /// The id of the key that sealed the runs.
     key_id: String,
-    runs: Vec<(RunId, seal::postguard::Finalized)>,
+    runs: Vec<(RunId, seal_engine::postguard::Finalized)>,
 }
 
 fn seal_examples() -> Sealed {
@@ -79,7 +80,7 @@ fn seal_runs(names: &[&str], setup: impl FnOnce(&Loopback)) -> Sealed {
             runs.push((folder.run().clone(), done));
         }
         let key = engine.key().expect("engine has a key");
-        let (_, pub_pem) = key.write_pair(&dir.path().join("key")).unwrap();
+        let (_, pub_pem) = seal_fs::keys::write_key_pair(key, &dir.path().join("key")).unwrap();
         (key.key_id.clone(), pub_pem, runs)
     });
     Sealed {
@@ -330,9 +331,9 @@ fn python_verifier_rejects_envelopes_not_signed_by_the_trusted_key() {
     let s = seal_examples();
     let (run, done) = &s.runs[0];
     let seal_key = format!("runs/{run}/seal.dsse.json");
-    let other = SigningKey::generate();
+    let other = seal_fs::keys::generate_signing_key();
     let statement =
-        seal::sealing::statement_for(run, done.evidence(), done.evidence_hash()).unwrap();
+        seal_core::sealing::statement_for(run, done.evidence(), done.evidence_hash()).unwrap();
     let scratch = tempfile::tempdir().unwrap();
 
     // The true statement, re-signed by another key.
@@ -368,7 +369,7 @@ fn python_verifier_rejects_envelopes_not_signed_by_the_trusted_key() {
 
     // The genuine seal, checked against another trusted key.
     let other_dir = scratch.path().join("other-key");
-    let (_, other_pem) = other.write_pair(&other_dir).unwrap();
+    let (_, other_pem) = seal_fs::keys::write_key_pair(&other, &other_dir).unwrap();
     let (code, out) = verifier(&s.store, run.as_str(), &other_pem);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("no signature by the trusted key"), "{out}");

@@ -3,10 +3,11 @@
 use crate::common;
 
 use common::*;
-use seal::contracts::Kind;
-use seal::doc::{DecisionAction, Outcome};
-use seal::runfolder::{judge, RunFolder};
-use seal::validate::{validate_as, Report};
+use seal_core::contracts::Kind;
+use seal_core::doc::{DecisionAction, Outcome};
+use seal_core::validate::{validate_as, Report};
+use seal_engine::judge_run::judge;
+use seal_fs::runfolder::RunFolder;
 use seal_testkit::loopback::Loopback;
 use std::time::Duration;
 
@@ -42,10 +43,10 @@ async fn examples_seal_with_the_outcomes_their_names_promise() {
             .await
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let ev = &done.evidence();
-        let summary = seal::report::summarize(engine.store(), &done)
+        let summary = seal_engine::summary::summarize(engine.store(), &done)
             .await
             .unwrap();
-        println!("{}", seal::report::render(&summary));
+        println!("{}", seal::cli::judge::render(&summary));
         assert_eq!(ev.outcome, Some(outcome), "{name}");
         assert_eq!(ev.decision.as_ref().unwrap().action, action, "{name}");
         assert_eq!(ev.rolls.len(), rolls, "{name}");

@@ -4,10 +4,10 @@
 use crate::common;
 
 use common::*;
-use seal::doc::*;
-use seal::ids::{RollId, Slot};
-use seal::store::Key;
-use seal::vocab::{InfraCause, Reason};
+use seal_core::doc::*;
+use seal_core::ids::{RollId, Slot};
+use seal_core::vocab::{InfraCause, Reason};
+use seal_store::Key;
 use seal_testkit::loopback::{Fault, Flavor, Loopback, Persona};
 use std::time::{Duration, Instant};
 
@@ -23,8 +23,8 @@ async fn setup(latency_ms: u64) -> Loopback {
 }
 
 async fn meta(
-    engine: &seal::engine::Engine,
-    run: &seal::ids::RunId,
+    engine: &seal_engine::engine::Engine,
+    run: &seal_core::ids::RunId,
     slot: Slot,
     k: u32,
 ) -> SlotMeta {
@@ -37,7 +37,7 @@ async fn meta(
         .0
 }
 
-async fn result(engine: &seal::engine::Engine, r: &Roll, slot: Slot) -> JudgeResult {
+async fn result(engine: &seal_engine::engine::Engine, r: &Roll, slot: Slot) -> JudgeResult {
     let s = r.slot_ref(slot);
     engine
         .store()
@@ -50,7 +50,7 @@ async fn result(engine: &seal::engine::Engine, r: &Roll, slot: Slot) -> JudgeRes
 async fn recovers_from(
     fault: Fault,
     classes: &[&str],
-) -> (seal::engine::Engine, seal::runfolder::RunFolder) {
+) -> (seal_engine::engine::Engine, seal_fs::runfolder::RunFolder) {
     let lb = setup(1).await;
     lb.script(MODEL_A, [fault]);
     let engine = engine_edited(&lb, &[("SEAL_JUDGE_TIMEOUT_MS", "400")], &|t| t).await;
@@ -678,7 +678,7 @@ async fn over_budget_no_judge_is_called() {
         .0;
     assert!(!res.within_budget);
     assert!(res.reserved_rmb > 0.0);
-    let done = seal::postguard::finalize(&engine, folder.run())
+    let done = seal_engine::postguard::finalize(&engine, folder.run())
         .await
         .unwrap();
     assert_eq!(done.evidence().outcome, Some(Outcome::InfraError));
@@ -811,10 +811,10 @@ async fn an_endpoint_echoing_the_api_key_gets_it_redacted_before_storing() {
         let m = meta(&engine, folder.run(), slot, 1).await;
         assert_eq!(
             m.unredacted_raw_hash,
-            Some(seal::canonical::Hash::of(echo.as_bytes())),
+            Some(seal_core::canonical::Hash::of(echo.as_bytes())),
             "{slot:?}"
         );
-        assert_eq!(m.raw_hash, seal::canonical::Hash::of(&raw));
+        assert_eq!(m.raw_hash, seal_core::canonical::Hash::of(&raw));
     }
     let m2 = meta(&engine, folder.run(), Slot::B, 2).await;
     assert_eq!(

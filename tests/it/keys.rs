@@ -6,7 +6,6 @@
 //! prints SKIPPED, unless `SEAL_REQUIRE_PYTHON=1` (CI), where a missing tool is a failure.
 
 use base64::Engine as _;
-use seal::sealing::{self, SigningKey};
 use std::path::Path;
 use std::process::Command;
 
@@ -79,7 +78,7 @@ fn rfc8410_vector_loads_and_is_written_back_byte_for_byte() {
     let p = dir.path().join("rfc.pem");
     std::fs::write(&p, RFC8410_PRIVATE).unwrap();
     chmod600(&p);
-    let key = SigningKey::load(&p).unwrap();
+    let key = seal_fs::keys::load_signing_key(&p).unwrap();
     assert_eq!(hex::encode(key.public().to_bytes()), RFC8410_PUBLIC_HEX);
     assert_eq!(key.to_pkcs8_v1_pem().as_str(), RFC8410_PRIVATE);
     assert_eq!(key.to_pkcs8_v1_der().len(), 48);
@@ -97,7 +96,7 @@ fn keygen_writes_pkcs8_v1_without_the_public_key() {
 #[test]
 fn seal_loads_a_v2_key_with_the_public_key() {
     let dir = tempfile::tempdir().unwrap();
-    let key = SigningKey::generate();
+    let key = seal_fs::keys::generate_signing_key();
     use ed25519_dalek::pkcs8::EncodePrivateKey;
     let inner = ed25519_dalek::SigningKey::from_bytes(
         &pem_der(&key.to_pkcs8_v1_pem())[16..].try_into().unwrap(),
@@ -109,7 +108,10 @@ fn seal_loads_a_v2_key_with_the_public_key() {
     let p = dir.path().join("v2.pem");
     std::fs::write(&p, v2.as_bytes()).unwrap();
     chmod600(&p);
-    assert_eq!(SigningKey::load(&p).unwrap().key_id, key.key_id);
+    assert_eq!(
+        seal_fs::keys::load_signing_key(&p).unwrap().key_id,
+        key.key_id
+    );
 }
 
 #[test]
@@ -158,7 +160,7 @@ fn seal_signs_with_a_key_openssl_wrote() {
         String::from_utf8_lossy(&out.stderr)
     );
     chmod600(&kp);
-    let key = SigningKey::load(&kp).unwrap();
+    let key = seal_fs::keys::load_signing_key(&kp).unwrap();
     let pubp = dir.path().join("ossl.pub.pem");
     let out = Command::new("openssl")
         .args(["pkey", "-pubout", "-in"])
@@ -168,7 +170,7 @@ fn seal_signs_with_a_key_openssl_wrote() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let public = sealing::PublicKey::load(&pubp).unwrap();
+    let public = seal_fs::keys::load_public_key(&pubp).unwrap();
     assert_eq!(public.key_id, key.key_id);
     let sig = key.sign(b"message");
     let sig = ed25519_dalek::Signature::from_bytes(&sig);
@@ -223,7 +225,9 @@ fn a_small_order_public_key_is_refused_naming_the_file() {
     );
     let path = dir.path().join("weak.pub.pem");
     std::fs::write(&path, pem).unwrap();
-    let e = sealing::PublicKey::load(&path).unwrap_err().to_string();
+    let e = seal_fs::keys::load_public_key(&path)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("small-order") && e.contains("weak.pub.pem"),
         "{e}"

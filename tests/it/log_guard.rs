@@ -7,7 +7,7 @@
 use crate::common;
 
 use common::*;
-use seal::tlog::Leaf;
+use seal_core::tlog::Leaf;
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -137,7 +137,7 @@ fn leaf(dir: &Path, index: u64) -> Leaf {
 }
 
 fn public_raw(dir: &Path) -> [u8; 32] {
-    seal::sealing::PublicKey::load(&dir.join("keys/seal.pub.pem"))
+    seal_fs::keys::load_public_key(&dir.join("keys/seal.pub.pem"))
         .unwrap()
         .raw()
 }
@@ -516,7 +516,7 @@ fn checkpoint_path(dir: &Path, size: u64) -> PathBuf {
 
 /// A well-formed, canonical seal entry nobody signed: a ghost `pass` of a run that never was.
 fn ghost_entry() -> Vec<u8> {
-    seal::tlog::LogEntry {
+    seal_core::tlog::LogEntry {
         run_id: "run-ghost-0001".into(),
         evidence_sha256: "ab".repeat(32),
         seal_sha256: "cd".repeat(32),
@@ -667,7 +667,7 @@ async fn a_deleted_run_folder_or_seal_fails_verify_all_and_log_verify_by_name() 
     judge_ok(d, &lb, "gone-seal");
     let out = verify_run_cli(d, &lb, "--all", &[]);
     assert!(out.status.success(), "{}", said(&out));
-    let seal_hash = seal::canonical::Hash::of(
+    let seal_hash = seal_core::canonical::Hash::of(
         &std::fs::read(store(d).join("runs/gone-run/seal.dsse.json")).unwrap(),
     );
     std::fs::remove_dir_all(store(d).join("runs/gone-run")).unwrap();
@@ -852,7 +852,7 @@ async fn the_store_writer_cannot_choose_the_sealed_decision_time() {
         .to_string();
     ev["finalPostguard"]["decidedAt"] = "2031-01-01T00:00:00Z".into();
     std::fs::remove_file(&path).unwrap();
-    std::fs::write(&path, seal::canonical::canonical_bytes(&ev).unwrap()).unwrap();
+    std::fs::write(&path, seal_core::canonical::canonical_bytes(&ev).unwrap()).unwrap();
     let out = seal_in(d, &lb, &args);
     assert!(!out.status.success(), "{}", said(&out));
     assert!(said(&out).contains("planted"), "{}", said(&out));

@@ -23,6 +23,7 @@ mod independent_verifier;
 mod judge_e2e;
 mod judge_faults;
 mod keys;
+mod loads;
 mod log_guard;
 mod operable;
 mod operable_service;

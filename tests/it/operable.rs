@@ -113,7 +113,7 @@ async fn serve_without_api_key_refuses_naming_the_variable() {
 
 /// The embedded configuration with `line` added to both judge slots.
 fn config_with_slot_line(dir: &Path, line: &str) {
-    let text = seal::config::EMBEDDED.replace(
+    let text = seal_engine::config::EMBEDDED.replace(
         "api_key_env = \"DASHSCOPE_API_KEY\"\n",
         &format!("api_key_env = \"DASHSCOPE_API_KEY\"\n{line}\n"),
     );
@@ -385,7 +385,7 @@ async fn serve_binds_before_reading_history() {
     );
     // Intake and rolls run meanwhile; finalize, which appends to the log, waits, then 503.
     let folder =
-        seal::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
+        seal_fs::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
     submit(&c, &d.base, &folder).await;
     let (status, body) = post_roll(&c, &d.base, &folder, 1).await;
     assert_eq!(status.as_u16(), 200, "{body}");
@@ -434,7 +434,7 @@ async fn finalize_waits_for_log_admission() {
     );
     let c = reqwest::Client::new();
     let folder =
-        seal::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
+        seal_fs::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
     submit(&c, &d.base, &folder).await;
     let (status, body) = post_roll(&c, &d.base, &folder, 1).await;
     assert_eq!(status.as_u16(), 200, "{body}");
@@ -575,7 +575,7 @@ async fn metrics_parse_with_a_prometheus_parser_with_help_and_known_series_at_ze
     }
     // One run through the API: the roll is counted by route template, tokens by slot.
     let folder =
-        seal::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
+        seal_fs::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
     submit(&c, &d.base, &folder).await;
     let (status, body) = post_roll(&c, &d.base, &folder, 1).await;
     assert_eq!(status.as_u16(), 200, "{body}");
@@ -782,7 +782,7 @@ async fn identical_header_after_decision_answers_200_with_state() {
     let d = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
     let c = reqwest::Client::new();
     let folder =
-        seal::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
+        seal_fs::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
     let run = folder.run().as_str().to_string();
     submit(&c, &d.base, &folder).await;
     let (status, body) = post_roll(&c, &d.base, &folder, 1).await;

@@ -630,9 +630,10 @@ async fn judges_without_a_key_are_refused_even_when_start_up_checks_are_skipped(
         "SEAL_SEED_SALT" => Some("ops-salt-0123456789abcdef0123456789abcdef".to_string()),
         _ => None,
     };
-    let config = seal::config::Config::parse("ops", seal::config::EMBEDDED, &env).unwrap();
-    let store = seal::store::Store::open("memory://").await.unwrap();
-    let refused = seal::engine::Engine::new(store, config, None)
+    let config =
+        seal_engine::config::Config::parse("ops", seal_engine::config::EMBEDDED, &env).unwrap();
+    let store = seal_store::Store::open("memory://").await.unwrap();
+    let refused = seal_engine::engine::Engine::new(store, config, None)
         .err()
         .expect("an engine whose judge b has no key is refused");
     let said = refused.to_string();
@@ -650,7 +651,7 @@ async fn auth_none_with_a_key_set_warns_that_the_key_is_not_sent() {
     personas(&lb);
     let dir = tempfile::tempdir().unwrap();
     keygen(dir.path());
-    let text = seal::config::EMBEDDED.replace(
+    let text = seal_engine::config::EMBEDDED.replace(
         "api_key_env = \"DASHSCOPE_API_KEY\"\n",
         "api_key_env = \"DASHSCOPE_API_KEY\"\nauth = \"none\"\n",
     );
@@ -702,7 +703,7 @@ async fn get_json(c: &reqwest::Client, url: &str) -> (u16, Value) {
 async fn roll_in_flight_then_killed(
     lb: &Loopback,
     scratch: &Path,
-) -> (tempfile::TempDir, String, seal::runfolder::RunFolder) {
+) -> (tempfile::TempDir, String, seal_fs::runfolder::RunFolder) {
     let dir = tempfile::tempdir().unwrap();
     keygen(dir.path());
     let root = dir.path().join("store");

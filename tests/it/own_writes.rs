@@ -9,8 +9,8 @@
 use crate::common;
 
 use common::*;
-use seal::ids::{RollId, Slot};
-use seal::store::Key;
+use seal_core::ids::{RollId, Slot};
+use seal_store::Key;
 use seal_testkit::loopback::Loopback;
 use std::path::Path;
 use std::time::Duration;
@@ -34,17 +34,17 @@ async fn verify_rehashes_objects_this_process_wrote() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine_with(&lb, &file_url(dir.path()), &[]).await;
     let (folder, _) = judge_roll1(&engine, &example("run-narrative-0010-pass")).await;
-    let done = seal::postguard::finalize(&engine, folder.run())
+    let done = seal_engine::postguard::finalize(&engine, folder.run())
         .await
         .unwrap();
     assert!(done.wrote());
     let run = folder.run().clone();
     let trusted = [engine.key().unwrap().public()];
-    let clean = seal::verify::verify_run(
+    let clean = seal_engine::verify::verify_run(
         engine.store(),
         &run,
         &trusted,
-        seal::transparency::DEFAULT_ORIGIN,
+        seal_engine::transparency::DEFAULT_ORIGIN,
     )
     .await
     .unwrap();
@@ -64,11 +64,11 @@ async fn verify_rehashes_objects_this_process_wrote() {
     for k in [&frame, &raw, &consensus] {
         flip_middle_byte(&dir.path().join(k.as_str()));
     }
-    let report = seal::verify::verify_run(
+    let report = seal_engine::verify::verify_run(
         engine.store(),
         &run,
         &trusted,
-        seal::transparency::DEFAULT_ORIGIN,
+        seal_engine::transparency::DEFAULT_ORIGIN,
     )
     .await
     .unwrap();
@@ -78,7 +78,7 @@ async fn verify_rehashes_objects_this_process_wrote() {
             report
                 .problems
                 .iter()
-                .any(|p| p.object == k.as_str() && p.check == seal::vocab::AuditCheck::Refs),
+                .any(|p| p.object == k.as_str() && p.check == seal_core::vocab::AuditCheck::Refs),
             "verify did not name {k}: {:?}",
             report.problems
         );
@@ -177,25 +177,27 @@ async fn a_run_another_replica_decided_is_seen_decided(url: &str) {
     let there = engine_with(&lb, url, &[]).await;
     let (folder, _) = judge_roll1(&here, &example("run-narrative-0010-pass")).await;
     let run = folder.run().clone();
-    let state = seal::run_state::RunState::load_own(here.store(), &run)
+    let state = seal_engine::run_state::RunState::load_own(here.store(), &run)
         .await
         .unwrap();
     match state {
-        seal::run_state::RunState::Open(open) => assert_eq!(open.rolls().len(), 1),
+        seal_engine::run_state::RunState::Open(open) => assert_eq!(open.rolls().len(), 1),
         other => panic!("expected an open run with one judged roll, got {other:?}"),
     }
-    let done = seal::postguard::finalize(&there, &run).await.unwrap();
+    let done = seal_engine::postguard::finalize(&there, &run)
+        .await
+        .unwrap();
     assert!(done.wrote(), "the other replica decided the run");
-    match seal::run_state::RunState::load_own(here.store(), &run)
+    match seal_engine::run_state::RunState::load_own(here.store(), &run)
         .await
         .unwrap()
     {
-        seal::run_state::RunState::Decided(d) => {
+        seal_engine::run_state::RunState::Decided(d) => {
             assert_eq!(d.evidence_hash(), done.evidence_hash())
         }
         other => panic!("a run decided by another replica was seen as {other:?}"),
     }
-    let err = seal::intake::put_brief(&here, &run, b"another brief")
+    let err = seal_engine::intake::put_brief(&here, &run, b"another brief")
         .await
         .unwrap_err();
     assert!(err.to_string().contains("already decided"), "{err}");
@@ -224,7 +226,7 @@ async fn a_run_another_replica_decided_is_seen_decided_on_s3_without_listing() {
     let Some(url) = s3_url_or_skip("decided_elsewhere_unlisted") else {
         return;
     };
-    let store = seal::store::Store::open(&format!("{url}&listing=off"))
+    let store = seal_store::Store::open(&format!("{url}&listing=off"))
         .await
         .unwrap();
     assert_eq!(store.keys_within("runs", 10).await.unwrap(), None);

@@ -6,7 +6,7 @@
 //! The commands are read from the built binary's `--help` (walked from `seal --help`
 //! down to every leaf), not from clap's `CommandFactory`, so the test sees what a user sees,
 //! and a command added anywhere under `src/cli/` is found without listing it here. The routes
-//! come from the OpenAPI document the daemon serves (`seal::server::OPENAPI_JSON`, the bundle of
+//! come from the OpenAPI document the daemon serves (`seal_server::OPENAPI_JSON`, the bundle of
 //! docs/openapi.yaml that `tools/openapi_bundle.py --check` keeps equal to it), which
 //! `tests/it/api_contract.rs` proves equal to the router.
 
@@ -303,7 +303,7 @@ fn readme_routes() -> BTreeSet<(String, String)> {
 }
 
 fn document_routes() -> BTreeSet<(String, String)> {
-    let doc: Value = serde_json::from_str(seal::server::OPENAPI_JSON).expect("the OpenAPI bundle");
+    let doc: Value = serde_json::from_str(seal_server::OPENAPI_JSON).expect("the OpenAPI bundle");
     let mut out = BTreeSet::new();
     for (path, item) in doc["paths"].as_object().expect("paths") {
         for m in ["get", "put", "post", "delete", "patch"] {

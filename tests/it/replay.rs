@@ -8,11 +8,11 @@
 use crate::common;
 
 use common::*;
-use seal::doc::{AcceptanceMode, Evidence, Outcome};
-use seal::ids::RunId;
-use seal::replay::{replay, JudgesFrom, ReplayError, SourceProof::Verify};
-use seal::sealing::{PublicKey, SigningKey};
-use seal::store::{Key, Store};
+use seal_core::doc::{AcceptanceMode, Evidence, Outcome};
+use seal_core::ids::RunId;
+use seal_core::sealing::PublicKey;
+use seal_engine::replay::{replay, JudgesFrom, ReplayError, SourceProof::Verify};
+use seal_store::{Key, Store};
 use seal_testkit::loopback::{Loopback, Persona};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -55,13 +55,14 @@ pub(crate) fn replayable_fixtures() -> Vec<String> {
 }
 
 pub(crate) fn fixture_key() -> PublicKey {
-    PublicKey::load(&fixture_trust_pem()).unwrap()
+    seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap()
 }
 
 /// A fresh signing key pair on disk: (folder, private PEM, public PEM).
 pub(crate) fn key_pair() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let (k, p) = SigningKey::generate().write_pair(dir.path()).unwrap();
+    let (k, p) =
+        seal_fs::keys::write_key_pair(&seal_fs::keys::generate_signing_key(), dir.path()).unwrap();
     (dir, k, p)
 }
 
@@ -236,11 +237,11 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
 
         // Sealed like any run: verified, by the engine's key.
         let new_id = RunId::parse(&r.replay).unwrap();
-        let report = seal::verify::verify_run(
+        let report = seal_engine::verify::verify_run(
             engine.store(),
             &new_id,
             &trusted,
-            seal::transparency::DEFAULT_ORIGIN,
+            seal_engine::transparency::DEFAULT_ORIGIN,
         )
         .await
         .unwrap();
@@ -251,11 +252,11 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
         );
         assert_eq!(report.key_id.as_deref(), Some(engine_key.key_id.as_str()));
         // Not by the fixtures' key alone.
-        let only_fixture = seal::verify::verify_run(
+        let only_fixture = seal_engine::verify::verify_run(
             engine.store(),
             &new_id,
             &[fixture_key()],
-            seal::transparency::DEFAULT_ORIGIN,
+            seal_engine::transparency::DEFAULT_ORIGIN,
         )
         .await
         .unwrap();
@@ -263,7 +264,7 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
         assert!(only_fixture
             .problems
             .iter()
-            .any(|p| p.check == seal::vocab::AuditCheck::Signature));
+            .any(|p| p.check == seal_core::vocab::AuditCheck::Signature));
     }
     assert!(
         lb.calls().is_empty(),
@@ -272,11 +273,11 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
     );
     // The sources are untouched and still verify.
     for id in &runs {
-        let report = seal::verify::verify_run(
+        let report = seal_engine::verify::verify_run(
             engine.store(),
             &RunId::parse(id).unwrap(),
             &[fixture_key()],
-            seal::transparency::DEFAULT_ORIGIN,
+            seal_engine::transparency::DEFAULT_ORIGIN,
         )
         .await
         .unwrap();
@@ -749,7 +750,7 @@ async fn replay_refuses_sources_whose_seal_does_not_verify() {
         let p = root.join(format!("runs/{run_id}/evidence.json"));
         let mut ev: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
         ev["outcome"] = Value::String("pass".into());
-        let bytes = seal::canonical::canonical_bytes(&ev).unwrap();
+        let bytes = seal_core::canonical::canonical_bytes(&ev).unwrap();
         std::fs::remove_file(&p).unwrap();
         std::fs::write(&p, &bytes).unwrap();
         bytes
@@ -757,16 +758,17 @@ async fn replay_refuses_sources_whose_seal_does_not_verify() {
     let resign = |root: &Path| {
         let bytes = edit_outcome(root);
         let ev: Evidence = serde_json::from_slice(&bytes).unwrap();
-        let statement = seal::sealing::statement_for(
+        let statement = seal_core::sealing::statement_for(
             &RunId::parse(run_id).unwrap(),
             &ev,
-            &seal::canonical::Hash::of(&bytes),
+            &seal_core::canonical::Hash::of(&bytes),
         )
         .unwrap();
-        let env = seal::sealing::sign(&SigningKey::generate(), &statement).unwrap();
+        let env =
+            seal_core::sealing::sign(&seal_fs::keys::generate_signing_key(), &statement).unwrap();
         let p = root.join(format!("runs/{run_id}/seal.dsse.json"));
         std::fs::remove_file(&p).unwrap();
-        std::fs::write(&p, seal::canonical::canonical_bytes(&env).unwrap()).unwrap();
+        std::fs::write(&p, seal_core::canonical::canonical_bytes(&env).unwrap()).unwrap();
     };
     type Damage<'a> = &'a dyn Fn(&Path);
     let cases: [(&str, Damage); 4] = [
@@ -793,11 +795,11 @@ async fn replay_refuses_sources_whose_seal_does_not_verify() {
         damage(&root);
         let engine = engine_with(&lb, &file_url(&root), &[]).await;
         // The damage is real: verify rejects the source.
-        let report = seal::verify::verify_run(
+        let report = seal_engine::verify::verify_run(
             engine.store(),
             &RunId::parse(run_id).unwrap(),
             &[fixture_key()],
-            seal::transparency::DEFAULT_ORIGIN,
+            seal_engine::transparency::DEFAULT_ORIGIN,
         )
         .await
         .unwrap();

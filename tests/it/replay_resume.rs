@@ -3,9 +3,9 @@
 use super::replay::*;
 use crate::common;
 use common::*;
-use seal::ids::RunId;
-use seal::replay::{replay, JudgesFrom, ReplayError};
-use seal::sealing::PublicKey;
+use seal_core::ids::RunId;
+use seal_core::sealing::PublicKey;
+use seal_engine::replay::{replay, JudgesFrom, ReplayError};
 use seal_testkit::loopback::Loopback;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -98,12 +98,12 @@ async fn replay_all_killed_midway_resumes_and_replays_every_source_exactly_once(
 
 /// A stored replay of `run` taking the proof its import made (`SourceProof::Imported`).
 async fn replay_imported(
-    engine: &seal::engine::Engine,
+    engine: &seal_engine::engine::Engine,
     run: &RunId,
     trusted: &[PublicKey],
-    verified: Box<seal::verify::VerifiedRun>,
-) -> Result<seal::replay::Replayed, ReplayError> {
-    let proof = seal::replay::SourceProof::Imported(verified);
+    verified: Box<seal_engine::verify::VerifiedRun>,
+) -> Result<seal_engine::replay::Replayed, ReplayError> {
+    let proof = seal_engine::replay::SourceProof::Imported(verified);
     replay(engine, run, JudgesFrom::Stored, None, trusted, proof).await
 }
 
@@ -113,7 +113,7 @@ async fn replay_imported(
 /// imported brief after the import: the replay names it, and no replay run is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copy_swapped_after_its_import_is_refused_by_the_replay() {
-    use seal::import::{import_logged, Archive, Imported, Limits};
+    use seal_engine::import::{import_logged, Archive, Imported, Limits};
     let (_dir, archive_root) = copy_fixture_store();
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
     personas(&lb);
@@ -128,7 +128,7 @@ async fn a_copy_swapped_after_its_import_is_refused_by_the_replay() {
         document: engine.store().doc_limit(),
         blob: 1 << 26,
     };
-    let imported = |engine: seal::engine::Engine| {
+    let imported = |engine: seal_engine::engine::Engine| {
         let (archive, run, trusted) = (&archive, &run, &trusted);
         async move {
             let key = engine.key().unwrap();
@@ -174,11 +174,11 @@ async fn a_copy_swapped_after_its_import_is_refused_by_the_replay() {
     assert!(r.consensus_reproduced);
     let mut trust = trusted.to_vec();
     trust.push(engine.key().unwrap().public());
-    let report = seal::verify::verify_run(
+    let report = seal_engine::verify::verify_run(
         engine.store(),
         &RunId::parse(&r.replay).unwrap(),
         &trust,
-        seal::transparency::DEFAULT_ORIGIN,
+        seal_engine::transparency::DEFAULT_ORIGIN,
     )
     .await
     .unwrap();

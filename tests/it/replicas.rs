@@ -11,7 +11,7 @@ use crate::common;
 use common::*;
 use futures::StreamExt;
 use reqwest::StatusCode;
-use seal::runfolder::RunFolder;
+use seal_fs::runfolder::RunFolder;
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -318,16 +318,16 @@ async fn three_replicas_300_runs_every_roll_sent_twice_cost_two_calls_per_roll()
     assert_eq!(lb.calls().len(), 2 * rolls, "judge calls = 2 × rolls");
     assert!(calls_per_session(&lb).values().all(|&n| n == 1));
     // One consistent log: every run once, every run proven.
-    let store = seal::store::Store::open(&url).await.unwrap();
-    let pem = seal::sealing::PublicKey::load(&dir.path().join("keys/seal.pub.pem")).unwrap();
-    let trust = seal::transparency::trust(seal::transparency::DEFAULT_ORIGIN, &[pem]);
-    let report = seal::transparency::verify_log(&store, &trust, None)
+    let store = seal_store::Store::open(&url).await.unwrap();
+    let pem = seal_fs::keys::load_public_key(&dir.path().join("keys/seal.pub.pem")).unwrap();
+    let trust = seal_engine::transparency::trust(seal_engine::transparency::DEFAULT_ORIGIN, &[pem]);
+    let report = seal_engine::transparency::verify_log(&store, &trust, None)
         .await
         .unwrap();
     assert!(report.verified, "{:?}", report.problems);
     assert_eq!((report.entries, report.runs_logged), (RUNS as u64, RUNS));
     assert_eq!(report.checkpoint_size, Some(RUNS as u64));
-    let view = seal::verify::load_log(&store, &trust, seal::verify::Scope::All)
+    let view = seal_engine::verify::load_log(&store, &trust, seal_engine::verify::Scope::All)
         .await
         .unwrap();
     for f in &folders {

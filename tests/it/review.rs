@@ -13,9 +13,9 @@ use crate::common;
 
 use base64::Engine as _;
 use common::*;
-use seal::canonical::Hash;
-use seal::ids::RunId;
-use seal::sealing::{Envelope, SigningKey};
+use seal_core::canonical::Hash;
+use seal_core::ids::RunId;
+use seal_core::sealing::{Envelope, SigningKey};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -273,7 +273,9 @@ fn a_review_is_stored_logged_and_verified_without_touching_the_sealed_run() {
     assert_eq!(statement["predicate"]["reviewIndex"], 0);
     assert_eq!(
         env.signatures[0].keyid,
-        SigningKey::load(&s.reviewer_key).unwrap().key_id
+        seal_fs::keys::load_signing_key(&s.reviewer_key)
+            .unwrap()
+            .key_id
     );
     // `seal validate` knows the statement.
     let file = s.dir.path().join("statement.json");
@@ -402,7 +404,7 @@ fn tampered_planted_and_misdirected_reviews_fail_verify_and_are_named() {
     env.payload = b64.encode(payload.replace("\"satisfied\"", "\"failed\""));
     std::fs::write(
         s.review_path(0),
-        seal::canonical::canonical_bytes(&env).unwrap(),
+        seal_core::canonical::canonical_bytes(&env).unwrap(),
     )
     .unwrap();
     let out = s.verify(true);
@@ -419,11 +421,11 @@ fn tampered_planted_and_misdirected_reviews_fail_verify_and_are_named() {
     // admitted, never logged) is not trusted.
     let rt = tokio::runtime::Runtime::new().unwrap();
     let run = RunId::parse(RUN).unwrap();
-    let reviewer = SigningKey::load(&s.reviewer_key).unwrap();
-    let fixture = seal::sealing::PublicKey::load(&fixture_trust_pem()).unwrap();
+    let reviewer = seal_fs::keys::load_signing_key(&s.reviewer_key).unwrap();
+    let fixture = seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap();
     let facts = rt.block_on(async {
-        let store = seal::store::Store::open(&s.url).await.unwrap();
-        let proof = seal::verify::prove(&store, &run, std::slice::from_ref(&fixture))
+        let store = seal_store::Store::open(&s.url).await.unwrap();
+        let proof = seal_engine::verify::prove(&store, &run, std::slice::from_ref(&fixture))
             .await
             .unwrap()
             .unwrap();
@@ -502,14 +504,14 @@ fn tampered_planted_and_misdirected_reviews_fail_verify_and_are_named() {
 fn the_store_refuses_review_keys_except_through_an_admitted_review() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let store = seal::store::Store::open("memory://").await.unwrap();
+        let store = seal_store::Store::open("memory://").await.unwrap();
         let run = RunId::parse(RUN).unwrap();
-        let key = seal::key::Key::review(&run, 0);
+        let key = seal_core::key::Key::review(&run, 0);
         let e = store
             .put(&key, bytes::Bytes::from_static(b"{}"))
             .await
             .unwrap_err();
-        assert!(matches!(e, seal::store::StoreError::Reserved { .. }), "{e}");
+        assert!(matches!(e, seal_store::StoreError::Reserved { .. }), "{e}");
     });
 }
 
@@ -531,15 +533,15 @@ async fn the_daemon_takes_client_signed_reviews_and_refuses_the_rest_by_code() {
     let url = format!("{}/v1/runs/{RUN}/reviews", daemon.base);
 
     let run = RunId::parse(RUN).unwrap();
-    let fixture = seal::sealing::PublicKey::load(&fixture_trust_pem()).unwrap();
-    let store = seal::store::Store::open(&s.url).await.unwrap();
-    let proof = seal::verify::prove(&store, &run, std::slice::from_ref(&fixture))
+    let fixture = seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap();
+    let store = seal_store::Store::open(&s.url).await.unwrap();
+    let proof = seal_engine::verify::prove(&store, &run, std::slice::from_ref(&fixture))
         .await
         .unwrap()
         .unwrap();
     let facts = seal_engine::review::facts(&run, &proof, std::slice::from_ref(&fixture));
-    let reviewer = SigningKey::load(&s.reviewer_key).unwrap();
-    let stranger = SigningKey::load(&s.stranger_key).unwrap();
+    let reviewer = seal_fs::keys::load_signing_key(&s.reviewer_key).unwrap();
+    let stranger = seal_fs::keys::load_signing_key(&s.stranger_key).unwrap();
     let envelope = |key: &SigningKey, f: &seal_core::review::RunFacts, obligation: &str| {
         let st = f.statement(
             "Grace",
@@ -670,9 +672,9 @@ fn labels_carry_the_human_decision_and_validate() {
         .collect();
     assert!(lines.len() > 5, "{text}");
     for l in &lines {
-        let report = seal::validate::validate_as(seal::contracts::Kind::Label, l);
+        let report = seal_core::validate::validate_as(seal_core::contracts::Kind::Label, l);
         assert!(
-            matches!(report, seal::validate::Report::Valid(_)),
+            matches!(report, seal_core::validate::Report::Valid(_)),
             "{report:?}"
         );
     }
@@ -777,7 +779,7 @@ fn explain_shows_trusted_reviews_as_human_nodes_after_the_decision() {
         .unwrap();
     assert_eq!(edge["from"], "outcome-inconclusive");
     assert_eq!(edge["selected"], false);
-    let t: seal::doc::DecisionTree = serde_json::from_value(tree.clone()).unwrap();
+    let t: seal_core::doc::DecisionTree = serde_json::from_value(tree.clone()).unwrap();
     let path = t.selected_path().unwrap();
     assert_eq!(path.last().unwrap().id, "outcome-inconclusive");
 
@@ -829,12 +831,14 @@ fn only_reviews_under_trusted_reviewer_keys_are_trusted_reviews() {
     assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let store = seal::store::Store::open(&s.url).await.unwrap();
+        let store = seal_store::Store::open(&s.url).await.unwrap();
         let run = RunId::parse(RUN).unwrap();
-        let fixture = seal::sealing::PublicKey::load(&fixture_trust_pem()).unwrap();
-        let reviewer = seal::sealing::PublicKey::load(&s.reviewer_pub).unwrap();
-        let stranger = SigningKey::load(&s.stranger_key).unwrap().public();
-        let proof = seal::verify::prove(&store, &run, std::slice::from_ref(&fixture))
+        let fixture = seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap();
+        let reviewer = seal_fs::keys::load_public_key(&s.reviewer_pub).unwrap();
+        let stranger = seal_fs::keys::load_signing_key(&s.stranger_key)
+            .unwrap()
+            .public();
+        let proof = seal_engine::verify::prove(&store, &run, std::slice::from_ref(&fixture))
             .await
             .unwrap()
             .unwrap();
@@ -859,7 +863,7 @@ fn only_reviews_under_trusted_reviewer_keys_are_trusted_reviews() {
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].key_id, reviewer.key_id);
         assert_eq!(got[0].predicate.note.as_deref(), Some("n"));
-        let e = seal::explain::explain(&store, &run, &trusting)
+        let e = seal_engine::explain::explain(&store, &run, &trusting)
             .await
             .unwrap();
         assert_eq!(e.reviews, got);

@@ -3,7 +3,7 @@
 use super::review::*;
 use crate::common;
 use common::*;
-use seal::canonical::Hash;
+use seal_core::canonical::Hash;
 
 /// The page of a reviewed run in headless Chromium: the reviewer's decision is in the rendered
 /// DOM, the hostile note is text (no script element, the title unchanged, nothing on the

@@ -3,9 +3,8 @@
 use super::review::*;
 use crate::common;
 use common::*;
-use seal::canonical::Hash;
-use seal::ids::RunId;
-use seal::sealing::SigningKey;
+use seal_core::canonical::Hash;
+use seal_core::ids::RunId;
 use std::collections::BTreeMap;
 use std::process::Command;
 
@@ -248,9 +247,9 @@ async fn the_daemon_serves_the_adjudication_queue() {
 
     // A review signed client-side, posted: the run leaves the queue.
     let run = RunId::parse(RUN).unwrap();
-    let fixture = seal::sealing::PublicKey::load(&fixture_trust_pem()).unwrap();
-    let store = seal::store::Store::open(&s.url).await.unwrap();
-    let proof = seal::verify::prove(&store, &run, std::slice::from_ref(&fixture))
+    let fixture = seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap();
+    let store = seal_store::Store::open(&s.url).await.unwrap();
+    let proof = seal_engine::verify::prove(&store, &run, std::slice::from_ref(&fixture))
         .await
         .unwrap()
         .unwrap();
@@ -265,8 +264,11 @@ async fn the_daemon_serves_the_adjudication_queue() {
         None,
         &Hash::of(b"tree"),
     );
-    let envelope =
-        seal_core::review::sign(&SigningKey::load(&s.reviewer_key).unwrap(), &st).unwrap();
+    let envelope = seal_core::review::sign(
+        &seal_fs::keys::load_signing_key(&s.reviewer_key).unwrap(),
+        &st,
+    )
+    .unwrap();
     let r = c
         .post(format!("{}/v1/runs/{RUN}/reviews", daemon.base))
         .header("content-type", "application/json")

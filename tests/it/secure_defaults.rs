@@ -10,9 +10,8 @@
 use crate::common;
 
 use common::*;
-use seal::ids::{RollId, RunId, Slot};
-use seal::sealing::PublicKey;
-use seal::store::{Key, Store};
+use seal_core::ids::{RollId, RunId, Slot};
+use seal_store::{Key, Store};
 use seal_testkit::loopback::Loopback;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
@@ -388,15 +387,15 @@ async fn the_bearer_scheme_is_case_insensitive_and_the_metrics_token_opens_metri
 
 /// A lease of another holder, well-formed, living `lifetime_ms` from now.
 fn foreign_lease(epoch: u32, lifetime_ms: u64) -> bytes::Bytes {
-    let now = seal::lease::now_ms();
-    let doc = seal::lease::LeaseDoc {
-        schema_version: seal::lease::LEASE_SCHEMA.into(),
+    let now = seal_engine::lease::now_ms();
+    let doc = seal_engine::lease::LeaseDoc {
+        schema_version: seal_engine::lease::LEASE_SCHEMA.into(),
         holder: "another-replica".into(),
         epoch,
         taken_at_ms: now,
         expires_at_ms: now + lifetime_ms,
     };
-    bytes::Bytes::from(seal::canonical::canonical_bytes(&doc).unwrap())
+    bytes::Bytes::from(seal_core::canonical::canonical_bytes(&doc).unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -517,25 +516,26 @@ async fn bidi_controls_in_game_text_rationales_and_models_are_shown_visibly_on_b
     let model = format!("{MODEL_A}\u{202E}gnp.exe");
     let (dir, url, pem, run) = sealed_run_with_text(&evil, &model).await;
     let store = Store::open_existing(&url).await.unwrap();
-    let key = PublicKey::load(&pem).unwrap();
-    let policy = seal::witness::check::Policy::default();
-    let verifier = seal::verify::Verifier::load(
+    let key = seal_fs::keys::load_public_key(&pem).unwrap();
+    let policy = seal_engine::witness::check::Policy::default();
+    let verifier = seal_engine::verify::Verifier::load(
         &store,
         vec![key],
-        seal::transparency::DEFAULT_ORIGIN,
+        seal_engine::transparency::DEFAULT_ORIGIN,
         &policy,
-        seal::verify::Scope::All,
+        seal_engine::verify::Scope::All,
     )
     .await
     .unwrap();
-    let explained = seal::explain::explain(&store, &RunId::parse(&run).unwrap(), &verifier)
+    let explained = seal_engine::explain::explain(&store, &RunId::parse(&run).unwrap(), &verifier)
         .await
         .unwrap();
     let explain_page = explained.html("seal verify x");
-    let stats_page = seal::stats::stats(&store, &verifier, seal::stats::Query::default())
-        .await
-        .unwrap()
-        .html();
+    let stats_page =
+        seal_engine::stats::stats(&store, &verifier, seal_engine::stats::Query::default())
+            .await
+            .unwrap()
+            .html();
     for (name, page, min) in [("explain", &explain_page, 5), ("stats", &stats_page, 1)] {
         let hidden = page.chars().filter(|c| BIDI.contains(c)).count();
         assert_eq!(hidden, 0, "{name}: bidi controls left on the page");

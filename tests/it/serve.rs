@@ -5,7 +5,7 @@ use crate::common;
 
 use common::*;
 use reqwest::StatusCode;
-use seal::runfolder::RunFolder;
+use seal_fs::runfolder::RunFolder;
 use seal_testkit::loopback::{Fault, Loopback};
 use serde_json::Value;
 use std::process::Command;
@@ -285,7 +285,7 @@ async fn bad_input_gets_a_clear_error_and_loses_nothing() {
     let (s, v) = error_of(
         c.put(format!(
             "{base}/v1/blobs/sha256/{}",
-            seal::canonical::Hash::of(b"other")
+            seal_core::canonical::Hash::of(b"other")
         ))
         .body(std::fs::read(path).unwrap())
         .send()

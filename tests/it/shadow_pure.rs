@@ -1,4 +1,4 @@
-//! The pure half of `seal shadow-report` (`seal::shadow`): the pairing rules, the figures
+//! The pure half of `seal shadow-report` (`seal_core::shadow`): the pairing rules, the figures
 //! against a hand computation, a golden report (`SEAL_BLESS=1` regenerates
 //! tests/data/shadow/report.json), input order, the invariants `seal validate` runs, hostile
 //! text in the page and the table, and a property test over random stores and ledgers.
@@ -6,11 +6,11 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use seal::contracts::Kind;
-use seal::doc::{EvidenceMode, Outcome};
-use seal::shadow::{build, Ledger, LedgerSummary, RunSet, ShadowReport, ShadowRun};
-use seal::stats::facts::Unverified;
-use seal::validate::{validate_as, Report};
+use seal_core::contracts::Kind;
+use seal_core::doc::{EvidenceMode, Outcome};
+use seal_core::shadow::{build, Ledger, LedgerSummary, RunSet, ShadowReport, ShadowRun};
+use seal_core::validate::{validate_as, Report};
+use seal_engine::stats::facts::Unverified;
 
 fn design(i: u32) -> String {
     format!("{:064x}", 0xd00d_0000u64 + u64::from(i))
@@ -113,7 +113,7 @@ fn fixture() -> (LedgerSummary, RunSet) {
 }
 
 fn bytes(r: &ShadowReport) -> Vec<u8> {
-    seal::canonical::canonical_bytes(&serde_json::to_value(r).unwrap()).unwrap()
+    seal_core::canonical::canonical_bytes(&serde_json::to_value(r).unwrap()).unwrap()
 }
 
 #[test]
@@ -257,7 +257,7 @@ fn a_miscounted_report_breaks_an_invariant() {
 fn hostile_ledger_text_is_escaped_in_the_page_and_the_table() {
     let (l, runs) = fixture();
     let r = build(&l, &"a".repeat(64), &runs);
-    let page = seal::shadow::html::render(&r, Some("https://seal.internal/"));
+    let page = seal_core::shadow::html::render(&r, Some("https://seal.internal/"));
     assert!(
         page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
         "escaped finding"
@@ -267,10 +267,10 @@ fn hostile_ledger_text_is_escaped_in_the_page_and_the_table() {
     assert!(!page.contains('\u{202E}'));
     assert!(page.contains("href=\"https://seal.internal/v1/runs/r3/explain\""));
     assert!(page.contains("Content-Security-Policy"));
-    let without = seal::shadow::html::render(&r, None);
+    let without = seal_core::shadow::html::render(&r, None);
     assert!(without.contains("seal explain r3 --html --out r3.html"));
     assert!(!without.contains("href="));
-    let text = seal::shadow::text::render(&r);
+    let text = seal_core::shadow::text::render(&r);
     assert!(
         !text.contains('\u{202E}'),
         "bidi override reached the terminal"

@@ -8,13 +8,12 @@ use crate::common;
 
 use common::*;
 use proptest::prelude::*;
-use seal::doc::{JudgeStatus, ObligationStatus};
-use seal::sealing::PublicKey;
-use seal::stats::aggregate::Aggregator;
-use seal::stats::facts::*;
-use seal::stats::kappa::{kappa_interval, nearest_rank, Confusion, Histogram, SplitMix64};
-use seal::stats::{stats, Query, Stats};
-use seal::store::Store;
+use seal_core::doc::{JudgeStatus, ObligationStatus};
+use seal_engine::stats::aggregate::Aggregator;
+use seal_engine::stats::facts::*;
+use seal_engine::stats::kappa::{kappa_interval, nearest_rank, Confusion, Histogram, SplitMix64};
+use seal_engine::stats::{stats, Query, Stats};
+use seal_store::Store;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -215,7 +214,7 @@ proptest! {
 
 async fn fixture_stats(root: &Path, query: Query) -> Stats {
     let store = Store::open_existing(&file_url(root)).await.unwrap();
-    let key = PublicKey::load(&fixture_trust_pem()).unwrap();
+    let key = seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap();
     stats(&store, &verifier(&store, key).await, query)
         .await
         .unwrap()
@@ -304,7 +303,10 @@ async fn fixture_figures_equal_a_recomputation_from_the_stored_files() {
     assert_eq!(retries, want["retries"].as_u64().unwrap());
     // κ of the overall matrix, by the textbook formula on the recomputed counts.
     let m = Confusion { cells: a.matrix };
-    assert_eq!(a.kappa, m.kappa().map(|k| seal::stats::kappa::round(k, 6)));
+    assert_eq!(
+        a.kappa,
+        m.kappa().map(|k| seal_engine::stats::kappa::round(k, 6))
+    );
     // The fixtures hold one stored replay of a pass run: compared, not flipped.
     assert_eq!(r.replay.replays, 1);
     assert_eq!(r.replay.compared, 1);
@@ -334,8 +336,8 @@ async fn fixture_figures_are_pinned_and_byte_identical() {
     );
     let v: Value = serde_json::from_slice(&first.bytes).unwrap();
     assert!(matches!(
-        seal::validate::validate_as(seal::contracts::Kind::Stats, &v),
-        seal::validate::Report::Valid(_)
+        seal_core::validate::validate_as(seal_core::contracts::Kind::Stats, &v),
+        seal_core::validate::Report::Valid(_)
     ));
 }
 

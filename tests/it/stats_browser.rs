@@ -6,9 +6,8 @@
 use crate::common;
 
 use common::*;
-use seal::sealing::PublicKey;
-use seal::stats::{stats, Query};
-use seal::store::Store;
+use seal_engine::stats::{stats, Query};
+use seal_store::Store;
 use std::path::Path;
 
 fn url_of(p: &Path) -> String {
@@ -17,7 +16,7 @@ fn url_of(p: &Path) -> String {
 
 async fn page_of(root: &Path, pem: &Path) -> String {
     let store = Store::open_existing(&file_url(root)).await.unwrap();
-    let key = PublicKey::load(pem).unwrap();
+    let key = seal_fs::keys::load_public_key(pem).unwrap();
     stats(&store, &verifier(&store, key).await, Query::default())
         .await
         .unwrap()

@@ -248,7 +248,7 @@ async fn seal_judge_does_not_seal_the_planted_pass_of_a_planted_run() {
 async fn open_after_roll_1(prod: &Production) -> Daemon {
     let daemon = prod.serve();
     let c = http();
-    let folder = seal::runfolder::RunFolder::read(&example(RUN), 1 << 26).unwrap();
+    let folder = seal_fs::runfolder::RunFolder::read(&example(RUN), 1 << 26).unwrap();
     submit(&c, &daemon.base, &folder).await;
     let r = c
         .post(format!("{}/v1/runs/{RUN}/rolls/1", daemon.base))
@@ -322,7 +322,7 @@ fn plant_a_passing_roll_record(prod: &Production) {
     );
     v["rollOutcome"] = "pass".into();
     std::fs::remove_file(&rec).unwrap();
-    std::fs::write(&rec, seal::canonical::canonical_bytes(&v).unwrap()).unwrap();
+    std::fs::write(&rec, seal_core::canonical::canonical_bytes(&v).unwrap()).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -383,7 +383,7 @@ async fn another_rolls_reservation_copied_under_roll_2_is_named_and_never_sealed
         roll(2).join("cost-reservation.json"),
     )
     .unwrap();
-    let folder = seal::runfolder::RunFolder::read(&example(RUN), 1 << 26).unwrap();
+    let folder = seal_fs::runfolder::RunFolder::read(&example(RUN), 1 << 26).unwrap();
     let r = http()
         .post(format!("{}/v1/runs/{RUN}/rolls/2", daemon.base))
         .body(folder.rolls()[1].canonical().to_vec())
@@ -415,7 +415,7 @@ async fn another_rolls_reservation_copied_under_roll_2_is_named_and_never_sealed
 /// (and the log, which holds the original seal) tells it apart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seal_verify_names_a_sealed_document_bound_under_another_rolls_key() {
-    use seal::canonical::{canonical_bytes, Hash};
+    use seal_core::canonical::{canonical_bytes, Hash};
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     copy_tree(&fixture_store_dir(), &store);
@@ -436,22 +436,22 @@ async fn seal_verify_names_a_sealed_document_bound_under_another_rolls_key() {
     rewrite("roll-2/roll.json", &canonical_bytes(&record).unwrap());
     let mut ev = json("evidence.json");
     ev["rolls"][1]["costReservationHash"] = hash.into();
-    let typed: seal::doc::Evidence = serde_json::from_value(ev.clone()).unwrap();
-    let snapshot = canonical_bytes(&seal::decided::undecided(&typed)).unwrap();
+    let typed: seal_core::doc::Evidence = serde_json::from_value(ev.clone()).unwrap();
+    let snapshot = canonical_bytes(&seal_core::decided::undecided(&typed)).unwrap();
     rewrite("judging.json", &snapshot);
     ev["finalPostguard"]["judgingSnapshotHash"] = Hash::of(&snapshot).to_string().into();
     let ev_bytes = canonical_bytes(&ev).unwrap();
     rewrite("evidence.json", &ev_bytes);
-    let typed: seal::doc::Evidence = serde_json::from_slice(&ev_bytes).unwrap();
-    let id = seal::ids::RunId::parse(RUN).unwrap();
-    let statement = seal::sealing::statement_for(&id, &typed, &Hash::of(&ev_bytes)).unwrap();
+    let typed: seal_core::doc::Evidence = serde_json::from_slice(&ev_bytes).unwrap();
+    let id = seal_core::ids::RunId::parse(RUN).unwrap();
+    let statement = seal_core::sealing::statement_for(&id, &typed, &Hash::of(&ev_bytes)).unwrap();
     // The fixtures' test-only key, copied private (the loader refuses a readable key).
     let pem = dir.path().join("seal.key.pem");
     std::fs::copy(fixture_trust_pem().with_file_name("seal.key.pem"), &pem).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&pem, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let key = seal::sealing::SigningKey::load(&pem).unwrap();
-    let env = seal::sealing::sign(&key, &statement).unwrap();
+    let key = seal_fs::keys::load_signing_key(&pem).unwrap();
+    let env = seal_core::sealing::sign(&key, &statement).unwrap();
     rewrite("seal.dsse.json", &canonical_bytes(&env).unwrap());
 
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_seal"));

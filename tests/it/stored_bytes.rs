@@ -16,16 +16,16 @@
 use crate::common;
 
 use common::*;
-use seal::canonical::canonical_bytes;
-use seal::config::Config;
-use seal::contracts::Kind;
-use seal::doc::*;
-use seal::engine::{Engine, FixedClock};
-use seal::ids::RunId;
-use seal::replay::{replay, replayable_runs, JudgesFrom, SourceProof};
-use seal::sealing::{Envelope, PublicKey, SigningKey};
-use seal::store::Store;
-use seal::tlog::LogEntry;
+use seal_core::canonical::canonical_bytes;
+use seal_core::contracts::Kind;
+use seal_core::doc::*;
+use seal_core::ids::RunId;
+use seal_core::sealing::{Envelope, SigningKey};
+use seal_core::tlog::LogEntry;
+use seal_engine::config::Config;
+use seal_engine::engine::{Engine, FixedClock};
+use seal_engine::replay::{replay, replayable_runs, JudgesFrom, SourceProof};
+use seal_store::Store;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -60,14 +60,14 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Parses `bytes` as `T` and serializes it back canonically.
 fn through<T: DeserializeOwned + Serialize>(bytes: &[u8], what: &Path) -> Vec<u8> {
-    let typed: T = seal::json::parse_as(bytes, LIMIT)
+    let typed: T = seal_core::json::parse_as(bytes, LIMIT)
         .unwrap_or_else(|e| panic!("{}: does not parse as its type: {e}", what.display()));
     canonical_bytes(&typed).unwrap_or_else(|e| panic!("{}: {e}", what.display()))
 }
 
 /// A failed slot stores a `JudgeAttemptFailure/1` where a judge's output would be.
 fn has_schema_version(bytes: &[u8]) -> bool {
-    seal::json::parse(bytes, LIMIT).is_ok_and(|v| v.get("schemaVersion").is_some())
+    seal_core::json::parse(bytes, LIMIT).is_ok_and(|v| v.get("schemaVersion").is_some())
 }
 
 /// The typed round trip of one document, and the name of the type it went through.
@@ -88,7 +88,7 @@ fn round_trip(path: &Path, bytes: &[u8]) -> (Vec<u8>, &'static str) {
         // canonical JSON of what was sent and received.
         return (through::<Value>(bytes, path), "Value");
     }
-    let value = seal::json::parse(bytes, LIMIT).unwrap();
+    let value = seal_core::json::parse(bytes, LIMIT).unwrap();
     let kind = Kind::detect(&value).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     match kind {
         Kind::PlaytestV3 => (through::<Evidence>(bytes, path), "Evidence"),
@@ -134,7 +134,7 @@ fn every_stored_document_reserializes_to_its_bytes() {
     for f in &valid {
         let bytes = std::fs::read(f).unwrap();
         let (again, ty) = round_trip(f, &bytes);
-        let value = seal::json::parse(&bytes, LIMIT).unwrap();
+        let value = seal_core::json::parse(&bytes, LIMIT).unwrap();
         assert!(
             again == canonical_bytes(&value).unwrap(),
             "{} ({ty}) loses or changes something in its typed round trip",
@@ -179,26 +179,28 @@ fn a_decided_evidence_minus_its_decision_is_its_stored_snapshot() {
         let Ok(ev_bytes) = std::fs::read(dir.join("evidence.json")) else {
             continue;
         };
-        let tree = seal::json::parse(&ev_bytes, LIMIT).unwrap();
+        let tree = seal_core::json::parse(&ev_bytes, LIMIT).unwrap();
         let ev: Evidence = serde_json::from_value(tree.clone()).unwrap();
         let Some(pg) = &ev.final_postguard else {
             continue;
         };
         let snapshot = std::fs::read(dir.join("judging.json")).unwrap();
-        let canonical = seal::canonical::canonical_object(&tree).unwrap().unwrap();
+        let canonical = seal_core::canonical::canonical_object(&tree)
+            .unwrap()
+            .unwrap();
         assert_eq!(canonical.bytes, ev_bytes, "{}", dir.display());
-        let derived = seal::decided::snapshot_bytes(&canonical).unwrap();
+        let derived = seal_core::decided::snapshot_bytes(&canonical).unwrap();
         assert!(
             derived == snapshot,
             "{}: the evidence minus its decision is not the stored snapshot",
             dir.display()
         );
         assert_eq!(
-            seal::canonical::Hash::of(&derived),
+            seal_core::canonical::Hash::of(&derived),
             pg.judging_snapshot_hash
         );
         assert!(
-            canonical_bytes(&seal::decided::undecided(&ev)).unwrap() == derived,
+            canonical_bytes(&seal_core::decided::undecided(&ev)).unwrap() == derived,
             "{}: the typed evidence minus its decision is another document",
             dir.display()
         );
@@ -221,7 +223,7 @@ fn fixture_config() -> Config {
             _ => None,
         }
     };
-    Config::parse("stored-bytes", seal::config::EMBEDDED, &env).expect("fixture config")
+    Config::parse("stored-bytes", seal_engine::config::EMBEDDED, &env).expect("fixture config")
 }
 
 /// The test-only fixture key, copied with mode 0600 (the committed file is world-readable).
@@ -230,7 +232,7 @@ fn fixture_signing_key(dir: &Path) -> SigningKey {
     let to = dir.join("seal.key.pem");
     std::fs::copy(sealed_fixtures().join("keys/test-only/seal.key.pem"), &to).unwrap();
     std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600)).unwrap();
-    SigningKey::load(&to).expect("the test-only fixture key")
+    seal_fs::keys::load_signing_key(&to).expect("the test-only fixture key")
 }
 
 /// `sha256  key` of every object a replay wrote (runs/*.replay-*/) and of the log.
@@ -245,7 +247,7 @@ fn manifest(root: &Path) -> String {
             let run = key.split('/').nth(1).unwrap_or("");
             let keep = key.starts_with("log/") || run.contains(".replay-");
             keep.then(|| {
-                let hash = seal::canonical::Hash::of(&std::fs::read(f).unwrap());
+                let hash = seal_core::canonical::Hash::of(&std::fs::read(f).unwrap());
                 format!("{hash}  {key}")
             })
         })
@@ -259,7 +261,7 @@ async fn stored_judge_replay_reproduces_the_manifest() {
     let (dir, store_root) = copy_fixture_store();
     let store = Store::open(&file_url(&store_root)).await.unwrap();
     let key = fixture_signing_key(dir.path());
-    let trusted = [PublicKey::load(&fixture_trust_pem()).unwrap()];
+    let trusted = [seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap()];
     let engine = Engine::new(store, fixture_config(), Some(key))
         .unwrap()
         .with_clock(Arc::new(FixedClock(DECIDED_AT.into())));

@@ -7,10 +7,10 @@ use crate::common;
 
 use common::*;
 use reqwest::StatusCode;
-use seal::ids::RollId;
-use seal::intake::ProofSubmission;
-use seal::roll::{self, SubmitError, Submitted};
-use seal::store::Key;
+use seal_core::ids::RollId;
+use seal_engine::intake::ProofSubmission;
+use seal_engine::roll::{self, SubmitError, Submitted};
+use seal_store::Key;
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::time::Duration;
@@ -24,13 +24,13 @@ async fn judge() -> Loopback {
 }
 
 /// The package of roll 1, re-serialized (other whitespace and key order than stored).
-fn reserialized(folder: &seal::runfolder::RunFolder) -> Vec<u8> {
+fn reserialized(folder: &seal_fs::runfolder::RunFolder) -> Vec<u8> {
     let value: Value = serde_json::from_slice(folder.rolls()[0].canonical()).unwrap();
     serde_json::to_vec_pretty(&value).unwrap()
 }
 
 /// The package of roll 1 with another actor cost: valid, and not the one judged.
-fn another_package(folder: &seal::runfolder::RunFolder) -> Vec<u8> {
+fn another_package(folder: &seal_fs::runfolder::RunFolder) -> Vec<u8> {
     let mut value: Value = serde_json::from_slice(folder.rolls()[0].canonical()).unwrap();
     value["actorCostRmb"] = serde_json::json!(0.5);
     serde_json::to_vec(&value).unwrap()

@@ -5,7 +5,7 @@
 //! the submitted header). `seal verify` must say "not verified", naming the right check and the
 //! object at fault. No mutation may pass; an untouched copy must verify.
 //!
-//! The big matrix calls the library (`seal::verify::verify_run` on a store opened on the
+//! The big matrix calls the library (`seal_engine::verify::verify_run` on a store opened on the
 //! copy), in parallel; a representative subset runs the real binary to pin the exit codes and
 //! the `--json` report, and checks that the binary and the library report the same problems.
 //!
@@ -17,14 +17,14 @@
 use crate::common;
 
 use common::*;
-use seal::audit::Problem;
-use seal::canonical::{canonical_bytes, Hash};
-use seal::doc::Evidence;
-use seal::ids::RunId;
-use seal::sealing::{self, Envelope, PublicKey, SigningKey};
-use seal::store::Store;
-use seal::verify;
-use seal::vocab::AuditCheck;
+use seal_core::canonical::{canonical_bytes, Hash};
+use seal_core::doc::Evidence;
+use seal_core::ids::RunId;
+use seal_core::sealing::{self, Envelope, PublicKey};
+use seal_core::vocab::AuditCheck;
+use seal_engine::audit::Problem;
+use seal_engine::verify;
+use seal_store::Store;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -633,8 +633,8 @@ pub(crate) fn apply(root: &Path, run: &str, a: &Apply) {
             let bytes = edited_evidence(root, run);
             let ev: Evidence = serde_json::from_slice(&bytes).unwrap();
             let id = RunId::parse(run).unwrap();
-            let statement = seal::sealing::statement_for(&id, &ev, &Hash::of(&bytes)).unwrap();
-            let untrusted = SigningKey::generate();
+            let statement = seal_core::sealing::statement_for(&id, &ev, &Hash::of(&bytes)).unwrap();
+            let untrusted = seal_fs::keys::generate_signing_key();
             let mut env = sealing::sign(&untrusted, &statement).unwrap();
             let seal_path = root.join(format!("runs/{run}/seal.dsse.json"));
             if *keep_trusted_sig {
@@ -676,7 +676,7 @@ pub(crate) fn apply(root: &Path, run: &str, a: &Apply) {
 }
 
 pub(crate) fn trusted() -> Vec<PublicKey> {
-    vec![PublicKey::load(&fixture_trust_pem()).unwrap()]
+    vec![seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap()]
 }
 
 /// Prepares a damaged copy for a case: (temp folder, store root).
@@ -721,7 +721,14 @@ async fn run_case(case: Case, run: Arc<FixtureRun>, trusted: Arc<Vec<PublicKey>>
         Err(e) => return Verdict::Error(e.to_string()),
     };
     let id = RunId::parse(&case.verify_as).unwrap();
-    match verify::verify_run(&store, &id, &trusted, seal::transparency::DEFAULT_ORIGIN).await {
+    match verify::verify_run(
+        &store,
+        &id,
+        &trusted,
+        seal_engine::transparency::DEFAULT_ORIGIN,
+    )
+    .await
+    {
         Ok(report) => judge(&case, &report),
         Err(e) => Verdict::Error(e.to_string()),
     }

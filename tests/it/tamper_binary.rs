@@ -4,12 +4,12 @@ use super::tamper::*;
 use super::tamper_log::*;
 use crate::common;
 use common::*;
-use seal::canonical::{canonical_bytes, Hash};
-use seal::doc::Evidence;
-use seal::ids::RunId;
-use seal::sealing::{self};
-use seal::store::Store;
-use seal::verify;
+use seal_core::canonical::{canonical_bytes, Hash};
+use seal_core::doc::Evidence;
+use seal_core::ids::RunId;
+use seal_core::sealing::{self};
+use seal_engine::verify;
+use seal_store::Store;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -100,7 +100,7 @@ fn the_binary_exits_1_naming_the_check_and_object() {
                 &store,
                 &RunId::parse(&case.verify_as).unwrap(),
                 &trusted,
-                seal::transparency::DEFAULT_ORIGIN,
+                seal_engine::transparency::DEFAULT_ORIGIN,
             )
             .await
             .unwrap()
@@ -210,7 +210,7 @@ fn resealed_by_the_keyholder(run: &str, edit: impl FnOnce(&mut Value)) -> (Optio
     rewrite(&ev_path, &bytes);
     let ev: Evidence = serde_json::from_slice(&bytes).unwrap();
     let id = RunId::parse(run).unwrap();
-    let statement = seal::sealing::statement_for(&id, &ev, &Hash::of(&bytes)).unwrap();
+    let statement = seal_core::sealing::statement_for(&id, &ev, &Hash::of(&bytes)).unwrap();
     let env = sealing::sign(&fixture_signing_key(dir.path()), &statement).unwrap();
     rewrite(
         &root.join(format!("runs/{run}/seal.dsse.json")),

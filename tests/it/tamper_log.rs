@@ -4,19 +4,19 @@ use super::tamper::*;
 use super::tamper_binary::*;
 use crate::common;
 use common::*;
-use seal::canonical::Hash;
-use seal::ids::RunId;
-use seal::sealing::SigningKey;
-use seal::store::Store;
-use seal::verify;
-use seal::vocab::AuditCheck;
+use seal_core::canonical::Hash;
+use seal_core::ids::RunId;
+use seal_core::sealing::SigningKey;
+use seal_core::vocab::AuditCheck;
+use seal_engine::verify;
+use seal_store::Store;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 // ---- the transparency log (DESIGN §13): deleted, re-judged, rolled back, dropped, forked ----
 
-use seal::transparency::{self, LogReport};
+use seal_engine::transparency::{self, LogReport};
 use seal_testkit::loopback::Loopback;
 
 /// The test-only signing key of the fixtures (copied to a 0600 file: a checkout keeps no modes).
@@ -32,25 +32,25 @@ pub(crate) fn fixture_signing_key(dir: &Path) -> SigningKey {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
     }
-    SigningKey::load(&p).unwrap()
+    seal_fs::keys::load_signing_key(&p).unwrap()
 }
 
-fn raw_trusted() -> seal::tlog::LogTrust {
+fn raw_trusted() -> seal_core::tlog::LogTrust {
     transparency::trust(transparency::DEFAULT_ORIGIN, &trusted())
 }
 
 /// A writable copy of the whole fixture store and an engine sealing into it with the fixture
 /// key; `clock` None keeps the system clock (a re-judged run gets another `decidedAt`).
-async fn log_copy(lb: &Loopback) -> (tempfile::TempDir, PathBuf, seal::engine::Engine) {
+async fn log_copy(lb: &Loopback) -> (tempfile::TempDir, PathBuf, seal_engine::engine::Engine) {
     let (dir, root) = copy_fixture_store();
     let key = fixture_signing_key(dir.path());
     let store = Store::open(&file_url(&root)).await.unwrap();
-    let engine = seal::engine::Engine::new(store, config_for(lb, &[]), Some(key)).unwrap();
+    let engine = seal_engine::engine::Engine::new(store, config_for(lb, &[]), Some(key)).unwrap();
     (dir, root, engine)
 }
 
 /// Judges and seals a copy of an example input run under `run` (or the input itself).
-async fn seal_run(engine: &seal::engine::Engine, input: &str, run: &str) {
+async fn seal_run(engine: &seal_engine::engine::Engine, input: &str, run: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let dst = tmp.path().join(run);
     copy_tree(&sealed_fixtures().join("inputs").join(input), &dst);
@@ -58,8 +58,10 @@ async fn seal_run(engine: &seal::engine::Engine, input: &str, run: &str) {
     let mut v: Value = serde_json::from_slice(&read(&h)).unwrap();
     v["runId"] = run.into();
     std::fs::write(&h, serde_json::to_vec(&v).unwrap()).unwrap();
-    let folder = seal::runfolder::RunFolder::read(&dst, 1 << 26).unwrap();
-    seal::runfolder::judge(engine, &folder).await.unwrap();
+    let folder = seal_fs::runfolder::RunFolder::read(&dst, 1 << 26).unwrap();
+    seal_engine::judge_run::judge(engine, &folder)
+        .await
+        .unwrap();
 }
 
 async fn log_report(root: &Path, old: Option<&[u8]>) -> LogReport {
@@ -178,7 +180,7 @@ async fn log_dropping_a_log_entry_is_named() {
         &store,
         &RunId::parse(&run).unwrap(),
         &trusted(),
-        seal::transparency::DEFAULT_ORIGIN,
+        seal_engine::transparency::DEFAULT_ORIGIN,
     )
     .await
     .unwrap();

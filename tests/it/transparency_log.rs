@@ -9,7 +9,7 @@
 use crate::common;
 
 use common::*;
-use seal::tlog::{self, Tree};
+use seal_core::tlog::{self, Tree};
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -198,9 +198,7 @@ fn the_independent_script_agrees_with_seal_on_every_proof() {
     assert_eq!(code, 0, "{out}");
     // A checkpoint signed by another key is refused.
     let other = tempfile::tempdir().unwrap();
-    seal::sealing::SigningKey::generate()
-        .write_pair(other.path())
-        .unwrap();
+    seal_fs::keys::write_key_pair(&seal_fs::keys::generate_signing_key(), other.path()).unwrap();
     let other_pem = other.path().join("seal.pub.pem");
     let (code, out) = python(&[
         "checkpoint",
@@ -232,7 +230,7 @@ fn the_independent_script_authenticates_leaves_past_the_latest_checkpoint() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
     }
-    let key = seal::sealing::SigningKey::load(&key_file).unwrap();
+    let key = seal_fs::keys::load_signing_key(&key_file).unwrap();
     let next = entries(&root) as u64;
     let ghost = tlog::LogEntry {
         run_id: "run-ghost-0001".into(),
@@ -309,7 +307,7 @@ async fn kill_9_between_the_log_append_and_the_seal_is_completed_by_the_next_fin
         .arg("judge")
         .arg(example(run))
         .args(["--store", "file://./store", "--key", "keys/seal.key.pem"])
-        .env(seal::transparency::APPEND_DELAY_ENV, "60000")
+        .env(seal_engine::transparency::APPEND_DELAY_ENV, "60000")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let mut child = judge.spawn().unwrap();
@@ -392,7 +390,7 @@ async fn kill_9_between_the_log_append_and_the_seal_is_completed_by_the_next_fin
         assert!(!d.log_text().contains("missing from the log"));
         drop(d);
     }
-    let stored = seal::canonical::Hash::of(&std::fs::read(&seal).unwrap()).to_string();
+    let stored = seal_core::canonical::Hash::of(&std::fs::read(&seal).unwrap()).to_string();
     assert_eq!(logged["sealSha256"].as_str(), Some(stored.as_str()));
     let (code, out) = seal_bin(&["log", "verify", "--store", &url, "--trust", pem]);
     assert_eq!(code, 0, "{out}");
@@ -434,19 +432,19 @@ async fn a_planted_checkpoint_is_neither_printed_nor_served() {
 
     // The daemon, trusting the fixtures' key, serves the same.
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
-    let engine = seal::engine::Engine::new(
-        seal::store::Store::open(&store).await.unwrap(),
+    let engine = seal_engine::engine::Engine::new(
+        seal_store::Store::open(&store).await.unwrap(),
         config_for(&lb, &[]),
-        Some(seal::sealing::SigningKey::generate()),
+        Some(seal_fs::keys::generate_signing_key()),
     )
     .unwrap();
-    let trusted = vec![seal::sealing::PublicKey::load(&fixture_trust_pem()).unwrap()];
+    let trusted = vec![seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap()];
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (_stop, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(seal::server::run(
+    tokio::spawn(seal_server::run(
         listener,
-        seal::server::AppState::new(engine, trusted),
+        seal_server::AppState::new(engine, trusted),
         async move {
             let _ = rx.await;
         },

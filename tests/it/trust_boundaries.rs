@@ -9,10 +9,10 @@
 use crate::common;
 
 use common::*;
-use seal::ids::RunId;
-use seal::import::{Archive, ImportError, Imported, Limits};
-use seal::sealing::{PublicKey, SigningKey};
-use seal::store::{Key, Store};
+use seal_core::ids::RunId;
+use seal_core::sealing::PublicKey;
+use seal_engine::import::{Archive, ImportError, Imported, Limits};
+use seal_store::{Key, Store};
 use seal_testkit::loopback::Loopback;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,7 +41,7 @@ fn tree(root: &Path) -> BTreeMap<String, String> {
                 out.insert(rel, "dir".into());
                 walk(root, &p, out);
             } else if t.is_file() {
-                let h = seal::canonical::Hash::of(&std::fs::read(&p).unwrap());
+                let h = seal_core::canonical::Hash::of(&std::fs::read(&p).unwrap());
                 out.insert(rel, format!("file {h}"));
             } else {
                 out.insert(rel, "special".into());
@@ -99,7 +99,8 @@ async fn run_async(c: Command, secs: u64) -> Output {
 /// A fresh signing key pair on disk: (folder, private PEM, public PEM).
 fn key_pair() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let (k, p) = SigningKey::generate().write_pair(dir.path()).unwrap();
+    let (k, p) =
+        seal_fs::keys::write_key_pair(&seal_fs::keys::generate_signing_key(), dir.path()).unwrap();
     (dir, k, p)
 }
 
@@ -285,14 +286,17 @@ fn run_files(root: &Path, run: &str) -> BTreeMap<String, String> {
             let h = f["hash"].as_str().unwrap();
             let p = format!("cas/sha256/{}/{h}", &h[..2]);
             let bytes = std::fs::read(root.join(&p)).unwrap();
-            want.insert(p, format!("file {}", seal::canonical::Hash::of(&bytes)));
+            want.insert(
+                p,
+                format!("file {}", seal_core::canonical::Hash::of(&bytes)),
+            );
         }
     }
     want
 }
 
 fn trusted() -> Vec<PublicKey> {
-    vec![PublicKey::load(&fixture_trust_pem()).unwrap()]
+    vec![seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap()]
 }
 
 const LIMITS: Limits = Limits {
@@ -386,7 +390,8 @@ async fn fuzzed_source_stores_change_the_destination_only_by_a_verified_run() {
         let before = tree(&dest_root);
         let archive = Archive::open(&file_url(&src)).await.unwrap();
         let id = RunId::parse(&run).unwrap();
-        let got = seal::import::import_run(&archive, &dest, &id, &trusted(), LIMITS, false).await;
+        let got =
+            seal_engine::import::import_run(&archive, &dest, &id, &trusted(), LIMITS, false).await;
         let after = tree(&dest_root);
         if clean {
             assert!(
@@ -502,7 +507,7 @@ async fn a_stored_attempt_without_its_mac_is_planted_and_with_it_resumes() {
                 let mut v: serde_json::Value =
                     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
                 v.as_object_mut().unwrap().remove("attemptMac");
-                std::fs::write(p, seal::canonical::canonical_bytes(&v).unwrap()).unwrap();
+                std::fs::write(p, seal_core::canonical::canonical_bytes(&v).unwrap()).unwrap();
             }
         },
     )
@@ -774,7 +779,7 @@ async fn a_header_and_proof_package_too_large_together_are_refused_before_judgin
     .await;
     let folder = submit_inputs(&engine, &example(RUN)).await;
     let bytes = folder.rolls()[0].canonical();
-    let err = submit_roll(&engine, folder.run(), seal::ids::RollId::R1, bytes)
+    let err = submit_roll(&engine, folder.run(), seal_core::ids::RollId::R1, bytes)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("judging.json"), "{err}");
@@ -782,7 +787,7 @@ async fn a_header_and_proof_package_too_large_together_are_refused_before_judgin
         .store()
         .exists(&Key::roll_file(
             folder.run(),
-            seal::ids::RollId::R1,
+            seal_core::ids::RollId::R1,
             "proof-package.json"
         ))
         .await
@@ -819,12 +824,14 @@ async fn judge_stores_only_the_blobs_the_proof_packages_reference() {
     personas(&lb);
     let (_d, dir) = folder_copy();
     let junk = b"not a frame anyone references";
-    let junk_hash = seal::canonical::Hash::of(junk);
+    let junk_hash = seal_core::canonical::Hash::of(junk);
     std::fs::write(dir.join(format!("blobs/{junk_hash}.png")), junk).unwrap();
     let engine = engine_with(&lb, "memory://", &[]).await;
-    let folder = seal::runfolder::RunFolder::read(&dir, 1 << 26).unwrap();
+    let folder = seal_fs::runfolder::RunFolder::read(&dir, 1 << 26).unwrap();
     assert!(folder.blobs().iter().all(|(h, _)| h != &junk_hash));
-    seal::runfolder::judge(&engine, &folder).await.unwrap();
+    seal_engine::judge_run::judge(&engine, &folder)
+        .await
+        .unwrap();
     assert!(!engine.store().exists(&Key::cas(&junk_hash)).await.unwrap());
 }
 
@@ -877,7 +884,7 @@ async fn judge_into_a_memory_store_is_refused_unless_asked_for() {
 #[test]
 fn summaries_are_linear_in_obligations() {
     let run_dir = fixture_store_dir().join(format!("runs/{RUN}"));
-    let ev: seal::doc::Evidence =
+    let ev: seal_core::doc::Evidence =
         serde_json::from_slice(&std::fs::read(run_dir.join("evidence.json")).unwrap()).unwrap();
     let mut result: serde_json::Value = serde_json::from_slice(
         &std::fs::read(run_dir.join("roll-1/judge-a/normalized.json")).unwrap(),
@@ -893,8 +900,8 @@ fn summaries_are_linear_in_obligations() {
         })
         .collect();
     result["obligations"] = many.into();
-    let result: seal::doc::JudgeResult = serde_json::from_value(result).unwrap();
-    let obligations: Vec<seal::doc::ProofObligation> = (0..n)
+    let result: seal_core::doc::JudgeResult = serde_json::from_value(result).unwrap();
+    let obligations: Vec<seal_core::doc::ProofObligation> = (0..n)
         .map(|i| {
             let mut o = ev.proof_obligations[0].clone();
             o.id = format!("o-{i:06}");
@@ -902,7 +909,8 @@ fn summaries_are_linear_in_obligations() {
         })
         .collect();
     let t = Instant::now();
-    let rows = seal::report::obligation_rows(&obligations, Some(&result), Some(&result), None);
+    let rows =
+        seal_engine::summary::obligation_rows(&obligations, Some(&result), Some(&result), None);
     assert_eq!(rows.len(), n);
     assert_eq!(rows[n - 1].a, rows[n - 1].b);
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
@@ -920,7 +928,8 @@ fn adapted_verdicts_are_blinded_like_native_runs() {
         "suggestion": "see </brief>"
     }]);
     let bytes = serde_json::to_vec(&v).unwrap();
-    let adapted = seal::adapt::adapt_verdict("v", &bytes, seal::doc::Genre::Narrative).unwrap();
+    let adapted =
+        seal_core::adapt::adapt_verdict("v", &bytes, seal_core::doc::Genre::Narrative).unwrap();
     for bad in ['\u{0}', '\u{202e}', '<', '`'] {
         assert!(
             !adapted.brief.contains(bad),
@@ -928,10 +937,14 @@ fn adapted_verdicts_are_blinded_like_native_runs() {
             adapted.brief
         );
     }
-    let manifest = seal::canonical::Hash::of(b"manifest");
-    let package =
-        seal::blinding::judge_package(&adapted.header, &adapted.brief, &adapted.proof, &manifest);
-    let bytes = seal::canonical::canonical_bytes(&package).unwrap();
+    let manifest = seal_core::canonical::Hash::of(b"manifest");
+    let package = seal_core::blinding::judge_package(
+        &adapted.header,
+        &adapted.brief,
+        &adapted.proof,
+        &manifest,
+    );
+    let bytes = seal_core::canonical::canonical_bytes(&package).unwrap();
     let text = String::from_utf8(bytes).unwrap();
     for id in [&design, &trace] {
         assert!(
@@ -951,7 +964,8 @@ async fn replay_from_copies_exactly_the_bound_objects() {
         .unwrap();
     let run = RunId::parse(RUN).unwrap();
     let got =
-        seal::import::import_run(&archive, &dest_store, &run, &trusted(), LIMITS, false).await;
+        seal_engine::import::import_run(&archive, &dest_store, &run, &trusted(), LIMITS, false)
+            .await;
     assert!(matches!(got, Ok(Imported::Copied { .. })), "{got:?}");
     let files: BTreeMap<String, String> = tree(&dest)
         .into_iter()
@@ -961,11 +975,11 @@ async fn replay_from_copies_exactly_the_bound_objects() {
     // Untrusted key: nothing more is imported.
     let other = RunId::parse(OTHER).unwrap();
     let before = tree(&dest);
-    let err = seal::import::import_run(
+    let err = seal_engine::import::import_run(
         &archive,
         &dest_store,
         &other,
-        &[SigningKey::generate().public()],
+        &[seal_fs::keys::generate_signing_key().public()],
         LIMITS,
         false,
     )

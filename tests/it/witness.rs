@@ -10,9 +10,9 @@ use crate::common;
 
 use common::*;
 use reqwest::StatusCode;
-use seal::runfolder::RunFolder;
-use seal::tlog::{self, Tree};
-use seal::witness::{cosig, protocol};
+use seal_core::tlog::{self, Tree};
+use seal_engine::witness::{cosig, protocol};
+use seal_fs::runfolder::RunFolder;
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -97,7 +97,7 @@ fn spawn_witness(keys: &Path, state: &Path, log_pub: &Path, name: &str) -> Witne
 
 /// Writes `DIR/config/seal.toml`: the embedded config with these witnesses and quorum.
 fn write_config(dir: &Path, witnesses: &[(&str, &str, &Path)], quorum: Option<usize>) {
-    let mut text = seal::config::EMBEDDED.to_string();
+    let mut text = seal_engine::config::EMBEDDED.to_string();
     if let Some(q) = quorum {
         text = text.replacen("[limits]", &format!("witness_quorum = {q}\n[limits]"), 1);
     }
@@ -250,7 +250,7 @@ async fn cosignatures_are_stored_beside_each_checkpoint_and_verified() {
         let c = cosig::Cosignature::parse_line(lines[0].as_bytes())
             .unwrap()
             .unwrap();
-        let public = seal::sealing::PublicKey::load(&wpub).unwrap().raw();
+        let public = seal_fs::keys::load_public_key(&wpub).unwrap().raw();
         let note = std::fs::read(d.store().join(format!("log/checkpoints/{size:020}"))).unwrap();
         let body = signed_note::Note::from_bytes(&note)
             .unwrap()
@@ -488,7 +488,7 @@ fn config_witnesses_and_quorum_apply(dir: &Path) {
 
 /// The log's key and tree, signing checkpoints as seal does.
 struct TestLog {
-    key: seal::sealing::SigningKey,
+    key: seal_core::sealing::SigningKey,
     tree: Tree,
 }
 
@@ -508,14 +508,14 @@ impl TestLog {
 fn witness_and_log(dir: &Path) -> (WitnessProc, TestLog, [u8; 32]) {
     let log_keys = dir.join("log");
     keygen_into(&log_keys);
-    let key = seal::sealing::SigningKey::load(&log_keys.join("seal.key.pem")).unwrap();
+    let key = seal_fs::keys::load_signing_key(&log_keys.join("seal.key.pem")).unwrap();
     let w = spawn_witness(
         &dir.join("w"),
         &dir.join("w.json"),
         &log_keys.join("seal.pub.pem"),
         "w.test/witness",
     );
-    let public = seal::sealing::PublicKey::load(&dir.join("w/seal.pub.pem"))
+    let public = seal_fs::keys::load_public_key(&dir.join("w/seal.pub.pem"))
         .unwrap()
         .raw();
     (
@@ -562,7 +562,7 @@ async fn a_forked_or_rolled_back_checkpoint_is_refused_by_the_witness() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     // A fork: another tree of size 3, then of size 4, signed by the log's own key.
     let mut fork = TestLog {
-        key: seal::sealing::SigningKey::load(&dir.path().join("log/seal.key.pem")).unwrap(),
+        key: seal_fs::keys::load_signing_key(&dir.path().join("log/seal.key.pem")).unwrap(),
         tree: Tree::new(),
     };
     fork.grow("forked", 4);
@@ -573,7 +573,7 @@ async fn a_forked_or_rolled_back_checkpoint_is_refused_by_the_witness() {
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     // Another key for the same origin: 403; another origin: 404.
     let mut stranger = TestLog {
-        key: seal::sealing::SigningKey::generate(),
+        key: seal_fs::keys::generate_signing_key(),
         tree: Tree::new(),
     };
     stranger.grow("honest", 4);

@@ -593,7 +593,10 @@ mod tests {
 
     #[test]
     fn a_signed_review_is_admitted_then_chained() {
-        let (seal, reviewer) = (SigningKey::generate(), SigningKey::generate());
+        let (seal, reviewer) = (
+            SigningKey::from_seed(&[1; 32]),
+            SigningKey::from_seed(&[2; 32]),
+        );
         let mut f = facts(&seal);
         let bytes = review(&f, &reviewer, "obl-1");
         let a = admit(&bytes, &f, &[reviewer.public()]).unwrap();
@@ -614,7 +617,7 @@ mod tests {
 
     #[test]
     fn validate_detects_a_review_statement_by_its_predicate_type() {
-        let seal = SigningKey::generate();
+        let seal = SigningKey::from_seed(&[3; 32]);
         let st =
             facts(&seal).statement("Ada", "2026-12-02T10:00:00Z", vec![], None, &Hash::of(b"t"));
         let v = serde_json::to_value(&st).unwrap();
@@ -627,9 +630,9 @@ mod tests {
     #[test]
     fn refusals_are_named() {
         let (seal, reviewer, stranger) = (
-            SigningKey::generate(),
-            SigningKey::generate(),
-            SigningKey::generate(),
+            SigningKey::from_seed(&[4; 32]),
+            SigningKey::from_seed(&[5; 32]),
+            SigningKey::from_seed(&[6; 32]),
         );
         let f = facts(&seal);
         let trusted = [reviewer.public()];

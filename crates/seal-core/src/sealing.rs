@@ -16,14 +16,12 @@ use base64::Engine as _;
 use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey};
 use ed25519_dalek::Signer;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 use crate::canonical::{self, Hash};
 
 pub const PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
 pub const PREDICATE_TYPE: &str = "https://wanxiang.ai/seal/playtest-decision/v1";
-const MAX_KEY_FILE: u64 = 16 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
@@ -31,9 +29,10 @@ pub enum KeyError {
     Key { path: String, reason: String },
 }
 
-fn key_err(path: &Path, reason: impl Into<String>) -> KeyError {
+/// A key error naming `path` (a file, or a key id for a key not read from one).
+pub fn key_err(path: &str, reason: impl Into<String>) -> KeyError {
     KeyError::Key {
-        path: path.display().to_string(),
+        path: path.to_string(),
         reason: reason.into(),
     }
 }
@@ -69,29 +68,11 @@ impl std::fmt::Debug for SigningKey {
 }
 
 impl SigningKey {
-    /// Loads a PKCS#8 PEM private key, refusing one that group or others can read.
-    pub fn load(path: &Path) -> Result<SigningKey, KeyError> {
-        let file = crate::fsio::open(path).map_err(|e| key_err(path, e.to_string()))?;
-        // The mode of the file actually opened, not of whatever the path names now.
-        let meta = file
-            .metadata()
-            .map_err(|e| key_err(path, format!("cannot read: {e}")))?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                return Err(key_err(path, format!(
-                    "private key is readable by group or others (mode {mode:o}); run chmod 600 on it"
-                )));
-            }
-        }
-        let bytes = crate::fsio::read_open(path, file, MAX_KEY_FILE).map_err(|e| match e {
-            crate::fsio::FsError::TooLarge { .. } => key_err(path, "not a key: file is too large"),
-            other => key_err(path, other.to_string()),
-        })?;
-        let pem = String::from_utf8(bytes).map_err(|_| key_err(path, "not a PEM text file"))?;
-        let inner = ed25519_dalek::SigningKey::from_pkcs8_pem(&pem)
-            .map_err(|e| key_err(path, format!("not a PKCS#8 PEM ed25519 private key: {e}")))?;
+    /// Parses a PKCS#8 PEM private key (v1 or v2); `name` (a path) is what errors name. Reading
+    /// the file, and refusing one that group or others can read, is `seal_fs::keys`.
+    pub fn from_pem(name: &str, pem: &str) -> Result<SigningKey, KeyError> {
+        let inner = ed25519_dalek::SigningKey::from_pkcs8_pem(pem)
+            .map_err(|e| key_err(name, format!("not a PKCS#8 PEM ed25519 private key: {e}")))?;
         Ok(SigningKey::from_dalek(inner))
     }
 
@@ -100,9 +81,15 @@ impl SigningKey {
         SigningKey { inner, key_id }
     }
 
-    /// A fresh random key.
-    pub fn generate() -> SigningKey {
-        SigningKey::from_dalek(ed25519_dalek::SigningKey::generate(&mut rand_core::OsRng))
+    /// The key whose 32 secret bytes are `seed` (RFC 8032's private key): deterministic keys
+    /// for tests and golden vectors.
+    pub fn from_seed(seed: &[u8; 32]) -> SigningKey {
+        SigningKey::from_dalek(ed25519_dalek::SigningKey::from_bytes(seed))
+    }
+
+    /// A fresh key from `rng` (the shell passes the operating system's; tests may seed one).
+    pub fn generate(rng: &mut impl rand_core::CryptoRngCore) -> SigningKey {
+        SigningKey::from_dalek(ed25519_dalek::SigningKey::generate(rng))
     }
 
     pub fn public(&self) -> PublicKey {
@@ -110,35 +97,6 @@ impl SigningKey {
             inner: self.inner.verifying_key(),
             key_id: self.key_id.clone(),
         }
-    }
-
-    /// Writes `DIR/seal.key.pem` (PKCS#8, mode 0600) and `DIR/seal.pub.pem` (SPKI). Refuses to
-    /// overwrite an existing key.
-    pub fn write_pair(&self, dir: &Path) -> Result<(PathBuf, PathBuf), KeyError> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| key_err(dir, format!("cannot create folder: {e}")))?;
-        let key_path = dir.join("seal.key.pem");
-        let pub_path = dir.join("seal.pub.pem");
-        let private = self.to_pkcs8_v1_pem();
-        let public = self
-            .inner
-            .verifying_key()
-            .to_public_key_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF)
-            .map_err(|e| key_err(&pub_path, e.to_string()))?;
-        // Neither file may exist (or be a link): a half-written pair is worse than none.
-        for p in [&key_path, &pub_path] {
-            if crate::fsio::kind(p)
-                .map_err(|e| key_err(p, e.to_string()))?
-                .is_some()
-            {
-                return Err(key_err(p, "already exists: refusing to overwrite a key"));
-            }
-        }
-        crate::fsio::write_new(&key_path, private.as_bytes(), 0o600)
-            .map_err(|e| key_err(&key_path, format!("cannot create: {e}")))?;
-        crate::fsio::write_new(&pub_path, public.as_bytes(), 0o644)
-            .map_err(|e| key_err(&pub_path, format!("cannot create: {e}")))?;
-        Ok((key_path, pub_path))
     }
 
     pub fn sign(&self, message: &[u8]) -> [u8; 64] {
@@ -197,19 +155,15 @@ impl PublicKey {
         self.inner.to_bytes()
     }
 
-    /// Loads an SPKI PEM ed25519 public key.
-    pub fn load(path: &Path) -> Result<PublicKey, KeyError> {
-        let pem = crate::fsio::read_string(path, MAX_KEY_FILE).map_err(|e| match e {
-            crate::fsio::FsError::TooLarge { .. } => key_err(path, "not a key: file is too large"),
-            other => key_err(path, other.to_string()),
-        })?;
-        let inner = ed25519_dalek::VerifyingKey::from_public_key_pem(&pem)
-            .map_err(|e| key_err(path, format!("not an SPKI PEM ed25519 public key: {e}")))?;
+    /// Parses an SPKI PEM ed25519 public key; `name` (a path) is what errors name.
+    pub fn from_pem(name: &str, pem: &str) -> Result<PublicKey, KeyError> {
+        let inner = ed25519_dalek::VerifyingKey::from_public_key_pem(pem)
+            .map_err(|e| key_err(name, format!("not an SPKI PEM ed25519 public key: {e}")))?;
         // No private key makes a small-order point, and under one the non-strict equation
         // holds for forged signatures: such a "trusted" key can only be a plant.
         if inner.is_weak() {
             return Err(key_err(
-                path,
+                name,
                 "a small-order (weak) ed25519 public key: it vouches for nothing",
             ));
         }
@@ -217,6 +171,13 @@ impl PublicKey {
             key_id: key_id(&inner),
             inner,
         })
+    }
+
+    /// The key as an SPKI PEM (LF line ends), the form [`PublicKey::from_pem`] reads.
+    pub fn to_pem(&self) -> Result<String, KeyError> {
+        self.inner
+            .to_public_key_pem(ed25519_dalek::pkcs8::spki::der::pem::LineEnding::LF)
+            .map_err(|e| key_err(&self.key_id, e.to_string()))
     }
 
     /// The raw 32-byte ed25519 public key.
@@ -466,13 +427,13 @@ mod tests {
 
     #[test]
     fn sign_then_verify_and_reject_tampering() {
-        let key = SigningKey::generate();
+        let key = SigningKey::from_seed(&[1; 32]);
         let env = sign(&key, &statement()).unwrap();
         let v = verify_envelope(&env, &[key.public()]).unwrap();
         assert_eq!(v.statement, statement());
         assert_eq!(v.key_id, key.key_id);
 
-        let other = SigningKey::generate();
+        let other = SigningKey::from_seed(&[2; 32]);
         assert!(matches!(
             verify_envelope(&env, &[other.public()]),
             Err(SealError::Untrusted(_))
@@ -530,39 +491,5 @@ mod tests {
             verify_envelope(&env, &[weak]),
             Err(SealError::BadSignature(_))
         ));
-    }
-
-    #[test]
-    fn keys_round_trip_and_loose_private_keys_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let key = SigningKey::generate();
-        let (kp, pp) = key.write_pair(dir.path()).unwrap();
-        let loaded = SigningKey::load(&kp).unwrap();
-        assert_eq!(loaded.key_id, key.key_id);
-        assert_eq!(PublicKey::load(&pp).unwrap().key_id, key.key_id);
-        assert!(key.write_pair(dir.path()).is_err(), "must not overwrite");
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&kp, std::fs::Permissions::from_mode(0o640)).unwrap();
-            let e = SigningKey::load(&kp).unwrap_err().to_string();
-            assert!(e.contains("readable by group or others"), "{e}");
-        }
-        std::fs::write(
-            dir.path().join("junk.pem"),
-            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
-        )
-        .unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(
-                dir.path().join("junk.pem"),
-                std::fs::Permissions::from_mode(0o600),
-            )
-            .unwrap();
-        }
-        assert!(SigningKey::load(&dir.path().join("junk.pem")).is_err());
-        assert!(PublicKey::load(&dir.path().join("missing.pem")).is_err());
     }
 }

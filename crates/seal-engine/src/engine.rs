@@ -130,7 +130,7 @@ impl Engine {
         // The keys this log's leaves and checkpoints count under besides the signing key
         // (those it signed with before a rotation, or other replicas' keys), loaded once.
         let trusted = (config.trusted_keys.iter())
-            .map(|p| seal_core::sealing::PublicKey::load(p))
+            .map(|p| seal_fs::keys::load_public_key(p))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Engine {
             log: crate::transparency::Log::new(store.clone(), &config.log_origin)

@@ -2,7 +2,7 @@
 //!
 //! 1. **Stage**: the source run (every object under `runs/<id>/`, and the frames its proof
 //!    packages name) is read into a private in-memory [`Staging`] area. A `file://`
-//!    archive is walked with [`seal_core::fsio`]: a symbolic link, FIFO, device or socket anywhere
+//!    archive is walked with [`seal_fs::fsio`]: a symbolic link, FIFO, device or socket anywhere
 //!    in the run (or on the way to a frame) refuses the whole run; every file is read through
 //!    a bounded reader. Other archives (S3) are read with ordinary bounded store reads.
 //! 2. **Verify**: [`crate::verify::prove`] runs on the staging area against the trusted keys.
@@ -30,9 +30,9 @@ use crate::transparency::{Log, LogError};
 use crate::verify::{self, VerifiedRun};
 use seal_core::doc::{AcceptanceMode, Evidence, ProofPackage};
 use seal_core::fault::{Fault, HasFault};
-use seal_core::fsio::{self, FsError, Kind};
 use seal_core::ids::{RollId, RunId};
 use seal_core::sealing::{PublicKey, SigningKey};
+use seal_fs::fsio::{self, FsError, Kind};
 use seal_store::{Key, Staging, Store, StoreError, StoreUrl};
 
 /// Why a run was not imported. The destination is unchanged in every case.

@@ -8,7 +8,7 @@ use seal_core::admit::same_submission;
 use seal_core::canonical::{canonical_value_bytes, Hash};
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RollId;
-use seal_core::runfolder::{bad, fs_reason, FolderError, RunFolder};
+use seal_fs::runfolder::{bad, fs_reason, FolderError, RunFolder};
 use seal_store::Key;
 
 /// Why `seal judge` could not seal a run.
@@ -116,7 +116,7 @@ async fn judge_folder(
     }
     for (hash, path) in folder.blobs() {
         let file = tokio::fs::File::from_std(
-            seal_core::fsio::open(path).map_err(|e| bad(path, fs_reason(e)))?,
+            seal_fs::fsio::open(path).map_err(|e| bad(path, fs_reason(e)))?,
         );
         let stream =
             tokio_util::io::ReaderStream::with_capacity(file, 1 << 20).map_err(|e| e.to_string());

@@ -38,6 +38,7 @@ mod object;
 mod reads;
 mod staging;
 mod store;
+mod tally;
 mod url;
 mod write_set;
 
@@ -48,4 +49,5 @@ pub use seal_core::key::{Key, Stored};
 pub use staging::Staging;
 pub use store::crash;
 pub use store::{parse_stored, Bounded, Listing, Put, RunListing, Store, DEFAULT_DOC_LIMIT};
+pub use tally::kind as read_kind;
 pub use url::{is_loopback_host, StoreUrl};

@@ -136,6 +136,7 @@ impl OwnWrites<'_> {
         else {
             return Ok(None);
         };
+        self.store.tally.note(key);
         if bytes.len() as u64 > self.store.doc_limit() {
             return Err(StoreError::TooLarge {
                 key: key.to_string(),
@@ -161,7 +162,10 @@ impl Reads for OwnWrites<'_> {
 
     async fn verify(&self, key: &Key, expected: &Hash) -> Result<u64, StoreError> {
         match self.store.recent.get(key) {
-            Some(r) => mismatch(key, expected, r.hash).map(|()| r.size),
+            Some(r) => {
+                self.store.tally.note(key);
+                mismatch(key, expected, r.hash).map(|()| r.size)
+            }
             None => self.store.check_hash(key, expected).await,
         }
     }

@@ -32,6 +32,8 @@ pub struct Store {
     /// What this process stored through this open store: read only by [`crate::OwnWrites`],
     /// never by the reads of `Store` itself.
     pub(crate) recent: Arc<WriteSet>,
+    /// Reads by kind of object, for [`Store::reads_by_kind`].
+    pub(crate) tally: Arc<crate::tally::Tally>,
 }
 
 impl std::fmt::Debug for Store {
@@ -85,7 +87,7 @@ impl Store {
         let parsed = StoreUrl::parse(url)?;
         match &parsed {
             StoreUrl::File(p, _) => {
-                seal_core::fsio::require_folder(p).map_err(|e| StoreError::Url {
+                seal_fs::fsio::require_folder(p).map_err(|e| StoreError::Url {
                     url: url.chars().take(200).collect(),
                     reason: format!("no store there: {e}"),
                 })?
@@ -107,6 +109,7 @@ impl Store {
             url,
             doc_limit,
             recent: Arc::new(WriteSet::default()),
+            tally: Arc::default(),
         }
     }
 
@@ -116,7 +119,6 @@ impl Store {
         Store::on(backend, StoreUrl::Memory, doc_limit)
     }
 
-    /// Sets the size limit for documents read into memory.
     /// The same storage behind a write set of its own, as another process would open it.
     #[cfg(test)]
     pub(crate) fn clone_without_write_set(&self) -> Store {
@@ -126,6 +128,7 @@ impl Store {
         }
     }
 
+    /// Sets the size limit for documents read into memory.
     pub fn with_doc_limit(mut self, limit: u64) -> Store {
         self.doc_limit = limit;
         self
@@ -349,6 +352,7 @@ impl Store {
     /// a roll record…) larger than that bound is [`StoreError::OverBound`], refused from its
     /// stored size before a byte of it is read.
     pub async fn get(&self, key: &Key) -> Result<Bytes, StoreError> {
+        self.tally.note(key);
         match seal_core::limits::bounds::doc_bound(key) {
             Some(b) if b.bytes < self.doc_limit => {
                 self.backend.read(key, b.bytes).await.map_err(|e| match e {
@@ -382,6 +386,7 @@ impl Store {
     pub async fn get_bounded(&self, key: &Key, bound: u64) -> Result<Bounded, StoreError> {
         let own = seal_core::limits::bounds::doc_bound(key).map_or(u64::MAX, |b| b.bytes);
         let bound = bound.min(self.doc_limit).min(own);
+        self.tally.note(key);
         match self.backend.read(key, bound).await {
             Ok(bytes) => Ok(Bounded::Read(bytes)),
             Err(StoreError::NotFound { .. }) => Ok(Bounded::Absent),
@@ -400,6 +405,7 @@ impl Store {
     /// Streams an object through SHA-256 without keeping it: its hash and size. (Checking an
     /// object against an expected hash is [`crate::Reads::verify`].)
     pub async fn hash(&self, key: &Key) -> Result<(Hash, u64), StoreError> {
+        self.tally.note(key);
         self.backend.hash(key).await
     }
 

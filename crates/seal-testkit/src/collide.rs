@@ -30,7 +30,7 @@ pub fn edit_header(
     let mut header = read(&folder.join("header.json"))?;
     let mut brief = std::fs::read_to_string(folder.join("brief.md"))?;
     edit(&mut header, &mut brief);
-    header["briefHash"] = json!(seal::canonical::Hash::of(brief.as_bytes()).to_string());
+    header["briefHash"] = json!(seal_core::canonical::Hash::of(brief.as_bytes()).to_string());
     std::fs::write(folder.join("brief.md"), &brief)?;
     write(&folder.join("header.json"), &header)
 }

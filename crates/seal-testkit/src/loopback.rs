@@ -18,8 +18,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-use seal::assertions;
-use seal::doc::{JudgePackage, Stream};
+use seal_core::assertions;
+use seal_core::doc::{JudgePackage, Stream};
 
 /// How a judge reads a package when it answers by itself.
 #[derive(Debug, Clone)]
@@ -507,7 +507,7 @@ fn completion(
     let completion_tokens = (text.len() / 4) as u64 + 1;
     let mut id = format!(
         "chatcmpl-{}",
-        &seal::canonical::Hash::of(text.as_bytes()).to_string()[..24]
+        &seal_core::canonical::Hash::of(text.as_bytes()).to_string()[..24]
     );
     if let Some(n) = serial {
         id.push_str(&format!("-{n}"));

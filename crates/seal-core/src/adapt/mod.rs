@@ -1,14 +1,14 @@
 //! Legacy adapter: agent-loop `Verdict` records (upstream `verdict.schema.json`) to seal run
 //! folders, and DECIDED playtest/3 evidence back to a `Verdict` (docs/DESIGN.md §7, "Legacy").
 //!
-//! # Verdict → run folder ([`verdict_to_run_folder`])
+//! # Verdict → run folder ([`adapt_verdict`]; `seal_fs::adapt` writes the folder)
 //!
 //! The Verdict is parsed strictly ([`crate::json::parse`]) and validated against the vendored
 //! Verdict schema; anything else is refused before a byte is written. The folder holds
 //! `header.json` and `roll-1/proof-package.json` (RFC 8785 canonical JSON) and `brief.md`;
 //! there is no play-spec and there are no blobs (a Verdict carries no frames). Every document
 //! is validated before it is written, the finished folder is read back with
-//! [`RunFolder::read`](crate::runfolder::RunFolder::read), and only then is it moved into place: the folder is built under a
+//! `seal_fs::runfolder::RunFolder::read`, and only then is it moved into place: the folder is built under a
 //! hidden sibling name and renamed onto `out`, so `out` is either untouched or complete, and an
 //! existing non-empty `out` is never overwritten.
 //!
@@ -57,12 +57,10 @@ mod to_run;
 mod to_verdict;
 mod verdict;
 
-use std::path::Path;
-
-use crate::canonical::canonical_bytes;
-use crate::doc::Genre;
-use crate::ids::{RollId, RunId};
-use crate::runfolder::write::{self as folder, WriteError, HEADER_FILE, PROOF_FILE};
+/// File names inside a run folder (seal-fs reads and writes the layout).
+pub const HEADER_FILE: &str = "header.json";
+pub const BRIEF_FILE: &str = "brief.md";
+pub const PROOF_FILE: &str = "roll-1/proof-package.json";
 
 pub use to_run::{adapt_verdict, prompt_text, Adapted};
 pub use to_verdict::evidence_to_verdict;
@@ -127,71 +125,6 @@ pub enum AdaptError {
     NoVersionId { run: String },
     #[error("run {run}: the Verdict built from it does not validate: {reason}")]
     InvalidResult { run: String, reason: String },
-}
-
-/// The run-folder writer's errors, as the adapter has always named them.
-impl From<WriteError> for AdaptError {
-    fn from(e: WriteError) -> AdaptError {
-        match e {
-            WriteError::OutFolder { path, reason } => AdaptError::OutFolder { path, reason },
-            WriteError::Io { path, reason } => AdaptError::Io { path, reason },
-            WriteError::ReadBack { path, reason } => AdaptError::Output { path, reason },
-        }
-    }
-}
-
-/// Adapts a Verdict into a run folder at `out` (which must not exist, or be an empty folder).
-/// Errors name the Verdict as `Verdict`; see [`verdict_file_to_run_folder`] to name a file.
-pub fn verdict_to_run_folder(
-    verdict_bytes: &[u8],
-    genre: Genre,
-    out: &Path,
-) -> Result<RunId, AdaptError> {
-    let adapted = adapt_verdict("Verdict", verdict_bytes, genre)?;
-    write_run_folder(&adapted, out)?;
-    Ok(adapted.run)
-}
-
-/// [`verdict_to_run_folder`] for a Verdict file, whose path errors name.
-pub fn verdict_file_to_run_folder(
-    path: &Path,
-    genre: Genre,
-    out: &Path,
-) -> Result<RunId, AdaptError> {
-    let object = path.display().to_string();
-    let bytes = crate::fsio::read(path, VERDICT_LIMIT).map_err(|e| match e {
-        crate::fsio::FsError::TooLarge { .. } => AdaptError::InvalidVerdict {
-            object: object.clone(),
-            reason: format!("over the limit of {VERDICT_LIMIT} bytes"),
-        },
-        other => AdaptError::Io {
-            path: object.clone(),
-            reason: format!("cannot read: {other}"),
-        },
-    })?;
-    let adapted = adapt_verdict(&object, &bytes, genre)?;
-    write_run_folder(&adapted, out)?;
-    Ok(adapted.run)
-}
-
-/// Writes an adapted run folder at `out`: built under a hidden sibling, read back with
-/// [`RunFolder::read`](crate::runfolder::RunFolder::read), then renamed onto `out` (which must
-/// be absent or an empty folder); see [`folder::write_run_folder`].
-pub fn write_run_folder(adapted: &Adapted, out: &Path) -> Result<(), AdaptError> {
-    let header = canonical_bytes(&adapted.header).map_err(|e| AdaptError::Output {
-        path: HEADER_FILE.into(),
-        reason: e.to_string(),
-    })?;
-    let proof = canonical_bytes(&adapted.proof).map_err(|e| AdaptError::Output {
-        path: PROOF_FILE.into(),
-        reason: e.to_string(),
-    })?;
-    let files = folder::Files {
-        header: &header,
-        brief: adapted.brief.as_bytes(),
-        rolls: &[(RollId::R1, &proof)],
-    };
-    Ok(folder::write_run_folder(out, &files, VERDICT_LIMIT)?)
 }
 
 #[cfg(test)]

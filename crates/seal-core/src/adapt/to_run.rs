@@ -9,11 +9,11 @@ use serde_json::{json, Map, Value};
 
 use super::verdict::{parse_verdict, task_id_string, AgentLoopVerdict, GameEnd};
 use super::*;
+use super::{HEADER_FILE, PROOF_FILE};
 use crate::canonical::{canonical_bytes, Hash};
 use crate::contracts::Kind;
 use crate::doc::*;
 use crate::ids::{RollId, RunId};
-use crate::runfolder::write::{HEADER_FILE, PROOF_FILE};
 use crate::validate::{validate_as, Report};
 
 /// The documents of an adapted run folder, built in memory and validated.

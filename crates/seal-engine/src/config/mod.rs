@@ -516,10 +516,8 @@ fn invalid(source: &str, reason: impl Into<String>) -> ConfigError {
 
 fn read_limited(p: &Path, shown: &str) -> Result<String, ConfigError> {
     // No link, no FIFO or device, at most 1 MiB read (see `fsio`).
-    seal_core::fsio::read_string(p, 1024 * 1024).map_err(|e| match e {
-        seal_core::fsio::FsError::TooLarge { .. } => {
-            invalid(shown, "a config file is at most 1 MiB")
-        }
+    seal_fs::fsio::read_string(p, 1024 * 1024).map_err(|e| match e {
+        seal_fs::fsio::FsError::TooLarge { .. } => invalid(shown, "a config file is at most 1 MiB"),
         other => invalid(shown, format!("cannot read: {other}")),
     })
 }

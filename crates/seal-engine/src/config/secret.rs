@@ -50,7 +50,7 @@ pub enum SecretError {
     #[error("deployment secret {path}: {reason}")]
     Unusable { path: String, reason: String },
     #[error("deployment secret {0}")]
-    File(seal_core::fsio::FsError),
+    File(seal_fs::fsio::FsError),
 }
 
 impl seal_core::fault::HasFault for SecretError {
@@ -75,7 +75,7 @@ impl SecretSource {
             return Ok(value.clone());
         }
         read_secret_file(&self.file).map_err(|e| match e {
-            SecretError::File(seal_core::fsio::FsError::Missing { .. }) => SecretError::Missing {
+            SecretError::File(seal_fs::fsio::FsError::Missing { .. }) => SecretError::Missing {
                 var: self.env_var.clone(),
                 path: self.file.display().to_string(),
                 how: how_to_make(&self.file, &self.env_var),
@@ -142,7 +142,7 @@ fn read_secret_file(path: &Path) -> Result<Secret, SecretError> {
         path: path.display().to_string(),
         reason,
     };
-    let file = seal_core::fsio::open(path).map_err(SecretError::File)?;
+    let file = seal_fs::fsio::open(path).map_err(SecretError::File)?;
     let mode = file
         .metadata()
         .map_err(|e| unusable(format!("cannot read: {e}")))?
@@ -155,7 +155,7 @@ fn read_secret_file(path: &Path) -> Result<Secret, SecretError> {
         )));
     }
     let bytes = Zeroizing::new(
-        seal_core::fsio::read_open(path, file, MAX_SECRET_FILE).map_err(SecretError::File)?,
+        seal_fs::fsio::read_open(path, file, MAX_SECRET_FILE).map_err(SecretError::File)?,
     );
     let text = std::str::from_utf8(&bytes)
         .map_err(|_| unusable("not text (seal keygen writes 64 hex digits)".into()))?;
@@ -182,5 +182,5 @@ pub fn write_secret_file(path: &Path) -> Result<(), SecretError> {
     rand_core::OsRng.fill_bytes(raw.as_mut());
     let mut text = Zeroizing::new(hex::encode(raw.as_ref()));
     text.push('\n');
-    seal_core::fsio::write_new(path, text.as_bytes(), 0o600).map_err(SecretError::File)
+    seal_fs::fsio::write_new(path, text.as_bytes(), 0o600).map_err(SecretError::File)
 }

@@ -136,7 +136,7 @@ fn no_constant_salt_the_secret_file_is_read_like_a_private_key() {
     let link = dir.path().join("link.secret");
     std::os::unix::fs::symlink(&file, &link).unwrap();
     let short = dir.path().join("short.secret");
-    seal_core::fsio::write_new(&short, b"tiny\n", 0o600).unwrap();
+    seal_fs::fsio::write_new(&short, b"tiny\n", 0o600).unwrap();
     for (path, needle) in [
         (&loose, "chmod 600"),
         (&link, "symbolic link"),

@@ -359,7 +359,7 @@ async fn trusted_seal(
     };
     let mut trusted = vec![key.public()];
     for path in &engine.config.trusted_keys {
-        trusted.push(sealing::PublicKey::load(path).map_err(|e| internal(run, e))?);
+        trusted.push(seal_fs::keys::load_public_key(path).map_err(|e| internal(run, e))?);
     }
     let verified = sealing::verify_envelope(&env, &trusted)
         .map_err(|e| planted(format!("not a seal of this deployment: {e}")))?;

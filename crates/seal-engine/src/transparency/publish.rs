@@ -108,7 +108,7 @@ impl Publisher {
         let mut endpoints = Vec::new();
         for s in specs {
             metrics.known_witness(&metric_name(&s.name));
-            let public = seal_core::sealing::PublicKey::load(&s.public_key)
+            let public = seal_fs::keys::load_public_key(&s.public_key)
                 .map_err(|e| PublisherError::WitnessKey {
                     name: s.name.clone(),
                     reason: e.to_string(),

@@ -318,7 +318,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().display());
         let store = Store::open(&url).await.unwrap();
-        let key = SigningKey::generate();
+        let key = seal_fs::keys::generate_signing_key();
         let log = Log::new(store.clone(), DEFAULT_ORIGIN);
         let trust = raw_keys(&key, &[]);
         append_unpublished(&log, &key, &trust, 0..300).await;

@@ -25,7 +25,7 @@ pub(in crate::transparency) async fn forty() -> (tempfile::TempDir, Store, Signi
     let store = Store::open(&format!("file://{}", dir.path().display()))
         .await
         .unwrap();
-    let key = SigningKey::generate();
+    let key = seal_fs::keys::generate_signing_key();
     let log = Log::new(store.clone(), DEFAULT_ORIGIN);
     for i in 0..40 {
         let (run, e) = entry(i);
@@ -49,7 +49,7 @@ pub(in crate::transparency) fn entry_file(
 async fn one_checkpoint_covers_every_entry_appended_before_it() {
     let store = Store::open("memory://").await.unwrap();
     let log = Log::new(store.clone(), DEFAULT_ORIGIN);
-    let key = SigningKey::generate();
+    let key = seal_fs::keys::generate_signing_key();
     // Five entries appended as appenders do, before any of them publishes.
     {
         let mut cache = log.cache.lock().await;
@@ -146,7 +146,7 @@ async fn the_head_is_the_latest_signed_checkpoint_never_a_planted_larger_one() {
     assert!(!found[1].1.is_empty(), "{found:?}");
     assert_eq!(found[2], (40, String::new()));
     // Under keys that signed none of them there is no head.
-    let other = [SigningKey::generate().public()];
+    let other = [seal_fs::keys::generate_signing_key().public()];
     assert!(
         latest_checkpoint(&store, &crate::transparency::trust(DEFAULT_ORIGIN, &other))
             .await
@@ -174,7 +174,14 @@ async fn rivals(
     let (run, first) = entry(i);
     let mut second = first.clone();
     second.seal_sha256 = Hash::of(b"another seal of the same evidence").to_string();
-    (dir, store, SigningKey::generate(), run, first, second)
+    (
+        dir,
+        store,
+        seal_fs::keys::generate_signing_key(),
+        run,
+        first,
+        second,
+    )
 }
 
 /// Another seal of the same evidence, logged first by another process, is handed back
@@ -240,7 +247,7 @@ fn assert_first_entry_refused(err: &LogError, why: &str) {
 #[tokio::test]
 async fn an_admitted_log_knows_every_leaf_the_guard_read() {
     let store = Store::open("memory://").await.unwrap();
-    let key = SigningKey::generate();
+    let key = seal_fs::keys::generate_signing_key();
     let writer = Log::new(store.clone(), DEFAULT_ORIGIN);
     let (run, sealed) = entry(3);
     writer.append_seal(&run, &sealed, &key).await.unwrap();
@@ -335,7 +342,7 @@ async fn a_stored_run_is_the_logged_one_only_byte_for_byte() {
 async fn every_appender_returns_after_a_checkpoint_holding_its_entry() {
     let store = Store::open("memory://").await.unwrap();
     let log = Log::new(store.clone(), DEFAULT_ORIGIN);
-    let key = Arc::new(SigningKey::generate());
+    let key = Arc::new(seal_fs::keys::generate_signing_key());
     let tasks: Vec<_> = (0..24)
         .map(|i| {
             let (log, key) = (log.clone(), key.clone());

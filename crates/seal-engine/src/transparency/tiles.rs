@@ -370,7 +370,7 @@ mod tests {
     #[tokio::test]
     async fn every_stored_checkpoint_is_readable_from_the_stored_tiles() {
         let store = Store::open("memory://").await.unwrap();
-        let key = SigningKey::generate();
+        let key = seal_fs::keys::generate_signing_key();
         appended(&store, &key, 300).await;
         let tiles = fetched(&store).await;
         let checkpoints = checkpoint_sizes(&store).await.unwrap();
@@ -404,7 +404,7 @@ mod tests {
     #[tokio::test]
     async fn a_planted_tile_stops_the_checkpoint_that_needs_it() {
         let store = Store::open("memory://").await.unwrap();
-        let key = SigningKey::generate();
+        let key = seal_fs::keys::generate_signing_key();
         let log = appended(&store, &key, 3).await;
         let planted = tlog::tile_key(&Tile::new(8, 0, 0, 4, false)).unwrap();
         store
@@ -433,7 +433,7 @@ mod tests {
         let store = Store::open(&format!("file://{}", dir.path().display()))
             .await
             .unwrap();
-        let key = SigningKey::generate();
+        let key = seal_fs::keys::generate_signing_key();
         appended(&store, &key, 10).await;
         let tiles = dir.path().join("log/tile/8/0");
         std::fs::write(tiles.join("000.p/5"), [0u8; 5 * 32]).unwrap();
@@ -468,7 +468,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().display());
         let store = Store::open(&url).await.unwrap();
-        let key = SigningKey::generate();
+        let key = seal_fs::keys::generate_signing_key();
         appended(&store, &key, 10).await;
         let latest = crate::transparency::latest_checkpoint(
             &store,
@@ -540,7 +540,7 @@ mod tests {
     #[tokio::test]
     async fn a_rewritten_edge_tile_is_not_taken_for_the_log_s() {
         let store = Store::open("memory://").await.unwrap();
-        let key = SigningKey::generate();
+        let key = seal_fs::keys::generate_signing_key();
         appended(&store, &key, 256).await;
         let edge = tlog::tile_key(&Tile::new(8, 0, 0, 256, false)).unwrap();
         store.remove_log_object(&edge).await.unwrap();
@@ -567,7 +567,7 @@ mod tests {
     #[tokio::test]
     async fn a_log_without_tiles_is_tiled_whole_by_its_next_checkpoint() {
         let store = Store::open("memory://").await.unwrap();
-        let key = SigningKey::generate();
+        let key = seal_fs::keys::generate_signing_key();
         let log = Log::new(store.clone(), DEFAULT_ORIGIN);
         {
             let mut cache = log.cache.lock().await;

@@ -81,7 +81,7 @@ impl Policy {
         let mut keys: Vec<WitnessKey> = Vec::new();
         let named = config.iter().map(|s| (Some(s.name.clone()), &s.public_key));
         for (name, path) in named.chain(extra.iter().map(|p| (None, p))) {
-            let public = seal_core::sealing::PublicKey::load(path)?.raw();
+            let public = seal_fs::keys::load_public_key(path)?.raw();
             // The same key twice (config and flag) is one witness.
             if !keys.iter().any(|k| k.public == public) {
                 keys.push(WitnessKey { name, public });

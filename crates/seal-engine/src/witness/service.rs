@@ -337,7 +337,7 @@ mod tests {
         let logs = BTreeMap::from([("seal.test/log".to_string(), vec![log.key.public().raw()])]);
         Witness::new(
             "w.test/1",
-            SigningKey::generate(),
+            seal_fs::keys::generate_signing_key(),
             logs,
             file,
             state,

@@ -116,9 +116,9 @@ impl StateFile {
     /// Locks `<path>.lock` and reads the state (empty when the file does not exist yet).
     pub fn open(path: &Path) -> Result<(StateFile, State), StateError> {
         let lock = lock(path)?;
-        let state = match seal_core::fsio::read(path, MAX_STATE_BYTES) {
+        let state = match seal_fs::fsio::read(path, MAX_STATE_BYTES) {
             Ok(bytes) => parse(path, &bytes)?,
-            Err(seal_core::fsio::FsError::Missing { .. }) => State::default(),
+            Err(seal_fs::fsio::FsError::Missing { .. }) => State::default(),
             Err(e) => return Err(io_err(path, e)),
         };
         Ok((
@@ -140,7 +140,7 @@ impl StateFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err(&tmp, e)),
         }
-        let mut f = seal_core::fsio::create_new(&tmp, 0o600).map_err(|e| io_err(&tmp, e))?;
+        let mut f = seal_fs::fsio::create_new(&tmp, 0o600).map_err(|e| io_err(&tmp, e))?;
         f.write_all(&bytes).map_err(|e| io_err(&tmp, e))?;
         f.sync_all().map_err(|e| io_err(&tmp, e))?;
         drop(f);

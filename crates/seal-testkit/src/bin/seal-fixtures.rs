@@ -14,11 +14,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use seal::canonical::Hash;
-use seal::config::Config;
-use seal::engine::{Engine, FixedClock};
-use seal::sealing::SigningKey;
-use seal::store::Store;
+use seal_core::canonical::Hash;
+use seal_engine::config::Config;
+use seal_engine::engine::{Engine, FixedClock};
+use seal_store::Store;
 use seal_testkit::loopback::{Fault, Loopback, Persona};
 
 const MODEL_A: &str = "fixture-judge-a";
@@ -130,7 +129,7 @@ fn config(lb: &Loopback, budget: Option<&str>) -> Res<Config> {
             _ => None,
         }
     };
-    let mut text = seal::config::EMBEDDED
+    let mut text = seal_engine::config::EMBEDDED
         .replace("backoff_base_ms = 500", "backoff_base_ms = 5")
         .replace("backoff_cap_ms = 8000", "backoff_cap_ms = 20");
     if let Some(b) = budget {
@@ -140,7 +139,7 @@ fn config(lb: &Loopback, budget: Option<&str>) -> Res<Config> {
 }
 
 async fn engine(store: &Store, lb: &Loopback, key: &Path, budget: Option<&str>) -> Res<Engine> {
-    let key = SigningKey::load(key).map_err(err)?;
+    let key = seal_fs::keys::load_signing_key(key).map_err(err)?;
     Ok(Engine::new(store.clone(), config(lb, budget)?, Some(key))?
         .with_clock(Arc::new(FixedClock(DECIDED_AT.into()))))
 }
@@ -148,7 +147,7 @@ async fn engine(store: &Store, lb: &Loopback, key: &Path, budget: Option<&str>) 
 fn key_pair(dir: &Path) -> Res<PathBuf> {
     let key = dir.join("seal.key.pem");
     if !key.exists() {
-        SigningKey::generate().write_pair(dir).map_err(err)?;
+        seal_fs::keys::write_key_pair(&seal_fs::keys::generate_signing_key(), dir).map_err(err)?;
         let readme = "Test-only ed25519 key pair that signed the sealed fixtures. It is public:\nnever trust it outside tests and demos.\n";
         std::fs::write(dir.join("README"), readme).map_err(err)?;
     }
@@ -267,9 +266,9 @@ async fn run() -> Res<()> {
     if legacy_dir.exists() {
         std::fs::remove_dir_all(&legacy_dir).map_err(err)?;
     }
-    let legacy_run = seal::adapt::verdict_file_to_run_folder(
+    let legacy_run = seal_fs::adapt::verdict_file_to_run_folder(
         &out.join("verdicts/accept.json"),
-        seal::doc::Genre::Puzzle,
+        seal_core::doc::Genre::Puzzle,
         &legacy_dir,
     )
     .map_err(err)?;
@@ -334,8 +333,9 @@ async fn run() -> Res<()> {
     for (name, engine, setup) in plan {
         reset(&lb);
         setup(&lb);
-        let folder = seal::runfolder::RunFolder::read(&inputs.join(name), 1 << 26).map_err(err)?;
-        let done = seal::runfolder::judge(engine, &folder)
+        let folder =
+            seal_fs::runfolder::RunFolder::read(&inputs.join(name), 1 << 26).map_err(err)?;
+        let done = seal_engine::judge_run::judge(engine, &folder)
             .await
             .map_err(|e| format!("{name}: {e}"))?;
         let d = done
@@ -353,13 +353,13 @@ async fn run() -> Res<()> {
         );
     }
     reset(&lb);
-    let replayed = seal::replay::replay(
+    let replayed = seal_engine::replay::replay(
         &normal,
-        &seal::ids::RunId::parse("run-narrative-0010-pass").map_err(err)?,
-        seal::replay::JudgesFrom::Stored,
+        &seal_core::ids::RunId::parse("run-narrative-0010-pass").map_err(err)?,
+        seal_engine::replay::JudgesFrom::Stored,
         None,
-        &[SigningKey::load(&key).map_err(err)?.public()],
-        seal::replay::SourceProof::Verify,
+        &[seal_fs::keys::load_signing_key(&key).map_err(err)?.public()],
+        seal_engine::replay::SourceProof::Verify,
     )
     .await
     .map_err(err)?;

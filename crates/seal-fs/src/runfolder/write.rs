@@ -3,18 +3,16 @@
 //! `out`. So `out` is either untouched or complete, and an existing non-empty `out` is never
 //! overwritten (rename(2) refuses a non-empty target).
 //!
-//! Decision: the layout is written here, beside the reader of the same layout, so the two
-//! cannot drift; the documents themselves come in as bytes (their builder validated them).
+//! The layout is written here, beside the reader of the same layout, so the two cannot drift;
+//! the documents come in as bytes (their builder validated them), and every file is created
+//! and synced by [`crate::fsio::write_new`].
 
 use std::path::{Path, PathBuf};
 
 use super::RunFolder;
-use crate::ids::RollId;
+use seal_core::ids::RollId;
 
-/// File names inside a run folder.
-pub const HEADER_FILE: &str = "header.json";
-pub const BRIEF_FILE: &str = "brief.md";
-pub const PROOF_FILE: &str = "roll-1/proof-package.json";
+pub use seal_core::adapt::{BRIEF_FILE, HEADER_FILE, PROOF_FILE};
 
 /// Why a run folder could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -150,12 +148,8 @@ fn make_staging(parent: &Path, name: &str) -> Result<PathBuf, WriteError> {
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
-    use std::io::Write as _;
-    let io = |e: std::io::Error| WriteError::Io {
+    crate::fsio::write_new(path, bytes, 0o644).map_err(|e| WriteError::Io {
         path: path.display().to_string(),
-        reason: format!("cannot write: {e}"),
-    };
-    let mut f = std::fs::File::create_new(path).map_err(io)?;
-    f.write_all(bytes).map_err(io)?;
-    f.sync_all().map_err(io)
+        reason: format!("cannot write: {}", crate::runfolder::fs_reason(e)),
+    })
 }

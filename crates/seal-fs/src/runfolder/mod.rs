@@ -15,12 +15,12 @@ pub mod write;
 
 use std::path::{Path, PathBuf};
 
-use crate::admit::{self, ProofSubmission};
-use crate::canonical::Hash;
-use crate::doc::Evidence;
 use crate::fsio::{describe, FsError, Kind};
-use crate::ids::{RollId, RunId};
-use crate::validate::{validate_bytes, Report};
+use seal_core::admit::{self, ProofSubmission};
+use seal_core::canonical::Hash;
+use seal_core::doc::Evidence;
+use seal_core::ids::{RollId, RunId};
+use seal_core::validate::{validate_bytes, Report};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FolderError {
@@ -142,7 +142,7 @@ impl RunFolder {
         crate::fsio::require_folder(dir).map_err(|e| bad(dir, fs_reason(e)))?;
         let header_path = dir.join("header.json");
         let header_bytes = valid(&header_path, limit)?;
-        let header: Evidence = crate::json::parse_as(&header_bytes, limit)
+        let header: Evidence = seal_core::json::parse_as(&header_bytes, limit)
             .map_err(|e| bad(&header_path, e.to_string()))?;
         let run = RunId::parse(&header.run_id).map_err(|e| bad(&header_path, e.to_string()))?;
 
@@ -162,8 +162,8 @@ impl RunFolder {
         let spec_path = dir.join("play-spec.json");
         let play_spec = if present(&spec_path, Kind::File)? {
             let bytes = valid(&spec_path, limit)?;
-            let v =
-                crate::json::parse(&bytes, limit).map_err(|e| bad(&spec_path, e.to_string()))?;
+            let v = seal_core::json::parse(&bytes, limit)
+                .map_err(|e| bad(&spec_path, e.to_string()))?;
             if let Some(problem) = admit::play_spec_problems(&v, &header).into_iter().next() {
                 return Err(bad(&spec_path, problem));
             }

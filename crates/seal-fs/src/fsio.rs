@@ -10,10 +10,8 @@
 //! [`entries`] reports each entry's own type. Creating: `O_CREAT | O_EXCL | O_NOFOLLOW`, so an
 //! existing file or a link at the path is never written through.
 //!
-//! Decision: refuse links rather than resolve them and check where they point. Resolving is a
-//! check-then-use race (the link can change between the check and the open) and needs a notion
-//! of "allowed" targets; refusing on the descriptor itself has neither problem, at the price
-//! that an operator must name real files (e.g. not a Kubernetes `..data` link).
+//! Links are refused, not resolved: resolving and then checking the target is a check-then-use
+//! race (docs/DECISIONS.md, "Operator files: links refused, not resolved").
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
@@ -39,10 +37,10 @@ pub enum FsError {
     Io { path: String, detail: String },
 }
 
-impl crate::fault::HasFault for FsError {
-    fn fault(&self) -> crate::fault::Fault {
+impl seal_core::fault::HasFault for FsError {
+    fn fault(&self) -> seal_core::fault::Fault {
         // Every path here was named by an operator or lies inside an archive they gave.
-        crate::fault::Fault::Caller
+        seal_core::fault::Fault::Caller
     }
 }
 

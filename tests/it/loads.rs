@@ -1,0 +1,173 @@
+//! How many objects the daemon reads per request while a run goes through the API, by kind of
+//! object ([`seal_store::Store::reads_by_kind`]): a read of the store and a read answered
+//! from this process's write set alike. The counts below are today's; a change that reads a
+//! roll's inputs more often fails here, one that reads them less lowers the numbers.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::common::daemon::{post_roll, put_blobs};
+use crate::common::*;
+use seal_fs::runfolder::RunFolder;
+use seal_testkit::loopback::Loopback;
+
+/// Reads by kind of one request, as a difference of two snapshots.
+fn delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .filter_map(|(k, n)| {
+            let d = n - before.get(k).copied().unwrap_or(0);
+            (d > 0).then(|| (k.clone(), d))
+        })
+        .collect()
+}
+
+/// The most reads each request may make of each kind; a kind not named may not be read.
+/// Totals today: PUT header 0, brief 2, play-spec 2, roll 1 19, finalize 47 (of which the final
+/// audit's deliberate re-read of everything sealed is most).
+const CEILINGS: &[(&str, &[(&str, u64)])] = &[
+    ("PUT header", &[]),
+    (
+        "PUT brief",
+        &[
+            ("receipts/{run}/header.json", 1),
+            ("runs/{run}/header.json", 1),
+        ],
+    ),
+    (
+        "PUT play-spec",
+        &[
+            ("receipts/{run}/header.json", 1),
+            ("runs/{run}/header.json", 1),
+        ],
+    ),
+    (
+        "POST roll 1",
+        &[
+            ("cas/{blob}", 6),
+            ("receipts/{run}/brief.md", 1),
+            ("receipts/{run}/header.json", 2),
+            ("receipts/{run}/play-spec.json", 1),
+            ("receipts/{run}/roll-N/proof-package.json", 1),
+            ("runs/{run}/brief.md", 1),
+            ("runs/{run}/header.json", 2),
+            ("runs/{run}/play-spec.json", 1),
+            ("runs/{run}/roll-N/judge-a/attempt-N/request.json", 1),
+            ("runs/{run}/roll-N/judge-b/attempt-N/request.json", 1),
+            ("runs/{run}/roll-N/proof-package.json", 1),
+            ("runs/{run}/roll-N/roll.json", 1),
+        ],
+    ),
+    (
+        "POST finalize",
+        &[
+            ("cas/{blob}", 6),
+            ("log/entries/N", 1),
+            ("receipts/{run}/brief.md", 1),
+            ("receipts/{run}/header.json", 1),
+            ("receipts/{run}/play-spec.json", 1),
+            ("receipts/{run}/roll-N/proof-package.json", 1),
+            ("receipts/{run}/roll-N/roll.json", 2),
+            ("runs/{run}/brief.md", 2),
+            ("runs/{run}/header.json", 3),
+            ("runs/{run}/judging.json", 1),
+            ("runs/{run}/play-spec.json", 1),
+            ("runs/{run}/roll-N/consensus.json", 3),
+            ("runs/{run}/roll-N/cost-reservation.json", 1),
+            ("runs/{run}/roll-N/image-manifest.json", 1),
+            ("runs/{run}/roll-N/judge-a/attempt-N/meta.json", 2),
+            ("runs/{run}/roll-N/judge-a/attempt-N/raw.json", 1),
+            ("runs/{run}/roll-N/judge-a/attempt-N/request.json", 1),
+            ("runs/{run}/roll-N/judge-a/normalized.json", 2),
+            ("runs/{run}/roll-N/judge-a/parsed.json", 1),
+            ("runs/{run}/roll-N/judge-b/attempt-N/meta.json", 2),
+            ("runs/{run}/roll-N/judge-b/attempt-N/raw.json", 1),
+            ("runs/{run}/roll-N/judge-b/attempt-N/request.json", 1),
+            ("runs/{run}/roll-N/judge-b/normalized.json", 2),
+            ("runs/{run}/roll-N/judge-b/parsed.json", 1),
+            ("runs/{run}/roll-N/judge-package.json", 1),
+            ("runs/{run}/roll-N/proof-package.json", 2),
+            ("runs/{run}/roll-N/roll.json", 4),
+            ("runs/{run}/seal.dsse.json", 1),
+        ],
+    ),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_roll_reads_its_inputs_no_more_often_than_counted() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    let engine = engine_with(&lb, "memory://", &[]).await;
+    let store = engine.store().clone();
+    let (base, _stop) = start(engine).await;
+    let c = http();
+    let folder = RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
+    let run = folder.run().to_string();
+    put_blobs(&c, &base, &folder).await;
+
+    let mut seen: Vec<(&str, BTreeMap<String, u64>)> = Vec::new();
+    let mut last = store.reads_by_kind();
+    let mut step = |name: &'static str, seen: &mut Vec<_>| {
+        let now = store.reads_by_kind();
+        seen.push((name, delta(&last, &now)));
+        last = now;
+    };
+    let put = |path: String, body: Vec<u8>| {
+        let c = c.clone();
+        async move {
+            let r = c.put(path).body(body).send().await.unwrap();
+            assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+        }
+    };
+    put(
+        format!("{base}/v1/runs/{run}"),
+        folder.header_bytes().to_vec(),
+    )
+    .await;
+    step("PUT header", &mut seen);
+    put(
+        format!("{base}/v1/runs/{run}/brief"),
+        folder.brief().to_vec(),
+    )
+    .await;
+    step("PUT brief", &mut seen);
+    put(
+        format!("{base}/v1/runs/{run}/play-spec"),
+        folder
+            .play_spec()
+            .expect("the example has a play-spec")
+            .to_vec(),
+    )
+    .await;
+    step("PUT play-spec", &mut seen);
+    let (status, body) = post_roll(&c, &base, &folder, 1).await;
+    assert!(status.is_success(), "{body}");
+    step("POST roll 1", &mut seen);
+    let r = c
+        .post(format!("{base}/v1/runs/{run}/finalize"))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    step("POST finalize", &mut seen);
+
+    let mut report = String::new();
+    let mut over = Vec::new();
+    for (name, reads) in &seen {
+        let total: u64 = reads.values().sum();
+        report.push_str(&format!("{name}: {total} reads {reads:?}\n"));
+        let ceiling: BTreeMap<&str, u64> = CEILINGS
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c.iter().copied().collect())
+            .unwrap_or_default();
+        for (kind, n) in reads {
+            let max = ceiling.get(kind.as_str()).copied().unwrap_or(0);
+            if *n > max {
+                over.push(format!("{name}: {kind} read {n} times, at most {max}"));
+            }
+        }
+    }
+    eprintln!("{report}");
+    assert!(over.is_empty(), "{}\n\n{report}", over.join("\n"));
+}
