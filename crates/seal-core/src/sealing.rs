@@ -460,6 +460,34 @@ mod tests {
     /// signature (R = identity, s = 0) satisfies the cofactorless equation for every message:
     /// plain `verify` accepts it as a seal over any statement. `verify_envelope` refuses it
     /// (the strict check); with plain `verify` this test fails.
+    /// RFC 8032 §7.1, TEST 1: the seed's public key, its key id (sha256 of the key) and the
+    /// SPKI PEM `openssl pkey -pubout` writes for it.
+    #[test]
+    fn keys_from_a_seed_and_their_pem_forms_are_golden() {
+        let seed: [u8; 32] =
+            hex::decode("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
+                .unwrap()
+                .try_into()
+                .unwrap();
+        let key = SigningKey::from_seed(&seed);
+        let id = "21fe31dfa154a261626bf854046fd2271b7bed4b6abe45aa58877ef47f9721b9";
+        assert_eq!(key.key_id, id);
+        let pem = key.public().to_pem().unwrap();
+        assert_eq!(
+            pem,
+            "-----BEGIN PUBLIC KEY-----\n\
+             MCowBQYDK2VwAyEA11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=\n\
+             -----END PUBLIC KEY-----\n"
+        );
+        assert_eq!(PublicKey::from_pem("pub.pem", &pem).unwrap().key_id, id);
+        let private = SigningKey::from_pem("key.pem", &key.to_pkcs8_v1_pem()).unwrap();
+        assert_eq!(private.key_id, id);
+        let e = SigningKey::from_pem("key.pem", "not a key").unwrap_err();
+        assert!(e.to_string().contains("key.pem"), "{e}");
+        let e = PublicKey::from_pem("pub.pem", &key.to_pkcs8_v1_pem()).unwrap_err();
+        assert!(e.to_string().contains("pub.pem"), "{e}");
+    }
+
     #[test]
     fn a_weak_trusted_key_vouches_for_nothing() {
         use ed25519_dalek::Verifier as _;
