@@ -7,7 +7,7 @@
 //! run id and its six frames replaced by unique pseudo-random blobs of about
 //! `SEAL_BENCH_FRAME_KB` KiB (default 180; each starts with the PNG signature so the media
 //! sniffing accepts it), so that the frames total at least 1 GiB at the defaults. The runs are
-//! sealed in process, through `seal_engine::judge_run::judge`, by a loopback judge answering at once,
+//! sealed in process (`seal_engine::judge_run::judge`) by a loopback judge answering at once,
 //! `SEAL_BENCH_GEN_TASKS` runs at a time (default 4). Then, with `SEAL_BENCH_ROUNDS` rounds per
 //! measurement (default 3, the median is reported), interleaved: openssl, sha256sum, `seal
 //! verify --all --jobs 1` and `--jobs 2`; last, one `seal replay --all --judges stored` in a
@@ -15,9 +15,7 @@
 //! once per `SEAL_BENCH_REPLAY_JOBS` (default `2,8`), next to a plain copy + fsync of the
 //! objects replay added (the disk's price for them) and a replay into `memory://`.
 //! `SEAL_BENCH_KEEP=1` keeps the temp folder (store, keys) for profiling by hand. Without
-//! `--bench` (as under `cargo test --all-targets`) it runs a tiny smoke pass.
-//!
-//! Peak RSS of each `seal` child is `Maximum resident set size` of `/usr/bin/time -v` (the
+//! `--bench` (as under `cargo test --all-targets`) it runs a tiny smoke pass. Peak RSS of each `seal` child is `Maximum resident set size` of `/usr/bin/time -v` (the
 //! child's `ru_maxrss` from wait4) when that program exists, else the last `VmHWM` of
 //! `/proc/<pid>/status` seen by polling every 2 ms. Page caches cannot be dropped here: one
 //! warm-up read pass runs over every stored file first, so every tool hashes from the page
