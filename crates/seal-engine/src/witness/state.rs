@@ -18,7 +18,6 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use seal_core::fault::{Fault, HasFault};
@@ -140,10 +139,7 @@ impl StateFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err(&tmp, e)),
         }
-        let mut f = seal_fs::fsio::create_new(&tmp, 0o600).map_err(|e| io_err(&tmp, e))?;
-        f.write_all(&bytes).map_err(|e| io_err(&tmp, e))?;
-        f.sync_all().map_err(|e| io_err(&tmp, e))?;
-        drop(f);
+        seal_fs::fsio::write_new(&tmp, &bytes, 0o600).map_err(|e| io_err(&tmp, e))?;
         std::fs::rename(&tmp, &self.path).map_err(|e| io_err(&self.path, e))?;
         sync_parent(&self.path)
     }
