@@ -353,18 +353,14 @@ pub async fn put_play_spec(
 /// The JUDGING snapshot (and the evidence) hold the header plus the source roll's proof
 /// package: a roll whose documents could not fit in one readable document is refused before
 /// anything is judged, so that every accepted roll can be decided.
-async fn snapshot_fits<R: Reads>(
-    reads: &R,
-    run: &RunId,
+fn snapshot_fits(
+    store: &seal_store::Store,
+    open: &OpenRun,
     roll: RollId,
     proof_len: u64,
 ) -> Result<(), IntakeError> {
-    let store = reads.store();
-    let header = Key::header(run);
-    let header_len = match reads.get_opt(&header).await? {
-        Some(b) => b.len() as u64,
-        None => return Err(StoreError::NotFound { key: header }.into()),
-    };
+    let run = open.run();
+    let header_len = open.header_size();
     let reserve = snapshot_reserve(store.doc_limit());
     let size = header_len + proof_len + reserve;
     if size > store.doc_limit() {
@@ -431,7 +427,7 @@ pub(crate) async fn accept_proof_package(
         return Err(IntakeError::MissingBlobs { object, missing });
     }
     let bytes = submission.canonical().clone();
-    snapshot_fits(own, run, roll, bytes.len() as u64).await?;
+    snapshot_fits(store, open, roll, bytes.len() as u64)?;
     create(
         engine,
         ReceiptKind::ProofPackage,

@@ -16,6 +16,8 @@ pub struct OpenRun {
     run: RunId,
     header: Evidence,
     header_hash: Hash,
+    /// The stored header's size in bytes.
+    header_size: u64,
     /// The judged rolls (`roll.json` present), in order.
     rolls: Vec<Roll>,
 }
@@ -30,6 +32,10 @@ impl OpenRun {
     /// The sha256 of the stored header.
     pub fn header_hash(&self) -> &Hash {
         &self.header_hash
+    }
+    /// The stored header's size in bytes (what the JUDGING snapshot must make room for).
+    pub fn header_size(&self) -> u64 {
+        self.header_size
     }
     /// The judged rolls, in order.
     pub fn rolls(&self) -> &[Roll] {
@@ -168,10 +174,10 @@ impl RunState {
         }
         let header_key = Key::header(run);
         let header = match maybe(&header_key) {
-            true => store.get_json::<Evidence>(&header_key).await?,
+            true => read_header(store, &header_key).await?,
             false => None,
         };
-        let Some((header, header_hash)) = header else {
+        let Some((header, header_hash, header_size)) = header else {
             return Err(RunStateError::NotFound { run: run.clone() });
         };
         seal_core::bound::check(&header_key, &header)?;
@@ -193,6 +199,7 @@ impl RunState {
             run: run.clone(),
             header,
             header_hash,
+            header_size,
             rolls,
         };
         let judging = Key::judging(run);
@@ -213,7 +220,8 @@ impl RunState {
         run: &RunId,
     ) -> Result<Option<OpenRun>, RunStateError> {
         let header_key = Key::header(run);
-        let Some((header, header_hash)) = store.get_json::<Evidence>(&header_key).await? else {
+        let Some((header, header_hash, header_size)) = read_header(store, &header_key).await?
+        else {
             return Ok(None);
         };
         seal_core::bound::check(&header_key, &header)?;
@@ -221,6 +229,7 @@ impl RunState {
             run: run.clone(),
             header,
             header_hash,
+            header_size,
             rolls: judged_rolls(store, run).await?,
         }))
     }
@@ -245,6 +254,18 @@ pub fn decided_error(d: &DecidedRun) -> RunStateError {
             .map(|o| o.to_string())
             .unwrap_or_else(|| "no outcome".into()),
     }
+}
+
+/// The stored header at `key`: parsed, with the sha256 and size of its bytes.
+async fn read_header<R: Reads>(
+    store: &R,
+    key: &Key,
+) -> Result<Option<(Evidence, Hash, u64)>, RunStateError> {
+    let Some((bytes, hash)) = store.get_opt_hashed(key).await? else {
+        return Ok(None);
+    };
+    let header: Evidence = seal_store::parse_stored(key, &bytes, store.store().doc_limit())?;
+    Ok(Some((header, hash, bytes.len() as u64)))
 }
 
 /// More objects than a run of two rolls can hold (about 50, more with judge retries): a run

@@ -7,6 +7,7 @@ use base64::Engine as _;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 
+use super::inputs::RollInputs;
 use super::{internal, JudgingError};
 use crate::engine::Engine;
 use crate::intake;
@@ -49,33 +50,18 @@ fn entry(id: GuardCheck, ok: bool, detail: impl Into<String>) -> Check<GuardChec
 pub(super) async fn check(
     engine: &Engine,
     open: &OpenRun,
-    roll: RollId,
+    inputs: RollInputs,
 ) -> Result<Guarded, JudgingError> {
     // This process's own writes (the inputs it accepted moments ago) are taken from its write
     // set: see `RunState::load_own`.
     let store = &engine.store.trusting_own_writes();
     let run = open.run();
-    let proof_key = Key::roll_file(run, roll, "proof-package.json");
-    let Some((proof, proof_hash)) = store.get_json::<ProofPackage>(&proof_key).await? else {
-        return Err(JudgingError::NoProofPackage {
-            run: run.clone(),
-            roll,
-        });
-    };
-    // Only what this deployment accepted is judged: a swapped or planted input is named here,
-    // before anything is derived from it or any judge is paid.
-    let notary = &engine.notary;
-    notary
-        .require(
-            store,
-            ReceiptKind::Header,
-            &Key::header(run),
-            open.header_hash(),
-        )
-        .await?;
-    notary
-        .require(store, ReceiptKind::ProofPackage, &proof_key, &proof_hash)
-        .await?;
+    let RollInputs {
+        roll,
+        proof,
+        proof_key,
+        proof_hash,
+    } = inputs;
     // Intake stores a package only under the roll it names; another roll's here is planted.
     seal_core::bound::check(&proof_key, &proof)?;
     let header = open.header();

@@ -20,6 +20,7 @@
 mod cost;
 mod dispatch;
 mod guard;
+mod inputs;
 mod package;
 mod record;
 mod submit;
@@ -170,15 +171,28 @@ pub async fn judge_roll_from(
     judge_open_roll(engine, &open, roll, source).await
 }
 
-/// Judges a roll of a run the caller loaded as open and holds the lock of.
+/// Judges a roll of a run the caller loaded as open and holds the lock of; its inputs are
+/// loaded and authenticated once ([`inputs::RollInputs::load`]).
 pub async fn judge_open_roll(
     engine: &Engine,
     open: &OpenRun,
     roll: RollId,
     source: &Source,
 ) -> Result<RollReport, JudgingError> {
+    judge_traced(engine, open, roll, None, source).await
+}
+
+/// [`judge_open_roll`] with the inputs the caller already holds (`Some`: intake has just
+/// accepted them), else loaded.
+async fn judge_traced(
+    engine: &Engine,
+    open: &OpenRun,
+    roll: RollId,
+    held: Option<inputs::RollInputs>,
+    source: &Source,
+) -> Result<RollReport, JudgingError> {
     let span = tracing::info_span!("roll", run = %open.run(), roll = %roll);
-    judge_stages(engine, open, roll, source)
+    judge_stages(engine, open, roll, held, source)
         .instrument(span)
         .await
 }
@@ -187,6 +201,7 @@ async fn judge_stages(
     engine: &Engine,
     open: &OpenRun,
     roll: RollId,
+    held: Option<inputs::RollInputs>,
     source: &Source,
 ) -> Result<RollReport, JudgingError> {
     let store = &engine.store;
@@ -196,7 +211,12 @@ async fn judge_stages(
         tracing::info!(outcome = %done.roll.roll_outcome, "roll already judged");
         return Ok(done);
     }
-    let guarded = guard::check(engine, open, roll).await?;
+    let inputs = match held {
+        Some(i) if i.roll == roll => i,
+        Some(_) => return Err(internal(run, roll, "inputs held for another roll")),
+        None => inputs::RollInputs::load(engine, open, roll).await?,
+    };
+    let guarded = guard::check(engine, open, inputs).await?;
     let packaged = package::build(store, &guarded).await?;
     let mut checks = guarded.checks.clone();
     // The blinding predicate on the very bytes the judges would get, before any reservation

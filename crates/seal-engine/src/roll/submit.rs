@@ -11,7 +11,8 @@
 
 use tokio::sync::OwnedMutexGuard;
 
-use super::{judge_open_roll, stored_roll, JudgingError, RollReport, Source};
+use super::inputs::RollInputs;
+use super::{judge_traced, stored_roll, JudgingError, RollReport, Source};
 use crate::engine::Engine;
 use crate::intake::{self, IntakeError};
 use crate::run_state::{OpenRun, RunState, RunStateError};
@@ -38,6 +39,9 @@ pub struct Accepted<'e> {
     open: Box<OpenRun>,
     roll: RollId,
     stored: intake::Accepted,
+    /// The package as accepted, handed to the guard instead of being read back. (Boxed, as
+    /// the header is.)
+    inputs: Box<RollInputs>,
     _lock: OwnedMutexGuard<()>,
 }
 
@@ -59,7 +63,14 @@ impl Accepted<'_> {
 
     /// Judges the roll with answers from `source` (see [`super::judge_open_roll`]).
     pub async fn judge(self, source: &Source) -> Result<RollReport, JudgingError> {
-        judge_open_roll(self.engine, &self.open, self.roll, source).await
+        judge_traced(
+            self.engine,
+            &self.open,
+            self.roll,
+            Some(*self.inputs),
+            source,
+        )
+        .await
     }
 }
 
@@ -114,11 +125,17 @@ pub async fn submit<'e>(
         }
     }
     let stored = intake::accept_proof_package(engine, &open, roll, submission).await?;
+    let inputs = Box::new(RollInputs::accepted(
+        roll,
+        submission.package().clone(),
+        stored.stored(),
+    ));
     Ok(Submitted::Accepted(Accepted {
         engine,
         open: Box::new(open),
         roll,
         stored,
+        inputs,
         _lock: lock,
     }))
 }
