@@ -21,33 +21,37 @@ use seal_core::doc::*;
 use seal_core::ids::{RunId, Slot};
 use seal_store::{parse_stored, Key, Reads};
 
-/// Every input of `rolls` (and the run's header, brief and play-spec) is authenticated.
+/// Every input of `rolls` (and the run's header, brief and play-spec) is authenticated. The
+/// header is the one the run's state was loaded with (`header_hash`, the sha256 of the bytes
+/// read then), which the snapshot is derived from. Returns the brief's bytes as authenticated,
+/// for the audit (`None`: no brief stored).
 pub(super) async fn inputs<R: Reads>(
     engine: &Engine,
     reads: &R,
     run: &RunId,
+    header_hash: &seal_core::canonical::Hash,
     rolls: &[Roll],
-) -> Result<(), ReceiptError> {
+) -> Result<Option<bytes::Bytes>, ReceiptError> {
     let notary = &engine.notary;
-    let header = Key::header(run);
-    let Some((_, hash)) = reads.get_opt_hashed(&header).await? else {
-        return Err(missing(&header, ReceiptKind::Header));
-    };
     notary
-        .require(reads, ReceiptKind::Header, &header, &hash)
+        .require(reads, ReceiptKind::Header, &Key::header(run), header_hash)
         .await?;
+    let mut brief = None;
     for (key, kind) in [
         (Key::brief(run), ReceiptKind::Brief),
         (Key::play_spec(run), ReceiptKind::PlaySpec),
     ] {
-        if let Some((_, hash)) = reads.get_opt_hashed(&key).await? {
+        if let Some((bytes, hash)) = reads.get_opt_hashed(&key).await? {
             notary.require(reads, kind, &key, &hash).await?;
+            if kind == ReceiptKind::Brief {
+                brief = Some(bytes);
+            }
         }
     }
     for r in rolls {
         roll(engine, reads, run, r).await?;
     }
-    Ok(())
+    Ok(brief)
 }
 
 /// One roll: its record, its proof package and every attempt of both slots.

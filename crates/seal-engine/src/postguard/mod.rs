@@ -173,6 +173,9 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
         RunState::Open(o) => (o, Found::Open),
         RunState::Finalizing(o) => (o, Found::Finalizing),
     };
+    // The header as the run's state was loaded: the one the receipt must vouch for below and
+    // the one the snapshot is derived from, read once.
+    let (header, header_hash) = (open.header().clone(), open.header_hash().clone());
     let rolls = match found {
         Found::Open => judge_pending(engine, open).await?,
         Found::Finalizing | Found::Decided(_) => open.into_parts().1,
@@ -185,9 +188,9 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
     // re-hashing them. Everything else is read and re-hashed; `seal verify` re-hashes every
     // byte (docs/DESIGN.md §6).
     let own = store.trusting_own_writes();
-    authentic::inputs(engine, &own, run, &rolls).await?;
-    let snapshot = stored_snapshot(&own, run, &rolls).await?;
-    let checks = postguard_checks(&own, run, &snapshot).await?;
+    let brief = authentic::inputs(engine, &own, run, &header_hash, &rolls).await?;
+    let snapshot = stored_snapshot(&own, run, header, &rolls).await?;
+    let checks = postguard_checks(&own, run, &snapshot, brief.as_deref()).await?;
     let redecide = |at: String| {
         decided::decide(
             run,
@@ -440,13 +443,11 @@ async fn read_doc<T: serde::de::DeserializeOwned>(
 async fn stored_snapshot(
     own: &OwnWrites<'_>,
     run: &RunId,
+    header: Evidence,
     rolls: &[Roll],
 ) -> Result<Snapshot, FinalizeError> {
     let store = own.store();
     let snap_key = Key::judging(run);
-    let (header, _, _) = read_doc::<Evidence>(own, &Key::header(run))
-        .await?
-        .ok_or_else(|| internal(run, "the header vanished"))?;
     let snapshot = derive_snapshot(own, &header, rolls).await?;
     // Never store a snapshot the postguard (or verify) could not read back.
     let bytes = seal_core::canonical::canonical_bytes(&snapshot).map_err(|e| internal(run, e))?;
@@ -676,14 +677,15 @@ async fn derive_snapshot(
 }
 
 /// Every postguard check on the stored snapshot, each recorded whether it passed or not.
+/// `brief`: the brief's bytes as the first gate authenticated them.
 async fn postguard_checks(
     own: &OwnWrites<'_>,
     run: &RunId,
     snapshot: &Snapshot,
+    brief: Option<&[u8]>,
 ) -> Result<Vec<Check<AuditCheck>>, FinalizeError> {
     let snap = &snapshot.doc;
-    let brief = own.get_opt_hashed(&Key::brief(run)).await?.map(|(b, _)| b);
-    let (mut problems, docs) = audit::audit(own, snap, brief.as_deref()).await;
+    let (mut problems, docs) = audit::audit(own, snap, brief).await;
     // A bound object that is missing or does not hash to its record is not something to
     // decide on: the inputs it stood for are gone, and nothing is signed over them.
     let corrupt: Vec<String> = problems
