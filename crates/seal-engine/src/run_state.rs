@@ -139,8 +139,8 @@ impl RunState {
 
     /// Like [`RunState::load`], taking what this process itself stored moments ago (its
     /// header, receipts and `roll.json` files) from its write set instead of the store: for
-    /// the daemon's own requests, which load a run's state about seven times while it is
-    /// judged. Trusted is only what a put of this process handed to the store (see
+    /// the daemon's own requests, each of which loads the run's state once (under the run's
+    /// lock) and hands it on (`tests/it/loads.rs` counts the reads). Trusted is only what a put of this process handed to the store (see
     /// `seal_store::write_set`); an absence is always asked of the store, so a run another
     /// replica decided or rolled is seen as before. `seal verify`, replay's source and imports
     /// use [`RunState::load`].
