@@ -158,12 +158,16 @@ fn seal_alone(args: &[&str]) -> (i32, String) {
     )
 }
 
-/// The cosignature objects stored for the checkpoint of `size`.
+/// The cosignature objects stored for the checkpoint of `size`. The daemon may be writing one
+/// while this looks: its staging file (`<key>#<n>`, renamed onto the key when whole) is not an
+/// object, and may be gone by the time it is read.
 fn cosignatures(store: &Path, size: u64) -> Vec<String> {
     let dir = store.join(format!("log/cosignatures/{size:020}"));
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .map(|d| {
-            d.map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+            d.map(|e| e.unwrap().path())
+                .filter(|p| !p.to_string_lossy().contains('#'))
+                .map(|p| std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p:?}: {e}")))
                 .collect()
         })
         .unwrap_or_default();
