@@ -392,15 +392,7 @@ pub(crate) async fn accept_proof_package(
     let own = &store.trusting_own_writes();
     let run = open.run();
     let object = package_object(run, roll);
-    engine
-        .notary
-        .require(
-            own,
-            ReceiptKind::Header,
-            &Key::header(run),
-            open.header_hash(),
-        )
-        .await?;
+    engine.notary.require_header(own, open).await?;
     let p = submission.package();
     if p.roll_id != roll {
         return Err(IntakeError::Mismatch {

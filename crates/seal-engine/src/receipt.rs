@@ -205,6 +205,18 @@ impl Notary {
         Ok(())
     }
 
+    /// The header `open` was loaded with is the one this deployment accepted: its receipt
+    /// vouches for exactly those bytes.
+    pub(crate) async fn require_header<R: Reads>(
+        &self,
+        reads: &R,
+        open: &crate::run_state::OpenRun,
+    ) -> Result<(), ReceiptError> {
+        let key = Key::header(open.run());
+        self.require(reads, ReceiptKind::Header, &key, open.header_hash())
+            .await
+    }
+
     /// Like [`Notary::require`], for an object read now: its receipt must vouch for `bytes`.
     pub async fn require_bytes<R: Reads>(
         &self,

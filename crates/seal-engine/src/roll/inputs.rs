@@ -59,14 +59,7 @@ impl RollInputs {
         // Only what this deployment accepted is judged: a swapped or planted input is named
         // here, before anything is derived from it or any judge is paid.
         let notary = &engine.notary;
-        notary
-            .require(
-                store,
-                ReceiptKind::Header,
-                &Key::header(run),
-                open.header_hash(),
-            )
-            .await?;
+        notary.require_header(store, open).await?;
         notary
             .require(store, ReceiptKind::ProofPackage, &proof_key, &proof_hash)
             .await?;
