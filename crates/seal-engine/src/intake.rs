@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::engine::Engine;
 use crate::receipt::{ReceiptError, ReceiptKind};
-use crate::run_state::{OpenRun, RunState, RunStateError};
+use crate::run_state::{decided_error, DecidedRun, OpenRun, RunState, RunStateError};
 use seal_core::canonical::Hash;
 use seal_core::contracts::{Finding, Kind};
 use seal_core::doc::*;
@@ -17,6 +17,7 @@ use seal_core::limits::OverLimit;
 use seal_core::merge;
 use seal_core::validate::{self, Report};
 use seal_store::{Key, Put, Reads, StoreError, Stored};
+use serde::Deserialize;
 
 pub use seal_core::admit::{
     play_spec_problems, provenance_problem, snapshot_reserve, Origin, ProofSubmission,
@@ -78,6 +79,36 @@ impl HasFault for IntakeError {
 pub struct Accepted {
     stored: Stored,
     created: bool,
+    /// Set when the document was re-sent to a run that takes no more documents (its bytes
+    /// are the stored ones): where that run stands, so a retrying worker learns the result.
+    closed: Option<Closed>,
+}
+
+/// A run that takes no more documents, as intake loaded it.
+#[derive(Debug, Clone)]
+pub enum Closed {
+    /// Its JUDGING snapshot is stored: the next finalize decides it.
+    Finalizing(RunId),
+    Decided(Box<DecidedRun>),
+}
+
+impl Closed {
+    /// The open run, or where a closed one stands.
+    fn of(state: RunState) -> Result<OpenRun, Closed> {
+        match state {
+            RunState::Open(o) => Ok(o),
+            RunState::Finalizing(o) => Err(Closed::Finalizing(o.run().clone())),
+            RunState::Decided(d) => Err(Closed::Decided(Box::new(d))),
+        }
+    }
+
+    /// The refusal of new bytes for this run.
+    fn refusal(&self) -> RunStateError {
+        match self {
+            Closed::Finalizing(run) => RunStateError::Finalizing { run: run.clone() },
+            Closed::Decided(d) => decided_error(d),
+        }
+    }
 }
 
 impl Accepted {
@@ -88,6 +119,11 @@ impl Accepted {
     /// This submission created it; `false`: the same bytes were there already.
     pub fn created(&self) -> bool {
         self.created
+    }
+    /// Where the run stands when the document was re-sent to a run that takes no more
+    /// documents (`None`: the run is open).
+    pub fn closed(&self) -> Option<&Closed> {
+        self.closed.as_ref()
     }
 }
 
@@ -126,7 +162,11 @@ async fn create(
     match store.put(key, bytes).await {
         Ok(Put { stored, created }) => {
             engine.receipt(kind, &stored, None).await?;
-            Ok(Accepted { stored, created })
+            Ok(Accepted {
+                stored,
+                created,
+                closed: None,
+            })
         }
         Err(StoreError::Conflict {
             existing,
@@ -144,22 +184,23 @@ async fn create(
 /// On a finalizing or decided run, a re-sent document is accepted when its bytes (`candidate`:
 /// canonical JSON, or the brief's bytes) are the ones stored at `key`: a worker retrying after a
 /// lost answer gets success, not `run_decided`. Nothing is written, so no guarantee changes;
-/// other bytes get `refusal` (409 `run_decided` / `run_finalizing`) as before.
+/// other bytes get the refusal of `closed` (409 `run_decided` / `run_finalizing`).
 async fn same_as_stored(
     engine: &Engine,
     key: &Key,
     candidate: Option<Bytes>,
-    refusal: RunStateError,
+    closed: Closed,
 ) -> Result<Accepted, IntakeError> {
     let Some(candidate) = candidate else {
-        return Err(refusal.into());
+        return Err(closed.refusal().into());
     };
     match engine.store.get_opt(key).await? {
         Some(stored) if stored == candidate => Ok(Accepted {
             stored: Stored::of(key.clone(), &stored),
             created: false,
+            closed: Some(closed),
         }),
-        _ => Err(refusal.into()),
+        _ => Err(closed.refusal().into()),
     }
 }
 
@@ -172,17 +213,17 @@ fn canonical_resent(bytes: &[u8], limit: u64) -> Option<Bytes> {
         .map(Bytes::from)
 }
 
-/// The refusal of a run that takes no more documents, or None when it is open.
-async fn closed(engine: &Engine, run: &RunId) -> Result<Option<RunStateError>, IntakeError> {
+/// Where a run that takes no more documents stands, or None when it is open or new.
+async fn closed(engine: &Engine, run: &RunId) -> Result<Option<Closed>, IntakeError> {
     match RunState::load_own(&engine.store, run).await {
-        Ok(state) => Ok(state.open().err()),
+        Ok(state) => Ok(Closed::of(state).err()),
         Err(RunStateError::NotFound { .. }) => Ok(None),
         Err(e) => Err(e.into()),
     }
 }
 
 fn canonical(object: &str, doc: &Value) -> Result<Bytes, IntakeError> {
-    seal_core::canonical::canonical_bytes(doc)
+    seal_core::canonical::canonical_value_bytes(doc)
         .map(Bytes::from)
         .map_err(|e| IntakeError::Json {
             object: object.into(),
@@ -190,13 +231,13 @@ fn canonical(object: &str, doc: &Value) -> Result<Bytes, IntakeError> {
         })
 }
 
-/// The run a brief or play-spec is submitted to, loaded once: open, or the refusal of a run
-/// that takes no more documents (`Err(refusal)`; an identical re-send is still accepted).
+/// The run a brief or play-spec is submitted to, loaded once: open, or where a run that takes
+/// no more documents stands (`Err(closed)`; an identical re-send is still accepted).
 async fn document_target(
     engine: &Engine,
     run: &RunId,
-) -> Result<Result<OpenRun, RunStateError>, IntakeError> {
-    Ok(RunState::load_own(&engine.store, run).await?.open())
+) -> Result<Result<OpenRun, Closed>, IntakeError> {
+    Ok(Closed::of(RunState::load_own(&engine.store, run).await?))
 }
 
 /// The header of an open run, once its receipt says this deployment accepted it.
@@ -222,15 +263,17 @@ pub async fn put_header(
     bytes: &[u8],
     origin: Origin,
 ) -> Result<Accepted, IntakeError> {
+    // One submission to a run at a time in this process (replicas: create-only writes).
+    let _run_lock = engine.lock_run(run).await;
     let store = &engine.store;
     let object = format!("run {run} header");
-    if let Some(refusal) = closed(engine, run).await? {
+    if let Some(closed) = closed(engine, run).await? {
         let resent = canonical_resent(bytes, store.doc_limit());
-        return same_as_stored(engine, &Key::header(run), resent, refusal).await;
+        return same_as_stored(engine, &Key::header(run), resent, closed).await;
     }
     let doc = parse(&object, bytes, store.doc_limit())?;
     check(&object, Kind::PlaytestV3, &doc)?;
-    let h: Evidence = serde_json::from_value(doc.clone()).map_err(|e| IntakeError::Json {
+    let h = Evidence::deserialize(&doc).map_err(|e| IntakeError::Json {
         object: object.clone(),
         reason: e.to_string(),
     })?;
@@ -277,13 +320,14 @@ pub async fn put_brief(
     run: &RunId,
     bytes: &[u8],
 ) -> Result<Accepted, IntakeError> {
+    let _run_lock = engine.lock_run(run).await;
     let store = &engine.store;
     let object = format!("run {run} brief");
     let open = match document_target(engine, run).await? {
         Ok(open) => open,
-        Err(refusal) => {
+        Err(closed) => {
             let resent = Some(Bytes::copy_from_slice(bytes));
-            return same_as_stored(engine, &Key::brief(run), resent, refusal).await;
+            return same_as_stored(engine, &Key::brief(run), resent, closed).await;
         }
     };
     let h = open_header(engine, open).await?;
@@ -325,13 +369,14 @@ pub async fn put_play_spec(
     run: &RunId,
     bytes: &[u8],
 ) -> Result<Accepted, IntakeError> {
+    let _run_lock = engine.lock_run(run).await;
     let store = &engine.store;
     let object = format!("run {run} play-spec");
     let open = match document_target(engine, run).await? {
         Ok(open) => open,
-        Err(refusal) => {
+        Err(closed) => {
             let resent = canonical_resent(bytes, store.doc_limit());
-            return same_as_stored(engine, &Key::play_spec(run), resent, refusal).await;
+            return same_as_stored(engine, &Key::play_spec(run), resent, closed).await;
         }
     };
     let h = open_header(engine, open).await?;

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use seal_core::ids::RunId;
 use seal_core::merge::Next as NextStep;
-use seal_engine::intake::{self, Origin};
+use seal_engine::intake::{self, Closed, Origin};
 use seal_engine::run_state::RunState;
 use seal_store::Key;
 
@@ -20,19 +20,17 @@ use crate::{ApiError, AppState};
 /// The answer to an accepted document: 201 created, else 200; a document re-sent to a run
 /// that is finalizing or decided also says where the run stands (`phase`, `outcome`,
 /// `decision`), so a retrying worker learns the result without another call.
-async fn accepted(state: &AppState, run: &RunId, a: &intake::Accepted) -> Response {
+fn accepted(run: &RunId, a: &intake::Accepted) -> Response {
     let mut body = json!({"runId": run, "key": a.stored().key.as_str(), "sha256": a.stored().hash});
-    if !a.created() {
-        match RunState::load_own(state.engine.store(), run).await {
-            Ok(RunState::Decided(d)) => {
-                let e = d.evidence();
-                body["phase"] = json!(e.phase);
-                body["outcome"] = json!(e.outcome);
-                body["decision"] = json!(e.decision);
-            }
-            Ok(RunState::Finalizing(_)) => body["phase"] = json!("FINALIZING"),
-            _ => {}
+    match a.closed() {
+        Some(Closed::Decided(d)) => {
+            let e = d.evidence();
+            body["phase"] = json!(e.phase);
+            body["outcome"] = json!(e.outcome);
+            body["decision"] = json!(e.decision);
         }
+        Some(Closed::Finalizing(_)) => body["phase"] = json!("FINALIZING"),
+        None => {}
     }
     created(a.created(), body)
 }
@@ -55,9 +53,8 @@ pub(crate) async fn put_header(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
-    let _run_lock = state.engine.lock_run(&run).await;
     let a = intake::put_header(&state.engine, &run, &body, Origin::Pipeline).await?;
-    Ok(accepted(&state, &run, &a).await)
+    Ok(accepted(&run, &a))
 }
 
 pub(crate) async fn put_brief(
@@ -66,9 +63,8 @@ pub(crate) async fn put_brief(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
-    let _run_lock = state.engine.lock_run(&run).await;
     let a = intake::put_brief(&state.engine, &run, &body).await?;
-    Ok(accepted(&state, &run, &a).await)
+    Ok(accepted(&run, &a))
 }
 
 pub(crate) async fn put_play_spec(
@@ -77,9 +73,8 @@ pub(crate) async fn put_play_spec(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
-    let _run_lock = state.engine.lock_run(&run).await;
     let a = intake::put_play_spec(&state.engine, &run, &body).await?;
-    Ok(accepted(&state, &run, &a).await)
+    Ok(accepted(&run, &a))
 }
 
 pub(crate) async fn post_finalize(
