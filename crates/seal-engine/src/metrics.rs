@@ -372,3 +372,14 @@ mod tests {
         }
     }
 }
+
+/// The witness client counts each witness's answers here (`seal_witness_submissions_total`).
+impl seal_log::publish::SubmissionCounts for Metrics {
+    fn known_witness(&self, witness: &str) {
+        Metrics::known_witness(self, witness);
+    }
+
+    fn witness_submission(&self, witness: &str, result: &str) {
+        Metrics::witness_submission(self, witness, result);
+    }
+}

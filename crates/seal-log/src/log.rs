@@ -1,135 +1,30 @@
-//! The transparency log of seals, kept in the object store next to the runs (docs/DESIGN.md
-//! §13): every seal the postguard writes is appended as a leaf, and a C2SP signed checkpoint
-//! of a tree holding it is stored before its seal (one per batch of appends under load:
-//! [`Log::publish_covering`]), so that no decided run can vanish or be replaced unnoticed.
-//!
-//! Layout, create-only like everything else:
-//! - `log/entries/<index, 20 digits>`: the canonical [`LogEntry`] bytes of leaf `index`;
-//! - `log/checkpoints/<size, 20 digits>`: the signed note of the tree of `size` leaves;
-//! - `log/tile/8/<level>/<index>[.p/<width>]`: the tree's hash tiles (C2SP tlog-tiles),
-//!   stored before each checkpoint ([`tiles`]);
-//! - `log/runs/<run>/<index, 20 digits>`: an empty pointer, leaf `index` is about `run`, stored
-//!   with the tiles before the first checkpoint that covers the leaf, so before the seal or
-//!   review it logs is stored ([`store_pointers`]): what lets `seal verify <run>` read a run's
-//!   leaves without the whole log ([`runs`]).
-//!
-//! Only create-only puts, no conditional *update*: a replica takes the next index by creating
-//! `log/entries/<n>`; losing the race, it reads the winner and tries `n+1`. Before writing at
-//! index `n` an appender has read every entry below `n`, so the same seal is never appended
-//! twice (docs/DECISIONS.md, "The log uses create-only puts only").
-//!
-//! Log before seal (docs/DESIGN.md §13): the postguard computes the seal's bytes (ed25519 and
-//! the canonical envelope are deterministic), appends the entry naming their sha256, and only
-//! then stores the seal. A crash in between leaves a logged run whose seal is missing, which
-//! the next finalize completes with the very bytes logged. So a stored seal the log lacks was
-//! planted, or the log lost it: seal then signs nothing (`guard`) until an operator runs
-//! `seal log rebuild` (`rebuild`), which records itself as a signed leaf. Nothing is ever
-//! appended to the log behind an operator's back.
-//!
-//! Each new checkpoint is also offered to the configured witnesses ([`publish`]), in the
-//! background: cosigning never holds sealing back.
-
-mod cache;
-pub mod guard;
-mod history;
-mod log_verify;
-pub mod publish;
-pub mod rebuild;
-pub mod runs;
-pub mod stream;
-pub mod tiles;
-pub mod view;
+//! The store's log as a process appends to it ([`Log`]): admission (G2), the appends, and the
+//! checkpoints that cover them (the crate doc says how).
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use std::sync::Arc;
 
-use crate::audit::Problem;
 use seal_core::canonical::Hash;
-use seal_core::doc::Evidence;
-use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
-pub use seal_core::key::{LOG_CHECKPOINTS, LOG_ENTRIES, LOG_RUNS};
-use seal_core::sealing::{self, Envelope, PublicKey, SigningKey};
-use seal_core::tlog::{self, Leaf, LogEntry, LogTrust, TlogError, Tree};
-use seal_store::{Bounded, Key, Put, Store, StoreError};
+use seal_core::key::LOG_RUNS;
+use seal_core::sealing::{PublicKey, SigningKey};
+use seal_core::tlog::{self, Leaf, LogEntry, LogTrust};
+use seal_store::{Key, Put, Store, StoreError};
 
-pub use cache::SealLeaf;
-use cache::{planted_entry, pointer, Cache};
-pub use log_verify::{verify_log, Consistency, LogReport, RebuildNote, ReviewNote};
-pub use view::{LogView, WholeLog};
+use crate::cache::Cache;
+use crate::checkpoints::sign_checkpoint;
+use crate::error::{corrupt, LogError};
+use crate::guard;
+use crate::leaf::SealLeaf;
+use crate::publish::Publisher;
+use crate::stored::trusted_entry;
+use crate::tiles;
 
-pub use seal_core::tlog::DEFAULT_ORIGIN;
-/// Entries read at once when a process first loads the log.
-const READ_AHEAD: usize = 16;
 /// Test hook: milliseconds the postguard waits between appending a seal's entry and storing
 /// the seal, so a test can kill -9 the process in exactly that window. Read by debug builds
 /// only ([`append_delay`]).
 pub const APPEND_DELAY_ENV: &str = "SEAL_TEST_LOG_APPEND_DELAY_MS";
-
-#[derive(Debug, thiserror::Error)]
-pub enum LogError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("{key}: {detail}")]
-    Corrupt { key: String, detail: String },
-    #[error("run {run}: {detail}")]
-    NotSealed { run: RunId, detail: String },
-    #[error("run {run} is not in the transparency log")]
-    NotLogged { run: RunId },
-    #[error("the store holds no signed log checkpoint")]
-    NoCheckpoint,
-    #[error("log format: {0}")]
-    Format(#[from] TlogError),
-    /// The log does not account for the store (G2): seal signs nothing until an operator
-    /// has looked and run `seal log rebuild`.
-    #[error("{}", refusal_text(.problems))]
-    Refused { problems: Vec<Problem> },
-}
-
-/// How many problems a refusal names in its message (all of them: `seal log verify`).
-const REFUSAL_SHOWN: usize = 3;
-
-fn refusal_text(problems: &[Problem]) -> String {
-    let shown: Vec<String> = problems
-        .iter()
-        .take(REFUSAL_SHOWN)
-        .map(Problem::to_string)
-        .collect();
-    let more = problems.len().saturating_sub(REFUSAL_SHOWN);
-    format!(
-        "the transparency log does not account for this store, so seal signs nothing: {}{}. \
-         `seal log verify` names every problem; once you know why, `seal log rebuild` records \
-         a rebuild in the log and relogs the sealed runs (docs/DEPLOYING.md)",
-        shown.join("; "),
-        if more > 0 {
-            format!(" (+{more} more)")
-        } else {
-            String::new()
-        }
-    )
-}
-
-impl HasFault for LogError {
-    fn fault(&self) -> Fault {
-        match self {
-            LogError::Store(e) => e.fault(),
-            LogError::Corrupt { .. } | LogError::Format(_) | LogError::Refused { .. } => {
-                Fault::Corruption
-            }
-            LogError::NotSealed { .. } | LogError::NotLogged { .. } | LogError::NoCheckpoint => {
-                Fault::Caller
-            }
-        }
-    }
-}
-
-fn corrupt(key: &Key, detail: impl std::fmt::Display) -> LogError {
-    LogError::Corrupt {
-        key: key.to_string(),
-        detail: detail.to_string(),
-    }
-}
 
 /// Where an append put a run's seal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,17 +49,17 @@ pub enum SealLogged {
 /// The store's log as this process appends to it. Cheap to clone; one per engine.
 #[derive(Clone)]
 pub struct Log {
-    store: Store,
-    origin: String,
-    cache: Arc<tokio::sync::Mutex<Cache>>,
+    pub(crate) store: Store,
+    pub(crate) origin: String,
+    pub(crate) cache: Arc<tokio::sync::Mutex<Cache>>,
     /// One checkpoint publication of a seal's append at a time, outside the cache's lock
     /// ([`Log::publish_covering`]): appenders queue here, and one checkpoint covers every entry
     /// appended while the previous one was being made durable (a group commit of the log).
-    publishing: Arc<tokio::sync::Mutex<()>>,
+    pub(crate) publishing: Arc<tokio::sync::Mutex<()>>,
     /// Where each new checkpoint is sent for cosigning ([`publish`]).
-    witnesses: crate::transparency::publish::Publisher,
+    pub(crate) witnesses: Publisher,
     /// Keys whose leaves and checkpoints count besides the signing key (`keys.trusted`).
-    trusted: Arc<Vec<PublicKey>>,
+    pub(crate) trusted: Arc<Vec<PublicKey>>,
 }
 
 impl std::fmt::Debug for Log {
@@ -192,7 +87,7 @@ impl Log {
     }
 
     /// The same log, offering every checkpoint it publishes to `witnesses`.
-    pub fn with_witnesses(mut self, witnesses: crate::transparency::publish::Publisher) -> Log {
+    pub fn with_witnesses(mut self, witnesses: Publisher) -> Log {
         self.witnesses = witnesses;
         self
     }
@@ -224,7 +119,11 @@ impl Log {
         )
     }
 
-    async fn admit_locked(&self, cache: &mut Cache, trust: &LogTrust) -> Result<(), LogError> {
+    pub(crate) async fn admit_locked(
+        &self,
+        cache: &mut Cache,
+        trust: &LogTrust,
+    ) -> Result<(), LogError> {
         cache.refusal()?;
         if cache.admitted {
             for k in trust.keys() {
@@ -289,7 +188,7 @@ impl Log {
 
     /// The seal scan without the cache: the guard over the whole store, then the pointers the
     /// log it read lacks.
-    async fn scan_store(&self, trust: &LogTrust) -> Result<(), LogError> {
+    pub(crate) async fn scan_store(&self, trust: &LogTrust) -> Result<(), LogError> {
         let view = guard::check(&self.store, trust).await?;
         let mut whole = Cache::admitted(view, trust)?;
         self.backfill_pointers(&mut whole).await
@@ -298,7 +197,11 @@ impl Log {
     /// The admission of a log whose tiles and last entry do not give its latest checkpoint's
     /// tree (one from before tiles, or cut short under it): the guard reads it whole, and the
     /// cache is what it read.
-    async fn admit_whole(&self, cache: &mut Cache, trust: &LogTrust) -> Result<(), LogError> {
+    pub(crate) async fn admit_whole(
+        &self,
+        cache: &mut Cache,
+        trust: &LogTrust,
+    ) -> Result<(), LogError> {
         tracing::info!(
             "the latest checkpoint's tiles or last entry are not its tree: reading the log whole"
         );
@@ -321,7 +224,7 @@ impl Log {
     /// a log from before pointers, of entries appended just before a crash (no checkpoint
     /// covered them yet), or deleted since. One listing of `log/runs/`, then only the missing
     /// writes. Done by the seal scan, which reads every entry anyway.
-    async fn backfill_pointers(&self, cache: &mut Cache) -> Result<(), LogError> {
+    pub(crate) async fn backfill_pointers(&self, cache: &mut Cache) -> Result<(), LogError> {
         let listed = self.store.list(LOG_RUNS).await?.keys;
         let stored: std::collections::HashSet<&str> = listed.iter().map(Key::as_str).collect();
         cache.unpointed.retain(|_, k| !stored.contains(k.as_str()));
@@ -428,7 +331,7 @@ impl Log {
     /// The seal entry at leaf `index` of the tree this process holds, read from the store and
     /// checked against that leaf's hash: the store writer may have replaced the object since
     /// it was read, and a replaced entry is refused, never handed out.
-    async fn entry_at(&self, cache: &Cache, index: u64) -> Result<LogEntry, LogError> {
+    pub(crate) async fn entry_at(&self, cache: &Cache, index: u64) -> Result<LogEntry, LogError> {
         let k = Key::log_entry(index);
         let bytes = self.store.get(&k).await?;
         if cache.tree.leaf(index) != Some(tlog::leaf_hash(&bytes)) {
@@ -500,7 +403,7 @@ impl Log {
 
     /// Appends `bytes`, a leaf that is not a seal's, as the next leaf unless a leaf holds
     /// them already: `(leaf, created)`.
-    async fn append_bytes_locked(
+    pub(crate) async fn append_bytes_locked(
         &self,
         cache: &mut Cache,
         unsigned: Bytes,
@@ -524,7 +427,7 @@ impl Log {
     /// from a racing replica appending the same entry), `None` when another entry took the
     /// index (read, authenticated and adopted: the caller looks again). An entry there that
     /// does not authenticate is refused ([`Cache::push`]).
-    async fn create_entry(
+    pub(crate) async fn create_entry(
         &self,
         cache: &mut Cache,
         index: u64,
@@ -596,7 +499,7 @@ impl Log {
     }
 
     /// Creates the entry at the next free index unless it, or a rival, is logged already.
-    async fn append_locked(
+    pub(crate) async fn append_locked(
         &self,
         cache: &mut Cache,
         run: &RunId,
@@ -607,7 +510,7 @@ impl Log {
             .await
     }
 
-    async fn append_as(
+    pub(crate) async fn append_as(
         &self,
         cache: &mut Cache,
         run: &RunId,
@@ -647,7 +550,7 @@ impl Log {
 
     /// Reads the entries this process has not seen yet, one by one until the first free
     /// index (the guard read the log in bulk when the process first used it).
-    async fn sync(&self, cache: &mut Cache) -> Result<(), LogError> {
+    pub(crate) async fn sync(&self, cache: &mut Cache) -> Result<(), LogError> {
         loop {
             let k = Key::log_entry(cache.tree.size());
             match self.store.get_opt(&k).await? {
@@ -658,7 +561,11 @@ impl Log {
     }
 
     /// Signs and stores the checkpoint of everything this process has seen; returns its size.
-    async fn publish(&self, cache: &mut Cache, key: &SigningKey) -> Result<u64, LogError> {
+    pub(crate) async fn publish(
+        &self,
+        cache: &mut Cache,
+        key: &SigningKey,
+    ) -> Result<u64, LogError> {
         let size = cache.tree.size();
         if size == 0 {
             return Ok(0);
@@ -686,7 +593,11 @@ impl Log {
     /// next one: under load, one checkpoint (one signature, one create, its flushes) per batch
     /// of entries instead of one per seal. Each caller still returns only after a checkpoint
     /// holding its entry is stored (log, checkpoint, then seal: the module doc).
-    async fn publish_covering(&self, needed: u64, key: &SigningKey) -> Result<u64, LogError> {
+    pub(crate) async fn publish_covering(
+        &self,
+        needed: u64,
+        key: &SigningKey,
+    ) -> Result<u64, LogError> {
         let _turn = self.publishing.lock().await;
         let (size, note, due, pointers) = {
             let cache = self.cache.lock().await;
@@ -734,7 +645,7 @@ impl Log {
     /// Stores the checkpoint `note` of `size` leaves, create-only; false when another
     /// checkpoint of that size was there (another key's, or a forger's: `seal log verify`
     /// judges it).
-    async fn store_checkpoint(&self, size: u64, note: &Bytes) -> Result<bool, LogError> {
+    pub(crate) async fn store_checkpoint(&self, size: u64, note: &Bytes) -> Result<bool, LogError> {
         let k = Key::log_checkpoint(size);
         match self.store.put(&k, note.clone()).await {
             Ok(_) => Ok(true),
@@ -782,7 +693,7 @@ pub enum EvidenceWas {
     Stored,
 }
 
-enum Placed {
+pub(crate) enum Placed {
     At {
         index: u64,
         created: bool,
@@ -793,7 +704,7 @@ enum Placed {
 
 impl Placed {
     /// The index, for callers that hold the only seal of the run (an import, a rebuild).
-    fn at(self, run: &RunId) -> Result<(u64, bool), LogError> {
+    pub(crate) fn at(self, run: &RunId) -> Result<(u64, bool), LogError> {
         match self {
             Placed::At { index, created } => Ok((index, created)),
             Placed::Rival(index) => Err(LogError::NotSealed {
@@ -802,29 +713,6 @@ impl Placed {
             }),
         }
     }
-}
-
-/// What a test log of the default origin trusts: the signing key, then `trusted`.
-#[cfg(test)]
-pub(crate) fn raw_keys(key: &SigningKey, trusted: &[PublicKey]) -> LogTrust {
-    LogTrust::new(
-        DEFAULT_ORIGIN,
-        std::iter::once(key.public())
-            .chain(trusted.iter().cloned())
-            .map(|k| k.raw()),
-    )
-}
-
-/// The signed note of the tree of `size` leaves.
-pub fn sign_checkpoint(
-    origin: &str,
-    tree: &Tree,
-    size: u64,
-    key: &SigningKey,
-) -> Result<String, LogError> {
-    let body = tlog::checkpoint_body(origin, size, &tree.root(size)?)?;
-    let public = key.public().raw();
-    Ok(tlog::sign_checkpoint(&body, &public, &|m| key.sign(m))?)
 }
 
 /// The test hook of [`APPEND_DELAY_ENV`] (the postguard calls it after the append). Compiled
@@ -844,142 +732,5 @@ pub async fn append_delay() {
     }
 }
 
-/// Stored checkpoint sizes, largest first. Only the sizes are listed (8 bytes each; the
-/// store holds a checkpoint a batch of seals, ~0.8 a run under light load): a reader builds
-/// the key of each one it reads ([`Key::log_checkpoint`]). A link or special file there is no
-/// checkpoint ([`Store::log_numbers`]).
-pub async fn checkpoint_sizes(store: &Store) -> Result<Vec<u64>, StoreError> {
-    let mut sizes = store.log_numbers(LOG_CHECKPOINTS).await?;
-    sizes.sort_unstable_by(|a, b| b.cmp(a));
-    Ok(sizes)
-}
-
-/// The stored checkpoint of `size` leaves, read only when it is no larger than a checkpoint
-/// can be ([`tlog::MAX_CHECKPOINT_BYTES`]): what every reader of checkpoints reads them with.
-pub async fn bounded_checkpoint(store: &Store, size: u64) -> Result<Bounded, StoreError> {
-    store
-        .get_bounded(&Key::log_checkpoint(size), tlog::MAX_CHECKPOINT_BYTES)
-        .await
-}
-
-/// The latest stored checkpoint of this log (`trust`), its note exactly as stored: what
-/// `seal log checkpoint` prints and `GET /v1/log/checkpoint` serves. The largest stored one is
-/// not taken on its name: anyone who can write to the store can put any bytes under a larger
-/// size (the store writer of docs/DESIGN.md §13), and seal would pass them on as its log's
-/// head to every tlog client and terminal.
-pub async fn latest_checkpoint(
-    store: &Store,
-    trust: &LogTrust,
-) -> Result<Option<tlog::SignedCheckpoint>, StoreError> {
-    view::latest_trusted(store, trust).await
-}
-
-/// What a reader of the log `origin` trusts: its checkpoints and leaves signed by `trusted`.
-pub fn trust(origin: &str, trusted: &[PublicKey]) -> LogTrust {
-    LogTrust::new(origin, trusted.iter().map(PublicKey::raw))
-}
-
-/// The log entry of a seal: what the postguard appends before it stores the seal, and what
-/// auditors recompute from the stored evidence and seal bytes ([`entry_for`]); `None` when the
-/// evidence is not DECIDED.
-pub fn seal_entry(
-    run: &RunId,
-    evidence: &Evidence,
-    evidence_sha256: &Hash,
-    seal_sha256: &Hash,
-    key_id: &str,
-) -> Option<LogEntry> {
-    let (Some(outcome), Some(pg)) = (evidence.outcome, evidence.final_postguard.as_ref()) else {
-        return None;
-    };
-    Some(LogEntry {
-        run_id: run.to_string(),
-        evidence_sha256: evidence_sha256.to_string(),
-        seal_sha256: seal_sha256.to_string(),
-        key_id: key_id.to_string(),
-        outcome: outcome.as_str().to_string(),
-        decided_at: pg.decided_at.clone(),
-        acceptance_mode: evidence.acceptance_mode.as_str().to_string(),
-        parent_run_id: evidence.parent_run_id.clone(),
-    })
-}
-
-/// What the store holds of a logged run.
-#[derive(Debug)]
-pub enum StoredRun {
-    /// No evidence.
-    Absent,
-    /// Evidence without a seal: decided, its seal not written yet.
-    Pending { evidence_sha256: String },
-    /// Evidence and seal, as the entry the log should hold.
-    Sealed(LogEntry),
-}
-
-/// What the store holds of a run, as log entry terms.
-pub async fn stored_run(store: &Store, run: &RunId) -> Result<StoredRun, LogError> {
-    let Some(ev) = store.get_opt(&Key::evidence(run)).await? else {
-        return Ok(StoredRun::Absent);
-    };
-    let Some(seal) = store.get_opt(&Key::seal(run)).await? else {
-        return Ok(StoredRun::Pending {
-            evidence_sha256: Hash::of(&ev).to_string(),
-        });
-    };
-    let not_sealed = |detail: String| LogError::NotSealed {
-        run: run.clone(),
-        detail,
-    };
-    let evidence: Evidence = seal_core::json::parse_as(&ev, store.doc_limit())
-        .map_err(|e| not_sealed(format!("evidence.json: {e}")))?;
-    let envelope: Envelope = seal_core::json::parse_as(&seal, store.doc_limit())
-        .map_err(|e| not_sealed(format!("seal.dsse.json: {e}")))?;
-    let key_id = match envelope.signatures.as_slice() {
-        [s] => s.keyid.clone(),
-        other => return Err(not_sealed(format!("{} seal signatures", other.len()))),
-    };
-    seal_entry(run, &evidence, &Hash::of(&ev), &Hash::of(&seal), &key_id)
-        .map(StoredRun::Sealed)
-        .ok_or_else(|| not_sealed("evidence.json is not DECIDED".into()))
-}
-
-/// The entry the log should hold for a run, computed from its stored evidence and seal bytes;
-/// `None` when the run is not sealed (either object absent).
-pub async fn entry_for(store: &Store, run: &RunId) -> Result<Option<LogEntry>, LogError> {
-    Ok(match stored_run(store, run).await? {
-        StoredRun::Sealed(e) => Some(e),
-        StoredRun::Absent | StoredRun::Pending { .. } => None,
-    })
-}
-
-/// The entry of a run sealed by one of `trusted` (signature and subject checked), or why it
-/// is not one.
-async fn trusted_entry(
-    store: &Store,
-    run: &RunId,
-    trusted: &[PublicKey],
-) -> Result<LogEntry, LogError> {
-    let not_sealed = |detail: String| LogError::NotSealed {
-        run: run.clone(),
-        detail,
-    };
-    let entry = entry_for(store, run)
-        .await?
-        .ok_or_else(|| not_sealed("no evidence.json and seal.dsse.json".into()))?;
-    let (envelope, _) = store
-        .get_json::<Envelope>(&Key::seal(run))
-        .await?
-        .ok_or_else(|| not_sealed("the seal vanished".into()))?;
-    let verified = sealing::verify_envelope(&envelope, trusted)
-        .map_err(|e| not_sealed(format!("seal: {e}")))?;
-    let subject = &verified.statement.subject[0];
-    if subject.name != Key::evidence(run).as_str() || subject.digest.sha256 != entry.evidence_sha256
-    {
-        return Err(not_sealed(
-            "the seal is not over this run's evidence".into(),
-        ));
-    }
-    Ok(entry)
-}
-
 #[cfg(test)]
-pub(super) mod tests;
+pub(crate) mod tests;

@@ -27,8 +27,7 @@ use futures::{StreamExt, TryStreamExt};
 use sha2::{Digest, Sha256};
 use std::sync::Mutex;
 
-use super::view::latest_trusted;
-use super::READ_AHEAD;
+use crate::view::{latest_trusted, READ_AHEAD};
 use seal_core::ids::RunId;
 use seal_core::tlog::{
     self, Leaf, LogTrust, NodeHash, RightEdge, SignedCheckpoint, Tile, TILE_HEIGHT,
@@ -146,7 +145,7 @@ impl Passed {
         let Some(key) = tlog::tile_key(&tile) else {
             return Ok(None);
         };
-        let Some(bytes) = super::tiles::bounded_tile(store, &key).await?.read() else {
+        let Some(bytes) = crate::tiles::bounded_tile(store, &key).await?.read() else {
             return Ok(None);
         };
         if <[u8; 32]>::from(Sha256::digest(&bytes)) != *digest {
@@ -304,8 +303,8 @@ async fn read_entry(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transparency::tests::{entry, entry_file};
-    use crate::transparency::{raw_keys, EvidenceWas, Log, LogView, DEFAULT_ORIGIN};
+    use crate::log::tests::{entry, entry_file, raw_keys};
+    use crate::{EvidenceWas, Log, LogView, DEFAULT_ORIGIN};
     use seal_core::canonical::Hash;
     use seal_core::sealing::SigningKey;
     use seal_core::tlog::{LogEntry, ReviewEntry};
@@ -425,7 +424,7 @@ mod tests {
         log.append_seal_as(&run, &again, &key, EvidenceWas::CreatedNow)
             .await
             .unwrap();
-        let relogged = |problems: Vec<crate::audit::Problem>| {
+        let relogged = |problems: Vec<crate::Finding>| {
             problems.iter().any(|p| p.check == AuditCheck::RunRelogged)
         };
         // Both pointers stored: the pointers find both leaves.

@@ -16,9 +16,9 @@
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
-use super::view::LogView;
-use super::{LogError, READ_AHEAD};
-use crate::audit::Problem;
+use crate::error::LogError;
+use crate::finding::Finding;
+use crate::view::{LogView, READ_AHEAD};
 use seal_core::canonical::Hash;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
@@ -54,7 +54,7 @@ pub async fn stored_seals(store: &Store) -> Result<Vec<StoredSeal>, StoreError> 
 
 /// What stops an append: the view's own refusals, then every stored seal that is not logged
 /// for its run. No exception: even an import logs a run before it stores its seal.
-pub fn refusals(view: &LogView, seals: &[StoredSeal]) -> Vec<Problem> {
+pub fn refusals(view: &LogView, seals: &[StoredSeal]) -> Vec<Finding> {
     let mut problems = view.refusals().to_vec();
     for (run, hash) in seals {
         match hash {
@@ -64,7 +64,7 @@ pub fn refusals(view: &LogView, seals: &[StoredSeal]) -> Vec<Problem> {
                     problems.push(unlogged_seal(run, !logged.is_empty()));
                 }
             }
-            Err(detail) => problems.push(Problem::new(
+            Err(detail) => problems.push(Finding::new(
                 AuditCheck::RunUnlogged,
                 Key::seal(run).as_str(),
                 format!("a seal that cannot be read, and so is in no log entry: {detail}"),
@@ -76,15 +76,15 @@ pub fn refusals(view: &LogView, seals: &[StoredSeal]) -> Vec<Problem> {
 
 /// The problem of a stored seal the log lacks; `other_logged`: the run is logged with
 /// another seal.
-pub fn unlogged_seal(run: &RunId, other_logged: bool) -> Problem {
+pub fn unlogged_seal(run: &RunId, other_logged: bool) -> Finding {
     if other_logged {
-        Problem::new(
+        Finding::new(
             AuditCheck::RunReplaced,
             Key::seal(run).as_str(),
             "the stored seal is not the one the log holds for this run: it was replaced",
         )
     } else {
-        Problem::new(
+        Finding::new(
             AuditCheck::RunUnlogged,
             format!("runs/{run}"),
             "sealed, but not in the transparency log: the seal was planted, or the log lost its entry",

@@ -15,8 +15,8 @@
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
-use super::{corrupt, LogError};
-use crate::audit::Problem;
+use crate::error::{corrupt, LogError};
+use crate::finding::Finding;
 use seal_core::key::LOG_TILES;
 use seal_core::tlog::{self, Tile, Tree};
 use seal_core::vocab::AuditCheck;
@@ -234,7 +234,7 @@ pub struct TileCheck {
     pub checked: u64,
     /// Tiles a reader of the latest checkpoint may ask for that are not stored.
     pub missing: Vec<String>,
-    pub problems: Vec<Problem>,
+    pub problems: Vec<Finding>,
 }
 
 /// `seal log verify`: every stored tile is the hashes of the log's entries (`tree`, every
@@ -257,7 +257,7 @@ pub async fn check(store: &Store, tree: &Tree, checkpoint: u64) -> Result<TileCh
         };
         match verdict {
             Ok(()) => found.checked += 1,
-            Err(detail) => found.problems.push(Problem::new(
+            Err(detail) => found.problems.push(Finding::new(
                 AuditCheck::LogTiles,
                 k.to_string(),
                 detail.to_string(),
@@ -275,7 +275,7 @@ pub async fn check(store: &Store, tree: &Tree, checkpoint: u64) -> Result<TileCh
         }
     }
     if let Some(first) = found.missing.first() {
-        found.problems.push(Problem::new(
+        found.problems.push(Finding::new(
             AuditCheck::LogTiles,
             first.clone(),
             format!(
@@ -323,8 +323,8 @@ pub(super) async fn bounded_tile(store: &Store, key: &Key) -> Result<Bounded, St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transparency::tests::entry;
-    use crate::transparency::{checkpoint_sizes, raw_keys, verify_log, Log, DEFAULT_ORIGIN};
+    use crate::log::tests::{entry, raw_keys};
+    use crate::{checkpoint_sizes, verify_log, Log, DEFAULT_ORIGIN};
     use seal_core::sealing::SigningKey;
     use seal_store::DEFAULT_DOC_LIMIT;
     use tlog_tiles::TileHashReader;
@@ -359,7 +359,7 @@ mod tests {
         tiles
     }
 
-    fn tile_problems(report: &super::super::LogReport) -> Vec<&Problem> {
+    fn tile_problems(report: &crate::LogReport) -> Vec<&Finding> {
         let tiles = report.problems.iter();
         tiles.filter(|p| p.check == AuditCheck::LogTiles).collect()
     }
@@ -470,13 +470,11 @@ mod tests {
         let store = Store::open(&url).await.unwrap();
         let key = seal_fs::keys::generate_signing_key();
         appended(&store, &key, 10).await;
-        let latest = crate::transparency::latest_checkpoint(
-            &store,
-            &crate::transparency::trust(DEFAULT_ORIGIN, &[key.public()]),
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        let latest =
+            crate::latest_checkpoint(&store, &crate::trust(DEFAULT_ORIGIN, &[key.public()]))
+                .await
+                .unwrap()
+                .unwrap();
         assert_eq!(latest.size, 10);
         // Readers of the genuine tiles prove a leaf.
         let mut cache = TileCache::new();
@@ -500,7 +498,7 @@ mod tests {
             assert!(matches!(through, Ok(0)), "limit {limit}: {through:?}");
             // The pass over the log and the admission read the whole log instead.
             let trust = raw_keys(&key, &[]);
-            let pass = crate::transparency::stream::pass(&reader, &trust).await;
+            let pass = crate::stream::pass(&reader, &trust).await;
             assert!(pass.is_ok(), "limit {limit}: {:?}", pass.err());
             let admitted = Log::new(reader.clone(), DEFAULT_ORIGIN)
                 .read_from_checkpoint(&trust)

@@ -26,8 +26,7 @@ use bytes::Bytes;
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
-use crate::config::WitnessSpec;
-use crate::metrics::Metrics;
+use crate::witness::WitnessSpec;
 use seal_core::tlog::{NodeHash, TlogError, Tree};
 use seal_core::witness::cosig::{self, WitnessKey};
 use seal_core::witness::protocol;
@@ -39,6 +38,15 @@ const BACKOFF_MAX: Duration = Duration::from_secs(60);
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 /// 409 answers followed in one submission (the witness moved between two requests).
 const MAX_CONFLICTS: usize = 2;
+
+/// Where the publisher counts the witnesses' answers (`seal_witness_submissions_total`): the
+/// engine's metrics implement it, so that the log does not depend on them.
+pub trait SubmissionCounts: Send + Sync {
+    /// A configured witness, so that its counters exist (at 0) before its first answer.
+    fn known_witness(&self, witness: &str);
+    /// One submission to `witness` came to `result` (`cosigned`, `refused`, `unreachable`).
+    fn witness_submission(&self, witness: &str, result: &str);
+}
 
 /// A checkpoint to send.
 #[derive(Clone)]
@@ -60,7 +68,7 @@ struct Inner {
     endpoints: Vec<Endpoint>,
     store: Store,
     http: reqwest::Client,
-    metrics: Arc<Metrics>,
+    metrics: Arc<dyn SubmissionCounts>,
     mirror: Mutex<Tree>,
     latest: tokio::sync::watch::Sender<Option<Offer>>,
     /// Per witness: the largest offered size it has finished at least one attempt for.
@@ -100,7 +108,7 @@ impl Publisher {
     pub fn new(
         specs: &[WitnessSpec],
         store: Store,
-        metrics: Arc<Metrics>,
+        metrics: Arc<dyn SubmissionCounts>,
     ) -> Result<Publisher, PublisherError> {
         if specs.is_empty() {
             return Ok(Publisher::default());
