@@ -1,26 +1,27 @@
 //! The log's checkpoints as stored (`log/checkpoints/<size, 20 digits>`): their sizes, one
 //! read within a checkpoint's bound, signing one, and what a reader trusts.
 
+use crate::storage::LogStorage;
 use seal_core::key::LOG_CHECKPOINTS;
 use seal_core::sealing::{PublicKey, SigningKey};
 use seal_core::tlog::{self, LogTrust, Tree};
-use seal_store::{Bounded, Key, Store, StoreError};
+use seal_store::{Bounded, Key, StoreError};
 
 use crate::error::LogError;
 
 /// Stored checkpoint sizes, largest first. Only the sizes are listed (8 bytes each; the
 /// store holds a checkpoint a batch of seals, ~0.8 a run under light load): a reader builds
 /// the key of each one it reads ([`Key::log_checkpoint`]). A link or special file there is no
-/// checkpoint ([`Store::log_numbers`]).
-pub async fn checkpoint_sizes(store: &Store) -> Result<Vec<u64>, StoreError> {
-    let mut sizes = store.log_numbers(LOG_CHECKPOINTS).await?;
+/// checkpoint ([`LogStorage::numbers`]).
+pub async fn checkpoint_sizes(store: &impl LogStorage) -> Result<Vec<u64>, StoreError> {
+    let mut sizes = store.numbers(LOG_CHECKPOINTS).await?;
     sizes.sort_unstable_by(|a, b| b.cmp(a));
     Ok(sizes)
 }
 
 /// The stored checkpoint of `size` leaves, read only when it is no larger than a checkpoint
 /// can be ([`tlog::MAX_CHECKPOINT_BYTES`]): what every reader of checkpoints reads them with.
-pub async fn bounded_checkpoint(store: &Store, size: u64) -> Result<Bounded, StoreError> {
+pub async fn bounded_checkpoint(store: &impl LogStorage, size: u64) -> Result<Bounded, StoreError> {
     store
         .get_bounded(&Key::log_checkpoint(size), tlog::MAX_CHECKPOINT_BYTES)
         .await

@@ -18,13 +18,14 @@ use futures::{StreamExt, TryStreamExt};
 
 use crate::error::LogError;
 use crate::finding::Finding;
+use crate::storage::LogStorage;
 use crate::view::{LogView, READ_AHEAD};
 use seal_core::canonical::Hash;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 use seal_core::tlog::LogTrust;
 use seal_core::vocab::AuditCheck;
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Key, StoreError};
 
 /// A stored seal: its sha256, or why it cannot be read as an object.
 pub type StoredSeal = (RunId, Result<Hash, StoreError>);
@@ -32,8 +33,8 @@ pub type StoredSeal = (RunId, Result<Hash, StoreError>);
 /// Every seal in the store and its sha256. Read *before* the log: a seal is stored after its
 /// entry, so every seal read here has its entry in the log read next, even while another
 /// replica seals runs.
-pub async fn stored_seals(store: &Store) -> Result<Vec<StoredSeal>, StoreError> {
-    let runs = store.runs().await?.runs;
+pub async fn stored_seals(store: &impl LogStorage) -> Result<Vec<StoredSeal>, StoreError> {
+    let runs = store.runs().await?;
     futures::stream::iter(runs.into_iter().map(|run| {
         let store = store.clone();
         async move {
@@ -94,7 +95,7 @@ pub fn unlogged_seal(run: &RunId, other_logged: bool) -> Finding {
 
 /// The guard: reads the stored seals, then the log (checkpoints trusted under `trusted`), and
 /// hands out the log view when nothing stops an append; else refuses, naming every problem.
-pub async fn check(store: &Store, trust: &LogTrust) -> Result<LogView, LogError> {
+pub async fn check(store: &impl LogStorage, trust: &LogTrust) -> Result<LogView, LogError> {
     let seals = stored_seals(store).await?;
     let view = LogView::load(store, trust).await?;
     let problems = refusals(&view, &seals);

@@ -18,13 +18,14 @@ use futures::{StreamExt, TryStreamExt};
 use crate::cache::Cache;
 use crate::error::{corrupt, LogError};
 use crate::log::Log;
+use crate::storage::LogStorage;
 use crate::tiles::{self, AT_ONCE};
 use crate::view::latest_trusted;
 use seal_core::ids::RunId;
 use seal_core::tlog::{self, Leaf, LogTrust, NodeHash, ReadLeaf, Tree};
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Key, StoreError};
 
-impl Log {
+impl<S: LogStorage> Log<S> {
     /// The appender's state from the latest checkpoint a key of `trusted` signed and the
     /// entries past it; `None` when the stored tiles do not give that checkpoint's tree (a log
     /// from before tiles, tiles lost or planted), and the caller reads the whole log.
@@ -130,7 +131,7 @@ fn leaf_run(leaf: &Leaf) -> Option<&str> {
 }
 
 /// Whether the last leaf of `tree` is stored as an entry that hashes to it.
-async fn last_entry_holds(store: &Store, tree: &Tree) -> Result<bool, StoreError> {
+async fn last_entry_holds(store: &impl LogStorage, tree: &Tree) -> Result<bool, StoreError> {
     let Some(last) = tree.size().checked_sub(1) else {
         return Ok(true);
     };
@@ -142,7 +143,7 @@ async fn last_entry_holds(store: &Store, tree: &Tree) -> Result<bool, StoreError
 /// tile), when they hash up to `root`; `None` when a tile is missing or has the wrong length,
 /// or the tiles are not that tree's.
 pub(super) async fn tree_from_tiles(
-    store: &Store,
+    store: &impl LogStorage,
     size: u64,
     root: &NodeHash,
 ) -> Result<Option<Tree>, StoreError> {

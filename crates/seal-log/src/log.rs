@@ -5,12 +5,13 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use std::sync::Arc;
 
+use crate::storage::LogStorage;
 use seal_core::canonical::Hash;
 use seal_core::ids::RunId;
 use seal_core::key::LOG_RUNS;
 use seal_core::sealing::{PublicKey, SigningKey};
 use seal_core::tlog::{self, Leaf, LogEntry, LogTrust};
-use seal_store::{Key, Put, Store, StoreError};
+use seal_store::{Key, Store, StoreError};
 
 use crate::cache::Cache;
 use crate::checkpoints::sign_checkpoint;
@@ -46,10 +47,11 @@ pub enum SealLogged {
     Rival(LogEntry),
 }
 
-/// The store's log as this process appends to it. Cheap to clone; one per engine.
+/// The store's log as this process appends to it, on any [`LogStorage`] (seal's
+/// [`Store`] unless said otherwise). Cheap to clone; one per engine.
 #[derive(Clone)]
-pub struct Log {
-    pub(crate) store: Store,
+pub struct Log<S: LogStorage = Store> {
+    pub(crate) store: S,
     pub(crate) origin: String,
     pub(crate) cache: Arc<tokio::sync::Mutex<Cache>>,
     /// One checkpoint publication of a seal's append at a time, outside the cache's lock
@@ -57,19 +59,19 @@ pub struct Log {
     /// appended while the previous one was being made durable (a group commit of the log).
     pub(crate) publishing: Arc<tokio::sync::Mutex<()>>,
     /// Where each new checkpoint is sent for cosigning ([`publish`]).
-    pub(crate) witnesses: Publisher,
+    pub(crate) witnesses: Publisher<S>,
     /// Keys whose leaves and checkpoints count besides the signing key (`keys.trusted`).
     pub(crate) trusted: Arc<Vec<PublicKey>>,
 }
 
-impl std::fmt::Debug for Log {
+impl<S: LogStorage> std::fmt::Debug for Log<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Log({})", self.origin)
     }
 }
 
-impl Log {
-    pub fn new(store: Store, origin: &str) -> Log {
+impl<S: LogStorage> Log<S> {
+    pub fn new(store: S, origin: &str) -> Log<S> {
         Log {
             store,
             origin: origin.to_string(),
@@ -81,13 +83,13 @@ impl Log {
     }
 
     /// The same log, also trusting leaves and checkpoints signed by `keys` (`keys.trusted`).
-    pub fn with_trusted(mut self, keys: Vec<PublicKey>) -> Log {
+    pub fn with_trusted(mut self, keys: Vec<PublicKey>) -> Log<S> {
         self.trusted = Arc::new(keys);
         self
     }
 
     /// The same log, offering every checkpoint it publishes to `witnesses`.
-    pub fn with_witnesses(mut self, witnesses: Publisher) -> Log {
+    pub fn with_witnesses(mut self, witnesses: Publisher<S>) -> Log<S> {
         self.witnesses = witnesses;
         self
     }
@@ -354,7 +356,7 @@ impl Log {
     pub async fn append_imported(
         &self,
         run: &RunId,
-        staged: &Store,
+        staged: &impl LogStorage,
         key: &SigningKey,
         trusted: &[PublicKey],
     ) -> Result<Appended, LogError> {
@@ -445,8 +447,8 @@ impl Log {
         let bytes = Bytes::from(tlog::sign_leaf(unsigned, &self.origin, &at, &|m| {
             key.sign(m)
         })?);
-        match self.store.put(&k, bytes.clone()).await {
-            Ok(Put { created, .. }) => {
+        match self.store.create(&k, bytes.clone()).await {
+            Ok(created) => {
                 cache.push_trusted(&bytes, &k)?;
                 Ok(Some(created))
             }
@@ -647,7 +649,7 @@ impl Log {
     /// judges it).
     pub(crate) async fn store_checkpoint(&self, size: u64, note: &Bytes) -> Result<bool, LogError> {
         let k = Key::log_checkpoint(size);
-        match self.store.put(&k, note.clone()).await {
+        match self.store.create(&k, note.clone()).await {
             Ok(_) => Ok(true),
             Err(StoreError::Conflict { .. }) => {
                 tracing::warn!(key = %k, "another checkpoint of this size is stored");
@@ -662,13 +664,13 @@ impl Log {
 /// same again is fine, and so is one stored with other bytes, since only its name is read).
 /// Readers authenticate the leaf it names and ignore one that is not the run's, so a pointer
 /// is never trusted for more than "look there".
-async fn store_pointers(store: &Store, keys: &[(u64, Key)]) -> Result<(), LogError> {
+async fn store_pointers(store: &impl LogStorage, keys: &[(u64, Key)]) -> Result<(), LogError> {
     // Owned keys: a stream over borrowed ones makes the append's future not `Send` for
     // every lifetime, which the routes need.
     let owned: Vec<Key> = keys.iter().map(|(_, k)| k.clone()).collect();
     futures::stream::iter(owned)
         .map(|k| async move {
-            match store.put(&k, Bytes::new()).await {
+            match store.create(&k, Bytes::new()).await {
                 Ok(_) | Err(StoreError::Conflict { .. }) => Ok(()),
                 Err(e) => Err(LogError::from(e)),
             }

@@ -25,6 +25,7 @@ use crate::finding::Finding;
 use crate::guard::{self, StoredSeal};
 use crate::leaf::SealLeaf;
 use crate::log::Log;
+use crate::storage::LogStorage;
 use crate::stored::trusted_entry;
 use crate::view::{LogView, WholeLog};
 use seal_core::fault::{Fault, HasFault};
@@ -176,7 +177,7 @@ pub struct Rebuilt {
     pub tree_size: u64,
 }
 
-impl Log {
+impl<S: LogStorage> Log<S> {
     /// Rebuilds the log if the guard refuses it (see the module doc); `Ok(None)` when it does
     /// not (nothing to rebuild). `trusted`: keys, besides `key`, whose seals and checkpoints
     /// count; `reviews`: every stored review, checked by the caller
@@ -396,7 +397,7 @@ impl Log {
                 detail: format!("cannot name its superseded copy: {e}"),
             })?;
             let bytes = self.store.get(k).await?;
-            self.store.put(&to, bytes).await?;
+            self.store.create(&to, bytes).await?;
         }
         // Removed only once everything is copied: a crash leaves the old log whole. The
         // checkpoints go last: a crash part-way leaves every checkpoint that covered a removed
@@ -405,7 +406,7 @@ impl Log {
             .iter()
             .partition(|k| k.as_str().starts_with(seal_core::key::LOG_CHECKPOINTS));
         for k in rest.into_iter().chain(checkpoints) {
-            self.store.remove_log_object(k).await?;
+            self.store.remove(k).await?;
         }
         Ok((folder, moving.len() as u64))
     }
@@ -438,7 +439,7 @@ impl Log {
         let signed = tlog::sign_leaf(&unsigned, &self.origin, &at, &|m| key.sign(m))
             .map_err(LogError::from)?;
         let bytes = Bytes::from(signed);
-        match self.store.put(&k, bytes.clone()).await {
+        match self.store.create(&k, bytes.clone()).await {
             Ok(_) => fresh.push_trusted(&bytes, &k)?,
             Err(StoreError::Conflict { .. }) => return Err(RebuildError::Raced { key: k }),
             Err(e) => return Err(e.into()),
@@ -472,7 +473,7 @@ fn named_drops(lost: &[Lost], drop: &[Dropped]) -> Result<Vec<String>, RebuildEr
     Ok(lost.iter().map(Lost::to_string).collect())
 }
 
-impl Log {
+impl<S: LogStorage> Log<S> {
     /// What the rebuilt log would not hold of the previous one: every seal or review leaf
     /// past the kept prefix that this log wrote (authenticated) and the rebuild does not
     /// append again, by run; every leaf a trusted checkpoint covers whose entry is missing
@@ -607,7 +608,7 @@ impl Log {
     }
 }
 
-impl Log {
+impl<S: LogStorage> Log<S> {
     /// The tree the latest checkpoint `c` signs, rebuilt from the stored entries when no tiles
     /// give it: every leaf below it stored, or all but one, tried as each entry the rebuild
     /// appends again (with and without `auth`); `None` when no such tree has the signed root.

@@ -18,12 +18,13 @@
 use std::collections::BTreeMap;
 
 use crate::leaf::SealLeaf;
+use crate::storage::LogStorage;
 use crate::stream::Passed;
 use crate::tiles::{self, TileCache};
 use crate::view::{latest_trusted, LogView, Proof};
 use seal_core::ids::RunId;
 use seal_core::tlog::{self, Leaf, LogTrust, NodeHash, ReadLeaf, SignedCheckpoint};
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Key, StoreError};
 
 /// How a leaf read by a run's pointer is believed.
 enum Authority<'a> {
@@ -63,7 +64,7 @@ impl Authority<'_> {
 
     async fn believe(
         &mut self,
-        store: &Store,
+        store: &impl LogStorage,
         index: u64,
         hash: &NodeHash,
     ) -> Result<Believed, StoreError> {
@@ -104,7 +105,7 @@ impl LogView {
     /// tiles (see the module doc); `None` when that cannot be done, and the caller reads the
     /// whole log.
     pub async fn for_runs(
-        store: &Store,
+        store: &impl LogStorage,
         trust: &LogTrust,
         runs: &[RunId],
     ) -> Result<Option<LogView>, StoreError> {
@@ -123,7 +124,7 @@ impl LogView {
     /// the pass read it, and a run without a seal leaf's pointer is not logged (the pass found
     /// every seal leaf's pointer stored). `None`: read the whole log.
     pub async fn for_runs_passed(
-        store: &Store,
+        store: &impl LogStorage,
         pass: &Passed,
         runs: &[RunId],
     ) -> Result<Option<LogView>, StoreError> {
@@ -131,7 +132,7 @@ impl LogView {
     }
 
     async fn read_runs(
-        store: &Store,
+        store: &impl LogStorage,
         runs: &[RunId],
         mut authority: Authority<'_>,
     ) -> Result<Option<LogView>, StoreError> {
@@ -196,7 +197,7 @@ impl LogView {
 
     /// [`LogView::for_runs`], else the whole log.
     pub async fn load_for(
-        store: &Store,
+        store: &impl LogStorage,
         trust: &LogTrust,
         runs: &[RunId],
     ) -> Result<LogView, StoreError> {
@@ -221,6 +222,7 @@ mod tests {
     use seal_core::canonical::Hash;
     use seal_core::sealing::SigningKey;
     use seal_core::tlog::{LogEntry, ReviewEntry};
+    use seal_store::Store;
 
     /// A `file://` log of 40 runs' seals (each appended and checkpointed as the postguard
     /// does) and a review of run 7 after them; run 7 and its seal's entry.

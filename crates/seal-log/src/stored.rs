@@ -1,12 +1,13 @@
 //! What the store holds of a run, in the log's terms: the entry a sealed run's leaf must be
 //! ([`seal_entry`], [`entry_for`]), recomputed from its stored evidence and seal bytes.
 
+use crate::storage::LogStorage;
 use seal_core::canonical::Hash;
 use seal_core::doc::Evidence;
 use seal_core::ids::RunId;
 use seal_core::sealing::{self, Envelope, PublicKey};
 use seal_core::tlog::LogEntry;
-use seal_store::{Key, Store};
+use seal_store::Key;
 
 use crate::error::LogError;
 
@@ -47,7 +48,7 @@ pub enum StoredRun {
 }
 
 /// What the store holds of a run, as log entry terms.
-pub async fn stored_run(store: &Store, run: &RunId) -> Result<StoredRun, LogError> {
+pub async fn stored_run(store: &impl LogStorage, run: &RunId) -> Result<StoredRun, LogError> {
     let Some(ev) = store.get_opt(&Key::evidence(run)).await? else {
         return Ok(StoredRun::Absent);
     };
@@ -75,7 +76,7 @@ pub async fn stored_run(store: &Store, run: &RunId) -> Result<StoredRun, LogErro
 
 /// The entry the log should hold for a run, computed from its stored evidence and seal bytes;
 /// `None` when the run is not sealed (either object absent).
-pub async fn entry_for(store: &Store, run: &RunId) -> Result<Option<LogEntry>, LogError> {
+pub async fn entry_for(store: &impl LogStorage, run: &RunId) -> Result<Option<LogEntry>, LogError> {
     Ok(match stored_run(store, run).await? {
         StoredRun::Sealed(e) => Some(e),
         StoredRun::Absent | StoredRun::Pending { .. } => None,
@@ -85,7 +86,7 @@ pub async fn entry_for(store: &Store, run: &RunId) -> Result<Option<LogEntry>, L
 /// The entry of a run sealed by one of `trusted` (signature and subject checked), or why it
 /// is not one.
 pub(crate) async fn trusted_entry(
-    store: &Store,
+    store: &impl LogStorage,
     run: &RunId,
     trusted: &[PublicKey],
 ) -> Result<LogEntry, LogError> {
@@ -96,10 +97,12 @@ pub(crate) async fn trusted_entry(
     let entry = entry_for(store, run)
         .await?
         .ok_or_else(|| not_sealed("no evidence.json and seal.dsse.json".into()))?;
-    let (envelope, _) = store
-        .get_json::<Envelope>(&Key::seal(run))
+    let seal_key = Key::seal(run);
+    let seal = store
+        .get_opt(&seal_key)
         .await?
         .ok_or_else(|| not_sealed("the seal vanished".into()))?;
+    let envelope: Envelope = seal_store::parse_stored(&seal_key, &seal, store.doc_limit())?;
     let verified = sealing::verify_envelope(&envelope, trusted)
         .map_err(|e| not_sealed(format!("seal: {e}")))?;
     let subject = &verified.statement.subject[0];

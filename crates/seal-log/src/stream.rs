@@ -27,12 +27,13 @@ use futures::{StreamExt, TryStreamExt};
 use sha2::{Digest, Sha256};
 use std::sync::Mutex;
 
+use crate::storage::LogStorage;
 use crate::view::{latest_trusted, READ_AHEAD};
 use seal_core::ids::RunId;
 use seal_core::tlog::{
     self, Leaf, LogTrust, NodeHash, RightEdge, SignedCheckpoint, Tile, TILE_HEIGHT,
 };
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Key, StoreError};
 
 /// Leaves a level-0 tile holds.
 const GROUP: u64 = 1 << TILE_HEIGHT;
@@ -112,7 +113,7 @@ impl Passed {
     /// leaf, or the stored tile that holds it is missing or not the pass's group.
     pub(super) async fn leaf_hash(
         &self,
-        store: &Store,
+        store: &impl LogStorage,
         index: u64,
     ) -> Result<Option<NodeHash>, StoreError> {
         let size = self.latest.size;
@@ -132,7 +133,11 @@ impl Passed {
 
     /// The level-0 tile of group `group` of the signed tree, read (or kept) and checked
     /// against the pass's digest of that group.
-    async fn tile(&self, store: &Store, group: u64) -> Result<Option<bytes::Bytes>, StoreError> {
+    async fn tile(
+        &self,
+        store: &impl LogStorage,
+        group: u64,
+    ) -> Result<Option<bytes::Bytes>, StoreError> {
         if let Some(bytes) = self.kept(group) {
             return Ok(Some(bytes));
         }
@@ -172,7 +177,7 @@ impl Passed {
 
 /// Reads the whole log once, in order, keeping O(log n + n / 256) hashes (see the module
 /// doc). Errors only when the store cannot be read.
-pub async fn pass(store: &Store, trust: &LogTrust) -> Result<Pass, StoreError> {
+pub async fn pass(store: &impl LogStorage, trust: &LogTrust) -> Result<Pass, StoreError> {
     // Checkpoints before entries, as `LogView::load` reads them (a checkpoint is published
     // after its entries).
     let latest = latest_trusted(store, trust).await?;
@@ -266,7 +271,7 @@ pub async fn pass(store: &Store, trust: &LogTrust) -> Result<Pass, StoreError> {
 /// the latest checkpoint's size, with its bytes: the pass authenticates it) and a rebuild
 /// entry's signature verifies, with whether a seal or review leaf's pointer is stored.
 async fn read_entry(
-    store: &Store,
+    store: &impl LogStorage,
     trust: &LogTrust,
     index: u64,
     covered: u64,
@@ -309,6 +314,7 @@ mod tests {
     use seal_core::sealing::SigningKey;
     use seal_core::tlog::{LogEntry, ReviewEntry};
     use seal_core::vocab::AuditCheck;
+    use seal_store::Store;
 
     /// A `file://` log of the seals of runs 0..300 published in one batch (two level-0
     /// tiles: a full one and one of 44), a review of run 7 published after them, and, past

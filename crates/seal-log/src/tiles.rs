@@ -17,10 +17,11 @@ use futures::{StreamExt, TryStreamExt};
 
 use crate::error::{corrupt, LogError};
 use crate::finding::Finding;
+use crate::storage::LogStorage;
 use seal_core::key::LOG_TILES;
 use seal_core::tlog::{self, Tile, Tree};
 use seal_core::vocab::AuditCheck;
-use seal_store::{Bounded, Key, Store, StoreError};
+use seal_store::{Bounded, Key, StoreError};
 
 /// Tiles written or read at once.
 pub(super) const AT_ONCE: usize = 16;
@@ -44,10 +45,13 @@ fn key(tile: &Tile) -> Result<Key, LogError> {
 /// Stores `tiles`, create-only and all at once (one batch of the file store's group commit).
 /// A tile stored already with the same bytes is fine; with other bytes, nothing is published
 /// over it.
-pub(super) async fn store_all(store: &Store, tiles: Vec<(Key, Bytes)>) -> Result<(), LogError> {
+pub(super) async fn store_all(
+    store: &impl LogStorage,
+    tiles: Vec<(Key, Bytes)>,
+) -> Result<(), LogError> {
     futures::stream::iter(tiles)
         .map(|(k, bytes)| async move {
-            match store.put(&k, bytes).await {
+            match store.create(&k, bytes).await {
                 Ok(_) => Ok(()),
                 Err(StoreError::Conflict { .. }) => Err(corrupt(
                     &k,
@@ -68,7 +72,11 @@ pub(super) async fn store_all(store: &Store, tiles: Vec<(Key, Bytes)>) -> Result
 /// the tree's bytes, since a writer stores those last and before the checkpoint; else 0, and
 /// the next checkpoint stores every tile again (a log from before tiles, or one whose tiles
 /// were lost: the tiles already there are the same bytes, so this only costs the writes).
-pub(super) async fn stored_through(store: &Store, tree: &Tree, size: u64) -> Result<u64, LogError> {
+pub(super) async fn stored_through(
+    store: &impl LogStorage,
+    tree: &Tree,
+    size: u64,
+) -> Result<u64, LogError> {
     if size > tree.size() {
         return Ok(0);
     }
@@ -130,7 +138,7 @@ const FETCH_ROUNDS: usize = 3;
 /// only when it hashes up to the signed root. `None` when a tile it needs is not stored, or
 /// the stored ones are not that tree's: the caller then reads the whole log.
 pub(super) async fn prove_leaf(
-    store: &Store,
+    store: &impl LogStorage,
     size: u64,
     root: &tlog::NodeHash,
     index: u64,
@@ -241,7 +249,11 @@ pub struct TileCheck {
 /// entry read), and every tile of the latest checkpoint (`checkpoint` leaves) is stored. A
 /// log that holds no tile at all predates them: its next checkpoint writes them, and that is
 /// no problem.
-pub async fn check(store: &Store, tree: &Tree, checkpoint: u64) -> Result<TileCheck, StoreError> {
+pub async fn check(
+    store: &impl LogStorage,
+    tree: &Tree,
+    checkpoint: u64,
+) -> Result<TileCheck, StoreError> {
     let listed = store.list(LOG_TILES).await?.keys;
     // Each tile is checked as it is read, and none is read past a tile's size: a planted
     // larger one is named unread.
@@ -292,7 +304,7 @@ pub async fn check(store: &Store, tree: &Tree, checkpoint: u64) -> Result<TileCh
 /// that is not the kept leaves' hashes byte for byte (planted, or of leaves it does not
 /// keep, which the relogged entries will tile again).
 pub(super) async fn in_the_way(
-    store: &Store,
+    store: &impl LogStorage,
     tree: &Tree,
     keep: u64,
 ) -> Result<Vec<Key>, StoreError> {
@@ -316,7 +328,10 @@ pub(super) async fn in_the_way(
 
 /// A stored tile, read only when it is no larger than a full tile ([`tlog::MAX_TILE_BYTES`]):
 /// what every reader of the tiles reads them with.
-pub(super) async fn bounded_tile(store: &Store, key: &Key) -> Result<Bounded, StoreError> {
+pub(super) async fn bounded_tile(
+    store: &impl LogStorage,
+    key: &Key,
+) -> Result<Bounded, StoreError> {
     store.get_bounded(key, tlog::MAX_TILE_BYTES).await
 }
 
@@ -326,6 +341,7 @@ mod tests {
     use crate::log::tests::{entry, raw_keys};
     use crate::{checkpoint_sizes, verify_log, Log, DEFAULT_ORIGIN};
     use seal_core::sealing::SigningKey;
+    use seal_store::Store;
     use seal_store::DEFAULT_DOC_LIMIT;
     use tlog_tiles::TileHashReader;
 
@@ -541,7 +557,7 @@ mod tests {
         let key = seal_fs::keys::generate_signing_key();
         appended(&store, &key, 256).await;
         let edge = tlog::tile_key(&Tile::new(8, 0, 0, 256, false)).unwrap();
-        store.remove_log_object(&edge).await.unwrap();
+        store.remove(&edge).await.unwrap();
         store
             .put(&edge, Bytes::from(vec![9u8; 256 * 32]))
             .await
@@ -580,7 +596,7 @@ mod tests {
         assert_eq!(log.publish_covering(600, &key).await.unwrap(), 600);
         let remove_all = |store: Store| async move {
             for k in store.list(LOG_TILES).await.unwrap().keys {
-                store.remove_log_object(&k).await.unwrap();
+                store.remove(&k).await.unwrap();
             }
         };
         remove_all(store.clone()).await;
@@ -604,7 +620,7 @@ mod tests {
         );
 
         let first = tlog::tile_key(&Tile::new(8, 0, 0, 256, false)).unwrap();
-        store.remove_log_object(&first).await.unwrap();
+        store.remove(&first).await.unwrap();
         let (run, e) = entry(601);
         appended(&store, &key, 0)
             .await

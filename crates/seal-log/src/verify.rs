@@ -7,12 +7,13 @@ use std::collections::HashMap;
 use crate::cache::pointer;
 use crate::error::LogError;
 use crate::finding::Finding;
+use crate::storage::LogStorage;
 use crate::stored::{stored_run, StoredRun};
 use crate::view::{review_missing, LogView, WholeLog};
 use seal_core::ids::RunId;
 use seal_core::tlog::{self, LogTrust};
 use seal_core::vocab::AuditCheck;
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Key, StoreError};
 
 /// A consistency proof between an older checkpoint and the store's latest.
 #[derive(Debug, Clone, Serialize)]
@@ -87,7 +88,7 @@ pub struct RebuildNote {
 /// sealed run in the store against the log, and, given an older checkpoint, append-only
 /// consistency with it.
 pub async fn verify_log(
-    store: &Store,
+    store: &impl LogStorage,
     trust: &LogTrust,
     old: Option<&[u8]>,
 ) -> Result<LogReport, StoreError> {
@@ -180,7 +181,7 @@ pub async fn verify_log(
 /// whole log, but one that keeps some is read from those, and a leaf it lacks a pointer for
 /// is one its own view does not see.
 async fn missing_pointers(
-    store: &Store,
+    store: &impl LogStorage,
     view: &LogView,
     checkpoint: u64,
 ) -> Result<Vec<Key>, StoreError> {
@@ -210,7 +211,7 @@ async fn missing_pointers(
 /// between the append and the seal write, with the logged evidence: returned apart); every
 /// sealed run is logged once.
 async fn runs_against_log(
-    store: &Store,
+    store: &impl LogStorage,
     whole: &WholeLog,
 ) -> Result<(Vec<Finding>, Vec<String>), StoreError> {
     let view = &whole.view;
@@ -272,7 +273,7 @@ async fn runs_against_log(
         }
     }
     problems.extend(view.by_run.keys().filter_map(|run| view.relogged(run)));
-    for run in store.runs().await?.runs {
+    for run in store.runs().await? {
         if view.by_run.contains_key(run.as_str()) || !store.exists(&Key::seal(&run)).await? {
             continue;
         }
@@ -289,13 +290,13 @@ async fn runs_against_log(
 /// Every stored review is logged (`review_log`), and every logged review is stored or listed
 /// as pending: a review at its index whose bytes no entry names is a problem.
 async fn reviews_against_log(
-    store: &Store,
+    store: &impl LogStorage,
     view: &LogView,
 ) -> Result<(Vec<Finding>, Vec<String>), StoreError> {
     let mut problems = Vec::new();
     let mut pending = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    for run in store.runs().await?.runs {
+    for run in store.runs().await? {
         for key in store.list(&Key::reviews_dir(&run)).await?.keys {
             let Some(index) = key.review_number(&run) else {
                 continue; // `seal verify` names it (an object nobody bound).

@@ -18,6 +18,7 @@ use crate::checkpoints::{bounded_checkpoint, checkpoint_sizes};
 use crate::error::LogError;
 use crate::finding::Finding;
 use crate::leaf::SealLeaf;
+use crate::storage::LogStorage;
 use crate::stored::entry_for;
 use seal_core::ids::RunId;
 use seal_core::key::LOG_ENTRIES;
@@ -25,7 +26,7 @@ use seal_core::tlog::{
     self, Leaf, LogEntry, LogTrust, NodeHash, RebuildEntry, ReviewEntry, SignedCheckpoint, Tree,
 };
 use seal_core::vocab::AuditCheck;
-use seal_store::{Bounded, Key, Store, StoreError};
+use seal_store::{Bounded, Key, StoreError};
 
 /// Entries read at once when a process first loads the log.
 pub(crate) const READ_AHEAD: usize = 16;
@@ -96,7 +97,7 @@ pub struct WholeLog {
 }
 
 impl WholeLog {
-    pub async fn load(store: &Store, trust: &LogTrust) -> Result<WholeLog, StoreError> {
+    pub async fn load(store: &impl LogStorage, trust: &LogTrust) -> Result<WholeLog, StoreError> {
         let mut entries = Vec::new();
         let view = LogView::read(store, trust, Some(&mut entries)).await?;
         Ok(WholeLog { view, entries })
@@ -153,14 +154,14 @@ pub struct InclusionProof {
 
 impl LogView {
     /// Reads the log and its latest checkpoint (`seal verify`, proofs, the guard).
-    pub async fn load(store: &Store, trust: &LogTrust) -> Result<LogView, StoreError> {
+    pub async fn load(store: &impl LogStorage, trust: &LogTrust) -> Result<LogView, StoreError> {
         LogView::read(store, trust, None).await
     }
 
     /// Reads the log; `whole`: check every stored checkpoint, not only the latest, and push
     /// every leaf's bytes there.
     async fn read(
-        store: &Store,
+        store: &impl LogStorage,
         trust: &LogTrust,
         whole: Option<&mut Vec<Bytes>>,
     ) -> Result<LogView, StoreError> {
@@ -253,7 +254,7 @@ impl LogView {
 
     async fn load_entries(
         &mut self,
-        store: &Store,
+        store: &impl LogStorage,
         trust: &LogTrust,
         mut whole: Option<&mut Vec<Bytes>>,
         covered: u64,
@@ -474,7 +475,11 @@ impl LogView {
     /// The inclusion proof of a run's latest logged seal against the latest checkpoint. The
     /// entry's bytes are read again from the store (a view keeps hashes, not bytes) and must
     /// hash to the leaf the view read: the proof hands out those bytes as the logged entry.
-    pub async fn proof(&self, store: &Store, run: &RunId) -> Result<InclusionProof, LogError> {
+    pub async fn proof(
+        &self,
+        store: &impl LogStorage,
+        run: &RunId,
+    ) -> Result<InclusionProof, LogError> {
         let (leaf, latest) = self.proven_leaf(run)?;
         let path = self.inclusion(leaf.index, latest.size)?;
         let key = Key::log_entry(leaf.index);
@@ -501,7 +506,11 @@ impl LogView {
     /// `seal verify`'s log check of one run: logged once (`run_relogged`), its stored seal is
     /// the one last logged for it (`run_replaced`), and that leaf is proven included in the
     /// latest signed checkpoint (`log_inclusion`).
-    pub async fn check_run(&self, store: &Store, run: &RunId) -> Result<Vec<Finding>, StoreError> {
+    pub async fn check_run(
+        &self,
+        store: &impl LogStorage,
+        run: &RunId,
+    ) -> Result<Vec<Finding>, StoreError> {
         let object = Key::seal(run).to_string();
         let inclusion =
             |detail: String| Finding::new(AuditCheck::LogInclusion, object.clone(), detail);
@@ -657,7 +666,7 @@ pub(super) fn review_missing(leaf: u64, r: &ReviewEntry) -> Finding {
 /// The largest stored checkpoint a trusted key signed, if any (what admission, a run's view
 /// and the pass over the log each start from).
 pub(super) async fn latest_trusted(
-    store: &Store,
+    store: &impl LogStorage,
     trust: &LogTrust,
 ) -> Result<Option<SignedCheckpoint>, StoreError> {
     Ok(read_checkpoints(store, trust, false)
@@ -672,7 +681,7 @@ pub(super) async fn latest_trusted(
 /// size (the store writer of docs/DESIGN.md §13), and seal would pass them on as its log's
 /// head to every tlog client and terminal.
 pub async fn latest_checkpoint(
-    store: &Store,
+    store: &impl LogStorage,
     trust: &LogTrust,
 ) -> Result<Option<tlog::SignedCheckpoint>, StoreError> {
     latest_trusted(store, trust).await
@@ -681,7 +690,7 @@ pub async fn latest_checkpoint(
 /// Reads the stored checkpoints, largest first, and verifies each one's signature; without
 /// `all`, stops at the first that verifies (the latest).
 pub(super) async fn read_checkpoints(
-    store: &Store,
+    store: &impl LogStorage,
     trust: &LogTrust,
     all: bool,
 ) -> Result<Vec<ReadCheckpoint>, StoreError> {

@@ -22,10 +22,11 @@ use std::time::Duration;
 use super::cosig::{self, Cosignature, WitnessKey};
 use super::{protocol, WitnessSpec, LOG_COSIGNATURES};
 use crate::finding::Finding;
+use crate::storage::LogStorage;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::tlog::{self, LogTrust, SignedCheckpoint};
 use seal_core::vocab::AuditCheck;
-use seal_store::{Bounded, Key, Store, StoreError};
+use seal_store::{Bounded, Key, StoreError};
 
 /// Largest witness answer or stored cosignature object read.
 const MAX_READ_BYTES: usize = 64 * 1024;
@@ -138,7 +139,7 @@ impl Witnessed {
 /// The cosignatures of the checkpoint of `size` leaves with note `note`: its own signature
 /// lines and every stored object under `log/cosignatures/<size>/` (unreadable ones skipped).
 pub async fn cosignatures(
-    store: &Store,
+    store: &impl LogStorage,
     size: u64,
     note: &[u8],
 ) -> Result<Vec<Cosignature>, StoreError> {
@@ -165,7 +166,7 @@ pub async fn cosignatures(
 
 /// Which of the policy's witnesses validly cosigned the checkpoint `c`.
 pub async fn witnessed(
-    store: &Store,
+    store: &impl LogStorage,
     policy: &Policy,
     c: &SignedCheckpoint,
 ) -> Result<Witnessed, StoreError> {
@@ -193,7 +194,7 @@ pub async fn witnessed(
 /// `seal verify`: the problem every run report gets when the latest checkpoint lacks a quorum
 /// (None without witnesses or without a checkpoint: the log checks name that already).
 pub async fn quorum_problem(
-    store: &Store,
+    store: &impl LogStorage,
     policy: &Policy,
     latest: Option<&SignedCheckpoint>,
 ) -> Result<Option<Finding>, StoreError> {
@@ -216,7 +217,7 @@ pub struct Asked {
 /// and compares it with the store (`store_latest`: the size of the store's latest verified
 /// checkpoint). Problems are named; only an unreachable witness is an error (`Err`).
 pub async fn ask_witness(
-    store: &Store,
+    store: &impl LogStorage,
     trust: &LogTrust,
     url: &str,
     origin: &str,
@@ -264,7 +265,7 @@ pub async fn ask_witness(
 
 /// A checkpoint the log signed, as a witness holds it, against the store's checkpoints.
 async fn against_store(
-    store: &Store,
+    store: &impl LogStorage,
     trust: &LogTrust,
     object: &str,
     theirs: &SignedCheckpoint,
