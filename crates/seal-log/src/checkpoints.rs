@@ -1,13 +1,18 @@
 //! The log's checkpoints as stored (`log/checkpoints/<size, 20 digits>`): their sizes, one
-//! read within a checkpoint's bound, signing one, and what a reader trusts.
+//! read within a checkpoint's bound, signing one, what a reader trusts, and the run pointers
+//! stored before each checkpoint that covers their leaves.
 
-use crate::storage::LogStorage;
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+
 use seal_core::key::LOG_CHECKPOINTS;
 use seal_core::sealing::{PublicKey, SigningKey};
 use seal_core::tlog::{self, LogTrust, Tree};
 use seal_store::{Bounded, Key, StoreError};
 
 use crate::error::LogError;
+use crate::storage::LogStorage;
+use crate::tiles;
 
 /// Stored checkpoint sizes, largest first. Only the sizes are listed (8 bytes each; the
 /// store holds a checkpoint a batch of seals, ~0.8 a run under light load): a reader builds
@@ -42,4 +47,28 @@ pub fn sign_checkpoint(
     let body = tlog::checkpoint_body(origin, size, &tree.root(size)?)?;
     let public = key.public().raw();
     Ok(tlog::sign_checkpoint(&body, &public, &|m| key.sign(m))?)
+}
+
+/// Stores the pointers `keys`, each saying leaf `<index>` is about `<run>` (create-only: the
+/// same again is fine, and so is one stored with other bytes, since only its name is read).
+/// Readers authenticate the leaf it names and ignore one that is not the run's, so a pointer
+/// is never trusted for more than "look there".
+pub(crate) async fn store_pointers(
+    store: &impl LogStorage,
+    keys: &[(u64, Key)],
+) -> Result<(), LogError> {
+    // Owned keys: a stream over borrowed ones makes the append's future not `Send` for
+    // every lifetime, which the routes need.
+    let owned: Vec<Key> = keys.iter().map(|(_, k)| k.clone()).collect();
+    futures::stream::iter(owned)
+        .map(|k| async move {
+            match store.create(&k, Bytes::new()).await {
+                Ok(_) | Err(StoreError::Conflict { .. }) => Ok(()),
+                Err(e) => Err(LogError::from(e)),
+            }
+        })
+        .buffer_unordered(tiles::AT_ONCE)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
 }

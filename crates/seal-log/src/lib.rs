@@ -39,6 +39,7 @@
 
 #![forbid(unsafe_code)]
 
+mod append;
 mod cache;
 mod checkpoints;
 mod error;
@@ -59,11 +60,12 @@ mod verify;
 pub mod view;
 pub mod witness;
 
+pub use append::{Appended, EvidenceWas, NewLeaf, SealLogged};
 pub use checkpoints::{bounded_checkpoint, checkpoint_sizes, sign_checkpoint, trust};
 pub use error::LogError;
 pub use finding::Finding;
 pub use leaf::SealLeaf;
-pub use log::{append_delay, Appended, EvidenceWas, Log, SealLogged, APPEND_DELAY_ENV};
+pub use log::{append_delay, Log, APPEND_DELAY_ENV};
 pub use seal_core::key::{LOG_CHECKPOINTS, LOG_ENTRIES, LOG_RUNS};
 pub use seal_core::tlog::DEFAULT_ORIGIN;
 pub use storage::{removable, LogStorage};

@@ -2,7 +2,6 @@
 //! checkpoints that cover them (the crate doc says how).
 
 use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt};
 use std::sync::Arc;
 
 use crate::storage::LogStorage;
@@ -11,41 +10,20 @@ use seal_core::ids::RunId;
 use seal_core::key::LOG_RUNS;
 use seal_core::sealing::{PublicKey, SigningKey};
 use seal_core::tlog::{self, Leaf, LogEntry, LogTrust};
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Key, Store};
 
 use crate::cache::Cache;
-use crate::checkpoints::sign_checkpoint;
+use crate::checkpoints::store_pointers;
 use crate::error::{corrupt, LogError};
 use crate::guard;
 use crate::leaf::SealLeaf;
 use crate::publish::Publisher;
-use crate::stored::trusted_entry;
 use crate::tiles;
 
 /// Test hook: milliseconds the postguard waits between appending a seal's entry and storing
 /// the seal, so a test can kill -9 the process in exactly that window. Read by debug builds
 /// only ([`append_delay`]).
 pub const APPEND_DELAY_ENV: &str = "SEAL_TEST_LOG_APPEND_DELAY_MS";
-
-/// Where an append put a run's seal.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Appended {
-    pub index: u64,
-    /// False when the seal was already logged (by this or another replica).
-    pub created: bool,
-    /// Size of the checkpoint published after the append.
-    pub tree_size: u64,
-}
-
-/// What [`Log::append_seal`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SealLogged {
-    /// The entry is in the log: appended now, or found there already.
-    Appended(Appended),
-    /// Another seal of the same evidence is logged (a racing finalizer holding another key
-    /// got there first): that seal is the run's, and its signer is storing it.
-    Rival(LogEntry),
-}
 
 /// The store's log as this process appends to it, on any [`LogStorage`] (seal's
 /// [`Store`] unless said otherwise). Cheap to clone; one per engine.
@@ -242,57 +220,6 @@ impl<S: LogStorage> Log<S> {
         Ok(())
     }
 
-    /// Appends the entry of a seal the postguard is about to store (see the module doc), unless
-    /// that very entry is logged already, then returns once a checkpoint of a tree that holds
-    /// it is stored: the one it publishes, or one another appender of this process published
-    /// meanwhile ([`Log::publish_covering`]). Appends nothing when another seal of the same
-    /// evidence is logged ([`SealLogged::Rival`]).
-    pub async fn append_seal(
-        &self,
-        run: &RunId,
-        entry: &LogEntry,
-        key: &SigningKey,
-    ) -> Result<SealLogged, LogError> {
-        self.append_seal_as(run, entry, key, EvidenceWas::Stored)
-            .await
-    }
-
-    /// [`Log::append_seal`] of a seal over evidence the caller has just created in the store
-    /// ([`EvidenceWas::CreatedNow`]): the run's pointers are not listed (one request a run on an
-    /// object store).
-    pub async fn append_seal_as(
-        &self,
-        run: &RunId,
-        entry: &LogEntry,
-        key: &SigningKey,
-        evidence: EvidenceWas,
-    ) -> Result<SealLogged, LogError> {
-        let (index, created) = {
-            let mut cache = self.cache.lock().await;
-            self.admit_locked(&mut cache, &self.trust_of(key, &[]))
-                .await?;
-            match self
-                .append_as(&mut cache, run, entry, evidence, key)
-                .await?
-            {
-                Placed::At { index, created } => (index, created),
-                Placed::Rival(index) => {
-                    let rival = self.entry_at(&cache, index).await?;
-                    return Ok(SealLogged::Rival(rival));
-                }
-            }
-        };
-        // The entry's pointer is stored with the checkpoint's tiles, before the checkpoint
-        // (outside the cache's lock, so that appends are not serialized behind one more write
-        // each).
-        let tree_size = self.publish_covering(index + 1, key).await?;
-        Ok(SealLogged::Appended(Appended {
-            index,
-            created,
-            tree_size,
-        }))
-    }
-
     /// The logged leaf of a run's stored seal (`seal_sha256`, as stored), after the guard;
     /// publishes the checkpoint again, in case a crash came between an append and its
     /// checkpoint. A stored seal the log lacks is refused, named: planted, or the log lost it.
@@ -315,7 +242,9 @@ impl<S: LogStorage> Log<S> {
                 problems: vec![guard::unlogged_seal(run, !logged.is_empty())],
             });
         };
-        self.publish(&mut cache, key).await?;
+        let size = cache.tree.size();
+        drop(cache);
+        self.publish_covering(size, key).await?;
         Ok(leaf)
     }
 
@@ -345,120 +274,6 @@ impl<S: LogStorage> Log<S> {
         match Leaf::from_bytes(&bytes).map_err(|e| corrupt(&k, e))? {
             Leaf::Seal(entry) => Ok(entry),
             Leaf::Review(_) | Leaf::Rebuild(_) => Err(corrupt(&k, "not a seal's entry")),
-        }
-    }
-
-    /// Appends the entry of a run this process is importing from an archive
-    /// (`seal replay --from`), computed from the seal and evidence `staged` (verified there
-    /// under `trusted`), before the import stores the seal: log before seal, as the
-    /// postguard does, so that no other process ever sees the imported seal unlogged. `key`
-    /// signs the checkpoint. Import copies verified bytes; it signs no seal.
-    pub async fn append_imported(
-        &self,
-        run: &RunId,
-        staged: &impl LogStorage,
-        key: &SigningKey,
-        trusted: &[PublicKey],
-    ) -> Result<Appended, LogError> {
-        let entry = trusted_entry(staged, run, trusted).await?;
-        let mut cache = self.cache.lock().await;
-        self.admit_locked(&mut cache, &self.trust_of(key, trusted))
-            .await?;
-        let (index, created) = self
-            .append_locked(&mut cache, run, &entry, key)
-            .await?
-            .at(run)?;
-        let tree_size = self.publish(&mut cache, key).await?;
-        Ok(Appended {
-            index,
-            created,
-            tree_size,
-        })
-    }
-
-    /// Appends the entry of a review about to be stored (log before store, as for seals),
-    /// unless those very bytes are logged already, then publishes the checkpoint. A crash
-    /// between the two leaves a logged review that is not stored: `seal log verify` lists it
-    /// as pending, and sending the same envelope again stores it.
-    pub async fn append_review(
-        &self,
-        entry: &tlog::ReviewEntry,
-        key: &SigningKey,
-    ) -> Result<Appended, LogError> {
-        let bytes = Bytes::from(entry.to_bytes().map_err(|e| LogError::Corrupt {
-            key: format!("runs/{}/reviews", entry.run_id),
-            detail: e.to_string(),
-        })?);
-        let mut cache = self.cache.lock().await;
-        self.admit_locked(&mut cache, &self.trust_of(key, &[]))
-            .await?;
-        self.sync(&mut cache).await?;
-        self.load_run(&mut cache, &entry.run_id).await?;
-        let (index, created) = self.append_bytes_locked(&mut cache, bytes, key).await?;
-        let tree_size = self.publish(&mut cache, key).await?;
-        Ok(Appended {
-            index,
-            created,
-            tree_size,
-        })
-    }
-
-    /// Appends `bytes`, a leaf that is not a seal's, as the next leaf unless a leaf holds
-    /// them already: `(leaf, created)`.
-    pub(crate) async fn append_bytes_locked(
-        &self,
-        cache: &mut Cache,
-        unsigned: Bytes,
-        key: &SigningKey,
-    ) -> Result<(u64, bool), LogError> {
-        let content = tlog::leaf_hash(&unsigned);
-        loop {
-            if let Some(&i) = cache.others.get(&content) {
-                return Ok((i, false));
-            }
-            let index = cache.tree.size();
-            match self.create_entry(cache, index, &unsigned, key).await? {
-                Some(created) => return Ok((index, created)),
-                None => continue,
-            }
-        }
-    }
-
-    /// Creates leaf `index` as `unsigned` signed for this log and that index
-    /// ([`tlog::sign_leaf`]): `Some(created)` once it is there (`false`: the same bytes were,
-    /// from a racing replica appending the same entry), `None` when another entry took the
-    /// index (read, authenticated and adopted: the caller looks again). An entry there that
-    /// does not authenticate is refused ([`Cache::push`]).
-    pub(crate) async fn create_entry(
-        &self,
-        cache: &mut Cache,
-        index: u64,
-        unsigned: &[u8],
-        key: &SigningKey,
-    ) -> Result<Option<bool>, LogError> {
-        let k = Key::log_entry(index);
-        let at = tlog::Place::next_of(&cache.tree)?;
-        if at.index != index {
-            return Err(corrupt(
-                &k,
-                "not the next index of the log this process holds",
-            ));
-        }
-        let bytes = Bytes::from(tlog::sign_leaf(unsigned, &self.origin, &at, &|m| {
-            key.sign(m)
-        })?);
-        match self.store.create(&k, bytes.clone()).await {
-            Ok(created) => {
-                cache.push_trusted(&bytes, &k)?;
-                Ok(Some(created))
-            }
-            // Another replica took this index: learn its entry (if it is this log's).
-            Err(StoreError::Conflict { .. }) => {
-                let theirs = self.store.get(&k).await?;
-                cache.push(&theirs, &k)?;
-                Ok(None)
-            }
-            Err(e) => Err(e.into()),
         }
     }
 
@@ -500,56 +315,6 @@ impl<S: LogStorage> Log<S> {
         Ok(cache.reviews.contains(&wanted))
     }
 
-    /// Creates the entry at the next free index unless it, or a rival, is logged already.
-    pub(crate) async fn append_locked(
-        &self,
-        cache: &mut Cache,
-        run: &RunId,
-        entry: &LogEntry,
-        key: &SigningKey,
-    ) -> Result<Placed, LogError> {
-        self.append_as(cache, run, entry, EvidenceWas::Stored, key)
-            .await
-    }
-
-    pub(crate) async fn append_as(
-        &self,
-        cache: &mut Cache,
-        run: &RunId,
-        entry: &LogEntry,
-        evidence: EvidenceWas,
-        key: &SigningKey,
-    ) -> Result<Placed, LogError> {
-        let unsigned = entry.to_bytes().map_err(|e| LogError::NotSealed {
-            run: run.clone(),
-            detail: e.to_string(),
-        })?;
-        let content = tlog::leaf_hash(&unsigned);
-        if evidence == EvidenceWas::Stored {
-            self.load_run(cache, &entry.run_id).await?;
-        }
-        // No read of the next index first: the cache knows every leaf of this run below its
-        // length (those it read, and those below its starting checkpoint by their pointers),
-        // so a create at that index that succeeds was made after looking at all of them (the
-        // same seal is not appended twice); a conflict means another process appended there,
-        // whose entry is authenticated and looked at before trying the next index.
-        loop {
-            if let Some(index) = cache.find(&entry.run_id, &content) {
-                return Ok(Placed::At {
-                    index,
-                    created: false,
-                });
-            }
-            if let Some(rival) = cache.rival(entry, &content) {
-                return Ok(Placed::Rival(rival));
-            }
-            let index = cache.tree.size();
-            if let Some(created) = self.create_entry(cache, index, &unsigned, key).await? {
-                return Ok(Placed::At { index, created });
-            }
-        }
-    }
-
     /// Reads the entries this process has not seen yet, one by one until the first free
     /// index (the guard read the log in bulk when the process first used it).
     pub(crate) async fn sync(&self, cache: &mut Cache) -> Result<(), LogError> {
@@ -559,160 +324,6 @@ impl<S: LogStorage> Log<S> {
                 Some(b) => cache.push(&b, &k)?,
                 None => return Ok(()),
             }
-        }
-    }
-
-    /// Signs and stores the checkpoint of everything this process has seen; returns its size.
-    pub(crate) async fn publish(
-        &self,
-        cache: &mut Cache,
-        key: &SigningKey,
-    ) -> Result<u64, LogError> {
-        let size = cache.tree.size();
-        if size == 0 {
-            return Ok(0);
-        }
-        let note = Bytes::from(sign_checkpoint(&self.origin, &cache.tree, size, key)?);
-        let due = tiles::due(&cache.tree, cache.tiled.min(size), size)?;
-        let pointers = cache.pointers_due(size);
-        tokio::try_join!(
-            tiles::store_all(&self.store, due),
-            store_pointers(&self.store, &pointers)
-        )?;
-        cache.tiled_through(size);
-        cache.pointed(&pointers);
-        if self.store_checkpoint(size, &note).await? {
-            self.witnesses.offer(&cache.tree, size, &note);
-        }
-        cache.published = cache.published.max(size);
-        Ok(size)
-    }
-
-    /// Returns once a checkpoint of at least `needed` leaves is stored, publishing one of
-    /// everything appended so far unless this process already did: the size of that
-    /// checkpoint. The checkpoint is made durable outside the cache's lock, so entries go on
-    /// being appended meanwhile, and the appenders queued behind it find them covered by the
-    /// next one: under load, one checkpoint (one signature, one create, its flushes) per batch
-    /// of entries instead of one per seal. Each caller still returns only after a checkpoint
-    /// holding its entry is stored (log, checkpoint, then seal: the module doc).
-    pub(crate) async fn publish_covering(
-        &self,
-        needed: u64,
-        key: &SigningKey,
-    ) -> Result<u64, LogError> {
-        let _turn = self.publishing.lock().await;
-        let (size, note, due, pointers) = {
-            let cache = self.cache.lock().await;
-            if cache.published >= needed {
-                return Ok(cache.published);
-            }
-            let size = cache.tree.size();
-            // The tree only grows while this process appends; a smaller one means the log was
-            // replaced under it (a rebuild): no checkpoint may then claim to cover the entry.
-            if size < needed {
-                return Err(LogError::Corrupt {
-                    key: Key::log_checkpoint(needed).to_string(),
-                    detail: format!(
-                        "the log holds {size} entries, fewer than the {needed} just appended: \
-                         it was replaced while this process appended"
-                    ),
-                });
-            }
-            let note = sign_checkpoint(&self.origin, &cache.tree, size, key)?;
-            let due = tiles::due(&cache.tree, cache.tiled.min(size), size)?;
-            (size, Bytes::from(note), due, cache.pointers_due(size))
-        };
-        // The tiles and the pointers first: a stored checkpoint's tiles are all there for its
-        // readers, and every leaf it covers can be found from its run.
-        tokio::try_join!(
-            tiles::store_all(&self.store, due),
-            store_pointers(&self.store, &pointers)
-        )?;
-        {
-            let mut cache = self.cache.lock().await;
-            cache.tiled_through(size);
-            cache.pointed(&pointers);
-        }
-        let created = self.store_checkpoint(size, &note).await?;
-        let mut cache = self.cache.lock().await;
-        // The tree only grows (entries are create-only), so its first `size` leaves are the
-        // ones just signed, and a witness is offered the proofs of that size.
-        if created && cache.tree.size() >= size {
-            self.witnesses.offer(&cache.tree, size, &note);
-        }
-        cache.published = cache.published.max(size);
-        Ok(size)
-    }
-
-    /// Stores the checkpoint `note` of `size` leaves, create-only; false when another
-    /// checkpoint of that size was there (another key's, or a forger's: `seal log verify`
-    /// judges it).
-    pub(crate) async fn store_checkpoint(&self, size: u64, note: &Bytes) -> Result<bool, LogError> {
-        let k = Key::log_checkpoint(size);
-        match self.store.create(&k, note.clone()).await {
-            Ok(_) => Ok(true),
-            Err(StoreError::Conflict { .. }) => {
-                tracing::warn!(key = %k, "another checkpoint of this size is stored");
-                Ok(false)
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-}
-
-/// Stores the pointers `keys`, each saying leaf `<index>` is about `<run>` (create-only: the
-/// same again is fine, and so is one stored with other bytes, since only its name is read).
-/// Readers authenticate the leaf it names and ignore one that is not the run's, so a pointer
-/// is never trusted for more than "look there".
-async fn store_pointers(store: &impl LogStorage, keys: &[(u64, Key)]) -> Result<(), LogError> {
-    // Owned keys: a stream over borrowed ones makes the append's future not `Send` for
-    // every lifetime, which the routes need.
-    let owned: Vec<Key> = keys.iter().map(|(_, k)| k.clone()).collect();
-    futures::stream::iter(owned)
-        .map(|k| async move {
-            match store.create(&k, Bytes::new()).await {
-                Ok(_) | Err(StoreError::Conflict { .. }) => Ok(()),
-                Err(e) => Err(LogError::from(e)),
-            }
-        })
-        .buffer_unordered(tiles::AT_ONCE)
-        .try_collect::<Vec<()>>()
-        .await?;
-    Ok(())
-}
-
-/// Where [`Log::append_locked`] left an entry.
-/// What the caller of an append knows of the evidence its seal is over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EvidenceWas {
-    /// Its create-only put succeeded in this very call, so no leaf can name it from before
-    /// this process started: an appender stores the evidence before it appends, so every leaf
-    /// naming it was appended after that create, at an index this process reads (past its
-    /// starting checkpoint). Wrong only if the store writer deleted the evidence, and then
-    /// the cost is a second leaf for the run (`run_relogged`), never a seal unlogged.
-    CreatedNow,
-    /// Anything else: the run's leaves below the starting checkpoint are looked up.
-    Stored,
-}
-
-pub(crate) enum Placed {
-    At {
-        index: u64,
-        created: bool,
-    },
-    /// The leaf of another seal of the same evidence.
-    Rival(u64),
-}
-
-impl Placed {
-    /// The index, for callers that hold the only seal of the run (an import, a rebuild).
-    pub(crate) fn at(self, run: &RunId) -> Result<(u64, bool), LogError> {
-        match self {
-            Placed::At { index, created } => Ok((index, created)),
-            Placed::Rival(index) => Err(LogError::NotSealed {
-                run: run.clone(),
-                detail: format!("another seal of this evidence is logged (leaf {index})"),
-            }),
         }
     }
 }

@@ -19,6 +19,7 @@
 
 use bytes::Bytes;
 
+use crate::append::{EvidenceWas, NewLeaf};
 use crate::cache::Cache;
 use crate::error::LogError;
 use crate::finding::Finding;
@@ -230,20 +231,23 @@ impl<S: LogStorage> Log<S> {
         let mut fresh = self
             .write_rebuild_entry(&whole, keep, &entry, key, trust)
             .await?;
-        for (run, e) in &relog {
-            self.append_locked(&mut fresh, run, e, key).await?.at(run)?;
+        for (run, entry) in &relog {
+            let leaf = NewLeaf::Seal {
+                run,
+                entry,
+                evidence: EvidenceWas::Stored,
+            };
+            self.place(&mut fresh, leaf, key).await?.at(run)?;
         }
         let mut reviews_relogged = Vec::with_capacity(reviews.len());
         for (k, e) in &reviews {
-            let bytes = Bytes::from(e.to_bytes().map_err(|err| LogError::Corrupt {
-                key: k.to_string(),
-                detail: err.to_string(),
-            })?);
-            self.append_bytes_locked(&mut fresh, bytes, key).await?;
+            self.place(&mut fresh, NewLeaf::Review(e), key).await?;
             reviews_relogged.push(k.to_string());
         }
-        let tree_size = self.publish(&mut fresh, key).await?;
+        let size = fresh.tree.size();
         *cache = fresh;
+        std::mem::drop(cache);
+        let tree_size = self.publish_covering(size, key).await?;
         Ok(Some(Rebuilt {
             index: keep,
             entry,

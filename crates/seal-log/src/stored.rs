@@ -1,7 +1,6 @@
 //! What the store holds of a run, in the log's terms: the entry a sealed run's leaf must be
 //! ([`seal_entry`], [`entry_for`]), recomputed from its stored evidence and seal bytes.
 
-use crate::storage::LogStorage;
 use seal_core::canonical::Hash;
 use seal_core::doc::Evidence;
 use seal_core::ids::RunId;
@@ -10,6 +9,7 @@ use seal_core::tlog::LogEntry;
 use seal_store::Key;
 
 use crate::error::LogError;
+use crate::storage::LogStorage;
 
 /// The log entry of a seal: what the postguard appends before it stores the seal, and what
 /// auditors recompute from the stored evidence and seal bytes ([`entry_for`]); `None` when the

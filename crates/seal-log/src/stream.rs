@@ -350,7 +350,12 @@ mod tests {
         log.admit_locked(&mut cache, trust).await.unwrap();
         for i in runs {
             let (run, e) = entry(i);
-            log.append_locked(&mut cache, &run, &e, key).await.unwrap();
+            let leaf = crate::NewLeaf::Seal {
+                run: &run,
+                entry: &e,
+                evidence: crate::EvidenceWas::Stored,
+            };
+            log.place(&mut cache, leaf, key).await.unwrap();
         }
     }
 

@@ -590,7 +590,12 @@ mod tests {
                 .unwrap();
             for i in 0..600 {
                 let (run, e) = entry(i);
-                log.append_locked(&mut cache, &run, &e, &key).await.unwrap();
+                let leaf = crate::NewLeaf::Seal {
+                    run: &run,
+                    entry: &e,
+                    evidence: crate::EvidenceWas::Stored,
+                };
+                log.place(&mut cache, leaf, &key).await.unwrap();
             }
         }
         assert_eq!(log.publish_covering(600, &key).await.unwrap(), 600);

@@ -4,7 +4,7 @@ use super::*;
 use crate::checkpoints::checkpoint_sizes;
 use crate::view;
 use crate::view::latest_checkpoint;
-use crate::{LogView, DEFAULT_ORIGIN};
+use crate::{Appended, LogView, SealLogged, DEFAULT_ORIGIN};
 use seal_core::canonical::Hash;
 use seal_core::ids::RunId;
 use seal_core::sealing::{PublicKey, SigningKey};
@@ -65,7 +65,12 @@ async fn one_checkpoint_covers_every_entry_appended_before_it() {
             .unwrap();
         for i in 0..5 {
             let (run, e) = entry(i);
-            log.append_locked(&mut cache, &run, &e, &key).await.unwrap();
+            let leaf = crate::NewLeaf::Seal {
+                run: &run,
+                entry: &e,
+                evidence: crate::EvidenceWas::Stored,
+            };
+            log.place(&mut cache, leaf, &key).await.unwrap();
         }
     }
     // The first appender to publish covers all five.
