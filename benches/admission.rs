@@ -19,7 +19,7 @@ use futures::StreamExt;
 use seal_core::canonical::Hash;
 use seal_core::ids::RunId;
 use seal_core::tlog::{LogEntry, DEFAULT_ORIGIN};
-use seal_engine::transparency::Log;
+use seal_log::Log;
 use seal_store::Store;
 
 /// Appenders at once while the log is built.

@@ -12,7 +12,9 @@
 //!    ↑
 //! seal-store   the write-once, content-addressed evidence store (file, memory, S3)
 //!    ↑
-//! seal-engine  the use cases: intake, rolls and judges, the postguard, the log, verify, replay
+//! seal-log     the transparency log of seals: tiles, checkpoints, proofs, witnesses
+//!    ↑
+//! seal-engine  the use cases: intake, rolls and judges, the postguard, verify, replay
 //!    ↑
 //! seal-server  `seal serve` (HTTP/JSON) and `seal witness serve`
 //!    ↑
@@ -30,14 +32,14 @@
 //!                   ─▶ roll, merge             rolls and first-decisive/1
 //!                   ─▶ postguard               the ONLY writer of a DECIDED document
 //!                   ─▶ sealing                 in-toto statement in a DSSE envelope, ed25519
-//!                   ─▶ transparency, tlog      the seal's entry logged (RFC 6962, C2SP checkpoint), then the seal stored
-//!                   ─▶ transparency::publish   each checkpoint sent to witnesses, cosignatures stored
+//!                   ─▶ seal_log, tlog          the seal's entry logged (RFC 6962, C2SP checkpoint), then the seal stored
+//!                   ─▶ seal_log::publish       each checkpoint sent to witnesses, cosignatures stored
 //! auditor           ─▶ verify                  re-hash, re-verify, recompute everything
-//!                   ─▶ transparency::view      nothing deleted, replaced or rolled back
-//!                   ─▶ witness::check          N of M witnesses cosigned the checkpoint relied on
-//! witness operator  ─▶ witness                 `seal witness serve`: cosigns only append-only growth
+//!                   ─▶ seal_log::view          nothing deleted, replaced or rolled back
+//!                   ─▶ seal_log::witness::check N of M witnesses cosigned the checkpoint relied on
+//! witness operator  ─▶ seal_log::witness       `seal witness serve`: cosigns only append-only growth
 //! operator          ─▶ replay                  historical_replay from stored or live judges
-//!                   ─▶ transparency::rebuild   the explicit, logged way past a log that lost a seal
+//!                   ─▶ seal_log::rebuild       the explicit, logged way past a log that lost a seal
 //! ```
 //!
 //! One decision worth knowing: every JSON document is stored as RFC 8785 canonical bytes and
@@ -47,7 +49,7 @@
 //! # Paths
 //!
 //! Each item has one path, in the crate that holds it (`seal_core::canonical`,
-//! `seal_store::Store`, `seal_engine::roll`, …); this package adds only [`cli`].
+//! `seal_store::Store`, `seal_log::Log`, `seal_engine::roll`, …); this package adds only [`cli`].
 
 #![forbid(unsafe_code)]
 

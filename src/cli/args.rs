@@ -12,7 +12,7 @@ use seal_core::doc::Genre;
 use seal_core::ids::{IdError, RunId};
 use seal_engine::config::Config;
 use seal_engine::replay::JudgesFrom;
-use seal_engine::witness::check::Policy;
+use seal_log::witness::check::Policy;
 use seal_store::{StoreError, StoreUrl};
 
 use super::error::CliError;

@@ -25,7 +25,7 @@ use super::output::terminal_safe;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 use seal_engine::engine::Clock;
-use seal_engine::transparency::{self, LogError, LogReport};
+use seal_log::{self, LogError, LogReport};
 use seal_store::Store;
 
 /// Largest older-checkpoint file read (a note is a few hundred bytes).
@@ -107,7 +107,7 @@ pub enum LogCommand {
         /// leaf:<index> for a leaf whose entry is gone; repeatable. The rebuild refuses while
         /// it would lose one not named, and records each named one in its signed entry.
         #[arg(long, value_name = "RUN|leaf:N")]
-        drop: Vec<transparency::rebuild::Dropped>,
+        drop: Vec<seal_log::rebuild::Dropped>,
         /// Print what was done as JSON.
         #[arg(long)]
         json: bool,
@@ -174,8 +174,8 @@ async fn checkpoint(
 ) -> Result<ExitStatus, CliError> {
     let keys = ctx.trusted(trust, ctx.own_public_key())?;
     let (store, _) = open(ctx, store).await?;
-    let trust = transparency::trust(&ctx.config().log_origin, &keys);
-    let Some(signed) = transparency::latest_checkpoint(&store, &trust).await? else {
+    let trust = seal_log::trust(&ctx.config().log_origin, &keys);
+    let Some(signed) = seal_log::latest_checkpoint(&store, &trust).await? else {
         return Ok(refused(&LogError::NoCheckpoint));
     };
     use std::io::Write;
@@ -210,7 +210,7 @@ async fn prove(
     let (store, url) = open(ctx, store).await?;
     ctx.named_run(&store, &url, run).await?;
     let scope = seal_engine::verify::Scope::Runs(std::slice::from_ref(run));
-    let trust = transparency::trust(&ctx.config().log_origin, &keys);
+    let trust = seal_log::trust(&ctx.config().log_origin, &keys);
     let view = seal_engine::verify::load_log(&store, &trust, scope).await?;
     let proof = match view.proof(&store, run).await {
         Ok(p) => p,
@@ -251,7 +251,7 @@ fn read_note(path: &Path) -> Result<Vec<u8>, CliError> {
 
 /// What `seal log verify` requires of witnesses.
 struct Witnessing {
-    policy: seal_engine::witness::check::Policy,
+    policy: seal_log::witness::check::Policy,
     urls: Vec<String>,
 }
 
@@ -266,8 +266,8 @@ async fn verify(
     let keys = ctx.trusted(trust, None)?;
     let (store, _) = open(ctx, store).await?;
     let old = old.map(read_note).transpose()?;
-    let raw = transparency::trust(&ctx.config().log_origin, &keys);
-    let mut report = transparency::verify_log(&store, &raw, old.as_deref()).await?;
+    let raw = seal_log::trust(&ctx.config().log_origin, &keys);
+    let mut report = seal_log::verify_log(&store, &raw, old.as_deref()).await?;
     let lines = witness_checks(&store, &raw, witnessing, &mut report).await?;
     if json {
         println!(
@@ -288,7 +288,7 @@ async fn witness_checks(
     w: &Witnessing,
     report: &mut LogReport,
 ) -> Result<String, CliError> {
-    use seal_engine::witness::check;
+    use seal_log::witness::check;
     let mut lines = String::new();
     let latest = match &report.checkpoint {
         Some(note) => trust.open_checkpoint(note.as_bytes()).ok(),
@@ -448,7 +448,7 @@ async fn rebuild(
     ctx: &Context,
     store: Option<&StoreArg>,
     keys: RebuildKeys<'_>,
-    drop: &[transparency::rebuild::Dropped],
+    drop: &[seal_log::rebuild::Dropped],
     json: bool,
 ) -> Result<ExitStatus, CliError> {
     let RebuildKeys {
@@ -462,7 +462,7 @@ async fn rebuild(
     let trusted = ctx.public_keys(trust)?;
     let reviewers = ctx.reviewer_keys(trust_reviewer)?;
     let url = store.url().to_string();
-    let log = transparency::Log::new(store.clone(), &ctx.config().log_origin);
+    let log = seal_log::Log::new(store.clone(), &ctx.config().log_origin);
     let now = seal_engine::engine::SystemClock.now_rfc3339();
     // Every stored review, re-checked under the reviewer keys against its run proven under the
     // keys whose seals count (the signing key's and `--trust`).
@@ -509,7 +509,7 @@ async fn rebuild(
     Ok(ExitStatus::Yes)
 }
 
-fn render_rebuilt(url: &str, r: &transparency::rebuild::Rebuilt) -> String {
+fn render_rebuilt(url: &str, r: &seal_log::rebuild::Rebuilt) -> String {
     let e = &r.entry;
     let mut out = format!(
         "rebuilt the log of {url}: kept {} leaves, rebuild entry at leaf {}, relogged {} sealed runs, checkpoint of size {}\n",

@@ -116,7 +116,7 @@ pub fn run(ctx: &Context, args: ReviewArgs) -> Result<ExitStatus, CliError> {
         );
         let envelope = seal_core::review::sign(&reviewer_key, &statement)
             .map_err(|e| CliError::Usage(e.to_string()))?;
-        let log = seal_engine::transparency::Log::new(store.clone(), &ctx.config().log_origin);
+        let log = seal_log::Log::new(store.clone(), &ctx.config().log_origin);
         Ok(seal_engine::review::submit(&store, &log, signing.key(), trust, run, &envelope).await)
     })?;
     match done {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use seal_core::sealing::PublicKey;
 use seal_engine::config::Config;
 use seal_engine::engine::Engine;
-use seal_engine::transparency::LogError;
+use seal_log::LogError;
 use seal_server::{Admission, AdmissionGate};
 
 use super::args::{self, StoreArg};
@@ -95,7 +95,7 @@ async fn summary(engine: &Engine, addr: &str) {
     // The largest stored checkpoint's size, from one listing of names (a number, nothing read:
     // checking it is the admission's work, off the start path, and reading planted notes here
     // would hold the health routes back). Unknown when the listing fails.
-    let log_size = match seal_engine::transparency::checkpoint_sizes(engine.store()).await {
+    let log_size = match seal_log::checkpoint_sizes(engine.store()).await {
         Ok(sizes) => sizes.first().copied().unwrap_or(0).to_string(),
         Err(_) => "unknown".to_string(),
     };

@@ -19,8 +19,8 @@ use clap::Subcommand;
 
 use super::context::{runtime, shutdown_signal};
 use super::error::{CliError, ExitStatus};
-use seal_engine::witness::service::{self, Witness};
-use seal_engine::witness::state::StateFile;
+use seal_log::witness::service::{self, Witness};
+use seal_log::witness::state::StateFile;
 
 /// Default key name of a witness's cosignatures.
 pub const DEFAULT_NAME: &str = "seal.local/witness";
@@ -44,7 +44,7 @@ pub enum WitnessCommand {
         #[arg(long = "log-key", value_name = "PEM", required = true)]
         log_keys: Vec<PathBuf>,
         /// The log's origin (its checkpoints' first line).
-        #[arg(long, value_name = "ORIGIN", default_value = seal_engine::transparency::DEFAULT_ORIGIN)]
+        #[arg(long, value_name = "ORIGIN", default_value = seal_log::DEFAULT_ORIGIN)]
         origin: String,
         /// The name this witness cosigns under (verifiers configure it with its public key).
         #[arg(long, value_name = "NAME", default_value = DEFAULT_NAME)]

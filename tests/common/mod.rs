@@ -302,11 +302,11 @@ pub async fn verifier(
     store: &Store,
     key: seal_core::sealing::PublicKey,
 ) -> seal_engine::verify::Verifier {
-    let policy = seal_engine::witness::check::Policy::default();
+    let policy = seal_log::witness::check::Policy::default();
     seal_engine::verify::Verifier::load(
         store,
         vec![key],
-        seal_engine::transparency::DEFAULT_ORIGIN,
+        seal_log::DEFAULT_ORIGIN,
         &policy,
         seal_engine::verify::Scope::All,
     )

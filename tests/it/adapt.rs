@@ -529,7 +529,7 @@ async fn adapted_verdicts_are_judged_and_map_back_to_their_decision() {
             engine.store(),
             folder.run(),
             &trusted,
-            seal_engine::transparency::DEFAULT_ORIGIN,
+            seal_log::DEFAULT_ORIGIN,
         )
         .await
         .unwrap();

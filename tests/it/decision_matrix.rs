@@ -159,7 +159,7 @@ async fn case(a: Slot, b: Slot, floor_passes: bool, with_checks: bool) -> Result
         engine.store(),
         run.run(),
         &trusted,
-        seal_engine::transparency::DEFAULT_ORIGIN,
+        seal_log::DEFAULT_ORIGIN,
     )
     .await
     .map_err(|e| format!("{what}: verify could not run: {e}"))?;

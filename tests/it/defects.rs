@@ -292,7 +292,7 @@ async fn finalize_racing_roll_2_never_answers_for_an_unsealed_roll() {
             probe.store(),
             &run,
             &trusted,
-            seal_engine::transparency::DEFAULT_ORIGIN,
+            seal_log::DEFAULT_ORIGIN,
         )
         .await
         .unwrap();
@@ -524,7 +524,7 @@ async fn a_stored_snapshot_closes_the_run_to_rolls_and_is_decided_as_stored() {
         engine.store(),
         f.run(),
         &trusted,
-        seal_engine::transparency::DEFAULT_ORIGIN,
+        seal_log::DEFAULT_ORIGIN,
     )
     .await
     .unwrap();

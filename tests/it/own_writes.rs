@@ -40,14 +40,10 @@ async fn verify_rehashes_objects_this_process_wrote() {
     assert!(done.wrote());
     let run = folder.run().clone();
     let trusted = [engine.key().unwrap().public()];
-    let clean = seal_engine::verify::verify_run(
-        engine.store(),
-        &run,
-        &trusted,
-        seal_engine::transparency::DEFAULT_ORIGIN,
-    )
-    .await
-    .unwrap();
+    let clean =
+        seal_engine::verify::verify_run(engine.store(), &run, &trusted, seal_log::DEFAULT_ORIGIN)
+            .await
+            .unwrap();
     assert!(clean.verified, "{:?}", clean.problems);
     let (recorded, _) = engine.store().write_set_usage();
     assert!(
@@ -64,14 +60,10 @@ async fn verify_rehashes_objects_this_process_wrote() {
     for k in [&frame, &raw, &consensus] {
         flip_middle_byte(&dir.path().join(k.as_str()));
     }
-    let report = seal_engine::verify::verify_run(
-        engine.store(),
-        &run,
-        &trusted,
-        seal_engine::transparency::DEFAULT_ORIGIN,
-    )
-    .await
-    .unwrap();
+    let report =
+        seal_engine::verify::verify_run(engine.store(), &run, &trusted, seal_log::DEFAULT_ORIGIN)
+            .await
+            .unwrap();
     assert!(!report.verified);
     for k in [&frame, &raw, &consensus] {
         assert!(

@@ -241,7 +241,7 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
             engine.store(),
             &new_id,
             &trusted,
-            seal_engine::transparency::DEFAULT_ORIGIN,
+            seal_log::DEFAULT_ORIGIN,
         )
         .await
         .unwrap();
@@ -256,7 +256,7 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
             engine.store(),
             &new_id,
             &[fixture_key()],
-            seal_engine::transparency::DEFAULT_ORIGIN,
+            seal_log::DEFAULT_ORIGIN,
         )
         .await
         .unwrap();
@@ -277,7 +277,7 @@ async fn stored_replay_of_every_fixture_reproduces_every_consensus_hash() {
             engine.store(),
             &RunId::parse(id).unwrap(),
             &[fixture_key()],
-            seal_engine::transparency::DEFAULT_ORIGIN,
+            seal_log::DEFAULT_ORIGIN,
         )
         .await
         .unwrap();
@@ -799,7 +799,7 @@ async fn replay_refuses_sources_whose_seal_does_not_verify() {
             engine.store(),
             &RunId::parse(run_id).unwrap(),
             &[fixture_key()],
-            seal_engine::transparency::DEFAULT_ORIGIN,
+            seal_log::DEFAULT_ORIGIN,
         )
         .await
         .unwrap();

@@ -178,7 +178,7 @@ async fn a_copy_swapped_after_its_import_is_refused_by_the_replay() {
         engine.store(),
         &RunId::parse(&r.replay).unwrap(),
         &trust,
-        seal_engine::transparency::DEFAULT_ORIGIN,
+        seal_log::DEFAULT_ORIGIN,
     )
     .await
     .unwrap();

@@ -320,10 +320,8 @@ async fn three_replicas_300_runs_every_roll_sent_twice_cost_two_calls_per_roll()
     // One consistent log: every run once, every run proven.
     let store = seal_store::Store::open(&url).await.unwrap();
     let pem = seal_fs::keys::load_public_key(&dir.path().join("keys/seal.pub.pem")).unwrap();
-    let trust = seal_engine::transparency::trust(seal_engine::transparency::DEFAULT_ORIGIN, &[pem]);
-    let report = seal_engine::transparency::verify_log(&store, &trust, None)
-        .await
-        .unwrap();
+    let trust = seal_log::trust(seal_log::DEFAULT_ORIGIN, &[pem]);
+    let report = seal_log::verify_log(&store, &trust, None).await.unwrap();
     assert!(report.verified, "{:?}", report.problems);
     assert_eq!((report.entries, report.runs_logged), (RUNS as u64, RUNS));
     assert_eq!(report.checkpoint_size, Some(RUNS as u64));

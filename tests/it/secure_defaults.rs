@@ -517,11 +517,11 @@ async fn bidi_controls_in_game_text_rationales_and_models_are_shown_visibly_on_b
     let (dir, url, pem, run) = sealed_run_with_text(&evil, &model).await;
     let store = Store::open_existing(&url).await.unwrap();
     let key = seal_fs::keys::load_public_key(&pem).unwrap();
-    let policy = seal_engine::witness::check::Policy::default();
+    let policy = seal_log::witness::check::Policy::default();
     let verifier = seal_engine::verify::Verifier::load(
         &store,
         vec![key],
-        seal_engine::transparency::DEFAULT_ORIGIN,
+        seal_log::DEFAULT_ORIGIN,
         &policy,
         seal_engine::verify::Scope::All,
     )

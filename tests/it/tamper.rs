@@ -721,14 +721,7 @@ async fn run_case(case: Case, run: Arc<FixtureRun>, trusted: Arc<Vec<PublicKey>>
         Err(e) => return Verdict::Error(e.to_string()),
     };
     let id = RunId::parse(&case.verify_as).unwrap();
-    match verify::verify_run(
-        &store,
-        &id,
-        &trusted,
-        seal_engine::transparency::DEFAULT_ORIGIN,
-    )
-    .await
-    {
+    match verify::verify_run(&store, &id, &trusted, seal_log::DEFAULT_ORIGIN).await {
         Ok(report) => judge(&case, &report),
         Err(e) => Verdict::Error(e.to_string()),
     }
@@ -799,7 +792,7 @@ fn render_matrix(runs: &[FixtureRun], results: &[(Case, Verdict)]) -> String {
     out
 }
 
-pub(crate) fn describe_problems(ps: &[Problem]) -> String {
+pub(crate) fn describe_problems(ps: &[impl std::fmt::Display]) -> String {
     ps.iter()
         .map(|p| format!("      {p}"))
         .collect::<Vec<_>>()

@@ -100,7 +100,7 @@ fn the_binary_exits_1_naming_the_check_and_object() {
                 &store,
                 &RunId::parse(&case.verify_as).unwrap(),
                 &trusted,
-                seal_engine::transparency::DEFAULT_ORIGIN,
+                seal_log::DEFAULT_ORIGIN,
             )
             .await
             .unwrap()

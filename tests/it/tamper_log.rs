@@ -16,7 +16,7 @@ use std::process::Command;
 
 // ---- the transparency log (DESIGN §13): deleted, re-judged, rolled back, dropped, forked ----
 
-use seal_engine::transparency::{self, LogReport};
+use seal_log::LogReport;
 use seal_testkit::loopback::Loopback;
 
 /// The test-only signing key of the fixtures (copied to a 0600 file: a checkout keeps no modes).
@@ -36,7 +36,7 @@ pub(crate) fn fixture_signing_key(dir: &Path) -> SigningKey {
 }
 
 fn raw_trusted() -> seal_core::tlog::LogTrust {
-    transparency::trust(transparency::DEFAULT_ORIGIN, &trusted())
+    seal_log::trust(seal_log::DEFAULT_ORIGIN, &trusted())
 }
 
 /// A writable copy of the whole fixture store and an engine sealing into it with the fixture
@@ -66,7 +66,7 @@ async fn seal_run(engine: &seal_engine::engine::Engine, input: &str, run: &str) 
 
 async fn log_report(root: &Path, old: Option<&[u8]>) -> LogReport {
     let store = Store::open(&file_url(root)).await.unwrap();
-    transparency::verify_log(&store, &raw_trusted(), old)
+    seal_log::verify_log(&store, &raw_trusted(), old)
         .await
         .unwrap()
 }
@@ -180,7 +180,7 @@ async fn log_dropping_a_log_entry_is_named() {
         &store,
         &RunId::parse(&run).unwrap(),
         &trusted(),
-        seal_engine::transparency::DEFAULT_ORIGIN,
+        seal_log::DEFAULT_ORIGIN,
     )
     .await
     .unwrap();

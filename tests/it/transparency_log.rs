@@ -307,7 +307,7 @@ async fn kill_9_between_the_log_append_and_the_seal_is_completed_by_the_next_fin
         .arg("judge")
         .arg(example(run))
         .args(["--store", "file://./store", "--key", "keys/seal.key.pem"])
-        .env(seal_engine::transparency::APPEND_DELAY_ENV, "60000")
+        .env(seal_log::APPEND_DELAY_ENV, "60000")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let mut child = judge.spawn().unwrap();

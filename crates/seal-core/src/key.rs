@@ -202,7 +202,7 @@ impl Key {
     /// The number a `log/entries/<n>`, `log/checkpoints/<n>` or `log/runs/<run>/<n>` key names
     /// (`folder` being the key's folder), if it is one.
     pub fn log_number(&self, folder: &str) -> Option<u64> {
-        log_number(self.0.strip_prefix(folder)?.strip_prefix('/')?)
+        numbered_name(self.0.strip_prefix(folder)?.strip_prefix('/')?)
     }
 
     /// `log/cosignatures/<size, 20 digits>/<key id, 8 hex>-<timestamp>`: one witness's
@@ -311,9 +311,9 @@ impl<'de> Deserialize<'de> for Key {
     }
 }
 
-/// The number a log object's name is (`log/entries/<n>`, `log/checkpoints/<n>`, a run's
-/// pointer): exactly 20 ASCII digits, zero-padded, so that names sort as numbers.
-pub fn log_number(name: &str) -> Option<u64> {
+/// The number a numbered object's name is (a log entry, checkpoint or run pointer: `<n>` of
+/// `log/entries/<n>`): exactly 20 ASCII digits, zero-padded, so that names sort as numbers.
+pub fn numbered_name(name: &str) -> Option<u64> {
     (name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()))
         .then(|| name.parse().ok())
         .flatten()

@@ -24,11 +24,11 @@ pub struct Engine {
     pub(crate) key: Option<Arc<SigningKey>>,
     pub(crate) clock: Arc<dyn Clock>,
     /// The transparency log of seals in `store` (appended by the postguard).
-    pub(crate) log: crate::transparency::Log,
+    pub(crate) log: seal_log::Log,
     /// Issues and checks the receipts of what this deployment accepted or wrote.
     pub(crate) notary: crate::receipt::Notary,
     /// The witnesses every checkpoint of `log` is sent to (`[[witnesses]]`; none by default).
-    pub(crate) witnesses: crate::transparency::publish::Publisher,
+    pub(crate) witnesses: seal_log::publish::Publisher,
     runs: Arc<RunLocks>,
 }
 
@@ -75,7 +75,7 @@ pub enum EngineError {
     #[error(transparent)]
     Judges(#[from] crate::judge::JudgesError),
     #[error(transparent)]
-    Witnesses(#[from] crate::transparency::publish::PublisherError),
+    Witnesses(#[from] seal_log::publish::PublisherError),
     /// A key of `keys.trusted` does not load: the log could not tell its leaves and
     /// checkpoints from planted ones.
     #[error("keys.trusted: {0}")]
@@ -122,7 +122,7 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         let store = store.with_doc_limit(config.max_document_bytes);
         let notary = crate::receipt::Notary::new(judges.salt(), judges.replica().to_string());
-        let witnesses = crate::transparency::publish::Publisher::new(
+        let witnesses = seal_log::publish::Publisher::new(
             &config.witnesses,
             store.clone(),
             judges.metrics.clone(),
@@ -133,7 +133,7 @@ impl Engine {
             .map(|p| seal_fs::keys::load_public_key(p))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Engine {
-            log: crate::transparency::Log::new(store.clone(), &config.log_origin)
+            log: seal_log::Log::new(store.clone(), &config.log_origin)
                 .with_trusted(trusted)
                 .with_witnesses(witnesses.clone()),
             witnesses,
@@ -211,11 +211,11 @@ impl Engine {
         self.key.as_deref()
     }
 
-    pub fn log(&self) -> &crate::transparency::Log {
+    pub fn log(&self) -> &seal_log::Log {
         &self.log
     }
 
-    pub fn witnesses(&self) -> &crate::transparency::publish::Publisher {
+    pub fn witnesses(&self) -> &seal_log::publish::Publisher {
         &self.witnesses
     }
 }

@@ -26,13 +26,13 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
-use crate::transparency::{Log, LogError};
 use crate::verify::{self, VerifiedRun};
 use seal_core::doc::{AcceptanceMode, Evidence, ProofPackage};
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::{RollId, RunId};
 use seal_core::sealing::{PublicKey, SigningKey};
 use seal_fs::fsio::{self, FsError, Kind};
+use seal_log::{Log, LogError};
 use seal_store::{Key, Staging, Store, StoreError, StoreUrl};
 
 /// Why a run was not imported. The destination is unchanged in every case.

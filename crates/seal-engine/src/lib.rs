@@ -1,5 +1,6 @@
-//! seal-engine: seal's use cases, on the pure core ([`seal_core`]) and the store
-//! ([`seal_store`]): judging rolls, deciding and sealing runs, and proving them again.
+//! seal-engine: seal's use cases, on the pure core ([`seal_core`]), the store ([`seal_store`])
+//! and the transparency log ([`seal_log`]): judging rolls, deciding and sealing runs, and
+//! proving them again.
 //!
 //! # Use cases
 //!
@@ -15,7 +16,7 @@
 //!                                             across replicas; only attempts we wrote resume
 //!            run_state                        OPEN / FINALIZING / DECIDED, as typed states
 //! deciding   postguard                        the ONLY writer of a DECIDED document and its seal
-//!            transparency, witness            the log appended before the seal is stored; cosigners
+//!            (seal_log)                       the log appended before the seal is stored; cosigners
 //! proving    audit, verify                    re-hash, re-verify, re-derive everything
 //!            explain, stats, summary, shadow  proven runs, read for people
 //!            labels                           per-obligation labels (judges, consensus, check, human)
@@ -52,6 +53,4 @@ pub mod run_state;
 pub mod shadow;
 pub mod stats;
 pub mod summary;
-pub mod transparency;
 pub mod verify;
-pub mod witness;

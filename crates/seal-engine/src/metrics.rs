@@ -340,6 +340,17 @@ impl Metrics {
     }
 }
 
+/// The witness client counts each witness's answers here (`seal_witness_submissions_total`).
+impl seal_log::publish::SubmissionCounts for Metrics {
+    fn known_witness(&self, witness: &str) {
+        Metrics::known_witness(self, witness);
+    }
+
+    fn witness_submission(&self, witness: &str, result: &str) {
+        Metrics::witness_submission(self, witness, result);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,7 +56,7 @@ pub enum ReplayError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Log(#[from] crate::transparency::LogError),
+    Log(#[from] seal_log::LogError),
 }
 
 impl HasFault for ReplayError {

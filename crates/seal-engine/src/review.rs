@@ -17,9 +17,6 @@
 use bytes::Bytes;
 use std::collections::BTreeSet;
 
-use crate::audit::Problem;
-use crate::transparency::rebuild::StoredReview;
-use crate::transparency::{Log, LogError};
 use crate::verify::{self, RunReport};
 use seal_core::canonical::Hash;
 use seal_core::fault::{Fault, HasFault};
@@ -28,6 +25,9 @@ use seal_core::review::{self, AdmittedReview, ReviewError, ReviewStatement};
 use seal_core::sealing::SigningKey;
 use seal_core::tlog::ReviewEntry;
 use seal_core::vocab::AuditCheck;
+use seal_log::rebuild::StoredReview;
+use seal_log::Finding;
+use seal_log::{Log, LogError};
 use seal_store::{Key, Store, StoreError};
 
 // Reading and checking stored reviews is `seal verify`'s (it checks them on every run); the
@@ -302,7 +302,7 @@ pub fn overlapping(trust: Trust<'_>) -> Vec<String> {
 }
 
 /// Every stored review of the store (runs in id order, reviews in order), checked for `seal log
-/// rebuild` ([`crate::transparency::rebuild`]): its log entry when it is signed by a key of
+/// rebuild` ([`seal_log::rebuild`]): its log entry when it is signed by a key of
 /// `reviewers`, about its run's evidence and seal verified under `signers`, and chained; else
 /// the problem, named. The log is not consulted: the rebuild decides which leaves it lacks.
 pub async fn stored_for_rebuild(
@@ -324,7 +324,7 @@ pub async fn stored_for_rebuild(
                 let (_, first) = &numbered[0];
                 out.push(StoredReview {
                     key: first.clone(),
-                    entry: Err(Problem::new(
+                    entry: Err(Finding::new(
                         AuditCheck::ReviewLog,
                         Key::reviews_dir(&run),
                         format!(
@@ -350,7 +350,7 @@ pub async fn stored_for_rebuild(
                         &st.predicate.reviewed_at,
                     ))
                 }
-                Err(e) => Err(Problem::new(
+                Err(e) => Err(Finding::new(
                     e.check,
                     c.key.as_str(),
                     format!(

@@ -21,8 +21,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::audit::{self, Problem};
-use crate::transparency::stream::{self, Pass, Passed};
-use crate::transparency::{self, LogView};
 use seal_core::canonical::{self, Hash};
 use seal_core::doc::*;
 use seal_core::fault::{Fault, HasFault};
@@ -32,6 +30,8 @@ use seal_core::sealing::{self, Envelope, PublicKey};
 use seal_core::tlog::LogTrust;
 use seal_core::validate::checked;
 use seal_core::vocab::{AuditCheck, GuardCheck};
+use seal_log::stream::{self, Pass, Passed};
+use seal_log::LogView;
 use seal_store::{Key, Store, StoreError};
 
 /// The verdict on one run.
@@ -165,7 +165,7 @@ pub async fn verify_run(
     origin: &str,
 ) -> Result<RunReport, StoreError> {
     let scope = Scope::Runs(std::slice::from_ref(run));
-    let view = load_log(store, &transparency::trust(origin, trusted), scope).await?;
+    let view = load_log(store, &seal_log::trust(origin, trusted), scope).await?;
     verify_run_logged(store, run, trusted, &view).await
 }
 
@@ -251,7 +251,7 @@ async fn check_logged(
     // its log entry already: the entry is computed from those (the same bytes the log check
     // would read again), not from a second read of both objects.
     let entry = proof.and_then(|p| {
-        transparency::seal_entry(
+        seal_log::seal_entry(
             run,
             &p.evidence,
             &p.evidence_hash,
@@ -261,15 +261,19 @@ async fn check_logged(
     });
     let evidence_stored = matches!(store.exists(&Key::evidence(run)).await, Ok(true));
     if let Some(entry) = entry {
-        report.problems.extend(log.check_entry(run, &entry));
+        report
+            .problems
+            .extend(log.check_entry(run, &entry).into_iter().map(Problem::from));
     } else if let Some(gone) = log.missing_run(run).filter(|_| !evidence_stored) {
         // Logged, and nothing of its decision is stored: deleted, not undecided.
-        report.problems.push(gone);
+        report.problems.push(gone.into());
     } else if evidence_stored {
         // Only a run whose evidence reads as an object has a seal to find in the log (an
         // unreadable one is already a problem of the report).
         match log.check_run(store, run).await {
-            Ok(problems) => report.problems.extend(problems),
+            Ok(problems) => report
+                .problems
+                .extend(problems.into_iter().map(Problem::from)),
             Err(e) if e.fault() == Fault::Infrastructure => return Err(e),
             Err(e) => report.problems.push(problem(
                 AuditCheck::Evidence,
@@ -307,7 +311,7 @@ enum Source {
     /// Read whole, or for the runs the verifier was set up for ([`Scope::Runs`]).
     View(Arc<LogView>),
     /// Every run ([`Scope::All`]) after a clean pass over the whole log
-    /// ([`transparency::stream`]): each run read by its pointers, so memory does not grow
+    /// ([`seal_log::stream`]): each run read by its pointers, so memory does not grow
     /// with the log; the whole log, read at most once, for a run they cannot settle.
     Passed {
         pass: Arc<Passed>,
@@ -323,10 +327,10 @@ impl Verifier {
         store: &Store,
         trusted: Vec<PublicKey>,
         origin: &str,
-        policy: &crate::witness::check::Policy,
+        policy: &seal_log::witness::check::Policy,
         scope: Scope<'_>,
     ) -> Result<Verifier, StoreError> {
-        let raw = transparency::trust(origin, &trusted);
+        let raw = seal_log::trust(origin, &trusted);
         let log = match scope {
             Scope::All => match stream::pass(store, &raw).await? {
                 Pass::Clean(pass) => Source::Passed {
@@ -344,13 +348,13 @@ impl Verifier {
             Source::View(view) => view.latest.as_ref(),
             Source::Passed { pass, .. } => Some(&pass.latest),
         };
-        let unwitnessed = crate::witness::check::quorum_problem(store, policy, latest).await?;
+        let unwitnessed = seal_log::witness::check::quorum_problem(store, policy, latest).await?;
         Ok(Verifier {
             trusted: Arc::new(trusted),
             log_trust: raw,
             reviewers: Arc::new(Vec::new()),
             log,
-            unwitnessed,
+            unwitnessed: unwitnessed.map(Problem::from),
         })
     }
 
@@ -373,8 +377,8 @@ impl Verifier {
                 runs.extend(view.logged_runs().filter_map(|r| RunId::parse(r).ok()));
             }
             Source::Passed { pass, .. } => {
-                let listed = store.list(transparency::LOG_RUNS).await?.keys;
-                let prefix = format!("{}/", transparency::LOG_RUNS);
+                let listed = store.list(seal_log::LOG_RUNS).await?.keys;
+                let prefix = format!("{}/", seal_log::LOG_RUNS);
                 let named = listed.iter().filter_map(|k| {
                     let rest = k.as_str().strip_prefix(&prefix)?;
                     RunId::parse(rest.split('/').next()?).ok()

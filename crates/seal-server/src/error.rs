@@ -13,7 +13,7 @@ use seal_engine::postguard::FinalizeError;
 use seal_engine::roll::{JudgingError, SubmitError};
 use seal_engine::run_state::RunStateError;
 use seal_engine::stats::StatsError;
-use seal_engine::transparency::LogError;
+use seal_log::LogError;
 use seal_store::StoreError;
 
 #[derive(Debug)]
@@ -350,7 +350,7 @@ impl From<LogError> for ApiError {
                 fault,
                 (StatusCode::NOT_FOUND, "no_checkpoint"),
                 msg,
-                Some(seal_engine::transparency::LOG_CHECKPOINTS.into()),
+                Some(seal_log::LOG_CHECKPOINTS.into()),
             ),
             LogError::NotSealed { run, .. } => ApiError::by_fault(
                 fault,
@@ -374,7 +374,7 @@ impl From<LogError> for ApiError {
                 fault,
                 (StatusCode::CONFLICT, "log_refused"),
                 msg,
-                Some(seal_engine::transparency::LOG_ENTRIES.into()),
+                Some(seal_log::LOG_ENTRIES.into()),
             ),
         }
     }

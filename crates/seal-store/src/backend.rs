@@ -76,10 +76,10 @@ impl Backend {
         }
     }
 
-    pub(crate) async fn log_numbers(&self, dir: &str) -> Result<Vec<u64>, StoreError> {
+    pub(crate) async fn numbered(&self, dir: &str) -> Result<Vec<u64>, StoreError> {
         match self {
-            Backend::File(f) => f.log_numbers(dir).await,
-            Backend::Object(s) => object::log_numbers(s.as_ref(), dir).await,
+            Backend::File(f) => f.numbered(dir).await,
+            Backend::Object(s) => object::numbered(s.as_ref(), dir).await,
         }
     }
 

@@ -13,7 +13,7 @@
 //! - **create-only**: every put is `PutMode::Create`. The same bytes again is `Ok` (idempotent
 //!   retries, racing replicas); other bytes at an existing key is [`StoreError::Conflict`],
 //!   naming the key and both hashes. Nothing is ever overwritten or deleted, but for the one
-//!   operator command that moves a damaged transparency log aside ([`Store::remove_log_object`]).
+//!   operator command that moves a damaged transparency log aside ([`Store::remove`]).
 //! - **verified reads**: [`Store::get_verified`] and [`Reads::verify`] re-hash what they read;
 //!   a missing object or a wrong hash is an error naming the key (and both hashes), never
 //!   repaired.

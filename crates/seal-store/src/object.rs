@@ -131,16 +131,16 @@ pub(crate) async fn list(s: &dyn ObjectStore, dir: &str) -> Result<Vec<Key>, Sto
     Ok(keys)
 }
 
-/// The log numbers of the objects directly in `dir` (see [`crate::Store::log_numbers`]),
+/// The numbers the objects directly in `dir` are named by (see [`crate::Store::numbered`]),
 /// taken from the listing as it streams: one number kept a key.
-pub(crate) async fn log_numbers(s: &dyn ObjectStore, dir: &str) -> Result<Vec<u64>, StoreError> {
+pub(crate) async fn numbered(s: &dyn ObjectStore, dir: &str) -> Result<Vec<u64>, StoreError> {
     let prefix = Path::from(dir);
     let folder = format!("{dir}/");
     s.list(Some(&prefix))
         .map_err(|e| list_error(dir, e))
         .try_filter_map(|m| {
             let n = (m.location.as_ref().strip_prefix(folder.as_str()))
-                .and_then(seal_core::key::log_number);
+                .and_then(seal_core::key::numbered_name);
             std::future::ready(Ok(n))
         })
         .try_collect()

@@ -239,26 +239,13 @@ impl Store {
         Ok(self.create(key, bytes, hash).await?.stored)
     }
 
-    /// Removes an object of the transparency log's entries, checkpoints or tiles: the one exception to
-    /// "nothing is deleted", for `seal log rebuild`, which has copied it under `log/superseded/`
-    /// first (docs/DESIGN.md §13). Refused for every other key. Absent already is success.
-    pub async fn remove_log_object(&self, key: &Key) -> Result<(), StoreError> {
-        let under = |dir: &str| {
-            key.as_str()
-                .strip_prefix(dir)
-                .is_some_and(|rest| rest.starts_with('/'))
-        };
-        let log = [
-            seal_core::key::LOG_ENTRIES,
-            seal_core::key::LOG_CHECKPOINTS,
-            seal_core::key::LOG_TILES,
-        ];
-        if !log.iter().any(|dir| under(dir)) {
-            return Err(StoreError::Backend {
-                key: key.to_string(),
-                op: "delete",
-                detail: "only log entries, checkpoints and tiles are ever removed".into(),
-            });
+    /// Removes the object `key`: the one exception to "nothing is deleted", for a caller that
+    /// has copied it aside first and says which objects it may remove (the transparency log's
+    /// rebuild, through seal-log, removes only its own entries, checkpoints and tiles). The
+    /// postguard's two keys are refused ([`StoreError::Reserved`]). Absent already is success.
+    pub async fn remove(&self, key: &Key) -> Result<(), StoreError> {
+        if key.is_reserved() {
+            return Err(StoreError::Reserved { key: key.clone() });
         }
         self.backend.remove(key).await?;
         crash::after_write(key);
@@ -471,13 +458,13 @@ impl Store {
         self.backend.list(dir).await
     }
 
-    /// The numbers of the log objects directly in the flat folder `dir` (`log/checkpoints`,
-    /// `log/entries`), unsorted: names that are 20 digits, of regular files on `file://`.
-    /// Anything else there is no log object and is left out, as [`Key::log_number`] leaves it
-    /// out of a [`Store::list`]. Eight bytes a number: a listing of every key would hold ~190
-    /// bytes each while it is built (measured on 78,956 checkpoints, docs/BENCHMARKS.md).
-    pub async fn log_numbers(&self, dir: &str) -> Result<Vec<u64>, StoreError> {
-        self.backend.log_numbers(dir).await
+    /// The numbers the objects directly in the flat folder `dir` are named by, unsorted: names
+    /// that are 20 zero-padded digits ([`seal_core::key::numbered_name`]), of regular files on
+    /// `file://`. Anything else there is left out. Eight bytes a number: a listing of every key
+    /// would hold ~190 bytes each while it is built (measured on 78,956 log checkpoints,
+    /// docs/BENCHMARKS.md).
+    pub async fn numbered(&self, dir: &str) -> Result<Vec<u64>, StoreError> {
+        self.backend.numbered(dir).await
     }
 
     /// Every folder under `runs/`: see [`RunListing`].

@@ -71,6 +71,22 @@ impl Problem {
     }
 }
 
+/// What the log's checks find is one of the verifier's problems: the same check, object,
+/// values and detail (the JSON of a report is unchanged), never `corrupt` (the log's findings
+/// are about the log, not about a run's records).
+impl From<seal_log::Finding> for Problem {
+    fn from(f: seal_log::Finding) -> Problem {
+        Problem {
+            check: f.check,
+            object: f.object,
+            expected: f.expected,
+            actual: f.actual,
+            detail: f.detail,
+            corrupt: false,
+        }
+    }
+}
+
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "[{}] {}: {}", self.check, self.object, self.detail)?;

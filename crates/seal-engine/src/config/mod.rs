@@ -16,6 +16,7 @@ pub use judge_auth::{JudgeAuth, JudgeHeader, MissingCredentials};
 pub use secret::{write_secret_file, SecretError, SecretSource, MIN_SECRET_BYTES, SECRET_FILE};
 
 use seal_core::ids::Slot;
+pub use seal_log::witness::WitnessSpec;
 
 /// The embedded default configuration (the repository's `config/seal.toml`).
 pub const EMBEDDED: &str = include_str!("../../../../config/seal.toml");
@@ -819,19 +820,6 @@ fn lease_settings(
         max_clock_skew: Duration::from_millis(skew_ms),
         replica_id,
     })
-}
-
-/// One witness of the configuration (`[[witnesses]]`), checked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WitnessSpec {
-    /// The name it cosigns under (a signed-note key name).
-    pub name: String,
-    /// Its URL prefix (`<url>/add-checkpoint`, `<url>/<origin hash>/checkpoint`).
-    pub url: url::Url,
-    /// Its Ed25519 public key (SPKI PEM).
-    pub public_key: PathBuf,
-    /// Longest wait for one answer.
-    pub timeout: Duration,
 }
 
 #[cfg(test)]

@@ -26,7 +26,6 @@ use crate::engine::Engine;
 use crate::receipt::ReceiptKind;
 use crate::roll::{self, JudgingError, Source};
 use crate::run_state::{OpenRun, RunState, RunStateError};
-use crate::transparency::SealLogged;
 use decided::Decided;
 use seal_core::canonical::{self, Hash};
 use seal_core::contracts::Kind;
@@ -38,6 +37,7 @@ use seal_core::invariants;
 use seal_core::merge;
 use seal_core::sealing::{self, Envelope};
 use seal_core::vocab::AuditCheck;
+use seal_log::SealLogged;
 use seal_store::{parse_stored, Key, OwnWrites, Reads, Store, StoreError, Stored};
 
 /// A sealed run, as [`finalize`] left it (made only there).
@@ -92,7 +92,7 @@ pub enum FinalizeError {
     #[error("run {run}: not sealed: {source}")]
     Log {
         run: RunId,
-        source: crate::transparency::LogError,
+        source: seal_log::LogError,
     },
     #[error("run {run}: {reason}")]
     Internal { run: RunId, reason: String },
@@ -523,13 +523,12 @@ async fn seal_and_log(
         [s] => s.keyid.clone(),
         _ => return Err(internal(run, "a seal carries exactly one signature")),
     };
-    let entry =
-        crate::transparency::seal_entry(run, &evidence, &evidence_hash, &envelope_hash, &key_id)
-            .ok_or_else(|| internal(run, "only DECIDED evidence is sealed"))?;
+    let entry = seal_log::seal_entry(run, &evidence, &evidence_hash, &envelope_hash, &key_id)
+        .ok_or_else(|| internal(run, "only DECIDED evidence is sealed"))?;
     // Evidence this finalize created cannot be named by a leaf from before this process.
     let fresh = match wrote {
-        true => crate::transparency::EvidenceWas::CreatedNow,
-        false => crate::transparency::EvidenceWas::Stored,
+        true => seal_log::EvidenceWas::CreatedNow,
+        false => seal_log::EvidenceWas::Stored,
     };
     match engine
         .log
@@ -547,7 +546,7 @@ async fn seal_and_log(
             return stored_seal(engine, run, key, (evidence, evidence_hash), wrote, stored).await;
         }
     }
-    crate::transparency::append_delay().await;
+    seal_log::append_delay().await;
     match store.put_seal(&decided::seal(run.clone(), bytes)).await {
         // The store holds exactly these canonical bytes now (created, or identical ones were).
         Ok(_) => Ok(Finalized {
@@ -587,7 +586,7 @@ async fn rival_seal(
         if start.elapsed() > RIVAL_WAIT {
             return Err(FinalizeError::Log {
                 run: run.clone(),
-                source: crate::transparency::LogError::NotSealed {
+                source: seal_log::LogError::NotSealed {
                     run: run.clone(),
                     detail: format!(
                         "another seal of this evidence (seal sha256 {}, key {}) is logged, and its signer has not stored it: it will, when it finalizes the run again",

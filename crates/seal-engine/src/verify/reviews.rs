@@ -11,7 +11,7 @@ use seal_store::{Key, Store, StoreError};
 
 use super::VerifiedRun;
 use crate::audit::{self, Problem};
-use crate::transparency::LogView;
+use seal_log::LogView;
 
 /// The trust a review is checked under: the seal keys (the run's seal; never a reviewer's)
 /// and the reviewer keys.
@@ -136,7 +136,11 @@ pub async fn check_run_reviews(
         .collect();
     // Every review the log holds of this run is stored: deleting the latest review is never
     // a silent fall back to the one before it.
-    problems.extend(log.missing_reviews(run, numbered.iter().map(|(i, _)| *i)));
+    problems.extend(
+        log.missing_reviews(run, numbered.iter().map(|(i, _)| *i))
+            .into_iter()
+            .map(Problem::from),
+    );
     let Some(proof) = proof.filter(|_| !numbered.is_empty()) else {
         return Ok(problems);
     };

@@ -70,7 +70,7 @@ async fn verifier(
     state: &AppState,
     scope: Scope<'_>,
 ) -> Result<seal_engine::verify::Verifier, ApiError> {
-    let policy = seal_engine::witness::check::Policy::default();
+    let policy = seal_log::witness::check::Policy::default();
     let store = state.engine.store();
     let trusted = state.trusted.as_ref().clone();
     let reviewers = state.reviewers.as_ref().clone();
@@ -129,14 +129,14 @@ pub(crate) async fn get_explain(
 pub(crate) async fn get_log_checkpoint(
     State(state): State<AppState>,
 ) -> Result<Response, ApiError> {
-    let trust = seal_engine::transparency::trust(state.engine.log().origin(), &state.trusted);
-    match seal_engine::transparency::latest_checkpoint(state.engine.store(), &trust).await? {
+    let trust = seal_log::trust(state.engine.log().origin(), &state.trusted);
+    match seal_log::latest_checkpoint(state.engine.store(), &trust).await? {
         Some(signed) => Ok((
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
             signed.text,
         )
             .into_response()),
-        None => Err(seal_engine::transparency::LogError::NoCheckpoint.into()),
+        None => Err(seal_log::LogError::NoCheckpoint.into()),
     }
 }
 
@@ -179,7 +179,7 @@ pub(crate) async fn get_log_proof(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
-    let trust = seal_engine::transparency::trust(state.engine.log().origin(), &state.trusted);
+    let trust = seal_log::trust(state.engine.log().origin(), &state.trusted);
     let view = seal_engine::verify::load_log(
         state.engine.store(),
         &trust,

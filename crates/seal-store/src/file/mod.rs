@@ -160,10 +160,11 @@ impl FileBackend {
         Ok(Listing { keys, foreign })
     }
 
-    /// The log numbers of the regular files directly in `dir` (see [`crate::Store::log_numbers`]).
-    pub(crate) async fn log_numbers(&self, dir: &str) -> Result<Vec<u64>, StoreError> {
+    /// The numbers the regular files directly in `dir` are named by (see
+    /// [`crate::Store::numbered`]).
+    pub(crate) async fn numbered(&self, dir: &str) -> Result<Vec<u64>, StoreError> {
         let d = dir.to_string();
-        self.on_disk(dir, "list", move |root| log_numbers_in(&root, &d))
+        self.on_disk(dir, "list", move |root| numbered_in(&root, &d))
             .await
     }
 
@@ -204,7 +205,7 @@ impl FileBackend {
         Ok(chunks.boxed())
     }
 
-    /// Removes the object `key` (a log object being rebuilt); absent already is success. The
+    /// Removes the object `key`; absent already is success. The
     /// name is unlinked in its folder reached beneath the root: a folder swapped for a link is
     /// refused, and nothing outside the store is ever removed.
     pub(crate) async fn remove(&self, key: &Key) -> Result<(), StoreError> {
@@ -423,12 +424,12 @@ pub(crate) fn walk_file_store(
     Ok((keys, odd))
 }
 
-/// One folder's regular files named by a log number (blocking); a missing folder has none.
-fn log_numbers_in(root: &Root, dir: &str) -> Result<Vec<u64>, StoreError> {
+/// One folder's regular files named by a number (blocking); a missing folder has none.
+fn numbered_in(root: &Root, dir: &str) -> Result<Vec<u64>, StoreError> {
     let mut numbers = Vec::new();
     for_each_entry(root, dir, |name, t| {
-        // The type from the directory entry: a link, FIFO or folder there is no log object.
-        if let (FileType::RegularFile, Some(n)) = (t, seal_core::key::log_number(name)) {
+        // The type from the directory entry: a link, FIFO or folder there is no object.
+        if let (FileType::RegularFile, Some(n)) = (t, seal_core::key::numbered_name(name)) {
             numbers.push(n);
         }
         Ok(())

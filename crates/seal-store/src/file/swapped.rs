@@ -169,14 +169,14 @@ fn listings_do_not_follow_a_swapped_folder() {
         std::fs::create_dir(&numbers).unwrap();
         std::fs::write(numbers.join("00000000000000000000"), b"{}").unwrap();
         std::os::unix::fs::symlink(&numbers, dir.path().join("log/entries")).unwrap();
-        let e = rt.block_on(store.log_numbers("log/entries")).unwrap_err();
+        let e = rt.block_on(store.numbered("log/entries")).unwrap_err();
         assert!(
             matches!(&e, StoreError::LinkInPath { at, .. } if at == "log/entries"),
             "{e}"
         );
         // Removing a log object through it removes nothing outside.
         let e = rt
-            .block_on(store.remove_log_object(&key("log/entries/00000000000000000000")))
+            .block_on(store.remove(&key("log/entries/00000000000000000000")))
             .unwrap_err();
         assert!(matches!(&e, StoreError::LinkInPath { .. }), "{e}");
         assert!(numbers.join("00000000000000000000").exists());

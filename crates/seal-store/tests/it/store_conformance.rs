@@ -20,7 +20,7 @@ async fn suite(store: &Store, backend: &str) {
     blob_with_wrong_expected_hash_keeps_nothing(store).await;
     concurrent_creates_exactly_one_wins(store).await;
     listing_runs(store).await;
-    log_numbers_are_the_20_digit_names_directly_in_the_folder(store).await;
+    numbered_lists_the_20_digit_names_directly_in_the_folder(store).await;
     eprintln!("store conformance passed on {backend}");
 }
 
@@ -257,12 +257,12 @@ async fn listing_runs(store: &Store) {
     }
 }
 
-/// `log_numbers` lists what `Key::log_number` reads from a full listing: names of exactly 20
+/// `numbered` lists what `Key::log_number` reads from a full listing: names of exactly 20
 /// digits directly in the folder; a shorter or longer name, a staging-like name and a key one
-/// folder deeper are not log objects.
-async fn log_numbers_are_the_20_digit_names_directly_in_the_folder(store: &Store) {
+/// folder deeper are not numbered objects.
+async fn numbered_lists_the_20_digit_names_directly_in_the_folder(store: &Store) {
     let dir = "log/checkpoints";
-    assert_eq!(store.log_numbers(dir).await.unwrap(), Vec::<u64>::new());
+    assert_eq!(store.numbered(dir).await.unwrap(), Vec::<u64>::new());
     for name in [
         format!("{:020}", 7),
         format!("{:020}", 123_456),
@@ -276,7 +276,7 @@ async fn log_numbers_are_the_20_digit_names_directly_in_the_folder(store: &Store
         let key = Key::parse(&format!("{dir}/{name}")).unwrap();
         store.put(&key, Bytes::from_static(b"note")).await.unwrap();
     }
-    let mut numbers = store.log_numbers(dir).await.unwrap();
+    let mut numbers = store.numbered(dir).await.unwrap();
     numbers.sort_unstable();
     assert_eq!(numbers, vec![7, 123_456, u64::MAX]);
     let from_keys: Vec<u64> = (store.list(dir).await.unwrap().keys.iter())
@@ -326,11 +326,11 @@ async fn file_store_lists_links_as_foreign_never_as_objects() {
     );
 }
 
-/// On `file://`, only regular files are log objects: a link, a FIFO or a folder with a
-/// number's name is left out of `log_numbers` (a link to a real checkpoint too), and listing
+/// On `file://`, only regular files are numbered objects: a link, a FIFO or a folder with a
+/// number's name is left out of `numbered` (a link to a real checkpoint too), and listing
 /// never opens them (a FIFO would block).
 #[tokio::test]
-async fn file_store_log_numbers_are_regular_files_only() {
+async fn file_store_numbered_are_regular_files_only() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&format!("file://{}", dir.path().display()))
         .await
@@ -347,9 +347,9 @@ async fn file_store_log_numbers_are_regular_files_only() {
     let fifo = folder.join(format!("{:020}", 8));
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
     assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", fifo.display());
-    assert_eq!(store.log_numbers("log/checkpoints").await.unwrap(), vec![5]);
+    assert_eq!(store.numbered("log/checkpoints").await.unwrap(), vec![5]);
     assert_eq!(
-        store.log_numbers("log/entries").await.unwrap(),
+        store.numbered("log/entries").await.unwrap(),
         Vec::<u64>::new()
     );
 }

@@ -16,15 +16,16 @@
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
-use super::view::LogView;
-use super::{LogError, READ_AHEAD};
-use crate::audit::Problem;
+use crate::error::LogError;
+use crate::finding::Finding;
+use crate::storage::LogStorage;
+use crate::view::{LogView, READ_AHEAD};
 use seal_core::canonical::Hash;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 use seal_core::tlog::LogTrust;
 use seal_core::vocab::AuditCheck;
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Key, StoreError};
 
 /// A stored seal: its sha256, or why it cannot be read as an object.
 pub type StoredSeal = (RunId, Result<Hash, StoreError>);
@@ -32,8 +33,8 @@ pub type StoredSeal = (RunId, Result<Hash, StoreError>);
 /// Every seal in the store and its sha256. Read *before* the log: a seal is stored after its
 /// entry, so every seal read here has its entry in the log read next, even while another
 /// replica seals runs.
-pub async fn stored_seals(store: &Store) -> Result<Vec<StoredSeal>, StoreError> {
-    let runs = store.runs().await?.runs;
+pub async fn stored_seals(store: &impl LogStorage) -> Result<Vec<StoredSeal>, StoreError> {
+    let runs = store.runs().await?;
     futures::stream::iter(runs.into_iter().map(|run| {
         let store = store.clone();
         async move {
@@ -54,7 +55,7 @@ pub async fn stored_seals(store: &Store) -> Result<Vec<StoredSeal>, StoreError> 
 
 /// What stops an append: the view's own refusals, then every stored seal that is not logged
 /// for its run. No exception: even an import logs a run before it stores its seal.
-pub fn refusals(view: &LogView, seals: &[StoredSeal]) -> Vec<Problem> {
+pub fn refusals(view: &LogView, seals: &[StoredSeal]) -> Vec<Finding> {
     let mut problems = view.refusals().to_vec();
     for (run, hash) in seals {
         match hash {
@@ -64,7 +65,7 @@ pub fn refusals(view: &LogView, seals: &[StoredSeal]) -> Vec<Problem> {
                     problems.push(unlogged_seal(run, !logged.is_empty()));
                 }
             }
-            Err(detail) => problems.push(Problem::new(
+            Err(detail) => problems.push(Finding::new(
                 AuditCheck::RunUnlogged,
                 Key::seal(run).as_str(),
                 format!("a seal that cannot be read, and so is in no log entry: {detail}"),
@@ -76,15 +77,15 @@ pub fn refusals(view: &LogView, seals: &[StoredSeal]) -> Vec<Problem> {
 
 /// The problem of a stored seal the log lacks; `other_logged`: the run is logged with
 /// another seal.
-pub fn unlogged_seal(run: &RunId, other_logged: bool) -> Problem {
+pub fn unlogged_seal(run: &RunId, other_logged: bool) -> Finding {
     if other_logged {
-        Problem::new(
+        Finding::new(
             AuditCheck::RunReplaced,
             Key::seal(run).as_str(),
             "the stored seal is not the one the log holds for this run: it was replaced",
         )
     } else {
-        Problem::new(
+        Finding::new(
             AuditCheck::RunUnlogged,
             format!("runs/{run}"),
             "sealed, but not in the transparency log: the seal was planted, or the log lost its entry",
@@ -94,7 +95,7 @@ pub fn unlogged_seal(run: &RunId, other_logged: bool) -> Problem {
 
 /// The guard: reads the stored seals, then the log (checkpoints trusted under `trusted`), and
 /// hands out the log view when nothing stops an append; else refuses, naming every problem.
-pub async fn check(store: &Store, trust: &LogTrust) -> Result<LogView, LogError> {
+pub async fn check(store: &impl LogStorage, trust: &LogTrust) -> Result<LogView, LogError> {
     let seals = stored_seals(store).await?;
     let view = LogView::load(store, trust).await?;
     let problems = refusals(&view, &seals);

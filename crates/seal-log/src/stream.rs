@@ -27,13 +27,13 @@ use futures::{StreamExt, TryStreamExt};
 use sha2::{Digest, Sha256};
 use std::sync::Mutex;
 
-use super::view::latest_trusted;
-use super::READ_AHEAD;
+use crate::storage::LogStorage;
+use crate::view::{latest_trusted, READ_AHEAD};
 use seal_core::ids::RunId;
 use seal_core::tlog::{
     self, Leaf, LogTrust, NodeHash, RightEdge, SignedCheckpoint, Tile, TILE_HEIGHT,
 };
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Key, StoreError};
 
 /// Leaves a level-0 tile holds.
 const GROUP: u64 = 1 << TILE_HEIGHT;
@@ -113,7 +113,7 @@ impl Passed {
     /// leaf, or the stored tile that holds it is missing or not the pass's group.
     pub(super) async fn leaf_hash(
         &self,
-        store: &Store,
+        store: &impl LogStorage,
         index: u64,
     ) -> Result<Option<NodeHash>, StoreError> {
         let size = self.latest.size;
@@ -133,7 +133,11 @@ impl Passed {
 
     /// The level-0 tile of group `group` of the signed tree, read (or kept) and checked
     /// against the pass's digest of that group.
-    async fn tile(&self, store: &Store, group: u64) -> Result<Option<bytes::Bytes>, StoreError> {
+    async fn tile(
+        &self,
+        store: &impl LogStorage,
+        group: u64,
+    ) -> Result<Option<bytes::Bytes>, StoreError> {
         if let Some(bytes) = self.kept(group) {
             return Ok(Some(bytes));
         }
@@ -146,7 +150,7 @@ impl Passed {
         let Some(key) = tlog::tile_key(&tile) else {
             return Ok(None);
         };
-        let Some(bytes) = super::tiles::bounded_tile(store, &key).await?.read() else {
+        let Some(bytes) = crate::tiles::bounded_tile(store, &key).await?.read() else {
             return Ok(None);
         };
         if <[u8; 32]>::from(Sha256::digest(&bytes)) != *digest {
@@ -173,7 +177,7 @@ impl Passed {
 
 /// Reads the whole log once, in order, keeping O(log n + n / 256) hashes (see the module
 /// doc). Errors only when the store cannot be read.
-pub async fn pass(store: &Store, trust: &LogTrust) -> Result<Pass, StoreError> {
+pub async fn pass(store: &impl LogStorage, trust: &LogTrust) -> Result<Pass, StoreError> {
     // Checkpoints before entries, as `LogView::load` reads them (a checkpoint is published
     // after its entries).
     let latest = latest_trusted(store, trust).await?;
@@ -267,7 +271,7 @@ pub async fn pass(store: &Store, trust: &LogTrust) -> Result<Pass, StoreError> {
 /// the latest checkpoint's size, with its bytes: the pass authenticates it) and a rebuild
 /// entry's signature verifies, with whether a seal or review leaf's pointer is stored.
 async fn read_entry(
-    store: &Store,
+    store: &impl LogStorage,
     trust: &LogTrust,
     index: u64,
     covered: u64,
@@ -304,12 +308,13 @@ async fn read_entry(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transparency::tests::{entry, entry_file};
-    use crate::transparency::{raw_keys, EvidenceWas, Log, LogView, DEFAULT_ORIGIN};
+    use crate::log::tests::{entry, entry_file, raw_keys};
+    use crate::{EvidenceWas, Log, LogView, DEFAULT_ORIGIN};
     use seal_core::canonical::Hash;
     use seal_core::sealing::SigningKey;
     use seal_core::tlog::{LogEntry, ReviewEntry};
     use seal_core::vocab::AuditCheck;
+    use seal_store::Store;
 
     /// A `file://` log of the seals of runs 0..300 published in one batch (two level-0
     /// tiles: a full one and one of 44), a review of run 7 published after them, and, past
@@ -345,7 +350,12 @@ mod tests {
         log.admit_locked(&mut cache, trust).await.unwrap();
         for i in runs {
             let (run, e) = entry(i);
-            log.append_locked(&mut cache, &run, &e, key).await.unwrap();
+            let leaf = crate::NewLeaf::Seal {
+                run: &run,
+                entry: &e,
+                evidence: crate::EvidenceWas::Stored,
+            };
+            log.place(&mut cache, leaf, key).await.unwrap();
         }
     }
 
@@ -425,7 +435,7 @@ mod tests {
         log.append_seal_as(&run, &again, &key, EvidenceWas::CreatedNow)
             .await
             .unwrap();
-        let relogged = |problems: Vec<crate::audit::Problem>| {
+        let relogged = |problems: Vec<crate::Finding>| {
             problems.iter().any(|p| p.check == AuditCheck::RunRelogged)
         };
         // Both pointers stored: the pointers find both leaves.

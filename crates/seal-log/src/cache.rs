@@ -3,13 +3,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::view::LogView;
-use super::{corrupt, LogError};
-use crate::audit::Problem;
-use seal_core::canonical::Hash;
+use crate::error::{corrupt, LogError};
+use crate::finding::{planted_entry, Finding};
+use crate::leaf::SealLeaf;
+use crate::view::LogView;
 use seal_core::ids::RunId;
-use seal_core::tlog::{self, Leaf, LogEntry, LogTrust, NodeHash, ReadLeaf, TlogError, Tree};
-use seal_core::vocab::AuditCheck;
+use seal_core::tlog::{self, Leaf, LogEntry, LogTrust, NodeHash, ReadLeaf, Tree};
 use seal_store::Key;
 
 /// What this process knows of the log: entries are create-only, so a cached leaf never goes
@@ -46,49 +45,10 @@ pub(super) struct Cache {
     /// The runs whose leaves below `base` are indexed.
     pub(super) loaded: std::collections::HashSet<String>,
     /// What the seal scan found (G2, [`Log::scan`]): once set, this process appends nothing.
-    pub(super) refused: Option<Vec<Problem>>,
+    pub(super) refused: Option<Vec<Finding>>,
     /// This log's origin and keys: a leaf read past what the process knows is adopted only
     /// when it authenticates under them ([`Cache::push`]).
     pub(super) trust: LogTrust,
-}
-
-/// A seal leaf as this process holds it: where it is and the digests it names (`None` for a
-/// digest that is not 64 lowercase hex digits, which no hash of seal's equals).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SealLeaf {
-    pub index: u64,
-    pub(super) evidence: Option<[u8; 32]>,
-    pub(super) seal: Option<[u8; 32]>,
-    /// The leaf hash of the entry without its `auth` (`tlog::ReadLeaf::content`): the same
-    /// entry whatever index it was signed for.
-    pub(super) content: NodeHash,
-}
-
-impl SealLeaf {
-    pub(super) fn of(index: u64, entry: &LogEntry, content: NodeHash) -> SealLeaf {
-        let digest = |hex: &str| Hash::parse(hex).ok().map(|h| h.to_bytes());
-        SealLeaf {
-            index,
-            evidence: digest(&entry.evidence_sha256),
-            seal: digest(&entry.seal_sha256),
-            content,
-        }
-    }
-
-    /// Whether the logged seal is over these evidence bytes.
-    pub fn is_over(&self, evidence_sha256: &Hash) -> bool {
-        self.evidence == Some(evidence_sha256.to_bytes())
-    }
-
-    /// Whether the logged seal is these seal bytes.
-    pub fn names_seal(&self, seal_sha256: &Hash) -> bool {
-        self.seal == Some(seal_sha256.to_bytes())
-    }
-
-    /// The logged seal's sha256 as hex (empty when the entry's was not a sha256).
-    pub(super) fn seal_hex(&self) -> String {
-        self.seal.map(|d| tlog::hex(&d)).unwrap_or_default()
-    }
 }
 
 impl Cache {
@@ -243,19 +203,6 @@ pub(super) fn content_of(leaf: &Leaf) -> Result<NodeHash, seal_core::canonical::
         Leaf::Rebuild(r) => r.to_bytes()?,
     };
     Ok(tlog::leaf_hash(&bytes))
-}
-
-/// The problem of an entry past everything this process trusts that does not authenticate as
-/// this log's (docs/DESIGN.md §11): planted by whoever can write the store.
-pub(super) fn planted_entry(key: &Key, why: &TlogError) -> Problem {
-    Problem::new(
-        AuditCheck::PlantedLogEntry,
-        key.as_str(),
-        format!(
-            "{why}. seal adopts, signs over and serves nothing from here on; `seal log verify` \
-             names it and `seal log rebuild` moves it aside, recorded in the log"
-        ),
-    )
 }
 
 /// The pointer of leaf `index` about `run`: `None` for a run id seal never writes (such an

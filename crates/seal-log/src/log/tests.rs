@@ -1,10 +1,20 @@
 //! The store-using log's own tests: appends, rivals, proofs, the head, the cache.
 
 use super::*;
+use crate::checkpoints::checkpoint_sizes;
+use crate::view;
+use crate::view::latest_checkpoint;
+use crate::{Appended, LogView, SealLogged, DEFAULT_ORIGIN};
+use seal_core::canonical::Hash;
+use seal_core::ids::RunId;
+use seal_core::sealing::{PublicKey, SigningKey};
+use seal_core::tlog::{self, LogEntry, LogTrust};
 use seal_core::vocab::AuditCheck;
+use seal_store::{Key, Store};
+use std::sync::Arc;
 
 /// A seal entry of run `run-batch-<i>` (nothing stored for it).
-pub(in crate::transparency) fn entry(i: u32) -> (RunId, LogEntry) {
+pub(crate) fn entry(i: u32) -> (RunId, LogEntry) {
     let run = RunId::parse(&format!("run-batch-{i:04}")).expect("a valid run id");
     let e = LogEntry {
         run_id: run.to_string(),
@@ -20,7 +30,7 @@ pub(in crate::transparency) fn entry(i: u32) -> (RunId, LogEntry) {
 }
 
 /// A `file://` log of 40 runs' seals, each appended and checkpointed as the postguard does.
-pub(in crate::transparency) async fn forty() -> (tempfile::TempDir, Store, SigningKey) {
+pub(crate) async fn forty() -> (tempfile::TempDir, Store, SigningKey) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&format!("file://{}", dir.path().display()))
         .await
@@ -35,10 +45,7 @@ pub(in crate::transparency) async fn forty() -> (tempfile::TempDir, Store, Signi
 }
 
 /// The file of `log/entries/<index>` in a `file://` store at `dir`.
-pub(in crate::transparency) fn entry_file(
-    dir: &tempfile::TempDir,
-    index: u64,
-) -> std::path::PathBuf {
+pub(crate) fn entry_file(dir: &tempfile::TempDir, index: u64) -> std::path::PathBuf {
     dir.path().join(Key::log_entry(index).as_str())
 }
 
@@ -58,7 +65,12 @@ async fn one_checkpoint_covers_every_entry_appended_before_it() {
             .unwrap();
         for i in 0..5 {
             let (run, e) = entry(i);
-            log.append_locked(&mut cache, &run, &e, &key).await.unwrap();
+            let leaf = crate::NewLeaf::Seal {
+                run: &run,
+                entry: &e,
+                evidence: crate::EvidenceWas::Stored,
+            };
+            log.place(&mut cache, leaf, &key).await.unwrap();
         }
     }
     // The first appender to publish covers all five.
@@ -90,13 +102,10 @@ async fn one_checkpoint_covers_every_entry_appended_before_it() {
 async fn the_head_is_the_latest_signed_checkpoint_never_a_planted_larger_one() {
     let (dir, store, key) = forty().await;
     let trusted = [key.public()];
-    let genuine = latest_checkpoint(
-        &store,
-        &crate::transparency::trust(DEFAULT_ORIGIN, &trusted),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let genuine = latest_checkpoint(&store, &crate::trust(DEFAULT_ORIGIN, &trusted))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(genuine.size, 40);
     let plant = |size: u64, bytes: &[u8]| {
         std::fs::write(dir.path().join(Key::log_checkpoint(size).as_str()), bytes).unwrap()
@@ -107,23 +116,17 @@ async fn the_head_is_the_latest_signed_checkpoint_never_a_planted_larger_one() {
     );
     let big = vec![b'x'; 2 * tlog::MAX_CHECKPOINT_BYTES as usize];
     plant(42, &big);
-    let head = latest_checkpoint(
-        &store,
-        &crate::transparency::trust(DEFAULT_ORIGIN, &trusted),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let head = latest_checkpoint(&store, &crate::trust(DEFAULT_ORIGIN, &trusted))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((head.size, &head.text), (40, &genuine.text));
     // A reader whose document limit the large one passes: not read, not an error.
     let small = store.clone().with_doc_limit(tlog::MAX_CHECKPOINT_BYTES + 1);
-    let head = latest_checkpoint(
-        &small,
-        &crate::transparency::trust(DEFAULT_ORIGIN, &trusted),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let head = latest_checkpoint(&small, &crate::trust(DEFAULT_ORIGIN, &trusted))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(head.size, 40);
     let read = view::read_checkpoints(&store, &raw_keys(&key, &[]), true)
         .await
@@ -148,7 +151,7 @@ async fn the_head_is_the_latest_signed_checkpoint_never_a_planted_larger_one() {
     // Under keys that signed none of them there is no head.
     let other = [seal_fs::keys::generate_signing_key().public()];
     assert!(
-        latest_checkpoint(&store, &crate::transparency::trust(DEFAULT_ORIGIN, &other))
+        latest_checkpoint(&store, &crate::trust(DEFAULT_ORIGIN, &other))
             .await
             .unwrap()
             .is_none()
@@ -366,4 +369,14 @@ async fn every_appender_returns_after_a_checkpoint_holding_its_entry() {
             a.tree_size
         );
     }
+}
+
+/// What a test log of the default origin trusts: the signing key, then `trusted`.
+pub(crate) fn raw_keys(key: &SigningKey, trusted: &[PublicKey]) -> LogTrust {
+    LogTrust::new(
+        DEFAULT_ORIGIN,
+        std::iter::once(key.public())
+            .chain(trusted.iter().cloned())
+            .map(|k| k.raw()),
+    )
 }

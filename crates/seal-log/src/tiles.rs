@@ -15,12 +15,13 @@
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
-use super::{corrupt, LogError};
-use crate::audit::Problem;
+use crate::error::{corrupt, LogError};
+use crate::finding::Finding;
+use crate::storage::LogStorage;
 use seal_core::key::LOG_TILES;
 use seal_core::tlog::{self, Tile, Tree};
 use seal_core::vocab::AuditCheck;
-use seal_store::{Bounded, Key, Store, StoreError};
+use seal_store::{Bounded, Key, StoreError};
 
 /// Tiles written or read at once.
 pub(super) const AT_ONCE: usize = 16;
@@ -44,10 +45,13 @@ fn key(tile: &Tile) -> Result<Key, LogError> {
 /// Stores `tiles`, create-only and all at once (one batch of the file store's group commit).
 /// A tile stored already with the same bytes is fine; with other bytes, nothing is published
 /// over it.
-pub(super) async fn store_all(store: &Store, tiles: Vec<(Key, Bytes)>) -> Result<(), LogError> {
+pub(super) async fn store_all(
+    store: &impl LogStorage,
+    tiles: Vec<(Key, Bytes)>,
+) -> Result<(), LogError> {
     futures::stream::iter(tiles)
         .map(|(k, bytes)| async move {
-            match store.put(&k, bytes).await {
+            match store.create(&k, bytes).await {
                 Ok(_) => Ok(()),
                 Err(StoreError::Conflict { .. }) => Err(corrupt(
                     &k,
@@ -68,7 +72,11 @@ pub(super) async fn store_all(store: &Store, tiles: Vec<(Key, Bytes)>) -> Result
 /// the tree's bytes, since a writer stores those last and before the checkpoint; else 0, and
 /// the next checkpoint stores every tile again (a log from before tiles, or one whose tiles
 /// were lost: the tiles already there are the same bytes, so this only costs the writes).
-pub(super) async fn stored_through(store: &Store, tree: &Tree, size: u64) -> Result<u64, LogError> {
+pub(super) async fn stored_through(
+    store: &impl LogStorage,
+    tree: &Tree,
+    size: u64,
+) -> Result<u64, LogError> {
     if size > tree.size() {
         return Ok(0);
     }
@@ -130,7 +138,7 @@ const FETCH_ROUNDS: usize = 3;
 /// only when it hashes up to the signed root. `None` when a tile it needs is not stored, or
 /// the stored ones are not that tree's: the caller then reads the whole log.
 pub(super) async fn prove_leaf(
-    store: &Store,
+    store: &impl LogStorage,
     size: u64,
     root: &tlog::NodeHash,
     index: u64,
@@ -234,14 +242,18 @@ pub struct TileCheck {
     pub checked: u64,
     /// Tiles a reader of the latest checkpoint may ask for that are not stored.
     pub missing: Vec<String>,
-    pub problems: Vec<Problem>,
+    pub problems: Vec<Finding>,
 }
 
 /// `seal log verify`: every stored tile is the hashes of the log's entries (`tree`, every
 /// entry read), and every tile of the latest checkpoint (`checkpoint` leaves) is stored. A
 /// log that holds no tile at all predates them: its next checkpoint writes them, and that is
 /// no problem.
-pub async fn check(store: &Store, tree: &Tree, checkpoint: u64) -> Result<TileCheck, StoreError> {
+pub async fn check(
+    store: &impl LogStorage,
+    tree: &Tree,
+    checkpoint: u64,
+) -> Result<TileCheck, StoreError> {
     let listed = store.list(LOG_TILES).await?.keys;
     // Each tile is checked as it is read, and none is read past a tile's size: a planted
     // larger one is named unread.
@@ -257,7 +269,7 @@ pub async fn check(store: &Store, tree: &Tree, checkpoint: u64) -> Result<TileCh
         };
         match verdict {
             Ok(()) => found.checked += 1,
-            Err(detail) => found.problems.push(Problem::new(
+            Err(detail) => found.problems.push(Finding::new(
                 AuditCheck::LogTiles,
                 k.to_string(),
                 detail.to_string(),
@@ -275,7 +287,7 @@ pub async fn check(store: &Store, tree: &Tree, checkpoint: u64) -> Result<TileCh
         }
     }
     if let Some(first) = found.missing.first() {
-        found.problems.push(Problem::new(
+        found.problems.push(Finding::new(
             AuditCheck::LogTiles,
             first.clone(),
             format!(
@@ -292,7 +304,7 @@ pub async fn check(store: &Store, tree: &Tree, checkpoint: u64) -> Result<TileCh
 /// that is not the kept leaves' hashes byte for byte (planted, or of leaves it does not
 /// keep, which the relogged entries will tile again).
 pub(super) async fn in_the_way(
-    store: &Store,
+    store: &impl LogStorage,
     tree: &Tree,
     keep: u64,
 ) -> Result<Vec<Key>, StoreError> {
@@ -316,16 +328,20 @@ pub(super) async fn in_the_way(
 
 /// A stored tile, read only when it is no larger than a full tile ([`tlog::MAX_TILE_BYTES`]):
 /// what every reader of the tiles reads them with.
-pub(super) async fn bounded_tile(store: &Store, key: &Key) -> Result<Bounded, StoreError> {
+pub(super) async fn bounded_tile(
+    store: &impl LogStorage,
+    key: &Key,
+) -> Result<Bounded, StoreError> {
     store.get_bounded(key, tlog::MAX_TILE_BYTES).await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transparency::tests::entry;
-    use crate::transparency::{checkpoint_sizes, raw_keys, verify_log, Log, DEFAULT_ORIGIN};
+    use crate::log::tests::{entry, raw_keys};
+    use crate::{checkpoint_sizes, verify_log, Log, DEFAULT_ORIGIN};
     use seal_core::sealing::SigningKey;
+    use seal_store::Store;
     use seal_store::DEFAULT_DOC_LIMIT;
     use tlog_tiles::TileHashReader;
 
@@ -359,7 +375,7 @@ mod tests {
         tiles
     }
 
-    fn tile_problems(report: &super::super::LogReport) -> Vec<&Problem> {
+    fn tile_problems(report: &crate::LogReport) -> Vec<&Finding> {
         let tiles = report.problems.iter();
         tiles.filter(|p| p.check == AuditCheck::LogTiles).collect()
     }
@@ -470,13 +486,11 @@ mod tests {
         let store = Store::open(&url).await.unwrap();
         let key = seal_fs::keys::generate_signing_key();
         appended(&store, &key, 10).await;
-        let latest = crate::transparency::latest_checkpoint(
-            &store,
-            &crate::transparency::trust(DEFAULT_ORIGIN, &[key.public()]),
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        let latest =
+            crate::latest_checkpoint(&store, &crate::trust(DEFAULT_ORIGIN, &[key.public()]))
+                .await
+                .unwrap()
+                .unwrap();
         assert_eq!(latest.size, 10);
         // Readers of the genuine tiles prove a leaf.
         let mut cache = TileCache::new();
@@ -500,7 +514,7 @@ mod tests {
             assert!(matches!(through, Ok(0)), "limit {limit}: {through:?}");
             // The pass over the log and the admission read the whole log instead.
             let trust = raw_keys(&key, &[]);
-            let pass = crate::transparency::stream::pass(&reader, &trust).await;
+            let pass = crate::stream::pass(&reader, &trust).await;
             assert!(pass.is_ok(), "limit {limit}: {:?}", pass.err());
             let admitted = Log::new(reader.clone(), DEFAULT_ORIGIN)
                 .read_from_checkpoint(&trust)
@@ -543,7 +557,7 @@ mod tests {
         let key = seal_fs::keys::generate_signing_key();
         appended(&store, &key, 256).await;
         let edge = tlog::tile_key(&Tile::new(8, 0, 0, 256, false)).unwrap();
-        store.remove_log_object(&edge).await.unwrap();
+        store.remove(&edge).await.unwrap();
         store
             .put(&edge, Bytes::from(vec![9u8; 256 * 32]))
             .await
@@ -576,13 +590,18 @@ mod tests {
                 .unwrap();
             for i in 0..600 {
                 let (run, e) = entry(i);
-                log.append_locked(&mut cache, &run, &e, &key).await.unwrap();
+                let leaf = crate::NewLeaf::Seal {
+                    run: &run,
+                    entry: &e,
+                    evidence: crate::EvidenceWas::Stored,
+                };
+                log.place(&mut cache, leaf, &key).await.unwrap();
             }
         }
         assert_eq!(log.publish_covering(600, &key).await.unwrap(), 600);
         let remove_all = |store: Store| async move {
             for k in store.list(LOG_TILES).await.unwrap().keys {
-                store.remove_log_object(&k).await.unwrap();
+                store.remove(&k).await.unwrap();
             }
         };
         remove_all(store.clone()).await;
@@ -606,7 +625,7 @@ mod tests {
         );
 
         let first = tlog::tile_key(&Tile::new(8, 0, 0, 256, false)).unwrap();
-        store.remove_log_object(&first).await.unwrap();
+        store.remove(&first).await.unwrap();
         let (run, e) = entry(601);
         appended(&store, &key, 0)
             .await

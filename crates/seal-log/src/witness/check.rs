@@ -21,11 +21,12 @@ use std::time::Duration;
 
 use super::cosig::{self, Cosignature, WitnessKey};
 use super::{protocol, WitnessSpec, LOG_COSIGNATURES};
-use crate::audit::Problem;
+use crate::finding::Finding;
+use crate::storage::LogStorage;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::tlog::{self, LogTrust, SignedCheckpoint};
 use seal_core::vocab::AuditCheck;
-use seal_store::{Bounded, Key, Store, StoreError};
+use seal_store::{Bounded, Key, StoreError};
 
 /// Largest witness answer or stored cosignature object read.
 const MAX_READ_BYTES: usize = 64 * 1024;
@@ -116,12 +117,12 @@ pub struct Witnessed {
 
 impl Witnessed {
     /// The `log_witness` problem when fewer than the quorum cosigned.
-    pub fn problem(&self) -> Option<Problem> {
+    pub fn problem(&self) -> Option<Finding> {
         if self.cosigned_by.len() >= self.quorum {
             return None;
         }
         let of = self.cosigned_by.len() + self.missing.len();
-        Some(Problem::mismatch(
+        Some(Finding::mismatch(
             AuditCheck::LogWitness,
             Key::log_checkpoint(self.size).as_str(),
             format!("{} of {of} witness cosignatures", self.quorum),
@@ -138,7 +139,7 @@ impl Witnessed {
 /// The cosignatures of the checkpoint of `size` leaves with note `note`: its own signature
 /// lines and every stored object under `log/cosignatures/<size>/` (unreadable ones skipped).
 pub async fn cosignatures(
-    store: &Store,
+    store: &impl LogStorage,
     size: u64,
     note: &[u8],
 ) -> Result<Vec<Cosignature>, StoreError> {
@@ -165,7 +166,7 @@ pub async fn cosignatures(
 
 /// Which of the policy's witnesses validly cosigned the checkpoint `c`.
 pub async fn witnessed(
-    store: &Store,
+    store: &impl LogStorage,
     policy: &Policy,
     c: &SignedCheckpoint,
 ) -> Result<Witnessed, StoreError> {
@@ -193,10 +194,10 @@ pub async fn witnessed(
 /// `seal verify`: the problem every run report gets when the latest checkpoint lacks a quorum
 /// (None without witnesses or without a checkpoint: the log checks name that already).
 pub async fn quorum_problem(
-    store: &Store,
+    store: &impl LogStorage,
     policy: &Policy,
     latest: Option<&SignedCheckpoint>,
-) -> Result<Option<Problem>, StoreError> {
+) -> Result<Option<Finding>, StoreError> {
     match latest {
         Some(c) if !policy.is_empty() => Ok(witnessed(store, policy, c).await?.problem()),
         _ => Ok(None),
@@ -209,14 +210,14 @@ pub struct Asked {
     pub url: String,
     /// The size the witness holds (None: it cosigned nothing of this log).
     pub size: Option<u64>,
-    pub problems: Vec<Problem>,
+    pub problems: Vec<Finding>,
 }
 
 /// `--witness-url`: asks the witness at `url` for its latest cosigned checkpoint of `origin`
 /// and compares it with the store (`store_latest`: the size of the store's latest verified
 /// checkpoint). Problems are named; only an unreachable witness is an error (`Err`).
 pub async fn ask_witness(
-    store: &Store,
+    store: &impl LogStorage,
     trust: &LogTrust,
     url: &str,
     origin: &str,
@@ -226,7 +227,7 @@ pub async fn ask_witness(
     let Some(note) = fetch_latest(url, origin).await? else {
         let problems = store_latest
             .map(|s| {
-                vec![Problem::new(
+                vec![Finding::new(
                     AuditCheck::LogWitness,
                     object.clone(),
                     format!("the witness has cosigned no checkpoint of log {origin:?}, while the store's log reaches size {s}: checkpoints are not reaching this witness"),
@@ -242,7 +243,7 @@ pub async fn ask_witness(
     let theirs = match trust.open_checkpoint(&note) {
         Ok(c) => c,
         Err(e) => {
-            let p = Problem::new(
+            let p = Finding::new(
                 AuditCheck::LogWitness,
                 object,
                 format!("the witness's checkpoint is not signed by a trusted log key: {e}"),
@@ -264,14 +265,14 @@ pub async fn ask_witness(
 
 /// A checkpoint the log signed, as a witness holds it, against the store's checkpoints.
 async fn against_store(
-    store: &Store,
+    store: &impl LogStorage,
     trust: &LogTrust,
     object: &str,
     theirs: &SignedCheckpoint,
     store_latest: Option<u64>,
-) -> Result<Vec<Problem>, StoreError> {
+) -> Result<Vec<Finding>, StoreError> {
     if store_latest.is_none_or(|s| s < theirs.size) {
-        return Ok(vec![Problem::mismatch(
+        return Ok(vec![Finding::mismatch(
             AuditCheck::LogWitness,
             object,
             format!("a checkpoint of size {} or more", theirs.size),
@@ -280,11 +281,11 @@ async fn against_store(
         )]);
     }
     let key = Key::log_checkpoint(theirs.size);
-    let Some(ours) = crate::transparency::bounded_checkpoint(store, theirs.size)
+    let Some(ours) = crate::checkpoints::bounded_checkpoint(store, theirs.size)
         .await?
         .read()
     else {
-        return Ok(vec![Problem::new(
+        return Ok(vec![Finding::new(
             AuditCheck::LogWitness,
             key.as_str(),
             format!("missing, while the witness cosigned the log's checkpoint of size {}: a checkpoint was deleted", theirs.size),
@@ -292,7 +293,7 @@ async fn against_store(
     };
     match trust.open_checkpoint(&ours) {
         Ok(c) if c.root == theirs.root => Ok(Vec::new()),
-        Ok(c) => Ok(vec![Problem::mismatch(
+        Ok(c) => Ok(vec![Finding::mismatch(
             AuditCheck::LogFork,
             key.as_str(),
             tlog::hex(&theirs.root),

@@ -19,11 +19,16 @@
 
 use bytes::Bytes;
 
-use super::guard::{self, StoredSeal};
-use super::view::{LogView, WholeLog};
-use super::SealLeaf;
-use super::{trusted_entry, Cache, Log, LogError};
-use crate::audit::Problem;
+use crate::append::{EvidenceWas, NewLeaf};
+use crate::cache::Cache;
+use crate::error::LogError;
+use crate::finding::Finding;
+use crate::guard::{self, StoredSeal};
+use crate::leaf::SealLeaf;
+use crate::log::Log;
+use crate::storage::LogStorage;
+use crate::stored::trusted_entry;
+use crate::view::{LogView, WholeLog};
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 use seal_core::sealing::{PublicKey, SigningKey};
@@ -40,7 +45,7 @@ pub enum RebuildError {
     #[error(transparent)]
     Log(#[from] LogError),
     #[error("{}", refused_text(.problems))]
-    Refused { problems: Vec<Problem> },
+    Refused { problems: Vec<Finding> },
     #[error("{key}: another process appended to the log during the rebuild; stop every seal process of this store and run `seal log rebuild` again")]
     Raced { key: Key },
     /// The rebuilt log would not hold what the previous one did, and the operator did not
@@ -139,7 +144,7 @@ impl HasFault for RebuildError {
     }
 }
 
-fn refused_text(problems: &[Problem]) -> String {
+fn refused_text(problems: &[Finding]) -> String {
     let lines: Vec<String> = problems.iter().map(|p| format!("\n    {p}")).collect();
     format!(
         "nothing rebuilt: {} sealed run(s) cannot be relogged (restore the logged run, or move \
@@ -151,12 +156,12 @@ fn refused_text(problems: &[Problem]) -> String {
 
 /// A stored review as a rebuild sees it: its key, and its log entry when it checks (signed by
 /// a trusted reviewer key, about its run's verified evidence and seal, chained), else the
-/// problem that keeps it from being relogged. The caller checks it (`crate::review`), so that
+/// problem that keeps it from being relogged. The caller checks it (the engine's reviews), so that
 /// the log does not depend on the verifier.
 #[derive(Debug, Clone)]
 pub struct StoredReview {
     pub key: Key,
-    pub entry: Result<tlog::ReviewEntry, Problem>,
+    pub entry: Result<tlog::ReviewEntry, Finding>,
 }
 
 /// What a rebuild did.
@@ -173,11 +178,11 @@ pub struct Rebuilt {
     pub tree_size: u64,
 }
 
-impl Log {
+impl<S: LogStorage> Log<S> {
     /// Rebuilds the log if the guard refuses it (see the module doc); `Ok(None)` when it does
     /// not (nothing to rebuild). `trusted`: keys, besides `key`, whose seals and checkpoints
     /// count; `reviews`: every stored review, checked by the caller
-    /// (`crate::review::stored_for_rebuild`); `now`: the rebuild's time (RFC 3339).
+    /// (the engine's `review::stored_for_rebuild`); `now`: the rebuild's time (RFC 3339).
     pub async fn rebuild(
         &self,
         key: &SigningKey,
@@ -216,7 +221,7 @@ impl Log {
         entry.problems = found
             .iter()
             .take(MAX_REBUILD_PROBLEMS)
-            .map(Problem::to_string)
+            .map(Finding::to_string)
             .collect();
         entry.problem_count = found.len() as u64;
         entry.runs_appended = relog.len() as u64;
@@ -226,20 +231,23 @@ impl Log {
         let mut fresh = self
             .write_rebuild_entry(&whole, keep, &entry, key, trust)
             .await?;
-        for (run, e) in &relog {
-            self.append_locked(&mut fresh, run, e, key).await?.at(run)?;
+        for (run, entry) in &relog {
+            let leaf = NewLeaf::Seal {
+                run,
+                entry,
+                evidence: EvidenceWas::Stored,
+            };
+            self.place(&mut fresh, leaf, key).await?.at(run)?;
         }
         let mut reviews_relogged = Vec::with_capacity(reviews.len());
         for (k, e) in &reviews {
-            let bytes = Bytes::from(e.to_bytes().map_err(|err| LogError::Corrupt {
-                key: k.to_string(),
-                detail: err.to_string(),
-            })?);
-            self.append_bytes_locked(&mut fresh, bytes, key).await?;
+            self.place(&mut fresh, NewLeaf::Review(e), key).await?;
             reviews_relogged.push(k.to_string());
         }
-        let tree_size = self.publish(&mut fresh, key).await?;
+        let size = fresh.tree.size();
         *cache = fresh;
+        std::mem::drop(cache);
+        let tree_size = self.publish_covering(size, key).await?;
         Ok(Some(Rebuilt {
             index: keep,
             entry,
@@ -264,7 +272,7 @@ impl Log {
             let hash = match hash {
                 Ok(h) => h,
                 Err(detail) => {
-                    refused.push(Problem::new(
+                    refused.push(Finding::new(
                         AuditCheck::RunUnlogged,
                         Key::seal(run).as_str(),
                         detail.to_string(),
@@ -286,12 +294,12 @@ impl Log {
             }
             match trusted_entry(&self.store, run, signers).await {
                 Ok(e) if e.seal_sha256 == hash.as_ref() => relog.push((run.clone(), e)),
-                Ok(_) => refused.push(Problem::new(
+                Ok(_) => refused.push(Finding::new(
                     AuditCheck::RunUnlogged,
                     Key::seal(run).as_str(),
                     "the seal changed during the rebuild",
                 )),
-                Err(LogError::NotSealed { detail, .. }) => refused.push(Problem::new(
+                Err(LogError::NotSealed { detail, .. }) => refused.push(Finding::new(
                     AuditCheck::RunUnlogged,
                     format!("runs/{run}"),
                     format!("not a seal by a trusted key over this run's evidence: {detail}"),
@@ -336,7 +344,7 @@ impl Log {
                 continue;
             }
             if !kept.is_empty() {
-                refused.push(Problem::new(
+                refused.push(Finding::new(
                     AuditCheck::ReviewLog,
                     r.key.as_str(),
                     format!(
@@ -380,7 +388,7 @@ impl Log {
             .collect();
         // The tiles of leaves it does not keep (the relogged entries are tiled again), and any
         // that are not the kept leaves' hashes.
-        moving.extend(super::tiles::in_the_way(&self.store, &view.tree, keep).await?);
+        moving.extend(crate::tiles::in_the_way(&self.store, &view.tree, keep).await?);
         moving.sort();
         moving.dedup();
         for k in &moving {
@@ -393,16 +401,16 @@ impl Log {
                 detail: format!("cannot name its superseded copy: {e}"),
             })?;
             let bytes = self.store.get(k).await?;
-            self.store.put(&to, bytes).await?;
+            self.store.create(&to, bytes).await?;
         }
         // Removed only once everything is copied: a crash leaves the old log whole. The
         // checkpoints go last: a crash part-way leaves every checkpoint that covered a removed
         // entry, so the rebuild run again sees the same losses and asks for the same drops.
         let (checkpoints, rest): (Vec<&Key>, Vec<&Key>) = moving
             .iter()
-            .partition(|k| k.as_str().starts_with(super::LOG_CHECKPOINTS));
+            .partition(|k| k.as_str().starts_with(seal_core::key::LOG_CHECKPOINTS));
         for k in rest.into_iter().chain(checkpoints) {
-            self.store.remove_log_object(k).await?;
+            self.store.remove(k).await?;
         }
         Ok((folder, moving.len() as u64))
     }
@@ -435,7 +443,7 @@ impl Log {
         let signed = tlog::sign_leaf(&unsigned, &self.origin, &at, &|m| key.sign(m))
             .map_err(LogError::from)?;
         let bytes = Bytes::from(signed);
-        match self.store.put(&k, bytes.clone()).await {
+        match self.store.create(&k, bytes.clone()).await {
             Ok(_) => fresh.push_trusted(&bytes, &k)?,
             Err(StoreError::Conflict { .. }) => return Err(RebuildError::Raced { key: k }),
             Err(e) => return Err(e.into()),
@@ -469,7 +477,7 @@ fn named_drops(lost: &[Lost], drop: &[Dropped]) -> Result<Vec<String>, RebuildEr
     Ok(lost.iter().map(Lost::to_string).collect())
 }
 
-impl Log {
+impl<S: LogStorage> Log<S> {
     /// What the rebuilt log would not hold of the previous one: every seal or review leaf
     /// past the kept prefix that this log wrote (authenticated) and the rebuild does not
     /// append again, by run; every leaf a trusted checkpoint covers whose entry is missing
@@ -496,7 +504,7 @@ impl Log {
             .chain(reviews.iter().filter_map(|(_, r)| r.to_bytes().ok()))
             .collect();
         let signed_tree = match &view.latest {
-            Some(c) => match super::history::tree_from_tiles(&self.store, c.size, &c.root).await? {
+            Some(c) => match crate::history::tree_from_tiles(&self.store, c.size, &c.root).await? {
                 Some(tree) => Some(tree),
                 None => self.tree_from_entries(whole, c, &unsigned, key).await?,
             },
@@ -604,7 +612,7 @@ impl Log {
     }
 }
 
-impl Log {
+impl<S: LogStorage> Log<S> {
     /// The tree the latest checkpoint `c` signs, rebuilt from the stored entries when no tiles
     /// give it: every leaf below it stored, or all but one, tried as each entry the rebuild
     /// appends again (with and without `auth`); `None` when no such tree has the signed root.

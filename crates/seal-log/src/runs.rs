@@ -17,13 +17,14 @@
 
 use std::collections::BTreeMap;
 
-use super::stream::Passed;
-use super::tiles::{self, TileCache};
-use super::view::{latest_trusted, LogView, Proof};
-use super::SealLeaf;
+use crate::leaf::SealLeaf;
+use crate::storage::LogStorage;
+use crate::stream::Passed;
+use crate::tiles::{self, TileCache};
+use crate::view::{latest_trusted, LogView, Proof};
 use seal_core::ids::RunId;
 use seal_core::tlog::{self, Leaf, LogTrust, NodeHash, ReadLeaf, SignedCheckpoint};
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Key, StoreError};
 
 /// How a leaf read by a run's pointer is believed.
 enum Authority<'a> {
@@ -32,7 +33,7 @@ enum Authority<'a> {
         latest: SignedCheckpoint,
         cache: TileCache,
     },
-    /// The pass over the whole log that `seal verify --all` made first ([`super::stream`]).
+    /// The pass over the whole log that `seal verify --all` made first ([`crate::stream`]).
     Passed(&'a Passed),
 }
 
@@ -63,7 +64,7 @@ impl Authority<'_> {
 
     async fn believe(
         &mut self,
-        store: &Store,
+        store: &impl LogStorage,
         index: u64,
         hash: &NodeHash,
     ) -> Result<Believed, StoreError> {
@@ -104,7 +105,7 @@ impl LogView {
     /// tiles (see the module doc); `None` when that cannot be done, and the caller reads the
     /// whole log.
     pub async fn for_runs(
-        store: &Store,
+        store: &impl LogStorage,
         trust: &LogTrust,
         runs: &[RunId],
     ) -> Result<Option<LogView>, StoreError> {
@@ -119,11 +120,11 @@ impl LogView {
         LogView::read_runs(store, runs, authority).await
     }
 
-    /// [`LogView::for_runs`] after a clean [`super::stream::pass`]: each leaf is believed as
+    /// [`LogView::for_runs`] after a clean [`crate::stream::pass`]: each leaf is believed as
     /// the pass read it, and a run without a seal leaf's pointer is not logged (the pass found
     /// every seal leaf's pointer stored). `None`: read the whole log.
     pub async fn for_runs_passed(
-        store: &Store,
+        store: &impl LogStorage,
         pass: &Passed,
         runs: &[RunId],
     ) -> Result<Option<LogView>, StoreError> {
@@ -131,7 +132,7 @@ impl LogView {
     }
 
     async fn read_runs(
-        store: &Store,
+        store: &impl LogStorage,
         runs: &[RunId],
         mut authority: Authority<'_>,
     ) -> Result<Option<LogView>, StoreError> {
@@ -196,7 +197,7 @@ impl LogView {
 
     /// [`LogView::for_runs`], else the whole log.
     pub async fn load_for(
-        store: &Store,
+        store: &impl LogStorage,
         trust: &LogTrust,
         runs: &[RunId],
     ) -> Result<LogView, StoreError> {
@@ -216,11 +217,12 @@ impl LogView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transparency::tests::{entry, entry_file, forty};
-    use crate::transparency::{raw_keys, Log, DEFAULT_ORIGIN};
+    use crate::log::tests::{entry, entry_file, forty, raw_keys};
+    use crate::{Log, DEFAULT_ORIGIN};
     use seal_core::canonical::Hash;
     use seal_core::sealing::SigningKey;
     use seal_core::tlog::{LogEntry, ReviewEntry};
+    use seal_store::Store;
 
     /// A `file://` log of 40 runs' seals (each appended and checkpointed as the postguard
     /// does) and a review of run 7 after them; run 7 and its seal's entry.
@@ -373,15 +375,10 @@ mod tests {
     async fn every_leaf_a_checkpoint_covers_has_its_pointer() {
         let (_dir, store, key, _run, _sealed) = logged().await;
         let trust = raw_keys(&key, &[]);
-        let report = super::super::verify_log(&store, &trust, None)
-            .await
-            .unwrap();
+        let report = crate::verify_log(&store, &trust, None).await.unwrap();
         assert_eq!(report.pointers_missing, 0);
         assert!(pointer_problems(&report).is_empty());
-        assert_eq!(
-            store.list(super::super::LOG_RUNS).await.unwrap().keys.len(),
-            41
-        );
+        assert_eq!(store.list(crate::LOG_RUNS).await.unwrap().keys.len(), 41);
     }
 
     /// The store writer deletes the pointer of run 7's seal (to hide that leaf from a reader
@@ -393,9 +390,7 @@ mod tests {
         let deleted = Key::log_run_leaf(&run, 7);
         std::fs::remove_file(dir.path().join(deleted.as_str())).unwrap();
         let trust = raw_keys(&key, &[]);
-        let report = super::super::verify_log(&store, &trust, None)
-            .await
-            .unwrap();
+        let report = crate::verify_log(&store, &trust, None).await.unwrap();
         assert!(!report.verified);
         assert_eq!(report.pointers_missing, 1);
         let named = pointer_problems(&report);
@@ -407,15 +402,13 @@ mod tests {
             .await
             .unwrap();
         assert!(store.exists(&deleted).await.unwrap());
-        let report = super::super::verify_log(&store, &trust, None)
-            .await
-            .unwrap();
+        let report = crate::verify_log(&store, &trust, None).await.unwrap();
         assert!(pointer_problems(&report).is_empty());
     }
 
     /// The report's `log_pointers` problems (the fixture logs runs it does not store, so the
     /// report has `run_missing` ones too).
-    fn pointer_problems(report: &super::super::LogReport) -> Vec<&crate::audit::Problem> {
+    fn pointer_problems(report: &crate::LogReport) -> Vec<&crate::Finding> {
         let check = seal_core::vocab::AuditCheck::LogPointers;
         report
             .problems
@@ -430,7 +423,7 @@ mod tests {
     #[tokio::test]
     async fn admission_points_a_log_from_before_pointers_and_an_entry_left_by_a_crash() {
         let (dir, store, key, run, _sealed) = logged().await;
-        std::fs::remove_dir_all(dir.path().join(super::super::LOG_RUNS)).unwrap();
+        std::fs::remove_dir_all(dir.path().join(crate::LOG_RUNS)).unwrap();
         // What a crash between the entry's create and its checkpoint leaves: an entry seal
         // signed for its index.
         let (late, e) = entry(40);
@@ -449,9 +442,7 @@ mod tests {
             .await
             .unwrap();
         let trust = raw_keys(&key, &[]);
-        let report = super::super::verify_log(&store, &trust, None)
-            .await
-            .unwrap();
+        let report = crate::verify_log(&store, &trust, None).await.unwrap();
         assert_eq!(
             report.pointers_missing, 0,
             "a log from before pointers is no problem"
@@ -463,10 +454,7 @@ mod tests {
             .await
             .unwrap();
         assert!(store.exists(&Key::log_run_leaf(&late, 41)).await.unwrap());
-        assert_eq!(
-            store.list(super::super::LOG_RUNS).await.unwrap().keys.len(),
-            42
-        );
+        assert_eq!(store.list(crate::LOG_RUNS).await.unwrap().keys.len(), 42);
         assert!(views(&store, &key, &run).await.0.is_some());
     }
 
@@ -483,7 +471,7 @@ mod tests {
         let log = Log::new(store.clone(), DEFAULT_ORIGIN);
         let err = log.append_seal(&blocked, &e, &key).await.unwrap_err();
         assert!(err.to_string().contains(blocked.as_str()), "{err}");
-        let largest = super::super::checkpoint_sizes(&store).await.unwrap()[0];
+        let largest = crate::checkpoint_sizes(&store).await.unwrap()[0];
         assert_eq!(largest, 41, "a checkpoint covers the unpointed leaf 41");
     }
 }

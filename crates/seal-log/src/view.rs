@@ -7,22 +7,29 @@
 //! wants every deleted, replaced, extra or dropped thing in one report. Only an unreadable
 //! store is an error. The problems that also stop seal from appending (a dropped or unreadable
 //! leaf, a log shorter than a checkpoint it signed, a fork: docs/DESIGN.md §13) are kept apart
-//! as the view's refusals, which `super::guard` adds the sealed runs to.
+//! as the view's refusals, which `crate::guard` adds the sealed runs to.
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-use super::{checkpoint_sizes, entry_for, LogError, SealLeaf, READ_AHEAD};
-use crate::audit::Problem;
+use crate::checkpoints::{bounded_checkpoint, checkpoint_sizes};
+use crate::error::LogError;
+use crate::finding::Finding;
+use crate::leaf::SealLeaf;
+use crate::storage::LogStorage;
+use crate::stored::entry_for;
 use seal_core::ids::RunId;
 use seal_core::key::LOG_ENTRIES;
 use seal_core::tlog::{
     self, Leaf, LogEntry, LogTrust, NodeHash, RebuildEntry, ReviewEntry, SignedCheckpoint, Tree,
 };
 use seal_core::vocab::AuditCheck;
-use seal_store::{Bounded, Key, Store, StoreError};
+use seal_store::{Bounded, Key, StoreError};
+
+/// Entries read at once when a process first loads the log.
+pub(crate) const READ_AHEAD: usize = 16;
 
 /// The log as stored, with what is wrong with it.
 ///
@@ -57,9 +64,9 @@ pub struct LogView {
     pub rebuilds: Vec<(u64, RebuildEntry)>,
     /// The log's review entries, by leaf index.
     pub reviews: Vec<(u64, ReviewEntry)>,
-    pub problems: Vec<Problem>,
+    pub problems: Vec<Finding>,
     /// The problems that stop seal from appending (a subset of `problems`).
-    refusals: Vec<Problem>,
+    refusals: Vec<Finding>,
     /// A view of some runs only ([`LogView::for_runs`]): its tree is empty, and the hashes of
     /// those runs' leaves (with the inclusion proof in the latest checkpoint of each leaf it
     /// covers, read from the tiles) are here instead.
@@ -76,7 +83,7 @@ pub(super) enum Proof {
     /// Its inclusion proof, read from the tiles.
     Path(Vec<NodeHash>),
     /// Folded, as this very hash, into the root the checkpoint signs by the pass over the
-    /// whole log (`super::stream`): no path was computed.
+    /// whole log (`crate::stream`): no path was computed.
     Pass,
 }
 
@@ -90,7 +97,7 @@ pub struct WholeLog {
 }
 
 impl WholeLog {
-    pub async fn load(store: &Store, trust: &LogTrust) -> Result<WholeLog, StoreError> {
+    pub async fn load(store: &impl LogStorage, trust: &LogTrust) -> Result<WholeLog, StoreError> {
         let mut entries = Vec::new();
         let view = LogView::read(store, trust, Some(&mut entries)).await?;
         Ok(WholeLog { view, entries })
@@ -147,14 +154,14 @@ pub struct InclusionProof {
 
 impl LogView {
     /// Reads the log and its latest checkpoint (`seal verify`, proofs, the guard).
-    pub async fn load(store: &Store, trust: &LogTrust) -> Result<LogView, StoreError> {
+    pub async fn load(store: &impl LogStorage, trust: &LogTrust) -> Result<LogView, StoreError> {
         LogView::read(store, trust, None).await
     }
 
     /// Reads the log; `whole`: check every stored checkpoint, not only the latest, and push
     /// every leaf's bytes there.
     async fn read(
-        store: &Store,
+        store: &impl LogStorage,
         trust: &LogTrust,
         whole: Option<&mut Vec<Bytes>>,
     ) -> Result<LogView, StoreError> {
@@ -201,9 +208,9 @@ impl LogView {
     /// `review_missing` of each review of `run` the log holds whose index is not among
     /// `stored`: deleted, or its store interrupted after its leaf (sending the same envelope
     /// again stores it).
-    pub fn missing_reviews(&self, run: &RunId, stored: impl Iterator<Item = u64>) -> Vec<Problem> {
+    pub fn missing_reviews(&self, run: &RunId, stored: impl Iterator<Item = u64>) -> Vec<Finding> {
         let stored: std::collections::BTreeSet<u64> = stored.collect();
-        let mut missing: Vec<Problem> = self
+        let mut missing: Vec<Finding> = self
             .reviews
             .iter()
             .filter(|(_, r)| r.run_id == run.as_str() && !stored.contains(&r.review_index))
@@ -220,9 +227,9 @@ impl LogView {
 
     /// `run_missing` of a run the log holds a seal of, for a caller that found neither its
     /// evidence nor its seal in the store: a decided run was deleted. `None`: not logged.
-    pub fn missing_run(&self, run: &RunId) -> Option<Problem> {
+    pub fn missing_run(&self, run: &RunId) -> Option<Finding> {
         let leaf = self.seal_leaves(run.as_str()).last()?;
-        Some(Problem::new(
+        Some(Finding::new(
             AuditCheck::RunMissing,
             format!("runs/{run}"),
             format!(
@@ -235,19 +242,19 @@ impl LogView {
     }
 
     /// What in the log itself stops seal from appending to it (see the module doc).
-    pub fn refusals(&self) -> &[Problem] {
+    pub fn refusals(&self) -> &[Finding] {
         &self.refusals
     }
 
     /// A problem that also stops appends.
-    fn refuse(&mut self, p: Problem) {
+    fn refuse(&mut self, p: Finding) {
         self.refusals.push(p.clone());
         self.problems.push(p);
     }
 
     async fn load_entries(
         &mut self,
-        store: &Store,
+        store: &impl LogStorage,
         trust: &LogTrust,
         mut whole: Option<&mut Vec<Bytes>>,
         covered: u64,
@@ -256,7 +263,7 @@ impl LogView {
         let listing = store.list(LOG_ENTRIES).await?;
         for entry in listing.foreign {
             // A link or special file where entries are: never appended by seal, never read.
-            self.refuse(Problem::new(
+            self.refuse(Finding::new(
                 AuditCheck::LogEntries,
                 entry,
                 "not an object seal writes: no entry can be read there",
@@ -266,7 +273,7 @@ impl LogView {
             match k.log_number(LOG_ENTRIES) {
                 Some(n) => numbered.push((n, k)),
                 None => {
-                    self.problems.push(Problem::new(
+                    self.problems.push(Finding::new(
                         AuditCheck::LogEntries,
                         k.as_str(),
                         "not a log entry name: an object nobody appended",
@@ -282,7 +289,7 @@ impl LogView {
             .take_while(|(i, (n, _))| *i as u64 == *n)
             .count();
         if let Some((_, k)) = numbered.get(contiguous) {
-            self.refuse(Problem::new(
+            self.refuse(Finding::new(
                 AuditCheck::LogEntries,
                 Key::log_entry(contiguous as u64).as_str(),
                 format!(
@@ -320,7 +327,7 @@ impl LogView {
         // Where it was appended: after the leaves read so far (the tree holds exactly those).
         let at = tlog::Place::next_of(&self.tree);
         if let Err(e) = self.tree.push(bytes) {
-            self.refuse(Problem::new(
+            self.refuse(Finding::new(
                 AuditCheck::LogEntries,
                 k.as_str(),
                 e.to_string(),
@@ -332,7 +339,7 @@ impl LogView {
                     .map_err(|e| {
                         self.first_bad_leaf.get_or_insert(index);
                         self.bad_leaves.insert(index);
-                        self.refuse(super::planted_entry(k, &e));
+                        self.refuse(crate::finding::planted_entry(k, &e));
                     })
             }
             Ok(read) => Ok(read),
@@ -363,7 +370,7 @@ impl LogView {
     fn unreadable(&mut self, index: u64, k: &Key, e: tlog::TlogError) {
         self.first_bad_leaf.get_or_insert(index);
         self.bad_leaves.insert(index);
-        self.refuse(Problem::new(
+        self.refuse(Finding::new(
             AuditCheck::LogEntries,
             k.as_str(),
             e.to_string(),
@@ -384,7 +391,7 @@ impl LogView {
                     }
                 }
                 Err(detail) => {
-                    self.problems.push(Problem::new(
+                    self.problems.push(Finding::new(
                         AuditCheck::LogCheckpoint,
                         k.as_str(),
                         detail.to_string(),
@@ -394,18 +401,18 @@ impl LogView {
             }
         }
         if self.latest.is_none() && self.size() > 0 {
-            self.problems.push(Problem::new(
+            self.problems.push(Finding::new(
                 AuditCheck::LogCheckpoint,
-                super::LOG_CHECKPOINTS,
+                seal_core::key::LOG_CHECKPOINTS,
                 "no checkpoint signed by a trusted key: nothing commits to the log's entries",
             ));
         }
     }
 
     /// Whether a signed checkpoint agrees with the stored entries.
-    fn against_entries(&self, object: &str, c: &SignedCheckpoint) -> Option<Problem> {
+    fn against_entries(&self, object: &str, c: &SignedCheckpoint) -> Option<Finding> {
         if c.size > self.size() {
-            return Some(Problem::mismatch(
+            return Some(Finding::mismatch(
                 AuditCheck::LogCheckpoint,
                 object,
                 format!("{} entries", c.size),
@@ -415,7 +422,7 @@ impl LogView {
         }
         let root = self.tree.root(c.size).ok()?;
         (root != c.root).then(|| {
-            Problem::mismatch(
+            Finding::mismatch(
                 AuditCheck::LogFork,
                 object,
                 tlog::hex(&c.root),
@@ -468,16 +475,20 @@ impl LogView {
     /// The inclusion proof of a run's latest logged seal against the latest checkpoint. The
     /// entry's bytes are read again from the store (a view keeps hashes, not bytes) and must
     /// hash to the leaf the view read: the proof hands out those bytes as the logged entry.
-    pub async fn proof(&self, store: &Store, run: &RunId) -> Result<InclusionProof, LogError> {
+    pub async fn proof(
+        &self,
+        store: &impl LogStorage,
+        run: &RunId,
+    ) -> Result<InclusionProof, LogError> {
         let (leaf, latest) = self.proven_leaf(run)?;
         let path = self.inclusion(leaf.index, latest.size)?;
         let key = Key::log_entry(leaf.index);
         let bytes = store
             .get_opt(&key)
             .await?
-            .ok_or_else(|| super::corrupt(&key, "gone since the log was read"))?;
+            .ok_or_else(|| crate::error::corrupt(&key, "gone since the log was read"))?;
         if Some(tlog::leaf_hash(&bytes)) != self.leaf_hash(leaf.index) {
-            return Err(super::corrupt(
+            return Err(crate::error::corrupt(
                 &key,
                 "not the entry read before at this index: the log was rewritten since",
             ));
@@ -495,10 +506,14 @@ impl LogView {
     /// `seal verify`'s log check of one run: logged once (`run_relogged`), its stored seal is
     /// the one last logged for it (`run_replaced`), and that leaf is proven included in the
     /// latest signed checkpoint (`log_inclusion`).
-    pub async fn check_run(&self, store: &Store, run: &RunId) -> Result<Vec<Problem>, StoreError> {
+    pub async fn check_run(
+        &self,
+        store: &impl LogStorage,
+        run: &RunId,
+    ) -> Result<Vec<Finding>, StoreError> {
         let object = Key::seal(run).to_string();
         let inclusion =
-            |detail: String| Problem::new(AuditCheck::LogInclusion, object.clone(), detail);
+            |detail: String| Finding::new(AuditCheck::LogInclusion, object.clone(), detail);
         let stored = match entry_for(store, run).await {
             Ok(Some(e)) => e,
             // The seal checks name a missing or unreadable seal already.
@@ -512,10 +527,10 @@ impl LogView {
     /// [`Self::check_run`] for a run whose entry the caller computed from the evidence and
     /// seal bytes it has just verified (`seal_entry`), so that `seal verify` reads and parses
     /// neither object a second time.
-    pub fn check_entry(&self, run: &RunId, stored: &LogEntry) -> Vec<Problem> {
+    pub fn check_entry(&self, run: &RunId, stored: &LogEntry) -> Vec<Finding> {
         let object = Key::seal(run).to_string();
         let inclusion =
-            |detail: String| Problem::new(AuditCheck::LogInclusion, object.clone(), detail);
+            |detail: String| Finding::new(AuditCheck::LogInclusion, object.clone(), detail);
         let mut problems = Vec::new();
         if let Some(p) = self.relogged(run.as_str()) {
             problems.push(p);
@@ -539,7 +554,7 @@ impl LogView {
         };
         let leaf_hash = self.leaf_hash(leaf.index);
         if leaf.content != stored_hash {
-            problems.push(Problem::mismatch(
+            problems.push(Finding::mismatch(
                 AuditCheck::RunReplaced,
                 object,
                 leaf.seal_hex(),
@@ -587,11 +602,11 @@ impl LogView {
     }
 
     /// `run_relogged` when a run is logged more than once.
-    pub(super) fn relogged(&self, run: &str) -> Option<Problem> {
+    pub(super) fn relogged(&self, run: &str) -> Option<Finding> {
         let indices = self.seal_leaves(run);
         (indices.len() > 1).then(|| {
             let at: Vec<String> = indices.iter().map(|l| l.index.to_string()).collect();
-            Problem::new(
+            Finding::new(
                 AuditCheck::RunRelogged,
                 format!("runs/{run}"),
                 format!(
@@ -636,8 +651,8 @@ impl LogView {
 }
 
 /// A logged review that is not stored.
-pub(super) fn review_missing(leaf: u64, r: &ReviewEntry) -> Problem {
-    Problem::new(
+pub(super) fn review_missing(leaf: u64, r: &ReviewEntry) -> Finding {
+    Finding::new(
         AuditCheck::ReviewMissing,
         format!("runs/{}/reviews/{}.dsse.json", r.run_id, r.review_index),
         format!(
@@ -651,7 +666,7 @@ pub(super) fn review_missing(leaf: u64, r: &ReviewEntry) -> Problem {
 /// The largest stored checkpoint a trusted key signed, if any (what admission, a run's view
 /// and the pass over the log each start from).
 pub(super) async fn latest_trusted(
-    store: &Store,
+    store: &impl LogStorage,
     trust: &LogTrust,
 ) -> Result<Option<SignedCheckpoint>, StoreError> {
     Ok(read_checkpoints(store, trust, false)
@@ -660,17 +675,29 @@ pub(super) async fn latest_trusted(
         .find_map(|(_, _, c)| c.ok()))
 }
 
+/// The latest stored checkpoint of this log (`trust`), its note exactly as stored: what
+/// `seal log checkpoint` prints and `GET /v1/log/checkpoint` serves. The largest stored one is
+/// not taken on its name: anyone who can write to the store can put any bytes under a larger
+/// size (the store writer of docs/DESIGN.md §13), and seal would pass them on as its log's
+/// head to every tlog client and terminal.
+pub async fn latest_checkpoint(
+    store: &impl LogStorage,
+    trust: &LogTrust,
+) -> Result<Option<tlog::SignedCheckpoint>, StoreError> {
+    latest_trusted(store, trust).await
+}
+
 /// Reads the stored checkpoints, largest first, and verifies each one's signature; without
 /// `all`, stops at the first that verifies (the latest).
 pub(super) async fn read_checkpoints(
-    store: &Store,
+    store: &impl LogStorage,
     trust: &LogTrust,
     all: bool,
 ) -> Result<Vec<ReadCheckpoint>, StoreError> {
     let mut read = Vec::new();
     for size in checkpoint_sizes(store).await? {
         let k = Key::log_checkpoint(size);
-        let bytes = match super::bounded_checkpoint(store, size).await? {
+        let bytes = match bounded_checkpoint(store, size).await? {
             Bounded::Read(bytes) => Ok(bytes),
             Bounded::Absent => continue,
             Bounded::Larger { size, bound } => Err(BadCheckpoint::TooLarge { size, max: bound }),

@@ -26,12 +26,13 @@ use bytes::Bytes;
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
-use crate::config::WitnessSpec;
-use crate::metrics::Metrics;
+use crate::witness::WitnessSpec;
 use seal_core::tlog::{NodeHash, TlogError, Tree};
 use seal_core::witness::cosig::{self, WitnessKey};
 use seal_core::witness::protocol;
 use seal_store::{Key, Store, StoreError};
+
+use crate::storage::LogStorage;
 
 const BACKOFF_MIN: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(60);
@@ -39,6 +40,15 @@ const BACKOFF_MAX: Duration = Duration::from_secs(60);
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 /// 409 answers followed in one submission (the witness moved between two requests).
 const MAX_CONFLICTS: usize = 2;
+
+/// Where the publisher counts the witnesses' answers (`seal_witness_submissions_total`): the
+/// engine's metrics implement it, so that the log does not depend on them.
+pub trait SubmissionCounts: Send + Sync {
+    /// A configured witness, so that its counters exist (at 0) before its first answer.
+    fn known_witness(&self, witness: &str);
+    /// One submission to `witness` came to `result` (`cosigned`, `refused`, `unreachable`).
+    fn witness_submission(&self, witness: &str, result: &str);
+}
 
 /// A checkpoint to send.
 #[derive(Clone)]
@@ -56,11 +66,11 @@ struct Endpoint {
     timeout: Duration,
 }
 
-struct Inner {
+struct Inner<S> {
     endpoints: Vec<Endpoint>,
-    store: Store,
+    store: S,
     http: reqwest::Client,
-    metrics: Arc<Metrics>,
+    metrics: Arc<dyn SubmissionCounts>,
     mirror: Mutex<Tree>,
     latest: tokio::sync::watch::Sender<Option<Offer>>,
     /// Per witness: the largest offered size it has finished at least one attempt for.
@@ -83,25 +93,38 @@ struct Answer {
 }
 
 /// Sends checkpoints to the configured witnesses; cheap to clone, inert without witnesses.
-#[derive(Clone, Default)]
-pub struct Publisher {
-    inner: Option<Arc<Inner>>,
+pub struct Publisher<S: LogStorage = Store> {
+    inner: Option<Arc<Inner<S>>>,
 }
 
-impl std::fmt::Debug for Publisher {
+impl<S: LogStorage> Clone for Publisher<S> {
+    fn clone(&self) -> Publisher<S> {
+        Publisher {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<S: LogStorage> Default for Publisher<S> {
+    fn default() -> Publisher<S> {
+        Publisher { inner: None }
+    }
+}
+
+impl<S: LogStorage> std::fmt::Debug for Publisher<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let n = self.inner.as_ref().map_or(0, |i| i.endpoints.len());
         write!(f, "Publisher({n} witnesses)")
     }
 }
 
-impl Publisher {
+impl<S: LogStorage> Publisher<S> {
     /// A publisher to `specs` storing cosignatures in `store`; loads the witness keys.
     pub fn new(
         specs: &[WitnessSpec],
-        store: Store,
-        metrics: Arc<Metrics>,
-    ) -> Result<Publisher, PublisherError> {
+        store: S,
+        metrics: Arc<dyn SubmissionCounts>,
+    ) -> Result<Publisher<S>, PublisherError> {
         if specs.is_empty() {
             return Ok(Publisher::default());
         }
@@ -202,7 +225,7 @@ impl Publisher {
 }
 
 /// Spawns one task per witness, once.
-fn start(inner: &Arc<Inner>) {
+fn start<S: LogStorage>(inner: &Arc<Inner<S>>) {
     inner
         .started
         .call_once(|| match tokio::runtime::Handle::try_current() {
@@ -216,7 +239,7 @@ fn start(inner: &Arc<Inner>) {
 }
 
 /// Sends the latest checkpoint to witness `i`, again and again as new ones are offered.
-async fn worker(inner: Arc<Inner>, i: usize) {
+async fn worker<S: LogStorage>(inner: Arc<Inner<S>>, i: usize) {
     let mut rx = inner.latest.subscribe();
     let mut known = 0u64;
     let mut done = 0u64;
@@ -283,7 +306,7 @@ enum Unsent {
     TooLarge,
 }
 
-impl Inner {
+impl<S: LogStorage> Inner<S> {
     /// Brings the mirror up to `tree` (leaf hashes read from the appender's tree).
     fn catch_up(&self, tree: &Tree) -> Result<(), Unsent> {
         use tlog_tiles::HashReader as _;
@@ -412,7 +435,7 @@ impl Inner {
 
     async fn store_line(&self, size: u64, c: &cosig::Cosignature) -> Result<(), StoreError> {
         let key = Key::log_cosignature(size, c.key_id, c.timestamp);
-        match self.store.put(&key, Bytes::from(c.to_line())).await {
+        match self.store.create(&key, Bytes::from(c.to_line())).await {
             // The same line from another replica, or an object planted there: verifiers read
             // every object of the folder and count only valid cosignatures.
             Ok(_) | Err(StoreError::Conflict { .. }) => Ok(()),

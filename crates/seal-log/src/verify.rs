@@ -4,13 +4,16 @@
 use serde::Serialize;
 use std::collections::HashMap;
 
-use super::view::{review_missing, LogView, WholeLog};
-use super::{stored_run, LogError, StoredRun};
-use crate::audit::Problem;
+use crate::cache::pointer;
+use crate::error::LogError;
+use crate::finding::Finding;
+use crate::storage::LogStorage;
+use crate::stored::{stored_run, StoredRun};
+use crate::view::{review_missing, LogView, WholeLog};
 use seal_core::ids::RunId;
 use seal_core::tlog::{self, LogTrust};
 use seal_core::vocab::AuditCheck;
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Key, StoreError};
 
 /// A consistency proof between an older checkpoint and the store's latest.
 #[derive(Debug, Clone, Serialize)]
@@ -53,7 +56,7 @@ pub struct LogReport {
     /// Leaves of runs the latest checkpoint covers whose pointer is not stored.
     pub pointers_missing: u64,
     pub verified: bool,
-    pub problems: Vec<Problem>,
+    pub problems: Vec<Finding>,
 }
 
 /// A review entry, as `seal log verify` shows it.
@@ -85,7 +88,7 @@ pub struct RebuildNote {
 /// sealed run in the store against the log, and, given an older checkpoint, append-only
 /// consistency with it.
 pub async fn verify_log(
-    store: &Store,
+    store: &impl LogStorage,
     trust: &LogTrust,
     old: Option<&[u8]>,
 ) -> Result<LogReport, StoreError> {
@@ -97,7 +100,7 @@ pub async fn verify_log(
     // A logged seal not stored fails the log: an interrupted finalize is completed by
     // finalizing again, a deleted seal is not; neither passes unnamed.
     problems.extend(seal_pending.iter().map(|run| {
-        Problem::new(
+        Finding::new(
             AuditCheck::SealMissing,
             format!("runs/{run}/seal.dsse.json"),
             "logged, and its logged evidence is stored, but not its seal: a finalize \
@@ -108,11 +111,11 @@ pub async fn verify_log(
     let (against, review_pending) = reviews_against_log(store, view).await?;
     problems.extend(against);
     let latest = view.latest.as_ref().map_or(0, |c| c.size);
-    let tiles = super::tiles::check(store, &view.tree, latest).await?;
+    let tiles = crate::tiles::check(store, &view.tree, latest).await?;
     problems.extend(tiles.problems);
     let unpointed = missing_pointers(store, view, latest).await?;
     if let Some(first) = unpointed.first() {
-        problems.push(Problem::new(
+        problems.push(Finding::new(
             AuditCheck::LogPointers,
             first.to_string(),
             format!(
@@ -173,16 +176,16 @@ pub async fn verify_log(
 
 /// `seal log verify`: the pointers missing for the leaves of runs that the latest checkpoint
 /// (`checkpoint` leaves) covers, in leaf order. A pointer is stored before any checkpoint
-/// covering its leaf ([`super::Log`]), so a missing one was deleted (or the log predates
+/// covering its leaf ([`crate::Log`]), so a missing one was deleted (or the log predates
 /// pointers and only some were stored): a run whose pointers are all gone is read from the
 /// whole log, but one that keeps some is read from those, and a leaf it lacks a pointer for
 /// is one its own view does not see.
 async fn missing_pointers(
-    store: &Store,
+    store: &impl LogStorage,
     view: &LogView,
     checkpoint: u64,
 ) -> Result<Vec<Key>, StoreError> {
-    let listed = store.list(super::LOG_RUNS).await?.keys;
+    let listed = store.list(seal_core::key::LOG_RUNS).await?.keys;
     // A log that holds no pointer at all predates them (as for tiles): every run's own view
     // then reads the whole log, so nothing is hidden, and the next admission stores them.
     if listed.is_empty() {
@@ -197,7 +200,7 @@ async fn missing_pointers(
     let mut missing: Vec<(u64, Key)> = seals
         .chain(reviews)
         .filter(|(index, _)| *index < checkpoint)
-        .filter_map(|(index, run)| super::pointer(run, index))
+        .filter_map(|(index, run)| pointer(run, index))
         .filter(|(_, k)| !stored.contains(k.as_str()))
         .collect();
     missing.sort_by_key(|(i, _)| *i);
@@ -208,9 +211,9 @@ async fn missing_pointers(
 /// between the append and the seal write, with the logged evidence: returned apart); every
 /// sealed run is logged once.
 async fn runs_against_log(
-    store: &Store,
+    store: &impl LogStorage,
     whole: &WholeLog,
-) -> Result<(Vec<Problem>, Vec<String>), StoreError> {
+) -> Result<(Vec<Finding>, Vec<String>), StoreError> {
     let view = &whole.view;
     let mut problems = Vec::new();
     let mut pending = Vec::new();
@@ -221,7 +224,7 @@ async fn runs_against_log(
         };
         let object = Key::log_entry(index).to_string();
         let Ok(run) = RunId::parse(&entry.run_id) else {
-            problems.push(Problem::new(
+            problems.push(Finding::new(
                 AuditCheck::LogEntries,
                 object,
                 "the run id is not valid",
@@ -233,7 +236,7 @@ async fn runs_against_log(
                 Ok(s) => s,
                 Err(LogError::Store(e)) => return Err(e),
                 Err(e) => {
-                    problems.push(Problem::new(
+                    problems.push(Finding::new(
                         AuditCheck::RunReplaced,
                         Key::seal(&run).as_str(),
                         e.to_string(),
@@ -244,7 +247,7 @@ async fn runs_against_log(
             stored.insert(run.to_string(), found);
         }
         match stored.get(run.as_str()) {
-            Some(StoredRun::Absent) => problems.push(Problem::new(
+            Some(StoredRun::Absent) => problems.push(Finding::new(
                 AuditCheck::RunMissing,
                 format!("runs/{run}"),
                 format!("logged at {object} (outcome {}, decided {}, seal sha256 {}), but the run is gone from the store: a decided run was deleted", entry.outcome, entry.decided_at, entry.seal_sha256),
@@ -252,14 +255,14 @@ async fn runs_against_log(
             Some(StoredRun::Pending { evidence_sha256 }) if *evidence_sha256 == entry.evidence_sha256 => {
                 pending.push(run.to_string())
             }
-            Some(StoredRun::Pending { evidence_sha256 }) => problems.push(Problem::mismatch(
+            Some(StoredRun::Pending { evidence_sha256 }) => problems.push(Finding::mismatch(
                 AuditCheck::RunReplaced,
                 Key::evidence(&run).as_str(),
                 &entry.evidence_sha256,
                 evidence_sha256,
                 format!("run {run} is not the run logged at {object}, and holds no seal: its evidence was replaced"),
             )),
-            Some(StoredRun::Sealed(s)) if *s != entry => problems.push(Problem::mismatch(
+            Some(StoredRun::Sealed(s)) if *s != entry => problems.push(Finding::mismatch(
                 AuditCheck::RunReplaced,
                 Key::seal(&run).as_str(),
                 &entry.seal_sha256,
@@ -270,11 +273,11 @@ async fn runs_against_log(
         }
     }
     problems.extend(view.by_run.keys().filter_map(|run| view.relogged(run)));
-    for run in store.runs().await?.runs {
+    for run in store.runs().await? {
         if view.by_run.contains_key(run.as_str()) || !store.exists(&Key::seal(&run)).await? {
             continue;
         }
-        problems.push(Problem::new(
+        problems.push(Finding::new(
             AuditCheck::RunUnlogged,
             format!("runs/{run}"),
             "sealed, but not in the transparency log: an extra run nobody appended, or a dropped entry",
@@ -287,13 +290,13 @@ async fn runs_against_log(
 /// Every stored review is logged (`review_log`), and every logged review is stored or listed
 /// as pending: a review at its index whose bytes no entry names is a problem.
 async fn reviews_against_log(
-    store: &Store,
+    store: &impl LogStorage,
     view: &LogView,
-) -> Result<(Vec<Problem>, Vec<String>), StoreError> {
+) -> Result<(Vec<Finding>, Vec<String>), StoreError> {
     let mut problems = Vec::new();
     let mut pending = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    for run in store.runs().await?.runs {
+    for run in store.runs().await? {
         for key in store.list(&Key::reviews_dir(&run)).await?.keys {
             let Some(index) = key.review_number(&run) else {
                 continue; // `seal verify` names it (an object nobody bound).
@@ -306,7 +309,7 @@ async fn reviews_against_log(
                     && r.review_sha256 == hash.as_str()
             });
             if !logged {
-                problems.push(Problem::new(
+                problems.push(Finding::new(
                     AuditCheck::ReviewLog,
                     key.as_str(),
                     format!("stored, but not in the transparency log (sha256 {hash}): a review nobody logged"),
@@ -331,13 +334,13 @@ fn against_old(
     view: &LogView,
     trust: &LogTrust,
     old: &[u8],
-    problems: &mut Vec<Problem>,
+    problems: &mut Vec<Finding>,
 ) -> Option<Consistency> {
     let object = "--checkpoint";
     let old = match trust.open_checkpoint(old) {
         Ok(c) => c,
         Err(e) => {
-            problems.push(Problem::new(
+            problems.push(Finding::new(
                 AuditCheck::LogConsistency,
                 object,
                 format!("the older checkpoint does not verify: {e}"),
@@ -347,7 +350,7 @@ fn against_old(
     };
     if let Some(latest) = &view.latest {
         if latest.origin != old.origin {
-            problems.push(Problem::mismatch(
+            problems.push(Finding::mismatch(
                 AuditCheck::LogConsistency,
                 object,
                 &old.origin,
@@ -358,7 +361,7 @@ fn against_old(
         }
     }
     if old.size > view.size() {
-        problems.push(Problem::mismatch(
+        problems.push(Finding::mismatch(
             AuditCheck::LogConsistency,
             object,
             format!("at least {} entries", old.size),
@@ -370,7 +373,7 @@ fn against_old(
     let root = view.tree.root(old.size).ok()?;
     if root != old.root {
         let fork = view.signed.get(&old.size).is_some_and(|r| *r != old.root);
-        problems.push(Problem::mismatch(
+        problems.push(Finding::mismatch(
             if fork { AuditCheck::LogFork } else { AuditCheck::LogConsistency },
             object,
             tlog::hex(&old.root),
@@ -381,13 +384,13 @@ fn against_old(
     }
     let latest = view.latest.as_ref()?;
     if latest.size < old.size {
-        problems.push(Problem::mismatch(AuditCheck::LogConsistency, object, old.size, latest.size, "the store's latest checkpoint is older than yours: checkpoints were deleted or rolled back"));
+        problems.push(Finding::mismatch(AuditCheck::LogConsistency, object, old.size, latest.size, "the store's latest checkpoint is older than yours: checkpoints were deleted or rolled back"));
         return None;
     }
     let proof = view.tree.consistency(old.size, latest.size).ok()?;
     if let Err(e) = tlog::check_consistency(&proof, old.size, &old.root, latest.size, &latest.root)
     {
-        problems.push(Problem::new(
+        problems.push(Finding::new(
             AuditCheck::LogConsistency,
             object,
             e.to_string(),

@@ -5,7 +5,7 @@
 //! A process starting on a store of n logged runs reads the latest checkpoint a trusted key
 //! signed, the n/256 level-0 tiles of its tree (authenticated by hashing them up to the signed
 //! root), and the few entries past it; not the n entries and n seals the old admission read.
-//! The guard's look at every stored seal ([`guard`](super::guard)) then runs behind the first
+//! The guard's look at every stored seal ([`guard`](crate::guard)) then runs behind the first
 //! appends (`seal serve`) or before them (every other caller, [`Log::admit`]).
 //!
 //! A pointer is believed only through the entry it names, and that entry only when it hashes to
@@ -15,14 +15,17 @@
 
 use futures::{StreamExt, TryStreamExt};
 
-use super::tiles::{self, AT_ONCE};
-use super::view::latest_trusted;
-use super::{corrupt, Cache, Log, LogError};
+use crate::cache::Cache;
+use crate::error::{corrupt, LogError};
+use crate::log::Log;
+use crate::storage::LogStorage;
+use crate::tiles::{self, AT_ONCE};
+use crate::view::latest_trusted;
 use seal_core::ids::RunId;
 use seal_core::tlog::{self, Leaf, LogTrust, NodeHash, ReadLeaf, Tree};
-use seal_store::{Key, Store, StoreError};
+use seal_store::{Key, StoreError};
 
-impl Log {
+impl<S: LogStorage> Log<S> {
     /// The appender's state from the latest checkpoint a key of `trusted` signed and the
     /// entries past it; `None` when the stored tiles do not give that checkpoint's tree (a log
     /// from before tiles, tiles lost or planted), and the caller reads the whole log.
@@ -128,7 +131,7 @@ fn leaf_run(leaf: &Leaf) -> Option<&str> {
 }
 
 /// Whether the last leaf of `tree` is stored as an entry that hashes to it.
-async fn last_entry_holds(store: &Store, tree: &Tree) -> Result<bool, StoreError> {
+async fn last_entry_holds(store: &impl LogStorage, tree: &Tree) -> Result<bool, StoreError> {
     let Some(last) = tree.size().checked_sub(1) else {
         return Ok(true);
     };
@@ -140,7 +143,7 @@ async fn last_entry_holds(store: &Store, tree: &Tree) -> Result<bool, StoreError
 /// tile), when they hash up to `root`; `None` when a tile is missing or has the wrong length,
 /// or the tiles are not that tree's.
 pub(super) async fn tree_from_tiles(
-    store: &Store,
+    store: &impl LogStorage,
     size: u64,
     root: &NodeHash,
 ) -> Result<Option<Tree>, StoreError> {
@@ -153,7 +156,7 @@ pub(super) async fn tree_from_tiles(
             let Some(k) = tlog::tile_key(&t) else {
                 return Ok(None);
             };
-            let read = super::tiles::bounded_tile(store, &k).await?.read();
+            let read = tiles::bounded_tile(store, &k).await?.read();
             Ok::<_, StoreError>(read.filter(|b| b.len() == t.width() as usize * 32))
         })
         .buffered(AT_ONCE);
@@ -176,8 +179,8 @@ pub(super) async fn tree_from_tiles(
 
 #[cfg(test)]
 mod tests {
-    use crate::transparency::tests::{entry, entry_file, forty};
-    use crate::transparency::{Appended, EvidenceWas, Log, LogError, SealLogged, DEFAULT_ORIGIN};
+    use crate::log::tests::{entry, entry_file, forty, raw_keys};
+    use crate::{Appended, EvidenceWas, Log, LogError, SealLogged, DEFAULT_ORIGIN};
     use bytes::Bytes;
     use seal_core::canonical::Hash;
     use seal_store::Key;
@@ -312,7 +315,7 @@ mod tests {
         std::fs::write(&tile, bytes).unwrap();
         let log = Log::new(store.clone(), DEFAULT_ORIGIN);
         assert!(log
-            .read_from_checkpoint(&super::super::raw_keys(&key, &[]))
+            .read_from_checkpoint(&raw_keys(&key, &[]))
             .await
             .unwrap()
             .is_none());
@@ -377,10 +380,8 @@ mod tests {
             .unwrap();
         let a = appended(a);
         assert_eq!((a.index, a.created), (40, true));
-        let trust = super::super::raw_keys(&key, &[]);
-        let report = crate::transparency::verify_log(&store, &trust, None)
-            .await
-            .unwrap();
+        let trust = raw_keys(&key, &[]);
+        let report = crate::verify_log(&store, &trust, None).await.unwrap();
         let json = serde_json::to_string(&report).unwrap();
         assert!(json.contains("run_relogged"), "{json}");
     }

@@ -13,7 +13,7 @@
 //! - `seal witness serve` on HTTP is the server crate's (`seal_server::witness`).
 //! - the client inside every process that publishes checkpoints (sends each new checkpoint with
 //!   a consistency proof, stores the cosignatures under `log/cosignatures/<size>/`, never
-//!   blocks sealing) is the log's: [`crate::transparency::publish`].
+//!   blocks sealing) is the log's: [`crate::publish`].
 //! - [`check`]: what `seal log verify` and `seal verify` require: N of M valid cosignatures on the
 //!   checkpoint they rely on, and, asked, a witness's own latest checkpoint against the store.
 //!
@@ -26,5 +26,21 @@ pub mod state;
 
 pub use seal_core::witness::{cosig, protocol};
 
-pub use crate::config::WitnessSpec;
 pub use seal_core::key::LOG_COSIGNATURES;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One witness of the configuration (`[[witnesses]]`), checked by the
+/// engine's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WitnessSpec {
+    /// The name it cosigns under (a signed-note key name).
+    pub name: String,
+    /// Its URL prefix (`<url>/add-checkpoint`, `<url>/<origin hash>/checkpoint`).
+    pub url: url::Url,
+    /// Its Ed25519 public key (SPKI PEM).
+    pub public_key: PathBuf,
+    /// Longest wait for one answer.
+    pub timeout: Duration,
+}
