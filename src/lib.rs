@@ -36,8 +36,8 @@
 //!                   ─▶ seal_log::publish       each checkpoint sent to witnesses, cosignatures stored
 //! auditor           ─▶ verify                  re-hash, re-verify, recompute everything
 //!                   ─▶ seal_log::view          nothing deleted, replaced or rolled back
-//!                   ─▶ seal_log::witness::check N of M witnesses cosigned the checkpoint relied on
-//! witness operator  ─▶ seal_log::witness       `seal witness serve`: cosigns only append-only growth
+//!                   ─▶ seal_log::cosign::check N of M witnesses cosigned the checkpoint relied on
+//! witness operator  ─▶ seal_log::cosign       `seal witness serve`: cosigns only append-only growth
 //! operator          ─▶ replay                  historical_replay from stored or live judges
 //!                   ─▶ seal_log::rebuild       the explicit, logged way past a log that lost a seal
 //! ```

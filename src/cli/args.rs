@@ -12,7 +12,7 @@ use seal_core::doc::Genre;
 use seal_core::ids::{IdError, RunId};
 use seal_engine::config::Config;
 use seal_engine::replay::JudgesFrom;
-use seal_log::witness::check::Policy;
+use seal_log::cosign::check::Policy;
 use seal_store::{StoreError, StoreUrl};
 
 use super::error::CliError;
@@ -179,8 +179,8 @@ pub struct WindowArgs {
 
 impl WindowArgs {
     /// The engine's query, from values clap has checked already.
-    pub fn query(&self) -> seal_engine::stats::Query {
-        seal_engine::stats::Query {
+    pub fn query(&self) -> seal_engine::stats_load::Query {
+        seal_engine::stats_load::Query {
             since: self.since.as_ref().map(|t| t.as_str().to_string()),
             until: self.until.as_ref().map(|t| t.as_str().to_string()),
             genre: self.genre.map(genre_name),

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use seal_core::ids::RunId;
-use seal_engine::explain::{ExplainError, Explanation};
+use seal_engine::explain_load::{ExplainError, Explanation};
 
 use super::args::{self, StoreArg};
 use super::context::Context;
@@ -59,7 +59,7 @@ pub fn run(ctx: &Context, args: ExplainArgs) -> Result<ExitStatus, CliError> {
             )
             .await?
             .with_reviewers(reviewers);
-        Ok::<_, CliError>(seal_engine::explain::explain(&store, run, &verifier).await)
+        Ok::<_, CliError>(seal_engine::explain_load::explain(&store, run, &verifier).await)
     })?;
     let explained = match explained {
         Ok(e) => e,

@@ -5,7 +5,7 @@
 //! run (config, a judge key or header variable unset).
 
 use seal_core::ids::Slot;
-use seal_engine::judge::check::{self, SlotCheck};
+use seal_engine::judge_http::check::{self, SlotCheck};
 
 use super::context::Context;
 use super::error::{CliError, ExitStatus};

@@ -251,7 +251,7 @@ fn read_note(path: &Path) -> Result<Vec<u8>, CliError> {
 
 /// What `seal log verify` requires of witnesses.
 struct Witnessing {
-    policy: seal_log::witness::check::Policy,
+    policy: seal_log::cosign::check::Policy,
     urls: Vec<String>,
 }
 
@@ -288,7 +288,7 @@ async fn witness_checks(
     w: &Witnessing,
     report: &mut LogReport,
 ) -> Result<String, CliError> {
-    use seal_log::witness::check;
+    use seal_log::cosign::check;
     let mut lines = String::new();
     let latest = match &report.checkpoint {
         Some(note) => trust.open_checkpoint(note.as_bytes()).ok(),
@@ -468,7 +468,7 @@ async fn rebuild(
     // keys whose seals count (the signing key's and `--trust`).
     let mut signers = vec![signing.key().public()];
     signers.extend(trusted.iter().cloned());
-    let reviews = seal_engine::review::stored_for_rebuild(&store, &signers, &reviewers)
+    let reviews = seal_engine::reviewing::stored_for_rebuild(&store, &signers, &reviewers)
         .await
         .map_err(CliError::failed)?;
     let rebuilt = match log

@@ -1,6 +1,6 @@
 //! `seal review`: a person's decision on a sealed run, signed with their own key, logged, then
 //! stored beside the run (`runs/<id>/reviews/<n>.dsse.json`); the sealed evidence and seal are
-//! never touched (`seal_engine::review`).
+//! never touched (`seal_engine::reviewing`).
 //!
 //! Exit 0 stored, 1 refused (the run does not verify; the review is untrusted, names an
 //! obligation the run lacks, or lost its index), 2 could not run (no such run, no store, a key
@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use seal_core::ids::RunId;
 use seal_core::review::{ObligationDecision, Status};
 use seal_engine::engine::Clock as _;
-use seal_engine::review::{SubmitError, Trust};
+use seal_engine::reviewing::{SubmitError, Trust};
 
 use super::args::{self, StoreArg};
 use super::context::Context;
@@ -92,9 +92,9 @@ pub fn run(ctx: &Context, args: ReviewArgs) -> Result<ExitStatus, CliError> {
             .await?
             .with_reviewers(reviewers.clone());
         // What the reviewer was shown: the run's decision tree (which also proves the run).
-        let shown = match seal_engine::explain::explain(&store, run, &verifier).await {
+        let shown = match seal_engine::explain_load::explain(&store, run, &verifier).await {
             Ok(e) => e.tree_hash,
-            Err(seal_engine::explain::ExplainError::NotVerified(report)) => {
+            Err(seal_engine::explain_load::ExplainError::NotVerified(report)) => {
                 return Ok(Err(SubmitError::NotVerified(report)))
             }
             Err(e) => return Err(CliError::failed(e)),
@@ -103,9 +103,9 @@ pub fn run(ctx: &Context, args: ReviewArgs) -> Result<ExitStatus, CliError> {
             Ok(p) => p,
             Err(report) => return Ok(Err(SubmitError::NotVerified(Box::new(report)))),
         };
-        let mut facts = seal_engine::review::facts(run, &proof, &trusted);
+        let mut facts = seal_engine::reviewing::facts(run, &proof, &trusted);
         // The chain as stored (each review re-checked by `submit`).
-        seal_engine::review::read_checked(&store, run, &mut facts, &reviewers).await?;
+        seal_engine::reviewing::read_checked(&store, run, &mut facts, &reviewers).await?;
         let now = seal_engine::engine::SystemClock.now_rfc3339();
         let statement = facts.statement(
             &args.reviewer,
@@ -117,7 +117,10 @@ pub fn run(ctx: &Context, args: ReviewArgs) -> Result<ExitStatus, CliError> {
         let envelope = seal_core::review::sign(&reviewer_key, &statement)
             .map_err(|e| CliError::Usage(e.to_string()))?;
         let log = seal_log::Log::new(store.clone(), &ctx.config().log_origin);
-        Ok(seal_engine::review::submit(&store, &log, signing.key(), trust, run, &envelope).await)
+        Ok(
+            seal_engine::reviewing::submit(&store, &log, signing.key(), trust, run, &envelope)
+                .await,
+        )
     })?;
     match done {
         Ok(stored) => {

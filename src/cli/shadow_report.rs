@@ -74,7 +74,7 @@ pub fn run(ctx: &Context, args: ShadowReportArgs) -> Result<ExitStatus, CliError
     }
     let shadow = ctx.block_on(async {
         let store = ctx.read_store(&url).await?;
-        seal_engine::shadow::report(&store, &trusted, &ledger, &sha)
+        seal_engine::shadow_load::report(&store, &trusted, &ledger, &sha)
             .await
             .map_err(CliError::failed)
     })?;

@@ -58,7 +58,7 @@ pub fn run(ctx: &Context, args: StatsArgs) -> Result<ExitStatus, CliError> {
             )
             .await?
             .with_reviewers(reviewers);
-        seal_engine::stats::stats(&store, &verifier, query)
+        seal_engine::stats_load::stats(&store, &verifier, query)
             .await
             .map_err(CliError::failed)
     })?;

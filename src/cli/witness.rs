@@ -19,8 +19,8 @@ use clap::Subcommand;
 
 use super::context::{runtime, shutdown_signal};
 use super::error::{CliError, ExitStatus};
-use seal_log::witness::service::{self, Witness};
-use seal_log::witness::state::StateFile;
+use seal_log::cosign::service::{self, Witness};
+use seal_log::cosign::state::StateFile;
 
 /// Default key name of a witness's cosignatures.
 pub const DEFAULT_NAME: &str = "seal.local/witness";
@@ -84,7 +84,7 @@ pub async fn run(
         "seal witness listening on http://{local}\nverifier key {vkey}\n"
     );
     let _ = out.flush();
-    seal_server::witness::run(listener, witness, shutdown)
+    seal_server::witness_http::run(listener, witness, shutdown)
         .await
         .map_err(CliError::io("serving"))?;
     Ok(ExitStatus::Yes)

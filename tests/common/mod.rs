@@ -302,7 +302,7 @@ pub async fn verifier(
     store: &Store,
     key: seal_core::sealing::PublicKey,
 ) -> seal_engine::verify::Verifier {
-    let policy = seal_log::witness::check::Policy::default();
+    let policy = seal_log::cosign::check::Policy::default();
     seal_engine::verify::Verifier::load(
         store,
         vec![key],

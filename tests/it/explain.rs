@@ -10,7 +10,7 @@ use seal_core::contracts::Kind;
 use seal_core::doc::{outcome_node_id, DecisionTree, Evidence};
 use seal_core::ids::RunId;
 use seal_core::validate::{validate_as, Report};
-use seal_engine::explain::{explain, ExplainError, Explanation};
+use seal_engine::explain_load::{explain, ExplainError, Explanation};
 use seal_store::Store;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -319,7 +319,7 @@ async fn hostile_text_is_escaped_on_every_path() {
     let html = e.html("seal verify x");
     let evil = hostile_text();
     // The hostile text reached the page through every path, and only escaped.
-    let escaped = seal_engine::explain::html::esc(&evil);
+    let escaped = seal_engine::explain_load::html::esc(&evil);
     // Brief, obligation description, floor check (table and SVG title), both rationales.
     let found = html.matches(&*escaped).count();
     assert!(found >= 5, "escaped hostile text found {found} times");

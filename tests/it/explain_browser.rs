@@ -12,7 +12,7 @@ use crate::common;
 
 use common::*;
 use seal_core::ids::RunId;
-use seal_engine::explain::{explain, Explanation};
+use seal_engine::explain_load::{explain, Explanation};
 use seal_store::Store;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -117,7 +117,7 @@ async fn explain_pages_render_in_chromium_without_scripts_or_console_errors() {
         &control,
         format!(
             "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" content=\"{}\"><title>control</title></head><body><script>document.title='pwned'</script></body></html>",
-            seal_engine::explain::html::CSP
+            seal_engine::explain_load::html::CSP
         ),
     )
     .unwrap();

@@ -429,8 +429,8 @@ fn tampered_planted_and_misdirected_reviews_fail_verify_and_are_named() {
             .await
             .unwrap()
             .unwrap();
-        let mut facts = seal_engine::review::facts(&run, &proof, std::slice::from_ref(&fixture));
-        seal_engine::review::read_checked(&store, &run, &mut facts, &[reviewer.public()])
+        let mut facts = seal_engine::reviewing::facts(&run, &proof, std::slice::from_ref(&fixture));
+        seal_engine::reviewing::read_checked(&store, &run, &mut facts, &[reviewer.public()])
             .await
             .unwrap();
         facts
@@ -539,7 +539,7 @@ async fn the_daemon_takes_client_signed_reviews_and_refuses_the_rest_by_code() {
         .await
         .unwrap()
         .unwrap();
-    let facts = seal_engine::review::facts(&run, &proof, std::slice::from_ref(&fixture));
+    let facts = seal_engine::reviewing::facts(&run, &proof, std::slice::from_ref(&fixture));
     let reviewer = seal_fs::keys::load_signing_key(&s.reviewer_key).unwrap();
     let stranger = seal_fs::keys::load_signing_key(&s.stranger_key).unwrap();
     let envelope = |key: &SigningKey, f: &seal_core::review::RunFacts, obligation: &str| {
@@ -863,7 +863,7 @@ fn only_reviews_under_trusted_reviewer_keys_are_trusted_reviews() {
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].key_id, reviewer.key_id);
         assert_eq!(got[0].predicate.note.as_deref(), Some("n"));
-        let e = seal_engine::explain::explain(&store, &run, &trusting)
+        let e = seal_engine::explain_load::explain(&store, &run, &trusting)
             .await
             .unwrap();
         assert_eq!(e.reviews, got);

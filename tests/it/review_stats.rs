@@ -253,7 +253,7 @@ async fn the_daemon_serves_the_adjudication_queue() {
         .await
         .unwrap()
         .unwrap();
-    let facts = seal_engine::review::facts(&run, &proof, std::slice::from_ref(&fixture));
+    let facts = seal_engine::reviewing::facts(&run, &proof, std::slice::from_ref(&fixture));
     let st = facts.statement(
         "Grace",
         "2026-12-02T12:00:00Z",

@@ -387,9 +387,9 @@ async fn the_bearer_scheme_is_case_insensitive_and_the_metrics_token_opens_metri
 
 /// A lease of another holder, well-formed, living `lifetime_ms` from now.
 fn foreign_lease(epoch: u32, lifetime_ms: u64) -> bytes::Bytes {
-    let now = seal_engine::lease::now_ms();
-    let doc = seal_engine::lease::LeaseDoc {
-        schema_version: seal_engine::lease::LEASE_SCHEMA.into(),
+    let now = seal_engine::leasing::now_ms();
+    let doc = seal_engine::leasing::LeaseDoc {
+        schema_version: seal_engine::leasing::LEASE_SCHEMA.into(),
         holder: "another-replica".into(),
         epoch,
         taken_at_ms: now,
@@ -517,7 +517,7 @@ async fn bidi_controls_in_game_text_rationales_and_models_are_shown_visibly_on_b
     let (dir, url, pem, run) = sealed_run_with_text(&evil, &model).await;
     let store = Store::open_existing(&url).await.unwrap();
     let key = seal_fs::keys::load_public_key(&pem).unwrap();
-    let policy = seal_log::witness::check::Policy::default();
+    let policy = seal_log::cosign::check::Policy::default();
     let verifier = seal_engine::verify::Verifier::load(
         &store,
         vec![key],
@@ -527,15 +527,19 @@ async fn bidi_controls_in_game_text_rationales_and_models_are_shown_visibly_on_b
     )
     .await
     .unwrap();
-    let explained = seal_engine::explain::explain(&store, &RunId::parse(&run).unwrap(), &verifier)
-        .await
-        .unwrap();
-    let explain_page = explained.html("seal verify x");
-    let stats_page =
-        seal_engine::stats::stats(&store, &verifier, seal_engine::stats::Query::default())
+    let explained =
+        seal_engine::explain_load::explain(&store, &RunId::parse(&run).unwrap(), &verifier)
             .await
-            .unwrap()
-            .html();
+            .unwrap();
+    let explain_page = explained.html("seal verify x");
+    let stats_page = seal_engine::stats_load::stats(
+        &store,
+        &verifier,
+        seal_engine::stats_load::Query::default(),
+    )
+    .await
+    .unwrap()
+    .html();
     for (name, page, min) in [("explain", &explain_page, 5), ("stats", &stats_page, 1)] {
         let hidden = page.chars().filter(|c| BIDI.contains(c)).count();
         assert_eq!(hidden, 0, "{name}: bidi controls left on the page");

@@ -10,7 +10,7 @@ use seal_core::contracts::Kind;
 use seal_core::doc::{EvidenceMode, Outcome};
 use seal_core::shadow::{build, Ledger, LedgerSummary, RunSet, ShadowReport, ShadowRun};
 use seal_core::validate::{validate_as, Report};
-use seal_engine::stats::facts::Unverified;
+use seal_engine::stats_load::facts::Unverified;
 
 fn design(i: u32) -> String {
     format!("{:064x}", 0xd00d_0000u64 + u64::from(i))

@@ -320,11 +320,11 @@ async fn shadow_report_counts_and_kappa_equal_an_independent_recomputation() {
         .chain_update(seed.to_be_bytes())
         .chain_update(b"all")
         .finalize();
-    let mut m = seal_engine::stats::kappa::Confusion::default();
+    let mut m = seal_engine::stats_load::kappa::Confusion::default();
     for (i, row) in avn.iter().enumerate() {
         m.cells[i][..2].copy_from_slice(row);
     }
-    let ci = seal_engine::stats::kappa::kappa_interval(
+    let ci = seal_engine::stats_load::kappa::kappa_interval(
         &m,
         u64::from_be_bytes(key[..8].try_into().unwrap()),
         1000,

@@ -9,10 +9,12 @@ use crate::common;
 use common::*;
 use proptest::prelude::*;
 use seal_core::doc::{JudgeStatus, ObligationStatus};
-use seal_engine::stats::aggregate::Aggregator;
-use seal_engine::stats::facts::*;
-use seal_engine::stats::kappa::{kappa_interval, nearest_rank, Confusion, Histogram, SplitMix64};
-use seal_engine::stats::{stats, Query, Stats};
+use seal_engine::stats_load::aggregate::Aggregator;
+use seal_engine::stats_load::facts::*;
+use seal_engine::stats_load::kappa::{
+    kappa_interval, nearest_rank, Confusion, Histogram, SplitMix64,
+};
+use seal_engine::stats_load::{stats, Query, Stats};
 use seal_store::Store;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -305,7 +307,8 @@ async fn fixture_figures_equal_a_recomputation_from_the_stored_files() {
     let m = Confusion { cells: a.matrix };
     assert_eq!(
         a.kappa,
-        m.kappa().map(|k| seal_engine::stats::kappa::round(k, 6))
+        m.kappa()
+            .map(|k| seal_engine::stats_load::kappa::round(k, 6))
     );
     // The fixtures hold one stored replay of a pass run: compared, not flipped.
     assert_eq!(r.replay.replays, 1);

@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::*;
-use seal_engine::stats::{stats, Query};
+use seal_engine::stats_load::{stats, Query};
 use seal_store::Store;
 use std::path::Path;
 

@@ -12,7 +12,7 @@ use common::*;
 use reqwest::StatusCode;
 use seal_core::tlog::{self, Tree};
 use seal_fs::runfolder::RunFolder;
-use seal_log::witness::{cosig, protocol};
+use seal_log::cosign::{cosig, protocol};
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::config::Config;
-use crate::judge::Judges;
+use crate::judge_http::Judges;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
 use seal_core::sealing::SigningKey;
@@ -26,7 +26,7 @@ pub struct Engine {
     /// The transparency log of seals in `store` (appended by the postguard).
     pub(crate) log: seal_log::Log,
     /// Issues and checks the receipts of what this deployment accepted or wrote.
-    pub(crate) notary: crate::receipt::Notary,
+    pub(crate) notary: crate::notary::Notary,
     /// The witnesses every checkpoint of `log` is sent to (`[[witnesses]]`; none by default).
     pub(crate) witnesses: seal_log::publish::Publisher,
     runs: Arc<RunLocks>,
@@ -73,7 +73,7 @@ pub enum EngineError {
     #[error(transparent)]
     Secret(#[from] crate::config::SecretError),
     #[error(transparent)]
-    Judges(#[from] crate::judge::JudgesError),
+    Judges(#[from] crate::judge_http::JudgesError),
     #[error(transparent)]
     Witnesses(#[from] seal_log::publish::PublisherError),
     /// A key of `keys.trusted` does not load: the log could not tell its leaves and
@@ -121,7 +121,7 @@ impl Engine {
         judges: Judges,
     ) -> Result<Engine, EngineError> {
         let store = store.with_doc_limit(config.max_document_bytes);
-        let notary = crate::receipt::Notary::new(judges.salt(), judges.replica().to_string());
+        let notary = crate::notary::Notary::new(judges.salt(), judges.replica().to_string());
         let witnesses = seal_log::publish::Publisher::new(
             &config.witnesses,
             store.clone(),
@@ -169,13 +169,13 @@ impl Engine {
         lock.lock_owned().await
     }
 
-    /// Stores the receipt of `stored` (see [`crate::receipt`]), dated by this engine's clock.
+    /// Stores the receipt of `stored` (see [`crate::notary`]), dated by this engine's clock.
     pub async fn receipt(
         &self,
-        kind: crate::receipt::ReceiptKind,
+        kind: crate::notary::ReceiptKind,
         stored: &seal_store::Stored,
         from: Option<&RunId>,
-    ) -> Result<(), crate::receipt::ReceiptError> {
+    ) -> Result<(), crate::notary::ReceiptError> {
         let at = self.clock.now_rfc3339();
         self.notary
             .issue(&self.store, kind, stored, from, &at)

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use crate::engine::Engine;
-use crate::receipt::{ReceiptError, ReceiptKind};
+use crate::notary::{ReceiptError, ReceiptKind};
 use crate::run_state::{decided_error, DecidedRun, OpenRun, RunState, RunStateError};
 use seal_core::canonical::Hash;
 use seal_core::contracts::{Finding, Kind};
@@ -58,7 +58,7 @@ pub enum IntakeError {
     State(#[from] RunStateError),
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// A stored input this deployment never accepted (see [`crate::receipt`]).
+    /// A stored input this deployment never accepted (see [`crate::notary`]).
     #[error(transparent)]
     Receipt(#[from] ReceiptError),
 }

@@ -1,6 +1,6 @@
 //! `seal export labels`: one JSON line per (run, roll, obligation) of the runs that verify, the
 //! per-obligation labels an eval set or a prompt change is measured against: judge A, judge B,
-//! the consensus, the PlaySpec check and the latest trusted human review (`crate::review`).
+//! the consensus, the PlaySpec check and the latest trusted human review (`crate::reviewing`).
 //!
 //! Only runs that verify **with their reviews** ([`crate::verify::Verifier`] with the trusted
 //! reviewer keys) give lines, and `human` is the latest of their trusted reviews
@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use crate::stats::{Query, StatsError};
+use crate::stats_load::{Query, StatsError};
 use crate::verify;
 use seal_core::canonical;
 use seal_core::fault::{Fault, HasFault};
@@ -100,7 +100,8 @@ pub async fn labels(
                 continue;
             }
         };
-        let Some(facts) = crate::stats::proven_facts(store, &run, &proof, verifier, query).await?
+        let Some(facts) =
+            crate::stats_load::proven_facts(store, &run, &proof, verifier, query).await?
         else {
             continue; // outside the window
         };

@@ -327,7 +327,7 @@ impl Verifier {
         store: &Store,
         trusted: Vec<PublicKey>,
         origin: &str,
-        policy: &seal_log::witness::check::Policy,
+        policy: &seal_log::cosign::check::Policy,
         scope: Scope<'_>,
     ) -> Result<Verifier, StoreError> {
         let raw = seal_log::trust(origin, &trusted);
@@ -348,7 +348,7 @@ impl Verifier {
             Source::View(view) => view.latest.as_ref(),
             Source::Passed { pass, .. } => Some(&pass.latest),
         };
-        let unwitnessed = seal_log::witness::check::quorum_problem(store, policy, latest).await?;
+        let unwitnessed = seal_log::cosign::check::quorum_problem(store, policy, latest).await?;
         Ok(Verifier {
             trusted: Arc::new(trusted),
             log_trust: raw,

@@ -26,7 +26,7 @@ use bytes::Bytes;
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
-use crate::witness::WitnessSpec;
+use crate::cosign::WitnessSpec;
 use seal_core::tlog::{NodeHash, TlogError, Tree};
 use seal_core::witness::cosig::{self, WitnessKey};
 use seal_core::witness::protocol;

@@ -7,7 +7,7 @@
 //!
 //! The log's layout (`log/entries/<n>`, `log/checkpoints/<n>`, `log/tile/…`, `log/runs/…`) is
 //! the log's, in seal-core's key vocabulary; a storage knows folders, keys and bytes. The
-//! implementation for seal's store is [`crate::store`]'s.
+//! implementation for seal's store is [`crate::store_driver`]'s.
 
 use bytes::Bytes;
 use std::future::Future;

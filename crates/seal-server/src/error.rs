@@ -7,12 +7,12 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use seal_core::fault::{Fault, HasFault};
-use seal_engine::explain::ExplainError;
+use seal_engine::explain_load::ExplainError;
 use seal_engine::intake::IntakeError;
 use seal_engine::postguard::FinalizeError;
 use seal_engine::roll::{JudgingError, SubmitError};
 use seal_engine::run_state::RunStateError;
-use seal_engine::stats::StatsError;
+use seal_engine::stats_load::StatsError;
 use seal_log::LogError;
 use seal_store::StoreError;
 
@@ -220,18 +220,18 @@ impl From<JudgingError> for ApiError {
 /// An object seal cannot authenticate: 500 `planted_<kind>`, naming it (never retried
 /// silently, never a caller's fault); one without its receipt was never committed: 409
 /// `uncommitted`, naming it and what to re-send.
-impl From<seal_engine::receipt::ReceiptError> for ApiError {
-    fn from(e: seal_engine::receipt::ReceiptError) -> ApiError {
+impl From<seal_engine::notary::ReceiptError> for ApiError {
+    fn from(e: seal_engine::notary::ReceiptError) -> ApiError {
         let msg = e.to_string();
         match e {
-            seal_engine::receipt::ReceiptError::Store(s) => s.into(),
-            seal_engine::receipt::ReceiptError::Uncommitted { object, .. } => ApiError::new(
+            seal_engine::notary::ReceiptError::Store(s) => s.into(),
+            seal_engine::notary::ReceiptError::Uncommitted { object, .. } => ApiError::new(
                 StatusCode::CONFLICT,
-                seal_engine::receipt::UNCOMMITTED,
+                seal_engine::notary::UNCOMMITTED,
                 msg,
                 Some(object),
             ),
-            seal_engine::receipt::ReceiptError::Unauthenticated { object, kind, .. } => {
+            seal_engine::notary::ReceiptError::Unauthenticated { object, kind, .. } => {
                 ApiError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     kind.code(),

@@ -17,7 +17,7 @@ mod metrics;
 mod routes;
 mod state;
 pub mod uniform;
-pub mod witness;
+pub mod witness_http;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;

@@ -3,7 +3,7 @@
 //!
 //! 1. [`load`]: read every object the document references, each re-hashed against its recorded
 //!    sha256 and schema-checked, and collect the set of keys the document binds;
-//! 2. derive: run the same pure functions the dispatcher ran ([`crate::judge::slot`],
+//! 2. derive: run the same pure functions the dispatcher ran ([`crate::judge_http::slot`],
 //!    [`seal_core::blinding`], [`seal_core::derive`]) on what was loaded;
 //! 3. [`compare`]: what is recorded against what was derived, and the run folder's listing
 //!    against the bound keys (an object nobody vouched for is named, never ignored).

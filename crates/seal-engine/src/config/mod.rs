@@ -16,7 +16,7 @@ pub use judge_auth::{JudgeAuth, JudgeHeader, MissingCredentials};
 pub use secret::{write_secret_file, SecretError, SecretSource, MIN_SECRET_BYTES, SECRET_FILE};
 
 use seal_core::ids::Slot;
-pub use seal_log::witness::WitnessSpec;
+pub use seal_log::cosign::WitnessSpec;
 
 /// The embedded default configuration (the repository's `config/seal.toml`).
 pub const EMBEDDED: &str = include_str!("../../../../config/seal.toml");
@@ -127,7 +127,7 @@ fn default_max_clock_skew_ms() -> u64 {
     10_000
 }
 
-/// Attempt leases across replicas (`[leases]`, see `crate::lease`).
+/// Attempt leases across replicas (`[leases]`, see `crate::leasing`).
 #[derive(Debug, Clone)]
 pub struct LeaseSettings {
     /// Added to a slot's timeout for a lease's lifetime.

@@ -2,7 +2,7 @@
 //! signed, every input of the run must be one this deployment accepted or wrote.
 //!
 //! - the header, brief and play-spec, and each roll's proof package: a receipt
-//!   ([`crate::receipt`]) naming exactly the stored bytes;
+//!   ([`crate::notary`]) naming exactly the stored bytes;
 //! - each roll record (`roll.json`): its receipt, written when seal finished the roll;
 //! - each judge attempt the roll's normalized results list: its `attemptMac` verifies for this
 //!   run, roll, slot and attempt under the deployment secret (seal called that judge), or a
@@ -14,7 +14,7 @@
 //! refused, the object named, and nothing is signed.
 
 use crate::engine::Engine;
-use crate::receipt::{ReceiptError, ReceiptKind};
+use crate::notary::{ReceiptError, ReceiptKind};
 use crate::resume::{self, AttemptId};
 use seal_core::bound::Bound;
 use seal_core::doc::*;

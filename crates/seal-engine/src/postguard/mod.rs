@@ -23,7 +23,7 @@ use tracing::Instrument;
 
 use crate::audit::{self, Problem};
 use crate::engine::Engine;
-use crate::receipt::ReceiptKind;
+use crate::notary::ReceiptKind;
 use crate::roll::{self, JudgingError, Source};
 use crate::run_state::{OpenRun, RunState, RunStateError};
 use decided::Decided;
@@ -98,7 +98,7 @@ pub enum FinalizeError {
     Internal { run: RunId, reason: String },
     /// A stored input or record this deployment cannot authenticate (G1, docs/DESIGN.md §11).
     #[error(transparent)]
-    Receipt(#[from] crate::receipt::ReceiptError),
+    Receipt(#[from] crate::notary::ReceiptError),
     /// A stored decision document that is not what the postguard derives: never signed.
     #[error("{object}: planted {kind}, not sealed: {reason}")]
     Planted {

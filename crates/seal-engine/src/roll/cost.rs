@@ -10,7 +10,7 @@ use super::guard::Guarded;
 use super::package::Packaged;
 use super::{JudgingError, Source};
 use crate::engine::Engine;
-use crate::judge::JudgeClient;
+use crate::judge_http::JudgeClient;
 use crate::run_state::OpenRun;
 use seal_core::doc::*;
 use seal_core::vocab::GuardCheck;

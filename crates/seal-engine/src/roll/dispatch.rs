@@ -7,9 +7,9 @@ use super::guard::Guarded;
 use super::package::Packaged;
 use super::{JudgingError, Source};
 use crate::engine::Engine;
-use crate::judge::parse::{evaluate_raw, ErrorClass};
-use crate::judge::{self, AttemptRecord, JudgeClient, SlotJob, SlotRun};
-use crate::receipt::ReceiptKind;
+use crate::judge_http::parse::{evaluate_raw, ErrorClass};
+use crate::judge_http::{self, AttemptRecord, JudgeClient, SlotJob, SlotRun};
+use crate::notary::ReceiptKind;
 use crate::resume::ResumeError;
 use seal_core::canonical::Hash;
 use seal_core::doc::*;
@@ -26,7 +26,7 @@ pub(super) struct Jobs<'a> {
 impl<'a> Jobs<'a> {
     pub fn new(engine: &'a Engine, g: &'a Guarded, p: &'a Packaged) -> Jobs<'a> {
         let salt = engine.judges.salt();
-        let (seed_a, seed_b) = judge::policy_seeds(salt, &g.run, g.roll);
+        let (seed_a, seed_b) = judge_http::policy_seeds(salt, &g.run, g.roll);
         let job = |slot, seed| SlotJob {
             run: &g.run,
             roll: g.roll,
@@ -35,7 +35,7 @@ impl<'a> Jobs<'a> {
             manifest: &p.manifest,
             images: &g.frames.images,
             seed,
-            session_id: judge::session_id(salt, &g.run, g.roll, slot),
+            session_id: judge_http::session_id(salt, &g.run, g.roll, slot),
             salt,
             pinned: None,
         };
@@ -47,10 +47,10 @@ impl<'a> Jobs<'a> {
 }
 
 impl Jobs<'_> {
-    /// Fixes each slot to what the roll's stored reservation names (see [`judge::Pinned`]).
+    /// Fixes each slot to what the roll's stored reservation names (see [`judge_http::Pinned`]).
     pub fn pin(&mut self, reservation: &CostReservation) {
-        self.a.pinned = judge::Pinned::of(&reservation.price_table.a);
-        self.b.pinned = judge::Pinned::of(&reservation.price_table.b);
+        self.a.pinned = judge_http::Pinned::of(&reservation.price_table.a);
+        self.b.pinned = judge_http::Pinned::of(&reservation.price_table.b);
     }
 }
 
@@ -139,7 +139,7 @@ async fn not_dispatched(
     job: &SlotJob<'_>,
     why: &str,
 ) -> Result<SlotRun, ResumeError> {
-    let closing = judge::Closing {
+    let closing = judge_http::Closing {
         attempt: 1,
         request: None,
         stage: FailureStage::Guard,

@@ -11,7 +11,7 @@ use super::inputs::RollInputs;
 use super::{internal, JudgingError};
 use crate::engine::Engine;
 use crate::intake;
-use crate::receipt::ReceiptKind;
+use crate::notary::ReceiptKind;
 use crate::run_state::OpenRun;
 use seal_core::blinding;
 use seal_core::canonical::Hash;

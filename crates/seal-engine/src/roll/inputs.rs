@@ -15,7 +15,7 @@ use seal_store::{Key, Reads};
 
 use super::JudgingError;
 use crate::engine::Engine;
-use crate::receipt::ReceiptKind;
+use crate::notary::ReceiptKind;
 use crate::run_state::OpenRun;
 
 /// See the module doc. Only the two constructors make one.

@@ -30,7 +30,7 @@ pub use submit::{submit, Accepted, SubmitError, Submitted};
 use tracing::Instrument;
 
 use crate::engine::Engine;
-use crate::receipt::{ReceiptError, ReceiptKind};
+use crate::notary::{ReceiptError, ReceiptKind};
 use crate::run_state::{OpenRun, RunState, RunStateError};
 use seal_core::doc::*;
 use seal_core::fault::{Fault, HasFault};
@@ -49,7 +49,7 @@ pub enum JudgingError {
     /// A stored judge attempt this daemon did not write (see [`crate::resume`]).
     #[error(transparent)]
     Resume(#[from] crate::resume::ResumeError),
-    /// A stored input or roll record this deployment never accepted (see [`crate::receipt`]).
+    /// A stored input or roll record this deployment never accepted (see [`crate::notary`]).
     #[error(transparent)]
     Receipt(#[from] ReceiptError),
     /// A stored document that is not what this roll derives from its authenticated inputs.
@@ -274,7 +274,7 @@ async fn authenticate_earlier(
 }
 
 /// The stored record of a judged roll, if this deployment finished it: `roll.json` with a
-/// receipt that verifies (see [`crate::receipt`]). A record without one is not judged yet
+/// receipt that verifies (see [`crate::notary`]). A record without one is not judged yet
 /// (a crash before its receipt, or planted): the stages re-derive it, and commit it only if
 /// the stored bytes are exactly what they derive.
 pub async fn stored_roll(

@@ -1,5 +1,5 @@
 //! Stage 5: what the roll amounts to. Each slot's `parsed.json` and `normalized.json` (from
-//! its attempts, by [`crate::judge::slot::slot_documents`]), then the one derivation
+//! its attempts, by [`crate::judge_http::slot::slot_documents`]), then the one derivation
 //! ([`seal_core::derive::derive_roll`]: independence, consensus, outcome, errors, cost), the
 //! consensus document and the roll record. The audit re-runs the same two pure functions on
 //! what is stored and compares.
@@ -10,8 +10,8 @@ use super::guard::Guarded;
 use super::package::Packaged;
 use super::{internal, put_derived, JudgingError, RollReport};
 use crate::engine::Engine;
-use crate::judge::slot::slot_documents;
-use crate::judge::SlotRun;
+use crate::judge_http::slot::slot_documents;
+use crate::judge_http::SlotRun;
 use seal_core::derive::{derive_roll, RollInputs, SlotFacts};
 use seal_core::doc::*;
 use seal_core::ids::{RollId, RunId};
@@ -98,7 +98,7 @@ pub(super) async fn record(
     // The roll's commit point: its receipt says this deployment derived exactly these bytes
     // (and through their hashes every document of the roll).
     engine
-        .receipt(crate::receipt::ReceiptKind::Roll, &roll_stored, None)
+        .receipt(crate::notary::ReceiptKind::Roll, &roll_stored, None)
         .await?;
     let next = next_after(roll, record.roll_outcome);
     Ok(RollReport {

@@ -70,7 +70,7 @@ async fn verifier(
     state: &AppState,
     scope: Scope<'_>,
 ) -> Result<seal_engine::verify::Verifier, ApiError> {
-    let policy = seal_log::witness::check::Policy::default();
+    let policy = seal_log::cosign::check::Policy::default();
     let store = state.engine.store();
     let trusted = state.trusted.as_ref().clone();
     let reviewers = state.reviewers.as_ref().clone();
@@ -93,7 +93,8 @@ pub(crate) async fn get_explain(
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
     let verifier = verifier(&state, Scope::Runs(std::slice::from_ref(&run))).await?;
-    let explained = seal_engine::explain::explain(state.engine.store(), &run, &verifier).await?;
+    let explained =
+        seal_engine::explain_load::explain(state.engine.store(), &run, &verifier).await?;
     let wants_html = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -108,7 +109,7 @@ pub(crate) async fn get_explain(
                 (header::CONTENT_TYPE, "text/html; charset=utf-8"),
                 (
                     header::CONTENT_SECURITY_POLICY,
-                    seal_engine::explain::html::CSP,
+                    seal_engine::explain_load::html::CSP,
                 ),
                 (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
             ],
@@ -192,8 +193,8 @@ pub(crate) async fn get_log_proof(
 
 /// The query of `GET /v1/stats`: `since`, `until`, `genre` (each at most once); anything else
 /// is refused.
-pub(crate) fn stats_query(raw: Option<&str>) -> Result<seal_engine::stats::Query, ApiError> {
-    let mut q = seal_engine::stats::Query::default();
+pub(crate) fn stats_query(raw: Option<&str>) -> Result<seal_engine::stats_load::Query, ApiError> {
+    let mut q = seal_engine::stats_load::Query::default();
     let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "bad_query", m, None);
     for (k, v) in url::form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
         let slot = match k.as_ref() {
@@ -222,7 +223,7 @@ pub(crate) async fn get_stats(
 ) -> Result<Response, ApiError> {
     let query = stats_query(raw.as_deref())?;
     let verifier = verifier(&state, Scope::All).await?;
-    let stats = seal_engine::stats::stats(state.engine.store(), &verifier, query).await?;
+    let stats = seal_engine::stats_load::stats(state.engine.store(), &verifier, query).await?;
     let wants_html = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -233,7 +234,7 @@ pub(crate) async fn get_stats(
                 (header::CONTENT_TYPE, "text/html; charset=utf-8"),
                 (
                     header::CONTENT_SECURITY_POLICY,
-                    seal_engine::explain::html::CSP,
+                    seal_engine::explain_load::html::CSP,
                 ),
                 (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
             ],
@@ -249,6 +250,6 @@ pub(crate) async fn get_stats(
 /// (under the daemon's `reviewers.trusted`), oldest decision first, each with its explain link.
 pub(crate) async fn get_review_queue(State(state): State<AppState>) -> Result<Response, ApiError> {
     let verifier = verifier(&state, Scope::All).await?;
-    let queue = seal_engine::stats::review_queue(state.engine.store(), &verifier).await?;
+    let queue = seal_engine::stats_load::review_queue(state.engine.store(), &verifier).await?;
     Ok(Json(json!({ "count": queue.len(), "runs": queue })).into_response())
 }

@@ -1,6 +1,6 @@
 //! Reviews of sealed runs: `POST /v1/runs/{id}/reviews` takes an envelope the reviewer signed
 //! client-side (seal never holds a reviewer's key) and stores it as the run's next review once
-//! `seal_engine::review::submit` admitted and logged it; `GET` lists them with their checks.
+//! `seal_engine::reviewing::submit` admitted and logged it; `GET` lists them with their checks.
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
-use seal_engine::review::{SubmitError, Trust};
+use seal_engine::reviewing::{SubmitError, Trust};
 
 use crate::state::run_id;
 use crate::{ApiError, AppState};
@@ -39,7 +39,8 @@ pub(crate) async fn add_review(
     };
     let engine = &state.engine;
     let stored =
-        seal_engine::review::submit(engine.store(), engine.log(), key, trust, &run, &body).await?;
+        seal_engine::reviewing::submit(engine.store(), engine.log(), key, trust, &run, &body)
+            .await?;
     let body = json!({
         "runId": run,
         "reviewIndex": stored.index,
@@ -65,7 +66,7 @@ pub(crate) async fn reviews(
         seal: &state.trusted,
         reviewers: &state.reviewers,
     };
-    let listed = seal_engine::review::list(state.engine.store(), &run, trust).await?;
+    let listed = seal_engine::reviewing::list(state.engine.store(), &run, trust).await?;
     let reviews: Vec<Value> = listed
         .into_iter()
         .map(|r| {

@@ -11,7 +11,7 @@ use super::client::{now_rfc3339, Exchange, JudgeClient, SlotJob};
 use super::parse::{self, evaluate_raw, ErrorClass, ParseFailure, MAX_RESPONSE_BYTES};
 use super::request;
 use super::slot::AttemptRecord;
-use crate::lease::{self, AttemptRef};
+use crate::leasing::{self, AttemptRef};
 use crate::resume::{self, ResumeError};
 use seal_core::canonical::Hash;
 use seal_core::doc::*;
@@ -39,12 +39,12 @@ pub(super) async fn wait_for(store: &Store, key: &Key, until_ms: u64) -> Result<
         if store.exists(key).await? {
             return Ok(true);
         }
-        let now = lease::now_ms();
+        let now = leasing::now_ms();
         if now > until_ms {
             return Ok(false);
         }
         let left = Duration::from_millis(until_ms - now + 1);
-        tokio::time::sleep(lease::poll_delay(polls).min(left)).await;
+        tokio::time::sleep(leasing::poll_delay(polls).min(left)).await;
         polls += 1;
     }
 }
@@ -274,7 +274,7 @@ impl JudgeClient {
         k: u32,
         latency_ms: u64,
         status: Option<u16>,
-        outcome: &Result<JudgeOutput, crate::judge::parse::ParseFailure>,
+        outcome: &Result<JudgeOutput, crate::judge_http::parse::ParseFailure>,
         cost_rmb: f64,
     ) {
         self.metrics.judge_attempt(
@@ -337,9 +337,9 @@ impl JudgeClient {
             slot: self.slot,
             attempt: k,
         };
-        let until = match lease::live_until(store, &self.lease, at, self.config.timeout).await? {
+        let until = match leasing::live_until(store, &self.lease, at, self.config.timeout).await? {
             Some(until) => until,
-            None => lease::now_ms().saturating_add(META_GRACE_MS),
+            None => leasing::now_ms().saturating_add(META_GRACE_MS),
         };
         wait_for(store, &meta_key, until).await.map(|_| ())
     }

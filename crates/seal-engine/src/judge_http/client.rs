@@ -14,7 +14,7 @@ use tokio::sync::Semaphore;
 use super::parse::ErrorClass;
 use super::request;
 use crate::config::{Config, Secret, SlotConfig};
-use crate::lease::LeasePolicy;
+use crate::leasing::LeasePolicy;
 use crate::resume::AttemptId;
 use seal_core::canonical::Hash;
 use seal_core::doc::*;

@@ -23,8 +23,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 use crate::listen;
-use seal_log::witness::protocol;
-use seal_log::witness::service::{Refusal, Witness};
+use seal_log::cosign::protocol;
+use seal_log::cosign::service::{Refusal, Witness};
 
 /// Connections served at once (a witness serves a handful of logs).
 const MAX_CONNECTIONS: usize = 256;

@@ -17,7 +17,7 @@ use std::time::Duration;
 use super::attempt::wait_for;
 use super::client::{JudgeClient, SlotJob};
 use super::slot::{AttemptRecord, SlotRun};
-use crate::lease::{self, AttemptRef, Taken};
+use crate::leasing::{self, AttemptRef, Taken};
 use crate::resume::{self, ResumeError};
 use seal_store::{Key, Store, StoreError, Stored};
 
@@ -236,7 +236,7 @@ impl JudgeClient {
         let meta_key = Key::attempt_file(job.run, job.roll, self.slot, k, "meta.json");
         let count = |result: &str| self.metrics.lease(self.slot.as_str(), result);
         loop {
-            match lease::take(store, &self.lease, at, self.config.timeout).await? {
+            match leasing::take(store, &self.lease, at, self.config.timeout).await? {
                 Taken::Held { epoch, takeover } => {
                     count(if takeover { "takeover" } else { "held" });
                     // A crashed holder may have committed just before we took over.

@@ -10,7 +10,7 @@
 //!   ([`seal_core::witness`]).
 //! - [`state`]: what a witness remembers, one JSON file written atomically and durably.
 //! - [`service`]: the witness's decision (rollbacks, forks and bad proofs refused) and signing.
-//! - `seal witness serve` on HTTP is the server crate's (`seal_server::witness`).
+//! - `seal witness serve` on HTTP is the server crate's (`seal_server::witness_http`).
 //! - the client inside every process that publishes checkpoints (sends each new checkpoint with
 //!   a consistency proof, stores the cosignatures under `log/cosignatures/<size>/`, never
 //!   blocks sealing) is the log's: [`crate::publish`].
