@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use seal_core::ids::RunId;
 use seal_core::review::{ObligationDecision, Status};
+use seal_core::sealing::{PublicKey, SigningKey};
 use seal_engine::engine::Clock as _;
 use seal_engine::reviewing::{SubmitError, Trust};
 
@@ -74,54 +75,83 @@ pub fn run(ctx: &Context, args: ReviewArgs) -> Result<ExitStatus, CliError> {
     let signing = ctx.signing(args.log_key.as_deref())?;
     let url = ctx.store_url(args.store.as_ref())?;
     let run = &args.run_id;
-    let trust = Trust {
-        seal: &trusted,
-        reviewers: &reviewers,
-    };
     let done = ctx.block_on(async {
         let store = ctx.read_store(&url).await?;
         ctx.named_run(&store, &url, run).await?;
-        // `seal verify`'s verdict (its log, its witness policy, these reviewer keys).
-        let verifier = ctx
-            .verifier(
-                &store,
-                trusted.clone(),
-                &args.witnesses,
-                seal_engine::verify::Scope::Runs(std::slice::from_ref(run)),
-            )
-            .await?
-            .with_reviewers(reviewers.clone());
-        // What the reviewer was shown: the run's decision tree (which also proves the run).
-        let shown = match seal_engine::explain_load::explain(&store, run, &verifier).await {
-            Ok(e) => e.tree_hash,
-            Err(seal_engine::explain_load::ExplainError::NotVerified(report)) => {
-                return Ok(Err(SubmitError::NotVerified(report)))
-            }
-            Err(e) => return Err(CliError::failed(e)),
+        let envelope =
+            match signed_review(ctx, &store, &args, &trusted, &reviewers, &reviewer_key).await? {
+                Ok(envelope) => envelope,
+                Err(e) => return Ok(Err(e)),
+            };
+        let trust = Trust {
+            seal: &trusted,
+            reviewers: &reviewers,
         };
-        let proof = match verifier.prove(&store, run).await? {
-            Ok(p) => p,
-            Err(report) => return Ok(Err(SubmitError::NotVerified(Box::new(report)))),
-        };
-        let mut facts = seal_engine::reviewing::facts(run, &proof, &trusted);
-        // The chain as stored (each review re-checked by `submit`).
-        seal_engine::reviewing::read_checked(&store, run, &mut facts, &reviewers).await?;
-        let now = seal_engine::engine::SystemClock.now_rfc3339();
-        let statement = facts.statement(
-            &args.reviewer,
-            &now,
-            args.decisions.clone(),
-            args.note.clone(),
-            &shown,
-        );
-        let envelope = seal_core::review::sign(&reviewer_key, &statement)
-            .map_err(|e| CliError::Usage(e.to_string()))?;
         let log = seal_log::Log::new(store.clone(), &ctx.config().log_origin);
-        Ok(
+        Ok::<_, CliError>(
             seal_engine::reviewing::submit(&store, &log, signing.key(), trust, run, &envelope)
                 .await,
         )
     })?;
+    report(run, &url, &reviewer_key, done)
+}
+
+/// The reviewer's signed statement about what they were shown: the run's decision tree, once
+/// the run verifies as `seal verify` would (its log, its witness policy, these reviewer keys),
+/// and the chain of reviews as stored.
+async fn signed_review(
+    ctx: &Context,
+    store: &seal_store::Store,
+    args: &ReviewArgs,
+    trusted: &[PublicKey],
+    reviewers: &[PublicKey],
+    reviewer_key: &SigningKey,
+) -> Result<Result<Vec<u8>, SubmitError>, CliError> {
+    let run = &args.run_id;
+    let verifier = ctx
+        .verifier(
+            store,
+            trusted.to_vec(),
+            &args.witnesses,
+            seal_engine::verify::Scope::Runs(std::slice::from_ref(run)),
+        )
+        .await?
+        .with_reviewers(reviewers.to_vec());
+    // What the reviewer was shown: the run's decision tree (which also proves the run).
+    let shown = match seal_engine::explain_load::explain(store, run, &verifier).await {
+        Ok(e) => e.tree_hash,
+        Err(seal_engine::explain_load::ExplainError::NotVerified(report)) => {
+            return Ok(Err(SubmitError::NotVerified(report)))
+        }
+        Err(e) => return Err(CliError::failed(e)),
+    };
+    let proof = match verifier.prove(store, run).await? {
+        Ok(p) => p,
+        Err(report) => return Ok(Err(SubmitError::NotVerified(Box::new(report)))),
+    };
+    let mut facts = seal_engine::reviewing::facts(run, &proof, trusted);
+    // The chain as stored (each review re-checked by `submit`).
+    seal_engine::reviewing::read_checked(store, run, &mut facts, reviewers).await?;
+    let now = seal_engine::engine::SystemClock.now_rfc3339();
+    let statement = facts.statement(
+        &args.reviewer,
+        &now,
+        args.decisions.clone(),
+        args.note.clone(),
+        &shown,
+    );
+    seal_core::review::sign(reviewer_key, &statement)
+        .map(Ok)
+        .map_err(|e| CliError::Usage(e.to_string()))
+}
+
+/// What the command prints and exits with for a submitted review.
+fn report(
+    run: &RunId,
+    url: &StoreArg,
+    reviewer_key: &SigningKey,
+    done: Result<seal_engine::reviewing::Stored, SubmitError>,
+) -> Result<ExitStatus, CliError> {
     match done {
         Ok(stored) => {
             println!(
