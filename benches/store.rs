@@ -25,7 +25,7 @@ use bytes::{Bytes, BytesMut};
 use futures::Stream;
 use rand::{Rng, RngCore, SeedableRng};
 use seal_core::canonical::Hash;
-use seal_store::{Key, Reads, Store};
+use seal_store::{Key, Store};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 

@@ -339,29 +339,25 @@ async fn a_roll_record_planted_in_an_open_run_is_not_answered_or_sealed() {
     assert!(!prod.seal_path().exists());
 }
 
-/// The same record planted behind the daemon that wrote the real one: the daemon decides from
-/// its own writes (the roll it judged, held in its write set), so the planted pass is neither
-/// answered nor sealed; what it seals is its own verdict, and `seal verify` names the record
-/// the writer replaced.
+/// The same record planted behind the daemon that wrote the real one, while it runs: the
+/// daemon decides from what the store holds, not from what it remembers writing, so it refuses
+/// the run exactly as a restarted one does (the record has no receipt for these bytes, and the
+/// roll judged again derives other bytes): nothing is sealed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_roll_record_planted_behind_the_running_daemon_is_not_what_it_seals() {
+async fn a_roll_record_planted_behind_the_running_daemon_is_refused_as_after_a_restart() {
     let prod = production().await;
     let daemon = open_after_roll_1(&prod).await;
     plant_a_passing_roll_record(&prod);
     let (status, body) = finalize(&daemon.base).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_ne!(
-        body["outcome"], "pass",
-        "the planted pass was sealed: {body}"
-    );
-    assert_ne!(body["decision"]["action"], "accept", "{body}");
-    let out = prod.verify().await;
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(code(&body).starts_with("planted_"), "{body}");
     assert!(
-        text(&out.stdout).contains("roll-1/roll.json"),
-        "verify does not name the replaced record: {}",
-        text(&out.stdout)
+        body["error"]["object"]
+            .as_str()
+            .is_some_and(|o| o.ends_with("roll-1/roll.json")),
+        "{body}"
     );
+    assert!(!prod.seal_path().exists());
 }
 
 /// Issue 44, hole 4: roll 1's genuine cost reservation copied to `roll-2/` before roll 2 is

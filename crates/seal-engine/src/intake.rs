@@ -16,7 +16,7 @@ use seal_core::ids::{RollId, RunId};
 use seal_core::limits::OverLimit;
 use seal_core::merge;
 use seal_core::validate::{self, Report};
-use seal_store::{Key, Put, Reads, StoreError, Stored};
+use seal_store::{Key, Put, StoreError, Stored};
 use serde::Deserialize;
 
 pub use seal_core::admit::{
@@ -215,7 +215,7 @@ fn canonical_resent(bytes: &[u8], limit: u64) -> Option<Bytes> {
 
 /// Where a run that takes no more documents stands, or None when it is open or new.
 async fn closed(engine: &Engine, run: &RunId) -> Result<Option<Closed>, IntakeError> {
-    match RunState::load_own(&engine.store, run).await {
+    match RunState::load(&engine.store, run).await {
         Ok(state) => Ok(Closed::of(state).err()),
         Err(RunStateError::NotFound { .. }) => Ok(None),
         Err(e) => Err(e.into()),
@@ -237,7 +237,7 @@ async fn document_target(
     engine: &Engine,
     run: &RunId,
 ) -> Result<Result<OpenRun, Closed>, IntakeError> {
-    Ok(Closed::of(RunState::load_own(&engine.store, run).await?))
+    Ok(Closed::of(RunState::load(&engine.store, run).await?))
 }
 
 /// The header of an open run, once its receipt says this deployment accepted it.
@@ -246,7 +246,7 @@ async fn open_header(engine: &Engine, open: OpenRun) -> Result<Evidence, IntakeE
     engine
         .notary
         .require(
-            &engine.store.trusting_own_writes(),
+            &engine.store,
             ReceiptKind::Header,
             &Key::header(&run),
             open.header_hash(),
@@ -432,12 +432,9 @@ pub(crate) async fn accept_proof_package(
     submission: &ProofSubmission,
 ) -> Result<Accepted, IntakeError> {
     let store = &engine.store;
-    // Reads of what this process accepted moments ago (the header's receipt, frames just
-    // uploaded) come from its write set: see `RunState::load_own`.
-    let own = &store.trusting_own_writes();
     let run = open.run();
     let object = package_object(run, roll);
-    engine.notary.require_header(own, open).await?;
+    engine.notary.require_header(store, open).await?;
     let p = submission.package();
     if p.roll_id != roll {
         return Err(IntakeError::Mismatch {
@@ -456,7 +453,7 @@ pub(crate) async fn accept_proof_package(
     let mut missing = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for f in &p.frames {
-        if seen.insert(f.hash.clone()) && !own.exists(&Key::cas(&f.hash)).await? {
+        if seen.insert(f.hash.clone()) && !store.exists(&Key::cas(&f.hash)).await? {
             missing.push(f.hash.clone());
         }
     }

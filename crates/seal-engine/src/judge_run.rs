@@ -103,7 +103,7 @@ async fn judge_folder(
         }
         .into());
     }
-    match RunState::load_own(store, folder.run()).await {
+    match RunState::load(store, folder.run()).await {
         Ok(RunState::Decided(d)) => {
             adds_nothing(engine, &d, folder).await?;
             return Ok(crate::postguard::finalize(engine, folder.run()).await?);

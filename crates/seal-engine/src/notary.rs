@@ -6,7 +6,7 @@
 use seal_core::canonical::Hash;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
-use seal_store::{parse_stored, Key, Reads, Store, StoreError, Stored};
+use seal_store::{parse_stored, Key, Store, StoreError, Stored};
 
 pub use seal_core::receipt::*;
 
@@ -128,9 +128,9 @@ impl Notary {
     /// The receipt of `kind` for `object` when one is stored and verifies (this deployment's
     /// MAC, bound to its key, of that kind and object), whatever bytes it vouches for; `None`
     /// when none is stored. One that does not verify is planted.
-    pub async fn committed<R: Reads>(
+    pub async fn committed(
         &self,
-        reads: &R,
+        reads: &Store,
         kind: ReceiptKind,
         object: &Key,
     ) -> Result<Option<Receipt>, ReceiptError> {
@@ -177,9 +177,9 @@ impl Notary {
     }
 
     /// The object `object`, holding `hash`, has a receipt of `kind` that verifies.
-    pub async fn require<R: Reads>(
+    pub async fn require(
         &self,
-        reads: &R,
+        reads: &Store,
         kind: ReceiptKind,
         object: &Key,
         hash: &Hash,
@@ -207,9 +207,9 @@ impl Notary {
 
     /// The header `open` was loaded with is the one this deployment accepted: its receipt
     /// vouches for exactly those bytes.
-    pub(crate) async fn require_header<R: Reads>(
+    pub(crate) async fn require_header(
         &self,
-        reads: &R,
+        reads: &Store,
         open: &crate::run_state::OpenRun,
     ) -> Result<(), ReceiptError> {
         let key = Key::header(open.run());
@@ -218,9 +218,9 @@ impl Notary {
     }
 
     /// Like [`Notary::require`], for an object read now: its receipt must vouch for `bytes`.
-    pub async fn require_bytes<R: Reads>(
+    pub async fn require_bytes(
         &self,
-        reads: &R,
+        reads: &Store,
         kind: ReceiptKind,
         object: &Key,
         bytes: &[u8],

@@ -7,7 +7,7 @@ use seal_core::canonical::Hash;
 use seal_core::doc::{Evidence, Outcome, Roll};
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::{RollId, RunId};
-use seal_store::{Key, Reads, Store, StoreError};
+use seal_store::{Key, Store, StoreError};
 
 /// A run whose header is stored and which is not decided yet. Made only by [`RunState::load`]
 /// (and [`RunState::decided_view`]): its fields are what the store held.
@@ -20,6 +20,8 @@ pub struct OpenRun {
     header_size: u64,
     /// The judged rolls (`roll.json` present), in order.
     rolls: Vec<Roll>,
+    /// The sha256 of each stored `roll.json` as it was read, in the order of `rolls`.
+    roll_hashes: Vec<Hash>,
 }
 
 impl OpenRun {
@@ -50,8 +52,17 @@ impl OpenRun {
     pub(crate) fn with_rolls(&self, rolls: Vec<Roll>) -> OpenRun {
         OpenRun {
             rolls,
+            roll_hashes: Vec::new(),
             ..self.clone()
         }
+    }
+    /// The stored record of `roll` as this run was loaded, with the sha256 of its bytes (which
+    /// its receipt must name before it counts as judged).
+    pub(crate) fn stored_record(&self, roll: RollId) -> Option<(&Roll, &Hash)> {
+        self.rolls
+            .iter()
+            .zip(&self.roll_hashes)
+            .find(|(r, _)| r.roll_id == roll)
     }
     /// The outcomes of the judged rolls before `roll`.
     pub fn outcomes_before(&self, roll: RollId) -> Vec<Outcome> {
@@ -131,34 +142,19 @@ impl HasFault for RunStateError {
 }
 
 impl RunState {
-    /// Loads the phase of `run` as the store holds it (every byte re-read): decided if
-    /// `evidence.json` exists, else open if the header does.
+    /// Loads the phase of `run` as the store holds it (every byte read and hashed): decided
+    /// if `evidence.json` exists, else open if the header does. Each request of the daemon
+    /// loads it once, under the run's lock, and hands it on (`tests/it/loads.rs` counts the
+    /// reads).
     pub async fn load(store: &Store, run: &RunId) -> Result<RunState, RunStateError> {
-        Self::load_from(store, run).await
-    }
-
-    /// Like [`RunState::load`], taking what this process itself stored moments ago (its
-    /// header, receipts and `roll.json` files) from its write set instead of the store: for
-    /// the daemon's own requests, each of which loads the run's state once (under the run's
-    /// lock) and hands it on (`tests/it/loads.rs` counts the reads). Trusted is only what a put of this process handed to the store (see
-    /// `seal_store::write_set`); an absence is always asked of the store, so a run another
-    /// replica decided or rolled is seen as before. `seal verify`, replay's source and imports
-    /// use [`RunState::load`].
-    pub async fn load_own(store: &Store, run: &RunId) -> Result<RunState, RunStateError> {
-        Self::load_from(&store.trusting_own_writes(), run).await
-    }
-
-    async fn load_from<R: Reads>(store: &R, run: &RunId) -> Result<RunState, RunStateError> {
         // On an object backend one listing of the run's folder answers which of the objects
         // below exist, instead of a request per absent one (issue 25: three of them per load
         // of an open run). A key it lacks is absent, as a read would have said; a key it names
         // is read as before.
         let listed = store
-            .store()
             .keys_within(&Key::run_dir(run), MAX_LISTED_RUN_OBJECTS)
             .await?;
-        // What this process stored itself counts as there even if the listing lags behind.
-        let maybe = |k: &Key| listed.as_ref().is_none_or(|l| l.contains(k)) || store.holds(k);
+        let maybe = |k: &Key| listed.as_ref().is_none_or(|l| l.contains(k));
         let evidence_key = Key::evidence(run);
         if maybe(&evidence_key) {
             if let Some((evidence, evidence_hash)) =
@@ -182,15 +178,17 @@ impl RunState {
         };
         seal_core::bound::check(&header_key, &header)?;
         let mut rolls = Vec::new();
+        let mut roll_hashes = Vec::new();
         for roll in RollId::ALL {
             let key = Key::roll_file(run, roll, "roll.json");
             if !maybe(&key) {
                 break;
             }
             match store.get_json::<Roll>(&key).await? {
-                Some((r, _)) => {
+                Some((r, hash)) => {
                     seal_core::bound::check(&key, &r)?;
-                    rolls.push(r)
+                    rolls.push(r);
+                    roll_hashes.push(hash);
                 }
                 None => break,
             }
@@ -201,10 +199,11 @@ impl RunState {
             header_hash,
             header_size,
             rolls,
+            roll_hashes,
         };
         let judging = Key::judging(run);
         let finalizing = match &listed {
-            Some(l) => l.contains(&judging) || store.holds(&judging),
+            Some(l) => l.contains(&judging),
             None => store.exists(&judging).await?,
         };
         if finalizing {
@@ -225,12 +224,14 @@ impl RunState {
             return Ok(None);
         };
         seal_core::bound::check(&header_key, &header)?;
+        let (rolls, roll_hashes) = judged_rolls(store, run).await?.into_iter().unzip();
         Ok(Some(OpenRun {
             run: run.clone(),
             header,
             header_hash,
             header_size,
-            rolls: judged_rolls(store, run).await?,
+            rolls,
+            roll_hashes,
         }))
     }
 
@@ -257,31 +258,31 @@ pub fn decided_error(d: &DecidedRun) -> RunStateError {
 }
 
 /// The stored header at `key`: parsed, with the sha256 and size of its bytes.
-async fn read_header<R: Reads>(
-    store: &R,
+async fn read_header(
+    store: &Store,
     key: &Key,
 ) -> Result<Option<(Evidence, Hash, u64)>, RunStateError> {
     let Some((bytes, hash)) = store.get_opt_hashed(key).await? else {
         return Ok(None);
     };
-    let header: Evidence = seal_store::parse_stored(key, &bytes, store.store().doc_limit())?;
+    let header: Evidence = seal_store::parse_stored(key, &bytes, store.doc_limit())?;
     Ok(Some((header, hash, bytes.len() as u64)))
 }
 
 /// More objects than a run of two rolls can hold (about 50, more with judge retries): a run
-/// folder listing beyond it is not used (see [`RunState::load_own`]).
+/// folder listing beyond it is not used (see [`RunState::load`]).
 const MAX_LISTED_RUN_OBJECTS: usize = 2_000;
 
 /// Rolls as stored in their folders (`roll.json`), in order, up to the first missing one;
-/// a record stored under another roll's key is planted.
-pub async fn judged_rolls<R: Reads>(store: &R, run: &RunId) -> Result<Vec<Roll>, RunStateError> {
+/// a record stored under another roll's key is planted. Each with the sha256 of its bytes.
+async fn judged_rolls(store: &Store, run: &RunId) -> Result<Vec<(Roll, Hash)>, RunStateError> {
     let mut rolls = Vec::new();
     for roll in RollId::ALL {
         let key = Key::roll_file(run, roll, "roll.json");
         match store.get_json::<Roll>(&key).await? {
-            Some((r, _)) => {
+            Some((r, hash)) => {
                 seal_core::bound::check(&key, &r)?;
-                rolls.push(r)
+                rolls.push((r, hash))
             }
             None => break,
         }

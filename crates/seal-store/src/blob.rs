@@ -71,8 +71,7 @@ impl Store {
         // Scratch objects are not evidence: removing them rewrites nothing.
         let _ = self.backend.remove(&scratch).await;
         let (stored, created) = linked?;
-        self.recent
-            .record_hash(&stored.key, &stored.hash, stored.size);
+        self.cas_seen.record(&stored.hash, stored.size);
         Ok(crate::Put { stored, created })
     }
 
@@ -159,7 +158,7 @@ impl Store {
         if linked_ours && self.backend.is_file() {
             return Ok((Stored { key, hash, size }, true));
         }
-        let stored_size = self.check_hash(&key, &hash).await?;
+        let stored_size = self.verify(&key, &hash).await?;
         Ok((
             Stored {
                 key,

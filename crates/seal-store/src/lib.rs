@@ -14,7 +14,7 @@
 //!   retries, racing replicas); other bytes at an existing key is [`StoreError::Conflict`],
 //!   naming the key and both hashes. Nothing is ever overwritten or deleted, but for the one
 //!   operator command that moves a damaged transparency log aside ([`Store::remove`]).
-//! - **verified reads**: [`Store::get_verified`] and [`Reads::verify`] re-hash what they read;
+//! - **verified reads**: [`Store::get_verified`] and [`Store::verify`] re-hash what they read;
 //!   a missing object or a wrong hash is an error naming the key (and both hashes), never
 //!   repaired.
 //! - **keys checked first**: a [`Key`] is validated at construction, before any I/O.
@@ -32,19 +32,17 @@
 
 mod backend;
 mod blob;
+mod cas_seen;
 mod error;
 mod file;
 mod object;
-mod reads;
 mod staging;
 mod store;
 mod tally;
 mod url;
-mod write_set;
 
 pub use error::StoreError;
 pub use file::durable::{flush_counts, Flush, FlushCounts};
-pub use reads::{OwnWrites, Reads};
 pub use seal_core::key::{Key, Stored};
 pub use staging::Staging;
 pub use store::crash;

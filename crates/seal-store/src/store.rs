@@ -1,7 +1,7 @@
 //! The store facade: [`Store`], one type over every backend, with the guarantees the crate doc
 //! lists (create-only puts, verified reads, reserved keys), and what every backend shares: the
 //! reserved-key refusal, the document limit, how a create that found its key taken is settled,
-//! and the write set. What differs per backend is [`crate::backend`]'s.
+//! and the blobs this process stored. What differs per backend is [`crate::backend`]'s.
 
 use bytes::Bytes;
 use serde::{de::DeserializeOwned, Serialize};
@@ -13,9 +13,9 @@ use seal_core::ids::RunId;
 use seal_core::review::AdmittedReview;
 
 use crate::backend::Backend;
+use crate::cas_seen::CasSeen;
 use crate::object;
 use crate::staging::Staging;
-use crate::write_set::WriteSet;
 use crate::{Key, StoreError, StoreUrl, Stored};
 
 /// Default size limit for a document read into memory (docs/DESIGN.md: 64 MiB, configurable).
@@ -29,9 +29,8 @@ pub struct Store {
     pub(crate) backend: Backend,
     url: StoreUrl,
     doc_limit: u64,
-    /// What this process stored through this open store: read only by [`crate::OwnWrites`],
-    /// never by the reads of `Store` itself.
-    pub(crate) recent: Arc<WriteSet>,
+    /// The blobs this process stored through this open store (see [`crate::cas_seen`]).
+    pub(crate) cas_seen: Arc<CasSeen>,
     /// Reads by kind of object, for [`Store::reads_by_kind`].
     pub(crate) tally: Arc<crate::tally::Tally>,
 }
@@ -108,7 +107,7 @@ impl Store {
             backend,
             url,
             doc_limit,
-            recent: Arc::new(WriteSet::default()),
+            cas_seen: Arc::default(),
             tally: Arc::default(),
         }
     }
@@ -117,15 +116,6 @@ impl Store {
     pub(crate) fn memory(doc_limit: u64) -> Store {
         let backend = Backend::Object(Arc::new(object_store::memory::InMemory::new()));
         Store::on(backend, StoreUrl::Memory, doc_limit)
-    }
-
-    /// The same storage behind a write set of its own, as another process would open it.
-    #[cfg(test)]
-    pub(crate) fn clone_without_write_set(&self) -> Store {
-        Store {
-            recent: Arc::new(WriteSet::default()),
-            ..self.clone()
-        }
     }
 
     /// Sets the size limit for documents read into memory.
@@ -253,7 +243,7 @@ impl Store {
     }
 
     /// The one create path: a create-only put of bytes whose sha256 is `hash`, settled when the
-    /// key was taken, and recorded in the write set.
+    /// key was taken (a blob remembered in [`crate::cas_seen`]).
     pub(crate) async fn create(
         &self,
         key: &Key,
@@ -266,19 +256,19 @@ impl Store {
         // checked against it, so creating it again would only cost a request (on S3 a PUT that
         // finds it, then a GET to compare). Only CAS keys: any other object taken, even by the
         // same bytes, is asked of the store, where a rewrite since is found.
-        if key.cas_hash().is_some() {
-            if let Some(recorded) = self.recent.get(key).filter(|r| r.hash == hash) {
+        let cas = key.cas_hash().is_some_and(|h| h == hash);
+        if cas {
+            if let Some(size) = self.cas_seen.size(&hash) {
                 return Ok(Put {
                     stored: Stored {
                         key: key.clone(),
                         hash,
-                        size: recorded.size,
+                        size,
                     },
                     created: false,
                 });
             }
         }
-        let held = bytes.clone();
         let created = self.backend.create(key, bytes).await?;
         let stored = if created {
             Stored {
@@ -289,7 +279,9 @@ impl Store {
         } else {
             self.settle_existing(key, hash, size).await?
         };
-        self.recent.record(key, &stored.hash, &held);
+        if cas {
+            self.cas_seen.record(&stored.hash, stored.size);
+        }
         if created && self.url != StoreUrl::Memory {
             crash::after_write(key);
         }
@@ -390,17 +382,25 @@ impl Store {
     }
 
     /// Streams an object through SHA-256 without keeping it: its hash and size. (Checking an
-    /// object against an expected hash is [`crate::Reads::verify`].)
+    /// object against an expected hash is [`Store::verify`].)
     pub async fn hash(&self, key: &Key) -> Result<(Hash, u64), StoreError> {
         self.tally.note(key);
         self.backend.hash(key).await
     }
 
-    /// The object hashes to `expected`; its size.
-    pub(crate) async fn check_hash(&self, key: &Key, expected: &Hash) -> Result<u64, StoreError> {
+    /// The object hashes to `expected` (streamed, not kept); its size.
+    pub async fn verify(&self, key: &Key, expected: &Hash) -> Result<u64, StoreError> {
         let (actual, size) = self.hash(key).await?;
         mismatch(key, expected, actual)?;
         Ok(size)
+    }
+
+    /// Reads an object with the sha256 of its bytes; `None` when absent.
+    pub async fn get_opt_hashed(&self, key: &Key) -> Result<Option<(Bytes, Hash)>, StoreError> {
+        Ok(self.get_opt(key).await?.map(|b| {
+            let h = Hash::of(&b);
+            (b, h)
+        }))
     }
 
     /// Reads and strictly parses a JSON document, with the sha256 of its bytes; `None` when

@@ -1,6 +1,5 @@
-//! How many times an open store read each kind of object ([`Store::reads_by_kind`]): reads of
-//! the backend and reads answered from this process's write set alike, since either is a load
-//! of something the caller could have been handed. A test holds the count of a request's loads
+//! How many times an open store read each kind of object ([`Store::reads_by_kind`]): each is a
+//! load of something the caller could perhaps have been handed. A test holds the count of a request's loads
 //! down (tests/it/loads.rs); it is also the first thing to look at when a request got slower.
 
 use std::collections::BTreeMap;
@@ -83,7 +82,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn reads_are_counted_across_clones_and_own_writes() {
+    async fn reads_are_counted_across_clones() {
         let store = Store::open("memory://").await.unwrap();
         let k = Key::parse("runs/r-1/header.json").unwrap();
         let put = store
@@ -92,9 +91,7 @@ mod tests {
             .unwrap();
         let clone = store.clone();
         clone.get(&k).await.unwrap();
-        crate::Reads::get_verified(&store.trusting_own_writes(), &k, &put.stored.hash)
-            .await
-            .unwrap();
+        store.get_verified(&k, &put.stored.hash).await.unwrap();
         assert_eq!(
             store.reads_by_kind().get("runs/{run}/header.json"),
             Some(&2)

@@ -11,7 +11,7 @@ use seal_core::ids::{RunId, Slot};
 use seal_core::judge::slot::slot_documents;
 use seal_core::merge;
 use seal_core::vocab::{AuditCheck, GuardCheck};
-use seal_store::{Key, Reads};
+use seal_store::{Key, Store};
 
 /// The brief is stored and hashes to `briefHash`.
 pub(super) fn brief(a: &mut Audit, run: &RunId, doc: &Evidence, brief: Option<&[u8]>) {
@@ -339,7 +339,7 @@ pub(super) fn mirror(a: &mut Audit, doc: &Evidence, run: &RunId, docs: &[RollDoc
 /// documents, or one of its reviews, which `seal verify` checks on their own); anything else
 /// is named: nobody vouched for it. The run's own documents join
 /// the bound set, which is then exactly what an import copies.
-pub(super) async fn unbound<R: Reads>(a: &mut Audit, store: &R, run: &RunId, doc: &Evidence) {
+pub(super) async fn unbound(a: &mut Audit, store: &Store, run: &RunId, doc: &Evidence) {
     let bound = &mut a.bound;
     for key in [
         Key::header(run),
@@ -357,7 +357,7 @@ pub(super) async fn unbound<R: Reads>(a: &mut Audit, store: &R, run: &RunId, doc
         bound.insert(Key::play_spec(run));
     }
     let bound = bound.clone();
-    let (listed, odd) = match store.store().list(&Key::run_dir(run)).await {
+    let (listed, odd) = match store.list(&Key::run_dir(run)).await {
         Ok(found) => (found.keys, found.foreign),
         Err(e) => {
             a.push(

@@ -15,7 +15,7 @@ use seal_core::judge::parse::evaluate_raw;
 use seal_core::judge::{AttemptRecord, SlotRun};
 use seal_core::validate::checked;
 use seal_core::vocab::AuditCheck;
-use seal_store::{Key, Reads, Stored};
+use seal_store::{Key, Store, Stored};
 
 /// Everything audited about one roll, for callers that need the documents.
 pub struct RollDocs {
@@ -67,12 +67,7 @@ impl LoadedRoll {
 impl Audit {
     /// Reads a JSON document by the hash it is bound by and parses it (strictly) into a tree;
     /// None (with a problem) if unusable.
-    async fn tree<R: Reads>(
-        &mut self,
-        store: &R,
-        key: &Key,
-        hash: &Hash,
-    ) -> Option<(Value, Bytes)> {
+    async fn tree(&mut self, store: &Store, key: &Key, hash: &Hash) -> Option<(Value, Bytes)> {
         self.bound.insert(key.clone());
         let bytes = match store.get_verified(key, hash).await {
             Ok(b) => b,
@@ -81,7 +76,7 @@ impl Audit {
                 return None;
             }
         };
-        match seal_core::json::parse(&bytes, store.store().doc_limit()) {
+        match seal_core::json::parse(&bytes, store.doc_limit()) {
             Ok(v) => Some((v, bytes)),
             Err(e) => {
                 self.push(
@@ -97,9 +92,9 @@ impl Audit {
     /// Reads a document of a known kind by its hash: schema and invariants checked and the
     /// typed value built from one parse ([`checked`]), and bound to its key
     /// ([`Audit::bound_to`]); None (with a problem) if unusable.
-    async fn doc<T: Checked + Bound, R: Reads>(
+    async fn doc<T: Checked + Bound>(
         &mut self,
-        store: &R,
+        store: &Store,
         key: &Key,
         hash: &Hash,
     ) -> Option<(T, Bytes)> {
@@ -146,30 +141,36 @@ impl Audit {
     }
 }
 
-/// Loads every object roll `r` references; None (with problems) when one is unusable.
-pub(super) async fn roll<R: Reads>(
+/// Loads the stored record of roll `r` (with the sha256 of its bytes) and every object `r`
+/// references; `None` (with problems) for what is unusable.
+pub(super) async fn roll(
     a: &mut Audit,
-    store: &R,
+    store: &Store,
     run: &RunId,
     r: &Roll,
-) -> Option<LoadedRoll> {
-    record(a, store, run, r).await;
+) -> (Option<(Roll, Hash)>, Option<LoadedRoll>) {
+    let stored = record(a, store, run, r).await;
+    (stored, documents(a, store, run, r).await)
+}
+
+/// Every object roll `r` references; None (with problems) when one is unusable.
+async fn documents(a: &mut Audit, store: &Store, run: &RunId, r: &Roll) -> Option<LoadedRoll> {
     let (proof, _) = a
-        .doc::<ProofPackage, R>(store, &r.proof_package_ref, &r.proof_package_hash)
+        .doc::<ProofPackage>(store, &r.proof_package_ref, &r.proof_package_hash)
         .await?;
     frames(a, store, &proof).await;
     let (package, package_bytes) = a
-        .doc::<JudgePackage, R>(store, &r.judge_package_ref, &r.judge_package_hash)
+        .doc::<JudgePackage>(store, &r.judge_package_ref, &r.judge_package_hash)
         .await?;
     let manifest_key = Key::roll_file(run, r.roll_id, "image-manifest.json");
     let (manifest, _) = a
-        .doc::<ImageManifest, R>(store, &manifest_key, &package.image_manifest_hash)
+        .doc::<ImageManifest>(store, &manifest_key, &package.image_manifest_hash)
         .await?;
     let (reservation, _) = a
-        .doc::<CostReservation, R>(store, &r.cost_reservation_ref, &r.cost_reservation_hash)
+        .doc::<CostReservation>(store, &r.cost_reservation_ref, &r.cost_reservation_hash)
         .await?;
     let (consensus, _) = a
-        .doc::<JudgeConsensus, R>(store, &r.judge_consensus_ref, &r.judge_consensus_hash)
+        .doc::<JudgeConsensus>(store, &r.judge_consensus_ref, &r.judge_consensus_hash)
         .await?;
     let slot_a = slot(a, store, run, r, Slot::A).await?;
     let slot_b = slot(a, store, run, r, Slot::B).await?;
@@ -185,25 +186,32 @@ pub(super) async fn roll<R: Reads>(
 }
 
 /// The roll record as stored must be this roll (a swapped roll folder is caught here).
-async fn record<R: Reads>(a: &mut Audit, store: &R, run: &RunId, r: &Roll) {
+/// Returns it with the sha256 of its bytes.
+async fn record(a: &mut Audit, store: &Store, run: &RunId, r: &Roll) -> Option<(Roll, Hash)> {
     let roll_key = Key::roll_file(run, r.roll_id, "roll.json");
     a.bound.insert(roll_key.clone());
-    let limit = store.store().doc_limit();
+    let limit = store.doc_limit();
     let stored = store.get_opt_hashed(&roll_key).await.and_then(|found| {
         found
-            .map(|(bytes, _)| seal_store::parse_stored::<Roll>(&roll_key, &bytes, limit))
+            .map(|(bytes, hash)| {
+                seal_store::parse_stored::<Roll>(&roll_key, &bytes, limit).map(|r| (r, hash))
+            })
             .transpose()
     });
-    if let Ok(Some(stored)) = &stored {
+    if let Ok(Some((stored, _))) = &stored {
         a.bound_to(&roll_key, stored);
     }
     match stored {
-        Ok(Some(stored)) if &stored == r => {}
-        Ok(Some(_)) => a.push(
-            AuditCheck::Refs,
-            roll_key.as_str(),
-            "the stored roll record differs from the evidence's roll",
-        ),
+        Ok(Some((stored, hash))) => {
+            if &stored != r {
+                a.push(
+                    AuditCheck::Refs,
+                    roll_key.as_str(),
+                    "the stored roll record differs from the evidence's roll",
+                );
+            }
+            return Some((stored, hash));
+        }
         Ok(None) => a.push(
             AuditCheck::Refs,
             roll_key.as_str(),
@@ -215,10 +223,11 @@ async fn record<R: Reads>(a: &mut Audit, store: &R, run: &RunId, r: &Roll) {
             format!("unreadable roll record: {e}"),
         ),
     }
+    None
 }
 
 /// Every frame blob of the proof package exists and hashes to its name.
-async fn frames<R: Reads>(a: &mut Audit, store: &R, proof: &ProofPackage) {
+async fn frames(a: &mut Audit, store: &Store, proof: &ProofPackage) {
     let mut seen = BTreeSet::new();
     for f in &proof.frames {
         if seen.insert(f.hash.clone()) {
@@ -232,16 +241,16 @@ async fn frames<R: Reads>(a: &mut Audit, store: &R, proof: &ProofPackage) {
 }
 
 /// A slot's normalized result, parsed document and every attempt the result lists.
-async fn slot<R: Reads>(
+async fn slot(
     a: &mut Audit,
-    store: &R,
+    store: &Store,
     run: &RunId,
     r: &Roll,
     slot: Slot,
 ) -> Option<LoadedSlot> {
     let sref = r.slot_ref(slot);
     let (result, _) = a
-        .doc::<JudgeResult, R>(store, &sref.normalized_ref, &sref.result_hash)
+        .doc::<JudgeResult>(store, &sref.normalized_ref, &sref.result_hash)
         .await?;
     if result.slot != slot {
         a.mismatch(
@@ -278,9 +287,9 @@ async fn slot<R: Reads>(
 }
 
 /// One attempt: raw answer, SlotMeta and request, each by the hash the result binds.
-async fn attempt<R: Reads>(
+async fn attempt(
     a: &mut Audit,
-    store: &R,
+    store: &Store,
     run: &RunId,
     r: &Roll,
     slot: Slot,
@@ -297,7 +306,7 @@ async fn attempt<R: Reads>(
         }
     };
     let (meta, _) = a
-        .doc::<SlotMeta, R>(store, &key("meta.json"), &h.meta_hash)
+        .doc::<SlotMeta>(store, &key("meta.json"), &h.meta_hash)
         .await?;
     meta_checks(a, &meta, h, &key("raw.json"));
     let (request, request_stored) = match &h.request_hash {

@@ -17,9 +17,10 @@ use std::collections::BTreeSet;
 
 use seal_core::canonical::Hash;
 use seal_core::doc::*;
-use seal_core::ids::RunId;
+use seal_core::ids::{RunId, Slot};
+use seal_core::judge::AttemptRecord;
 use seal_core::vocab::AuditCheck;
-use seal_store::{Key, Reads, StoreError};
+use seal_store::{Key, Store, StoreError};
 
 pub use load::RollDocs;
 
@@ -155,20 +156,6 @@ impl Audit {
     }
 }
 
-/// Audits every roll of `doc` against the store. `brief` is the stored brief bytes, if any.
-///
-/// `store` is a [`seal_store::Store`] (every object re-read and re-hashed: `seal verify`) or
-/// the postguard's trusted reads (`seal_store::recent`: this process's own writes taken as
-/// written).
-pub async fn audit<R: Reads>(
-    store: &R,
-    doc: &Evidence,
-    brief: Option<&[u8]>,
-) -> (Vec<Problem>, Vec<RollDocs>) {
-    let done = audit_bound(store, doc, brief).await;
-    (done.problems, done.docs)
-}
-
 /// What an audit found, and every key the audited document binds: the run's own documents,
 /// each ref of each roll and attempt, and the frames (`cas/…`). When `problems` is empty,
 /// `bound` is exactly the run (an import copies these and nothing else).
@@ -210,41 +197,158 @@ pub fn reviews_listed(run: &RunId, keys: &[Key], foreign: &[String]) -> StoredRe
     (numbered, other)
 }
 
-/// [`audit`], also handing out the bound keys.
-pub async fn audit_bound<R: Reads>(store: &R, doc: &Evidence, brief: Option<&[u8]>) -> Audited {
-    let mut a = Audit::default();
+/// Audits every roll of `doc` against the store ([`load`], then [`compare`]): what `seal
+/// verify` runs on sealed evidence. `brief` is the stored brief bytes, if any.
+pub async fn audit_bound(store: &Store, doc: &Evidence, brief: Option<&[u8]>) -> Audited {
     let run = match RunId::parse(&doc.run_id) {
         Ok(r) => r,
         Err(e) => {
+            let mut a = Audit::default();
             a.push(AuditCheck::Invariants, "runId", e.to_string());
-            return Audited {
-                problems: a.problems,
-                docs: Vec::new(),
-                bound: a.bound,
-                named: a.named,
-                reviews: a.reviews,
-            };
+            return a.done(Vec::new());
         }
     };
+    let loaded = load(store, &run, &doc.rolls).await;
+    compare(store, loaded, doc, brief).await
+}
+
+/// Step 1 for a run's rolls: every object each roll record binds, read once from the store
+/// and re-hashed against its record, schema-checked, bound to its key. The postguard
+/// authenticates its inputs on these very bytes and derives the JUDGING snapshot from them
+/// before [`compare`] checks the snapshot against them.
+pub async fn load(store: &Store, run: &RunId, rolls: &[Roll]) -> Loaded {
+    let mut loaded = Vec::with_capacity(rolls.len());
+    for r in rolls {
+        let mut a = Audit::default();
+        let (record, docs) = load::roll(&mut a, store, run, r).await;
+        loaded.push(RollLoad {
+            roll: r.clone(),
+            audit: a,
+            record,
+            docs,
+        });
+    }
+    Loaded {
+        run: run.clone(),
+        rolls: loaded,
+    }
+}
+
+/// What [`load`] read: per roll, the stored record, the documents, and the problems met.
+pub struct Loaded {
+    run: RunId,
+    rolls: Vec<RollLoad>,
+}
+
+/// One roll as [`load`] read it.
+pub struct RollLoad {
+    roll: Roll,
+    audit: Audit,
+    record: Option<(Roll, Hash)>,
+    docs: Option<load::LoadedRoll>,
+}
+
+impl RollLoad {
+    /// The roll record the load was asked for.
+    pub fn roll(&self) -> &Roll {
+        &self.roll
+    }
+    /// The stored roll record (`roll.json`) and the sha256 of its bytes; `None` when missing or
+    /// unreadable.
+    pub fn record(&self) -> Option<(&Roll, &Hash)> {
+        self.record.as_ref().map(|(r, h)| (r, h))
+    }
+    /// A slot's normalized result and its attempts as loaded; `None` when the roll's documents
+    /// could not all be read.
+    pub fn slot(&self, slot: Slot) -> Option<(&JudgeResult, &[AttemptRecord])> {
+        let i = match slot {
+            Slot::A => 0,
+            Slot::B => 1,
+        };
+        let s = &self.docs.as_ref()?.slots[i];
+        Some((&s.result, &s.run.attempts))
+    }
+}
+
+impl Loaded {
+    pub fn rolls(&self) -> &[RollLoad] {
+        &self.rolls
+    }
+    /// Every problem the load met, in roll order.
+    pub fn problems(&self) -> impl Iterator<Item = &Problem> {
+        self.rolls.iter().flat_map(|r| r.audit.problems.iter())
+    }
+    /// Every roll's documents were read and parsed, and every attempt its results list: the
+    /// condition to derive anything from them.
+    pub fn complete(&self) -> bool {
+        self.rolls.iter().all(|r| {
+            r.docs.as_ref().is_some_and(|d| {
+                d.slots
+                    .iter()
+                    .all(|s| s.run.attempts.len() == s.result.attempts.len())
+            })
+        })
+    }
+    /// The rolls with their proof package and consensus, for the derivation of the JUDGING
+    /// snapshot; `None` unless [`Loaded::complete`].
+    pub fn judged(&self) -> Option<Vec<seal_core::derive::JudgedRoll<'_>>> {
+        self.rolls
+            .iter()
+            .map(|r| {
+                let d = r.docs.as_ref()?;
+                Some(seal_core::derive::JudgedRoll {
+                    roll: &r.roll,
+                    proof: &d.proof,
+                    consensus: &d.consensus,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Steps 2 and 3: `doc` (the JUDGING snapshot, or the sealed evidence) against what [`load`]
+/// read for its rolls, then the run folder against the bound keys. The problems come in the
+/// order of one walk: the brief, each roll's load and comparison, the mirror, unbound objects.
+pub async fn compare(
+    store: &Store,
+    loaded: Loaded,
+    doc: &Evidence,
+    brief: Option<&[u8]>,
+) -> Audited {
+    let run = loaded.run;
+    let mut a = Audit::default();
     compare::brief(&mut a, &run, doc, brief);
     let brief_text = brief
         .map(|b| String::from_utf8_lossy(b).into_owned())
         .unwrap_or_default();
     let mut docs = Vec::new();
-    for r in &doc.rolls {
-        if let Some(loaded) = load::roll(&mut a, store, &run, r).await {
-            compare::roll(&mut a, doc, &run, r, &loaded, &brief_text);
-            docs.push(loaded.into_docs(r));
+    for l in loaded.rolls {
+        a.absorb(l.audit);
+        if let Some(d) = l.docs {
+            compare::roll(&mut a, doc, &run, &l.roll, &d, &brief_text);
+            docs.push(d.into_docs(&l.roll));
         }
     }
     compare::mirror(&mut a, doc, &run, &docs);
     compare::unbound(&mut a, store, &run, doc).await;
-    Audited {
-        problems: a.problems,
-        docs,
-        bound: a.bound,
-        named: a.named,
-        reviews: a.reviews,
+    a.done(docs)
+}
+
+impl Audit {
+    /// Takes in what another walk found, after what this one found so far.
+    fn absorb(&mut self, other: Audit) {
+        self.problems.extend(other.problems);
+        self.bound.extend(other.bound);
+        self.named.extend(other.named);
+    }
+    fn done(self, docs: Vec<RollDocs>) -> Audited {
+        Audited {
+            problems: self.problems,
+            docs,
+            bound: self.bound,
+            named: self.named,
+            reviews: self.reviews,
+        }
     }
 }
 

@@ -21,3 +21,11 @@ pub use attempt::put_answer;
 pub use client::{JudgeClient, Judges, JudgesError, Pinned, SlotJob};
 pub use close::Closing;
 pub use seal_core::judge::*;
+
+/// The request a slot's job builds under this configuration, as its live attempts stored it
+/// (`request.json`): the value and the sha256 of its canonical bytes.
+#[derive(Debug, Clone)]
+pub struct Built {
+    pub value: serde_json::Value,
+    pub hash: seal_core::canonical::Hash,
+}

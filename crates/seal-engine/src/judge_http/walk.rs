@@ -23,13 +23,24 @@ use seal_store::{Key, Store, StoreError, Stored};
 
 impl JudgeClient {
     /// Runs this slot for a job: resumes stored attempts (only those [`resume::check`]
-    /// authenticates), makes new ones up to the retry limit.
-    pub async fn run_slot(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, ResumeError> {
+    /// authenticates), makes new ones up to the retry limit. With the attempts comes the
+    /// request every one of them stored (`None`: the slot was reserved under another
+    /// configuration, whose request this process does not build), so that the roll's record
+    /// is derived from it without reading it back.
+    pub async fn run_slot(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+    ) -> Result<(SlotRun, Option<super::Built>), ResumeError> {
         use tracing::Instrument;
         let span = tracing::info_span!("judge", slot = %self.slot, session = %job.session_id);
         self.run_attempts(store, job).instrument(span).await
     }
-    async fn run_attempts(&self, store: &Store, job: &SlotJob<'_>) -> Result<SlotRun, ResumeError> {
+    async fn run_attempts(
+        &self,
+        store: &Store,
+        job: &SlotJob<'_>,
+    ) -> Result<(SlotRun, Option<super::Built>), ResumeError> {
         let max = self.config.max_attempts();
         let request_value = self.build_request(job);
         let expected = Bytes::from(
@@ -45,7 +56,7 @@ impl JudgeClient {
             .as_ref()
             .filter(|p| p.request != seal_core::canonical::Hash::of(&expected))
         {
-            return self.run_reserved_elsewhere(store, job, pin).await;
+            return Ok((self.run_reserved_elsewhere(store, job, pin).await?, None));
         }
         let mut attempts: Vec<AttemptRecord> = Vec::new();
         let mut last_retry_after = None;
@@ -97,10 +108,15 @@ impl JudgeClient {
                 break;
             }
         }
-        Ok(SlotRun {
+        let built = super::Built {
+            hash: seal_core::canonical::Hash::of(&expected),
+            value: request_value,
+        };
+        let run = SlotRun {
             slot: self.slot,
             attempts,
-        })
+        };
+        Ok((run, Some(built)))
     }
     /// The slot of a roll reserved under another configuration: this configuration builds
     /// another request than the one the roll's authenticated reservation names (`pin`; a

@@ -13,65 +13,72 @@
 //! A failure here is never recorded as a failed check and sealed as `infra_error`: the run is
 //! refused, the object named, and nothing is signed.
 
+use crate::audit::{Loaded, RollLoad};
 use crate::engine::Engine;
 use crate::notary::{ReceiptError, ReceiptKind};
 use crate::resume::{self, AttemptId};
 use seal_core::bound::Bound;
+use seal_core::canonical::Hash;
 use seal_core::doc::*;
 use seal_core::ids::{RunId, Slot};
-use seal_store::{parse_stored, Key, Reads};
+use seal_core::judge::AttemptRecord;
+use seal_store::Key;
 
-/// Every input of `rolls` (and the run's header, brief and play-spec) is authenticated. The
+/// Every input of the loaded rolls (and the run's header, brief and play-spec) is
+/// authenticated, on the bytes the final audit's load read (`loaded`: one read of each). The
 /// header is the one the run's state was loaded with (`header_hash`, the sha256 of the bytes
-/// read then), which the snapshot is derived from. Returns the brief's bytes as authenticated,
-/// for the audit (`None`: no brief stored).
-pub(super) async fn inputs<R: Reads>(
+/// read then), which the snapshot is derived from. `authenticated`: roll records whose
+/// receipt this finalize has verified for exactly those bytes already. Returns the brief's
+/// bytes as authenticated, for the audit (`None`: no brief stored).
+pub(super) async fn inputs(
     engine: &Engine,
-    reads: &R,
     run: &RunId,
-    header_hash: &seal_core::canonical::Hash,
-    rolls: &[Roll],
+    header_hash: &Hash,
+    loaded: &Loaded,
+    authenticated: &[Hash],
 ) -> Result<Option<bytes::Bytes>, ReceiptError> {
-    let notary = &engine.notary;
+    let (notary, store) = (&engine.notary, &engine.store);
     notary
-        .require(reads, ReceiptKind::Header, &Key::header(run), header_hash)
+        .require(store, ReceiptKind::Header, &Key::header(run), header_hash)
         .await?;
     let mut brief = None;
     for (key, kind) in [
         (Key::brief(run), ReceiptKind::Brief),
         (Key::play_spec(run), ReceiptKind::PlaySpec),
     ] {
-        if let Some((bytes, hash)) = reads.get_opt_hashed(&key).await? {
-            notary.require(reads, kind, &key, &hash).await?;
+        if let Some((bytes, hash)) = store.get_opt_hashed(&key).await? {
+            notary.require(store, kind, &key, &hash).await?;
             if kind == ReceiptKind::Brief {
                 brief = Some(bytes);
             }
         }
     }
-    for r in rolls {
-        roll(engine, reads, run, r).await?;
+    for l in loaded.rolls() {
+        roll(engine, run, l, authenticated).await?;
     }
     Ok(brief)
 }
 
 /// One roll: its record, its proof package and every attempt of both slots.
-async fn roll<R: Reads>(
+async fn roll(
     engine: &Engine,
-    reads: &R,
     run: &RunId,
-    r: &Roll,
+    l: &RollLoad,
+    authenticated: &[Hash],
 ) -> Result<(), ReceiptError> {
-    let notary = &engine.notary;
+    let (notary, store) = (&engine.notary, &engine.store);
+    let r = l.roll();
     let record = Key::roll_file(run, r.roll_id, "roll.json");
-    let Some((bytes, hash)) = reads.get_opt_hashed(&record).await? else {
+    let Some((stored, hash)) = l.record() else {
         return Err(missing(&record, ReceiptKind::Roll));
     };
-    notary
-        .require(reads, ReceiptKind::Roll, &record, &hash)
-        .await?;
-    let stored: Roll = parse_stored(&record, &bytes, reads.store().doc_limit())?;
-    bound(&record, &stored, ReceiptKind::Roll)?;
-    if &stored != r {
+    if !authenticated.contains(hash) {
+        notary
+            .require(store, ReceiptKind::Roll, &record, hash)
+            .await?;
+    }
+    bound(&record, stored, ReceiptKind::Roll)?;
+    if stored != r {
         return Err(ReceiptError::Unauthenticated {
             object: record.to_string(),
             kind: ReceiptKind::Roll,
@@ -81,27 +88,28 @@ async fn roll<R: Reads>(
     let proof = Key::roll_file(run, r.roll_id, "proof-package.json");
     notary
         .require(
-            reads,
+            store,
             ReceiptKind::ProofPackage,
             &proof,
             &r.proof_package_hash,
         )
         .await?;
     for slot in [Slot::A, Slot::B] {
-        attempts(engine, reads, run, r, slot).await?;
+        attempts(engine, run, r, slot, l.slot(slot)).await?;
     }
     Ok(())
 }
 
-/// Every attempt a slot's normalized result lists was made or copied by seal.
-async fn attempts<R: Reads>(
+/// Every attempt a slot's normalized result lists was made or copied by seal. `loaded`: the
+/// result and attempts as the audit read them (`None`: unreadable, which the postguard
+/// refuses as corrupt once this gate has passed).
+async fn attempts(
     engine: &Engine,
-    reads: &R,
     run: &RunId,
     r: &Roll,
     slot: Slot,
+    loaded: Option<(&JudgeResult, &[AttemptRecord])>,
 ) -> Result<(), ReceiptError> {
-    let limit = reads.store().doc_limit();
     let sref = r.slot_ref(slot);
     let normalized = Key::slot_file(run, r.roll_id, slot, "normalized.json");
     if sref.normalized_ref != normalized {
@@ -111,27 +119,31 @@ async fn attempts<R: Reads>(
             reason: format!("the roll names {normalized} elsewhere"),
         });
     }
-    let bytes = reads.get_verified(&normalized, &sref.result_hash).await?;
-    let result: JudgeResult = parse_stored(&normalized, &bytes, limit)?;
-    bound(&normalized, &result, ReceiptKind::Roll)?;
-    for h in &result.attempts {
-        let meta_key = Key::attempt_file(run, r.roll_id, slot, h.attempt, "meta.json");
-        let bytes = reads.get_verified(&meta_key, &h.meta_hash).await?;
-        let meta: SlotMeta = parse_stored(&meta_key, &bytes, limit)?;
-        bound(&meta_key, &meta, ReceiptKind::ReplayedAttempt)?;
+    let Some((result, attempts)) = loaded else {
+        return Ok(());
+    };
+    bound(&normalized, result, ReceiptKind::Roll)?;
+    for rec in attempts {
+        let meta_key = Key::attempt_file(run, r.roll_id, slot, rec.attempt, "meta.json");
+        bound(&meta_key, &rec.meta, ReceiptKind::ReplayedAttempt)?;
         let id = AttemptId {
             run,
             roll: r.roll_id,
             slot,
-            attempt: h.attempt,
+            attempt: rec.attempt,
         };
-        if resume::mac_verifies(engine.judges.salt(), id, &meta) {
+        if resume::mac_verifies(engine.judges.salt(), id, &rec.meta) {
             continue;
         }
         // Not made by this deployment for this run: only a copy seal made in a stored replay.
         engine
             .notary
-            .require(reads, ReceiptKind::ReplayedAttempt, &meta_key, &h.meta_hash)
+            .require(
+                &engine.store,
+                ReceiptKind::ReplayedAttempt,
+                &meta_key,
+                &rec.meta_hash,
+            )
             .await
             .map_err(|e| match e {
                 // A meta whose MAC fails contradicts its own commit: planted, receipt or not.
@@ -163,6 +175,6 @@ fn missing(key: &Key, kind: ReceiptKind) -> ReceiptError {
     ReceiptError::Unauthenticated {
         object: key.to_string(),
         kind,
-        reason: "missing".into(),
+        reason: "missing or unreadable".into(),
     }
 }

@@ -1,11 +1,13 @@
 //! finalPostguard: the only code that writes an outcome (docs/DESIGN.md §6).
 //!
-//! [`finalize`] judges any roll whose proof package is stored but not judged, derives the
-//! JUDGING snapshot of the run from its judged rolls (`derive::judging_snapshot`) and stores
-//! it; then the postguard proper re-reads that snapshot from the store, re-runs every check
-//! (the [`crate::audit`] of all refs, documents, normalization, independence, consensus,
-//! blinding, costs and unbound objects, plus the schema and the cross-field invariants),
-//! records each one, decides, and writes `evidence.json` and the seal, both create-only.
+//! [`finalize`] judges any roll whose proof package is stored but not judged, then makes one
+//! pass over what the store holds: [`audit::load`] reads every object the rolls bind, once,
+//! re-hashed against its record; the first gate ([`authentic`]) authenticates the inputs on
+//! those bytes; the JUDGING snapshot is derived from those documents
+//! (`derive::judging_snapshot`) and stored create-only; every check runs against them
+//! ([`audit::compare`]: refs, documents, normalization, independence, consensus, blinding,
+//! costs and unbound objects, plus the schema and the cross-field invariants), each recorded;
+//! then it decides and writes `evidence.json` and the seal, both create-only.
 //!
 //! Enforced by construction, not convention: the store writes the two reserved keys only from
 //! a [`decided::Decided`] and a [`decided::Seal`], made only by [`decided::decide`] and
@@ -23,13 +25,13 @@ use tracing::Instrument;
 
 use crate::audit::{self, Problem};
 use crate::engine::Engine;
-use crate::notary::ReceiptKind;
+use crate::notary::{ReceiptError, ReceiptKind};
 use crate::roll::{self, JudgingError, Source};
 use crate::run_state::{OpenRun, RunState, RunStateError};
 use decided::Decided;
 use seal_core::canonical::{self, Hash};
 use seal_core::contracts::Kind;
-use seal_core::derive::{self, JudgedRoll};
+use seal_core::derive;
 use seal_core::doc::*;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::{RollId, RunId};
@@ -38,7 +40,7 @@ use seal_core::merge;
 use seal_core::sealing::{self, Envelope};
 use seal_core::vocab::AuditCheck;
 use seal_log::SealLogged;
-use seal_store::{parse_stored, Key, OwnWrites, Reads, Store, StoreError, Stored};
+use seal_store::{parse_stored, Key, Store, StoreError, Stored};
 
 /// A sealed run, as [`finalize`] left it (made only there).
 #[derive(Debug, Clone)]
@@ -159,7 +161,7 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
         .ok_or_else(|| FinalizeError::NoKey { run: run.clone() })?;
     // One finalize or roll of a run at a time in this process (replicas: create-only writes).
     let _run_lock = engine.lock_run(run).await;
-    let (open, found) = match RunState::load_own(store, run).await? {
+    let (open, found) = match RunState::load(store, run).await? {
         RunState::Decided(d) => {
             if store.exists(&Key::seal(run)).await? {
                 // Sealed: nothing is signed here; the seal must be one this deployment trusts.
@@ -176,21 +178,20 @@ async fn finalize_inner(engine: &Engine, run: &RunId) -> Result<Finalized, Final
     // The header as the run's state was loaded: the one the receipt must vouch for below and
     // the one the snapshot is derived from, read once.
     let (header, header_hash) = (open.header().clone(), open.header_hash().clone());
-    let rolls = match found {
+    let (rolls, authenticated) = match found {
         Found::Open => judge_pending(engine, open).await?,
-        Found::Finalizing | Found::Decided(_) => open.into_parts().1,
+        Found::Finalizing | Found::Decided(_) => (open.into_parts().1, Vec::new()),
     };
     if rolls.is_empty() {
         return Err(FinalizeError::NoRolls { run: run.clone() });
     }
-    // This process wrote most of what the postguard reads seconds ago: it takes those
-    // objects as written (bytes and sha256 recorded at the put) instead of re-reading and
-    // re-hashing them. Everything else is read and re-hashed; `seal verify` re-hashes every
-    // byte (docs/DESIGN.md §6).
-    let own = store.trusting_own_writes();
-    let brief = authentic::inputs(engine, &own, run, &header_hash, &rolls).await?;
-    let snapshot = stored_snapshot(&own, run, header, &rolls).await?;
-    let checks = postguard_checks(&own, run, &snapshot, brief.as_deref()).await?;
+    // The final audit's deliberate re-read (docs/DESIGN.md §6): every object the rolls bind,
+    // read once from the store and re-hashed against its record. The inputs are authenticated,
+    // the snapshot derived and every check run on these very bytes; nothing is read twice.
+    let loaded = audit::load(store, run, &rolls).await;
+    let brief = authentic::inputs(engine, run, &header_hash, &loaded, &authenticated).await?;
+    let snapshot = stored_snapshot(store, run, header, &loaded).await?;
+    let checks = postguard_checks(store, run, &snapshot, loaded, brief.as_deref()).await?;
     let redecide = |at: String| {
         decided::decide(
             run,
@@ -380,34 +381,52 @@ async fn trusted_seal(
     }
 }
 
-/// Judges every roll whose proof package is stored but whose judging was interrupted, in the
-/// order the roll-order rule allows; returns the judged rolls. A roll record found stored is
-/// taken only through [`roll::judge_open_roll`], which uses it only when its receipt verifies
-/// and otherwise derives it again (a planted record is named there, never decided from).
-async fn judge_pending(engine: &Engine, open: OpenRun) -> Result<Vec<Roll>, FinalizeError> {
+/// The judged rolls of an open run, in order: each stored record whose receipt verifies for
+/// the bytes the run's state was loaded with is taken as it is (the sha256 of each such record
+/// is returned too, so that the first gate does not read its receipt again); any other roll
+/// whose proof package is stored (an interrupted judging, a record without its receipt) is
+/// judged now, in the order the roll-order rule allows, through [`roll::judge_open_roll`],
+/// which adopts what was committed and derives the rest (a planted record is named there,
+/// never decided from).
+async fn judge_pending(
+    engine: &Engine,
+    open: OpenRun,
+) -> Result<(Vec<Roll>, Vec<Hash>), FinalizeError> {
     let mut judged: Vec<Roll> = Vec::new();
+    let mut authenticated = Vec::new();
     for roll in RollId::ALL {
         let before: Vec<Outcome> = judged.iter().map(|r| r.roll_outcome).collect();
         if !merge::may_follow(&before, roll) {
             break;
         }
-        let stored = |file| Key::roll_file(open.run(), roll, file);
-        // What this process stored itself is known without asking the store.
-        let own = engine.store.trusting_own_writes();
-        if !own.exists(&stored("proof-package.json")).await?
-            && !own.exists(&stored("roll.json")).await?
-        {
+        let key = |file| Key::roll_file(open.run(), roll, file);
+        if let Some((record, hash)) = open.stored_record(roll) {
+            match engine
+                .notary
+                .require(&engine.store, ReceiptKind::Roll, &key("roll.json"), hash)
+                .await
+            {
+                Ok(()) => {
+                    judged.push(record.clone());
+                    authenticated.push(hash.clone());
+                    continue;
+                }
+                // Not finished (a crash before its receipt), or planted: judged below.
+                Err(ReceiptError::Unauthenticated { .. } | ReceiptError::Uncommitted { .. }) => {}
+                Err(ReceiptError::Store(e)) => return Err(e.into()),
+            }
+        } else if !engine.store.exists(&key("proof-package.json")).await? {
             break;
         }
         let view = open.with_rolls(judged.clone());
         let report = roll::judge_open_roll(engine, &view, roll, &Source::Live).await?;
         judged.push(report.into_roll());
     }
-    Ok(judged)
+    Ok((judged, authenticated))
 }
 
-/// The JUDGING snapshot as read back: the document, its sha256, and the parsed value its
-/// schema is checked on (one parse for both).
+/// The JUDGING snapshot the postguard decides from: the document, the sha256 of its stored
+/// bytes, and the value its schema is checked on (those bytes parsed).
 struct Snapshot {
     doc: Evidence,
     hash: Hash,
@@ -417,40 +436,37 @@ struct Snapshot {
     header: Evidence,
 }
 
-/// Reads and strictly parses a document through the postguard's reads; `None` when absent.
-async fn read_doc<T: serde::de::DeserializeOwned>(
-    own: &OwnWrites<'_>,
-    key: &Key,
-) -> Result<Option<(T, Hash, serde_json::Value)>, StoreError> {
-    let Some((bytes, hash)) = own.get_opt_hashed(key).await? else {
-        return Ok(None);
-    };
-    let bad = |detail: String| StoreError::BadDocument {
-        key: key.clone(),
-        detail,
-    };
-    let value =
-        seal_core::json::parse(&bytes, own.store().doc_limit()).map_err(|e| bad(e.to_string()))?;
-    // Deserializing from a borrowed value keeps the value for the schema check, uncopied.
-    let doc = T::deserialize(&value).map_err(|e| bad(e.to_string()))?;
-    Ok(Some((doc, hash, value)))
-}
-
-/// The JUDGING snapshot the postguard decides from, derived from the authenticated rolls and
-/// stored create-only; always read back from the store (through the write set). A snapshot an
-/// earlier finalize stored must be exactly the one derived now (the run takes no rolls once it
-/// exists, so an honest one always is): any other bytes are planted, never decided from.
+/// The JUDGING snapshot, derived from the header and the rolls' documents as the final audit
+/// loaded them, and stored create-only. Objects the rolls bind that are missing, other bytes
+/// than recorded, or unreadable are no inputs to decide on: refused, nothing derived. A
+/// snapshot an earlier finalize stored must be exactly the one derived now (the run takes no
+/// rolls once it exists, so an honest one always is): any other bytes are planted, never
+/// decided from.
 async fn stored_snapshot(
-    own: &OwnWrites<'_>,
+    store: &Store,
     run: &RunId,
     header: Evidence,
-    rolls: &[Roll],
+    loaded: &audit::Loaded,
 ) -> Result<Snapshot, FinalizeError> {
-    let store = own.store();
+    let corrupt: Vec<String> = loaded
+        .problems()
+        .filter(|p| p.corrupt || !loaded.complete())
+        .take(5)
+        .map(|p| p.to_string())
+        .collect();
+    let judged = match loaded.judged() {
+        Some(j) if corrupt.is_empty() && loaded.complete() => j,
+        _ => {
+            return Err(FinalizeError::Corrupt {
+                run: run.clone(),
+                problems: corrupt.join("; "),
+            })
+        }
+    };
+    let doc = derive::judging_snapshot(&header, &judged);
     let snap_key = Key::judging(run);
-    let snapshot = derive_snapshot(own, &header, rolls).await?;
     // Never store a snapshot the postguard (or verify) could not read back.
-    let bytes = seal_core::canonical::canonical_bytes(&snapshot).map_err(|e| internal(run, e))?;
+    let (bytes, hash) = canonical::canonical_with_hash(&doc).map_err(|e| internal(run, e))?;
     let size = bytes.len() as u64;
     if size > store.doc_limit() {
         return Err(StoreError::TooLarge {
@@ -460,6 +476,8 @@ async fn stored_snapshot(
         }
         .into());
     }
+    // The schema is checked on the stored bytes as parsed, as `seal verify` reads them.
+    let value = seal_core::json::parse(&bytes, store.doc_limit()).map_err(|e| internal(run, e))?;
     match store.put(&snap_key, bytes::Bytes::from(bytes)).await {
         Ok(_) => {}
         Err(StoreError::Conflict {
@@ -477,15 +495,12 @@ async fn stored_snapshot(
         }
         Err(e) => return Err(e.into()),
     }
-    read_doc::<Evidence>(own, &snap_key)
-        .await?
-        .map(|(doc, hash, value)| Snapshot {
-            doc,
-            hash,
-            value,
-            header,
-        })
-        .ok_or_else(|| internal(run, "the JUDGING snapshot vanished"))
+    Ok(Snapshot {
+        doc,
+        hash,
+        value,
+        header,
+    })
 }
 
 /// Seals stored evidence and logs the seal, the log first (docs/DESIGN.md §13): the seal's
@@ -636,69 +651,19 @@ async fn stored_seal(
     })
 }
 
-/// Loads the proof package and consensus of every roll (verified by hash) and derives the
-/// JUDGING document from them.
-async fn derive_snapshot(
-    own: &OwnWrites<'_>,
-    header: &Evidence,
-    rolls: &[Roll],
-) -> Result<Evidence, FinalizeError> {
-    let limit = own.store().doc_limit();
-    let mut docs = Vec::with_capacity(rolls.len());
-    for r in rolls {
-        let proof_key = &r.proof_package_ref;
-        let proof: ProofPackage = parse_stored(
-            proof_key,
-            &own.get_verified(proof_key, &r.proof_package_hash).await?,
-            limit,
-        )?;
-        seal_core::bound::check(proof_key, &proof)?;
-        let consensus_key = &r.judge_consensus_ref;
-        let consensus: JudgeConsensus = parse_stored(
-            consensus_key,
-            &own.get_verified(consensus_key, &r.judge_consensus_hash)
-                .await?,
-            limit,
-        )?;
-        seal_core::bound::check(consensus_key, &consensus)?;
-        docs.push((proof, consensus));
-    }
-    let judged: Vec<JudgedRoll<'_>> = rolls
-        .iter()
-        .zip(&docs)
-        .map(|(roll, (proof, consensus))| JudgedRoll {
-            roll,
-            proof,
-            consensus,
-        })
-        .collect();
-    Ok(derive::judging_snapshot(header, &judged))
-}
-
 /// Every postguard check on the stored snapshot, each recorded whether it passed or not.
 /// `brief`: the brief's bytes as the first gate authenticated them.
 async fn postguard_checks(
-    own: &OwnWrites<'_>,
+    store: &Store,
     run: &RunId,
     snapshot: &Snapshot,
+    loaded: audit::Loaded,
     brief: Option<&[u8]>,
 ) -> Result<Vec<Check<AuditCheck>>, FinalizeError> {
     let snap = &snapshot.doc;
-    let (mut problems, docs) = audit::audit(own, snap, brief).await;
-    // A bound object that is missing or does not hash to its record is not something to
-    // decide on: the inputs it stood for are gone, and nothing is signed over them.
-    let corrupt: Vec<String> = problems
-        .iter()
-        .filter(|p| p.corrupt)
-        .take(5)
-        .map(|p| p.to_string())
-        .collect();
-    if !corrupt.is_empty() {
-        return Err(FinalizeError::Corrupt {
-            run: run.clone(),
-            problems: corrupt.join("; "),
-        });
-    }
+    let audit::Audited {
+        mut problems, docs, ..
+    } = audit::compare(store, loaded, snap, brief).await;
     problems.extend(document_problems(run, snap, &snapshot.value));
     problems.extend(audit::run_cost(&Key::judging(run), &snapshot.header, snap));
     // Independence holds for the source roll, if it was dispatched.

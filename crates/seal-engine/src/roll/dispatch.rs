@@ -88,6 +88,10 @@ pub(super) fn preflight(
     )
 }
 
+/// A slot's attempts and, when they were made live under this configuration, the request
+/// they sent (see [`judge_http::Built`]).
+pub(super) type Dispatched = (SlotRun, Option<judge_http::Built>);
+
 /// Runs both slots: the stored answers of a replay's source, both judges live, or (guard
 /// blocked) nothing but the records that say so.
 pub(super) async fn run(
@@ -95,7 +99,7 @@ pub(super) async fn run(
     guard: &Guard,
     jobs: &Jobs<'_>,
     source: &Source,
-) -> Result<(SlotRun, SlotRun), JudgingError> {
+) -> Result<(Dispatched, Dispatched), JudgingError> {
     let store = &engine.store;
     let (ja, jb) = (&engine.judges.a, &engine.judges.b);
     let (run, roll) = (jobs.a.run, jobs.a.roll);
@@ -109,8 +113,8 @@ pub(super) async fn run(
             )
         })?;
         return Ok((
-            copy_attempts(engine, src, run, roll, Slot::A).await?,
-            copy_attempts(engine, src, run, roll, Slot::B).await?,
+            (copy_attempts(engine, src, run, roll, Slot::A).await?, None),
+            (copy_attempts(engine, src, run, roll, Slot::B).await?, None),
         ));
     }
     if guard.status == GuardStatus::Pass {
@@ -127,8 +131,8 @@ pub(super) async fn run(
     tracing::warn!(failed = ?why, "roll guard blocked: no judge is called");
     let why = why.join(", ");
     Ok((
-        not_dispatched(store, ja, &jobs.a, &why).await?,
-        not_dispatched(store, jb, &jobs.b, &why).await?,
+        (not_dispatched(store, ja, &jobs.a, &why).await?, None),
+        (not_dispatched(store, jb, &jobs.b, &why).await?, None),
     ))
 }
 

@@ -19,7 +19,7 @@ use seal_core::doc::*;
 use seal_core::ids::{RollId, RunId};
 use seal_core::merge;
 use seal_core::vocab::GuardCheck;
-use seal_store::{Key, Reads, StoreError};
+use seal_store::{Key, Store, StoreError};
 
 /// What the guard read and found.
 pub(super) struct Guarded {
@@ -52,9 +52,7 @@ pub(super) async fn check(
     open: &OpenRun,
     inputs: RollInputs,
 ) -> Result<Guarded, JudgingError> {
-    // This process's own writes (the inputs it accepted moments ago) are taken from its write
-    // set: see `RunState::load_own`.
-    let store = &engine.store.trusting_own_writes();
+    let store = &engine.store;
     let run = open.run();
     let RollInputs {
         roll,
@@ -124,9 +122,7 @@ async fn brief(
     run: &RunId,
     header: &Evidence,
 ) -> Result<(Check<GuardCheck>, String), JudgingError> {
-    // This process's own writes (the inputs it accepted moments ago) are taken from its write
-    // set: see `RunState::load_own`.
-    let store = &engine.store.trusting_own_writes();
+    let store = &engine.store;
     Ok(match store.get_opt(&Key::brief(run)).await? {
         Some(b) => {
             let h = Hash::of(&b);
@@ -153,9 +149,7 @@ async fn play_spec(
     run: &RunId,
     header: &Evidence,
 ) -> Result<Check<GuardCheck>, JudgingError> {
-    // This process's own writes (the inputs it accepted moments ago) are taken from its write
-    // set: see `RunState::load_own`.
-    let store = &engine.store.trusting_own_writes();
+    let store = &engine.store;
     let id = GuardCheck::PlaySpecFresh;
     Ok(match store.get_json::<Value>(&Key::play_spec(run)).await? {
         Some((s, spec_hash)) => {
@@ -195,7 +189,7 @@ async fn play_spec(
     })
 }
 
-async fn load_frames<R: Reads>(store: &R, proof: &ProofPackage) -> Result<Frames, StoreError> {
+async fn load_frames(store: &Store, proof: &ProofPackage) -> Result<Frames, StoreError> {
     let mut out = Frames {
         entries: Vec::new(),
         images: HashMap::new(),

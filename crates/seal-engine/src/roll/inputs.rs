@@ -11,7 +11,7 @@ use seal_core::canonical::Hash;
 use seal_core::doc::ProofPackage;
 use seal_core::ids::RollId;
 use seal_core::key::Stored;
-use seal_store::{Key, Reads};
+use seal_store::Key;
 
 use super::JudgingError;
 use crate::engine::Engine;
@@ -41,13 +41,12 @@ impl RollInputs {
 
     /// One authenticated load: the header's receipt must vouch for the header `open` was
     /// loaded with, and the stored proof package of `roll` must have a receipt of its own.
-    /// This process's own writes are taken from its write set (see `RunState::load_own`).
     pub(crate) async fn load(
         engine: &Engine,
         open: &OpenRun,
         roll: RollId,
     ) -> Result<RollInputs, JudgingError> {
-        let store = &engine.store.trusting_own_writes();
+        let store = &engine.store;
         let run = open.run();
         let proof_key = Key::roll_file(run, roll, "proof-package.json");
         let Some((proof, proof_hash)) = store.get_json::<ProofPackage>(&proof_key).await? else {

@@ -36,7 +36,7 @@ use seal_core::doc::*;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::{RollId, RunId};
 use seal_core::merge::{next_after, Next};
-use seal_store::{parse_stored, Key, Reads, Store, StoreError, Stored};
+use seal_store::{parse_stored, Key, Store, StoreError, Stored};
 
 #[derive(Debug, thiserror::Error)]
 pub enum JudgingError {
@@ -167,7 +167,7 @@ pub async fn judge_roll_from(
     source: &Source,
 ) -> Result<RollReport, JudgingError> {
     let _run_lock = engine.lock_run(run).await;
-    let open = RunState::load_own(&engine.store, run).await?.open()?;
+    let open = RunState::load(&engine.store, run).await?.open()?;
     judge_open_roll(engine, &open, roll, source).await
 }
 
@@ -243,7 +243,7 @@ async fn judge_stages(
         &packaged,
         guard,
         &reservation,
-        [&run_a, &run_b],
+        [run_a, run_b],
     )
     .await?;
     tracing::info!(outcome = %roll_record.roll.roll_outcome, decision = %roll_record.consensus.decision, "roll judged");
@@ -282,9 +282,7 @@ pub async fn stored_roll(
     run: &RunId,
     roll: RollId,
 ) -> Result<Option<RollReport>, JudgingError> {
-    // A record this process stored (and its receipt) comes from its write set: see
-    // `RunState::load_own`. An absent one is asked of the store.
-    let store = &engine.store.trusting_own_writes();
+    let store = &engine.store;
     let key = Key::roll_file(run, roll, "roll.json");
     let Some(bytes) = store.get_opt(&key).await? else {
         return Ok(None);
@@ -305,7 +303,7 @@ pub async fn stored_roll(
         }
         Err(ReceiptError::Store(e)) => return Err(e.into()),
     }
-    let r: Roll = parse_stored(&key, &bytes, store.store().doc_limit())?;
+    let r: Roll = parse_stored(&key, &bytes, store.doc_limit())?;
     seal_core::bound::check(&key, &r)?;
     let consensus: JudgeConsensus = store
         .get_json_verified(&r.judge_consensus_ref, &r.judge_consensus_hash)

@@ -6,17 +6,17 @@
 
 use serde_json::Value;
 
+use super::dispatch::Dispatched;
 use super::guard::Guarded;
 use super::package::Packaged;
 use super::{internal, put_derived, JudgingError, RollReport};
 use crate::engine::Engine;
 use crate::judge_http::slot::slot_documents;
-use crate::judge_http::SlotRun;
 use seal_core::derive::{derive_roll, RollInputs, SlotFacts};
 use seal_core::doc::*;
 use seal_core::ids::{RollId, RunId};
 use seal_core::merge::next_after;
-use seal_store::{Key, Reads, Store, Stored};
+use seal_store::{Key, Store, Stored};
 
 /// A slot's stored documents and the facts the derivation reads.
 struct SlotOutcome {
@@ -47,7 +47,7 @@ pub(super) async fn record(
     p: &Packaged,
     guard: Guard,
     (_, reservation_stored): &(CostReservation, Stored),
-    [run_a, run_b]: [&SlotRun; 2],
+    [run_a, run_b]: [Dispatched; 2],
 ) -> Result<RollReport, JudgingError> {
     let store = &engine.store;
     let (run, roll) = (&g.run, g.roll);
@@ -108,38 +108,36 @@ pub(super) async fn record(
     })
 }
 
-/// Stores a slot's parsed and normalized documents and reads back its final request.
+/// Stores a slot's parsed and normalized documents; its final request is the one the slot
+/// built, or (attempts copied or made under another configuration) read from the store.
 async fn finish_slot(
     store: &Store,
     run_id: &RunId,
     roll: RollId,
-    run: &SlotRun,
+    (run, built): Dispatched,
     p: &Packaged,
 ) -> Result<SlotOutcome, JudgingError> {
     let slot = run.slot;
     let final_attempt = run
         .final_attempt()
         .ok_or_else(|| internal(run_id, roll, format!("judge {slot}: no attempt recorded")))?;
-    let (parsed, result) = slot_documents(slot, run, &p.package, &p.package_hash);
+    let (parsed, result) = slot_documents(slot, &run, &p.package, &p.package_hash);
     let parsed_key = Key::slot_file(run_id, roll, slot, "parsed.json");
     let normalized_key = Key::slot_file(run_id, roll, slot, "normalized.json");
     let (parsed_stored, normalized_stored) = tokio::try_join!(
         put_derived(store, &parsed_key, &parsed),
         put_derived(store, &normalized_key, &result)
     )?;
-    let final_request = match &final_attempt.request {
-        Some(r) => {
-            // The request this process stored for the attempt: from its write set when held.
-            let bytes = store
-                .trusting_own_writes()
-                .get_verified(&r.key, &r.hash)
-                .await?;
+    let final_request = match (&final_attempt.request, built) {
+        (Some(r), Some(b)) if r.hash == b.hash => Some(b.value),
+        (Some(r), _) => {
+            let bytes = store.get_verified(&r.key, &r.hash).await?;
             Some(
                 seal_core::json::parse(&bytes, store.doc_limit())
                     .map_err(|e| internal(run_id, roll, e))?,
             )
         }
-        None => None,
+        (None, _) => None,
     };
     Ok(SlotOutcome {
         slot_ref: JudgeSlotRef {

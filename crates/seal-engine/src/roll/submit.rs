@@ -108,7 +108,7 @@ pub async fn submit<'e>(
     submission: &ProofSubmission,
 ) -> Result<Submitted<'e>, SubmitError> {
     let lock = engine.lock_run(run).await;
-    let phase = RunState::load_own(&engine.store, run).await?;
+    let phase = RunState::load(&engine.store, run).await?;
     if let RunState::Decided(d) = &phase {
         if d.evidence().rolls.iter().any(|r| r.roll_id == roll) {
             if let Some(done) = judged_with(engine, run, roll, submission).await? {

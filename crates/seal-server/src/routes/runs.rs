@@ -119,7 +119,7 @@ pub(crate) async fn get_run(
             .map(|r| json!({"rollId": r.roll_id, "rollOutcome": r.roll_outcome}))
             .collect()
     };
-    let (open, phase) = match RunState::load_own(state.engine.store(), &run).await? {
+    let (open, phase) = match RunState::load(state.engine.store(), &run).await? {
         RunState::Decided(d) => {
             let ev = d.evidence();
             return Ok(Json(json!({

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use futures::stream;
 use seal_core::canonical::Hash;
 use seal_core::ids::RunId;
-use seal_store::{Key, Reads, Staging, Store, StoreError};
+use seal_store::{Key, Staging, Store, StoreError};
 use serde_json::json;
 
 async fn suite(store: &Store, backend: &str) {

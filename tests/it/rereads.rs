@@ -1,10 +1,8 @@
-//! The in-process write set (`store::recent`): the finalPostguard may take what this process
-//! stored moments ago, `seal verify` never does. Here: a run is judged and sealed through one
-//! `Store` on a `file://` folder, then its stored objects are damaged on disk behind that
-//! `Store`'s back, and verify, through the very same `Store` (whose write set still holds every
-//! object), must name each damaged object. Only the postguard and the daemon's request path
-//! (run state, roll guard, intake) may ask for the trusted reads, and they never trust an
-//! absence: a run another replica decided is seen decided.
+//! Nothing this process stored is taken back from memory: the postguard's final audit and
+//! `seal verify` re-read and re-hash what the store holds, through the very `Store` that wrote
+//! it. Here: a run's objects are damaged on disk behind that `Store`'s back after a roll wrote
+//! them, and the postguard refuses to decide (nothing signed), or after the seal, and verify
+//! names each damaged object; and a run another replica decided is seen decided.
 
 use crate::common;
 
@@ -45,14 +43,8 @@ async fn verify_rehashes_objects_this_process_wrote() {
             .await
             .unwrap();
     assert!(clean.verified, "{:?}", clean.problems);
-    let (recorded, _) = engine.store().write_set_usage();
-    assert!(
-        recorded > 20,
-        "the write set recorded only {recorded} objects"
-    );
-
-    // Damage a frame, a raw answer and a consensus document on disk; the write set of
-    // `engine.store()` still has all three as they were written.
+    // Damage a frame, a raw answer and a consensus document on disk, behind the back of the
+    // `Store` that wrote them.
     let proof = folder.rolls()[0].package();
     let frame = Key::cas(&proof.frames[0].hash);
     let raw = Key::attempt_file(&run, RollId::R1, Slot::A, 1, "raw.json");
@@ -77,91 +69,35 @@ async fn verify_rehashes_objects_this_process_wrote() {
     }
 }
 
-/// Folders (relative to the workspace root) whose files may ask for trusted reads.
-const MAY_TRUST_OWN_WRITES: &[&str] = &[
-    "crates/seal-engine/src/postguard/",
-    "crates/seal-engine/src/run_state.rs",
-    "crates/seal-engine/src/roll/",
-    "crates/seal-engine/src/intake.rs",
-    // `seal judge` (the request path's use case from the command line) and the daemon's run
-    // routes, through `RunState::load_own`.
-    "crates/seal-engine/src/judge_run.rs",
-    "crates/seal-server/src/routes/runs.rs",
-    "crates/seal-store/src/",
-];
-
-/// What asks for trusted reads: the reader itself, or the run-state load made of it.
-fn trusts_own_writes(text: &str) -> bool {
-    ["trusting_own_writes", "OwnWrites", "load_own"]
-        .iter()
-        .any(|w| text.contains(w))
-}
-
-/// Every `.rs` file of the workspace's sources: the root package's `src/` and each
-/// `crates/*/src/`, with its path relative to the workspace root.
-fn workspace_sources(root: &Path) -> Vec<(String, String)> {
-    let mut stack = vec![root.join("src")];
-    for e in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
-        stack.push(e.path().join("src"));
-    }
-    let mut out = Vec::new();
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-                out.push((rel, std::fs::read_to_string(&p).unwrap()));
-            }
-        }
-    }
-    out
-}
-
-/// Only the postguard, the daemon's request path (run state, roll, intake) and the store that
-/// defines it may ask for reads that trust the write set: verify, replay, import and the
-/// server's own modules read through `Store`, which re-hashes.
-#[test]
-fn only_the_postguard_and_the_request_path_trust_their_own_writes() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let sources = workspace_sources(root);
-    // The scan must see the code it guards: a moved source tree would otherwise leave it
-    // reading nothing and passing.
+/// The postguard decides from what the store holds, not from what this process remembers
+/// writing: a consensus document damaged on disk between the roll that wrote it and the
+/// finalize, through the same open `Store`, refuses the run, names the object, and signs
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postguard_rereads_what_this_process_wrote() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_with(&lb, &file_url(dir.path()), &[]).await;
+    let (folder, _) = judge_roll1(&engine, &example("run-narrative-0010-pass")).await;
+    let run = folder.run().clone();
+    let consensus = Key::roll_file(&run, RollId::R1, "consensus.json");
+    flip_middle_byte(&dir.path().join(consensus.as_str()));
+    let err = seal_engine::postguard::finalize(&engine, &run)
+        .await
+        .unwrap_err();
+    let text = err.to_string();
     assert!(
-        sources.len() >= 50,
-        "read only {} source files: where did the sources go?",
-        sources.len()
+        text.contains(consensus.as_str()) && text.contains("not sealed"),
+        "{text}"
     );
-    for allowed in MAY_TRUST_OWN_WRITES {
-        assert!(
-            sources
-                .iter()
-                .any(|(rel, text)| rel.starts_with(allowed) && trusts_own_writes(text)),
-            "no file under {allowed} asks for trusted reads: a stale entry"
-        );
-    }
-    let offenders: Vec<&String> = sources
-        .iter()
-        .filter(|(rel, text)| {
-            let allowed = MAY_TRUST_OWN_WRITES.iter().any(|a| rel.starts_with(a));
-            !allowed && trusts_own_writes(text)
-        })
-        .map(|(rel, _)| rel)
-        .collect();
-    assert!(
-        offenders.is_empty(),
-        "trusted reads outside the postguard and the request path: {offenders:?}"
-    );
+    assert!(!engine.store().exists(&Key::seal(&run)).await.unwrap());
+    assert!(!engine.store().exists(&Key::evidence(&run)).await.unwrap());
 }
 
-/// The daemon's run-state load takes this process's own writes (the header, receipts and
-/// `roll.json` it stored), never an absence: a run another replica decided, through another
-/// open store on the same storage, is seen decided here although this process's write set
-/// holds the run's header and roll, and no more documents are accepted for it.
+/// A run another replica decided, through another open store on the same storage, is seen
+/// decided here although this process judged its roll, and no more documents are accepted
+/// for it.
 async fn a_run_another_replica_decided_is_seen_decided(url: &str) {
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
     personas(&lb);
@@ -169,7 +105,7 @@ async fn a_run_another_replica_decided_is_seen_decided(url: &str) {
     let there = engine_with(&lb, url, &[]).await;
     let (folder, _) = judge_roll1(&here, &example("run-narrative-0010-pass")).await;
     let run = folder.run().clone();
-    let state = seal_engine::run_state::RunState::load_own(here.store(), &run)
+    let state = seal_engine::run_state::RunState::load(here.store(), &run)
         .await
         .unwrap();
     match state {
@@ -180,7 +116,7 @@ async fn a_run_another_replica_decided_is_seen_decided(url: &str) {
         .await
         .unwrap();
     assert!(done.wrote(), "the other replica decided the run");
-    match seal_engine::run_state::RunState::load_own(here.store(), &run)
+    match seal_engine::run_state::RunState::load(here.store(), &run)
         .await
         .unwrap()
     {
