@@ -1,8 +1,9 @@
 """The checks of .ci/deploy-lint that need parsing: the deployment config against the code, and
 the RENDERED kustomize output (what `kubectl apply -k` would send) against the config, the
-Dockerfile, docs/openapi.yaml and itself.
+Dockerfile, docs/openapi.yaml, the metrics the code exports and itself.
 
-Usage: deploy_lint_checks.py CONFIG LABEL=RENDERED.yaml...   (one rendered file per overlay)
+Usage: deploy_lint_checks.py CONFIG LABEL=RENDERED.yaml...   (one rendered file per overlay; the
+LABEL is the overlay's folder under deploy/kubernetes, e.g. overlays/production)
 
 Each check prints `ok`, `FAIL` or `pend`; the last line is `PYRESULT <ok> <failed> <pending>`,
 which .ci/deploy-lint counts. `pend` is a route the manifests probe that the server does not
@@ -10,14 +11,23 @@ serve yet (PENDING_ROUTES): named on every run, never silently passed.
 
 Decision: the manifests are checked after rendering, never as sources, because what matters is
 what reaches the cluster: the hashed ConfigMap names, the image the overlay set, the patches
-applied. kubernetes-validate has no schema for the PodMonitor (a CRD), so its fields that seal
-depends on are checked here.
+applied. kubernetes-validate has no schema for the CRDs (PodMonitor, PrometheusRule,
+ExternalSecret, SecretStore), so their fields that seal depends on are checked here; the
+PrometheusRule's expressions are parsed with promql-parser and every metric they read must be
+one the code registers (or, named below, one of kube-state-metrics or node_exporter).
+
+Overlays: every overlay but DEV_OVERLAYS is an environment (staging, production, a site copied
+from them), held to more: the image by digest, the secrets from the External Secrets Operator,
+the monitoring component, a log.origin of its own.
 """
 import glob
+import math
+import os
 import re
 import sys
 import tomllib
 
+import promql_parser
 import yaml
 
 # Routes the manifests may probe before the server serves them (reported `pend`, not failed).
@@ -26,6 +36,18 @@ import yaml
 PENDING_ROUTES: set = set()
 # What every long-running container must carry (docs/DEPLOYING.md §3).
 SECRET_ENV = ("SEAL_SEED_SALT", "SEAL_API_TOKEN", "SEAL_JUDGE_A_KEY", "SEAL_JUDGE_B_KEY", "SEAL_METRICS_TOKEN")
+
+# Overlays for development: the image may be a tag, the Secrets are made by hand, no operator.
+DEV_OVERLAYS = {"overlays/example"}
+# The keys an environment overlay's copy of seal.toml may set otherwise than the base's.
+PER_ENVIRONMENT_KEYS = {"log.origin", "judges.a.base_url", "judges.b.base_url"}
+# Metrics of other exporters that the rules may read (group seal-kubernetes), by exporter.
+EXTERNAL_METRICS = {
+    "kube-state-metrics": {"kube_deployment_status_replicas_available", "kube_pod_container_status_restarts_total",
+                           "kube_job_status_failed", "kube_cronjob_status_last_successful_time"},
+    "node_exporter": {"node_timex_offset_seconds"},
+}
+ALERT_SEVERITIES = {"page", "ticket"}
 
 results = {"ok": 0, "FAIL": 0, "pend": 0}
 
@@ -154,8 +176,9 @@ def paths(table, prefix=""):
 def check_config(config_path):
     src_path, src = config_source()
     types = parse_config_types(src)
-    check(f"{src_path or 'crates/'}: found RawConfig and its tables",
-          "RawConfig" in types[0] and len(types[0]) >= 5, f"structs found: {sorted(types[0])}")
+    if config_path.endswith("base/seal.toml"):
+        check(f"{src_path or 'crates/'}: found RawConfig and its tables",
+              "RawConfig" in types[0] and len(types[0]) >= 5, f"structs found: {sorted(types[0])}")
     try:
         with open(config_path, "rb") as fh:
             cfg = tomllib.load(fh)
@@ -293,7 +316,7 @@ def find(docs, kind, name=None):
 def check_manifest(m, docs, cfg, config_text):
     """The rendered output of one overlay."""
     kinds = sorted({d.get("kind") for d in docs})
-    for kind in ("Deployment", "Service", "ConfigMap", "PodMonitor", "CronJob", "NetworkPolicy",
+    for kind in ("Namespace", "Deployment", "Service", "ConfigMap", "CronJob", "NetworkPolicy",
                  "PodDisruptionBudget", "ServiceAccount"):
         check(f"{m}: has a {kind}", kind in kinds, f"kinds: {kinds}")
     dep = next(iter(find(docs, "Deployment")), {})
@@ -330,7 +353,10 @@ def check_manifest(m, docs, cfg, config_text):
     check(f"{m}: every ConfigMap the pods reference exists (rendered names)", refs and refs <= set(cms),
           f"missing: {sorted(refs - set(cms))}")
 
-    check(f"{m}: 3 replicas", dep.get("spec", {}).get("replicas") == 3)
+    check_replicas_and_drain(m, docs, dep, labels)
+    check_spread(m, dep, pod, labels)
+    check_namespace(m, docs)
+    check_environment(m, docs, containers + inits + jpod.get("containers", []))
     for what, spec in (("Deployment", pod), ("CronJob", jpod)):
         psc = spec.get("securityContext", {})
         check(f"{m}: {what} pod runAsNonRoot with a fixed non-root uid",
@@ -386,7 +412,14 @@ def check_manifest(m, docs, cfg, config_text):
     check(f"{m}: terminationGracePeriodSeconds ({tgps}) > preStop ({pre_s}) + shutdown_grace_ms ({grace_s:g} s)",
           tgps > pre_s + grace_s)
 
-    check_podmonitor(m, docs, labels, jlabels, main, cports)
+    if find(docs, "PodMonitor") or m not in DEV_OVERLAYS:
+        check_podmonitor(m, docs, labels, jlabels, main, cports)
+    if find(docs, "PrometheusRule") or m not in DEV_OVERLAYS:
+        check_prometheusrule(m, docs, cfg)
+    if find(docs, "ExternalSecret") or m not in DEV_OVERLAYS:
+        check_external_secrets(m, docs, pod, jpod)
+    for ing in find(docs, "Ingress"):
+        check_ingress(m, ing, svc, cfg)
     check_networkpolicies(m, docs, labels, jlabels, port, cports)
     check_cronjob(m, docs, dep, job, cms)
 
@@ -420,6 +453,296 @@ def check_podmonitor(m, docs, labels, jlabels, main, cports):
              "metricRelabelings", "honorLabels", "tlsConfig"}
     check(f"{m}: PodMonitor endpoint has only fields of the Prometheus Operator's v1 schema",
           set(ep) <= known, f"unknown: {sorted(set(ep) - known)}")
+
+
+def check_replicas_and_drain(m, docs, dep, labels):
+    """At the overlay's replica count a node drain can evict a pod, and never all of them."""
+    replicas = dep.get("spec", {}).get("replicas", 1)
+    check(f"{m}: at least 2 replicas ({replicas})", is_int(replicas) and replicas >= 2)
+    pdbs = [d for d in find(docs, "PodDisruptionBudget") if selects(d.get("spec", {}).get("selector"), labels)]
+    check(f"{m}: one PodDisruptionBudget selects the serving pods", len(pdbs) == 1, f"{len(pdbs)} do")
+    if not pdbs or not is_int(replicas):
+        return
+    spec = pdbs[0]["spec"]
+
+    def count(v, round_up):
+        if isinstance(v, str) and v.endswith("%"):
+            frac = int(v[:-1]) * replicas / 100
+            return math.ceil(frac) if round_up else math.floor(frac)
+        return v
+    if "maxUnavailable" in spec:
+        # The disruption controller rounds a percentage up for maxUnavailable and minAvailable.
+        allowed = count(spec["maxUnavailable"], True)
+    else:
+        allowed = replicas - count(spec.get("minAvailable", replicas), True)
+    check(f"{m}: a node drain can evict a serving pod at {replicas} replicas "
+          f"(the PodDisruptionBudget allows {allowed} disruption(s))", is_int(allowed, 1),
+          f"PodDisruptionBudget spec: {spec}")
+    check(f"{m}: a drain keeps at least one serving pod at {replicas} replicas", is_int(allowed) and allowed < replicas,
+          f"allows {allowed} of {replicas}")
+    check(f"{m}: the PodDisruptionBudget lets a drain evict pods that are not ready (unhealthyPodEvictionPolicy)",
+          spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow")
+
+
+def check_spread(m, dep, pod, labels):
+    """Spread over zones and over nodes; the zone required in an environment."""
+    tsc = {c.get("topologyKey"): c for c in pod.get("topologySpreadConstraints", [])}
+    for key in ("topology.kubernetes.io/zone", "kubernetes.io/hostname"):
+        c = tsc.get(key, {})
+        check(f"{m}: the serving pods spread over {key} (maxSkew 1, selecting them, per ReplicaSet)",
+              c.get("maxSkew") == 1 and selects(c.get("labelSelector"), labels)
+              and "pod-template-hash" in c.get("matchLabelKeys", []), f"constraint: {c}")
+    if m not in DEV_OVERLAYS:
+        when = tsc.get("topology.kubernetes.io/zone", {}).get("whenUnsatisfiable")
+        check(f"{m}: the zone spread is required (DoNotSchedule)", when == "DoNotSchedule", f"{when}")
+
+
+NAMESPACED_CLUSTER_KINDS = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
+                            "ClusterSecretStore", "PriorityClass", "StorageClass"}
+
+
+def check_namespace(m, docs):
+    nss = find(docs, "Namespace")
+    check(f"{m}: one Namespace", len(nss) == 1, f"{len(nss)}")
+    if not nss:
+        return
+    ns = nss[0]["metadata"]
+    name, nl = ns.get("name"), ns.get("labels", {})
+    outside = [f"{d['kind']}/{d['metadata'].get('name')}" for d in docs if d.get("kind") not in NAMESPACED_CLUSTER_KINDS
+               and d["metadata"].get("namespace") != name]
+    check(f"{m}: every namespaced resource is in the Namespace {name}", not outside, f"outside: {outside}")
+    check(f"{m}: the Namespace enforces the restricted Pod Security Standard",
+          nl.get("pod-security.kubernetes.io/enforce") == "restricted", f"labels: {nl}")
+    check(f"{m}: no Secret is rendered (secrets never live in git)", not find(docs, "Secret"))
+
+
+DIGEST = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
+
+
+def check_environment(m, docs, containers):
+    """An environment overlay: every image by digest."""
+    if m in DEV_OVERLAYS:
+        return
+    images = sorted({str(c.get("image", "")) for c in containers})
+    bad = [i for i in images if not DIGEST.match(i)]
+    check(f"{m}: every image is pinned by digest (name@sha256:<64 hex>), not a tag (kustomize edit set image)",
+          not bad, f"not by digest: {bad}")
+
+
+# --- The metrics the code registers (prometheus-client), with the names the encoder exposes.
+def exported_metrics():
+    """{exposed name: source file}: counters get `_total`, histograms `_bucket`, `_sum` and
+    `_count`, info metrics `_info`, gauges their name. The type comes from the field or the
+    variable registered (`Family<_, Counter>`, a `type Counters = ...` alias, `Info::new`)."""
+    names = {}
+    for path in sorted(glob.glob("crates/*/src/**/*.rs", recursive=True)):
+        if "/tests" in path or path.endswith("tests.rs"):
+            continue
+        text = open(path, encoding="utf-8").read()
+        if "prometheus_client" not in text:
+            continue
+        aliases = dict(re.findall(r"\btype (\w+)\s*=\s*([^;]+);", text))
+        fields = {}
+        for name, ty in re.findall(r"^\s*(?:pub(?:\([\w:]+\))?\s+)?(\w+):\s*([A-Z][^\n]*?),?\s*$", text, re.M):
+            if not re.match(r"\w+(<[^>]*>)?::", ty):  # not an initializer (`Family::default()`)
+                fields.setdefault(name, aliases.get(ty.split("<")[0].strip(), ty))
+        calls = re.finditer(r'(?:\.register|\bc)\(\s*"((?:seal|process)_\w+)",\s*"(?:[^"\\]|\\.)*",\s*'
+                            r'&?(?:self\.|m\.)?(\w+)', text)
+        for call in calls:
+            base, arg = call.group(1), call.group(2)
+            ty = fields.get(arg, "")
+            if re.search(r"\bc\($", text[:call.start() + 2]):
+                ty = aliases.get("Counters", ty)
+            if arg == "info" or "Info" in ty:
+                exposed = [base + "_info"]
+            elif "Histogram" in ty:
+                exposed = [base + s for s in ("_bucket", "_sum", "_count")]
+            elif "Counter" in ty:
+                exposed = [base + "_total"]
+            elif "Gauge" in ty:
+                exposed = [base]
+            else:
+                exposed = [base + "?unknown-type"]
+            for e in exposed:
+                names[e] = path
+    return names
+
+
+def selectors(expr):
+    """The vector selectors' metric names of a parsed expression (None: a selector without one)."""
+    out = []
+    promql_parser.walk(expr, lambda n: out.append(n.name) if isinstance(n, promql_parser.VectorSelector) else None)
+    return out
+
+
+def aggregations_without_namespace(expr):
+    bad = []
+
+    def visit(n):
+        if isinstance(n, promql_parser.AggregateExpr):
+            mod = n.modifier
+            by = mod is not None and str(mod.type).endswith("By") and "namespace" in mod.labels
+            without = mod is not None and str(mod.type).endswith("Without") and "namespace" not in mod.labels
+            if not (by or without):
+                bad.append(str(n))
+    promql_parser.walk(expr, visit)
+    return bad
+
+
+def check_prometheusrule(m, docs, cfg):
+    rules_docs = find(docs, "PrometheusRule")
+    check(f"{m}: has a PrometheusRule (components/monitoring)", len(rules_docs) >= 1)
+    exported = exported_metrics()
+    table = set(re.findall(r"^\| `((?:seal|process)_\w+)` \|", open("docs/DEPLOYING.md", encoding="utf-8").read(), re.M))
+    unfound = sorted(n for n in table if n not in exported and n + "_bucket" not in exported)
+    check(f"{m}: deploy-lint finds in the code each of the {len(table)} metrics of docs/DEPLOYING.md §6's table",
+          len(table) >= 20 and not unfound and not any("?" in n for n in exported),
+          f"not found: {unfound}; found: {sorted(exported)}")
+    external = set().union(*EXTERNAL_METRICS.values())
+    server = cfg.get("server", {})
+    for pr in rules_docs:
+        name = pr["metadata"].get("name")
+        where = f"{m}: PrometheusRule {name}"
+        check(f"{where} is monitoring.coreos.com/v1", pr.get("apiVersion") == "monitoring.coreos.com/v1")
+        groups = pr.get("spec", {}).get("groups", [])
+        gnames = [g.get("name") for g in groups]
+        check(f"{where}: has rule groups, each named once", groups and len(set(gnames)) == len(gnames), f"{gnames}")
+        recorded = {r["record"] for g in groups for r in g.get("rules", []) if "record" in r}
+        alerts = [r.get("alert") for g in groups for r in g.get("rules", []) if "alert" in r]
+        check(f"{where}: alert names unique", len(alerts) == len(set(alerts)), f"{alerts}")
+        for g in groups:
+            for r in g.get("rules", []):
+                rname = r.get("alert") or r.get("record")
+                rw = f"{where}: {g.get('name')}/{rname}"
+                known = {"alert", "record", "expr", "for", "keep_firing_for", "labels", "annotations"}
+                check(f"{rw}: one of alert or record, an expr, only fields of the v1 schema",
+                      ("alert" in r) != ("record" in r) and r.get("expr") and set(r) <= known, f"fields: {sorted(r)}")
+                try:
+                    expr = promql_parser.parse(str(r.get("expr", "")))
+                except ValueError as e:
+                    check(f"{rw}: expr is PromQL", False, f"{e}: {r.get('expr')!r}")
+                    continue
+                names = selectors(expr)
+                if g.get("name") == "seal":
+                    allowed, whose = set(exported) | recorded, "the code registers (or this rule records)"
+                else:
+                    allowed = set(exported) | recorded | external
+                    whose = f"the code registers, or {', '.join(sorted(EXTERNAL_METRICS))} export"
+                unknown = sorted({str(n) for n in names if n not in allowed})
+                check(f"{rw}: reads only metrics {whose}", names and not unknown,
+                      f"unknown: {unknown} (a selector without a metric name is None)")
+                loose = aggregations_without_namespace(expr)
+                check(f"{rw}: every aggregation keeps namespace (one alert per deployment)", not loose, f"{loose}")
+                if "record" in r:
+                    check(f"{rw}: a valid recorded name (level:metric:operations)",
+                          re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*:[a-zA-Z0-9_:]+", r["record"]))
+                    continue
+                if "for" in r:
+                    try:
+                        promql_parser.parse_duration(str(r["for"]))
+                        ok_dur = True
+                    except ValueError:
+                        ok_dur = False
+                    check(f"{rw}: for is a duration ({r['for']})", ok_dur)
+                check(f"{rw}: severity in {sorted(ALERT_SEVERITIES)}, a summary and a description",
+                      r.get("labels", {}).get("severity") in ALERT_SEVERITIES
+                      and r.get("annotations", {}).get("summary") and r.get("annotations", {}).get("description"),
+                      f"labels {r.get('labels')}, annotations {sorted(r.get('annotations', {}))}")
+                if "seal_rolls_admitted" in names:
+                    bound = f"({server.get('max_rolls_in_progress')} + {server.get('queue_bound')})"
+                    check(f"{rw}: its bound is seal.toml's max_rolls_in_progress + queue_bound {bound}",
+                          bound in " ".join(str(r["expr"]).split()), f"expr {r['expr']!r}")
+        docs_rules = set(re.findall(r"^\s+- (?:alert|record): (\S+)", open(
+            "deploy/kubernetes/components/monitoring/prometheusrule.yaml", encoding="utf-8").read(), re.M))
+        deploying = open("docs/DEPLOYING.md", encoding="utf-8").read()
+        missing = sorted(n for n in docs_rules if f"`{n}`" not in deploying)
+        check(f"{where}: docs/DEPLOYING.md §6 names every alert and recording rule", not missing,
+              f"not in DEPLOYING.md: {missing}")
+
+
+def secrets_read(pod):
+    """(Secret, key) pairs a pod spec needs: non-optional secretKeyRefs, Secret volume items."""
+    need = set()
+    for c in pod.get("containers", []) + pod.get("initContainers", []):
+        for e in c.get("env", []):
+            ref = e.get("valueFrom", {}).get("secretKeyRef")
+            if ref and not ref.get("optional", False):
+                need.add((ref.get("name"), ref.get("key")))
+    for v in pod.get("volumes", []):
+        sec = v.get("secret")
+        if sec and not sec.get("optional", False):
+            for it in sec.get("items", []) or [{"key": "*"}]:
+                need.add((sec.get("secretName"), it.get("key")))
+    return need
+
+
+def check_external_secrets(m, docs, pod, jpod):
+    ess = find(docs, "ExternalSecret")
+    check(f"{m}: has ExternalSecrets (components/external-secrets)", bool(ess))
+    stores = {d["metadata"]["name"]: d for d in find(docs, "SecretStore")}
+    sas = {d["metadata"]["name"]: d for d in find(docs, "ServiceAccount")}
+    provided = set()
+    for es in ess:
+        name = es["metadata"].get("name")
+        spec = es.get("spec", {})
+        where = f"{m}: ExternalSecret {name}"
+        check(f"{where} is external-secrets.io/v1", es.get("apiVersion") == "external-secrets.io/v1")
+        ref = spec.get("secretStoreRef", {})
+        check(f"{where}: its SecretStore ({ref.get('name')}) is in the overlay",
+              ref.get("kind", "SecretStore") == "SecretStore" and ref.get("name") in stores)
+        target = spec.get("target", {}).get("name", name)
+        data = spec.get("data", [])
+        check(f"{where}: explicit data (secretKey, remoteRef.key), no dataFrom (the keys stay checkable)",
+              data and "dataFrom" not in spec and all(d.get("secretKey") and d.get("remoteRef", {}).get("key")
+                                                       for d in data))
+        check(f"{where}: refreshInterval set, the Secret kept if the ExternalSecret is deleted",
+              spec.get("refreshInterval") and spec.get("target", {}).get("deletionPolicy") == "Retain")
+        provided |= {(target, d.get("secretKey")) for d in data}
+    need = secrets_read(pod) | secrets_read(jpod)
+    missing = sorted(need - provided, key=str)
+    check(f"{m}: every Secret key the pods need comes from an ExternalSecret", not missing, f"missing: {missing}")
+    for sname, st in stores.items():
+        aws = st.get("spec", {}).get("provider", {}).get("aws", {})
+        sa = aws.get("auth", {}).get("jwt", {}).get("serviceAccountRef", {}).get("name")
+        role = sas.get(sa, {}).get("metadata", {}).get("annotations", {}).get("eks.amazonaws.com/role-arn")
+        serving = {sas.get(n, {}).get("metadata", {}).get("annotations", {}).get("eks.amazonaws.com/role-arn")
+                   for n in (pod.get("serviceAccountName"), jpod.get("serviceAccountName"))}
+        check(f"{m}: SecretStore {sname} reads with a ServiceAccount of its own ({sa}) whose role no pod has",
+              sa in sas and sa not in (pod.get("serviceAccountName"), jpod.get("serviceAccountName"))
+              and role and role not in serving, f"role {role}, the pods' {serving}")
+
+
+def size_bytes(v):
+    mm = re.fullmatch(r"(\d+)([kKmMgG]?)", str(v))
+    return int(mm.group(1)) * {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[mm.group(2).lower()] if mm else -1
+
+
+def check_ingress(m, ing, svc, cfg):
+    name = ing["metadata"].get("name")
+    ann = ing["metadata"].get("annotations", {})
+    where = f"{m}: Ingress {name}"
+    server, limits = cfg.get("server", {}), cfg.get("limits", {})
+    need_s = server.get("request_timeout_ms", 0) / 1000
+    for a in ("proxy-read-timeout", "proxy-send-timeout"):
+        v = ann.get(f"nginx.ingress.kubernetes.io/{a}", "")
+        check(f"{where}: {a} ({v} s) >= server.request_timeout_ms ({need_s:g} s)",
+              str(v).isdigit() and int(v) >= need_s)
+    body = ann.get("nginx.ingress.kubernetes.io/proxy-body-size", "")
+    need_b = max(limits.get("max_blob_bytes", 0), limits.get("max_document_bytes", 0))
+    check(f"{where}: proxy-body-size ({body}) >= limits.max_blob_bytes ({need_b} bytes)", size_bytes(body) >= need_b)
+    check(f"{where}: request buffering off (blobs stream to seal)",
+          ann.get("nginx.ingress.kubernetes.io/proxy-request-buffering") == "off")
+    ports = {p.get("name") for p in svc.get("spec", {}).get("ports", [])} | {
+        p.get("port") for p in svc.get("spec", {}).get("ports", [])}
+    backends = [p.get("backend", {}).get("service", {}) for r in ing.get("spec", {}).get("rules", [])
+                for p in r.get("http", {}).get("paths", [])]
+    check(f"{where}: every path goes to the Service {svc.get('metadata', {}).get('name')} on one of its ports",
+          backends and all(b.get("name") == svc.get("metadata", {}).get("name")
+                           and (b.get("port", {}).get("name") in ports or b.get("port", {}).get("number") in ports)
+                           for b in backends), f"backends: {backends}")
+    hosts = {r.get("host") for r in ing.get("spec", {}).get("rules", [])}
+    tls_hosts = {h for t in ing.get("spec", {}).get("tls", []) for h in t.get("hosts", [])}
+    check(f"{where}: TLS for every host ({sorted(hosts, key=str)})", hosts and None not in hosts and hosts <= tls_hosts)
 
 
 def allows_port(rule, port, cports, proto="TCP"):
@@ -553,20 +876,51 @@ def check_dockerfile(config_path, manifests):
           {"target", ".git", "**/*.key.pem"} <= set(ignore))
 
 
+def config_diff(a, b, prefix=""):
+    """The dotted keys whose values differ between two parsed configs."""
+    out = set()
+    for k in set(a) | set(b):
+        va, vb = a.get(k), b.get(k)
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out |= config_diff(va, vb, prefix + k + ".")
+        elif va != vb:
+            out.add(prefix + k)
+    return out
+
+
+def overlay_config(label, docs, base_path, base_cfg, base_text):
+    """The config an overlay ships (its seal-config ConfigMap): the base's seal.toml, or the
+    overlay's own copy, which may differ from the base's only in PER_ENVIRONMENT_KEYS."""
+    own = os.path.join("deploy/kubernetes", label, "seal.toml")
+    if not os.path.exists(own):
+        return base_cfg, base_text
+    cfg = check_config(own)
+    if cfg is None:
+        return base_cfg, base_text
+    extra = sorted(config_diff(base_cfg, cfg) - PER_ENVIRONMENT_KEYS)
+    check(f"{own}: differs from {base_path} only in {', '.join(sorted(PER_ENVIRONMENT_KEYS))}", not extra,
+          f"also differs in: {extra} (change the base and every copy alike)")
+    return cfg, open(own, encoding="utf-8").read()
+
+
 def main(argv):
     config_path, rendered = argv[1], argv[2:]
     cfg = check_config(config_path)
     if cfg is None:
         return
     config_text = open(config_path, encoding="utf-8").read()
-    manifests = []
+    manifests, origins = [], {}
     for arg in rendered:
         label, _, path = arg.partition("=")
         with open(path, encoding="utf-8") as fh:
             docs = [d for d in yaml.safe_load_all(fh) if d]
         manifests.append((label, docs))
-        check_manifest(label, docs, cfg, config_text)
+        ocfg, otext = overlay_config(label, docs, config_path, cfg, config_text)
+        origins[label] = ocfg.get("log", {}).get("origin")
+        check_manifest(label, docs, ocfg, otext)
     check("rendered at least one overlay", bool(manifests))
+    check("the environments' log.origin are all different (one log per deployment)",
+          len(set(origins.values())) == len(origins), f"{origins}")
     check_dockerfile(config_path, manifests)
 
 
