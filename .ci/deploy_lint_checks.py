@@ -214,8 +214,8 @@ def check_config(config_path):
     check(f"{config_path}: shutdown_grace_ms covers one judge attempt (timeout_ms + leases.margin_ms)",
           server.get("shutdown_grace_ms", 0) >= slowest + margin,
           f"shutdown_grace_ms = {server.get('shutdown_grace_ms')}, needs >= {slowest + margin}")
-    # Each roll request costs 16x its size against admission_bytes (the server's ROLL_AMPLIFICATION).
-    check(f"{config_path}: admission_bytes is set", isinstance(cfg.get("limits", {}).get("admission_bytes"), int))
+    # Each roll request costs 16x its size against request_memory_bytes (the server's ROLL_AMPLIFICATION).
+    check(f"{config_path}: request_memory_bytes is set", isinstance(cfg.get("limits", {}).get("request_memory_bytes"), int))
     return cfg
 
 

@@ -238,7 +238,7 @@ impl Key {
     }
 
     /// Keys only the postguard writes (the decided evidence and its seal), and the run's
-    /// reviews folder, written only with an admitted review.
+    /// reviews folder, written only with a checked review.
     pub fn is_reserved(&self) -> bool {
         let parts: Vec<&str> = self.0.split('/').collect();
         (parts.len() == 3

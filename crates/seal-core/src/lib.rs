@@ -11,7 +11,7 @@
 //!            canonical, json                   RFC 8785 bytes and sha256; the strict parser
 //!            contracts, doc                    the JSON Schemas and the typed documents
 //! checks     validate, invariants, limits      schema + cross-field rules; streaming size counts
-//!            admit                             what a submitter may claim (provenance, play-spec)
+//!            submission                        what a submitter may claim (provenance, play-spec)
 //!            bound                             a stored document's identity fields equal its key's
 //! judging    blinding                          ONE blinded JudgePackage/1 per roll
 //!            judge::{request, parse, normalize, slot, redact, seeds, mac}
@@ -37,7 +37,6 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
 
 pub mod adapt;
-pub mod admit;
 pub mod assertions;
 pub mod blinding;
 pub mod bound;
@@ -67,6 +66,7 @@ pub mod review;
 pub mod sealing;
 pub mod shadow;
 pub mod stats;
+pub mod submission;
 pub mod tlog;
 pub mod validate;
 pub mod vocab;

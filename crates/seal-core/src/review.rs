@@ -2,7 +2,7 @@
 //! Statement v1 in a DSSE envelope, signed by the **reviewer's own** ed25519 key, about the
 //! run's evidence and seal bytes. Pure: bytes and facts in, a verdict out.
 //!
-//! Main type: [`AdmittedReview`], which only [`admit`] makes (private fields), and which the
+//! Main type: [`CheckedReview`], which only [`check`] makes (private fields), and which the
 //! store's review writer demands; so no unchecked bytes are ever stored under
 //! `runs/<id>/reviews/`. [`check_stored`] re-runs the same rules on what the store holds
 //! (`seal verify`), naming each problem by the check it fails: `review_signature`,
@@ -280,10 +280,10 @@ impl ReviewError {
     }
 }
 
-/// A review that passed every check of [`admit`] for its run: the only thing the store's
+/// A review that passed every check of [`check`] for its run: the only thing the store's
 /// review writer accepts.
 #[derive(Debug, Clone)]
-pub struct AdmittedReview {
+pub struct CheckedReview {
     run: RunId,
     index: u64,
     bytes: Bytes,
@@ -292,7 +292,7 @@ pub struct AdmittedReview {
     key_id: String,
 }
 
-impl AdmittedReview {
+impl CheckedReview {
     pub fn run(&self) -> &RunId {
         &self.run
     }
@@ -323,11 +323,11 @@ impl AdmittedReview {
 /// Admits a review envelope for the run of `facts`, as its next review: parsed strictly,
 /// signed once by a trusted reviewer key that is no seal key, about exactly the run's evidence
 /// and seal, deciding only obligations the run has, and chained to its latest review.
-pub fn admit(
+pub fn check(
     bytes: &[u8],
     facts: &RunFacts,
     reviewers: &[PublicKey],
-) -> Result<AdmittedReview, ReviewError> {
+) -> Result<CheckedReview, ReviewError> {
     let (statement, key_id) = open(bytes, facts, reviewers)?;
     let p = &statement.predicate;
     let n = facts.reviews.len() as u64;
@@ -353,7 +353,7 @@ pub fn admit(
         ));
     }
     let canonical = canonical_envelope(bytes)?;
-    Ok(AdmittedReview {
+    Ok(CheckedReview {
         run: facts.run.clone(),
         index: n,
         hash: Hash::of(&canonical),
@@ -363,7 +363,7 @@ pub fn admit(
     })
 }
 
-/// Checks a **stored** review (`runs/<id>/reviews/<index>.dsse.json`): the rules of [`admit`],
+/// Checks a **stored** review (`runs/<id>/reviews/<index>.dsse.json`): the rules of [`check`],
 /// with `facts.reviews` the reviews stored before it; its bytes must be canonical and its
 /// `reviewIndex` its key's number.
 pub fn check_stored(
@@ -592,24 +592,24 @@ mod tests {
     }
 
     #[test]
-    fn a_signed_review_is_admitted_then_chained() {
+    fn a_signed_review_is_checked_then_chained() {
         let (seal, reviewer) = (
             SigningKey::from_seed(&[1; 32]),
             SigningKey::from_seed(&[2; 32]),
         );
         let mut f = facts(&seal);
         let bytes = review(&f, &reviewer, "obl-1");
-        let a = admit(&bytes, &f, &[reviewer.public()]).unwrap();
+        let a = check(&bytes, &f, &[reviewer.public()]).unwrap();
         assert_eq!(a.index(), 0);
         assert_eq!(a.bytes().as_ref(), bytes.as_slice());
         assert_eq!(a.key().as_str(), "runs/run-1/reviews/0.dsse.json");
         check_stored(0, &bytes, &f, &[reviewer.public()]).unwrap();
         // The same bytes again: index 0 is taken now.
         f.reviews.push(a.hash().clone());
-        let e = admit(&bytes, &f, &[reviewer.public()]).unwrap_err();
+        let e = check(&bytes, &f, &[reviewer.public()]).unwrap_err();
         assert_eq!(e.refusal, Refusal::Conflict);
         let next = review(&f, &reviewer, "obl-2");
-        assert_eq!(admit(&next, &f, &[reviewer.public()]).unwrap().index(), 1);
+        assert_eq!(check(&next, &f, &[reviewer.public()]).unwrap().index(), 1);
         // Review 1 checked as if review 0 were gone: the chain names it.
         let e = check_stored(1, &next, &facts(&seal), &[reviewer.public()]).unwrap_err();
         assert_eq!(e.check, AuditCheck::ReviewLog);
@@ -636,24 +636,24 @@ mod tests {
         );
         let f = facts(&seal);
         let trusted = [reviewer.public()];
-        let e = admit(&review(&f, &stranger, "obl-1"), &f, &trusted).unwrap_err();
+        let e = check(&review(&f, &stranger, "obl-1"), &f, &trusted).unwrap_err();
         assert_eq!(
             (e.refusal, e.check),
             (Refusal::Untrusted, AuditCheck::ReviewSignature)
         );
-        let e = admit(&review(&f, &reviewer, "obl-9"), &f, &trusted).unwrap_err();
+        let e = check(&review(&f, &reviewer, "obl-9"), &f, &trusted).unwrap_err();
         assert_eq!(
             (e.refusal, e.check),
             (Refusal::Invalid, AuditCheck::ReviewContent)
         );
         assert!(e.detail.contains("obl-9"), "{e}");
         // A seal key is never a reviewer key, even when trusted as one.
-        let e = admit(&review(&f, &seal, "obl-1"), &f, &[seal.public()]).unwrap_err();
+        let e = check(&review(&f, &seal, "obl-1"), &f, &[seal.public()]).unwrap_err();
         assert_eq!(e.refusal, Refusal::Untrusted);
         // Other subject digests.
         let mut other = f.clone();
         other.seal_sha256 = Hash::of(b"another seal");
-        let e = admit(&review(&other, &reviewer, "obl-1"), &f, &trusted).unwrap_err();
+        let e = check(&review(&other, &reviewer, "obl-1"), &f, &trusted).unwrap_err();
         assert_eq!(e.check, AuditCheck::ReviewSubject);
         // One byte of the payload changed.
         let bytes = review(&f, &reviewer, "obl-1");
@@ -665,7 +665,7 @@ mod tests {
         payload.drain(at + 6..at + 9);
         env.payload = b64.encode(&payload);
         let tampered = serde_json::to_vec(&env).unwrap();
-        let e = admit(&tampered, &f, &trusted).unwrap_err();
+        let e = check(&tampered, &f, &trusted).unwrap_err();
         assert_eq!(
             (e.refusal, e.check),
             (Refusal::Invalid, AuditCheck::ReviewSignature)

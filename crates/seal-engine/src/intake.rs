@@ -19,7 +19,7 @@ use seal_core::validate::{self, Report};
 use seal_store::{Key, Put, StoreError, Stored};
 use serde::Deserialize;
 
-pub use seal_core::admit::{
+pub use seal_core::submission::{
     play_spec_problems, provenance_problem, snapshot_reserve, Origin, ProofSubmission,
     SubmissionError,
 };

@@ -4,10 +4,10 @@
 use crate::intake::{self, Origin};
 use crate::roll::{self, Source, SubmitError, Submitted};
 use crate::run_state::{decided_error, DecidedRun, RunState, RunStateError};
-use seal_core::admit::same_submission;
 use seal_core::canonical::{canonical_value_bytes, Hash};
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RollId;
+use seal_core::submission::same_submission;
 use seal_fs::runfolder::{bad, fs_reason, FolderError, RunFolder};
 use seal_store::Key;
 

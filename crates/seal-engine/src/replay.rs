@@ -18,11 +18,11 @@ use crate::intake::{self, IntakeError, Origin};
 use crate::postguard::{self, FinalizeError};
 use crate::roll::{self, JudgingError, Source, SubmitError, Submitted};
 use crate::verify::VerifiedRun;
-use seal_core::admit::ProofSubmission;
 use seal_core::consensus;
 use seal_core::doc::*;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
+use seal_core::submission::ProofSubmission;
 use seal_core::vocab::GuardCheck;
 use seal_store::{Key, Store, StoreError};
 

@@ -1,10 +1,10 @@
 //! Reviews of sealed runs, as a use case (`seal review`, `POST /v1/runs/{id}/reviews`,
 //! `seal verify`): the rules are `seal_core::review`'s; this module reads what they are
-//! checked against from the store, logs an admitted review and stores it.
+//! checked against from the store, logs a checked review and stores it.
 //!
 //! Order of a submission: the run is proven first ([`crate::verify::prove`]: a run that does
 //! not verify is never reviewed), the stored reviews are read and each re-checked, the new one
-//! is admitted as the next of the chain, its entry is appended to the transparency log, and
+//! is checked as the next of the chain, its entry is appended to the transparency log, and
 //! only then is it stored, create-only (log before store, as for seals: a review stored but
 //! not logged was planted). Submissions of one process are serialised, so two reviews sent
 //! at once never both claim one index here; across replicas the loser of the create gets
@@ -21,7 +21,7 @@ use crate::verify::{self, RunReport};
 use seal_core::canonical::Hash;
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::RunId;
-use seal_core::review::{self, AdmittedReview, ReviewError, ReviewStatement};
+use seal_core::review::{self, CheckedReview, ReviewError, ReviewStatement};
 use seal_core::sealing::SigningKey;
 use seal_core::tlog::ReviewEntry;
 use seal_core::vocab::AuditCheck;
@@ -81,7 +81,7 @@ pub struct Stored {
     pub created: bool,
 }
 
-/// Proves the run, admits `envelope` as its next review, logs it, stores it.
+/// Proves the run, checks `envelope` as its next review, logs it, stores it.
 pub async fn submit(
     store: &Store,
     log: &Log,
@@ -135,12 +135,12 @@ pub async fn submit(
             }
         }
     }
-    let admitted =
-        review::admit(envelope, &facts, trust.reviewers).map_err(|error| SubmitError::Refused {
+    let checked =
+        review::check(envelope, &facts, trust.reviewers).map_err(|error| SubmitError::Refused {
             run: run.clone(),
             error,
         })?;
-    store_admitted(store, log, seal_key, &admitted).await
+    store_checked(store, log, seal_key, &checked).await
 }
 
 /// The answer to a review stored already: its index, key, hash and log leaf.
@@ -186,41 +186,41 @@ async fn resent(
 static SUBMITTING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Log, then store.
-async fn store_admitted(
+async fn store_checked(
     store: &Store,
     log: &Log,
     seal_key: &SigningKey,
-    admitted: &AdmittedReview,
+    checked: &CheckedReview,
 ) -> Result<Stored, SubmitError> {
-    let p = &admitted.statement().predicate;
+    let p = &checked.statement().predicate;
     let entry = ReviewEntry::new(
-        admitted.run().as_str(),
-        admitted.index(),
-        admitted.hash().as_str(),
-        admitted.key_id(),
+        checked.run().as_str(),
+        checked.index(),
+        checked.hash().as_str(),
+        checked.key_id(),
         &p.reviewed_at,
     );
     let appended = log.append_review(&entry, seal_key).await?;
-    let put = match store.put_review(admitted).await {
+    let put = match store.put_review(checked).await {
         Ok(put) => put,
         Err(StoreError::Conflict { .. }) => {
             return Err(SubmitError::Refused {
-                run: admitted.run().clone(),
-                error: conflict(admitted.index()),
+                run: checked.run().clone(),
+                error: conflict(checked.index()),
             })
         }
         Err(e) => return Err(e.into()),
     };
     tracing::info!(
-        run = %admitted.run(),
-        index = admitted.index(),
+        run = %checked.run(),
+        index = checked.index(),
         leaf = appended.index,
         "review stored"
     );
     Ok(Stored {
-        index: admitted.index(),
-        key: admitted.key(),
-        sha256: admitted.hash().clone(),
+        index: checked.index(),
+        key: checked.key(),
+        sha256: checked.hash().clone(),
         leaf_index: appended.index,
         created: put.created,
     })

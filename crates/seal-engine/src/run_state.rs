@@ -245,6 +245,40 @@ impl RunState {
     }
 }
 
+impl RunState {
+    /// The phase as the API names it: `JUDGING` (taking rolls), `FINALIZING` (the JUDGING
+    /// snapshot is stored) or `DECIDED`.
+    pub fn phase_name(&self) -> &'static str {
+        match self {
+            RunState::Open(_) => "JUDGING",
+            RunState::Finalizing(_) => "FINALIZING",
+            RunState::Decided(_) => "DECIDED",
+        }
+    }
+    /// The judged rolls: the stored records of an open run, the evidence's of a decided one.
+    pub fn rolls(&self) -> &[Roll] {
+        match self {
+            RunState::Open(o) | RunState::Finalizing(o) => o.rolls(),
+            RunState::Decided(d) => &d.evidence.rolls,
+        }
+    }
+    /// What the pipeline sends next (`roll-1`, `roll-2` or `finalize`); `None` once decided.
+    /// The roll-order rule decides it from the last judged roll's outcome.
+    pub fn next(&self) -> Option<&'static str> {
+        match self {
+            RunState::Decided(_) => None,
+            RunState::Finalizing(_) => Some("finalize"),
+            RunState::Open(o) => Some(match o.rolls().last() {
+                None => "roll-1",
+                Some(r) => match seal_core::merge::next_after(r.roll_id, r.roll_outcome) {
+                    seal_core::merge::Next::Roll2 => "roll-2",
+                    seal_core::merge::Next::Finalize => "finalize",
+                },
+            }),
+        }
+    }
+}
+
 /// The refusal for adding to a decided run.
 pub fn decided_error(d: &DecidedRun) -> RunStateError {
     RunStateError::Decided {

@@ -30,7 +30,7 @@ pub(crate) async fn metrics_auth(
 /// Runs `req` when no token guards the route, or when it carries one of the configured
 /// tokens; else 401.
 pub(crate) async fn guarded(req: Request, next: Next, tokens: &[Option<&Secret>]) -> Response {
-    if tokens.iter().any(Option::is_some) && !admitted(bearer(&req), tokens) {
+    if tokens.iter().any(Option::is_some) && !authorized(bearer(&req), tokens) {
         return ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
@@ -55,7 +55,7 @@ pub(crate) fn bearer(req: &Request) -> Option<&str> {
 
 /// Whether `given` is one of the configured tokens: each compared in constant time, all of
 /// them compared whatever the first answered.
-pub(crate) fn admitted(given: Option<&str>, tokens: &[Option<&Secret>]) -> bool {
+pub(crate) fn authorized(given: Option<&str>, tokens: &[Option<&Secret>]) -> bool {
     use subtle::ConstantTimeEq;
     let given = given.unwrap_or("");
     tokens
@@ -153,10 +153,10 @@ mod tests {
         }
         assert_eq!(bearer(&Request::new(Body::empty())), None);
         let (api, metrics) = (Secret::new("api".into()), Secret::new("met".into()));
-        assert!(admitted(Some("api"), &[Some(&api), Some(&metrics)]));
-        assert!(admitted(Some("met"), &[Some(&api), Some(&metrics)]));
-        assert!(!admitted(Some("met"), &[Some(&api)]));
-        assert!(!admitted(None, &[Some(&api), None]));
+        assert!(authorized(Some("api"), &[Some(&api), Some(&metrics)]));
+        assert!(authorized(Some("met"), &[Some(&api), Some(&metrics)]));
+        assert!(!authorized(Some("met"), &[Some(&api)]));
+        assert!(!authorized(None, &[Some(&api), None]));
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub(crate) struct ServerMetrics {
     requests: Family<Labels, Counter>,
     duration: Family<Labels, Histogram, fn() -> Histogram>,
     in_progress: Gauge,
-    admitted: Gauge,
+    queued: Gauge,
     fsyncs: Family<Labels, Counter>,
     created: Counter,
     admission: Family<Labels, Gauge>,
@@ -75,7 +75,7 @@ impl ServerMetrics {
             requests: Family::default(),
             duration: Family::new_with_constructor(duration_histogram),
             in_progress: Gauge::default(),
-            admitted: Gauge::default(),
+            queued: Gauge::default(),
             fsyncs: Family::default(),
             created: Counter::default(),
             admission: Family::default(),
@@ -98,10 +98,12 @@ impl ServerMetrics {
                 "rolls being judged now",
                 m.in_progress.clone(),
             );
+            // The metric keeps its published name (dashboards and alerts use it); in the code
+            // this is the queue of roll requests (`AppState::queued`).
             r.register(
                 "seal_rolls_admitted",
                 "rolls in progress or waiting for a permit",
-                m.admitted.clone(),
+                m.queued.clone(),
             );
             r.register(
                 "seal_store_fsyncs",
@@ -172,16 +174,10 @@ impl ServerMetrics {
     }
 
     /// The exposition, after reading the values that are sampled rather than counted.
-    pub(crate) fn render(
-        &self,
-        in_progress: usize,
-        admitted: usize,
-        admission: Admission,
-    ) -> String {
+    pub(crate) fn render(&self, in_progress: usize, queued: usize, admission: Admission) -> String {
         self.in_progress
             .set(i64::try_from(in_progress).unwrap_or(i64::MAX));
-        self.admitted
-            .set(i64::try_from(admitted).unwrap_or(i64::MAX));
+        self.queued.set(i64::try_from(queued).unwrap_or(i64::MAX));
         let now = seal_store::flush_counts();
         for (kind, n) in [
             ("syncfs", now.syncfs),

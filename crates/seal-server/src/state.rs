@@ -1,5 +1,5 @@
 //! The daemon's shared state ([`AppState`]: the engine, the trusted keys, and the bounds on
-//! rolls in progress) and the admission of a roll request against them.
+//! rolls in progress) and the place of a roll request in their queue.
 
 use axum::http::StatusCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,8 +17,8 @@ use crate::ApiError;
 pub struct AppState {
     pub(crate) engine: Engine,
     pub(crate) rolls: Arc<Semaphore>,
-    pub(crate) admitted: Arc<AtomicUsize>,
-    pub(crate) admit_limit: usize,
+    pub(crate) queued: Arc<AtomicUsize>,
+    pub(crate) queue_limit: usize,
     /// Memory budget of roll requests in progress, in KiB permits.
     pub(crate) memory: Arc<Semaphore>,
     pub(crate) memory_kib: u32,
@@ -27,7 +27,7 @@ pub struct AppState {
     pub(crate) reviewers: Arc<Vec<PublicKey>>,
     /// Whether the log may be appended to yet (see [`crate::routes::health`]).
     pub(crate) admission: crate::admission::AdmissionGate,
-    /// The server's own metrics (requests, rolls in progress, fsyncs, admission, build).
+    /// The server's own metrics (requests, rolls in progress, fsyncs, the log admission, build).
     pub(crate) metrics: Arc<crate::metrics::ServerMetrics>,
 }
 
@@ -47,16 +47,16 @@ pub const ROLL_AMPLIFICATION: u64 = 16;
 impl AppState {
     pub fn new(engine: Engine, trusted: Vec<PublicKey>) -> AppState {
         let s = &engine.config().server;
-        let admit_limit = s.max_rolls_in_progress + s.queue_bound;
-        let memory_kib = u32::try_from((engine.config().admission_bytes / 1024).max(1))
+        let queue_limit = s.max_rolls_in_progress + s.queue_bound;
+        let memory_kib = u32::try_from((engine.config().request_memory_bytes / 1024).max(1))
             .unwrap_or(Semaphore::MAX_PERMITS as u32)
             .min(Semaphore::MAX_PERMITS as u32);
         AppState {
             memory: Arc::new(Semaphore::new(memory_kib as usize)),
             memory_kib,
             rolls: Arc::new(Semaphore::new(s.max_rolls_in_progress)),
-            admitted: Arc::new(AtomicUsize::new(0)),
-            admit_limit,
+            queued: Arc::new(AtomicUsize::new(0)),
+            queue_limit,
             trusted: Arc::new(trusted),
             reviewers: Arc::new(Vec::new()),
             admission: crate::admission::AdmissionGate::new(crate::admission::Admission::Admitted),
@@ -84,9 +84,9 @@ impl AppState {
     }
 }
 
-/// Releases an admission slot when the roll request ends (success, error or cancellation).
-pub(crate) struct Admission(pub(crate) Arc<AtomicUsize>);
-impl Drop for Admission {
+/// Releases a place in the queue of roll requests when one ends (success, error or cancellation).
+pub(crate) struct QueuePlace(pub(crate) Arc<AtomicUsize>);
+impl Drop for QueuePlace {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
@@ -105,7 +105,7 @@ pub(crate) fn run_id(s: &str) -> Result<RunId, ApiError> {
 
 /// Charges a roll request its expected peak memory against the budget (never more than the
 /// whole budget, so that one largest package still runs alone); 429 when it does not fit.
-pub(crate) fn admit_memory(
+pub(crate) fn charge_memory(
     state: &AppState,
     body_len: usize,
 ) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use seal_core::canonical::{self, Hash};
 use seal_core::decided::{Decided, Seal};
 use seal_core::ids::RunId;
-use seal_core::review::AdmittedReview;
+use seal_core::review::CheckedReview;
 
 use crate::backend::Backend;
 use crate::cas_seen::CasSeen;
@@ -209,11 +209,11 @@ impl Store {
         self.create(&key, bytes, hash).await
     }
 
-    /// Writes `runs/<id>/reviews/<n>.dsse.json`, create-only: only an [`AdmittedReview`]
+    /// Writes `runs/<id>/reviews/<n>.dsse.json`, create-only: only an [`CheckedReview`]
     /// (checked against the run's verified evidence, seal and earlier reviews) is written
     /// there. Another review already at that index is [`StoreError::Conflict`]; the very same
     /// bytes again is `Ok` (not created).
-    pub async fn put_review(&self, review: &AdmittedReview) -> Result<Put, StoreError> {
+    pub async fn put_review(&self, review: &CheckedReview) -> Result<Put, StoreError> {
         let key = review.key();
         let bytes = review.bytes().clone();
         self.create(&key, bytes, review.hash().clone()).await

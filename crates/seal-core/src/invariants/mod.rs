@@ -103,7 +103,7 @@ pub fn check(kind: Kind, doc: &Value) -> Vec<Finding> {
         Kind::DecisionTree => deserialize::<DecisionTree>(doc).map(|d| decision_tree(&d)),
         Kind::ShadowReport => deserialize::<crate::doc::shadow_report::ShadowReport>(doc)
             .map(|d| shadow::invariants(&d)),
-        // A review's cross-field rules need its run (`crate::review::admit`); here only its shape.
+        // A review's cross-field rules need its run (`crate::review::check`); here only its shape.
         Kind::Review => deserialize::<crate::review::ReviewStatement>(doc).map(|_| Vec::new()),
         Kind::JudgeAttemptFailure
         | Kind::JudgeOutput

@@ -156,12 +156,13 @@ struct RawLimits {
     max_actions: Option<usize>,
     #[serde(default)]
     max_frames: Option<usize>,
-    #[serde(default)]
-    admission_bytes: Option<u64>,
+    /// `admission_bytes` is this key's earlier name, still read.
+    #[serde(default, alias = "admission_bytes")]
+    request_memory_bytes: Option<u64>,
 }
 
 /// Default memory budget of the roll requests in progress (1 GiB).
-pub const DEFAULT_ADMISSION_BYTES: u64 = 1 << 30;
+pub const DEFAULT_REQUEST_MEMORY_BYTES: u64 = 1 << 30;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -358,7 +359,7 @@ pub struct Config {
     pub package_limits: seal_core::limits::PackageLimits,
     /// Memory budget of the roll requests in progress: each is charged its body size times
     /// `server::ROLL_AMPLIFICATION`; past the budget the API answers 429.
-    pub admission_bytes: u64,
+    pub request_memory_bytes: u64,
     pub budget_run_micro: u64,
     pub signing_key: PathBuf,
     pub trusted_keys: Vec<PathBuf>,
@@ -467,7 +468,9 @@ impl Config {
                     max_frames: l.max_frames.unwrap_or(d.max_frames),
                 }
             },
-            admission_bytes: l.admission_bytes.unwrap_or(DEFAULT_ADMISSION_BYTES),
+            request_memory_bytes: l
+                .request_memory_bytes
+                .unwrap_or(DEFAULT_REQUEST_MEMORY_BYTES),
             budget_run_micro: seal_core::doc::rmb_to_micro(raw.budget.run_rmb),
             signing_key,
             trusted_keys: raw.keys.trusted.into_iter().map(PathBuf::from).collect(),

@@ -336,3 +336,21 @@ fn a_header_seal_sets_itself_is_refused() {
         );
     }
 }
+
+/// The memory budget of roll requests is `limits.request_memory_bytes`; a config written with
+/// its earlier name, `admission_bytes`, still means the same; both at once is refused.
+#[test]
+fn the_request_memory_budget_reads_its_earlier_name_too() {
+    let c = Config::parse("embedded", EMBEDDED, &env(&[])).unwrap();
+    assert_eq!(c.request_memory_bytes, 1 << 30);
+    let old = EMBEDDED.replace("request_memory_bytes = ", "admission_bytes = 4096 #");
+    assert_ne!(old, EMBEDDED, "the embedded config names the budget");
+    let c = Config::parse("old", &old, &env(&[])).unwrap();
+    assert_eq!(c.request_memory_bytes, 4096);
+    let both = EMBEDDED.replace(
+        "request_memory_bytes = ",
+        "admission_bytes = 4096\nrequest_memory_bytes = ",
+    );
+    let e = Config::parse("both", &both, &env(&[])).unwrap_err();
+    assert!(e.to_string().contains("request_memory_bytes"), "{e}");
+}

@@ -42,15 +42,7 @@ impl JudgeClient {
         job: &SlotJob<'_>,
     ) -> Result<(SlotRun, Option<super::Built>), ResumeError> {
         let max = self.config.max_attempts();
-        let request_value = self.build_request(job);
-        let expected = Bytes::from(
-            seal_core::canonical::canonical_bytes(&request_value).map_err(|source| {
-                StoreError::Canonical {
-                    key: Key::attempt_file(job.run, job.roll, self.slot, 1, "request.json"),
-                    source,
-                }
-            })?,
-        );
+        let (request_value, expected) = self.request_bytes(job)?;
         if let Some(pin) = job
             .pinned
             .as_ref()
@@ -117,6 +109,18 @@ impl JudgeClient {
             attempts,
         };
         Ok((run, Some(built)))
+    }
+    /// The request this configuration builds for `job`, and its canonical bytes (what every
+    /// attempt stores as `request.json`).
+    fn request_bytes(&self, job: &SlotJob<'_>) -> Result<(serde_json::Value, Bytes), StoreError> {
+        let value = self.build_request(job);
+        let bytes = seal_core::canonical::canonical_bytes(&value).map_err(|source| {
+            StoreError::Canonical {
+                key: Key::attempt_file(job.run, job.roll, self.slot, 1, "request.json"),
+                source,
+            }
+        })?;
+        Ok((value, Bytes::from(bytes)))
     }
     /// The slot of a roll reserved under another configuration: this configuration builds
     /// another request than the one the roll's authenticated reservation names (`pin`; a

@@ -16,9 +16,9 @@ use super::{judge_traced, stored_roll, JudgingError, RollReport, Source};
 use crate::engine::Engine;
 use crate::intake::{self, IntakeError};
 use crate::run_state::{OpenRun, RunState, RunStateError};
-use seal_core::admit::{same_submission, ProofSubmission};
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::{RollId, RunId};
+use seal_core::submission::{same_submission, ProofSubmission};
 
 /// What a submitted roll amounts to.
 #[derive(Debug)]

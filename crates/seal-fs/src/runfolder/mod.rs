@@ -16,10 +16,10 @@ pub mod write;
 use std::path::{Path, PathBuf};
 
 use crate::fsio::{describe, FsError, Kind};
-use seal_core::admit::{self, ProofSubmission};
 use seal_core::canonical::Hash;
 use seal_core::doc::Evidence;
 use seal_core::ids::{RollId, RunId};
+use seal_core::submission::{self, ProofSubmission};
 use seal_core::validate::{validate_bytes, Report};
 
 #[derive(Debug, thiserror::Error)]
@@ -164,7 +164,10 @@ impl RunFolder {
             let bytes = valid(&spec_path, limit)?;
             let v = seal_core::json::parse(&bytes, limit)
                 .map_err(|e| bad(&spec_path, e.to_string()))?;
-            if let Some(problem) = admit::play_spec_problems(&v, &header).into_iter().next() {
+            if let Some(problem) = submission::play_spec_problems(&v, &header)
+                .into_iter()
+                .next()
+            {
                 return Err(bad(&spec_path, problem));
             }
             Some(bytes)

@@ -29,11 +29,11 @@ pub(crate) async fn get_openapi() -> Response {
 pub(crate) async fn get_metrics(State(state): State<AppState>) -> Response {
     let in_progress =
         state.engine.config().server.max_rolls_in_progress - state.rolls.available_permits();
-    let admitted = state.admitted.load(Ordering::SeqCst);
+    let queued = state.queued.load(Ordering::SeqCst);
     let text = state.engine.judges().metrics.render()
         + &state
             .metrics
-            .render(in_progress, admitted, state.admission.get());
+            .render(in_progress, queued, state.admission.get());
     (
         [(
             header::CONTENT_TYPE,

@@ -1,4 +1,4 @@
-//! `POST /v1/runs/{id}/rolls/{n}`: a proof package admitted (bounds, memory), parsed once
+//! `POST /v1/runs/{id}/rolls/{n}`: a proof package queued (bounds, memory), parsed once
 //! (element limits, schema, invariants), then [`roll::submit`]: stored and judged, or the
 //! stored answer of a roll already judged with the same package. The handler only translates
 //! HTTP; the use case is the engine's, the same one `seal judge` runs.
@@ -11,12 +11,12 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 
-use seal_core::admit::ProofSubmission;
 use seal_core::ids::{RollId, RunId};
+use seal_core::submission::ProofSubmission;
 use seal_engine::intake::IntakeError;
 use seal_engine::roll::{self, Submitted};
 
-use crate::state::{admit_memory, run_id, Admission};
+use crate::state::{charge_memory, run_id, QueuePlace};
 use crate::{ApiError, AppState};
 
 pub(crate) fn roll_body(run: &RunId, r: &roll::RollReport) -> Value {
@@ -53,13 +53,13 @@ pub(crate) async fn post_roll(
                 Some(format!("run {run} roll {n}")),
             )
         })?;
-    // Admission before any work: past the bound, the caller retries later.
-    if state.admitted.fetch_add(1, Ordering::SeqCst) >= state.admit_limit {
-        state.admitted.fetch_sub(1, Ordering::SeqCst);
+    // A place in the queue before any work: past the bound, the caller retries later.
+    if state.queued.fetch_add(1, Ordering::SeqCst) >= state.queue_limit {
+        state.queued.fetch_sub(1, Ordering::SeqCst);
         return Err(ApiError::busy(2));
     }
-    let _admission = Admission(state.admitted.clone());
-    let _memory = admit_memory(&state, body.len())?;
+    let _place = QueuePlace(state.queued.clone());
+    let _memory = charge_memory(&state, body.len())?;
     let engine = &state.engine;
     let limits = &engine.config().package_limits;
     let submission = ProofSubmission::parse(&body, Some(limits), engine.store().doc_limit())

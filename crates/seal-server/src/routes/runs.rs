@@ -9,7 +9,6 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use seal_core::ids::RunId;
-use seal_core::merge::Next as NextStep;
 use seal_engine::intake::{self, Closed, Origin};
 use seal_engine::run_state::RunState;
 use seal_store::Key;
@@ -113,34 +112,19 @@ pub(crate) async fn get_run(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
-    let rolls = |rolls: &[seal_core::doc::Roll]| -> Vec<Value> {
-        rolls
-            .iter()
-            .map(|r| json!({"rollId": r.roll_id, "rollOutcome": r.roll_outcome}))
-            .collect()
-    };
-    let (open, phase) = match RunState::load(state.engine.store(), &run).await? {
-        RunState::Decided(d) => {
-            let ev = d.evidence();
-            return Ok(Json(json!({
-                "runId": run, "phase": "DECIDED", "outcome": ev.outcome, "decision": ev.decision,
-                "rolls": rolls(&ev.rolls), "evidenceSha256": d.evidence_hash(), "next": null
-            }))
-            .into_response());
-        }
-        RunState::Open(o) => (o, "JUDGING"),
-        RunState::Finalizing(o) => (o, "FINALIZING"),
-    };
-    let next = match (phase, open.rolls().last()) {
-        ("FINALIZING", _) => "finalize",
-        (_, None) => "roll-1",
-        (_, Some(r)) => match seal_core::merge::next_after(r.roll_id, r.roll_outcome) {
-            NextStep::Roll2 => "roll-2",
-            NextStep::Finalize => "finalize",
-        },
-    };
-    Ok(
-        Json(json!({"runId": run, "phase": phase, "rolls": rolls(open.rolls()), "next": next}))
-            .into_response(),
-    )
+    let standing = RunState::load(state.engine.store(), &run).await?;
+    let rolls: Vec<Value> = standing
+        .rolls()
+        .iter()
+        .map(|r| json!({"rollId": r.roll_id, "rollOutcome": r.roll_outcome}))
+        .collect();
+    let mut body = json!({
+        "runId": run, "phase": standing.phase_name(), "rolls": rolls, "next": standing.next()
+    });
+    if let RunState::Decided(d) = &standing {
+        body["outcome"] = json!(d.evidence().outcome);
+        body["decision"] = json!(d.evidence().decision);
+        body["evidenceSha256"] = json!(d.evidence_hash());
+    }
+    Ok(Json(body).into_response())
 }
