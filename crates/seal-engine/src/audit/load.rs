@@ -149,31 +149,78 @@ pub(super) async fn roll(
     run: &RunId,
     r: &Roll,
 ) -> (Option<(Roll, Hash)>, Option<LoadedRoll>) {
-    let stored = record(a, store, run, r).await;
-    (stored, documents(a, store, run, r).await)
+    // The record and the documents it names are read concurrently, each with an audit of
+    // its own, and taken in that order (see [`documents`]).
+    let record = async {
+        let mut p = Audit::default();
+        let got = record(&mut p, store, run, r).await;
+        (p, got)
+    };
+    let docs = async {
+        let mut p = Audit::default();
+        let got = documents(&mut p, store, run, r).await;
+        (p, got)
+    };
+    let ((rp, stored), (dp, docs)) = tokio::join!(record, docs);
+    a.absorb(rp);
+    a.absorb(dp);
+    (stored, docs)
 }
 
 /// Every object roll `r` references; None (with problems) when one is unusable.
+///
+/// The parts of a roll are read concurrently (on S3 a GET each: about one round trip for the
+/// roll instead of one per object), each part with an audit of its own. What the parts found
+/// is then taken in the order of one sequential walk, which stops at the first unusable part:
+/// the problems and the bound keys are exactly those of that walk.
 async fn documents(a: &mut Audit, store: &Store, run: &RunId, r: &Roll) -> Option<LoadedRoll> {
-    let (proof, _) = a
-        .doc::<ProofPackage>(store, &r.proof_package_ref, &r.proof_package_hash)
-        .await?;
-    frames(a, store, &proof).await;
-    let (package, package_bytes) = a
-        .doc::<JudgePackage>(store, &r.judge_package_ref, &r.judge_package_hash)
-        .await?;
-    let manifest_key = Key::roll_file(run, r.roll_id, "image-manifest.json");
-    let (manifest, _) = a
-        .doc::<ImageManifest>(store, &manifest_key, &package.image_manifest_hash)
-        .await?;
-    let (reservation, _) = a
-        .doc::<CostReservation>(store, &r.cost_reservation_ref, &r.cost_reservation_hash)
-        .await?;
-    let (consensus, _) = a
-        .doc::<JudgeConsensus>(store, &r.judge_consensus_ref, &r.judge_consensus_hash)
-        .await?;
-    let slot_a = slot(a, store, run, r, Slot::A).await?;
-    let slot_b = slot(a, store, run, r, Slot::B).await?;
+    let proof = async {
+        let mut p = Audit::default();
+        let proof = p
+            .doc::<ProofPackage>(store, &r.proof_package_ref, &r.proof_package_hash)
+            .await;
+        if let Some((proof, _)) = &proof {
+            frames(&mut p, store, proof).await;
+        }
+        (p, proof.map(|(proof, _)| proof))
+    };
+    let package = async {
+        let mut p = Audit::default();
+        let got = async {
+            let (package, bytes) = p
+                .doc::<JudgePackage>(store, &r.judge_package_ref, &r.judge_package_hash)
+                .await?;
+            let manifest_key = Key::roll_file(run, r.roll_id, "image-manifest.json");
+            let (manifest, _) = p
+                .doc::<ImageManifest>(store, &manifest_key, &package.image_manifest_hash)
+                .await?;
+            Some((package, bytes, manifest))
+        }
+        .await;
+        (p, got)
+    };
+    let reservation =
+        part::<CostReservation>(store, &r.cost_reservation_ref, &r.cost_reservation_hash);
+    let consensus = part::<JudgeConsensus>(store, &r.judge_consensus_ref, &r.judge_consensus_hash);
+    let slot_part = |which| async move {
+        let mut p = Audit::default();
+        let got = slot(&mut p, store, run, r, which).await;
+        (p, got)
+    };
+    let (proof, package, reservation, consensus, slot_a, slot_b) = tokio::join!(
+        proof,
+        package,
+        reservation,
+        consensus,
+        slot_part(Slot::A),
+        slot_part(Slot::B)
+    );
+    let proof = a.take(proof)?;
+    let (package, package_bytes, manifest) = a.take(package)?;
+    let reservation = a.take(reservation)?;
+    let consensus = a.take(consensus)?;
+    let slot_a = a.take(slot_a)?;
+    let slot_b = a.take(slot_b)?;
     Some(LoadedRoll {
         proof,
         package,
@@ -183,6 +230,21 @@ async fn documents(a: &mut Audit, store: &Store, run: &RunId, r: &Roll) -> Optio
         consensus,
         slots: [slot_a, slot_b],
     })
+}
+
+/// One document of a roll as a part of its concurrent load (see [`documents`]).
+async fn part<T: Checked + Bound>(store: &Store, key: &Key, hash: &Hash) -> (Audit, Option<T>) {
+    let mut p = Audit::default();
+    let got = p.doc::<T>(store, key, hash).await.map(|(doc, _)| doc);
+    (p, got)
+}
+
+impl Audit {
+    /// What a part of the load found, after what was found before it; its result.
+    fn take<T>(&mut self, (part, got): (Audit, Option<T>)) -> Option<T> {
+        self.absorb(part);
+        got
+    }
 }
 
 /// The roll record as stored must be this roll (a swapped roll folder is caught here).
