@@ -848,3 +848,56 @@ async fn a_planted_reservation_is_refused_after_a_restart() {
         .join(format!("store/runs/{run}/seal.json"))
         .exists());
 }
+
+// ---- a restart after kill -9 resumes at once ------------------------------------------------
+
+/// A daemon with the default replica id is killed with SIGKILL while both judges are answering
+/// roll 1; a new daemon on the same host and store is asked for the roll again. The leases the
+/// dead process holds name this host and a process that no longer runs: the new one takes
+/// them over at once and finishes within about one judge answer, instead of waiting out the
+/// leases (the judge timeout, 20 s here, plus the margin and the clock-skew bound).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_after_kill_9_takes_over_its_dead_predecessors_leases_at_once() {
+    const ANSWER: Duration = Duration::from_millis(1_500);
+    let lb = Loopback::start(ANSWER).await.unwrap();
+    personas(&lb);
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    let folder =
+        seal_fs::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
+    let mut first = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
+    let c = http();
+    daemon::submit(&c, &first.base, &folder).await;
+    let base = first.base.clone();
+    let roll = {
+        let (c, folder) = (c.clone(), folder.clone());
+        tokio::spawn(async move { daemon::post_roll(&c, &base, &folder, 1).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while lb.calls().len() < 2 {
+        assert!(Instant::now() < deadline, "the judges were never called");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.kill_9();
+    let _ = roll.await;
+    let leases = std::fs::read_dir(dir.path().join("store/leases"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert!(leases > 0, "the killed daemon held no lease");
+    let second = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
+    let t0 = Instant::now();
+    let (status, body) = daemon::post_roll(&c, &second.base, &folder, 1).await;
+    let took = t0.elapsed();
+    assert!(status.is_success(), "{status} {body}");
+    assert!(
+        took < Duration::from_secs(10),
+        "the restarted daemon took {took:?}: it waited out its dead predecessor's leases"
+    );
+    assert!(
+        second
+            .log_text()
+            .contains("held by a process of this host that no longer runs"),
+        "{}",
+        second.log_text()
+    );
+}

@@ -98,6 +98,67 @@ pub enum Standing {
     Expired { why: &'static str },
 }
 
+/// A replica id seal makes by default (`host:pid:process:instance`): the host name, the process
+/// id, a token drawn once per process, and one drawn per set of judge clients. Any other id (an
+/// operator's `SEAL_REPLICA_ID`) does not parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefaultReplicaId<'a> {
+    pub host: &'a str,
+    pub pid: u32,
+    pub process: &'a str,
+    pub instance: &'a str,
+}
+
+impl<'a> DefaultReplicaId<'a> {
+    /// Length of the process and instance tokens, in hex digits.
+    pub const TOKEN_HEX: usize = 12;
+
+    pub fn parse(id: &'a str) -> Option<DefaultReplicaId<'a>> {
+        let mut parts = id.split(':');
+        let (host, pid, process, instance) =
+            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        let token = |t: &str| {
+            t.len() == Self::TOKEN_HEX
+                && t.bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        };
+        let pid_ok = !pid.is_empty() && pid.len() <= 10 && pid.bytes().all(|b| b.is_ascii_digit());
+        if parts.next().is_some()
+            || host.is_empty()
+            || !pid_ok
+            || !token(process)
+            || !token(instance)
+        {
+            return None;
+        }
+        Some(DefaultReplicaId {
+            host,
+            pid: pid.parse().ok()?,
+            process,
+            instance,
+        })
+    }
+}
+
+/// Whether the lease `holder` is a process of this replica's host (`me`) that no longer runs,
+/// so its lease holds nobody back: an earlier process that had this very pid (a restarted
+/// container, where the new process often gets the old one's pid: another process token), or
+/// another pid that `running` says does not run here. Judged only between two default replica
+/// ids of one host; a sibling in this very process (same pid and token) is running. A
+/// planted holder that passes this only makes this replica call the judge once more.
+pub fn holder_gone(holder: &str, me: &str, running: impl Fn(u32) -> bool) -> bool {
+    let (Some(h), Some(m)) = (DefaultReplicaId::parse(holder), DefaultReplicaId::parse(me)) else {
+        return false;
+    };
+    if h.host != m.host {
+        return false;
+    }
+    if h.pid == m.pid {
+        return h.process != m.process;
+    }
+    !running(h.pid)
+}
+
 /// Judges a stored lease's bytes at `now_ms`. A malformed lease, one for another epoch, or one
 /// whose lifetime exceeds `max_ttl` ([`LeasePolicy::max_lifetime`]: longer than any lease an
 /// honest replica of this cluster takes, so planted to hold judging back) holds nobody back.
@@ -153,6 +214,58 @@ pub fn standing(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lease_of_a_process_of_this_host_that_no_longer_runs_holds_nobody_back() {
+        let me = "node-1:1:aaaaaaaaaaaa:111111111111";
+        let running = |pid: u32| pid == 42;
+        // A restarted container: the same pid, another process.
+        assert!(holder_gone(
+            "node-1:1:bbbbbbbbbbbb:222222222222",
+            me,
+            running
+        ));
+        // A sibling in this very process (another set of judge clients): running.
+        assert!(!holder_gone(
+            "node-1:1:aaaaaaaaaaaa:333333333333",
+            me,
+            running
+        ));
+        // Another pid of this host: gone unless it runs.
+        assert!(holder_gone(
+            "node-1:7:cccccccccccc:444444444444",
+            me,
+            running
+        ));
+        assert!(!holder_gone(
+            "node-1:42:cccccccccccc:444444444444",
+            me,
+            running
+        ));
+        // Another host, an operator's id, a malformed one: never judged.
+        assert!(!holder_gone(
+            "node-2:7:cccccccccccc:444444444444",
+            me,
+            running
+        ));
+        assert!(!holder_gone("seal-ops-test:0", me, running));
+        assert!(!holder_gone("node-1:7:cccccccccccc", me, running));
+        assert!(!holder_gone(
+            "node-1:7:CCCCCCCCCCCC:444444444444",
+            me,
+            running
+        ));
+        assert!(!holder_gone(
+            "node-1:x7:cccccccccccc:444444444444",
+            me,
+            running
+        ));
+        assert!(!holder_gone(
+            "node-1:7:cccccccccccc:444444444444",
+            "seal-7f9c:0",
+            running
+        ));
+    }
 
     fn doc(holder: &str, epoch: u32, taken: u64, expires: u64) -> Vec<u8> {
         crate::canonical::canonical_bytes(&LeaseDoc {

@@ -120,8 +120,7 @@ pub async fn take(
             epoch = last; // deleted meanwhile: create it again
             continue;
         };
-        let skew = policy.max_clock_skew;
-        match standing(&theirs, last, now_ms(), &policy.holder, max_ttl, skew) {
+        match standing_here(&theirs, last, policy, max_ttl) {
             Standing::Mine => {
                 return Ok(Taken::Held {
                     epoch: last,
@@ -171,18 +170,39 @@ pub async fn live_until(
         return Ok(None);
     };
     Ok(
-        match standing(
-            &bytes,
-            epoch,
-            now_ms(),
-            &policy.holder,
-            policy.max_lifetime(timeout),
-            policy.max_clock_skew,
-        ) {
+        match standing_here(&bytes, epoch, policy, policy.max_lifetime(timeout)) {
             Standing::Live { until_ms, .. } => Some(until_ms),
             Standing::Mine | Standing::Expired { .. } => None,
         },
     )
+}
+
+/// [`standing`] now, on this host: a live lease of a process of this host that no longer
+/// runs ([`holder_gone`]: a restart after `kill -9` or a crash) is expired, so the restarted
+/// replica takes the attempt over at once instead of waiting out its own predecessor's lease.
+fn standing_here(bytes: &[u8], epoch: u32, policy: &LeasePolicy, max_ttl: Duration) -> Standing {
+    match standing(
+        bytes,
+        epoch,
+        now_ms(),
+        &policy.holder,
+        max_ttl,
+        policy.max_clock_skew,
+    ) {
+        Standing::Live { holder, .. } if holder_gone(&holder, &policy.holder, pid_running) => {
+            Standing::Expired {
+                why: "held by a process of this host that no longer runs",
+            }
+        }
+        other => other,
+    }
+}
+
+/// Whether process `pid` runs on this host (in this pid namespace). Where that cannot be
+/// asked (no `/proc`), every process counts as running: leases are then waited out.
+fn pid_running(pid: u32) -> bool {
+    let proc = std::path::Path::new("/proc");
+    !proc.join("self").exists() || proc.join(pid.to_string()).exists()
 }
 
 /// The poll interval while waiting for another replica's answer: 25 ms doubling to 500 ms.

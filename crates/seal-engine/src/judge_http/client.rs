@@ -262,7 +262,10 @@ fn secrets_of<'a>(config: &'a Config, salt: &'a Secret) -> super::redact::Redact
     super::redact::Redactor::new(secrets)
 }
 
-/// A replica name unique to this process: host, pid and the client instance's random bits.
+/// A replica name unique to this set of judge clients, in the form of
+/// [`crate::leasing::DefaultReplicaId`]: host, pid, this process's token and the clients'
+/// instance. A restarted process on the same host recognises its dead predecessor's leases by
+/// it (`leasing::holder_gone`) and takes them over at once.
 fn default_replica_id(instance: &str) -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
@@ -274,7 +277,19 @@ fn default_replica_id(instance: &str) -> String {
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
         .take(64)
         .collect();
-    format!("{host}:{}:{instance}", std::process::id())
+    let host = if host.is_empty() { "host".into() } else { host };
+    format!(
+        "{host}:{}:{}:{instance}",
+        std::process::id(),
+        process_token()
+    )
+}
+
+/// 12 hex digits drawn once per process: what tells a process from an earlier one that had its
+/// pid (a restarted container's process is often pid 1 again).
+fn process_token() -> &'static str {
+    static TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TOKEN.get_or_init(|| hex::encode(rand::random::<[u8; 6]>()))
 }
 
 pub(super) fn now_rfc3339() -> String {
