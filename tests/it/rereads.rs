@@ -25,13 +25,25 @@ fn flip_middle_byte(path: &Path) {
     std::fs::write(path, bytes).unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn verify_rehashes_objects_this_process_wrote() {
+/// A run whose roll 1 one engine has judged on a `file://` store in a fresh folder: the
+/// judges (kept alive), the folder, the engine and the run.
+async fn roll_1_judged_on_file() -> (
+    Loopback,
+    tempfile::TempDir,
+    seal_engine::engine::Engine,
+    seal_fs::runfolder::RunFolder,
+) {
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
     personas(&lb);
     let dir = tempfile::tempdir().unwrap();
     let engine = engine_with(&lb, &file_url(dir.path()), &[]).await;
     let (folder, _) = judge_roll1(&engine, &example("run-narrative-0010-pass")).await;
+    (lb, dir, engine, folder)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_rehashes_objects_this_process_wrote() {
+    let (_lb, dir, engine, folder) = roll_1_judged_on_file().await;
     let done = seal_engine::postguard::finalize(&engine, folder.run())
         .await
         .unwrap();
@@ -75,11 +87,7 @@ async fn verify_rehashes_objects_this_process_wrote() {
 /// nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_postguard_rereads_what_this_process_wrote() {
-    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
-    personas(&lb);
-    let dir = tempfile::tempdir().unwrap();
-    let engine = engine_with(&lb, &file_url(dir.path()), &[]).await;
-    let (folder, _) = judge_roll1(&engine, &example("run-narrative-0010-pass")).await;
+    let (_lb, dir, engine, folder) = roll_1_judged_on_file().await;
     let run = folder.run().clone();
     let consensus = Key::roll_file(&run, RollId::R1, "consensus.json");
     flip_middle_byte(&dir.path().join(consensus.as_str()));

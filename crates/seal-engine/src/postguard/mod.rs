@@ -448,14 +448,16 @@ async fn stored_snapshot(
     header: Evidence,
     loaded: &audit::Loaded,
 ) -> Result<Snapshot, FinalizeError> {
+    // Incomplete: every problem the load met says why; complete: only the corrupt ones stop it.
+    let complete = loaded.complete();
     let corrupt: Vec<String> = loaded
         .problems()
-        .filter(|p| p.corrupt || !loaded.complete())
+        .filter(|p| p.corrupt || !complete)
         .take(5)
         .map(|p| p.to_string())
         .collect();
     let judged = match loaded.judged() {
-        Some(j) if corrupt.is_empty() && loaded.complete() => j,
+        Some(j) if corrupt.is_empty() && complete => j,
         _ => {
             return Err(FinalizeError::Corrupt {
                 run: run.clone(),
