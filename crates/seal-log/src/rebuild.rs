@@ -34,7 +34,7 @@ use seal_core::ids::RunId;
 use seal_core::sealing::{PublicKey, SigningKey};
 use seal_core::tlog::{self, LogEntry, LogTrust, RebuildEntry, MAX_REBUILD_PROBLEMS};
 use seal_core::vocab::AuditCheck;
-use seal_store::{Key, StoreError};
+use seal_store::{CopiedAside, Key, StoreError};
 
 /// Where the previous log's objects go.
 const SUPERSEDED: &str = "log/superseded";
@@ -391,6 +391,7 @@ impl<S: LogStorage> Log<S> {
         moving.extend(crate::tiles::in_the_way(&self.store, &view.tree, keep).await?);
         moving.sort();
         moving.dedup();
+        let mut copied = Vec::with_capacity(moving.len());
         for k in &moving {
             let rest = k
                 .as_str()
@@ -400,17 +401,19 @@ impl<S: LogStorage> Log<S> {
                 key: k.to_string(),
                 detail: format!("cannot name its superseded copy: {e}"),
             })?;
-            let bytes = self.store.get(k).await?;
-            self.store.create(&to, bytes).await?;
+            copied.push(self.store.copy_aside(k, &to).await?);
         }
         // Removed only once everything is copied: a crash leaves the old log whole. The
         // checkpoints go last: a crash part-way leaves every checkpoint that covered a removed
         // entry, so the rebuild run again sees the same losses and asks for the same drops.
-        let (checkpoints, rest): (Vec<&Key>, Vec<&Key>) = moving
-            .iter()
-            .partition(|k| k.as_str().starts_with(seal_core::key::LOG_CHECKPOINTS));
-        for k in rest.into_iter().chain(checkpoints) {
-            self.store.remove(k).await?;
+        let (checkpoints, rest): (Vec<&CopiedAside>, Vec<&CopiedAside>) =
+            copied.iter().partition(|c| {
+                c.from()
+                    .as_str()
+                    .starts_with(seal_core::key::LOG_CHECKPOINTS)
+            });
+        for c in rest.into_iter().chain(checkpoints) {
+            self.store.remove_copied(c).await?;
         }
         Ok((folder, moving.len() as u64))
     }

@@ -15,7 +15,7 @@ use std::future::Future;
 use seal_core::canonical::Hash;
 use seal_core::ids::RunId;
 use seal_core::key::{LOG_CHECKPOINTS, LOG_ENTRIES, LOG_TILES};
-use seal_store::{Bounded, Key, Listing, StoreError};
+use seal_store::{Bounded, CopiedAside, Key, Listing, StoreError};
 
 /// The storage under a log: create-only, with one removal. Cheap to clone (a handle).
 ///
@@ -62,9 +62,21 @@ pub trait LogStorage: Clone + Send + Sync + 'static {
     /// The runs the storage holds (the valid run ids under `runs/`), sorted.
     fn runs(&self) -> impl Future<Output = Result<Vec<RunId>, StoreError>> + Send;
 
-    /// Removes a log entry, checkpoint or tile ([`removable`]) that `seal log rebuild` has
-    /// copied aside first; absent already is success. Every other key is refused.
-    fn remove(&self, key: &Key) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Copies the object `from` to `to` (create-only; the same bytes there already are a
+    /// success): what `seal log rebuild` does with every entry, checkpoint and tile it moves
+    /// aside, before it removes any of them.
+    fn copy_aside(
+        &self,
+        from: &Key,
+        to: &Key,
+    ) -> impl Future<Output = Result<CopiedAside, StoreError>> + Send;
+
+    /// Removes an object [`LogStorage::copy_aside`] copied, when it is a log entry, checkpoint
+    /// or tile ([`removable`]); absent already is success. Every other key is refused.
+    fn remove_copied(
+        &self,
+        aside: &CopiedAside,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// The largest document read whole.
     fn doc_limit(&self) -> u64;
@@ -79,7 +91,7 @@ pub trait LogStorage: Clone + Send + Sync + 'static {
     }
 }
 
-/// Whether `key` is one the log may remove ([`LogStorage::remove`]): an entry, a checkpoint or
+/// Whether `key` is one the log may remove ([`LogStorage::remove_copied`]): an entry, a checkpoint or
 /// a tile, the objects a rebuild moves aside. Never a run's object, a pointer or a
 /// cosignature.
 pub fn removable(key: &Key) -> bool {

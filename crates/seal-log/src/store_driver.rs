@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use seal_core::canonical::Hash;
 use seal_core::ids::RunId;
-use seal_store::{Bounded, Key, Listing, Store, StoreError};
+use seal_store::{Bounded, CopiedAside, Key, Listing, Store, StoreError};
 
 use crate::storage::{removable, LogStorage};
 
@@ -44,7 +44,12 @@ impl LogStorage for Store {
         Ok(Store::runs(self).await?.runs)
     }
 
-    async fn remove(&self, key: &Key) -> Result<(), StoreError> {
+    async fn copy_aside(&self, from: &Key, to: &Key) -> Result<CopiedAside, StoreError> {
+        Store::copy_aside(self, from, to).await
+    }
+
+    async fn remove_copied(&self, aside: &CopiedAside) -> Result<(), StoreError> {
+        let key = aside.from();
         if !removable(key) {
             return Err(StoreError::Backend {
                 key: key.to_string(),
@@ -52,7 +57,7 @@ impl LogStorage for Store {
                 detail: "only log entries, checkpoints and tiles are ever removed".into(),
             });
         }
-        Store::remove(self, key).await
+        Store::remove_copied(self, aside).await
     }
 
     fn doc_limit(&self) -> u64 {
@@ -61,5 +66,56 @@ impl LogStorage for Store {
 
     async fn get(&self, key: &Key) -> Result<Bytes, StoreError> {
         Store::get(self, key).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(s: &str) -> Key {
+        Key::parse(s).unwrap()
+    }
+
+    /// The log removes only an entry, checkpoint or tile it copied aside: the copy holds the
+    /// bytes afterwards, and a run's object, even copied, is refused and stays.
+    #[tokio::test]
+    async fn only_a_log_object_copied_aside_is_removed() {
+        let store = Store::open("memory://").await.unwrap();
+        let tile = key("log/tiles/tile/8/0/000");
+        let run_doc = key("runs/r1/header.json");
+        for k in [&tile, &run_doc] {
+            LogStorage::create(&store, k, Bytes::from_static(b"{}"))
+                .await
+                .unwrap();
+        }
+
+        let to = key("log/superseded/1-2/tiles/tile/8/0/000");
+        let aside = LogStorage::copy_aside(&store, &tile, &to).await.unwrap();
+        LogStorage::remove_copied(&store, &aside).await.unwrap();
+        assert!(store.get_opt(&tile).await.unwrap().is_none());
+        assert_eq!(store.get(&to).await.unwrap(), Bytes::from_static(b"{}"));
+        // Removed already: success, nothing else touched.
+        LogStorage::remove_copied(&store, &aside).await.unwrap();
+
+        let to = key("log/superseded/1-2/runs/r1/header.json");
+        let aside = LogStorage::copy_aside(&store, &run_doc, &to).await.unwrap();
+        let err = LogStorage::remove_copied(&store, &aside).await.unwrap_err();
+        assert!(err.to_string().contains("runs/r1/header.json"), "{err}");
+        assert!(store.get_opt(&run_doc).await.unwrap().is_some());
+    }
+
+    /// A missing object is not copied, so it can never be named for removal.
+    #[tokio::test]
+    async fn nothing_missing_is_copied_aside() {
+        let store = Store::open("memory://").await.unwrap();
+        let err = LogStorage::copy_aside(
+            &store,
+            &key("log/entries/00000000000000000000"),
+            &key("log/superseded/x/entries/00000000000000000000"),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(err, StoreError::NotFound { .. }), "{err}");
     }
 }

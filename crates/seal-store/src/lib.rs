@@ -13,7 +13,8 @@
 //! - **create-only**: every put is `PutMode::Create`. The same bytes again is `Ok` (idempotent
 //!   retries, racing replicas); other bytes at an existing key is [`StoreError::Conflict`],
 //!   naming the key and both hashes. Nothing is ever overwritten or deleted, but for the one
-//!   operator command that moves a damaged transparency log aside ([`Store::remove`]).
+//!   operator command that moves a damaged transparency log aside ([`Store::copy_aside`],
+//!   then [`Store::remove_copied`], which removes only what was copied).
 //! - **verified reads**: [`Store::get_verified`] and [`Store::verify`] re-hash what they read;
 //!   a missing object or a wrong hash is an error naming the key (and both hashes), never
 //!   repaired.
@@ -46,6 +47,8 @@ pub use file::durable::{flush_counts, Flush, FlushCounts};
 pub use seal_core::key::{Key, Stored};
 pub use staging::Staging;
 pub use store::crash;
-pub use store::{parse_stored, Bounded, Listing, Put, RunListing, Store, DEFAULT_DOC_LIMIT};
+pub use store::{
+    parse_stored, Bounded, CopiedAside, Listing, Put, RunListing, Store, DEFAULT_DOC_LIMIT,
+};
 pub use tally::kind as read_kind;
 pub use url::{is_loopback_host, StoreUrl};

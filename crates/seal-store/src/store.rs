@@ -71,6 +71,33 @@ pub struct RunListing {
     pub invalid: Vec<String>,
 }
 
+/// An object [`Store::copy_aside`] copied: its bytes are stored under [`CopiedAside::to`] as
+/// well. Only the store makes one, and it is the only way to name an object to remove.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CopiedAside {
+    from: Key,
+    to: Key,
+}
+
+impl CopiedAside {
+    /// Where the object was (and is removed from).
+    pub fn from(&self) -> &Key {
+        &self.from
+    }
+    /// Where its copy is.
+    pub fn to(&self) -> &Key {
+        &self.to
+    }
+    /// One made without a copy, for the store's own tests of removal beneath the root.
+    #[cfg(test)]
+    pub(crate) fn unchecked(from: Key) -> CopiedAside {
+        CopiedAside {
+            to: from.clone(),
+            from,
+        }
+    }
+}
+
 impl Store {
     /// Opens the store named by `url` (see the crate doc for the schemes); a missing `file://`
     /// folder is created.
@@ -229,11 +256,24 @@ impl Store {
         Ok(self.create(key, bytes, hash).await?.stored)
     }
 
-    /// Removes the object `key`: the one exception to "nothing is deleted", for a caller that
-    /// has copied it aside first and says which objects it may remove (the transparency log's
-    /// rebuild, through seal-log, removes only its own entries, checkpoints and tiles). The
+    /// Copies the object `from` to `to`, create-only (identical bytes already at `to` are a
+    /// success, as after a crash part-way through a rebuild): the first half of the one
+    /// exception to "nothing is deleted". The [`CopiedAside`] returned is the only thing
+    /// [`Store::remove_copied`] accepts, so no object is removed that is not kept elsewhere.
+    pub async fn copy_aside(&self, from: &Key, to: &Key) -> Result<CopiedAside, StoreError> {
+        let bytes = self.get(from).await?;
+        self.put(to, bytes).await?;
+        Ok(CopiedAside {
+            from: from.clone(),
+            to: to.clone(),
+        })
+    }
+
+    /// Removes an object [`Store::copy_aside`] copied (the transparency log's rebuild, through
+    /// seal-log, which moves only its own entries, checkpoints and tiles aside). The
     /// postguard's two keys are refused ([`StoreError::Reserved`]). Absent already is success.
-    pub async fn remove(&self, key: &Key) -> Result<(), StoreError> {
+    pub async fn remove_copied(&self, aside: &CopiedAside) -> Result<(), StoreError> {
+        let key = &aside.from;
         if key.is_reserved() {
             return Err(StoreError::Reserved { key: key.clone() });
         }
