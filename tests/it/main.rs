@@ -22,6 +22,7 @@ mod finalize_race;
 mod independent_verifier;
 mod judge_e2e;
 mod judge_faults;
+mod judges_check;
 mod keys;
 mod loads;
 mod log_guard;
