@@ -39,6 +39,7 @@ mod review_browser;
 mod review_stats;
 mod secure_defaults;
 mod serve;
+mod serve_store;
 mod shadow_pure;
 mod shadow_report;
 mod stats;
