@@ -37,6 +37,7 @@ mod rereads;
 mod review;
 mod review_browser;
 mod review_stats;
+mod review_trust;
 mod secure_defaults;
 mod serve;
 mod serve_store;
