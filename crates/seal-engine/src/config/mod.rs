@@ -320,6 +320,10 @@ impl SlotConfig {
             self.base_url.as_str().trim_end_matches('/')
         )
     }
+    /// [`SlotConfig::endpoint`] as printed: without user info, which may hold a password.
+    pub fn shown_endpoint(&self) -> String {
+        format!("{}{ENDPOINT_PATH}", without_userinfo(&self.base_url))
+    }
     pub fn host(&self) -> String {
         let host = self.base_url.host_str().unwrap_or("");
         match self.base_url.port() {
@@ -690,9 +694,18 @@ fn without_endpoint_suffix(mut url: url::Url, from: &str) -> (url::Url, Option<S
     let note = format!(
         "{from} ends in {ENDPOINT_PATH}, which seal appends itself: using {} as the base URL \
          (drop the suffix to silence this note)",
-        url.as_str().trim_end_matches('/')
+        without_userinfo(&url)
     );
     (url, Some(note))
+}
+
+/// `url` without user info and trailing `/`, for output and logs.
+fn without_userinfo(url: &url::Url) -> String {
+    let mut shown = url.clone();
+    // Only a URL that cannot have user info (no host) refuses these, and it has none.
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.as_str().trim_end_matches('/').to_string()
 }
 
 /// The numeric and URL bounds of a parsed config file, each naming its field.

@@ -389,6 +389,22 @@ fn a_base_url_ending_in_the_endpoint_is_taken_as_the_base_and_noted_with_its_sou
         note.starts_with("judges.a.base_url of config/x.toml ends in /chat/completions"),
         "{note}"
     );
+    // User info (a gateway's password) is never shown.
+    let with_user = [(
+        "SEAL_JUDGE_A_URL",
+        "https://u:pw-secret@gw.example/v1/chat/completions",
+    )];
+    let c = Config::parse("t", EMBEDDED, &env(&with_user)).unwrap();
+    assert_eq!(
+        c.a.shown_endpoint(),
+        "https://gw.example/v1/chat/completions"
+    );
+    assert!(!c
+        .a
+        .base_url_note
+        .as_deref()
+        .unwrap_or_default()
+        .contains("pw-secret"));
     // A plain base URL is left as it is, without a note.
     let c = Config::parse("t", EMBEDDED, &env(&[])).unwrap();
     assert!(c.a.base_url_note.is_none() && c.b.base_url_note.is_none());

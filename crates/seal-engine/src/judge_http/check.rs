@@ -112,7 +112,7 @@ pub async fn check_slot(config: &Config, c: &SlotConfig) -> SlotCheck {
         structured: Verdict::Skipped,
         latency_ms: None,
         detail: String::new(),
-        url: c.endpoint(),
+        url: c.shown_endpoint(),
         answer: None,
         note: c.base_url_note.clone(),
     };
