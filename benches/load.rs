@@ -185,7 +185,7 @@ fn main() {
         };
         let mut child = Command::new(seal)
             .current_dir(dir.path())
-            .args(["--config", "seal.toml", "serve", "--listen", "127.0.0.1:0", "--store", &store, "--key", "keys/seal.key.pem"])
+            .args(["--config", "seal.toml", "serve", "--listen", "127.0.0.1:0", "--store", &store, "--key", "keys/seal.key.pem", "--create-store"])
             .env("SEAL_JUDGE_A_URL", lb.url())
             .env("SEAL_JUDGE_B_URL", lb.url())
             .env("SEAL_JUDGE_A_MODEL", "load-a")

@@ -114,7 +114,7 @@ def seal_row(args, judge_url: str, store: str, work: pathlib.Path) -> tuple[dict
     out = here / "serve.out"
     with open(out, "w") as o, open(here / "serve.log", "w") as e:
         proc = subprocess.Popen(
-            [args.seal, "serve", "--listen", "127.0.0.1:0", "--store", store, "--key", "keys/seal.key.pem"],
+            [args.seal, "serve", "--listen", "127.0.0.1:0", "--store", store, "--key", "keys/seal.key.pem", "--create-store"],
             cwd=here, env=env, stdout=o, stderr=e,
         )
     try:

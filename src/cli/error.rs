@@ -65,6 +65,18 @@ pub enum CliError {
     File(#[from] FsError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// `seal serve` on a `file://` store whose folder is missing, without `--create-store`.
+    #[error(
+        "store {url} ({from}): the folder {} does not exist; check the path, or give \
+         --create-store to start a new, empty store there",
+        path.display()
+    )]
+    MissingStore {
+        url: String,
+        path: std::path::PathBuf,
+        /// Where the URL came from: `--store` or the config's `store`.
+        from: String,
+    },
     /// A run named on the command line is not in the store (or the archive).
     #[error("no run {run} in {store}")]
     NoRun { run: RunId, store: String },
@@ -127,6 +139,7 @@ impl HasFault for CliError {
             | CliError::Config(_)
             | CliError::Key(_)
             | CliError::NoRun { .. }
+            | CliError::MissingStore { .. }
             | CliError::Unusable { .. }
             | CliError::Setup(_) => Fault::Caller,
             CliError::File(e) => e.fault(),

@@ -31,13 +31,16 @@ pub struct CheckArgs {
 
 pub fn run(ctx: &Context, cmd: JudgesCommand) -> Result<ExitStatus, CliError> {
     let JudgesCommand::Check(args) = cmd;
-    // Like serve and judge: a key that is not set is refused, never sent as no key.
-    ctx.config().judge_credentials().map_err(CliError::failed)?;
     let slots: Vec<Slot> = match args.slot.as_deref() {
         Some("a") => vec![Slot::A],
         Some(_) => vec![Slot::B],
         None => vec![Slot::A, Slot::B],
     };
+    // Like serve and judge: a key that is not set is refused, never sent as no key; only the
+    // slots checked need theirs (checking A on a host that has only A's key is the point).
+    ctx.config()
+        .slot_credentials(&slots)
+        .map_err(CliError::failed)?;
     // One slot after the other: two requests, and a table in slot order.
     let rows: Vec<SlotCheck> = ctx.block_on(async {
         let mut rows = Vec::new();
@@ -57,7 +60,9 @@ pub fn run(ctx: &Context, cmd: JudgesCommand) -> Result<ExitStatus, CliError> {
     Ok(ExitStatus::yes_if(rows.iter().all(SlotCheck::passed)))
 }
 
-/// The table: one row per slot, every value made safe for a terminal.
+/// The table: one row per slot, every value made safe for a terminal. Under a failed row, the
+/// URL posted to and (structured output) what the judge answered; under any row, the note of a
+/// base URL seal changed.
 pub fn table(rows: &[SlotCheck]) -> String {
     use std::fmt::Write;
     let mut o = String::new();
@@ -84,6 +89,15 @@ pub fn table(rows: &[SlotCheck]) -> String {
             latency,
             terminal_safe(&r.detail)
         );
+        if !r.passed() {
+            let _ = writeln!(o, "     posted to {}", terminal_safe(&r.url));
+        }
+        if let Some(answer) = &r.answer {
+            let _ = writeln!(o, "     judge answered: {}", terminal_safe(answer));
+        }
+        if let Some(note) = &r.note {
+            let _ = writeln!(o, "     note: {}", terminal_safe(note));
+        }
     }
     o
 }

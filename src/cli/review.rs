@@ -72,6 +72,12 @@ pub fn run(ctx: &Context, args: ReviewArgs) -> Result<ExitStatus, CliError> {
     let trusted = ctx.trusted(&args.trust, None)?;
     let reviewers = ctx.reviewer_keys(&args.trust_reviewer)?;
     let reviewer_key = seal_fs::keys::load_signing_key(&args.key)?;
+    // Trusted here by `--trust-reviewer` alone, the review is stored, but every `seal verify`
+    // on the configuration (the nightly one, the daemon's /verify) fails the run for it.
+    let configured = ctx
+        .reviewer_keys(&[])?
+        .iter()
+        .any(|k| k.key_id == reviewer_key.key_id);
     let signing = ctx.signing(args.log_key.as_deref())?;
     let url = ctx.store_url(args.store.as_ref())?;
     let run = &args.run_id;
@@ -93,6 +99,15 @@ pub fn run(ctx: &Context, args: ReviewArgs) -> Result<ExitStatus, CliError> {
                 .await,
         )
     })?;
+    if done.is_ok() && !configured {
+        eprintln!(
+            "seal: warning: reviewer key {} is not in reviewers.trusted of {}: `seal verify` \
+             without --trust-reviewer for it (the nightly verify, the daemon's /verify) will \
+             fail run {run} until its public key is added there",
+            reviewer_key.key_id,
+            terminal_safe(&ctx.config().source)
+        );
+    }
     report(run, &url, &reviewer_key, done)
 }
 

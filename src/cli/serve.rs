@@ -30,6 +30,10 @@ pub struct ServeArgs {
     /// network). Refused without this flag.
     #[arg(long)]
     pub insecure_no_auth: bool,
+    /// Create a `file://` store whose folder does not exist yet (a new deployment). Without
+    /// it a missing folder is refused: a mistyped path would start an empty store.
+    #[arg(long)]
+    pub create_store: bool,
 }
 
 pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitStatus, CliError> {
@@ -40,6 +44,10 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitStatus, CliError> {
     let reviewers = ctx.reviewer_keys(&[])?;
     seal_core::contracts::self_check().map_err(|e| CliError::Setup(e.to_string()))?;
     ctx.judge_keys(&signing)?;
+    // After the keys and the secret: a daemon that could not judge creates nothing either way.
+    if !args.create_store {
+        missing_folder(&url, args.store.is_some(), &ctx.config().source)?;
+    }
     ctx.block_on(async {
         let store = ctx
             .write_store(&signing, &url, Opening::CreateIfMissing)
@@ -68,6 +76,28 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitStatus, CliError> {
         }
         tracing::info!("stopped");
         Ok(ExitStatus::Yes)
+    })
+}
+
+/// Refuses a `file://` store whose folder is missing (`--create-store` not given), naming the
+/// path, where the URL came from and the flag. A daemon pointed at a mistyped path would
+/// otherwise serve, seal and log into a new empty store while the real one sits unread;
+/// `memory://` is empty by nature and `s3://` buckets are made by their owner.
+fn missing_folder(url: &StoreArg, flag: bool, config: &str) -> Result<(), CliError> {
+    let seal_store::StoreUrl::File(path, _) = url.url() else {
+        return Ok(());
+    };
+    if path.exists() {
+        return Ok(());
+    }
+    Err(CliError::MissingStore {
+        url: url.to_string(),
+        path: path.clone(),
+        from: if flag {
+            "--store".to_string()
+        } else {
+            format!("store of {config}")
+        },
     })
 }
 

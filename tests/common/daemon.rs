@@ -60,6 +60,7 @@ pub fn spawn_daemon(dir: &Path, lb: &Loopback, store: &str, extra_env: &[(&str, 
         store,
         "--key",
         "keys/seal.key.pem",
+        "--create-store",
     ])
     .env("SEAL_JUDGE_TIMEOUT_MS", "20000")
     .stdout(Stdio::piped())

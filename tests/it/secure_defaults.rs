@@ -280,7 +280,7 @@ fn serve_refuses_a_non_loopback_address_without_a_token_unless_insecure_no_auth(
             "--store",
             "file://./store",
         ])
-        .args(["--key", "keys/seal.key.pem"])
+        .args(["--key", "keys/seal.key.pem", "--create-store"])
         .args(extra)
         // The judges' keys are there: this test is about the API token.
         .env("SEAL_JUDGE_A_KEY", "sk-secure-defaults-a-0123")

@@ -322,6 +322,8 @@ class SealDaemon:
             self.store_url,
             "--key",
             str(self.key),
+            # A fresh folder per test; a restart finds it there (the flag then changes nothing).
+            "--create-store",
         ]
         with out.open("wb") as sink, (self.workdir / f"serve-{self.starts}.err").open("wb") as err:
             self.proc = subprocess.Popen(

@@ -266,7 +266,11 @@ async fn serve(
             write_response(&mut conn, 200, None, b"{\"ok\":true}").await?;
             continue;
         }
-        if !request_line.contains("/chat/completions") {
+        // Only the endpoint itself, as a provider routes: a base URL that already ended in
+        // `/chat/completions` and got it appended again is answered 404 here too.
+        let path = request_line.split_whitespace().nth(1).unwrap_or("");
+        let path = path.split('?').next().unwrap_or("");
+        if !path.ends_with("/chat/completions") || path.matches("/chat/completions").count() > 1 {
             write_response(
                 &mut conn,
                 404,

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::{invalid, Config, ConfigError, Secret, SlotConfig};
+use seal_core::ids::Slot;
 
 /// `judges.<s>.auth` as written.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
@@ -134,9 +135,15 @@ impl Config {
     /// Called by the commands that call judges (serve, judge, replay with live judges, judges
     /// check) before they open a store.
     pub fn judge_credentials(&self) -> Result<(), MissingCredentials> {
-        let missing: Vec<String> = [&self.a, &self.b]
-            .into_iter()
-            .flat_map(slot_missing)
+        self.slot_credentials(&[Slot::A, Slot::B])
+    }
+
+    /// [`Config::judge_credentials`] for `slots` only: `seal judges check --slot a` calls one
+    /// judge, so judge B's key is not its business.
+    pub fn slot_credentials(&self, slots: &[Slot]) -> Result<(), MissingCredentials> {
+        let missing: Vec<String> = slots
+            .iter()
+            .flat_map(|s| slot_missing(self.slot(*s)))
             .collect();
         if missing.is_empty() {
             Ok(())

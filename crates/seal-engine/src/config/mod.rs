@@ -283,7 +283,12 @@ impl Prices {
 #[derive(Debug, Clone)]
 pub struct SlotConfig {
     pub slot: Slot,
+    /// The base URL, `/chat/completions` appended by [`SlotConfig::endpoint`]; a configured URL
+    /// that already ended in it has lost that suffix here ([`SlotConfig::base_url_note`]).
     pub base_url: url::Url,
+    /// Why the configured base URL was changed (it ended in `/chat/completions`), naming where
+    /// it came from: `seal judges check` prints it and `serve` warns with it at start.
+    pub base_url_note: Option<String>,
     pub model: String,
     pub api_key: Option<Secret>,
     pub api_key_source: String,
@@ -311,9 +316,13 @@ impl SlotConfig {
     /// The chat-completions endpoint.
     pub fn endpoint(&self) -> String {
         format!(
-            "{}/chat/completions",
+            "{}{ENDPOINT_PATH}",
             self.base_url.as_str().trim_end_matches('/')
         )
+    }
+    /// [`SlotConfig::endpoint`] as printed: without user info, which may hold a password.
+    pub fn shown_endpoint(&self) -> String {
+        format!("{}{ENDPOINT_PATH}", without_userinfo(&self.base_url))
     }
     pub fn host(&self) -> String {
         let host = self.base_url.host_str().unwrap_or("");
@@ -589,10 +598,17 @@ fn slot_config(
     let nonempty = |v: Option<String>| v.filter(|s| !s.is_empty());
     let up = slot.upper();
     let field = |name: &str| format!("judges.{}.{name}", slot.as_str());
-    let url_text =
-        nonempty(env(&format!("SEAL_JUDGE_{up}_URL"))).unwrap_or_else(|| r.base_url.clone());
+    let url_var = format!("SEAL_JUDGE_{up}_URL");
+    let (url_text, url_from) = match nonempty(env(&url_var)) {
+        Some(u) => (u, url_var),
+        None => (
+            r.base_url.clone(),
+            format!("{} of {source}", field("base_url")),
+        ),
+    };
     let base_url = url::Url::parse(&url_text)
         .map_err(|e| err(format!("{}: {url_text:?}: {e}", field("base_url"))))?;
+    let (base_url, base_url_note) = without_endpoint_suffix(base_url, &url_from);
     if !matches!(base_url.scheme(), "http" | "https") {
         return Err(err(format!(
             "{}: scheme must be http or https",
@@ -636,6 +652,7 @@ fn slot_config(
     Ok(SlotConfig {
         slot,
         base_url,
+        base_url_note,
         model,
         api_key,
         api_key_source,
@@ -657,6 +674,38 @@ fn slot_config(
             image_rmb: p.image_rmb,
         },
     })
+}
+
+/// The path seal appends to a judge's base URL.
+const ENDPOINT_PATH: &str = "/chat/completions";
+
+/// `url` without a trailing `/chat/completions`, and the note saying so (naming `from`, the
+/// setting or variable it came from). Providers document the full endpoint as often as the base
+/// URL, so either is taken: refusing the full one would only send the operator to edit a value
+/// whose meaning is plain, and appending again would post to `…/chat/completions/chat/completions`,
+/// which every provider answers 404 (read as "model unknown").
+fn without_endpoint_suffix(mut url: url::Url, from: &str) -> (url::Url, Option<String>) {
+    let path = url.path().trim_end_matches('/');
+    let Some(base) = path.strip_suffix(ENDPOINT_PATH) else {
+        return (url, None);
+    };
+    let base = base.to_string();
+    url.set_path(&base);
+    let note = format!(
+        "{from} ends in {ENDPOINT_PATH}, which seal appends itself: using {} as the base URL \
+         (drop the suffix to silence this note)",
+        without_userinfo(&url)
+    );
+    (url, Some(note))
+}
+
+/// `url` without user info and trailing `/`, for output and logs.
+fn without_userinfo(url: &url::Url) -> String {
+    let mut shown = url.clone();
+    // Only a URL that cannot have user info (no host) refuses these, and it has none.
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.as_str().trim_end_matches('/').to_string()
 }
 
 /// The numeric and URL bounds of a parsed config file, each naming its field.

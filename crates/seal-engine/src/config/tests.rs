@@ -354,3 +354,58 @@ fn the_request_memory_budget_reads_its_earlier_name_too() {
     let e = Config::parse("both", &both, &env(&[])).unwrap_err();
     assert!(e.to_string().contains("request_memory_bytes"), "{e}");
 }
+
+#[test]
+fn a_base_url_ending_in_the_endpoint_is_taken_as_the_base_and_noted_with_its_source() {
+    let full = [(
+        "SEAL_JUDGE_A_URL",
+        "http://127.0.0.1:9/v1/chat/completions/",
+    )];
+    let c = Config::parse("t", EMBEDDED, &env(&full)).unwrap();
+    assert_eq!(c.a.endpoint(), "http://127.0.0.1:9/v1/chat/completions");
+    let note = c.a.base_url_note.as_deref().unwrap_or_default();
+    assert!(
+        note.starts_with("SEAL_JUDGE_A_URL ends in /chat/completions"),
+        "{note}"
+    );
+    assert!(
+        note.contains("using http://127.0.0.1:9/v1 as the base URL"),
+        "{note}"
+    );
+    assert!(c.b.base_url_note.is_none());
+
+    let text = EMBEDDED.replacen(
+        "https://dashscope.aliyuncs.com/compatible-mode/v1\"",
+        "https://dashscope.aliyuncs.com/compatible-mode/v1/chat/completions\"",
+        1,
+    );
+    let c = Config::parse("config/x.toml", &text, &env(&[])).unwrap();
+    assert_eq!(
+        c.a.endpoint(),
+        "https://dashscope.aliyuncs.com/compatible-mode/v1/chat/completions"
+    );
+    let note = c.a.base_url_note.as_deref().unwrap_or_default();
+    assert!(
+        note.starts_with("judges.a.base_url of config/x.toml ends in /chat/completions"),
+        "{note}"
+    );
+    // User info (a gateway's password) is never shown.
+    let with_user = [(
+        "SEAL_JUDGE_A_URL",
+        "https://u:pw-secret@gw.example/v1/chat/completions",
+    )];
+    let c = Config::parse("t", EMBEDDED, &env(&with_user)).unwrap();
+    assert_eq!(
+        c.a.shown_endpoint(),
+        "https://gw.example/v1/chat/completions"
+    );
+    assert!(!c
+        .a
+        .base_url_note
+        .as_deref()
+        .unwrap_or_default()
+        .contains("pw-secret"));
+    // A plain base URL is left as it is, without a note.
+    let c = Config::parse("t", EMBEDDED, &env(&[])).unwrap();
+    assert!(c.a.base_url_note.is_none() && c.b.base_url_note.is_none());
+}

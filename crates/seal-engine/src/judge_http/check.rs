@@ -19,6 +19,10 @@ use seal_core::judge::redact::Redactor;
 pub const CHECK_MAX_TOKENS: u64 = 16;
 /// Most bytes of an answer the check reads.
 const MAX_CHECK_BODY: usize = 64 * 1024;
+/// Most characters of a judge's answer shown with a structured-output failure: enough to see
+/// what the model did instead (prose, a fenced block, another shape), bounded so that a model
+/// that talks on does not flood the terminal.
+pub const MAX_SHOWN_ANSWER: usize = 200;
 
 /// One column of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -55,6 +59,16 @@ pub struct SlotCheck {
     pub latency_ms: Option<u64>,
     /// What went wrong, or the model that answered when it differs; redacted.
     pub detail: String,
+    /// The URL the check posted to: a wrong path or port is visible at once.
+    pub url: String,
+    /// What the judge answered when it answered outside the schema (its message content, else
+    /// the body), redacted and at most [`MAX_SHOWN_ANSWER`] characters. Model text: whoever
+    /// prints it escapes it for the terminal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The configured base URL was changed ([`SlotConfig::base_url_note`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl SlotCheck {
@@ -98,6 +112,9 @@ pub async fn check_slot(config: &Config, c: &SlotConfig) -> SlotCheck {
         structured: Verdict::Skipped,
         latency_ms: None,
         detail: String::new(),
+        url: c.shown_endpoint(),
+        answer: None,
+        note: c.base_url_note.clone(),
     };
     let http = match super::client::http_client(c) {
         Ok(h) => h,
@@ -126,6 +143,11 @@ pub async fn check_slot(config: &Config, c: &SlotConfig) -> SlotCheck {
         .map(|m| clean(&m))
         .unwrap_or_default();
     classify(&mut row, c, status, &body, said);
+    // Scrubbed whole, then shortened: a cut could split a key the redactor would know.
+    row.answer = row
+        .answer
+        .take()
+        .map(|a| shortened(&clean(&a), MAX_SHOWN_ANSWER));
     row
 }
 
@@ -174,8 +196,20 @@ fn classify(row: &mut SlotCheck, c: &SlotConfig, status: u16, body: &[u8], said:
         row.structured = if ok { Verdict::Ok } else { Verdict::Fail };
         if !ok {
             row.detail = "answered outside the schema: set structured_output = false".into();
+            let said = content.map_or_else(|| String::from_utf8_lossy(body), Into::into);
+            row.answer = Some(said.into_owned());
         }
     }
+}
+
+/// At most `max` characters of `s`, an ellipsis and the count of the rest when it was longer.
+fn shortened(s: &str, max: usize) -> String {
+    let total = s.chars().count();
+    if total <= max {
+        return s.to_string();
+    }
+    let head: String = s.chars().take(max).collect();
+    format!("{head}… ({} more characters)", total - max)
 }
 
 /// Every secret of the configuration, for scrubbing what is shown.

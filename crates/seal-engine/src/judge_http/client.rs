@@ -126,6 +126,9 @@ impl Judges {
     pub fn new(config: &Config) -> Result<Judges, JudgesError> {
         config.judge_credentials()?;
         for c in [&config.a, &config.b] {
+            if let Some(note) = &c.base_url_note {
+                tracing::warn!(slot = c.slot.as_str(), "judge base URL: {note}");
+            }
             if let Some(var) = &c.unused_key_var {
                 tracing::warn!(
                     slot = c.slot.as_str(),
