@@ -8,6 +8,7 @@
 mod common;
 
 use common::*;
+use seal_testkit::client::{Method, SealClient, StatusCode};
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::time::Duration;
@@ -50,30 +51,23 @@ async fn a_huge_package_is_refused_before_it_is_parsed_alone_and_four_at_once() 
     let body = bytes::Bytes::from(package_with_events(150_000));
     let mb = body.len() as f64 / 1e6;
     assert!(mb > 10.0, "{mb} MB");
-    let c = reqwest::Client::new();
+    let c = SealClient::new(base);
     let before = status_kib("VmHWM:");
-    let post = |c: reqwest::Client, body: bytes::Bytes| {
-        let url = format!("{base}/v1/runs/r1/rolls/1");
-        async move {
-            let r = c
-                .post(url)
-                .header("content-type", "application/json")
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-            let s = r.status();
-            let v: Value = r.json().await.unwrap();
-            (s, v)
-        }
+    let post = |c: SealClient, body: bytes::Bytes| async move {
+        let r = c
+            .raw(Method::POST, "/v1/runs/r1/rolls/1")
+            .header("content-type", "application/json")
+            .body(body);
+        let r = c.send(r).await;
+        (r.status, r.json())
     };
     let (s, v) = post(c.clone(), body.clone()).await;
-    assert_eq!(s, reqwest::StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
     assert_eq!(v["error"]["code"], "limit_exceeded", "{v}");
     let one = status_kib("VmHWM:").saturating_sub(before) / 1024;
     let all = futures::future::join_all((0..4).map(|_| post(c.clone(), body.clone()))).await;
     for (s, v) in all {
-        assert_eq!(s, reqwest::StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
     }
     let four = status_kib("VmHWM:").saturating_sub(before) / 1024;
     eprintln!(

@@ -2,6 +2,7 @@
 //! at a loopback judge, its log written to a file (a pipe nobody reads would stall it).
 
 use seal_fs::runfolder::RunFolder;
+use seal_testkit::client::SealClient;
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -28,6 +29,11 @@ impl Daemon {
     pub fn kill_9(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// A client of this daemon's API.
+    pub fn client(&self) -> SealClient {
+        SealClient::new(&self.base)
     }
 
     pub fn log_text(&self) -> String {
@@ -103,78 +109,4 @@ pub fn renamed_copy(from: &Path, to: &Path, run: &str) -> RunFolder {
     v["runId"] = run.into();
     std::fs::write(&h, serde_json::to_vec(&v).unwrap()).unwrap();
     RunFolder::read(to, 1 << 26).unwrap()
-}
-
-/// PUTs every blob, the header, brief and play-spec of a run folder.
-pub async fn submit(c: &reqwest::Client, base: &str, folder: &RunFolder) {
-    put_blobs(c, base, folder).await;
-    put_documents(c, base, folder).await;
-}
-
-/// PUTs every blob of a run folder.
-pub async fn put_blobs(c: &reqwest::Client, base: &str, folder: &RunFolder) {
-    for (hash, path) in folder.blobs() {
-        let r = c
-            .put(format!("{base}/v1/blobs/sha256/{hash}"))
-            .body(std::fs::read(path).unwrap())
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            r.status().is_success(),
-            "blob {hash}: {}",
-            r.text().await.unwrap()
-        );
-    }
-}
-
-/// PUTs the header, brief and play-spec of a run folder.
-pub async fn put_documents(c: &reqwest::Client, base: &str, folder: &RunFolder) {
-    let run = folder.run();
-    let r = c
-        .put(format!("{base}/v1/runs/{run}"))
-        .body(folder.header_bytes().to_vec())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        r.status(),
-        reqwest::StatusCode::CREATED,
-        "{}",
-        r.text().await.unwrap()
-    );
-    let r = c
-        .put(format!("{base}/v1/runs/{run}/brief"))
-        .body(folder.brief().to_vec())
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success());
-    if let Some(spec) = folder.play_spec() {
-        let r = c
-            .put(format!("{base}/v1/runs/{run}/play-spec"))
-            .body(spec.to_vec())
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success());
-    }
-}
-
-/// POSTs roll `n`'s proof package: (status, body).
-pub async fn post_roll(
-    c: &reqwest::Client,
-    base: &str,
-    folder: &RunFolder,
-    n: usize,
-) -> (reqwest::StatusCode, Value) {
-    let bytes = folder.rolls()[n - 1].canonical();
-    let r = c
-        .post(format!("{base}/v1/runs/{}/rolls/{n}", folder.run()))
-        .body(bytes.clone())
-        .send()
-        .await
-        .unwrap();
-    let status = r.status();
-    (status, r.json().await.unwrap_or(Value::Null))
 }

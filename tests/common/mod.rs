@@ -469,7 +469,8 @@ pub async fn start(engine: Engine) -> (String, tokio::sync::oneshot::Sender<()>)
     (base, tx)
 }
 
-/// An HTTP client for the tests' daemons.
+/// An HTTP client for the tests' witnesses (`seal witness serve`, another protocol); the daemon
+/// is called through `seal_testkit::client::SealClient`.
 pub fn http() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(60))

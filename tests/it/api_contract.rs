@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::*;
-use reqwest::StatusCode;
+use seal_testkit::client::{Method, Reply, SealClient, StatusCode};
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -91,30 +91,21 @@ fn the_document_names_exactly_the_routes_of_the_router() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_documented_route_answers_and_is_served() {
     let (base, _stop, _lb) = start().await;
-    let c = reqwest::Client::new();
-    let served: Value = c
-        .get(format!("{base}/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let c = SealClient::new(base);
+    let served = c.openapi().await.json();
     assert_eq!(
         served,
         serde_json::from_str::<Value>(seal_server::OPENAPI_JSON).unwrap()
     );
     for (method, path) in document_routes(&served) {
-        let url = format!(
-            "{base}{}",
-            path.replace("{run_id}", "r1")
-                .replace("{n}", "1")
-                .replace("{hex}", &"a".repeat(64))
-        );
-        let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-        let r = c.request(m, &url).send().await.unwrap();
-        let status = r.status();
-        let body = r.text().await.unwrap();
+        let concrete = path
+            .replace("{run_id}", "r1")
+            .replace("{n}", "1")
+            .replace("{hex}", &"a".repeat(64));
+        let m = Method::from_bytes(method.as_bytes()).unwrap();
+        let r = c.send(c.raw(m, &concrete)).await;
+        let status = r.status;
+        let body = r.text();
         let code = serde_json::from_str::<Value>(&body)
             .ok()
             .map(|v| v["error"]["code"].clone());
@@ -125,14 +116,14 @@ async fn every_documented_route_answers_and_is_served() {
     }
 }
 
-async fn error_of(r: reqwest::Response) -> (StatusCode, Value) {
-    let s = r.status();
+fn error_of(r: Reply) -> (StatusCode, Value) {
+    let s = r.status;
     assert_eq!(
-        r.headers().get("content-type").map(|v| v.to_str().unwrap()),
+        r.headers.get("content-type").map(|v| v.to_str().unwrap()),
         Some("application/json"),
         "{s}"
     );
-    let v: Value = r.json().await.unwrap();
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
     let e = &v["error"];
     assert!(
         e["code"].is_string() && e["message"].is_string() && e.get("object").is_some(),
@@ -144,56 +135,43 @@ async fn error_of(r: reqwest::Response) -> (StatusCode, Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_axum_makes_by_itself_are_the_one_error_body() {
     let (base, _stop, _lb) = start().await;
-    let c = reqwest::Client::new();
+    let c = SealClient::new(base);
     // 413 from the body limit on a JSON route.
-    let (s, v) = error_of(
-        c.put(format!("{base}/v1/runs/r1"))
-            .body(vec![b' '; 300_000])
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (s, v) = error_of(c.put_header("r1", vec![b' '; 300_000]).await);
     assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(v["error"]["code"], "too_large");
     // 405 keeps its Allow header.
-    let r = c.delete(format!("{base}/v1/runs/r1")).send().await.unwrap();
-    assert!(r.headers().get("allow").is_some());
-    let (s, v) = error_of(r).await;
+    let r = c.send(c.raw(Method::DELETE, "/v1/runs/r1")).await;
+    assert!(r.headers.get("allow").is_some());
+    let (s, v) = error_of(r);
     assert_eq!(s, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(v["error"]["code"], "method_not_allowed");
     // 414 for a long request target.
-    let long = format!("{base}/v1/runs/{}", "a".repeat(10_000));
-    let (s, v) = error_of(c.get(long).send().await.unwrap()).await;
+    let long = format!("/v1/runs/{}", "a".repeat(10_000));
+    let (s, v) = error_of(c.get(&long).await);
     assert_eq!(s, StatusCode::URI_TOO_LONG);
     assert_eq!(v["error"]["code"], "uri_too_long");
     // 415 for a JSON route with a body that says it is not JSON; none is accepted.
     let (s, v) = error_of(
-        c.put(format!("{base}/v1/runs/r1"))
-            .header("content-type", "text/plain")
-            .body("{}")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+        c.send(
+            c.raw(Method::PUT, "/v1/runs/r1")
+                .header("content-type", "text/plain")
+                .body("{}"),
+        )
+        .await,
+    );
     assert_eq!(s, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(v["error"]["code"], "unsupported_media_type");
+    let r = c.put_header("r1", "{}").await;
+    assert_ne!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     let r = c
-        .put(format!("{base}/v1/runs/r1"))
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    assert_ne!(r.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
-    let r = c
-        .put(format!("{base}/v1/runs/r1"))
-        .header("content-type", "application/json; charset=utf-8")
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    assert_ne!(r.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        .send(
+            c.raw(Method::PUT, "/v1/runs/r1")
+                .header("content-type", "application/json; charset=utf-8")
+                .body("{}"),
+        )
+        .await;
+    assert_ne!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

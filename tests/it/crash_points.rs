@@ -7,6 +7,7 @@
 use crate::common;
 
 use common::*;
+use seal_testkit::client::{Method, RequestBuilder, SealClient};
 use seal_testkit::loopback::Loopback;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -369,14 +370,19 @@ impl std::fmt::Display for Stopped {
     }
 }
 
+/// Sends `req` (built with `c.raw`: a daemon gone at a crash point is an answer here, which the
+/// typed methods would panic on): (status, body as JSON, or as a JSON string when it is not).
 pub(crate) async fn send(
-    req: reqwest::RequestBuilder,
+    c: &SealClient,
+    req: RequestBuilder,
 ) -> Result<(u16, serde_json::Value), Stopped> {
-    let r = req.send().await.map_err(|e| Stopped::Gone(e.to_string()))?;
-    let status = r.status().as_u16();
-    let body = r.text().await.map_err(|e| Stopped::Gone(e.to_string()))?;
+    let r = c
+        .try_send(req)
+        .await
+        .map_err(|e| Stopped::Gone(e.to_string()))?;
+    let body = r.text();
     let v = serde_json::from_str(&body).unwrap_or(serde_json::Value::String(body));
-    Ok((status, v))
+    Ok((r.status.as_u16(), v))
 }
 
 fn ok(what: &str, (status, v): (u16, serde_json::Value)) -> Result<serde_json::Value, Stopped> {
@@ -391,12 +397,12 @@ fn ok(what: &str, (status, v): (u16, serde_json::Value)) -> Result<serde_json::V
 /// while JUDGING (re)send the blobs and documents; when FINALIZING finalize first; roll 1, roll
 /// 2 when the answer says `next: roll-2`; finalize. Returns the finalize answer.
 pub(crate) async fn submit_run(
-    c: &reqwest::Client,
-    base: &str,
+    c: &SealClient,
     folder: &seal_fs::runfolder::RunFolder,
 ) -> Result<serde_json::Value, Stopped> {
     let run = folder.run();
-    let (status, state) = send(c.get(format!("{base}/v1/runs/{run}"))).await?;
+    let at = |method: Method, tail: &str| c.raw(method, &format!("/v1/runs/{run}{tail}"));
+    let (status, state) = send(c, at(Method::GET, "")).await?;
     let phase = if status == 404 {
         "NONE".to_string()
     } else {
@@ -405,37 +411,41 @@ pub(crate) async fn submit_run(
             .unwrap_or("")
             .to_string()
     };
-    let finalize = || c.post(format!("{base}/v1/runs/{run}/finalize"));
+    let finalize = || at(Method::POST, "/finalize");
     match phase.as_str() {
-        "DECIDED" => return ok("finalize", send(finalize()).await?),
-        "FINALIZING" => return ok("finalize", send(finalize()).await?),
+        "DECIDED" => return ok("finalize", send(c, finalize()).await?),
+        "FINALIZING" => return ok("finalize", send(c, finalize()).await?),
         _ => {}
     }
     for (hash, path) in folder.blobs() {
         let put = c
-            .put(format!("{base}/v1/blobs/sha256/{hash}"))
+            .raw(Method::PUT, &format!("/v1/blobs/sha256/{hash}"))
             .body(std::fs::read(path).unwrap());
-        ok("blob", send(put).await?)?;
+        ok("blob", send(c, put).await?)?;
     }
-    let doc = |tail: &str, body: Vec<u8>| c.put(format!("{base}/v1/runs/{run}{tail}")).body(body);
+    let doc = |tail: &str, body: Vec<u8>| at(Method::PUT, tail).body(body);
     ok(
         "header",
-        send(doc("", folder.header_bytes().to_vec())).await?,
+        send(c, doc("", folder.header_bytes().to_vec())).await?,
     )?;
-    ok("brief", send(doc("/brief", folder.brief().to_vec())).await?)?;
+    ok(
+        "brief",
+        send(c, doc("/brief", folder.brief().to_vec())).await?,
+    )?;
     if let Some(spec) = folder.play_spec() {
-        ok("play-spec", send(doc("/play-spec", spec.to_vec())).await?)?;
+        ok(
+            "play-spec",
+            send(c, doc("/play-spec", spec.to_vec())).await?,
+        )?;
     }
     for (i, roll) in folder.rolls().iter().enumerate() {
-        let post = c
-            .post(format!("{base}/v1/runs/{run}/rolls/{}", i + 1))
-            .body(roll.canonical().clone());
-        let answer = ok("roll", send(post).await?)?;
+        let post = at(Method::POST, &format!("/rolls/{}", i + 1)).body(roll.canonical().clone());
+        let answer = ok("roll", send(c, post).await?)?;
         if answer["next"] != "roll-2" {
             break;
         }
     }
-    ok("finalize", send(finalize()).await?)
+    ok("finalize", send(c, finalize()).await?)
 }
 
 /// Where one scenario's stores live, and how daemons are started on them.
@@ -540,7 +550,7 @@ async fn reference(backend: Backend) -> Reference {
     let log = p.dir.path().join("reference.writes");
     let log_s = log.display().to_string();
     let d = p.daemon(&[(WRITE_LOG_ENV, &log_s)]);
-    let done = submit_run(&http(), &d.base, &p.folder).await;
+    let done = submit_run(&d.client(), &p.folder).await;
     if let Err(e) = done {
         panic!("the uninterrupted run: {e}\n{}", d.log_text());
     }
@@ -638,8 +648,7 @@ async fn survive_crash_with(backend: Backend, reference: &Reference, n: u64, who
         armed.extend_from_slice(&timeout);
     }
     let mut d1 = p.daemon(&armed);
-    let c = http();
-    let first = submit_run(&c, &d1.base, &p.folder).await;
+    let first = submit_run(&d1.client(), &p.folder).await;
     match &first {
         Err(Stopped::Gone(_)) => {}
         Err(e) => panic!("crash point {n}: the first daemon answered {e}"),
@@ -652,7 +661,8 @@ async fn survive_crash_with(backend: Backend, reference: &Reference, n: u64, who
         Survivor::Restarted => p.daemon(&[]),
         Survivor::Other => p.daemon_as("crash-replica-2", &timeout),
     };
-    let done = submit_run(&c, &d2.base, &p.folder).await;
+    let c = d2.client();
+    let done = submit_run(&c, &p.folder).await;
     let done = match done {
         Ok(v) => v,
         Err(e) => panic!(
@@ -694,8 +704,7 @@ async fn survive_crash_with(backend: Backend, reference: &Reference, n: u64, who
     }
     if who == Survivor::Other && crashed.starts_with("leases/") {
         // The dead replica held a live lease without a meta: the survivor took it over.
-        let (_, metrics) = send(c.get(format!("{}/metrics", d2.base))).await.unwrap();
-        let metrics = metrics.as_str().unwrap_or_default().to_string();
+        let metrics = c.metrics().await.text();
         assert!(
             metrics.contains("result=\"takeover\""),
             "crash point {n} (after {crashed}): no lease takeover:\n{metrics}"
@@ -705,11 +714,9 @@ async fn survive_crash_with(backend: Backend, reference: &Reference, n: u64, who
         // The dead replica comes back: its guard admits the store, and it sees the run sealed.
         let d1 = p.daemon(&timeout);
         let run = p.folder.run();
-        let (status, v) = send(c.get(format!("{}/v1/runs/{run}", d1.base)))
-            .await
-            .unwrap();
+        let (status, v) = d1.client().run_state(run).await.status_json();
         assert_eq!(
-            (status, v["phase"].as_str()),
+            (status.as_u16(), v["phase"].as_str()),
             (200, Some("DECIDED")),
             "point {n}: {v}"
         );
@@ -820,7 +827,7 @@ async fn crash_leftovers_are_warnings_of_verify_and_listed_by_gc_dry_run() {
     // Killed right after roll 1's first request is stored: the worker never comes back.
     let spec = "key:runs/*/roll-1/judge-a/attempt-1/request.json";
     let mut d = p.daemon(&[(CRASH_ENV, spec)]);
-    let first = submit_run(&http(), &d.base, &p.folder).await;
+    let first = submit_run(&d.client(), &p.folder).await;
     assert!(matches!(first, Err(Stopped::Gone(_))), "{first:?}");
     let _ = d.child.wait();
     let attempt = format!("runs/{}/roll-1/judge-a/attempt-1", p.folder.run());
@@ -880,7 +887,7 @@ async fn crash_leftovers_are_warnings_of_verify_and_listed_by_gc_dry_run() {
 
     // The worker comes back: the run seals and nothing is left over.
     let d2 = p.daemon(&[]);
-    let done = submit_run(&http(), &d2.base, &p.folder).await;
+    let done = submit_run(&d2.client(), &p.folder).await;
     assert!(done.is_ok(), "{:?}", done.err().map(|e| e.to_string()));
     let out = seal_in(
         p.dir.path(),

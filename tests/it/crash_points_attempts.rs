@@ -38,7 +38,7 @@ async fn committed_attempt_with(plant: Plant) -> (Point, Option<serde_json::Valu
         .join(format!("store/runs/{run}/roll-1/judge-a/attempt-1"));
     let spec = "key:runs/*/roll-1/judge-a/attempt-1/meta.json";
     let mut d = p.daemon(&[(CRASH_ENV, spec)]);
-    let first = submit_run(&http(), &d.base, &p.folder).await;
+    let first = submit_run(&d.client(), &p.folder).await;
     assert!(matches!(first, Err(Stopped::Gone(_))), "{first:?}");
     let _ = d.child.wait();
     assert!(attempt.join("meta.json").exists() && !attempt.join("raw.json").exists());
@@ -72,8 +72,7 @@ async fn committed_attempt_with(plant: Plant) -> (Point, Option<serde_json::Valu
         }
     }
     let d2 = p.daemon(&[]);
-    let c = http();
-    let done = submit_run(&c, &d2.base, &p.folder).await;
+    let done = submit_run(&d2.client(), &p.folder).await;
     let answer = match done {
         Ok(v) => Some(v),
         Err(Stopped::Refused(status, body)) => {
@@ -126,19 +125,19 @@ async fn a_committed_attempt_resumes_only_through_its_mac_and_the_answer_it_name
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_without_its_commit_is_409_uncommitted_until_the_worker_resends_it() {
-    let c = http();
     // The header stored, its receipt not: the brief alone is refused, naming the header.
     let p = Point::new(Backend::File, "uncommitted-header").await;
     let run = p.folder.run().to_string();
     let mut d = p.daemon(&[(CRASH_ENV, "key:runs/*/header.json")]);
-    let first = submit_run(&c, &d.base, &p.folder).await;
+    let first = submit_run(&d.client(), &p.folder).await;
     assert!(matches!(first, Err(Stopped::Gone(_))), "{first:?}");
     let _ = d.child.wait();
     let d2 = p.daemon(&[]);
-    let brief = c
-        .put(format!("{}/v1/runs/{run}/brief", d2.base))
-        .body(p.folder.brief().to_vec());
-    let (status, v) = send(brief).await.unwrap();
+    let c = d2.client();
+    let (status, v) = c
+        .put_brief(&run, p.folder.brief().to_vec())
+        .await
+        .status_json();
     assert_eq!(status, 409, "{v}");
     assert_eq!(v["error"]["code"], "uncommitted", "{v}");
     assert_eq!(
@@ -154,7 +153,7 @@ async fn a_step_without_its_commit_is_409_uncommitted_until_the_worker_resends_i
         "{v}"
     );
     // The worker's resend commits it, and the run seals.
-    let done = submit_run(&c, &d2.base, &p.folder).await;
+    let done = submit_run(&c, &p.folder).await;
     assert!(done.is_ok(), "{:?}", done.err().map(|e| e.to_string()));
     assert_eq!(p.verify_all().await.status.code(), Some(0));
 
@@ -162,15 +161,16 @@ async fn a_step_without_its_commit_is_409_uncommitted_until_the_worker_resends_i
     let p = Point::new(Backend::File, "uncommitted-roll").await;
     let run = p.folder.run().to_string();
     let mut d = p.daemon(&[(CRASH_ENV, "key:runs/*/roll-1/roll.json")]);
-    let first = submit_run(&c, &d.base, &p.folder).await;
+    let first = submit_run(&d.client(), &p.folder).await;
     assert!(matches!(first, Err(Stopped::Gone(_))), "{first:?}");
     let _ = d.child.wait();
     let calls = p.lb.calls().len();
     let d2 = p.daemon(&[]);
-    let roll2 = c
-        .post(format!("{}/v1/runs/{run}/rolls/2", d2.base))
-        .body(p.folder.rolls()[1].canonical().clone());
-    let (status, v) = send(roll2).await.unwrap();
+    let c = d2.client();
+    let (status, v) = c
+        .post_roll(&run, 2, p.folder.rolls()[1].canonical().clone())
+        .await
+        .status_json();
     assert_eq!(status, 409, "{v}");
     assert_eq!(v["error"]["code"], "uncommitted", "{v}");
     assert_eq!(
@@ -184,7 +184,7 @@ async fn a_step_without_its_commit_is_409_uncommitted_until_the_worker_resends_i
         "roll 2 was judged after an uncommitted roll 1"
     );
     // Re-sending roll 1 commits it from its committed attempts (no judge is called again).
-    let done = submit_run(&c, &d2.base, &p.folder).await;
+    let done = submit_run(&c, &p.folder).await;
     assert!(done.is_ok(), "{:?}", done.err().map(|e| e.to_string()));
     // Roll 2's two judges only: roll 1's were not called again.
     assert_eq!(

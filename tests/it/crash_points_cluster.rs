@@ -3,6 +3,7 @@
 use super::crash_points::*;
 use crate::common;
 use common::*;
+use seal_testkit::client::SealClient;
 use seal_testkit::loopback::Loopback;
 use std::time::{Duration, Instant};
 
@@ -18,8 +19,7 @@ const CLUSTER_RUNS: usize = 30;
 /// pipeline worker does; gives up after `deadline`. Returns the finalize answer and the
 /// number of retries.
 async fn finish_on_any(
-    c: &reqwest::Client,
-    bases: &std::sync::RwLock<Vec<String>>,
+    clients: &std::sync::RwLock<Vec<SealClient>>,
     first: usize,
     folder: &seal_fs::runfolder::RunFolder,
     deadline: Instant,
@@ -28,8 +28,8 @@ async fn finish_on_any(
     let mut retries = 0;
     let mut last = String::new();
     while Instant::now() < deadline {
-        let base = bases.read().unwrap()[replica % 3].clone();
-        match submit_run(c, &base, folder).await {
+        let c = clients.read().unwrap()[replica % 3].clone();
+        match submit_run(&c, folder).await {
             Ok(v) => return Ok((v, retries)),
             Err(e) => {
                 last = e.to_string();
@@ -85,17 +85,16 @@ async fn three_replicas_one_killed_a_third_through_seal_every_run_on_s3() {
     let mut daemons: Vec<Daemon> = (1..=3)
         .map(|r| p.daemon_as(&format!("cluster-replica-{r}"), &timeout))
         .collect();
-    let bases = std::sync::RwLock::new(daemons.iter().map(|d| d.base.clone()).collect());
+    let clients = std::sync::RwLock::new(daemons.iter().map(Daemon::client).collect());
     let sealed = AtomicUsize::new(0);
-    let c = http();
     let deadline = Instant::now() + Duration::from_secs(240);
     let started = Instant::now();
 
     let workers = futures::stream::iter(folders.iter().enumerate())
         .map(|(i, f)| {
-            let (c, bases, sealed) = (&c, &bases, &sealed);
+            let (clients, sealed) = (&clients, &sealed);
             async move {
-                let r = finish_on_any(c, bases, i, f, deadline).await;
+                let r = finish_on_any(clients, i, f, deadline).await;
                 sealed.fetch_add(1, Ordering::SeqCst);
                 r
             }
@@ -113,7 +112,7 @@ async fn three_replicas_one_killed_a_third_through_seal_every_run_on_s3() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let again = p.daemon_as("cluster-replica-1", &timeout);
-        bases.write().unwrap()[0] = again.base.clone();
+        clients.write().unwrap()[0] = again.client();
         daemons[0] = again;
         killed_at
     };

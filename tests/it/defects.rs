@@ -5,9 +5,9 @@
 use crate::common;
 
 use common::*;
-use reqwest::StatusCode;
 use seal_engine::engine::Engine;
 use seal_fs::runfolder::RunFolder;
+use seal_testkit::client::{SealClient, StatusCode};
 use seal_testkit::loopback::{Fault, Loopback};
 use serde_json::Value;
 use std::path::Path;
@@ -26,45 +26,6 @@ fn inconclusive_with_roll2(dir: &Path) -> RunFolder {
     )
     .unwrap();
     RunFolder::read(dir, 1 << 26).unwrap()
-}
-
-async fn put(c: &reqwest::Client, url: String, body: Vec<u8>) -> (StatusCode, Value) {
-    let r = c.put(url).body(body).send().await.unwrap();
-    let s = r.status();
-    (s, r.json().await.unwrap_or(Value::Null))
-}
-
-async fn post(c: &reqwest::Client, url: String, body: Vec<u8>) -> (StatusCode, Value) {
-    let r = c.post(url).body(body).send().await.unwrap();
-    let s = r.status();
-    (s, r.json().await.unwrap_or(Value::Null))
-}
-
-/// Header, brief, play-spec and blobs of a folder, over the API.
-async fn submit(c: &reqwest::Client, base: &str, f: &RunFolder) {
-    for (hash, path) in f.blobs() {
-        let (s, b) = put(
-            c,
-            format!("{base}/v1/blobs/sha256/{hash}"),
-            std::fs::read(path).unwrap(),
-        )
-        .await;
-        assert!(s.is_success(), "{b}");
-    }
-    let run = f.run();
-    let (s, b) = put(
-        c,
-        format!("{base}/v1/runs/{run}"),
-        f.header_bytes().to_vec(),
-    )
-    .await;
-    assert!(s.is_success(), "{b}");
-    let (s, _) = put(c, format!("{base}/v1/runs/{run}/brief"), f.brief().to_vec()).await;
-    assert!(s.is_success());
-    if let Some(spec) = f.play_spec() {
-        let (s, _) = put(c, format!("{base}/v1/runs/{run}/play-spec"), spec.to_vec()).await;
-        assert!(s.is_success());
-    }
 }
 
 fn roll_bytes(f: &RunFolder, n: usize) -> Vec<u8> {
@@ -109,19 +70,14 @@ async fn both_judges_failing_on_a_passing_floor_is_sealed_as_infra_error_over_ht
         judge.script(MODEL_B, [fb.clone(), fb.clone(), fb.clone()]);
         let engine = engine_with(&judge, "memory://", &[("SEAL_JUDGE_TIMEOUT_MS", "1000")]).await;
         let (base, _stop) = start(engine).await;
-        let c = http();
+        let c = SealClient::new(base);
         // The narrative example carries a play-spec `check`: a deterministic status exists.
         let f = RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
-        submit(&c, &base, &f).await;
-        let (s, b) = post(
-            &c,
-            format!("{base}/v1/runs/{}/rolls/1", f.run()),
-            roll_bytes(&f, 1),
-        )
-        .await;
+        c.submit(&f).await;
+        let (s, b) = c.roll(&f, 1).await.status_json();
         assert_eq!(s, StatusCode::OK, "{b}");
         assert_eq!(b["rollOutcome"], "infra_error", "{fa:?}/{fb:?}: {b}");
-        let (s, b) = post(&c, format!("{base}/v1/runs/{}/finalize", f.run()), vec![]).await;
+        let (s, b) = c.finalize(f.run()).await.status_json();
         assert_eq!(s, StatusCode::OK, "{fa:?}/{fb:?}: {b}");
         assert_eq!(b["outcome"], "infra_error");
         assert_eq!(b["decision"]["action"], "retry");
@@ -129,12 +85,7 @@ async fn both_judges_failing_on_a_passing_floor_is_sealed_as_infra_error_over_ht
             b["decision"]["reasons"],
             serde_json::json!(["infra_judges_failed"])
         );
-        let r = c
-            .get(format!("{base}/v1/runs/{}/verify", f.run()))
-            .send()
-            .await
-            .unwrap();
-        let v: Value = r.json().await.unwrap();
+        let v = c.verify(f.run()).await.json();
         assert_eq!(v["verified"], true, "{v}");
     }
 }
@@ -151,21 +102,16 @@ async fn a_decided_run_refuses_roll_2_over_http_without_calling_a_judge_or_stori
     let engine = engine_with(&judge, &file_url(store_dir.path()), &[]).await;
     let probe = engine.clone();
     let (base, _stop) = start(engine).await;
-    let c = http();
+    let c = SealClient::new(base);
     let f = inconclusive_with_roll2(dir.path());
-    submit(&c, &base, &f).await;
-    let (s, b) = post(
-        &c,
-        format!("{base}/v1/runs/{}/rolls/1", f.run()),
-        roll_bytes(&f, 1),
-    )
-    .await;
+    c.submit(&f).await;
+    let (s, b) = c.roll(&f, 1).await.status_json();
     assert_eq!(
         (s, b["next"].as_str()),
         (StatusCode::OK, Some("roll-2")),
         "{b}"
     );
-    let (s, b) = post(&c, format!("{base}/v1/runs/{}/finalize", f.run()), vec![]).await;
+    let (s, b) = c.finalize(f.run()).await.status_json();
     assert_eq!(
         (s, b["outcome"].as_str()),
         (StatusCode::OK, Some("inconclusive")),
@@ -174,12 +120,7 @@ async fn a_decided_run_refuses_roll_2_over_http_without_calling_a_judge_or_stori
 
     let calls = judge.calls().len();
     let before = keys_under(&probe, f.run().as_str()).await;
-    let (s, b) = post(
-        &c,
-        format!("{base}/v1/runs/{}/rolls/2", f.run()),
-        roll_bytes(&f, 2),
-    )
-    .await;
+    let (s, b) = c.roll(&f, 2).await.status_json();
     assert_eq!(s, StatusCode::CONFLICT, "{b}");
     assert_eq!(b["error"]["code"], "run_decided", "{b}");
     assert_eq!(
@@ -194,23 +135,16 @@ async fn a_decided_run_refuses_roll_2_over_http_without_calling_a_judge_or_stori
     );
     // Header, brief and play-spec of a decided run are refused too (other bytes: the same
     // bytes are a worker's retry, answered 200 with the run's state, see tests/it/operable.rs).
-    let (s, b) = put(
-        &c,
-        format!("{base}/v1/runs/{}/brief", f.run()),
-        b"another brief".to_vec(),
-    )
-    .await;
+    let (s, b) = c
+        .put_brief(f.run(), b"another brief".to_vec())
+        .await
+        .status_json();
     assert_eq!(
         (s, b["error"]["code"].as_str()),
         (StatusCode::CONFLICT, Some("run_decided"))
     );
     // A worker retrying the sealed roll 1 gets the stored answer.
-    let (s, b) = post(
-        &c,
-        format!("{base}/v1/runs/{}/rolls/1", f.run()),
-        roll_bytes(&f, 1),
-    )
-    .await;
+    let (s, b) = c.roll(&f, 1).await.status_json();
     assert_eq!(
         (s, b["rollOutcome"].as_str()),
         (StatusCode::OK, Some("inconclusive")),
@@ -258,7 +192,7 @@ async fn finalize_racing_roll_2_never_answers_for_an_unsealed_roll() {
     let probe = engine.clone();
     let trusted = [engine.key().unwrap().public()];
     let (base, _stop) = start(engine).await;
-    let c = http();
+    let c = SealClient::new(base);
     for i in 0..6 {
         let dir = tempfile::tempdir().unwrap();
         inconclusive_with_roll2(dir.path());
@@ -269,21 +203,11 @@ async fn finalize_racing_roll_2_never_answers_for_an_unsealed_roll() {
         h["runId"] = Value::String(id.clone());
         std::fs::write(&header, serde_json::to_vec(&h).unwrap()).unwrap();
         let f = RunFolder::read(dir.path(), 1 << 26).unwrap();
-        submit(&c, &base, &f).await;
-        let (s, _) = post(
-            &c,
-            format!("{base}/v1/runs/{id}/rolls/1"),
-            roll_bytes(&f, 1),
-        )
-        .await;
+        c.submit(&f).await;
+        let (s, _) = c.roll(&f, 1).await.status_json();
         assert_eq!(s, StatusCode::OK);
-        let roll2 = post(
-            &c,
-            format!("{base}/v1/runs/{id}/rolls/2"),
-            roll_bytes(&f, 2),
-        );
-        let fin = post(&c, format!("{base}/v1/runs/{id}/finalize"), vec![]);
-        let ((s2, b2), (sf, bf)) = tokio::join!(roll2, fin);
+        let (roll2, fin) = tokio::join!(c.roll(&f, 2), c.finalize(&id));
+        let ((s2, b2), (sf, bf)) = (roll2.status_json(), fin.status_json());
         assert_eq!(sf, StatusCode::OK, "{bf}");
         let rolls_sealed = bf["sourceRollId"].as_str().map(|_| ()).and(Some(()));
         assert!(rolls_sealed.is_some());
@@ -331,7 +255,7 @@ async fn the_api_refuses_headers_claiming_replay_or_legacy_provenance() {
     let engine = engine_with(&judge, "memory://", &[]).await;
     let probe = engine.clone();
     let (base, _stop) = start(engine).await;
-    let c = http();
+    let c = SealClient::new(base);
     let f = RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
     let header: Value = serde_json::from_slice(f.header_bytes()).unwrap();
     let cases: Vec<(&str, Value)> = vec![
@@ -354,12 +278,10 @@ async fn the_api_refuses_headers_claiming_replay_or_legacy_provenance() {
     ];
     for (what, h) in cases {
         let id = h["runId"].as_str().unwrap().to_string();
-        let (s, b) = put(
-            &c,
-            format!("{base}/v1/runs/{id}"),
-            serde_json::to_vec(&h).unwrap(),
-        )
-        .await;
+        let (s, b) = c
+            .put_header(&id, serde_json::to_vec(&h).unwrap())
+            .await
+            .status_json();
         assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{what}: {b}");
         assert_eq!(b["error"]["code"], "provenance", "{what}: {b}");
         assert!(keys_under(&probe, &id).await.is_empty(), "{what}: stored");

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::common::daemon::{post_roll, put_blobs};
 use crate::common::*;
 use seal_fs::runfolder::RunFolder;
+use seal_testkit::client::SealClient;
 use seal_testkit::loopback::Loopback;
 
 /// Reads by kind of one request, as a difference of two snapshots.
@@ -97,10 +97,10 @@ async fn a_roll_reads_its_inputs_no_more_often_than_counted() {
     let engine = engine_with(&lb, "memory://", &[]).await;
     let store = engine.store().clone();
     let (base, _stop) = start(engine).await;
-    let c = http();
+    let c = SealClient::new(base);
     let folder = RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
     let run = folder.run().to_string();
-    put_blobs(&c, &base, &folder).await;
+    c.put_blobs(&folder).await;
 
     let mut seen: Vec<(&str, BTreeMap<String, u64>)> = Vec::new();
     let mut last = store.reads_by_kind();
@@ -109,43 +109,20 @@ async fn a_roll_reads_its_inputs_no_more_often_than_counted() {
         seen.push((name, delta(&last, &now)));
         last = now;
     };
-    let put = |path: String, body: Vec<u8>| {
-        let c = c.clone();
-        async move {
-            let r = c.put(path).body(body).send().await.unwrap();
-            assert!(r.status().is_success(), "{}", r.text().await.unwrap());
-        }
-    };
-    put(
-        format!("{base}/v1/runs/{run}"),
-        folder.header_bytes().to_vec(),
-    )
-    .await;
-    step("PUT header", &mut seen);
-    put(
-        format!("{base}/v1/runs/{run}/brief"),
-        folder.brief().to_vec(),
-    )
-    .await;
-    step("PUT brief", &mut seen);
-    put(
-        format!("{base}/v1/runs/{run}/play-spec"),
-        folder
-            .play_spec()
-            .expect("the example has a play-spec")
-            .to_vec(),
-    )
-    .await;
-    step("PUT play-spec", &mut seen);
-    let (status, body) = post_roll(&c, &base, &folder, 1).await;
-    assert!(status.is_success(), "{body}");
-    step("POST roll 1", &mut seen);
-    let r = c
-        .post(format!("{base}/v1/runs/{run}/finalize"))
-        .send()
+    c.put_header(&run, folder.header_bytes().to_vec())
         .await
-        .unwrap();
-    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+        .expect_success();
+    step("PUT header", &mut seen);
+    c.put_brief(&run, folder.brief().to_vec())
+        .await
+        .expect_success();
+    step("PUT brief", &mut seen);
+    let spec = folder.play_spec().expect("the example has a play-spec");
+    c.put_play_spec(&run, spec.to_vec()).await.expect_success();
+    step("PUT play-spec", &mut seen);
+    c.roll(&folder, 1).await.expect_success();
+    step("POST roll 1", &mut seen);
+    c.finalize(&run).await.expect_success();
     step("POST finalize", &mut seen);
 
     let mut report = String::new();

@@ -8,6 +8,7 @@ use crate::common;
 
 use common::*;
 use seal_core::tlog::Leaf;
+use seal_testkit::client::{SealClient, StatusCode};
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -259,15 +260,11 @@ async fn a_planted_sealed_run_missing_from_the_log_is_refused_and_named() {
     // Planted while the daemon runs (once its start-up admission is over): its finalize
     // refuses it instead of logging it.
     let daemon = spawn_daemon(home.path(), &lb, STORE, &[]);
-    wait_admitted(&daemon.base).await;
+    let c = daemon.client();
+    wait_admitted(&c).await;
     plant(same_key.path(), home.path(), "g2-same-key");
-    let resp = reqwest::Client::new()
-        .post(format!("{}/v1/runs/g2-same-key/finalize", daemon.base))
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    let body = resp.text().await.unwrap();
+    let resp = c.finalize("g2-same-key").await;
+    let (status, body) = (resp.status, resp.text());
     assert!(!status.is_success(), "{status}: {body}");
     assert!(body.contains("run_unlogged"), "{body}");
     assert!(body.contains("runs/g2-same-key"), "{body}");
@@ -275,11 +272,10 @@ async fn a_planted_sealed_run_missing_from_the_log_is_refused_and_named() {
 }
 
 /// Waits until the daemon's log admission, which runs after it binds, has admitted the log.
-async fn wait_admitted(base: &str) {
+async fn wait_admitted(c: &SealClient) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let r = reqwest::get(format!("{base}/readyz")).await.unwrap();
-        let body = r.text().await.unwrap();
+        let body = c.readyz().await.text();
         if body.contains("\"admitted\"") {
             return;
         }
@@ -343,17 +339,11 @@ async fn a_first_seal_of_a_process_says_nothing_about_a_repair() {
     }
     // The daemon's first finalize too.
     let daemon = spawn_daemon(dir.path(), &lb, STORE, &[]);
-    let c = reqwest::Client::new();
+    let c = daemon.client();
     let folder = renamed_copy(&example(INPUT), &dir.path().join("in-3"), "g2-quiet-3");
-    submit(&c, &daemon.base, &folder).await;
-    let (status, body) = post_roll(&c, &daemon.base, &folder, 1).await;
-    assert!(status.is_success(), "{status}: {body}");
-    let resp = c
-        .post(format!("{}/v1/runs/g2-quiet-3/finalize", daemon.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    c.submit(&folder).await;
+    c.roll(&folder, 1).await.expect_success();
+    c.finalize("g2-quiet-3").await.expect(StatusCode::OK);
     assert!(
         !daemon.log_text().contains("missing from the log"),
         "{}",

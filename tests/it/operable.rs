@@ -5,6 +5,7 @@
 use crate::common;
 
 use common::*;
+use seal_testkit::client::{Method, StatusCode};
 use seal_testkit::loopback::{Fault, Loopback};
 use std::path::Path;
 use std::process::Command;
@@ -313,32 +314,6 @@ async fn judges_check_without_keys_refuses_naming_the_variable() {
 
 // ---- probes, the log admission off the start path, the build ---------------------------------
 
-/// GET `path` of the daemon: (status, Retry-After, body as JSON or text).
-async fn get(c: &reqwest::Client, url: String) -> (u16, String) {
-    let r = c.get(url).send().await.unwrap();
-    (r.status().as_u16(), r.text().await.unwrap())
-}
-
-/// POSTs finalize: (status, Retry-After, body).
-async fn finalize(
-    c: &reqwest::Client,
-    base: &str,
-    run: &str,
-) -> (u16, Option<String>, serde_json::Value) {
-    let r = c
-        .post(format!("{base}/v1/runs/{run}/finalize"))
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    let retry = r
-        .headers()
-        .get("retry-after")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    (status, retry, r.json().await.unwrap_or_default())
-}
-
 /// The commit `git rev-parse HEAD` names, when this is a git checkout.
 fn head_commit() -> Option<String> {
     let out = Command::new("git")
@@ -365,20 +340,18 @@ async fn serve_binds_before_reading_history() {
         "file://./store",
         &[("SEAL_TEST_ADMISSION_DELAY_MS", "8000")],
     );
-    let c = reqwest::Client::new();
-    let (code, body) = get(&c, format!("{}/livez", d.base)).await;
+    let c = d.client();
+    let live = c.livez().await;
     let up = t0.elapsed();
-    assert_eq!(code, 200, "{body}");
+    live.expect(StatusCode::OK);
     assert!(up < Duration::from_secs(6), "listening took {up:?}");
-    let (code, body) = get(&c, format!("{}/readyz", d.base)).await;
-    assert_eq!(code, 200, "{body}");
-    let ready: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let ready = c.readyz().await.expect(StatusCode::OK).json();
     assert_eq!(
         (ready["store"].as_str(), ready["admission"].as_str()),
         (Some("ok"), Some("pending")),
-        "{body}"
+        "{ready}"
     );
-    let (_, metrics) = get(&c, format!("{}/metrics", d.base)).await;
+    let metrics = c.metrics().await.text();
     assert!(
         metrics.contains("seal_log_admission{state=\"pending\"} 1"),
         "{metrics}"
@@ -386,11 +359,15 @@ async fn serve_binds_before_reading_history() {
     // Intake and rolls run meanwhile; finalize, which appends to the log, waits, then 503.
     let folder =
         seal_fs::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
-    submit(&c, &d.base, &folder).await;
-    let (status, body) = post_roll(&c, &d.base, &folder, 1).await;
-    assert_eq!(status.as_u16(), 200, "{body}");
-    let (code, retry, body) = finalize(&c, &d.base, folder.run().as_str()).await;
-    assert_eq!((code, retry.as_deref()), (503, Some("5")), "{body}");
+    c.submit(&folder).await;
+    c.roll(&folder, 1).await.expect(StatusCode::OK);
+    let r = c.finalize(folder.run()).await;
+    let (code, body) = r.status_json();
+    assert_eq!(
+        (code.as_u16(), r.header("retry-after")),
+        (503, Some("5")),
+        "{body}"
+    );
     assert_eq!(body["error"]["code"], "log_not_admitted", "{body}");
     assert!(
         !dir.path().join("store/log").exists()
@@ -402,7 +379,7 @@ async fn serve_binds_before_reading_history() {
     // Once admitted, the same finalize seals.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let (_, body) = get(&c, format!("{}/readyz", d.base)).await;
+        let body = c.readyz().await.text();
         if body.contains("\"admitted\"") {
             break;
         }
@@ -412,8 +389,7 @@ async fn serve_binds_before_reading_history() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (code, _, body) = finalize(&c, &d.base, folder.run().as_str()).await;
-    assert_eq!(code, 200, "{body}");
+    c.finalize(folder.run()).await.expect(StatusCode::OK);
     eprintln!(
         "seal serve: /livez answered {} ms after spawn",
         up.as_millis()
@@ -432,20 +408,18 @@ async fn finalize_waits_for_log_admission() {
         "file://./store",
         &[("SEAL_TEST_ADMISSION_DELAY_MS", "3000")],
     );
-    let c = reqwest::Client::new();
+    let c = d.client();
     let folder =
         seal_fs::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
-    submit(&c, &d.base, &folder).await;
-    let (status, body) = post_roll(&c, &d.base, &folder, 1).await;
-    assert_eq!(status.as_u16(), 200, "{body}");
-    let (_, ready) = get(&c, format!("{}/readyz", d.base)).await;
+    c.submit(&folder).await;
+    c.roll(&folder, 1).await.expect(StatusCode::OK);
+    let ready = c.readyz().await.text();
     assert!(
         ready.contains("\"pending\""),
         "still admitting when finalize is sent: {ready}"
     );
     // Within the 5 s a finalize waits, the admission ends: it seals, no retry needed.
-    let (code, _, body) = finalize(&c, &d.base, folder.run().as_str()).await;
-    assert_eq!(code, 200, "{body}");
+    let body = c.finalize(folder.run()).await.expect(StatusCode::OK).json();
     assert_eq!(body["outcome"], "pass", "{body}");
 }
 
@@ -478,20 +452,23 @@ async fn metrics_name_the_build_and_livez_needs_no_token() {
         "file://./store",
         &[("SEAL_API_TOKEN", "operable-api-token-0123456789")],
     );
-    let c = reqwest::Client::new();
+    let c = d.client();
     for probe in ["livez", "readyz", "healthz"] {
-        let (code, body) = get(&c, format!("{}/{probe}", d.base)).await;
-        assert_eq!(code, 200, "/{probe} without a token: {body}");
+        let r = c.get(&format!("/{probe}")).await;
+        assert_eq!(
+            r.status.as_u16(),
+            200,
+            "/{probe} without a token: {}",
+            r.text()
+        );
     }
-    let (code, _) = get(&c, format!("{}/metrics", d.base)).await;
-    assert_eq!(code, 401);
-    let r = c
-        .get(format!("{}/metrics", d.base))
-        .bearer_auth("operable-api-token-0123456789")
-        .send()
+    assert_eq!(c.metrics().await.status.as_u16(), 401);
+    let metrics = c
+        .clone()
+        .with_token("operable-api-token-0123456789")
+        .metrics()
         .await
-        .unwrap();
-    let metrics = r.text().await.unwrap();
+        .text();
     assert!(
         metrics.contains("# TYPE seal_build_info gauge"),
         "{metrics}"
@@ -527,8 +504,8 @@ async fn metrics_parse_with_a_prometheus_parser_with_help_and_known_series_at_ze
     let dir = tempfile::tempdir().unwrap();
     keygen(dir.path());
     let d = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
-    let c = reqwest::Client::new();
-    let (_, before) = get(&c, format!("{}/metrics", d.base)).await;
+    let c = d.client();
+    let before = c.metrics().await.text();
     let Some(m) = parse_metrics(&before) else {
         return;
     };
@@ -576,12 +553,10 @@ async fn metrics_parse_with_a_prometheus_parser_with_help_and_known_series_at_ze
     // One run through the API: the roll is counted by route template, tokens by slot.
     let folder =
         seal_fs::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
-    submit(&c, &d.base, &folder).await;
-    let (status, body) = post_roll(&c, &d.base, &folder, 1).await;
-    assert_eq!(status.as_u16(), 200, "{body}");
-    let (code, _, body) = finalize(&c, &d.base, folder.run().as_str()).await;
-    assert_eq!(code, 200, "{body}");
-    let (_, after) = get(&c, format!("{}/metrics", d.base)).await;
+    c.submit(&folder).await;
+    c.roll(&folder, 1).await.expect(StatusCode::OK);
+    c.finalize(folder.run()).await.expect(StatusCode::OK);
+    let after = c.metrics().await.text();
     let m = parse_metrics(&after).unwrap();
     let roll = [
         ("route", "/v1/runs/{run_id}/rolls/{n}"),
@@ -626,23 +601,23 @@ async fn every_request_gets_an_access_log_line_with_its_request_id() {
     let dir = tempfile::tempdir().unwrap();
     keygen(dir.path());
     let d = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
-    let c = reqwest::Client::new();
+    let c = d.client();
     let r = c
-        .get(format!("{}/livez", d.base))
-        .header("x-request-id", "worker-7:run-0010.a")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.headers()["x-request-id"], "worker-7:run-0010.a");
+        .send(
+            c.raw(Method::GET, "/livez")
+                .header("x-request-id", "worker-7:run-0010.a"),
+        )
+        .await;
+    assert_eq!(r.headers["x-request-id"], "worker-7:run-0010.a");
     // A hostile id is replaced, never echoed; a refusal carries an id too.
     let r = c
-        .get(format!("{}/v1/nope", d.base))
-        .header("x-request-id", "x\"}{\"evil\":1")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 404);
-    let fresh = r.headers()["x-request-id"].to_str().unwrap().to_string();
+        .send(
+            c.raw(Method::GET, "/v1/nope")
+                .header("x-request-id", "x\"}{\"evil\":1"),
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 404);
+    let fresh = r.headers["x-request-id"].to_str().unwrap().to_string();
     assert!(
         fresh.len() == 32 && fresh.bytes().all(|b| b.is_ascii_hexdigit()),
         "{fresh}"
@@ -780,31 +755,23 @@ async fn identical_header_after_decision_answers_200_with_state() {
     let dir = tempfile::tempdir().unwrap();
     keygen(dir.path());
     let d = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
-    let c = reqwest::Client::new();
+    let c = d.client();
     let folder =
         seal_fs::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
     let run = folder.run().as_str().to_string();
-    submit(&c, &d.base, &folder).await;
-    let (status, body) = post_roll(&c, &d.base, &folder, 1).await;
-    assert_eq!(status.as_u16(), 200, "{body}");
-    let (code, _, body) = finalize(&c, &d.base, &run).await;
-    assert_eq!(code, 200, "{body}");
-    let put = |path: String, bytes: Vec<u8>| {
-        let c = c.clone();
-        async move {
-            let r = c.put(path).body(bytes).send().await.unwrap();
-            let status = r.status().as_u16();
-            (
-                status,
-                r.json::<serde_json::Value>().await.unwrap_or_default(),
-            )
-        }
+    c.submit(&folder).await;
+    c.roll(&folder, 1).await.expect(StatusCode::OK);
+    c.finalize(&run).await.expect(StatusCode::OK);
+    // (status as a number, body as JSON or Null): the checks below compare both at once.
+    let parts = |r: seal_testkit::client::Reply| {
+        let (status, body) = r.status_json();
+        (status.as_u16(), body)
     };
     // The same header, even pretty-printed (the same canonical document): 200 and the state.
     let header: serde_json::Value = serde_json::from_slice(folder.header_bytes()).unwrap();
     let pretty = serde_json::to_vec_pretty(&header).unwrap();
     for bytes in [folder.header_bytes().to_vec(), pretty] {
-        let (status, body) = put(format!("{}/v1/runs/{run}", d.base), bytes).await;
+        let (status, body) = parts(c.put_header(&run, bytes).await);
         assert_eq!(status, 200, "{body}");
         assert_eq!(
             (
@@ -817,19 +784,14 @@ async fn identical_header_after_decision_answers_200_with_state() {
         );
         assert_eq!(body["key"], format!("runs/{run}/header.json"), "{body}");
     }
-    let (status, body) = put(
-        format!("{}/v1/runs/{run}/brief", d.base),
-        folder.brief().to_vec(),
-    )
-    .await;
+    let (status, body) = parts(c.put_brief(&run, folder.brief().to_vec()).await);
     assert_eq!(
         (status, body["outcome"].as_str()),
         (200, Some("pass")),
         "{body}"
     );
     if let Some(spec) = folder.play_spec() {
-        let (status, body) =
-            put(format!("{}/v1/runs/{run}/play-spec", d.base), spec.to_vec()).await;
+        let (status, body) = parts(c.put_play_spec(&run, spec.to_vec()).await);
         assert_eq!(
             (status, body["outcome"].as_str()),
             (200, Some("pass")),
@@ -839,21 +801,16 @@ async fn identical_header_after_decision_answers_200_with_state() {
     // Other bytes are still refused.
     let mut other = header.clone();
     other["designId"] = "another-design".into();
-    let (status, body) = put(
-        format!("{}/v1/runs/{run}", d.base),
-        serde_json::to_vec(&other).unwrap(),
-    )
-    .await;
+    let (status, body) = parts(
+        c.put_header(&run, serde_json::to_vec(&other).unwrap())
+            .await,
+    );
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (409, Some("run_decided")),
         "{body}"
     );
-    let (status, body) = put(
-        format!("{}/v1/runs/{run}/brief", d.base),
-        b"another brief".to_vec(),
-    )
-    .await;
+    let (status, body) = parts(c.put_brief(&run, b"another brief".to_vec()).await);
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (409, Some("run_decided")),

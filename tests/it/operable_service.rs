@@ -107,6 +107,7 @@ fn explain_export_and_stats_refuse_a_run_verify_calls_not_verified_on_log_inclus
 
 // ---- the start-up summary line -------------------------------------------------------------
 
+use seal_testkit::client::{Method, SealClient, StatusCode};
 use seal_testkit::loopback::Loopback;
 use std::time::{Duration, Instant};
 
@@ -230,10 +231,12 @@ impl Drop for Proxy {
     }
 }
 
-/// GET `url`: (status, body, how long it took); status 0 when no answer came in 10 s.
-async fn probe(c: &reqwest::Client, url: &str) -> (u16, String, Duration) {
+/// GET `path`: (status, body, how long it took); status 0 when no answer came in 10 s (raw:
+/// the store outage makes a timeout or a refused connection an answer, not a failure).
+async fn probe(c: &SealClient, path: &str) -> (u16, String, Duration) {
     let t0 = Instant::now();
-    match c.get(url).timeout(Duration::from_secs(10)).send().await {
+    let r = c.raw(Method::GET, path).timeout(Duration::from_secs(10));
+    match r.send().await {
         Ok(r) => {
             let s = r.status().as_u16();
             (s, r.text().await.unwrap_or_default(), t0.elapsed())
@@ -242,11 +245,11 @@ async fn probe(c: &reqwest::Client, url: &str) -> (u16, String, Duration) {
     }
 }
 
-/// Polls `url` until it answers `want` (true) or `secs` pass (false).
-async fn until_status(c: &reqwest::Client, url: &str, want: u16, secs: u64) -> bool {
+/// Polls `path` until it answers `want` (true) or `secs` pass (false).
+async fn until_status(c: &SealClient, path: &str, want: u16, secs: u64) -> bool {
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(secs) {
-        if probe(c, url).await.0 == want {
+        if probe(c, path).await.0 == want {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -277,12 +280,12 @@ async fn livez_stays_up_and_readyz_fails_while_the_store_is_unreachable() {
         proxy.port
     );
     let d = spawn_daemon(dir.path(), &lb, &store, &[]);
-    let c = reqwest::Client::new();
-    let (livez, readyz) = (format!("{}/livez", d.base), format!("{}/readyz", d.base));
-    assert!(until_status(&c, &readyz, 200, 30).await, "{}", d.log_text());
+    let c = d.client();
+    let (livez, readyz) = ("/livez", "/readyz");
+    assert!(until_status(&c, readyz, 200, 30).await, "{}", d.log_text());
     // The log admission (one read of the log) is over before the outage begins.
     let t0 = Instant::now();
-    while !probe(&c, &readyz).await.1.contains("\"admitted\"") {
+    while !probe(&c, readyz).await.1.contains("\"admitted\"") {
         assert!(t0.elapsed() < Duration::from_secs(30), "{}", d.log_text());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -290,16 +293,16 @@ async fn livez_stays_up_and_readyz_fails_while_the_store_is_unreachable() {
     proxy.stop();
     // Readiness says the store is gone…
     assert!(
-        until_status(&c, &readyz, 503, 15).await,
+        until_status(&c, readyz, 503, 15).await,
         "readyz still 200 with the store unreachable"
     );
-    let (_, body, _) = probe(&c, &readyz).await;
+    let (_, body, _) = probe(&c, readyz).await;
     let body: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["status"], "unavailable", "{body}");
     assert_ne!(body["store"], "ok", "{body}");
     // …while liveness answers at once, every time: a store outage restarts no pod.
     for _ in 0..10 {
-        let (status, _, took) = probe(&c, &livez).await;
+        let (status, _, took) = probe(&c, livez).await;
         assert_eq!(status, 200);
         assert!(took < Duration::from_millis(500), "livez took {took:?}");
     }
@@ -307,11 +310,11 @@ async fn livez_stays_up_and_readyz_fails_while_the_store_is_unreachable() {
     // The store comes back on the same address: ready again, without a restart.
     proxy.resume().await;
     assert!(
-        until_status(&c, &readyz, 200, 60).await,
+        until_status(&c, readyz, 200, 60).await,
         "readyz did not recover: {}",
         d.log_text()
     );
-    assert_eq!(probe(&c, &livez).await.0, 200);
+    assert_eq!(probe(&c, livez).await.0, 200);
 }
 
 // ---- traces ----------------------------------------------------------------------------------
@@ -323,23 +326,17 @@ fn worker_trace() -> (String, String, String) {
     (trace, span, header)
 }
 
-/// A client that sends `traceparent` with every request, as an instrumented worker does.
-fn traced_client(traceparent: &str) -> reqwest::Client {
-    let mut h = reqwest::header::HeaderMap::new();
-    h.insert("traceparent", traceparent.parse().unwrap());
-    reqwest::Client::builder()
-        .default_headers(h)
-        .build()
-        .unwrap()
+/// A client of `d` that sends `traceparent` with every request, as an instrumented worker does.
+fn traced_client(d: &Daemon, traceparent: &str) -> SealClient {
+    d.client().with_header("traceparent", traceparent)
 }
 
-/// The example run under a fresh id, submitted to the daemon at `base`, and its roll 1 judged.
-async fn submit_and_roll(c: &reqwest::Client, base: &str, scratch: &Path) -> String {
+/// The example run under a fresh id, submitted through `c`, and its roll 1 judged.
+async fn submit_and_roll(c: &SealClient, scratch: &Path) -> String {
     let run = format!("run-narrative-{}-pass", 7000 + rand::random::<u16>() % 2000);
     let folder = renamed_copy(&example("run-narrative-0010-pass"), scratch, &run);
-    submit(c, base, &folder).await;
-    let (status, body) = post_roll(c, base, &folder, 1).await;
-    assert!(status.is_success(), "{status} {body}");
+    c.submit(&folder).await;
+    c.roll(&folder, 1).await.expect_success();
     run
 }
 
@@ -352,8 +349,8 @@ async fn worker_traceparent_reaches_the_judges_with_the_same_trace_id() {
     // No exporter configured: traces are off, the trace context still goes through.
     let d = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
     let (trace, worker_span, traceparent) = worker_trace();
-    let c = traced_client(&traceparent);
-    submit_and_roll(&c, &d.base, &dir.path().join("folder")).await;
+    let c = traced_client(&d, &traceparent);
+    submit_and_roll(&c, &dir.path().join("folder")).await;
     let calls = lb.calls();
     assert!(calls.len() >= 2, "both judges called: {calls:?}");
     for call in &calls {
@@ -474,8 +471,8 @@ async fn traces_are_exported_over_otlp_http_to_a_protobuf_receiver() {
         ],
     );
     let (trace, worker_span, traceparent) = worker_trace();
-    let c = traced_client(&traceparent);
-    let run = submit_and_roll(&c, &d.base, &dir.path().join("folder")).await;
+    let c = traced_client(&d, &traceparent);
+    let run = submit_and_roll(&c, &dir.path().join("folder")).await;
     // The spans of the roll, as the receiver decoded them.
     let t0 = Instant::now();
     let wanted = ["http.request", "roll", "judge", "judge.attempt"];
@@ -560,19 +557,12 @@ async fn metrics_show_process_cpu_memory_fds_and_start_time() {
     let dir = tempfile::tempdir().unwrap();
     keygen(dir.path());
     let d = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
-    let c = reqwest::Client::new();
+    let c = d.client();
     // The kernel counts CPU time in clock ticks (10 ms): a daemon that has just started may
     // have used less than one, so it is asked again (each answer costs it some) until it has.
     let mut m = Value::Null;
     for _ in 0..200 {
-        let text = c
-            .get(format!("{}/metrics", d.base))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = c.metrics().await.text();
         let Some(parsed) = parse_metrics(&text) else {
             return;
         };
@@ -693,11 +683,6 @@ fn text_of(b: &[u8]) -> String {
 
 // ---- never stuck: a configuration change across a restart ------------------------------------
 
-async fn get_json(c: &reqwest::Client, url: &str) -> (u16, Value) {
-    let r = c.get(url).send().await.unwrap();
-    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
-}
-
 /// A run whose roll 1 is in flight (judge A answered, judge B holds the call) when `seal serve`
 /// is killed: (daemon's folder, store URL, run folder). The daemon is dead on return.
 async fn roll_in_flight_then_killed(
@@ -710,14 +695,15 @@ async fn roll_in_flight_then_killed(
     let url = file_url(&root);
     lb.script(MODEL_B, [seal_testkit::loopback::Fault::Hang]);
     let mut d = spawn_daemon(dir.path(), lb, &url, &[]);
-    let c = http();
+    let c = d.client();
     let run = format!("run-narrative-{}-pass", 7000 + rand::random::<u16>() % 2000);
     let folder = renamed_copy(&example("run-narrative-0010-pass"), scratch, &run);
-    submit(&c, &d.base, &folder).await;
+    c.submit(&folder).await;
     let roll = c
-        .post(format!("{}/v1/runs/{run}/rolls/1", d.base))
+        .raw(Method::POST, &format!("/v1/runs/{run}/rolls/1"))
         .body(folder.rolls()[0].canonical().clone());
-    // The worker's request dies with the daemon: its answer is not awaited.
+    // The worker's request dies with the daemon: its answer is not awaited (raw: the typed
+    // client would panic on the broken connection).
     let pending = tokio::spawn(async move { roll.send().await.map(|r| r.status()) });
     let attempt = |slot: &str, file: &str| {
         root.join(format!("runs/{run}/roll-1/judge-{slot}/attempt-1/{file}"))
@@ -753,22 +739,14 @@ async fn a_configuration_change_across_a_restart_leaves_no_run_stuck() {
         &url,
         &[("SEAL_JUDGE_B_MODEL", "loop-judge-b-v2")],
     );
-    let c = http();
-    let (status, body) = post_roll(&c, &d.base, &folder, 1).await;
-    assert_eq!(status, 200, "{body}");
-    let r = c
-        .post(format!("{}/v1/runs/{run}/finalize", d.base))
-        .send()
-        .await
-        .unwrap();
-    let status = r.status();
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(status, 200, "{body}");
+    let c = d.client();
+    c.roll(&folder, 1).await.expect(StatusCode::OK);
+    let body = c.finalize(&run).await.expect(StatusCode::OK).json();
     // Decided and sealed: judge B's failure leaves A alone, so the run is not decisive and the
     // worker is told to judge the game again.
     assert!(body["sealRef"].is_string(), "{body}");
     assert_eq!(body["decision"]["action"], "retry", "{body}");
-    let (_, state) = get_json(&c, &format!("{}/v1/runs/{run}", d.base)).await;
+    let (_, state) = c.run_state(&run).await.status_json();
     assert_eq!(state["phase"], "DECIDED", "{state}");
 
     // Judge B's attempt 1 was closed, not re-sent; the new model was never asked.
@@ -829,8 +807,7 @@ async fn a_planted_reservation_is_refused_after_a_restart() {
     let calls = lb.calls().len();
     for model in [MODEL_B, "loop-judge-b-v2"] {
         let d = spawn_daemon(dir.path(), &lb, &url, &[("SEAL_JUDGE_B_MODEL", model)]);
-        let c = http();
-        let (status, body) = post_roll(&c, &d.base, &folder, 1).await;
+        let (status, body) = d.client().roll(&folder, 1).await.status_json();
         assert_eq!(status, 500, "{model}: {body}");
         let said = body["error"]["message"].as_str().unwrap_or_default();
         assert!(
@@ -866,12 +843,11 @@ async fn a_restart_after_kill_9_takes_over_its_dead_predecessors_leases_at_once(
     let folder =
         seal_fs::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
     let mut first = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
-    let c = http();
-    daemon::submit(&c, &first.base, &folder).await;
-    let base = first.base.clone();
+    let c = first.client();
+    c.submit(&folder).await;
     let roll = {
         let (c, folder) = (c.clone(), folder.clone());
-        tokio::spawn(async move { daemon::post_roll(&c, &base, &folder, 1).await })
+        tokio::spawn(async move { c.roll(&folder, 1).await })
     };
     let deadline = Instant::now() + Duration::from_secs(30);
     while lb.calls().len() < 2 {
@@ -886,9 +862,9 @@ async fn a_restart_after_kill_9_takes_over_its_dead_predecessors_leases_at_once(
     assert!(leases > 0, "the killed daemon held no lease");
     let second = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
     let t0 = Instant::now();
-    let (status, body) = daemon::post_roll(&c, &second.base, &folder, 1).await;
+    let r = second.client().roll(&folder, 1).await;
     let took = t0.elapsed();
-    assert!(status.is_success(), "{status} {body}");
+    r.expect_success();
     assert!(
         took < Duration::from_secs(10),
         "the restarted daemon took {took:?}: it waited out its dead predecessor's leases"

@@ -10,8 +10,8 @@ use crate::common;
 
 use common::*;
 use futures::StreamExt;
-use reqwest::StatusCode;
 use seal_fs::runfolder::RunFolder;
+use seal_testkit::client::{Method, SealClient, StatusCode};
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -88,11 +88,11 @@ async fn one_daemon_same_roll_twice_at_once_calls_each_judge_once() {
     let dir = tempfile::tempdir().unwrap();
     keygen(dir.path());
     let d = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
-    let c = http();
+    let c = d.client();
     let f = &runs(dir.path(), "twice-", 1)[0];
-    submit(&c, &d.base, f).await;
-    let ((s1, b1), (s2, b2)) =
-        tokio::join!(post_roll(&c, &d.base, f, 1), post_roll(&c, &d.base, f, 1));
+    c.submit(f).await;
+    let (r1, r2) = tokio::join!(c.roll(f, 1), c.roll(f, 1));
+    let ((s1, b1), (s2, b2)) = (r1.status_json(), r2.status_json());
     assert_eq!((s1, s2), (StatusCode::OK, StatusCode::OK), "{b1} {b2}");
     assert_eq!(roll_result(&b1), roll_result(&b2));
     assert_eq!(lb.calls().len(), 2, "one call per judge");
@@ -113,14 +113,17 @@ async fn three_replicas_one_call(store: &str, dir: &Path) {
     personas(&lb);
     keygen(dir);
     let replicas: Vec<Daemon> = (0..3).map(|_| spawn_daemon(dir, &lb, store, &[])).collect();
-    let c = http();
+    let clients: Vec<SealClient> = replicas.iter().map(Daemon::client).collect();
     let folders = runs(dir, "fan-", 5);
     for f in &folders {
-        submit(&c, &replicas[0].base, f).await;
+        clients[0].submit(f).await;
     }
     for f in &folders {
-        let answers =
-            futures::future::join_all(replicas.iter().map(|r| post_roll(&c, &r.base, f, 1))).await;
+        let answers: Vec<_> = futures::future::join_all(clients.iter().map(|c| c.roll(f, 1)))
+            .await
+            .iter()
+            .map(|r| r.status_json())
+            .collect();
         for (s, b) in &answers {
             assert_eq!(*s, StatusCode::OK, "{b}");
             assert_eq!(roll_result(b), roll_result(&answers[0].1), "{b}");
@@ -131,30 +134,17 @@ async fn three_replicas_one_call(store: &str, dir: &Path) {
     assert!(per_session.values().all(|&n| n == 1), "{per_session:?}");
     // Finalize sent to all three at once: one seal, the same answer, and it verifies.
     for f in &folders {
-        let answers = futures::future::join_all(replicas.iter().map(|r| {
-            c.post(format!("{}/v1/runs/{}/finalize", r.base, f.run()))
-                .send()
-        }))
-        .await;
+        let answers = futures::future::join_all(clients.iter().map(|c| c.finalize(f.run()))).await;
         let mut seals = Vec::new();
         for a in answers {
-            let a = a.unwrap();
-            assert_eq!(a.status(), StatusCode::OK);
-            let v: Value = a.json().await.unwrap();
+            let v = a.expect(StatusCode::OK).json();
             seals.push(v["sealSha256"].clone());
         }
         assert!(
             seals.iter().all(|s| s == &seals[0] && s.is_string()),
             "{seals:?}"
         );
-        let v: Value = c
-            .get(format!("{}/v1/runs/{}/verify", replicas[1].base, f.run()))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v = clients[1].verify(f.run()).await.json();
         assert_eq!(v["verified"], true, "{v}");
     }
 }
@@ -187,26 +177,24 @@ async fn kill_9_of_the_lease_holder_mid_call_is_taken_over_once() {
     let env = [("SEAL_JUDGE_TIMEOUT_MS", "4000")];
     let mut holder = spawn_daemon(dir.path(), &lb, "file://./store", &env);
     let other = spawn_daemon(dir.path(), &lb, "file://./store", &env);
-    let c = http();
+    let (to_holder, to_other) = (holder.client(), other.client());
     let f = std::sync::Arc::new(runs(dir.path(), "takeover-", 1).remove(0));
-    submit(&c, &holder.base, &f).await;
-    let first = tokio::spawn({
-        let (c, base, f) = (c.clone(), holder.base.clone(), f.clone());
-        async move {
-            c.post(format!("{base}/v1/runs/{}/rolls/1", f.run()))
-                .body(f.rolls()[0].canonical().to_vec())
-                .send()
-                .await
-        }
-    });
+    to_holder.submit(&f).await;
+    // Raw: the holder is killed mid-call, and the broken connection is what is checked.
+    let first = tokio::spawn(
+        to_holder
+            .raw(Method::POST, &format!("/v1/runs/{}/rolls/1", f.run()))
+            .body(f.rolls()[0].canonical().to_vec())
+            .send(),
+    );
     // Both judges are answering the holder: now the other replica gets the same roll.
     while lb.calls().len() < 2 {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let t0 = Instant::now();
     let second = tokio::spawn({
-        let (c, base, f) = (c.clone(), other.base.clone(), f.clone());
-        async move { post_roll(&c, &base, &f, 1).await }
+        let (c, f) = (to_other.clone(), f.clone());
+        async move { c.roll(&f, 1).await.status_json() }
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(lb.calls().len(), 2, "a live lease is not called again");
@@ -236,20 +224,8 @@ async fn kill_9_of_the_lease_holder_mid_call_is_taken_over_once() {
         ]
     );
     // The run seals once and verifies.
-    let r = c
-        .post(format!("{}/v1/runs/{}/finalize", other.base, f.run()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    let v: Value = c
-        .get(format!("{}/v1/runs/{}/verify", other.base, f.run()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    to_other.finalize(f.run()).await.expect(StatusCode::OK);
+    let v = to_other.verify(f.run()).await.json();
     assert_eq!(v["verified"], true, "{v}");
     assert!(other
         .log_text()
@@ -259,9 +235,10 @@ async fn kill_9_of_the_lease_holder_mid_call_is_taken_over_once() {
 /// Header, brief and play-spec on one replica, roll 1 sent to two replicas at once (which
 /// must agree), finalize on the second. (Racing finalizers: `three_replicas_one_call` and
 /// tests/it/serve.rs.)
-async fn drive_on_two(c: &reqwest::Client, bases: [&str; 2], f: &RunFolder) -> Value {
-    put_documents(c, bases[0], f).await;
-    let (a, b) = tokio::join!(post_roll(c, bases[0], f, 1), post_roll(c, bases[1], f, 1));
+async fn drive_on_two(c: [&SealClient; 2], f: &RunFolder) -> Value {
+    c[0].put_documents(f).await;
+    let (a, b) = tokio::join!(c[0].roll(f, 1), c[1].roll(f, 1));
+    let (a, b) = (a.status_json(), b.status_json());
     assert_eq!(
         (a.0, b.0),
         (StatusCode::OK, StatusCode::OK),
@@ -270,13 +247,7 @@ async fn drive_on_two(c: &reqwest::Client, bases: [&str; 2], f: &RunFolder) -> V
         b.1
     );
     assert_eq!(roll_result(&a.1), roll_result(&b.1));
-    let r = c
-        .post(format!("{}/v1/runs/{}/finalize", bases[1], f.run()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json().await.unwrap()
+    c[1].finalize(f.run()).await.expect(StatusCode::OK).json()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -292,19 +263,17 @@ async fn three_replicas_300_runs_every_roll_sent_twice_cost_two_calls_per_roll()
     let replicas: Vec<Daemon> = (0..3)
         .map(|_| spawn_daemon(dir.path(), &lb, &url, &[]))
         .collect();
-    let c = reqwest::Client::builder()
-        .timeout(Duration::from_secs(120))
-        .build()
-        .unwrap();
+    let clients: Vec<SealClient> = replicas
+        .iter()
+        .map(|d| d.client().with_timeout(Duration::from_secs(120)))
+        .collect();
     let folders = runs(dir.path(), "r300-", RUNS);
-    let bases: Vec<String> = replicas.iter().map(|d| d.base.clone()).collect();
     // The runs share their frames: uploaded once.
-    put_blobs(&c, &bases[0], &folders[0]).await;
+    clients[0].put_blobs(&folders[0]).await;
     let t0 = Instant::now();
     let results: Vec<Value> = futures::stream::iter(folders.iter().enumerate().map(|(i, f)| {
-        let c = c.clone();
-        let pair = [bases[i % 3].clone(), bases[(i + 1) % 3].clone()];
-        async move { drive_on_two(&c, [&pair[0], &pair[1]], f).await }
+        let pair = [&clients[i % 3], &clients[(i + 1) % 3]];
+        async move { drive_on_two(pair, f).await }
     }))
     .buffer_unordered(24)
     .collect()
@@ -331,13 +300,6 @@ async fn three_replicas_300_runs_every_roll_sent_twice_cost_two_calls_per_roll()
     for f in &folders {
         assert_eq!(view.seal_leaves(f.run().as_str()).len(), 1, "{}", f.run());
     }
-    let p: Value = c
-        .get(format!("{}/v1/runs/r300-007/log-proof", bases[2]))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let p = clients[2].log_proof("r300-007").await.json();
     assert_eq!(p["treeSize"], RUNS as u64, "{p}");
 }

@@ -529,8 +529,7 @@ async fn the_daemon_takes_client_signed_reviews_and_refuses_the_rest_by_code() {
         .await
         .unwrap();
     let daemon = spawn_daemon(s.dir.path(), &lb, &s.url, &[]);
-    let c = http();
-    let url = format!("{}/v1/runs/{RUN}/reviews", daemon.base);
+    let c = daemon.client();
 
     let run = RunId::parse(RUN).unwrap();
     let fixture = seal_fs::keys::load_public_key(&fixture_trust_pem()).unwrap();
@@ -555,81 +554,60 @@ async fn the_daemon_takes_client_signed_reviews_and_refuses_the_rest_by_code() {
         );
         seal_core::review::sign(key, &st).unwrap()
     };
-    let post = |body: Vec<u8>| {
-        c.post(&url)
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-    };
+    let post = |body: Vec<u8>| c.post_review(RUN, body);
     let code = |v: &serde_json::Value| v["error"]["code"].as_str().unwrap_or("").to_string();
 
-    let r = post(envelope(&stranger, &facts, "core.loop-reached"))
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 403);
-    assert_eq!(code(&r.json().await.unwrap()), "untrusted_reviewer");
-    let r = post(envelope(&reviewer, &facts, "nope")).await.unwrap();
-    assert_eq!(r.status(), 422);
-    assert_eq!(code(&r.json().await.unwrap()), "invalid_review");
+    let r = post(envelope(&stranger, &facts, "core.loop-reached")).await;
+    assert_eq!(r.status, 403);
+    assert_eq!(code(&r.json()), "untrusted_reviewer");
+    let r = post(envelope(&reviewer, &facts, "nope")).await;
+    assert_eq!(r.status, 422);
+    assert_eq!(code(&r.json()), "invalid_review");
     let first = envelope(&reviewer, &facts, "core.loop-reached");
-    let r = post(first.clone()).await.unwrap();
-    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-    let v: serde_json::Value = r.json().await.unwrap();
+    let r = post(first.clone()).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let v = r.json();
     assert_eq!(v["reviewIndex"], 0);
     assert_eq!(v["reviewSha256"], Hash::of(&first).to_string());
     // The same envelope again (a retry after a lost answer): the stored review, 200, nothing
     // stored or logged twice.
     let entries = s.log_entries();
-    let r = post(first.clone()).await.unwrap();
-    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
-    let again: serde_json::Value = r.json().await.unwrap();
+    let r = post(first.clone()).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let again = r.json();
     assert_eq!(again["reviewIndex"], 0);
     assert_eq!(again["reviewSha256"], v["reviewSha256"]);
     assert_eq!(again["leafIndex"], v["leafIndex"]);
     assert_eq!(s.log_entries(), entries, "a re-send is not logged again");
     assert!(!s.review_path(1).exists());
     // Another review claiming index 0: a conflict.
-    let r = post(envelope(&reviewer, &facts, "ui.text-readable"))
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 409);
-    assert_eq!(code(&r.json().await.unwrap()), "review_conflict");
+    let r = post(envelope(&reviewer, &facts, "ui.text-readable")).await;
+    assert_eq!(r.status, 409);
+    assert_eq!(code(&r.json()), "review_conflict");
     let mut ahead = facts.clone();
     ahead.reviews = vec![Hash::of(b"a"), Hash::of(b"b")];
-    let r = post(envelope(&reviewer, &ahead, "core.loop-reached"))
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 409);
-    assert_eq!(code(&r.json().await.unwrap()), "review_stale");
+    let r = post(envelope(&reviewer, &ahead, "core.loop-reached")).await;
+    assert_eq!(r.status, 409);
+    assert_eq!(code(&r.json()), "review_stale");
 
     // A different review, chained after the first: stored under the next number.
     let mut next = facts.clone();
     next.reviews = vec![Hash::of(&first)];
     let second = envelope(&reviewer, &next, "ui.text-readable");
-    let r = post(second.clone()).await.unwrap();
-    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-    let v: serde_json::Value = r.json().await.unwrap();
+    let r = post(second.clone()).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let v = r.json();
     assert_eq!(v["reviewIndex"], 1);
     assert_eq!(s.log_entries(), entries + 1);
     // And it too, sent again, is answered by its number.
-    let r = post(second.clone()).await.unwrap();
-    assert_eq!(r.status(), 200);
-    assert_eq!(
-        r.json::<serde_json::Value>().await.unwrap()["reviewIndex"],
-        1
-    );
+    let r = post(second.clone()).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["reviewIndex"], 1);
 
-    let listed: serde_json::Value = c.get(&url).send().await.unwrap().json().await.unwrap();
+    let listed = c.reviews(RUN).await.json();
     assert_eq!(listed["reviews"].as_array().unwrap().len(), 2, "{listed}");
     assert_eq!(listed["reviews"][0]["trusted"], true, "{listed}");
-    let verified: serde_json::Value = c
-        .get(format!("{}/v1/runs/{RUN}/verify", daemon.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let verified = c.verify(RUN).await.json();
     assert_eq!(verified["verified"], true, "{verified}");
     assert_eq!(std::fs::read(s.review_path(0)).unwrap(), first);
     assert_eq!(std::fs::read(s.review_path(1)).unwrap(), second);

@@ -208,19 +208,15 @@ async fn the_daemon_serves_the_adjudication_queue() {
         .await
         .unwrap();
     let daemon = spawn_daemon(s.dir.path(), &lb, &s.url, &[]);
-    let c = http();
+    let c = daemon.client();
     let get_queue = || async {
-        let r = c
-            .get(format!("{}/v1/review-queue", daemon.base))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200);
-        assert!(r.headers()["content-type"]
+        let r = c.review_queue("").await;
+        assert_eq!(r.status, 200);
+        assert!(r.headers["content-type"]
             .to_str()
             .unwrap()
             .starts_with("application/json"));
-        r.json::<serde_json::Value>().await.unwrap()
+        r.json()
     };
     let queue = get_queue().await;
     let stats = s.stats(true);
@@ -234,14 +230,7 @@ async fn the_daemon_serves_the_adjudication_queue() {
     );
     let first = &queue["runs"][0];
     let link = first["explain"].as_str().unwrap();
-    let tree: serde_json::Value = c
-        .get(format!("{}{link}", daemon.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let tree = c.get(link).await.json();
     assert_eq!(tree["evidenceBindings"]["runId"], first["runId"]);
     assert_eq!(tree["observed"]["outcome"], "inconclusive");
 
@@ -269,14 +258,8 @@ async fn the_daemon_serves_the_adjudication_queue() {
         &st,
     )
     .unwrap();
-    let r = c
-        .post(format!("{}/v1/runs/{RUN}/reviews", daemon.base))
-        .header("content-type", "application/json")
-        .body(envelope)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let r = c.post_review(RUN, envelope).await;
+    assert_eq!(r.status, 201, "{}", r.text());
     let after = get_queue().await;
     assert!(!after["runs"].to_string().contains(RUN), "{after}");
     assert_eq!(

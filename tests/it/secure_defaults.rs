@@ -12,6 +12,7 @@ use crate::common;
 use common::*;
 use seal_core::ids::{RollId, RunId, Slot};
 use seal_store::{Key, Store};
+use seal_testkit::client::{Method, RequestBuilder, SealClient};
 use seal_testkit::loopback::Loopback;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
@@ -325,15 +326,18 @@ async fn the_bearer_scheme_is_case_insensitive_and_the_metrics_token_opens_metri
     )
     .await;
     let (base, _stop) = start(engine).await;
-    let c = http();
-    let status = |req: reqwest::RequestBuilder, auth: Option<String>| async move {
-        let req = match auth {
-            Some(a) => req.header("authorization", a),
-            None => req,
-        };
-        req.send().await.unwrap().status().as_u16()
+    let c = SealClient::new(base);
+    // Raw requests: each carries an Authorization header of its own (any scheme, any case).
+    let status = |req: RequestBuilder, auth: Option<String>| {
+        let c = c.clone();
+        async move {
+            let req = match auth {
+                Some(a) => req.header("authorization", a),
+                None => req,
+            };
+            c.send(req).await.status.as_u16()
+        }
     };
-    let url = |p: &str| format!("{base}{p}");
     // /metrics: the metrics token, the API token (any case of the scheme), nothing else.
     for auth in [
         format!("Bearer {metrics}"),
@@ -341,7 +345,7 @@ async fn the_bearer_scheme_is_case_insensitive_and_the_metrics_token_opens_metri
         format!("BEARER {metrics}"),
     ] {
         assert_eq!(
-            status(c.get(url("/metrics")), Some(auth.clone())).await,
+            status(c.raw(Method::GET, "/metrics"), Some(auth.clone())).await,
             200,
             "{auth}"
         );
@@ -352,35 +356,46 @@ async fn the_bearer_scheme_is_case_insensitive_and_the_metrics_token_opens_metri
         Some(format!("Basic {metrics}")),
     ] {
         assert_eq!(
-            status(c.get(url("/metrics")), auth.clone()).await,
+            status(c.raw(Method::GET, "/metrics"), auth.clone()).await,
             401,
             "{auth:?}"
         );
     }
     // The metrics token opens no other route, reading or writing.
     let m = Some(format!("Bearer {metrics}"));
-    assert_eq!(status(c.get(url("/v1/runs/run-x")), m.clone()).await, 401);
-    assert_eq!(status(c.get(url("/v1/stats")), m.clone()).await, 401);
-    assert_eq!(status(c.get(url("/openapi.json")), m.clone()).await, 401);
+    assert_eq!(
+        status(c.raw(Method::GET, "/v1/runs/run-x"), m.clone()).await,
+        401
+    );
+    assert_eq!(
+        status(c.raw(Method::GET, "/v1/stats"), m.clone()).await,
+        401
+    );
+    assert_eq!(
+        status(c.raw(Method::GET, "/openapi.json"), m.clone()).await,
+        401
+    );
     let header = std::fs::read(example("run-narrative-0010-pass").join("header.json")).unwrap();
     let put = c
-        .put(url("/v1/runs/run-narrative-0010-pass"))
+        .raw(Method::PUT, "/v1/runs/run-narrative-0010-pass")
         .body(header.clone());
     assert_eq!(status(put, m.clone()).await, 401);
-    let fin = c.post(url("/v1/runs/run-narrative-0010-pass/finalize"));
+    let fin = c.raw(Method::POST, "/v1/runs/run-narrative-0010-pass/finalize");
     assert_eq!(status(fin, m).await, 401);
     // The API token, whatever the scheme's case, opens the API.
     for scheme in ["bearer", "BEARER", "Bearer"] {
         let auth = Some(format!("{scheme} {api}"));
         assert_eq!(
-            status(c.get(url("/v1/runs/run-x")), auth).await,
+            status(c.raw(Method::GET, "/v1/runs/run-x"), auth).await,
             404,
             "{scheme}"
         );
     }
-    let put = c.put(url("/v1/runs/run-narrative-0010-pass")).body(header);
+    let put = c
+        .raw(Method::PUT, "/v1/runs/run-narrative-0010-pass")
+        .body(header);
     assert_eq!(status(put, Some(format!("bearer {api}"))).await, 201);
-    assert_eq!(status(c.get(url("/healthz")), None).await, 200);
+    assert_eq!(status(c.raw(Method::GET, "/healthz"), None).await, 200);
 }
 
 // ---- 7. Leases: planted leases neither hold a call back nor fail it -------------------------

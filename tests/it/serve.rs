@@ -4,33 +4,26 @@
 use crate::common;
 
 use common::*;
-use reqwest::StatusCode;
 use seal_fs::runfolder::RunFolder;
+use seal_testkit::client::{Method, Reply, SealClient, StatusCode};
 use seal_testkit::loopback::{Fault, Loopback};
 use serde_json::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The pipeline worker's loop for one run: rolls until `next` is finalize, then finalize.
-async fn drive(c: &reqwest::Client, base: &str, folder: &RunFolder) -> Value {
-    submit(c, base, folder).await;
+async fn drive(c: &SealClient, folder: &RunFolder) -> Value {
+    c.submit(folder).await;
     let mut n = 1;
     loop {
-        let (status, body) = post_roll(c, base, folder, n).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let body = c.roll(folder, n).await.expect(StatusCode::OK).json();
         if body["next"] == "roll-2" && folder.rolls().len() > n {
             n += 1;
             continue;
         }
         break;
     }
-    let r = c
-        .post(format!("{base}/v1/runs/{}/finalize", folder.run()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json().await.unwrap()
+    c.finalize(folder.run()).await.expect(StatusCode::OK).json()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -40,125 +33,67 @@ async fn example_runs_go_through_the_api_to_verified_seals() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine_with(&lb, &format!("file://{}", dir.path().display()), &[]).await;
     let (base, _stop) = start(engine).await;
-    let c = http();
+    let c = SealClient::new(base);
     for (name, outcome) in [
         ("run-narrative-0010-pass", "pass"),
         ("run-puzzle-0013-fail-end", "fail"),
         ("run-heritage-0017-disputed-font", "pass"),
     ] {
         let folder = RunFolder::read(&example(name), 1 << 26).unwrap();
-        let done = drive(&c, &base, &folder).await;
+        let done = drive(&c, &folder).await;
         assert_eq!(done["outcome"], outcome, "{name}: {done}");
-        let v: Value = c
-            .get(format!("{base}/v1/runs/{name}/verify"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v = c.verify(name).await.json();
         assert_eq!(v["verified"], true, "{v}");
         // Explain: the JSON tree, or the page for a browser.
-        let tree: Value = c
-            .get(format!("{base}/v1/runs/{name}/explain"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let tree = c.explain(name).await.json();
         assert_eq!(tree["schemaVersion"], "seal.decision-tree/1", "{tree}");
         assert_eq!(tree["observed"]["outcome"], outcome);
         let page = c
-            .get(format!("{base}/v1/runs/{name}/explain"))
-            .header("accept", "text/html,application/xhtml+xml")
-            .send()
+            .send(
+                c.raw(Method::GET, &format!("/v1/runs/{name}/explain"))
+                    .header("accept", "text/html,application/xhtml+xml"),
+            )
             .await
-            .unwrap();
-        assert_eq!(page.status(), StatusCode::OK);
-        assert!(page.headers()["content-type"]
-            .to_str()
+            .expect(StatusCode::OK);
+        assert!(page
+            .header("content-type")
             .unwrap()
             .starts_with("text/html"));
-        assert!(page.headers()["content-security-policy"]
-            .to_str()
+        assert!(page
+            .header("content-security-policy")
             .unwrap()
             .contains("default-src 'none'"));
-        assert!(page.text().await.unwrap().contains("<svg"));
-        let s: Value = c
-            .get(format!("{base}/v1/runs/{name}"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        assert!(page.text().contains("<svg"));
+        let s = c.run_state(name).await.json();
         assert_eq!(s["phase"], "DECIDED");
         // Finalize again: the same answer.
-        let again: Value = c
-            .post(format!("{base}/v1/runs/{name}/finalize"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let again = c.finalize(name).await.json();
         assert_eq!(again["evidenceSha256"], done["evidenceSha256"]);
     }
-    let missing = c
-        .get(format!("{base}/v1/runs/run-nope/explain"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
-    let health = c.get(format!("{base}/healthz")).send().await.unwrap();
-    assert_eq!(health.status(), StatusCode::OK);
+    c.explain("run-nope").await.expect(StatusCode::NOT_FOUND);
+    c.healthz().await.expect(StatusCode::OK);
     // Stats over the three decided runs: JSON (seal.stats/1), the page, a bad query.
-    let stats: Value = c
-        .get(format!("{base}/v1/stats"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let stats = c.stats("").await.json();
     assert_eq!(stats["schemaVersion"], "seal.stats/1", "{stats}");
     assert_eq!(stats["runs"]["used"], 3, "{stats}");
     assert_eq!(stats["outcomes"]["outcome"]["pass"], 2, "{stats}");
-    let narrow: Value = c
-        .get(format!("{base}/v1/stats?genre=puzzle"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let narrow = c.stats("genre=puzzle").await.json();
     assert_eq!(narrow["runs"]["used"], 1, "{narrow}");
     let page = c
-        .get(format!("{base}/v1/stats"))
-        .header("accept", "text/html")
-        .send()
-        .await
-        .unwrap();
-    assert!(page.headers()["content-security-policy"]
-        .to_str()
+        .send(
+            c.raw(Method::GET, "/v1/stats")
+                .header("accept", "text/html"),
+        )
+        .await;
+    assert!(page
+        .header("content-security-policy")
         .unwrap()
         .contains("default-src 'none'"));
-    assert!(page.text().await.unwrap().contains("<svg"));
-    let bad = c
-        .get(format!("{base}/v1/stats?since=yesterday"))
-        .send()
+    assert!(page.text().contains("<svg"));
+    c.stats("since=yesterday")
         .await
-        .unwrap();
-    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
-    let metrics = c
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+        .expect(StatusCode::BAD_REQUEST);
+    let metrics = c.metrics().await.text();
     for needle in [
         "seal_rolls_total{outcome=\"pass\"}",
         "seal_judge_latency_seconds_bucket{slot=\"a\"",
@@ -177,9 +112,8 @@ async fn example_runs_go_through_the_api_to_verified_seals() {
     }
 }
 
-async fn error_of(r: reqwest::Response) -> (StatusCode, Value) {
-    let s = r.status();
-    let v: Value = r.json().await.unwrap_or(Value::Null);
+fn error_of(r: Reply) -> (StatusCode, Value) {
+    let (s, v) = r.status_json();
     assert!(
         v["error"]["code"].is_string() && v["error"]["message"].is_string(),
         "error body must be {{error:{{code,message,object}}}}: {v}"
@@ -200,81 +134,57 @@ async fn bad_input_gets_a_clear_error_and_loses_nothing() {
     .await;
     let store = engine.store().clone();
     let (base, _stop) = start(engine).await;
-    let c = http();
+    let c = SealClient::new(base);
     let folder = RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
     let run = folder.run().to_string();
 
     // Malformed and hostile documents.
-    let (s, v) = error_of(
-        c.put(format!("{base}/v1/runs/{run}"))
-            .body("{not json")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (s, v) = error_of(c.put_header(&run, "{not json").await);
     assert_eq!(
         (s, v["error"]["code"].as_str()),
         (StatusCode::BAD_REQUEST, Some("bad_json"))
     );
     let (s, v) = error_of(
-        c.put(format!("{base}/v1/runs/{run}"))
-            .body(r#"{"schemaVersion":"playtest/3","outcome":"fail","outcome":"pass"}"#)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+        c.put_header(
+            &run,
+            r#"{"schemaVersion":"playtest/3","outcome":"fail","outcome":"pass"}"#,
+        )
+        .await,
+    );
     assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
     assert!(v["error"]["message"]
         .as_str()
         .unwrap()
         .contains("duplicate key"));
     let (s, _) = error_of(
-        c.put(format!("{base}/v1/runs/other-run"))
-            .body(folder.header_bytes().to_vec())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+        c.put_header("other-run", folder.header_bytes().to_vec())
+            .await,
+    );
     assert_eq!(
         s,
         StatusCode::UNPROCESSABLE_ENTITY,
         "runId must match the path"
     );
     let (s, v) = error_of(
-        c.put(format!("{base}/v1/runs/..%2F..%2Fetc"))
-            .body(folder.header_bytes().to_vec())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+        c.put_header("..%2F..%2Fetc", folder.header_bytes().to_vec())
+            .await,
+    );
     assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
     let mut invalid: Value = serde_json::from_slice(folder.header_bytes()).unwrap();
     invalid["genre"] = "shooter".into();
     let (s, v) = error_of(
-        c.put(format!("{base}/v1/runs/{run}"))
-            .body(serde_json::to_vec(&invalid).unwrap())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+        c.put_header(&run, serde_json::to_vec(&invalid).unwrap())
+            .await,
+    );
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(
         v["error"]["message"].as_str().unwrap().contains("/genre"),
         "{v}"
     );
     let big = vec![b' '; 300_000];
-    let r = c
-        .put(format!("{base}/v1/runs/{run}"))
-        .body(big)
-        .send()
+    c.put_header(&run, big)
         .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        .expect(StatusCode::PAYLOAD_TOO_LARGE);
     assert!(
         store.list("runs").await.unwrap().keys.is_empty(),
         "nothing stored so far"
@@ -283,100 +193,52 @@ async fn bad_input_gets_a_clear_error_and_loses_nothing() {
     // A blob whose bytes are not its name.
     let (hash, path) = &folder.blobs()[0];
     let (s, v) = error_of(
-        c.put(format!(
-            "{base}/v1/blobs/sha256/{}",
-            seal_core::canonical::Hash::of(b"other")
-        ))
-        .body(std::fs::read(path).unwrap())
-        .send()
-        .await
-        .unwrap(),
-    )
-    .await;
+        c.put_blob(
+            seal_core::canonical::Hash::of(b"other"),
+            std::fs::read(path).unwrap(),
+        )
+        .await,
+    );
     assert_eq!(
         (s, v["error"]["code"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("hash_mismatch"))
     );
-    let (s, _) = error_of(
-        c.put(format!("{base}/v1/blobs/sha256/NOTHEX"))
-            .body("x")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (s, _) = error_of(c.put_blob("NOTHEX", "x").await);
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert!(store.list("cas").await.unwrap().keys.is_empty());
     assert!(store.list("tmp").await.unwrap().keys.is_empty());
 
     // Idempotent header; other bytes conflict.
-    let r = c
-        .put(format!("{base}/v1/runs/{run}"))
-        .body(folder.header_bytes().to_vec())
-        .send()
+    c.put_header(&run, folder.header_bytes().to_vec())
         .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::CREATED);
-    let r = c
-        .put(format!("{base}/v1/runs/{run}"))
-        .body(folder.header_bytes().to_vec())
-        .send()
+        .expect(StatusCode::CREATED);
+    c.put_header(&run, folder.header_bytes().to_vec())
         .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
+        .expect(StatusCode::OK);
     let mut other: Value = serde_json::from_slice(folder.header_bytes()).unwrap();
     other["gameId"] = "game-other".into();
     let (s, v) = error_of(
-        c.put(format!("{base}/v1/runs/{run}"))
-            .body(serde_json::to_vec(&other).unwrap())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+        c.put_header(&run, serde_json::to_vec(&other).unwrap())
+            .await,
+    );
     assert_eq!(
         (s, v["error"]["code"].as_str()),
         (StatusCode::CONFLICT, Some("conflict"))
     );
 
     // A brief that is not the header's.
-    let (s, v) = error_of(
-        c.put(format!("{base}/v1/runs/{run}/brief"))
-            .body("another brief")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (s, v) = error_of(c.put_brief(&run, "another brief").await);
     assert_eq!(
         (s, v["error"]["code"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("mismatch"))
     );
-    c.put(format!("{base}/v1/runs/{run}/brief"))
-        .body(folder.brief().to_vec())
-        .send()
-        .await
-        .unwrap();
+    c.put_brief(&run, folder.brief().to_vec()).await;
 
     // Rolls: bad number, roll 2 first, missing blobs named.
     let proof = folder.rolls()[0].canonical();
-    let (s, _) = error_of(
-        c.post(format!("{base}/v1/runs/{run}/rolls/3"))
-            .body(proof.clone())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (s, _) = error_of(c.post_roll(&run, 3, proof.clone()).await);
     assert_eq!(s, StatusCode::BAD_REQUEST);
-    let (s, v) = error_of(
-        c.post(format!("{base}/v1/runs/{run}/rolls/1"))
-            .body(proof.clone())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (s, v) = error_of(c.post_roll(&run, 1, proof.clone()).await);
     assert_eq!(
         (s, v["error"]["code"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("missing_blobs"))
@@ -396,30 +258,20 @@ async fn bad_input_gets_a_clear_error_and_loses_nothing() {
     let mut roll2: Value = serde_json::from_slice(proof).unwrap();
     roll2["rollId"] = "roll-2".into();
     let (s, v) = error_of(
-        c.post(format!("{base}/v1/runs/{run}/rolls/2"))
-            .body(serde_json::to_vec(&roll2).unwrap())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+        c.post_roll(&run, 2, serde_json::to_vec(&roll2).unwrap())
+            .await,
+    );
     assert_eq!(s, StatusCode::CONFLICT, "{v}");
 
     // Finalize before any roll; unknown run; unknown route.
-    let (s, v) = error_of(
-        c.post(format!("{base}/v1/runs/{run}/finalize"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (s, v) = error_of(c.finalize(&run).await);
     assert_eq!(
         (s, v["error"]["code"].as_str()),
         (StatusCode::CONFLICT, Some("no_rolls"))
     );
-    let (s, _) = error_of(c.get(format!("{base}/v1/runs/nope")).send().await.unwrap()).await;
+    let (s, _) = error_of(c.run_state("nope").await);
     assert_eq!(s, StatusCode::NOT_FOUND);
-    let (s, _) = error_of(c.get(format!("{base}/v2/whatever")).send().await.unwrap()).await;
+    let (s, _) = error_of(c.get("/v2/whatever").await);
     assert_eq!(s, StatusCode::NOT_FOUND);
 }
 
@@ -428,35 +280,20 @@ async fn bearer_token_is_required_when_configured() {
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
     let engine = engine_edited(&lb, &[("SEAL_API_TOKEN", "tok-very-secret")], &|t| t).await;
     let (base, _stop) = start(engine).await;
-    let c = http();
-    let (s, _) = error_of(c.get(format!("{base}/v1/runs/x")).send().await.unwrap()).await;
+    let c = SealClient::new(&base);
+    let (s, _) = error_of(c.run_state("x").await);
     assert_eq!(s, StatusCode::UNAUTHORIZED);
-    let (s, _) = error_of(
-        c.get(format!("{base}/v1/runs/x"))
-            .bearer_auth("tok-very-secreT")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let wrong = SealClient::new(&base).with_token("tok-very-secreT");
+    let (s, _) = error_of(wrong.run_state("x").await);
     assert_eq!(s, StatusCode::UNAUTHORIZED);
-    let r = c
-        .get(format!("{base}/v1/runs/x"))
-        .bearer_auth("tok-very-secret")
-        .send()
-        .await
-        .unwrap();
+    let authorized = SealClient::new(&base).with_token("tok-very-secret");
     assert_eq!(
-        r.status(),
+        authorized.run_state("x").await.status,
         StatusCode::NOT_FOUND,
         "authorized: the run is just unknown"
     );
     assert_eq!(
-        c.get(format!("{base}/healthz"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
+        c.healthz().await.status,
         StatusCode::OK,
         "health needs no token"
     );
@@ -472,7 +309,7 @@ async fn past_the_queue_bound_the_api_answers_429() {
     })
     .await;
     let (base, _stop) = start(engine).await;
-    let c = http();
+    let c = SealClient::new(base);
     let mut folders = Vec::new();
     for i in 0..3 {
         let dir = tempfile::tempdir().unwrap();
@@ -481,28 +318,18 @@ async fn past_the_queue_bound_the_api_answers_429() {
             dir.path(),
             &format!("busy-{i}"),
         );
-        submit(&c, &base, &f).await;
+        c.submit(&f).await;
         folders.push((dir, f));
     }
     let mut tasks = Vec::new();
     for (i, (_, f)) in folders.iter().enumerate() {
-        let (c, base, f) = (
-            c.clone(),
-            base.clone(),
-            RunFolder::read(f.dir(), 1 << 26).unwrap(),
-        );
+        let (c, f) = (c.clone(), RunFolder::read(f.dir(), 1 << 26).unwrap());
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(100 * i as u64)).await;
-            let bytes = f.rolls()[0].canonical();
-            let r = c
-                .post(format!("{base}/v1/runs/{}/rolls/1", f.run()))
-                .body(bytes.clone())
-                .send()
-                .await
-                .unwrap();
+            let r = c.roll(&f, 1).await;
             (
-                r.status(),
-                r.headers()
+                r.status,
+                r.headers
                     .get("retry-after")
                     .map(|v| v.to_str().unwrap().to_string()),
             )
@@ -540,15 +367,16 @@ async fn kill_9_mid_judging_then_resubmit_seals_once_without_paying_twice() {
     keygen(dir.path());
     let store = "file://./store";
     let folder = RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
-    let c = http();
     let daemon = spawn_daemon(dir.path(), &lb, store, &[]);
-    submit(&c, &daemon.base, &folder).await;
+    let c = daemon.client();
+    c.submit(&folder).await;
     let proof = folder.rolls()[0].canonical();
-    let url = format!("{}/v1/runs/{}/rolls/1", daemon.base, folder.run());
-    let pending = tokio::spawn({
-        let (c, proof) = (c.clone(), proof.clone());
-        async move { c.post(url).body(proof).send().await }
-    });
+    // Raw: the connection is expected to die with the daemon, which the typed client panics on.
+    let pending = c
+        .raw(Method::POST, &format!("/v1/runs/{}/rolls/1", folder.run()))
+        .body(proof.clone())
+        .send();
+    let pending = tokio::spawn(pending);
     // Judge A's attempt is complete once its meta is stored (after raw.json): killing between
     // the two would leave an attempt seal refuses to resume (docs/DECISIONS.md, "Authenticated resume with the meta as commit point").
     let meta_a = dir
@@ -577,8 +405,8 @@ async fn kill_9_mid_judging_then_resubmit_seals_once_without_paying_twice() {
 
     // Restart, resubmit: the roll completes.
     let daemon = spawn_daemon(dir.path(), &lb, store, &[]);
-    let (status, body) = post_roll(&c, &daemon.base, &folder, 1).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let c = daemon.client();
+    let body = c.roll(&folder, 1).await.expect(StatusCode::OK).json();
     assert_eq!(body["rollOutcome"], "pass", "{body}");
     assert_eq!(
         count_session(&lb, MODEL_A),
@@ -591,32 +419,11 @@ async fn kill_9_mid_judging_then_resubmit_seals_once_without_paying_twice() {
         "judge B had no stored answer: asked again"
     );
     // Finalize twice: sealed once.
-    let f1: Value = c
-        .post(format!("{}/v1/runs/{}/finalize", daemon.base, folder.run()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let f2: Value = c
-        .post(format!("{}/v1/runs/{}/finalize", daemon.base, folder.run()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let f1 = c.finalize(folder.run()).await.json();
+    let f2 = c.finalize(folder.run()).await.json();
     assert_eq!(f1["outcome"], "pass");
     assert_eq!(f1["evidenceSha256"], f2["evidenceSha256"]);
-    let v: Value = c
-        .get(format!("{}/v1/runs/{}/verify", daemon.base, folder.run()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v = c.verify(folder.run()).await.json();
     assert_eq!(v["verified"], true, "{v}");
 }
 
@@ -627,14 +434,12 @@ async fn sigterm_finishes_in_flight_work_then_exits_0() {
     let dir = tempfile::tempdir().unwrap();
     keygen(dir.path());
     let folder = RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
-    let c = http();
     let mut daemon = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
-    submit(&c, &daemon.base, &folder).await;
-    let proof = folder.rolls()[0].canonical();
-    let url = format!("{}/v1/runs/{}/rolls/1", daemon.base, folder.run());
+    let c = daemon.client();
+    c.submit(&folder).await;
     let pending = tokio::spawn({
-        let (c, proof) = (c.clone(), proof.clone());
-        async move { c.post(url).body(proof).send().await.unwrap().status() }
+        let (c, folder) = (c.clone(), folder.clone());
+        async move { c.roll(&folder, 1).await.status }
     });
     while lb.calls().len() < 2 {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -646,9 +451,10 @@ async fn sigterm_finishes_in_flight_work_then_exits_0() {
         .unwrap()
         .success());
     tokio::time::sleep(Duration::from_millis(200)).await;
-    // New connections are refused while in-flight work finishes.
+    // New connections are refused while in-flight work finishes (raw: a short timeout, and the
+    // failure is the point).
     assert!(c
-        .get(format!("{}/healthz", daemon.base))
+        .raw(Method::GET, "/healthz")
         .timeout(Duration::from_millis(500))
         .send()
         .await
@@ -675,7 +481,7 @@ async fn two_replicas_on_one_s3_bucket_seal_each_run_once() {
     keygen(dir.path());
     let mut r1 = spawn_daemon(dir.path(), &lb, &url, &[]);
     let r2 = spawn_daemon(dir.path(), &lb, &url, &[]);
-    let c = http();
+    let (c1, c2) = (r1.client(), r2.client());
     // Runs spread across both replicas.
     let mut folders = Vec::new();
     for i in 0..4 {
@@ -688,31 +494,17 @@ async fn two_replicas_on_one_s3_bucket_seal_each_run_once() {
         folders.push((d, f));
     }
     for (i, (_, f)) in folders.iter().enumerate() {
-        let base = if i % 2 == 0 { &r1.base } else { &r2.base };
-        submit(&c, base, f).await;
-        let (status, body) = post_roll(&c, base, f, 1).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let c = if i % 2 == 0 { &c1 } else { &c2 };
+        c.submit(f).await;
+        c.roll(f, 1).await.expect(StatusCode::OK);
     }
     // Finalize of each run sent to both replicas at once: one seal, both answer the same.
     for (_, f) in &folders {
-        let (a, b) = tokio::join!(
-            c.post(format!("{}/v1/runs/{}/finalize", r1.base, f.run()))
-                .send(),
-            c.post(format!("{}/v1/runs/{}/finalize", r2.base, f.run()))
-                .send()
-        );
-        let a: Value = a.unwrap().json().await.unwrap();
-        let b: Value = b.unwrap().json().await.unwrap();
+        let (a, b) = tokio::join!(c1.finalize(f.run()), c2.finalize(f.run()));
+        let (a, b) = (a.json(), b.json());
         assert_eq!(a["evidenceSha256"], b["evidenceSha256"], "{a} {b}");
         assert_eq!(a["sealSha256"], b["sealSha256"]);
-        let v: Value = c
-            .get(format!("{}/v1/runs/{}/verify", r2.base, f.run()))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v = c2.verify(f.run()).await.json();
         assert_eq!(v["verified"], true, "{v}");
     }
     // No secret in either replica's logs.

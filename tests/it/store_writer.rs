@@ -8,7 +8,7 @@
 use crate::common;
 
 use common::*;
-use reqwest::StatusCode;
+use seal_testkit::client::StatusCode;
 use seal_testkit::loopback::{Loopback, Persona};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -130,14 +130,8 @@ impl Production {
     }
 }
 
-async fn finalize(base: &str) -> (StatusCode, Value) {
-    let r = http()
-        .post(format!("{base}/v1/runs/{RUN}/finalize"))
-        .send()
-        .await
-        .unwrap();
-    let status = r.status();
-    (status, r.json().await.unwrap_or(Value::Null))
+async fn finalize(daemon: &Daemon) -> (StatusCode, Value) {
+    daemon.client().finalize(RUN).await.status_json()
 }
 
 fn code(v: &Value) -> String {
@@ -154,7 +148,7 @@ async fn finalize_does_not_sign_planted_evidence_from_another_key_and_salt() {
         &["seal.dsse.json"],
     );
     let daemon = prod.serve();
-    let (status, body) = finalize(&daemon.base).await;
+    let (status, body) = finalize(&daemon).await;
     // The planted inputs have no receipt of this deployment: never committed here.
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(code(&body), "uncommitted", "{body}");
@@ -181,7 +175,7 @@ async fn finalize_planted_open_run(with_receipts: bool) -> (StatusCode, Value) {
         );
     }
     let daemon = prod.serve();
-    let answer = finalize(&daemon.base).await;
+    let answer = finalize(&daemon).await;
     assert!(!prod.seal_path().exists(), "the planted pass was sealed");
     assert!(prod.lb.calls().is_empty(), "a planted run was judged");
     answer
@@ -247,17 +241,10 @@ async fn seal_judge_does_not_seal_the_planted_pass_of_a_planted_run() {
 /// A run judged by production up to an indecisive roll 1 (its roll 2 not yet submitted).
 async fn open_after_roll_1(prod: &Production) -> Daemon {
     let daemon = prod.serve();
-    let c = http();
+    let c = daemon.client();
     let folder = seal_fs::runfolder::RunFolder::read(&example(RUN), 1 << 26).unwrap();
-    submit(&c, &daemon.base, &folder).await;
-    let r = c
-        .post(format!("{}/v1/runs/{RUN}/rolls/1", daemon.base))
-        .body(folder.rolls()[0].canonical().to_vec())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    let v: Value = r.json().await.unwrap();
+    c.submit(&folder).await;
+    let v = c.roll(&folder, 1).await.expect(StatusCode::OK).json();
     assert_eq!(v["next"], "roll-2", "{v}");
     daemon
 }
@@ -275,7 +262,7 @@ async fn a_proof_package_planted_in_an_open_run_is_named_and_never_judged() {
         roll2.join("proof-package.json"),
     )
     .unwrap();
-    let (status, body) = finalize(&daemon.base).await;
+    let (status, body) = finalize(&daemon).await;
     // No receipt: never committed; the worker would re-send roll 2 (409), nothing is judged.
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(code(&body), "uncommitted", "{body}");
@@ -306,7 +293,7 @@ async fn a_proof_package_swapped_after_judging_is_refused_by_the_postguard() {
         std::fs::read(example(RUN).join("roll-2/proof-package.json")).unwrap(),
     )
     .unwrap();
-    let (status, body) = finalize(&daemon.base).await;
+    let (status, body) = finalize(&daemon).await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
     assert_eq!(code(&body), "corrupt_store", "{body}");
     assert!(!prod.seal_path().exists());
@@ -333,7 +320,7 @@ async fn a_roll_record_planted_in_an_open_run_is_not_answered_or_sealed() {
     first.kill_9();
     plant_a_passing_roll_record(&prod);
     let daemon = prod.serve();
-    let (status, body) = finalize(&daemon.base).await;
+    let (status, body) = finalize(&daemon).await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
     assert!(code(&body).starts_with("planted_"), "{body}");
     assert!(!prod.seal_path().exists());
@@ -348,7 +335,7 @@ async fn a_roll_record_planted_behind_the_running_daemon_is_refused_as_after_a_r
     let prod = production().await;
     let daemon = open_after_roll_1(&prod).await;
     plant_a_passing_roll_record(&prod);
-    let (status, body) = finalize(&daemon.base).await;
+    let (status, body) = finalize(&daemon).await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
     assert!(code(&body).starts_with("planted_"), "{body}");
     assert!(
@@ -380,19 +367,12 @@ async fn another_rolls_reservation_copied_under_roll_2_is_named_and_never_sealed
     )
     .unwrap();
     let folder = seal_fs::runfolder::RunFolder::read(&example(RUN), 1 << 26).unwrap();
-    let r = http()
-        .post(format!("{}/v1/runs/{RUN}/rolls/2", daemon.base))
-        .body(folder.rolls()[1].canonical().to_vec())
-        .send()
-        .await
-        .unwrap();
-    let status = r.status();
-    let body: Value = r.json().await.unwrap_or(Value::Null);
+    let (status, body) = daemon.client().roll(&folder, 2).await.status_json();
     let planted = format!("runs/{RUN}/roll-2/cost-reservation.json");
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
     assert_eq!(code(&body), "planted_document", "{body}");
     assert_eq!(body["error"]["object"], planted, "{body}");
-    let (status, body) = finalize(&daemon.base).await;
+    let (status, body) = finalize(&daemon).await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
     assert_eq!(code(&body), "planted_document", "{body}");
     assert_eq!(body["error"]["object"], planted, "{body}");

@@ -6,11 +6,11 @@
 use crate::common;
 
 use common::*;
-use reqwest::StatusCode;
 use seal_core::ids::RollId;
 use seal_engine::intake::ProofSubmission;
 use seal_engine::roll::{self, SubmitError, Submitted};
 use seal_store::Key;
+use seal_testkit::client::{SealClient, StatusCode};
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::time::Duration;
@@ -90,28 +90,21 @@ async fn over_http_a_judged_roll_is_answered_again_and_another_package_is_a_conf
     let (folder, first) = judge_roll1(&engine, &example(RUN)).await;
     let calls = lb.calls().len();
     let (base, _stop) = start(engine).await;
-    let url = format!("{base}/v1/runs/{}/rolls/1", folder.run());
-    let c = http();
-    let r = c
-        .post(&url)
-        .body(reserialized(&folder))
-        .send()
+    let c = SealClient::new(base);
+    let v = c
+        .post_roll(folder.run(), 1, reserialized(&folder))
         .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    let v: Value = r.json().await.unwrap();
+        .expect(StatusCode::OK)
+        .json();
     assert_eq!(
         v["consensusHash"],
         first.roll().judge_consensus_hash.as_str()
     );
-    let r = c
-        .post(&url)
-        .body(another_package(&folder))
-        .send()
+    let v = c
+        .post_roll(folder.run(), 1, another_package(&folder))
         .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::CONFLICT);
-    let v: Value = r.json().await.unwrap();
+        .expect(StatusCode::CONFLICT)
+        .json();
     assert_eq!(v["error"]["code"], "conflict", "{v}");
     assert_eq!(
         lb.calls().len(),

@@ -10,6 +10,7 @@ use crate::common;
 
 use common::*;
 use seal_core::tlog::{self, Tree};
+use seal_testkit::client::SealClient;
 use seal_testkit::loopback::Loopback;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -350,33 +351,21 @@ async fn kill_9_between_the_log_append_and_the_seal_is_completed_by_the_next_fin
                 "log-salt-0123456789abcdef0123456789abcdef",
             )],
         );
-        let c = reqwest::Client::new();
-        let done = c
-            .post(format!("{}/v1/runs/{run}/finalize", d.base))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(done.status(), 200, "{}", done.text().await.unwrap());
-        let proof: Value = c
-            .get(format!("{}/v1/runs/{run}/log-proof", d.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let c = d.client();
+        let done = c.finalize(run).await;
+        assert_eq!(done.status, 200, "{}", done.text());
+        let proof = c.log_proof(run).await.json();
         assert_eq!(
             (proof["leafIndex"].as_u64(), proof["treeSize"].as_u64()),
             (Some(0), Some(1)),
             "{proof}"
         );
         // The tree as a tlog-tiles client reads it: the stored tile, and nothing past it.
-        let tile = |path: &str| c.get(format!("{}/v1/log/tile/{path}", d.base)).send();
-        let served = tile("8/0/000.p/1").await.unwrap();
-        assert_eq!(served.status(), 200);
+        let served = c.tile("8/0/000.p/1").await;
+        assert_eq!(served.status, 200);
         let stored_tile = std::fs::read(store.join("log/tile/8/0/000.p/1")).unwrap();
-        assert_eq!(served.bytes().await.unwrap()[..], stored_tile[..]);
-        assert_eq!(tile("8/0/000.p/2").await.unwrap().status(), 404);
+        assert_eq!(served.body[..], stored_tile[..]);
+        assert_eq!(c.tile("8/0/000.p/2").await.status, 404);
         for hostile in [
             "8/0/000.p/0",
             "8/0/000.p/00",
@@ -384,7 +373,7 @@ async fn kill_9_between_the_log_append_and_the_seal_is_completed_by_the_next_fin
             "8/data/000",
             "..%2F..%2Fx",
         ] {
-            assert_eq!(tile(hostile).await.unwrap().status(), 400, "{hostile}");
+            assert_eq!(c.tile(hostile).await.status, 400, "{hostile}");
         }
         assert_eq!(entries(&store), 1);
         assert!(!d.log_text().contains("missing from the log"));
@@ -449,17 +438,9 @@ async fn a_planted_checkpoint_is_neither_printed_nor_served() {
             let _ = rx.await;
         },
     ));
-    let r = http()
-        .get(format!("{base}/v1/log/checkpoint"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    assert_eq!(
-        r.text().await.unwrap(),
-        genuine,
-        "the daemon serves the signed one"
-    );
+    let r = SealClient::new(base).checkpoint().await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.text(), genuine, "the daemon serves the signed one");
 
     // A foreign signature line with controls, beside seal's valid one: the note still
     // verifies, and its controls reach the terminal as text.

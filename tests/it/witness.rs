@@ -338,7 +338,7 @@ async fn the_daemon_sends_every_new_checkpoint_to_its_witnesses() {
         None,
     );
     let daemon = spawn_daemon(d.path(), &d.lb, "file://./store", &[]);
-    let c = http();
+    let c = daemon.client();
     for n in 1..=3 {
         let dir = run_folder(
             d.path(),
@@ -346,15 +346,9 @@ async fn the_daemon_sends_every_new_checkpoint_to_its_witnesses() {
             &format!("run-d-{n:04}"),
         );
         let folder = RunFolder::read(&dir, 1 << 26).unwrap();
-        submit(&c, &daemon.base, &folder).await;
-        let (status, body) = post_roll(&c, &daemon.base, &folder, 1).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        let r = c
-            .post(format!("{}/v1/runs/{}/finalize", daemon.base, folder.run()))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), StatusCode::OK);
+        c.submit(&folder).await;
+        c.roll(&folder, 1).await.expect(StatusCode::OK);
+        c.finalize(folder.run()).await.expect(StatusCode::OK);
         // The cosignature arrives in the background, shortly after the finalize answered.
         let t0 = Instant::now();
         while cosignatures(&d.store(), n).is_empty() {
@@ -372,14 +366,7 @@ async fn the_daemon_sends_every_new_checkpoint_to_its_witnesses() {
     let want = "seal_witness_submissions_total{witness=\"w1.test/witness\",result=\"cosigned\"} 3";
     let t0 = Instant::now();
     loop {
-        let metrics = c
-            .get(format!("{}/metrics", daemon.base))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let metrics = c.metrics().await.text();
         if metrics.contains(want) {
             break;
         }
