@@ -82,7 +82,7 @@ mod tests {
     #[tokio::test]
     async fn only_a_log_object_copied_aside_is_removed() {
         let store = Store::open("memory://").await.unwrap();
-        let tile = key("log/tiles/tile/8/0/000");
+        let tile = key("log/tile/8/0/000");
         let run_doc = key("runs/r1/header.json");
         for k in [&tile, &run_doc] {
             LogStorage::create(&store, k, Bytes::from_static(b"{}"))
@@ -90,7 +90,7 @@ mod tests {
                 .unwrap();
         }
 
-        let to = key("log/superseded/1-2/tiles/tile/8/0/000");
+        let to = key("log/superseded/1-2/tile/8/0/000");
         let aside = LogStorage::copy_aside(&store, &tile, &to).await.unwrap();
         LogStorage::remove_copied(&store, &aside).await.unwrap();
         assert!(store.get_opt(&tile).await.unwrap().is_none());
