@@ -80,8 +80,9 @@ pub enum CliError {
     /// A run named on the command line is not in the store (or the archive).
     #[error("no run {run} in {store}")]
     NoRun { run: RunId, store: String },
-    /// `seal validate`: files that are not documents seal can check (each named on stderr).
-    #[error("{files} of {of} file(s) could not be validated")]
+    /// `seal validate`: files (or JSON lines) that are not documents seal can check (each named
+    /// on stderr).
+    #[error("{files} of {of} document(s) could not be validated")]
     Unusable { files: usize, of: usize },
     /// The judges or the embedded contracts could not be set up from the configuration.
     #[error("cannot start: {0}")]
@@ -91,7 +92,16 @@ pub enum CliError {
     Adapt(AdaptError),
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),
-    /// Writing the answer, or listening, failed.
+    /// `seal serve` could not take its address (in use, not on this host, not permitted): the
+    /// address is the flag's or the config's, so the operator's to change.
+    #[error("cannot listen on {addr} ({from}): {source}")]
+    Listen {
+        addr: String,
+        /// `--listen` or `server.listen of <config>`.
+        from: String,
+        source: std::io::Error,
+    },
+    /// Writing the answer failed.
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -135,13 +145,15 @@ impl CliError {
 impl HasFault for CliError {
     fn fault(&self) -> Fault {
         match self {
-            CliError::Usage(_)
-            | CliError::Config(_)
+            CliError::Usage(_) | CliError::NoRun { .. } | CliError::Unusable { .. } => {
+                Fault::Caller
+            }
+            // The config file, a variable, a flag or a key file: the operator's to fix.
+            CliError::Config(_)
             | CliError::Key(_)
-            | CliError::NoRun { .. }
             | CliError::MissingStore { .. }
-            | CliError::Unusable { .. }
-            | CliError::Setup(_) => Fault::Caller,
+            | CliError::Setup(_)
+            | CliError::Listen { .. } => Fault::Config,
             CliError::File(e) => e.fault(),
             CliError::Store(e) => e.fault(),
             CliError::Failed(e) | CliError::Within { cause: e, .. } => e.fault(),
@@ -174,6 +186,9 @@ fn report(e: &CliError) {
     print_lines(e);
     match e.fault() {
         Fault::Caller => {}
+        Fault::Config => eprintln!(
+            "seal: (configuration: fix the file, variable, flag or key named above and start again; as it is, it fails the same way)"
+        ),
         Fault::Infrastructure => {
             eprintln!("seal: (infrastructure: trying again later may help)")
         }

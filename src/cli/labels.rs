@@ -31,6 +31,10 @@ pub struct LabelsArgs {
     /// The witnesses the log checkpoint must carry, as `seal verify` takes them.
     #[command(flatten)]
     pub witnesses: args::WitnessArgs,
+    /// Also export `historical_replay` runs (left out by default: a replay re-judges a run
+    /// whose labels are already there). Each line names its `acceptanceMode` and `parentRunId`.
+    #[arg(long)]
+    pub include_replays: bool,
 }
 
 pub fn run(ctx: &Context, args: LabelsArgs) -> Result<ExitStatus, CliError> {
@@ -53,7 +57,12 @@ pub fn run(ctx: &Context, args: LabelsArgs) -> Result<ExitStatus, CliError> {
             )
             .await?
             .with_reviewers(reviewers);
-        seal_engine::labels::labels(&store, &verifier, &query)
+        let replays = if args.include_replays {
+            seal_engine::labels::Replays::Included
+        } else {
+            seal_engine::labels::Replays::LeftOut
+        };
+        seal_engine::labels::labels(&store, &verifier, &query, replays)
             .await
             .map_err(CliError::failed)
     })?;
@@ -76,5 +85,11 @@ pub fn run(ctx: &Context, args: LabelsArgs) -> Result<ExitStatus, CliError> {
         labels.runs,
         args.out.display()
     );
+    if labels.replays_left_out > 0 {
+        eprintln!(
+            "seal: {} replay run(s) left out (--include-replays exports them)",
+            labels.replays_left_out
+        );
+    }
     Ok(ExitStatus::Yes)
 }

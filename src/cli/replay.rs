@@ -283,12 +283,27 @@ fn replay_line(r: &seal_engine::replay::Replayed) -> String {
         r.replay,
         show(r.old_outcome),
         show(r.new_outcome),
-        if r.consensus_reproduced {
-            ", consensus reproduced"
-        } else {
-            ", consensus CHANGED"
-        }
+        agreement(r)
     )
+}
+
+/// How the replay's consensus compares with its source's: byte for byte, or the same
+/// obligation statuses over new answers (a live replay of unchanged judges), or statuses
+/// changed (how many).
+fn agreement(r: &seal_engine::replay::Replayed) -> String {
+    if r.consensus_reproduced {
+        ", consensus reproduced".into()
+    } else if r.obligations_changed == 0 && r.old_outcome == r.new_outcome {
+        format!(
+            ", same outcome and statuses ({} obligations; new answers, so new hashes)",
+            r.obligations_compared
+        )
+    } else {
+        format!(
+            ", consensus CHANGED ({} of {} obligation statuses)",
+            r.obligations_changed, r.obligations_compared
+        )
+    }
 }
 
 /// With `--all`: every run of the archive (its unreadable entries go to `errors`) or of the
@@ -414,6 +429,14 @@ fn print_replays(
     json: bool,
 ) {
     let reproduced = done.iter().filter(|r| r.consensus_reproduced).count();
+    // Same outcome and every obligation status, over new answer bytes (live judges).
+    let same_statuses = done
+        .iter()
+        .filter(|r| {
+            !r.consensus_reproduced && r.obligations_changed == 0 && r.old_outcome == r.new_outcome
+        })
+        .count();
+    let statuses_changed: usize = done.iter().map(|r| r.obligations_changed).sum();
     let flipped: Vec<&seal_engine::replay::Replayed> = done
         .iter()
         .filter(|r| r.old_outcome != r.new_outcome)
@@ -426,7 +449,7 @@ fn print_replays(
             .map(|(s, r)| serde_json::json!({"source": s, "replay": r}))
             .collect();
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({
-            "runs": done.len(), "consensusReproduced": reproduced, "flipped": flipped, "costRmb": cost, "replays": done, "alreadyReplayed": already, "errors": errors
+            "runs": done.len(), "consensusReproduced": reproduced, "sameStatuses": same_statuses, "obligationStatusesChanged": statuses_changed, "outcomesChanged": flipped.len(), "flipped": flipped, "costRmb": cost, "replays": done, "alreadyReplayed": already, "errors": errors
         })).unwrap_or_default());
         return;
     }
@@ -435,8 +458,9 @@ fn print_replays(
     }
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     println!(
-        "replayed {} run{} ({:?} judges): {} consensus reproduced, {} outcome{} flipped, cost {:.4} RMB",
-        done.len(), plural(done.len()), judges, reproduced, flipped.len(), plural(flipped.len()), cost
+        "replayed {} run{} ({:?} judges): {} consensus reproduced, {} same outcome and statuses over new answers, {} obligation status{} changed, {} outcome{} changed, cost {:.4} RMB",
+        done.len(), plural(done.len()), judges, reproduced, same_statuses, statuses_changed,
+        if statuses_changed == 1 { "" } else { "es" }, flipped.len(), plural(flipped.len()), cost
     );
     if !already.is_empty() {
         println!(

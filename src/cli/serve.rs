@@ -57,7 +57,14 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitStatus, CliError> {
         // history (it grows with every seal); only finalize waits for it (`server::routes::health`).
         let listener = tokio::net::TcpListener::bind(&addr)
             .await
-            .map_err(CliError::io(format!("cannot listen on {addr}")))?;
+            .map_err(|source| CliError::Listen {
+                addr: addr.clone(),
+                from: match args.listen {
+                    Some(_) => "--listen".to_string(),
+                    None => format!("server.listen of {}", ctx.config().source),
+                },
+                source,
+            })?;
         let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
         summary(&engine, &local).await;
         // The first stdout line tells scripts (and tests binding port 0) where we are.
@@ -124,15 +131,16 @@ async fn summary(engine: &Engine, addr: &str) {
     let key_id = engine.key().map(|k| k.public().key_id).unwrap_or_default();
     // The largest stored checkpoint's size, from one listing of names (a number, nothing read:
     // checking it is the admission's work, off the start path, and reading planted notes here
-    // would hold the health routes back). Unknown when the listing fails.
-    let log_size = match seal_log::checkpoint_sizes(engine.store()).await {
-        Ok(sizes) => sizes.first().copied().unwrap_or(0).to_string(),
-        Err(_) => "unknown".to_string(),
+    // would hold the health routes back). A number; absent when the listing fails.
+    let log_size: Option<u64> = match seal_log::checkpoint_sizes(engine.store()).await {
+        Ok(sizes) => Some(sizes.first().copied().unwrap_or(0)),
+        Err(_) => None,
     };
     tracing::info!(
         version = build.version,
         commit = build.commit,
         addr = %addr,
+        config = %c.source,
         store = %without_userinfo(&engine.store().url().to_string()),
         replica = engine.judges().replica(),
         judge_a = %judge(&c.a),
@@ -140,7 +148,7 @@ async fn summary(engine: &Engine, addr: &str) {
         api_auth,
         metrics_auth,
         key_id = %key_id,
-        log_size = %log_size,
+        log_size,
         "seal serve listening"
     );
 }

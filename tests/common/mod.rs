@@ -35,13 +35,21 @@ pub async fn s3_store(test: &str) -> Option<Store> {
         );
         return None;
     };
-    let url = format!("s3://{}/{}?endpoint={}", s3_bucket(), s3_prefix(test), ep);
+    let url = scratch_url(&ep, test);
     Some(Store::open(&url).await.expect("open s3 store"))
 }
 
-/// An S3 URL under a fresh prefix (for tests that start processes).
+/// An S3 URL of a fresh, empty store (for tests that start processes).
 pub fn s3_url(test: &str) -> Option<String> {
-    s3_endpoint().map(|ep| format!("s3://{}/{}?endpoint={}", s3_bucket(), s3_prefix(test), ep))
+    s3_endpoint().map(|ep| scratch_url(&ep, test))
+}
+
+/// A store in a bucket of its own ([`seal_testkit::s3::fresh_bucket`] says why), under the
+/// prefix `store`.
+fn scratch_url(endpoint: &str, test: &str) -> String {
+    let bucket = seal_testkit::s3::fresh_bucket(endpoint, test)
+        .unwrap_or_else(|e| panic!("S3 test server at {endpoint}: {e}"));
+    format!("s3://{bucket}/store?endpoint={endpoint}")
 }
 
 /// [`s3_url`], or None with the reason printed when no server is set; in CI
@@ -58,10 +66,6 @@ pub fn s3_url_or_skip(test: &str) -> Option<String> {
         );
     }
     url
-}
-
-fn s3_prefix(test: &str) -> String {
-    format!("t-{}-{}", test.replace('_', "-"), random_hex(6))
 }
 
 /// `bytes` random bytes as lowercase hex: unique names for scratch folders and prefixes.
@@ -105,6 +109,9 @@ pub fn config_for(judge: &Loopback, extra: &[(&str, &str)]) -> Config {
     env.insert("SEAL_JUDGE_A_KEY".into(), "sk-test-a-0123456789".into());
     env.insert("SEAL_JUDGE_B_KEY".into(), "sk-test-b-9876543210".into());
     env.insert("SEAL_JUDGE_TIMEOUT_MS".into(), "2000".into());
+    // Tests script judge outages run after run on one engine: the breaker stays off unless a
+    // test turns it on (tests/it/judge_health.rs).
+    env.insert("SEAL_JUDGE_BREAKER_FAILURES".into(), "0".into());
     env.insert(
         "SEAL_SEED_SALT".into(),
         "test-salt-0123456789abcdef0123456789abcdef".into(),
@@ -336,7 +343,9 @@ pub fn seal_cmd_with(
         .env("SEAL_JUDGE_B_MODEL", MODEL_B)
         .env("SEAL_JUDGE_A_KEY", key_a)
         .env("SEAL_JUDGE_B_KEY", key_b)
-        .env("SEAL_SEED_SALT", salt);
+        .env("SEAL_SEED_SALT", salt)
+        // Off unless a test turns it on (see `config_for`).
+        .env("SEAL_JUDGE_BREAKER_FAILURES", "0");
     c
 }
 

@@ -163,7 +163,11 @@ async fn serve_logs_one_start_up_summary_line_without_secrets() {
     }
     assert_eq!(f["api_auth"], "token");
     assert_eq!(f["metrics_auth"], "metrics token");
-    assert_eq!(f["log_size"], "0", "a new store has an empty log");
+    assert_eq!(
+        f["log_size"], 0,
+        "a new store has an empty log, as a number"
+    );
+    assert_eq!(f["config"], "<embedded config/seal.toml>", "{f}");
     assert_eq!(f["key_id"].as_str().map(str::len), Some(64), "{f}");
     let text = serde_json::to_string(line).unwrap();
     for secret in DAEMON_SECRETS.iter().chain(&[api_token, metrics_token]) {

@@ -360,7 +360,7 @@ async fn binary_stored_replay_all_reproduces_and_the_result_verifies() {
     let stdout = text(&out.stdout);
     assert!(
         stdout.contains(&format!(
-            "replayed 0 runs (Stored judges): 0 consensus reproduced, 0 outcomes flipped, cost 0.0000 RMB\n{} runs already replayed before, skipped",
+            "replayed 0 runs (Stored judges): 0 consensus reproduced, 0 same outcome and statuses over new answers, 0 obligation statuses changed, 0 outcomes changed, cost 0.0000 RMB\n{} runs already replayed before, skipped",
             expected.len()
         )),
         "{stdout}"
@@ -382,7 +382,7 @@ async fn binary_stored_replay_all_reproduces_and_the_result_verifies() {
     let n = expected.len();
     assert!(
         stdout.contains(&format!(
-            "replayed {n} runs (Stored judges): {n} consensus reproduced, 0 outcomes flipped, cost 0.0000 RMB"
+            "replayed {n} runs (Stored judges): {n} consensus reproduced, 0 same outcome and statuses over new answers, 0 obligation statuses changed, 0 outcomes changed, cost 0.0000 RMB"
         )),
         "{stdout}"
     );
@@ -441,6 +441,16 @@ async fn live_replay_calls_the_judges_costs_money_and_reports_flipped_outcomes()
     assert_eq!(v["replays"][0]["oldOutcome"], "pass");
     assert_eq!(v["replays"][0]["newOutcome"], "pass", "{v:#}");
     assert_eq!(v["flipped"], serde_json::json!([]), "{v:#}");
+    // Unchanged judges give new answer bytes, not new statuses: reported as agreement, not as
+    // a changed consensus (issue 49, item 7).
+    let agreeing = v["consensusReproduced"].as_u64().unwrap() + v["sameStatuses"].as_u64().unwrap();
+    assert_eq!(agreeing, 1, "{v:#}");
+    assert_eq!(v["obligationStatusesChanged"], 0, "{v:#}");
+    assert_eq!(v["outcomesChanged"], 0, "{v:#}");
+    assert!(
+        v["replays"][0]["obligationsCompared"].as_u64().unwrap() > 0,
+        "{v:#}"
+    );
     let replay_id = v["replays"][0]["replay"].as_str().unwrap().to_string();
     {
         let s = Store::open(&file_url(&store)).await.unwrap();
@@ -507,6 +517,7 @@ async fn live_replay_calls_the_judges_costs_money_and_reports_flipped_outcomes()
             "{v:#}"
         );
         assert_eq!(f["consensusReproduced"], false, "{v:#}");
+        assert!(f["obligationsChanged"].as_u64().unwrap() > 0, "{v:#}");
     }
 
     // Human output of a flip: a two-roll run whose roll 1 now decides alone.
@@ -522,7 +533,7 @@ async fn live_replay_calls_the_judges_costs_money_and_reports_flipped_outcomes()
     .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    assert!(stdout.contains("1 outcome flipped"), "{stdout}");
+    assert!(stdout.contains("1 outcome changed"), "{stdout}");
     let flip = stdout
         .lines()
         .find(|l| {

@@ -630,7 +630,7 @@ fn labels_carry_the_human_decision_and_validate() {
     assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     let trust = fixture_trust_pem().display().to_string();
     let rpub = s.reviewer_pub.display().to_string();
-    let export = |file: &str, with_reviewer: bool| {
+    let export_with = |file: &str, with_reviewer: bool, extra: &[&str]| {
         let path = s.dir.path().join(file).display().to_string();
         let mut args = vec![
             "export", "labels", "--store", &s.url, "--trust", &trust, "--out", &path,
@@ -638,10 +638,12 @@ fn labels_carry_the_human_decision_and_validate() {
         if with_reviewer {
             args.extend(["--trust-reviewer", &rpub]);
         }
+        args.extend(extra);
         let out = s.seal(&args);
         assert_eq!(out.status.code(), Some(0), "{}", both(&out));
         std::fs::read_to_string(&path).unwrap()
     };
+    let export = |file: &str, with_reviewer: bool| export_with(file, with_reviewer, &[]);
     let text = export("labels.jsonl", true);
     assert_eq!(text, export("again.jsonl", true), "deterministic");
     let lines: Vec<serde_json::Value> = text
@@ -667,11 +669,66 @@ fn labels_carry_the_human_decision_and_validate() {
         ours.iter().any(|l| l["human"].is_null()),
         "undecided obligations are null"
     );
-    // `seal validate` knows a line.
+    // Original runs only, each line saying so; the store's replays only on request.
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["acceptanceMode"] != "historical_replay" && l["parentRunId"].is_null()),
+        "{text}"
+    );
+    let with_replays = export_with("replays.jsonl", true, &["--include-replays"]);
+    let replayed: Vec<serde_json::Value> = with_replays
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["acceptanceMode"] == "historical_replay")
+        .collect();
+    assert!(!replayed.is_empty(), "the fixture store holds replays");
+    assert!(
+        replayed
+            .iter()
+            .all(|l| l["parentRunId"].as_str().is_some_and(|p| !p.is_empty())),
+        "{with_replays}"
+    );
+    assert_eq!(
+        with_replays.lines().count(),
+        lines.len() + replayed.len(),
+        "the same original lines, plus the replays'"
+    );
+    // `seal validate` knows a line, and reads the whole JSONL file a line at a time.
     let one = s.dir.path().join("line.json");
     std::fs::write(&one, text.lines().next().unwrap()).unwrap();
     let val = s.seal(&["validate", &one.display().to_string()]);
     assert_eq!(val.status.code(), Some(0), "{}", both(&val));
+    let all = s.dir.path().join("replays.jsonl").display().to_string();
+    let val = s.seal(&["validate", &all]);
+    assert_eq!(val.status.code(), Some(0), "{}", both(&val));
+    let stdout = common::text(&val.stdout);
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("valid ")).count(),
+        with_replays.lines().count(),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("{all}:2 (seal.label/1)")),
+        "{stdout}"
+    );
+    // A broken line is named by its number; the others still pass.
+    let broken = s.dir.path().join("broken.jsonl");
+    let mut body: Vec<&str> = text.lines().take(3).collect();
+    body[1] = "{\"schemaVersion\": \"seal.label/1\", \"runId\": 7}";
+    std::fs::write(&broken, body.join("\n")).unwrap();
+    let val = s.seal(&["validate", &broken.display().to_string()]);
+    assert_eq!(val.status.code(), Some(1), "{}", both(&val));
+    let stdout = common::text(&val.stdout);
+    assert!(
+        stdout.contains(&format!("INVALID  {}:2 (seal.label/1)", broken.display())),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("valid ")).count(),
+        2,
+        "{stdout}"
+    );
     // Without the reviewer trusted, the reviewed run does not verify: no lines of it.
     let without = export("without.jsonl", false);
     assert!(!without.contains(RUN), "{without}");

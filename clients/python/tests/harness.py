@@ -246,6 +246,11 @@ class JudgeProxy:
                     request = json.loads(body)
                 except ValueError:
                     request = {}
+                if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
+                    # A health probe (no messages): refused before any model runs, as OpenAI
+                    # does, and not counted as a judge call.
+                    self._send(400, b'{"error":{"message":"\'messages\' is a required property"}}')
+                    return
                 persona, script = proxy._arrive(str(request.get("model", "")))
                 try:
                     proxy.gate.wait(60)
@@ -279,6 +284,8 @@ def daemon_env(judge_url: str) -> dict[str, str]:
             "SEAL_JUDGE_A_KEY": "sk-pytest-a",
             "SEAL_JUDGE_B_KEY": "sk-pytest-b",
             "SEAL_JUDGE_TIMEOUT_MS": "20000",
+            # The tests script judge outages on purpose; the breaker would answer 503 instead.
+            "SEAL_JUDGE_BREAKER_FAILURES": "0",
             "SEAL_SEED_SALT": SEED_SALT,
             "SEAL_REPLICA_ID": REPLICA_ID,
             "SEAL_LOG": "warn",

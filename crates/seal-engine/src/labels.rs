@@ -2,6 +2,9 @@
 //! per-obligation labels an eval set or a prompt change is measured against: judge A, judge B,
 //! the consensus, the PlaySpec check and the latest trusted human review (`crate::reviewing`).
 //!
+//! Replays (`historical_replay`) are left out unless asked for ([`Replays`]); every line names
+//! its run's `acceptanceMode` and `parentRunId`.
+//!
 //! Only runs that verify **with their reviews** ([`crate::verify::Verifier`] with the trusted
 //! reviewer keys) give lines, and `human` is the latest of their trusted reviews
 //! ([`crate::verify::Verifier::trusted_reviews`]); the others are returned apart, named. The
@@ -40,6 +43,9 @@ pub struct Label {
     pub outcome: String,
     pub prompt_versions: PromptVersions,
     pub evidence_sha256: String,
+    /// The run's `acceptanceMode`: `historical_replay` marks a re-judgment of `parentRunId`.
+    pub acceptance_mode: &'static str,
+    pub parent_run_id: Option<String>,
 }
 
 /// The prompt (`<id>@<version>`) each judge slot of the roll answered under.
@@ -54,6 +60,8 @@ pub struct PromptVersions {
 pub struct Labels {
     pub lines: Vec<Vec<u8>>,
     pub runs: usize,
+    /// `historical_replay` runs left out (an export without replays).
+    pub replays_left_out: usize,
     /// `(run id, first problem)` of every decided run that does not verify.
     pub not_verified: Vec<(String, String)>,
 }
@@ -81,10 +89,19 @@ impl HasFault for LabelsError {
 /// Every decided run of the store, in run-id order: verified by `seal verify`'s verdict
 /// (`verifier`: its log, its witness policy, its reviews under `trust.reviewers`), then its
 /// lines.
+/// Which runs give lines: original runs only (the default: a replay re-judges a run whose own
+/// labels are there already, and would count its obligations again), or replays too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replays {
+    LeftOut,
+    Included,
+}
+
 pub async fn labels(
     store: &Store,
     verifier: &verify::Verifier,
     query: &Query,
+    replays: Replays,
 ) -> Result<Labels, LabelsError> {
     let mut runs = store.runs().await?.runs;
     runs.sort();
@@ -105,6 +122,12 @@ pub async fn labels(
         else {
             continue; // outside the window
         };
+        let ev = proof.evidence();
+        let mode = ev.acceptance_mode;
+        if mode == seal_core::doc::AcceptanceMode::HistoricalReplay && replays == Replays::LeftOut {
+            out.replays_left_out += 1;
+            continue;
+        }
         out.runs += 1;
         let human = &facts.human;
         for roll in &facts.rolls {
@@ -126,6 +149,8 @@ pub async fn labels(
                         b: roll.slots[1].prompt.clone(),
                     },
                     evidence_sha256: proof.evidence_hash().to_string(),
+                    acceptance_mode: mode.as_str(),
+                    parent_run_id: ev.parent_run_id.clone(),
                 };
                 out.lines.push(line(&run, &label)?);
             }

@@ -13,21 +13,25 @@ use std::sync::Mutex;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use seal_core::doc::{ObligationStatus, Outcome};
 use seal_core::vocab::ErrorClass;
 
-/// Latency buckets in seconds: judges answer in 0.2 s … 2 min.
-const BUCKETS: [f64; 12] = [
-    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+/// Latency buckets in seconds: judges answer in 0.2 s … 2 min, and a p95 must be told apart
+/// anywhere in 0.5 … 300 s (a step at most 1.5× the one below from 2 s up).
+const BUCKETS: [f64; 19] = [
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0,
+    180.0, 300.0,
 ];
 
 /// A label set: (name, value) pairs in a fixed order.
 pub type Labels = Vec<(&'static str, String)>;
 
 type Counters = Family<Labels, Counter>;
+type Gauges = Family<Labels, Gauge>;
 type RmbCounters = Family<Labels, Counter<f64, AtomicU64>>;
 type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
 
@@ -60,6 +64,8 @@ pub struct Metrics {
     consensus: Counters,
     runs_decided: Counters,
     witness_submissions: Counters,
+    judge_up: Gauges,
+    breaker_opens: Counters,
 }
 
 impl Default for Metrics {
@@ -80,6 +86,8 @@ impl Default for Metrics {
             consensus: Counters::default(),
             runs_decided: Counters::default(),
             witness_submissions: Counters::default(),
+            judge_up: Gauges::default(),
+            breaker_opens: Counters::default(),
         };
         m.register_all();
         m.create_known_series();
@@ -154,13 +162,23 @@ impl Metrics {
         );
         c(
             "seal_consensus_obligations",
-            "obligations of judged rolls, by consensus status",
+            "obligations of rolls both judges answered, by consensus status",
             &self.consensus,
         );
         c(
             "seal_runs_decided",
             "runs sealed by this process, by outcome",
             &self.runs_decided,
+        );
+        self.register(
+            "seal_judge_up",
+            "1 while a judge slot is taken as reachable, 0 while its circuit breaker is open (docs/DESIGN.md §8)",
+            self.judge_up.clone(),
+        );
+        c(
+            "seal_judge_breaker_opens",
+            "times a judge slot's circuit breaker opened (calls failing at the transport or auth level)",
+            &self.breaker_opens,
         );
         c(
             "seal_witness_submissions",
@@ -193,6 +211,10 @@ impl Metrics {
                     .get_or_create(&labels(&[("slot", slot), ("result", result)]));
             }
             let _ = self.retries.get_or_create(&labels(&[("slot", slot)]));
+            self.judge_up
+                .get_or_create(&labels(&[("slot", slot)]))
+                .set(1);
+            let _ = self.breaker_opens.get_or_create(&labels(&[("slot", slot)]));
             let _ = self
                 .answers_discarded
                 .get_or_create(&labels(&[("slot", slot)]));
@@ -266,6 +288,15 @@ impl Metrics {
     }
 
     /// Records the tokens a judge reported for one call.
+    /// A judge slot's breaker closed (`up`) or opened.
+    pub fn judge_up(&self, slot: &str, up: bool) {
+        let l = labels(&[("slot", slot)]);
+        self.judge_up.get_or_create(&l).set(i64::from(up));
+        if !up {
+            self.breaker_opens.get_or_create(&l).inc();
+        }
+    }
+
     pub fn judge_tokens(&self, slot: &str, input: u64, output: u64) {
         for (kind, n) in [("input", input), ("output", output)] {
             self.tokens
@@ -319,7 +350,10 @@ impl Metrics {
             .get_or_create(&labels(&[("roll", roll_id)]))
             .inc();
         if degraded {
+            // One judge missing is not a disagreement: its obligations count here only, so an
+            // outage does not read as judges disputing (the disagreement alert).
             self.rolls_degraded.inc();
+            return;
         }
         for status in statuses {
             self.consensus
@@ -336,8 +370,45 @@ impl Metrics {
         if let Err(e) = prometheus_client::encoding::prometheus_text::encode(&mut out, &r) {
             tracing::error!(error = %e, "metrics could not be encoded");
         }
-        out
+        stable_order(&out)
     }
+}
+
+/// The exposition with each family's series in one order, scrape after scrape: sorted by their
+/// label set, each series' own lines (buckets, sum, count) in the encoder's order. The encoder
+/// walks a hash map, so two scrapes otherwise list the same series in different orders.
+pub fn stable_order(text: &str) -> String {
+    fn labels(line: &str) -> String {
+        let Some(open) = line.find('{') else {
+            return String::new();
+        };
+        let close = line.rfind('}').unwrap_or(line.len());
+        line[open + 1..close.max(open + 1)]
+            .split(',')
+            .filter(|pair| !pair.starts_with("le="))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut series: Vec<&str> = Vec::new();
+    let flush = |series: &mut Vec<&str>, out: &mut String| {
+        series.sort_by_cached_key(|l| labels(l));
+        for l in series.drain(..) {
+            out.push_str(l);
+            out.push('\n');
+        }
+    };
+    for line in text.lines() {
+        if line.starts_with('#') {
+            flush(&mut series, &mut out);
+            out.push_str(line);
+            out.push('\n');
+        } else {
+            series.push(line);
+        }
+    }
+    flush(&mut series, &mut out);
+    out
 }
 
 /// The witness client counts each witness's answers here (`seal_witness_submissions_total`).
@@ -369,6 +440,7 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
         }
+        assert_eq!(text, m.render(), "the same series in the same order");
         m.judge_attempt("a", 2, 0.3, Some("timeout"), 0.25);
         m.judge_tokens("a", 120, 30);
         let text = m.render();
@@ -381,5 +453,38 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
         }
+    }
+
+    #[test]
+    fn series_are_listed_in_one_order_whatever_the_encoder_s() {
+        let scrape = |series: &[&str]| {
+            let mut t = String::from("# HELP x_seconds x\n# TYPE x_seconds histogram\n");
+            for s in series {
+                t.push_str(s);
+                t.push('\n');
+            }
+            t.push_str("# HELP y y\n# TYPE y counter\ny_total 1\n");
+            t
+        };
+        let b = [
+            "x_seconds_sum{slot=\"b\"} 2",
+            "x_seconds_count{slot=\"b\"} 1",
+            "x_seconds_bucket{slot=\"b\",le=\"10.0\"} 1",
+            "x_seconds_bucket{slot=\"b\",le=\"+Inf\"} 1",
+        ];
+        let a = [
+            "x_seconds_sum{slot=\"a\"} 0",
+            "x_seconds_count{slot=\"a\"} 0",
+            "x_seconds_bucket{slot=\"a\",le=\"10.0\"} 0",
+            "x_seconds_bucket{slot=\"a\",le=\"+Inf\"} 0",
+        ];
+        let one = stable_order(&scrape(&[&b[..], &a[..]].concat()));
+        let other = stable_order(&scrape(&[&a[..], &b[..]].concat()));
+        assert_eq!(one, other);
+        let lines: Vec<&str> = one.lines().collect();
+        // Slot a first; each series' own lines as the encoder wrote them (le order kept).
+        assert_eq!(&lines[2..6], &a[..]);
+        assert_eq!(&lines[6..10], &b[..]);
+        assert_eq!(lines[10], "# HELP y y");
     }
 }

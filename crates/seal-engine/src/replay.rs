@@ -86,6 +86,11 @@ pub struct Replayed {
     pub new_outcome: Option<Outcome>,
     /// Every roll present in both runs has a byte-identical consensus.
     pub consensus_reproduced: bool,
+    /// Obligations of the rolls present in both runs, compared by consensus status; and how
+    /// many of them have another status now. A live replay of unchanged judges gets new
+    /// answer bytes (new hashes, so no byte-identical consensus) and 0 changed here.
+    pub obligations_compared: usize,
+    pub obligations_changed: usize,
     /// Money spent by this replay (0 for stored answers).
     pub new_cost_rmb: f64,
 }
@@ -355,6 +360,7 @@ async fn replay_rolls(
         &old.rolls[..]
     };
     let mut reproduced = true;
+    let (mut compared, mut changed) = (0usize, 0usize);
     for old_roll in rolls {
         let proof = store
             .get_verified(&old_roll.proof_package_ref, &old_roll.proof_package_hash)
@@ -373,6 +379,16 @@ async fn replay_rolls(
             Err(e) => return Err(e.into()),
         };
         reproduced &= report.roll().judge_consensus_hash == old_roll.judge_consensus_hash;
+        // The source is verified, so its consensus is read by the hash its roll names.
+        let before: seal_core::doc::JudgeConsensus = store
+            .get_json_verified(
+                &old_roll.judge_consensus_ref,
+                &old_roll.judge_consensus_hash,
+            )
+            .await?;
+        let (c, d) = status_changes(&before, report.consensus());
+        compared += c;
+        changed += d;
     }
     let done = postguard::finalize(engine, &id).await?;
     // Live spending is the judges' part of each new roll; stored answers cost nothing new.
@@ -398,8 +414,30 @@ async fn replay_rolls(
         old_outcome: old.outcome,
         new_outcome: done.evidence().outcome,
         consensus_reproduced: reproduced,
+        obligations_compared: compared,
+        obligations_changed: changed,
         new_cost_rmb: micro_to_rmb(new_cost),
     })
+}
+
+/// Obligations of `before` compared with `after` by id: (how many, how many with another
+/// status, or gone). An obligation only `after` has is counted as changed as well.
+fn status_changes(
+    before: &seal_core::doc::JudgeConsensus,
+    after: &seal_core::doc::JudgeConsensus,
+) -> (usize, usize) {
+    use std::collections::BTreeMap;
+    let map =
+        |c: &seal_core::doc::JudgeConsensus| -> BTreeMap<String, seal_core::doc::ObligationStatus> {
+            c.obligation_results
+                .iter()
+                .map(|o| (o.id.clone(), o.status))
+                .collect()
+        };
+    let (b, a) = (map(before), map(after));
+    let ids: std::collections::BTreeSet<&String> = b.keys().chain(a.keys()).collect();
+    let changed = ids.iter().filter(|id| b.get(**id) != a.get(**id)).count();
+    (ids.len(), changed)
 }
 
 /// The runs `--all` replays: every run with an `evidence.json` that does not say it is a
@@ -421,7 +459,7 @@ pub async fn is_replayable(store: &Store, run: &RunId) -> Result<bool, StoreErro
     match store.get_json::<Evidence>(&Key::evidence(run)).await {
         Ok(None) => Ok(false),
         Ok(Some((ev, _))) => Ok(ev.acceptance_mode != AcceptanceMode::HistoricalReplay),
-        Err(e) if e.fault() == Fault::Infrastructure => Err(e),
+        Err(e) if e.fault().is_environmental() => Err(e),
         Err(_) => Ok(true),
     }
 }

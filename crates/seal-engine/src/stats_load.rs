@@ -432,14 +432,15 @@ async fn queue_visit(
     };
     let ev = proof.evidence();
     let outcome = ev.outcome.map(|o| o.as_str()).unwrap_or("?");
-    if !human::queued(outcome, false) {
+    let replay = ev.acceptance_mode == seal_core::doc::AcceptanceMode::HistoricalReplay;
+    if !human::queued(outcome, false, replay) {
         return Ok(None);
     }
     let reviewed = !verifier
         .trusted_reviews(store, run, &proof)
         .await?
         .is_empty();
-    if !human::queued(outcome, reviewed) {
+    if !human::queued(outcome, reviewed, replay) {
         return Ok(None);
     }
     let decided_at = ev

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use crate::audit::{self, Problem};
 use seal_core::canonical::{self, Hash};
 use seal_core::doc::*;
-use seal_core::fault::{Fault, HasFault};
+use seal_core::fault::HasFault;
 use seal_core::ids::RunId;
 use seal_core::review;
 use seal_core::sealing::{self, Envelope, PublicKey};
@@ -58,7 +58,7 @@ async fn readable(
 ) -> Result<Option<bytes::Bytes>, StoreError> {
     match store.get_opt(key).await {
         Ok(b) => Ok(b),
-        Err(e) if e.fault() == Fault::Infrastructure => Err(e),
+        Err(e) if e.fault().is_environmental() => Err(e),
         Err(e) => {
             problems.push(problem(check, key.as_str(), e.to_string()));
             Ok(None)
@@ -274,7 +274,7 @@ async fn check_logged(
             Ok(problems) => report
                 .problems
                 .extend(problems.into_iter().map(Problem::from)),
-            Err(e) if e.fault() == Fault::Infrastructure => return Err(e),
+            Err(e) if e.fault().is_environmental() => return Err(e),
             Err(e) => report.problems.push(problem(
                 AuditCheck::Evidence,
                 Key::seal(run).as_str(),

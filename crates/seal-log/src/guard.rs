@@ -21,7 +21,7 @@ use crate::finding::Finding;
 use crate::storage::LogStorage;
 use crate::view::{LogView, READ_AHEAD};
 use seal_core::canonical::Hash;
-use seal_core::fault::{Fault, HasFault};
+use seal_core::fault::HasFault;
 use seal_core::ids::RunId;
 use seal_core::tlog::LogTrust;
 use seal_core::vocab::AuditCheck;
@@ -40,7 +40,7 @@ pub async fn stored_seals(store: &impl LogStorage) -> Result<Vec<StoredSeal>, St
         async move {
             let read = match store.get_opt(&Key::seal(&run)).await {
                 Ok(b) => b.map(|b: Bytes| Ok(Hash::of(&b))),
-                Err(e) if e.fault() == Fault::Infrastructure => return Err(e),
+                Err(e) if e.fault().is_environmental() => return Err(e),
                 // A FIFO or an oversized object where a seal belongs: named, never skipped.
                 Err(e) => Some(Err(e)),
             };

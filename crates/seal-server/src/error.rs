@@ -23,6 +23,18 @@ pub struct ApiError {
     pub message: String,
     pub object: Option<String>,
     pub retry_after: Option<u64>,
+    /// The store operation that failed, when the store is why (an infrastructure fault).
+    pub store_op: Option<&'static str>,
+}
+
+/// What an answered 5xx was, for the middleware that logs and counts it
+/// ([`crate::routes::observe`]); carried as a response extension, never sent.
+#[derive(Debug, Clone)]
+pub struct Reported {
+    pub code: &'static str,
+    pub message: String,
+    pub object: Option<String>,
+    pub store_op: Option<&'static str>,
 }
 
 impl ApiError {
@@ -38,6 +50,7 @@ impl ApiError {
             message: message.into(),
             object,
             retry_after: None,
+            store_op: None,
         }
     }
     pub fn busy(retry_after: u64) -> ApiError {
@@ -47,6 +60,19 @@ impl ApiError {
             message: "too many rolls in progress and queued; retry later".into(),
             object: None,
             retry_after: Some(retry_after),
+            store_op: None,
+        }
+    }
+    /// Both judge slots are down (their breakers open): nothing can be judged now, and nothing
+    /// was; the roll's package is stored, so the same POST later continues it.
+    pub fn judges_unavailable(run: &str, roll: &str, retry_after: std::time::Duration) -> ApiError {
+        ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            code: "judges_unavailable",
+            message: "both judges are unreachable (see /readyz); the roll was not judged: send it again after Retry-After".into(),
+            object: Some(format!("run {run} {roll}")),
+            retry_after: Some(retry_after.as_secs_f64().ceil().max(1.0) as u64),
+            store_op: None,
         }
     }
 }
@@ -56,6 +82,14 @@ impl IntoResponse for ApiError {
         let body =
             json!({"error": {"code": self.code, "message": self.message, "object": self.object}});
         let mut resp = (self.status, axum::Json(body)).into_response();
+        if self.status.is_server_error() {
+            resp.extensions_mut().insert(Reported {
+                code: self.code,
+                message: self.message,
+                object: self.object,
+                store_op: self.store_op,
+            });
+        }
         if let Some(s) = self.retry_after {
             if let Ok(v) = HeaderValue::from_str(&s.to_string()) {
                 resp.headers_mut().insert(header::RETRY_AFTER, v);
@@ -76,6 +110,7 @@ impl ApiError {
     ) -> ApiError {
         let (status, code) = match fault {
             Fault::Caller => caller,
+            Fault::Config => (StatusCode::SERVICE_UNAVAILABLE, "misconfigured"),
             Fault::Infrastructure => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Fault::Corruption => (StatusCode::INTERNAL_SERVER_ERROR, "corrupt_store"),
         };
@@ -99,7 +134,15 @@ impl From<StoreError> for ApiError {
             StoreError::Reserved { .. } => (StatusCode::FORBIDDEN, "reserved"),
             _ => (StatusCode::BAD_REQUEST, "bad_request"),
         };
-        ApiError::by_fault(e.fault(), caller, e.to_string(), e.object())
+        let mut api = ApiError::by_fault(e.fault(), caller, e.to_string(), e.object());
+        if e.fault() == Fault::Infrastructure {
+            api.store_op = Some(match &e {
+                StoreError::Backend { op, .. } => op,
+                StoreError::Upload(_) => "upload",
+                _ => "other",
+            });
+        }
+        api
     }
 }
 

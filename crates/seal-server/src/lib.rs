@@ -16,6 +16,7 @@ pub mod listen;
 mod metrics;
 mod routes;
 mod state;
+mod store_health;
 pub mod uniform;
 pub mod witness_http;
 
@@ -116,6 +117,7 @@ pub async fn run(
         tracing::info!(soft, hard, "open-file limit");
     }
     let (tx, rx) = tokio::sync::watch::channel(false);
+    let prober = tokio::spawn(probe_judges(state.engine.clone(), rx.clone()));
     let app = router(state);
     let server = listen::serve(listener, app, limits, async move {
         shutdown.await;
@@ -127,11 +129,32 @@ pub async fn run(
         let _ = rx.wait_for(|v| *v).await;
         tokio::time::sleep(grace).await;
     };
-    tokio::select! {
+    let served = tokio::select! {
         r = server => r,
         _ = deadline => {
             tracing::warn!(grace_ms = grace.as_millis() as u64, "grace period over: exiting with work in flight (it resumes from the store)");
             Ok(())
+        }
+    };
+    prober.abort();
+    served
+}
+
+/// How often the judge prober looks for a slot whose probe is due.
+const PROBE_TICK: Duration = Duration::from_millis(500);
+
+/// Probes each judge slot at start and, while a slot is down, whenever its cooldown is over
+/// (`judge_http::health`), until shutdown: a daemon whose judges are down learns they are back
+/// without a roll being sent to it (its `/readyz` takes it out of a load balancer meanwhile).
+async fn probe_judges(
+    engine: seal_engine::engine::Engine,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        engine.judges().probe_due().await;
+        tokio::select! {
+            _ = tokio::time::sleep(PROBE_TICK) => {}
+            _ = stop.wait_for(|v| *v) => return,
         }
     }
 }

@@ -58,6 +58,10 @@ pub fn raise_fd_limit() -> Option<(u64, u64)> {
     Some((soft, hard.unwrap_or(u64::MAX)))
 }
 
+/// The address a request's connection came from (a request extension).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub std::net::SocketAddr);
+
 /// Answers 503 to a connection past the bound and closes it (best effort, bounded in time).
 async fn shed(mut stream: TcpStream) {
     let head = format!(
@@ -90,7 +94,7 @@ pub async fn serve(
         let stream = tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed; backing off");
                     tokio::time::sleep(ACCEPT_BACKOFF).await;
@@ -98,6 +102,7 @@ pub async fn serve(
                 }
             },
         };
+        let (stream, peer) = stream;
         let Ok(permit) = open.clone().try_acquire_owned() else {
             tracing::warn!(
                 max_connections = limits.max_connections,
@@ -107,7 +112,13 @@ pub async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
+        // Each request carries its connection's peer, for the access line (`routes::observe`).
+        let with_peer = move |mut req: hyper::Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(ClientAddr(peer));
+            req
+        };
+        let service =
+            TowerToHyperService::new(tower::util::MapRequest::new(app.clone(), with_peer));
         let conn = http.serve_connection(TokioIo::new(stream), service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {

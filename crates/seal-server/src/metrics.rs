@@ -21,9 +21,11 @@ use crate::BuildInfo;
 
 type Labels = Vec<(&'static str, String)>;
 
-/// Request durations: 5 ms … 15 min (a roll waits on the judges).
-const DURATION_BUCKETS: [f64; 14] = [
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0, 300.0, 900.0,
+/// Request durations: 5 ms … 15 min (a roll waits on the judges, so its seconds are resolved
+/// as finely as the judges').
+const DURATION_BUCKETS: [f64; 21] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0,
+    45.0, 60.0, 120.0, 300.0, 900.0,
 ];
 
 /// Every route the router serves, with its method: the duration series exist at zero.
@@ -65,6 +67,7 @@ pub(crate) struct ServerMetrics {
     fsyncs: Family<Labels, Counter>,
     created: Counter,
     admission: Family<Labels, Gauge>,
+    store_errors: Family<Labels, Counter>,
     process: process::ProcessMetrics,
 }
 
@@ -79,6 +82,7 @@ impl ServerMetrics {
             fsyncs: Family::default(),
             created: Counter::default(),
             admission: Family::default(),
+            store_errors: Family::default(),
             process: process::ProcessMetrics::default(),
         };
         {
@@ -114,6 +118,11 @@ impl ServerMetrics {
                 "seal_store_objects_created",
                 "objects the file store's durable write path created (flushes per object = 1 / batch size)",
                 m.created.clone(),
+            );
+            r.register(
+                "seal_store_errors",
+                "requests answered 503 for a store failure (I/O, network, permissions), by the store operation that failed",
+                m.store_errors.clone(),
             );
             r.register(
                 "seal_log_admission",
@@ -173,6 +182,13 @@ impl ServerMetrics {
             .observe(seconds);
     }
 
+    /// A request met a store failure in operation `op` (one of the store's fixed names).
+    pub(crate) fn store_error(&self, op: &'static str) {
+        self.store_errors
+            .get_or_create(&vec![("op", op.to_string())])
+            .inc();
+    }
+
     /// The exposition, after reading the values that are sampled rather than counted.
     pub(crate) fn render(&self, in_progress: usize, queued: usize, admission: Admission) -> String {
         self.in_progress
@@ -201,7 +217,7 @@ impl ServerMetrics {
         if let Err(e) = prometheus_client::encoding::prometheus_text::encode(&mut out, &r) {
             tracing::error!(error = %e, "metrics could not be encoded");
         }
-        out
+        seal_engine::metrics::stable_order(&out)
     }
 }
 

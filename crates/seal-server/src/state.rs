@@ -29,6 +29,8 @@ pub struct AppState {
     pub(crate) admission: crate::admission::AdmissionGate,
     /// The server's own metrics (requests, rolls in progress, fsyncs, the log admission, build).
     pub(crate) metrics: Arc<crate::metrics::ServerMetrics>,
+    /// Whether the store takes writes, as answered requests showed (`/readyz`).
+    pub(crate) store_writes: Arc<crate::store_health::StoreWrites>,
 }
 
 /// The binary's version, the commit it was built from and the compiler (the `seal` package's
@@ -61,6 +63,7 @@ impl AppState {
             reviewers: Arc::new(Vec::new()),
             admission: crate::admission::AdmissionGate::new(crate::admission::Admission::Admitted),
             metrics: Arc::new(crate::metrics::ServerMetrics::new()),
+            store_writes: Arc::default(),
             engine,
         }
     }

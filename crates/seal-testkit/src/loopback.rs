@@ -115,6 +115,8 @@ struct Shared {
     /// Each answer gets an id of its own, as a real endpoint's do ([`Loopback::unique_ids`]).
     unique_ids: std::sync::atomic::AtomicBool,
     served: std::sync::atomic::AtomicU64,
+    /// Requests without `messages` answered 400 (health probes).
+    probes: AtomicUsize,
 }
 
 /// A running loopback judge. Stops when dropped.
@@ -213,6 +215,11 @@ impl Loopback {
     pub fn max_in_flight(&self) -> usize {
         self.shared.max_in_flight.load(Ordering::SeqCst)
     }
+
+    /// Requests answered 400 for want of `messages` (seal's health probes).
+    pub fn probes(&self) -> usize {
+        self.shared.probes.load(Ordering::SeqCst)
+    }
 }
 
 async fn serve(
@@ -280,6 +287,22 @@ async fn serve(
             .await?;
             continue;
         }
+        // A body without `messages` is answered 400 before any model runs, as OpenAI does (and
+        // not counted as a call): what seal's health probe sends.
+        let has_messages = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .is_some_and(|v| v.get("messages").is_some_and(Value::is_array));
+        if !has_messages {
+            shared.probes.fetch_add(1, Ordering::SeqCst);
+            write_response(
+                &mut conn,
+                400,
+                None,
+                b"{\"error\":{\"message\":\"'messages' is a required property\",\"type\":\"invalid_request_error\"}}",
+            )
+            .await?;
+            continue;
+        }
         let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         shared.max_in_flight.fetch_max(now, Ordering::SeqCst);
         let result = answer(&mut conn, &shared, &headers, &body, &stop).await;
@@ -304,6 +327,7 @@ async fn write_response(
 ) -> std::io::Result<()> {
     let reason = match status {
         200 => "OK",
+        400 => "Bad Request",
         404 => "Not Found",
         429 => "Too Many Requests",
         500 => "Internal Server Error",

@@ -159,6 +159,11 @@ ERROR_CLASSES: dict[str, type[SealError]] = {
     "overloaded": SealUnavailable,
     "log_not_admitted": SealUnavailable,
     "no_signing_key": SealUnavailable,
+    # Both judge slots are down: the roll was stored, not judged; the same POST after
+    # Retry-After continues it.
+    "judges_unavailable": SealUnavailable,
+    # The daemon is set up wrong (a key, a secret, a variable): its operator must fix it.
+    "misconfigured": SealUnavailable,
     "corrupt_store": SealCorruptStore,
     "planted_attempt": SealCorruptStore,
     "planted_document": SealCorruptStore,

@@ -8,9 +8,11 @@
 //! - [`redact`]: secrets kept out of what is stored.
 //! - [`seeds`]: the per-roll policy seeds and session ids (HMAC of the seed salt).
 //! - [`mac`]: the attempt MAC that lets a daemon resume only attempts it wrote.
+//! - [`health`]: a slot's circuit breaker over its calls' outcomes (time is the caller's).
 //! - [`reservation`]: the reservation MAC that lets it resume a roll reserved under another
 //!   configuration.
 
+pub mod health;
 pub mod mac;
 pub mod normalize;
 pub mod parse;

@@ -160,7 +160,7 @@ impl Aggregator {
     pub fn add(&mut self, run: &RunFacts) {
         self.ids.update(run.run_id.as_bytes());
         self.ids.update(b"\n");
-        if human::queued(&run.outcome, run.reviewed) {
+        if human::queued(&run.outcome, run.reviewed, run.replay_of.is_some()) {
             self.queue.push(human::queue_row(
                 &run.run_id,
                 &run.decided_at,

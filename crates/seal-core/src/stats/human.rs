@@ -139,10 +139,11 @@ pub struct QueuedRun {
     pub sort_key: i128,
 }
 
-/// Whether a decided run belongs on the adjudication queue: it ended `inconclusive` and no
-/// trusted review decided anything about it yet.
-pub fn queued(outcome: &str, reviewed: bool) -> bool {
-    outcome == "inconclusive" && !reviewed
+/// Whether a decided run belongs on the adjudication queue: an original run (a
+/// `historical_replay` re-judges a run that is on the queue in its own right, or was settled)
+/// that ended `inconclusive` and no trusted review decided anything about yet.
+pub fn queued(outcome: &str, reviewed: bool, replay: bool) -> bool {
+    outcome == "inconclusive" && !reviewed && !replay
 }
 
 /// The explain link of a run (`/v1/runs/<id>/explain`).
@@ -213,9 +214,13 @@ mod tests {
 
     #[test]
     fn the_queue_is_inconclusive_unreviewed_runs_oldest_first() {
-        assert!(queued("inconclusive", false));
-        assert!(!queued("inconclusive", true));
-        assert!(!queued("fail", false));
+        assert!(queued("inconclusive", false, false));
+        assert!(!queued("inconclusive", true, false));
+        assert!(!queued("fail", false, false));
+        assert!(
+            !queued("inconclusive", false, true),
+            "a replay is never queued"
+        );
         let mut q = vec![
             queue_row("b", "2026-01-02T00:00:00Z", 20),
             queue_row("c", "2026-01-01T00:00:00.5Z", 15),

@@ -125,8 +125,8 @@ pub struct MissingCredentials {
 
 impl seal_core::fault::HasFault for MissingCredentials {
     fn fault(&self) -> seal_core::fault::Fault {
-        // Like a missing deployment secret: the deployment is not set up to judge.
-        seal_core::fault::Fault::Infrastructure
+        // The deployment is not set up to judge: its operator sets the variable it names.
+        seal_core::fault::Fault::Config
     }
 }
 

@@ -27,6 +27,25 @@ pub const DEFAULT_PATH: &str = "config/seal.toml";
 pub enum ConfigError {
     #[error("config {path}: {reason}")]
     Invalid { path: String, reason: String },
+    /// An environment variable that overrides the config file holds a bad value: named as
+    /// the source, since the file is not where the fix goes.
+    #[error("environment variable {var}{overrides}: {reason}")]
+    Env {
+        var: String,
+        /// ` (overrides judges.a.base_url of <config>)`, or empty.
+        overrides: String,
+        reason: String,
+    },
+}
+
+fn env_error(var: &str, overrides: Option<String>, reason: String) -> ConfigError {
+    ConfigError::Env {
+        var: var.to_string(),
+        overrides: overrides
+            .map(|o| format!(" (overrides {o})"))
+            .unwrap_or_default(),
+        reason,
+    }
 }
 
 /// A secret (API key, token, salt). Zeroed on drop; `Debug` never prints it.
@@ -205,6 +224,24 @@ struct RawServer {
     header_timeout_ms: u64,
     #[serde(default = "default_body_timeout_ms")]
     body_timeout_ms: u64,
+    /// Judge calls failing in a row at the transport or auth level that take a slot down
+    /// (`seal_core::judge::health`); 0 turns the breaker off.
+    #[serde(default = "default_breaker_failures")]
+    judge_breaker_failures: u32,
+    #[serde(default = "default_breaker_cooldown_ms")]
+    judge_breaker_cooldown_ms: u64,
+    #[serde(default = "default_breaker_max_cooldown_ms")]
+    judge_breaker_max_cooldown_ms: u64,
+}
+
+fn default_breaker_failures() -> u32 {
+    seal_core::judge::health::Policy::default().failures
+}
+fn default_breaker_cooldown_ms() -> u64 {
+    seal_core::judge::health::Policy::default().cooldown_ms
+}
+fn default_breaker_max_cooldown_ms() -> u64 {
+    seal_core::judge::health::Policy::default().max_cooldown_ms
 }
 
 fn default_metrics_token_env() -> String {
@@ -354,6 +391,8 @@ pub struct ServerConfig {
     pub header_timeout: Duration,
     /// Longest a request body may stall between two chunks.
     pub body_timeout: Duration,
+    /// When a judge slot counts as down, and how it is probed (docs/DESIGN.md §8).
+    pub judge_breaker: seal_core::judge::health::Policy,
 }
 
 /// The checked configuration.
@@ -434,10 +473,35 @@ impl Config {
         let raw: RawConfig = toml::from_str(text).map_err(|e| err(e.to_string()))?;
         let nonempty = |v: Option<String>| v.filter(|s| !s.is_empty());
         let timeout_override = match nonempty(env("SEAL_JUDGE_TIMEOUT_MS")) {
-            Some(v) => Some(v.parse::<u64>().ok().filter(|&ms| ms > 0 && ms <= 3_600_000).ok_or_else(
-                || err(format!("SEAL_JUDGE_TIMEOUT_MS={v:?} is not a number of milliseconds in 1..=3600000")),
-            )?),
+            Some(v) => Some(
+                v.parse::<u64>()
+                    .ok()
+                    .filter(|&ms| ms > 0 && ms <= 3_600_000)
+                    .ok_or_else(|| {
+                        env_error(
+                            "SEAL_JUDGE_TIMEOUT_MS",
+                            Some(format!("judges.*.timeout_ms of {source}")),
+                            format!("{v:?} is not a number of milliseconds in 1..=3600000"),
+                        )
+                    })?,
+            ),
             None => None,
+        };
+        // The breaker's threshold from the environment: `0` turns it off (a test that scripts
+        // judge outages on purpose), a number sets it.
+        let breaker_failures = match nonempty(env("SEAL_JUDGE_BREAKER_FAILURES")) {
+            Some(v) => v
+                .parse::<u32>()
+                .ok()
+                .filter(|&n| n <= 1000)
+                .ok_or_else(|| {
+                    env_error(
+                        "SEAL_JUDGE_BREAKER_FAILURES",
+                        Some(format!("server.judge_breaker_failures of {source}")),
+                        format!("{v:?} is not a number of calls in 0..=1000"),
+                    )
+                })?,
+            None => raw.server.judge_breaker_failures,
         };
         let a = slot_config(source, Slot::A, &raw.judges.a, env, timeout_override)?;
         let b = slot_config(source, Slot::B, &raw.judges.b, env, timeout_override)?;
@@ -504,6 +568,13 @@ impl Config {
                 max_connections: s.max_connections.max(1),
                 header_timeout: Duration::from_millis(s.header_timeout_ms.max(1)),
                 body_timeout: Duration::from_millis(s.body_timeout_ms.max(1)),
+                judge_breaker: seal_core::judge::health::Policy {
+                    failures: breaker_failures,
+                    cooldown_ms: s.judge_breaker_cooldown_ms.max(1),
+                    max_cooldown_ms: s
+                        .judge_breaker_max_cooldown_ms
+                        .max(s.judge_breaker_cooldown_ms.max(1)),
+                },
             },
             a,
             b,
@@ -599,30 +670,34 @@ fn slot_config(
     let up = slot.upper();
     let field = |name: &str| format!("judges.{}.{name}", slot.as_str());
     let url_var = format!("SEAL_JUDGE_{up}_URL");
-    let (url_text, url_from) = match nonempty(env(&url_var)) {
-        Some(u) => (u, url_var),
+    let from_env = nonempty(env(&url_var));
+    let url_err = |reason: String| match from_env.is_some() {
+        true => env_error(
+            &url_var,
+            Some(format!("{} of {source}", field("base_url"))),
+            reason,
+        ),
+        false => err(format!("{}: {reason}", field("base_url"))),
+    };
+    let (url_text, url_from) = match &from_env {
+        Some(u) => (u.clone(), url_var.clone()),
         None => (
             r.base_url.clone(),
             format!("{} of {source}", field("base_url")),
         ),
     };
-    let base_url = url::Url::parse(&url_text)
-        .map_err(|e| err(format!("{}: {url_text:?}: {e}", field("base_url"))))?;
+    let base_url = url::Url::parse(&url_text).map_err(|e| url_err(format!("{url_text:?}: {e}")))?;
     let (base_url, base_url_note) = without_endpoint_suffix(base_url, &url_from);
     if !matches!(base_url.scheme(), "http" | "https") {
-        return Err(err(format!(
-            "{}: scheme must be http or https",
-            field("base_url")
-        )));
+        return Err(url_err("scheme must be http or https".into()));
     }
     if base_url.scheme() == "http"
         && !r.allow_plain_http
         && !seal_store::is_loopback_host(base_url.host_str().unwrap_or(""))
     {
-        return Err(err(format!(
-            "{}: plain http is allowed only for a loopback judge (API keys would travel in \
+        return Err(url_err(format!(
+            "plain http is allowed only for a loopback judge (API keys would travel in \
              clear); set {} = true for an in-cluster gateway",
-            field("base_url"),
             field("allow_plain_http")
         )));
     }

@@ -55,8 +55,9 @@ pub enum SecretError {
 
 impl seal_core::fault::HasFault for SecretError {
     fn fault(&self) -> seal_core::fault::Fault {
-        // Like a missing signing key: the deployment is not set up to judge or seal.
-        seal_core::fault::Fault::Infrastructure
+        // The deployment is not set up to judge or seal: its operator sets the variable or
+        // the file it names.
+        seal_core::fault::Fault::Config
     }
 }
 

@@ -266,6 +266,60 @@ fn bad_configs_name_the_field() {
     assert!(e.to_string().contains("SEAL_JUDGE_TIMEOUT_MS"), "{e}");
 }
 
+/// A bad value from an environment variable is the variable's error, not the file's: the
+/// message starts with the variable and says what it overrides (issue 49, item 4).
+#[test]
+fn an_override_s_error_names_the_variable_as_its_source() {
+    let cases = [
+        (
+            "SEAL_JUDGE_A_URL",
+            "notaurl",
+            "judges.a.base_url of cfg.toml",
+        ),
+        (
+            "SEAL_JUDGE_B_URL",
+            "ftp://judge/v1",
+            "judges.b.base_url of cfg.toml",
+        ),
+        (
+            "SEAL_JUDGE_A_URL",
+            "http://example.com/v1",
+            "judges.a.base_url of cfg.toml",
+        ),
+        (
+            "SEAL_JUDGE_TIMEOUT_MS",
+            "soon",
+            "judges.*.timeout_ms of cfg.toml",
+        ),
+        (
+            "SEAL_JUDGE_BREAKER_FAILURES",
+            "-1",
+            "server.judge_breaker_failures of cfg.toml",
+        ),
+    ];
+    for (var, value, overrides) in cases {
+        let e = Config::parse("cfg.toml", EMBEDDED, &env(&[(var, value)]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "environment variable {var} (overrides {overrides}): "
+            )),
+            "{var}={value}: {e}"
+        );
+        assert!(!e.starts_with("config "), "{e}");
+    }
+    // The file's own value is still the file's.
+    let e = Config::parse(
+        "cfg.toml",
+        &EMBEDDED.replace("https://dashscope", "ftp://dashscope"),
+        &env(&[]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("config cfg.toml: judges.a.base_url: "), "{e}");
+}
+
 /// The embedded config with `line` added to judge slot a.
 fn slot_a_with(line: &str) -> String {
     EMBEDDED.replacen(

@@ -11,6 +11,7 @@ use super::client::{now_rfc3339, Exchange, JudgeClient, SlotJob};
 use super::parse::{self, evaluate_raw, ErrorClass, ParseFailure, MAX_RESPONSE_BYTES};
 use super::request;
 use super::slot::AttemptRecord;
+use super::transport::{class_of_send, error_chain};
 use crate::leasing::{self, AttemptRef};
 use crate::resume::{self, ResumeError};
 use seal_core::canonical::Hash;
@@ -68,15 +69,8 @@ impl JudgeClient {
         let resp = match req.send().await {
             Ok(r) => r,
             Err(e) => {
-                let class = if e.is_timeout() {
-                    ErrorClass::Timeout
-                } else if e.is_connect() {
-                    ErrorClass::Connect
-                } else {
-                    ErrorClass::Transport
-                };
                 return Exchange::Failed {
-                    class,
+                    class: class_of_send(&e),
                     detail: self.redact(&error_chain(&e)),
                 };
             }
@@ -277,6 +271,8 @@ impl JudgeClient {
         outcome: &Result<JudgeOutput, crate::judge_http::parse::ParseFailure>,
         cost_rmb: f64,
     ) {
+        self.health
+            .attempt(outcome.as_ref().err().map(|f| f.class), status);
         self.metrics.judge_attempt(
             self.slot.as_str(),
             k,
@@ -533,15 +529,4 @@ fn live_body(job: &SlotJob<'_>, stored_request: &Value) -> Result<Vec<u8>, Excha
     let live =
         request::materialize(stored_request, job.images).map_err(|e| failed(e.to_string()))?;
     serde_json::to_vec(&live).map_err(|e| failed(e.to_string()))
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        src = inner.source();
-    }
-    s
 }

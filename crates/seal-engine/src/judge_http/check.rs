@@ -131,7 +131,7 @@ pub async fn check_slot(config: &Config, c: &SlotConfig) -> SlotCheck {
     let resp = match sent {
         Ok(r) => r,
         Err(e) => {
-            row.detail = clean(&chain(&e));
+            row.detail = clean(&super::transport::error_chain(&e));
             return row;
         }
     };
@@ -233,16 +233,4 @@ async fn read_capped(mut resp: reqwest::Response) -> Vec<u8> {
         }
     }
     body
-}
-
-/// An error and its sources, one line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }

@@ -19,6 +19,7 @@ use crate::resume::AttemptId;
 use seal_core::canonical::Hash;
 use seal_core::doc::*;
 use seal_core::ids::{RollId, RunId, Slot};
+use seal_core::judge::health;
 use seal_core::prompts::{self, PromptArtifact};
 
 /// A slot job: what one slot is asked to judge in one roll.
@@ -74,6 +75,8 @@ pub struct JudgeClient {
     pub(super) redactor: Arc<super::redact::Redactor>,
     /// Who calls the judge for an attempt when replicas share the store.
     pub(super) lease: Arc<LeasePolicy>,
+    /// Whether the judge can be reached (its circuit breaker, [`super::health`]).
+    pub(super) health: super::health::SlotHealth,
 }
 
 /// Both slots and the secret salt their seeds and sessions derive from.
@@ -111,7 +114,7 @@ impl HasFault for JudgesError {
         match self {
             JudgesError::Secret(e) => e.fault(),
             // The configuration names them: the operator's to fix.
-            JudgesError::Prompt(_) => Fault::Caller,
+            JudgesError::Prompt(_) => Fault::Config,
             JudgesError::Client { .. } => Fault::Infrastructure,
             JudgesError::Credentials(e) => e.fault(),
         }
@@ -173,6 +176,11 @@ impl Judges {
                 metrics: metrics.clone(),
                 redactor: redactor.clone(),
                 lease: lease.clone(),
+                health: super::health::SlotHealth::new(
+                    c.slot,
+                    config.server.judge_breaker,
+                    metrics.clone(),
+                ),
             })
         };
         Ok(Judges {
@@ -193,6 +201,22 @@ impl Judges {
 
     pub fn salt(&self) -> &[u8] {
         self.salt.expose().as_bytes()
+    }
+
+    /// Probes each slot whose breaker says a probe is due, both at once.
+    pub async fn probe_due(&self) {
+        tokio::join!(self.a.probe_if_due(), self.b.probe_if_due());
+    }
+
+    /// `Some(wait)` while both slots are down: no roll can be judged, and the next probe is
+    /// due in `wait` (at least a second, as a Retry-After).
+    pub fn unavailable(&self) -> Option<Duration> {
+        let (a, b) = (self.a.health(), self.b.health());
+        (a.is_down() && b.is_down()).then(|| {
+            a.retry_after()
+                .min(b.retry_after())
+                .max(Duration::from_secs(1))
+        })
     }
 
     /// This replica's name (`SEAL_REPLICA_ID`, else host, pid and random bits).
@@ -357,5 +381,50 @@ impl JudgeClient {
             slot: self.slot,
             attempt,
         }
+    }
+}
+
+/// Longest a health probe waits for an answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl JudgeClient {
+    /// Probes this slot if its breaker says a probe is due (never probed yet, or down with its
+    /// cooldown over); records what the probe showed.
+    pub async fn probe_if_due(&self) {
+        if !self.health.with(|b, now| b.take_probe(now)) {
+            return;
+        }
+        let outcome = self.probe().await;
+        let t = self.health.with(|b, now| b.probe_result(now, outcome));
+        self.health.report(t);
+    }
+
+    /// A POST of `{"model": …}` (no messages) to the slot's own endpoint with its own
+    /// credentials: an OpenAI-compatible server answers 400 without running the model (nothing
+    /// is paid), while a dead port, a wrong base URL (404) or a refused key (401/403) shows as
+    /// down, exactly the faults the breaker is for.
+    async fn probe(&self) -> health::Outcome {
+        let body = serde_json::json!({ "model": self.config.model }).to_string();
+        let sent = authorized_post(&self.http, &self.config)
+            .timeout(PROBE_TIMEOUT)
+            .body(body)
+            .send()
+            .await;
+        match sent {
+            Ok(resp) => health::Outcome::of_probe_status(resp.status().as_u16()),
+            Err(e) => {
+                let detail = self.redact(&super::transport::error_chain(&e));
+                let detail: String = detail.chars().take(300).collect();
+                health::Outcome::Down(format!(
+                    "{} (no answer): {detail}",
+                    super::transport::class_of_send(&e)
+                ))
+            }
+        }
+    }
+
+    /// This slot's health.
+    pub fn health(&self) -> &super::health::SlotHealth {
+        &self.health
     }
 }

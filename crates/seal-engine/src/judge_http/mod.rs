@@ -5,7 +5,8 @@
 //! - the HTTP edge, in three files that import downward only: [`walk`] (a slot's attempts:
 //!   retries with capped exponential backoff and jitter, resuming what is stored, leases),
 //!   [`attempt`] (one call; its answer into `cas/`, the MAC'd meta as the commit, `raw.json`) and
-//!   [`client`] (one `reqwest::Client` per slot, the logical client, and both slots).
+//!   [`client`] (one `reqwest::Client` per slot, the logical client, and both slots); beside
+//!   them [`health`], each slot's circuit breaker and its probe.
 //!
 //! Per roll each slot gets a policy seed and a session id derived from (runId, rollId, slot)
 //! and a secret salt: distinct between A and B, fresh for every roll, unpredictable without the
@@ -15,6 +16,8 @@ mod attempt;
 pub mod check;
 pub mod client;
 mod close;
+pub mod health;
+mod transport;
 mod walk;
 
 pub use attempt::put_answer;

@@ -2,7 +2,7 @@
 //! as part of the run's verification (docs/DESIGN.md §7, "Reviews").
 
 use seal_core::canonical::Hash;
-use seal_core::fault::{Fault, HasFault};
+use seal_core::fault::HasFault;
 use seal_core::ids::RunId;
 use seal_core::review::{self, ReviewError, ReviewStatement, RunFacts};
 use seal_core::sealing::PublicKey;
@@ -82,7 +82,7 @@ async fn read_listed(
                 let result = review::check_stored(index, &bytes, facts, reviewers);
                 (bytes, result)
             }
-            Err(e) if e.fault() == Fault::Infrastructure => return Err(e),
+            Err(e) if e.fault().is_environmental() => return Err(e),
             Err(e) => (
                 bytes::Bytes::new(),
                 Err(ReviewError {

@@ -157,7 +157,7 @@ pub async fn cosignatures(
             Ok(Bounded::Absent | Bounded::Larger { .. }) => {}
             // An object that cannot be read as seal wrote it counts for nothing; an
             // unreachable store stops the verification.
-            Err(e) if e.fault() == seal_core::fault::Fault::Infrastructure => return Err(e),
+            Err(e) if e.fault().is_environmental() => return Err(e),
             Err(_) => {}
         }
     }

@@ -1,5 +1,5 @@
 //! Probes and the log admission gate: `/livez` (the process answers, no I/O), `/readyz` (the
-//! store answers and the log was not refused), and [`AdmissionGate`], which lets the daemon
+//! store answers, the log was not refused, and at least one judge slot is up), and [`AdmissionGate`], which lets the daemon
 //! bind its port before the log admission (G2, docs/DESIGN.md §13) has read the history.
 //!
 //! Only finalize, the one route that appends a seal to the log, waits for the admission (at most
@@ -29,18 +29,25 @@ pub(crate) async fn livez() -> Response {
     Json(json!({"status": "ok"})).into_response()
 }
 
-/// `GET /readyz`: the store answers within [`STORE_PROBE_TIMEOUT`] and the log admission was
-/// not refused (pending is ready: intake and rolls run meanwhile); else 503 with what failed.
+/// `GET /readyz`: the store answers within [`STORE_PROBE_TIMEOUT`], the log admission was
+/// not refused (pending is ready: intake and rolls run meanwhile) and not both judge slots are
+/// down (one down still judges, degraded); else 503 with what failed. The judges' state is the
+/// breakers' (`judge_http::health`), so this answers without calling them.
 pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
     let health = Key::health();
     let probe = tokio::time::timeout(STORE_PROBE_TIMEOUT, state.engine.store().exists(&health));
     let store = match probe.await {
-        Ok(Ok(_)) => "ok".to_string(),
+        Ok(Ok(_)) => state
+            .store_writes
+            .failing()
+            .unwrap_or_else(|| "ok".to_string()),
         Ok(Err(e)) => format!("unreachable: {e}"),
         Err(_) => format!("no answer within {} ms", STORE_PROBE_TIMEOUT.as_millis()),
     };
     let admission = state.admission.get();
-    let ready = store == "ok" && admission != Admission::Refused;
+    let judges = state.engine.judges();
+    let judges_down = judges.unavailable().is_some();
+    let ready = store == "ok" && admission != Admission::Refused && !judges_down;
     let status = if ready {
         StatusCode::OK
     } else {
@@ -50,6 +57,7 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
         "status": if ready { "ok" } else { "unavailable" },
         "store": store,
         "admission": admission.as_str(),
+        "judges": {"a": judges.a.health().describe(), "b": judges.b.health().describe()},
     });
     (status, Json(body)).into_response()
 }

@@ -75,6 +75,13 @@ pub(crate) async fn observe(
         .map(|m| m.as_str().to_string())
         .unwrap_or_else(|| "unmatched".into());
     let method = req.method().as_str().to_string();
+    let client = req
+        .extensions()
+        .get::<crate::listen::ClientAddr>()
+        .map(|c| c.0.to_string())
+        .unwrap_or_default();
+    let run = run_of(req.uri().path());
+    let bytes_in = content_length(req.headers());
     if let Ok(v) = HeaderValue::from_str(&id) {
         req.headers_mut().insert(REQUEST_ID, v);
     }
@@ -88,8 +95,11 @@ pub(crate) async fn observe(
         .metrics
         .observe(&route, &method, status, elapsed.as_secs_f64());
     let duration_ms = elapsed.as_millis() as u64;
+    let bytes_out = content_length(resp.headers())
+        .or_else(|| axum::body::HttpBody::size_hint(resp.body()).exact());
     span.in_scope(|| {
-        tracing::info!(target: "seal::access", method = %method, route = %route, status, duration_ms, request_id = %id, trace_id = %trace_id, "request");
+        tracing::info!(target: "seal::access", method = %method, route = %route, status, duration_ms, request_id = %id, trace_id = %trace_id, client = %client, run = %run, bytes_in, bytes_out, "request");
+        report(&state, &method, &resp);
     });
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert(REQUEST_ID, v);
@@ -97,9 +107,62 @@ pub(crate) async fn observe(
     resp
 }
 
+/// The run a request is about: the `/v1/runs/<id>` segment when it is a valid run id (anything
+/// else from the path is not logged: it is the caller's text), else empty.
+fn run_of(path: &str) -> String {
+    path.strip_prefix("/v1/runs/")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|id| seal_core::ids::RunId::parse(id).ok())
+        .map(|id| id.to_string())
+        .unwrap_or_default()
+}
+
+fn content_length(h: &axum::http::HeaderMap) -> Option<u64> {
+    h.get(axum::http::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// A 5xx answer at warn (503: retryable) or error (500: corrupt or planted), with its code,
+/// object and message (Debug-quoted: a message may carry text from outside); a store failure
+/// counted by operation, and a write request's store failure or success noted for `/readyz`.
+fn report(state: &AppState, method: &str, resp: &Response) {
+    let is_write = matches!(method, "PUT" | "POST");
+    let Some(r) = resp.extensions().get::<crate::error::Reported>() else {
+        if is_write && resp.status().is_success() {
+            state.store_writes.succeeded();
+        }
+        return;
+    };
+    if let Some(op) = r.store_op {
+        state.metrics.store_error(op);
+        if is_write {
+            state.store_writes.failed(format!("{op}: {}", r.message));
+        }
+    }
+    let status = resp.status().as_u16();
+    let object = r.object.as_deref().unwrap_or("");
+    if status == 503 {
+        tracing::warn!(status, code = r.code, object = ?object, store_op = r.store_op, message = ?r.message, "request failed: retryable");
+    } else {
+        tracing::error!(status, code = r.code, object = ?object, store_op = r.store_op, message = ?r.message, "request failed");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_access_line_names_only_a_valid_run_id() {
+        assert_eq!(run_of("/v1/runs/run-7/rolls/1"), "run-7");
+        assert_eq!(run_of("/v1/runs/run-7"), "run-7");
+        assert_eq!(run_of("/v1/runs/%1B%5B31m/finalize"), "");
+        assert_eq!(run_of("/v1/runs/../etc"), "");
+        assert_eq!(run_of("/v1/stats"), "");
+    }
 
     #[test]
     fn only_a_safe_token_is_taken_as_the_request_id() {

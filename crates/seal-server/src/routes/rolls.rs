@@ -70,6 +70,15 @@ pub(crate) async fn post_roll(
         }
         Submitted::Accepted(accepted) => accepted,
     };
+    // Both judges down: the roll waits for them rather than being sealed `infra_error` (the
+    // pipeline would re-play the game for nothing). A roll already judged was answered above.
+    if let Some(wait) = engine.judges().unavailable() {
+        return Err(ApiError::judges_unavailable(
+            run.as_str(),
+            &roll.to_string(),
+            wait,
+        ));
+    }
     let _permit = state.rolls.acquire().await.map_err(|_| ApiError::busy(2))?;
     let report = accepted.judge(&roll::Source::Live).await?;
     engine.judges().metrics.roll_judged(
