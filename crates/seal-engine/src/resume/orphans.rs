@@ -335,6 +335,10 @@ pub fn run_orphans(run: &RunId, keys: &[Key], receipts: &HashSet<String>) -> Vec
             "a partial import: run the import again",
         )];
     }
+    // A replay's steps are the replay's, not a worker's: re-running it completes them.
+    let replay = run.is_replay_id();
+    let by =
+        |worker: &'static str, replay_hint: &'static str| if replay { replay_hint } else { worker };
     let mut out = Vec::new();
     for key in keys {
         let receipt = Key::receipt_for(key).map(|r| r.to_string());
@@ -346,28 +350,40 @@ pub fn run_orphans(run: &RunId, keys: &[Key], receipts: &HashSet<String>) -> Vec
                 "uncommitted_input",
                 key.to_string(),
                 "intake",
-                "the worker resends it",
+                by(
+                    "the worker resends it",
+                    "re-running the replay (seal replay <source run>, or --all) copies it again",
+                ),
             ));
         } else if name == "request.json" && !names.contains(sibling("meta.json").as_str()) {
             out.push(Orphan::new(
                 "uncommitted_attempt",
                 key.dir().to_string(),
                 "judge attempt",
-                "the next roll POST sends it again",
+                by(
+                    "the next roll POST sends it again",
+                    "re-running the replay (seal replay <source run>, or --all) finishes it; a live replay pays for this attempt again",
+                ),
             ));
         } else if name == "roll.json" && unreceipted {
             out.push(Orphan::new(
                 "uncommitted_roll",
                 key.to_string(),
                 "roll",
-                "derived again by the next roll POST",
+                by(
+                    "derived again by the next roll POST",
+                    "derived again by re-running the replay (seal replay <source run>, or --all)",
+                ),
             ));
         } else if name == "judging.json" {
             out.push(Orphan::new(
                 "pending_finalize",
                 key.to_string(),
                 "finalize",
-                "the next finalize decides the run",
+                by(
+                    "the next finalize decides the run",
+                    "re-running the replay (seal replay <source run>, or --all) decides it",
+                ),
             ));
         }
     }
@@ -376,7 +392,10 @@ pub fn run_orphans(run: &RunId, keys: &[Key], receipts: &HashSet<String>) -> Vec
             "open_run",
             format!("runs/{run}"),
             "run",
-            "undecided: the worker submits its rolls and finalizes",
+            by(
+                "undecided: the worker submits its rolls and finalizes",
+                "an interrupted replay: seal replay --all (or of its source run) finishes it under this id",
+            ),
         ));
     }
     out
@@ -522,6 +541,32 @@ mod tests {
             .map(|o| o.warning)
             .collect();
         assert_eq!(found, ["uncommitted_input", "uncommitted_attempt"]);
+    }
+
+    /// A replay's leftovers point at re-running the replay, never at a worker's roll POST
+    /// (issue 49, item 8: after SIGTERM, `gc` told the operator of a replay to wait for a
+    /// worker that will never come).
+    #[test]
+    fn a_replay_s_leftovers_are_completed_by_re_running_the_replay() {
+        for (run, worker) in [("r-1", true), ("r-1.replay-2", false)] {
+            let id = RunId::parse(run).unwrap();
+            let receipts: HashSet<String> = [format!("receipts/{run}/header.json")].into();
+            let ks = keys(
+                run,
+                &["header.json", "roll-1/judge-a/attempt-1/request.json"],
+            );
+            let orphans = run_orphans(&id, &ks, &receipts);
+            let redo = orphans
+                .iter()
+                .find(|o| o.warning == "uncommitted_attempt")
+                .map(|o| o.redo)
+                .unwrap();
+            assert_eq!(redo.contains("roll POST"), worker, "{run}: {redo}");
+            assert_eq!(redo.contains("seal replay"), !worker, "{run}: {redo}");
+            let open = run_orphans(&id, &keys(run, &["header.json"]), &receipts);
+            assert_eq!(open[0].warning, "open_run");
+            assert_eq!(open[0].redo.contains("seal replay --all"), !worker, "{run}");
+        }
     }
 
     #[test]
