@@ -180,23 +180,10 @@ async fn checkpoint(
     };
     use std::io::Write;
     let mut out = std::io::stdout();
-    out.write_all(note_for_terminal(&signed.text).as_bytes())
+    out.write_all(super::terminal::lines_for_terminal(&signed.text).as_bytes())
         .and_then(|_| out.flush())
         .map_err(CliError::io("stdout"))?;
     Ok(ExitStatus::Yes)
-}
-
-/// A verified checkpoint note, line by line through [`terminal_safe`]: exactly as stored, for
-/// scripts to check again, but for what no note of seal's holds. The signed body is seal's,
-/// while other keys' signature lines ride along unverified (C2SP cosignatures), and
-/// signed_note lets DEL, C1 controls and bidi overrides through (it refuses only C0).
-fn note_for_terminal(note: &str) -> String {
-    note.split_inclusive('\n')
-        .map(|line| match line.strip_suffix('\n') {
-            Some(l) => format!("{}\n", terminal_safe(l)),
-            None => terminal_safe(line).into_owned(),
-        })
-        .collect()
 }
 
 async fn prove(
@@ -233,7 +220,10 @@ async fn prove(
         for h in &proof.audit_path {
             println!("  {h}");
         }
-        print!("checkpoint:\n{}", note_for_terminal(&proof.checkpoint));
+        print!(
+            "checkpoint:\n{}",
+            super::terminal::lines_for_terminal(&proof.checkpoint)
+        );
     }
     Ok(ExitStatus::Yes)
 }

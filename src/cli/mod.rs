@@ -30,6 +30,7 @@ pub mod labels;
 pub mod log;
 pub mod output;
 pub mod replay;
+pub mod report;
 pub mod review;
 pub mod serve;
 pub mod shadow_report;
@@ -115,6 +116,9 @@ pub enum Command {
     /// roll 2, infra causes; slot attempts, latency and cost; replay flips. Runs that do not
     /// verify are counted and listed, never used. Exit 0, 2 could not run (bad options too).
     Stats(stats::StatsArgs),
+    /// Signed reports over the store's verified runs.
+    #[command(subcommand)]
+    Report(ReportCommand),
     /// List what crashes left in the store (uncommitted objects, undecided runs) with what
     /// completes each; deletes nothing. Exit 0 listed, 2 could not run (or no --dry-run).
     Gc(gc::GcArgs),
@@ -146,6 +150,15 @@ pub enum Command {
     /// accept-vs-not (seeded 95% bootstrap interval) per genre and evidence mode, every
     /// disagreement. Exit 0, 2 could not run.
     ShadowReport(shadow_report::ShadowReportArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// How far the judges can be trusted, calibrated on trusted human reviews (accuracy, error
+    /// correlation, effective votes, consensus coverage and agreement, served models), as an
+    /// in-toto Statement (predicate seal.reliability/1) in a DSSE envelope signed by the seal
+    /// key. Exit 0 written, 2 could not run.
+    Reliability(report::ReliabilityArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -238,6 +251,7 @@ fn dispatch(
         Command::Explain(args) => explain::run(&ctx()?, args),
         Command::Review(args) => review::run(&ctx()?, args),
         Command::Stats(args) => stats::run(&ctx()?, args),
+        Command::Report(ReportCommand::Reliability(args)) => report::reliability(&ctx()?, args),
         Command::Replay(args) => replay::run(&ctx()?, args),
         Command::Gc(args) => gc::run(&ctx()?, args),
         Command::Serve(args) => serve::run(&ctx()?, args),

@@ -18,6 +18,8 @@ use super::bulk;
 use super::context::{Context, Opening, Signing};
 use super::error::{CliError, ExitStatus};
 use super::output::progress;
+use seal_core::stats::kappa::key_seed;
+use seal_core::stats::retest::{RetestAcc, RetestReport};
 
 #[derive(Debug, clap::Args)]
 pub struct ReplayArgs {
@@ -59,9 +61,33 @@ pub struct ReplayArgs {
     /// Runs replayed at once (default: four per core; replay waits on fsyncs).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
+    /// With --judges live: report how often each judge repeats its own status on the same
+    /// package (self-agreement and κ per slot and obligation), beside A-vs-B agreement.
+    #[arg(long)]
+    pub retest: bool,
+    /// Replay a sample of N of the sources (chosen by sha256 of the seed and the run id: the
+    /// same seed and sources give the same sample).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub sample: Option<u64>,
+    /// The seed of --sample.
+    #[arg(long, value_name = "S", default_value_t = 0, requires = "sample")]
+    pub sample_seed: u64,
+    /// With --judges live: refuse to start when the estimated cost (what the sources' judges
+    /// cost when sealed) is above this many RMB, or when a source cannot be estimated.
+    #[arg(long, value_name = "RMB", value_parser = max_cost)]
+    pub max_cost: Option<f64>,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+fn max_cost(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not an amount of RMB (a finite number, 0 or more)"
+        )),
+    }
 }
 
 pub fn run(ctx: &Context, args: ReplayArgs) -> Result<ExitStatus, CliError> {
@@ -72,7 +98,13 @@ pub fn run(ctx: &Context, args: ReplayArgs) -> Result<ExitStatus, CliError> {
         blob: ctx.config().max_blob_bytes,
     };
     let url = ctx.store_url(args.store.as_ref())?;
-    if matches!(args.judges, JudgesArg::Live) {
+    let live = matches!(args.judges, JudgesArg::Live);
+    if !live && (args.retest || args.max_cost.is_some()) {
+        return Err(CliError::Usage(
+            "--retest and --max-cost ask the judges again: they need --judges live".into(),
+        ));
+    }
+    if live {
         ctx.judge_keys(&signing)?;
     }
     ctx.block_on(async {
@@ -104,6 +136,13 @@ pub fn run(ctx: &Context, args: ReplayArgs) -> Result<ExitStatus, CliError> {
         } else {
             args.runs.clone()
         };
+        let ids = match args.sample {
+            Some(n) => sample(&engine, archive.as_ref(), ids, n, args.sample_seed).await?,
+            None => ids,
+        };
+        if live {
+            check_cost(&engine, archive.as_ref(), &ids, &trusted, &args).await?;
+        }
         let job = ReplayJob {
             engine,
             archive,
@@ -116,7 +155,7 @@ pub fn run(ctx: &Context, args: ReplayArgs) -> Result<ExitStatus, CliError> {
         };
         let jobs = args.jobs.unwrap_or_else(bulk::default_write_jobs);
         let bar = progress(ids.len() as u64, args.all);
-        let mut tally = ReplayTally::new(job.judges, args.json, errors, bar);
+        let mut tally = ReplayTally::new(job.judges, args.json, errors, bar, args.retest);
         let store = job.engine.store().clone();
         let replayed = replay_in_parallel(job, ids, jobs, &mut tally).await;
         let settled = store.settle().await;
@@ -222,6 +261,7 @@ struct ReplayTally {
     done: Vec<seal_engine::replay::Replayed>,
     already: Vec<(String, String)>,
     errors: Vec<String>,
+    retest: bool,
 }
 
 impl ReplayTally {
@@ -230,6 +270,7 @@ impl ReplayTally {
         json: bool,
         errors: Vec<String>,
         bar: indicatif::ProgressBar,
+        retest: bool,
     ) -> ReplayTally {
         ReplayTally {
             judges,
@@ -238,6 +279,7 @@ impl ReplayTally {
             done: Vec::new(),
             already: Vec::new(),
             errors,
+            retest,
         }
     }
 
@@ -264,12 +306,14 @@ impl ReplayTally {
 
     fn finish(self) -> ExitStatus {
         self.bar.finish_and_clear();
+        let retest = self.retest.then(|| retest_report(&self.done));
         print_replays(
             &self.done,
             &self.already,
             &self.errors,
             self.judges,
             self.json,
+            retest.as_ref(),
         );
         ExitStatus::yes_if(self.errors.is_empty())
     }
@@ -427,6 +471,7 @@ fn print_replays(
     errors: &[String],
     judges: seal_engine::replay::JudgesFrom,
     json: bool,
+    retest: Option<&RetestReport>,
 ) {
     let reproduced = done.iter().filter(|r| r.consensus_reproduced).count();
     // Same outcome and every obligation status, over new answer bytes (live judges).
@@ -449,7 +494,7 @@ fn print_replays(
             .map(|(s, r)| serde_json::json!({"source": s, "replay": r}))
             .collect();
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({
-            "runs": done.len(), "consensusReproduced": reproduced, "sameStatuses": same_statuses, "obligationStatusesChanged": statuses_changed, "outcomesChanged": flipped.len(), "flipped": flipped, "costRmb": cost, "replays": done, "alreadyReplayed": already, "errors": errors
+            "runs": done.len(), "consensusReproduced": reproduced, "sameStatuses": same_statuses, "obligationStatusesChanged": statuses_changed, "outcomesChanged": flipped.len(), "flipped": flipped, "costRmb": cost, "replays": done, "alreadyReplayed": already, "errors": errors, "retest": retest
         })).unwrap_or_default());
         return;
     }
@@ -478,4 +523,137 @@ fn print_replays(
             show(r.new_outcome)
         );
     }
+    if let Some(r) = retest {
+        print!("{}", retest_table(r));
+    }
+}
+
+/// The test–retest figures of the batch, seeded by the sha256 of its source ids (sorted):
+/// the same replays give the same intervals.
+fn retest_report(done: &[seal_engine::replay::Replayed]) -> RetestReport {
+    let mut acc = RetestAcc::default();
+    let mut ids: Vec<&str> = done.iter().map(|r| r.source.as_str()).collect();
+    ids.sort_unstable();
+    for r in done {
+        r.retest.iter().for_each(|p| acc.add(p));
+    }
+    acc.finish(key_seed(0, &ids.join("\n")), 6)
+}
+
+fn retest_table(r: &RetestReport) -> String {
+    use std::fmt::Write;
+    let fig = |f: &seal_core::stats::reliability::Figure| match (f.value, f.ci95) {
+        (Some(v), Some([lo, hi])) => format!("{v:.3} [{lo:.3}, {hi:.3}]"),
+        (Some(v), None) => format!("{v:.3}"),
+        _ => "-".into(),
+    };
+    let mut out = String::from(
+        "test-retest (each judge then x now over the same packages; A x B over the sources' answers)\n",
+    );
+    let _ = writeln!(
+        out,
+        "  {:<28} {:>5} {:<22} {:<22} {:<22} {:<22} {:<22}",
+        "obligation",
+        "n",
+        "A self-agreement",
+        "B self-agreement",
+        "A kappa",
+        "B kappa",
+        "A x B agreement"
+    );
+    let rows = std::iter::once(("all", &r.all))
+        .chain(r.by_obligation.iter().map(|(k, v)| (k.as_str(), v)));
+    for (k, v) in rows {
+        let _ = writeln!(
+            out,
+            "  {:<28} {:>5} {:<22} {:<22} {:<22} {:<22} {:<22}",
+            super::terminal::terminal_safe(k),
+            v.judge_a.n,
+            fig(&v.judge_a.agreement),
+            fig(&v.judge_b.agreement),
+            fig(&v.judge_a.kappa),
+            fig(&v.judge_b.kappa),
+            fig(&v.a_vs_b.agreement)
+        );
+    }
+    out
+}
+
+/// Where the sources are read before their replays: the archive (a folder opened as a store),
+/// or the store replayed in place.
+async fn source_store(engine: &Engine, archive: Option<&Archive>) -> Result<Store, CliError> {
+    Ok(match archive {
+        Some(Archive::Store(s)) => s.clone(),
+        Some(Archive::Folder { url, .. }) => Store::open(url).await?,
+        None => engine.store().clone(),
+    })
+}
+
+/// A sample of `n` sources: the ones with the smallest sha256(seed ‖ run id) (its first 8
+/// bytes), in id order. Sources that are not replayable (a replay, undecided) are left out
+/// first, so the sample is of runs that will be replayed (each is still verified by its
+/// replay: the choice trusts nothing it reads).
+async fn sample(
+    engine: &Engine,
+    archive: Option<&Archive>,
+    ids: Vec<RunId>,
+    n: u64,
+    seed: u64,
+) -> Result<Vec<RunId>, CliError> {
+    let source = source_store(engine, archive).await?;
+    let mut pool = Vec::with_capacity(ids.len());
+    for id in ids {
+        if !seal_engine::replay::is_replayable(&source, &id).await? {
+            continue;
+        }
+        pool.push((key_seed(seed, id.as_str()), id));
+    }
+    pool.sort();
+    let mut chosen: Vec<RunId> = pool
+        .into_iter()
+        .take(usize::try_from(n).unwrap_or(usize::MAX))
+        .map(|(_, id)| id)
+        .collect();
+    chosen.sort();
+    Ok(chosen)
+}
+
+/// Estimates a live replay before any judge is called (stderr), and refuses it above
+/// `--max-cost`, or when `--max-cost` is given and a source cannot be estimated.
+async fn check_cost(
+    engine: &Engine,
+    archive: Option<&Archive>,
+    ids: &[RunId],
+    trusted: &[seal_core::sealing::PublicKey],
+    args: &ReplayArgs,
+) -> Result<(), CliError> {
+    let source = source_store(engine, archive).await?;
+    let e = seal_engine::replay::estimate_live_cost(&source, ids, trusted, args.all).await?;
+    let rmb = seal_core::doc::micro_to_rmb(e.micro);
+    eprintln!(
+        "seal: live replay of {} run(s): estimated {rmb:.4} RMB (what their judges cost when sealed){}",
+        e.runs,
+        if e.unestimated.is_empty() {
+            String::new()
+        } else {
+            format!("; {} source(s) not estimated", e.unestimated.len())
+        }
+    );
+    let Some(cap) = args.max_cost else {
+        return Ok(());
+    };
+    if let Some(first) = e.unestimated.first() {
+        return Err(CliError::Usage(format!(
+            "--max-cost {cap}: {} source(s) cannot be estimated, so the cost cannot be capped (first: {})",
+            e.unestimated.len(),
+            super::terminal::terminal_safe(first)
+        )));
+    }
+    if rmb > cap {
+        return Err(CliError::Usage(format!(
+            "the live replay of {} run(s) is estimated at {rmb:.4} RMB, above --max-cost {cap} RMB: nothing was judged (replay fewer runs, e.g. --sample N, or raise the cap)",
+            e.runs
+        )));
+    }
+    Ok(())
 }

@@ -40,28 +40,14 @@ pub struct StatsArgs {
 }
 
 pub fn run(ctx: &Context, args: StatsArgs) -> Result<ExitStatus, CliError> {
-    let trusted = ctx.trusted(&args.trust, None)?;
-    let reviewers = ctx.reviewer_keys(&args.trust_reviewer)?;
-    let url = ctx.store_url(args.store.as_ref())?;
-    let query = args.window.query();
-    let stats = ctx.block_on(async {
-        let store = ctx.read_store(&url).await?;
-        // On the `block_on` thread, alone: `file://` reads without a hand-off each (see
-        // `seal verify`).
-        let store = store.with_direct_io();
-        let verifier = ctx
-            .verifier(
-                &store,
-                trusted,
-                &args.witnesses,
-                seal_engine::verify::Scope::All,
-            )
-            .await?
-            .with_reviewers(reviewers);
-        seal_engine::stats_load::stats(&store, &verifier, query)
-            .await
-            .map_err(CliError::failed)
-    })?;
+    let stats = compute(
+        ctx,
+        args.store.as_ref(),
+        &args.trust,
+        &args.trust_reviewer,
+        &args.window,
+        &args.witnesses,
+    )?;
     if stats.report.runs.not_verified > 0 {
         eprintln!(
             "seal: {} decided run(s) do not verify and are not counted (listed in the report)",
@@ -73,7 +59,37 @@ pub fn run(ctx: &Context, args: StatsArgs) -> Result<ExitStatus, CliError> {
     } else if args.json {
         write_output(None, &stats.bytes)?;
     } else {
-        write_output(None, stats.text().as_bytes())?;
+        let text = super::terminal::lines_for_terminal(&stats.text());
+        write_output(None, text.as_bytes())?;
     }
     Ok(ExitStatus::Yes)
+}
+
+/// The figures over the store's runs that verify under the trusted keys (what `seal stats` and
+/// `seal report reliability` both compute).
+pub(super) fn compute(
+    ctx: &Context,
+    store: Option<&StoreArg>,
+    trust: &[PathBuf],
+    trust_reviewer: &[PathBuf],
+    window: &WindowArgs,
+    witnesses: &args::WitnessArgs,
+) -> Result<seal_engine::stats_load::Stats, CliError> {
+    let trusted = ctx.trusted(trust, None)?;
+    let reviewers = ctx.reviewer_keys(trust_reviewer)?;
+    let url = ctx.store_url(store)?;
+    let query = window.query();
+    ctx.block_on(async {
+        let store = ctx.read_store(&url).await?;
+        // On the `block_on` thread, alone: `file://` reads without a hand-off each (see
+        // `seal verify`).
+        let store = store.with_direct_io();
+        let verifier = ctx
+            .verifier(&store, trusted, witnesses, seal_engine::verify::Scope::All)
+            .await?
+            .with_reviewers(reviewers);
+        seal_engine::stats_load::stats(&store, &verifier, query)
+            .await
+            .map_err(CliError::failed)
+    })
 }

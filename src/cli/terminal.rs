@@ -21,6 +21,20 @@ pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// Multi-line text, line by line through [`terminal_safe`]: the line breaks stay, every other
+/// control character is escaped. For a verified checkpoint note (its signed body is seal's, but
+/// other keys' signature lines ride along unverified, and signed_note lets DEL, C1 controls
+/// and bidi overrides through) and for `seal stats`' table (model names and obligation ids
+/// come from judges and the store).
+pub fn lines_for_terminal(text: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| match line.strip_suffix('\n') {
+            Some(l) => format!("{}\n", terminal_safe(l)),
+            None => terminal_safe(line).into_owned(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod terminal_tests {
     use super::terminal_safe;

@@ -43,6 +43,7 @@ mod review_trust;
 mod secure_defaults;
 mod serve;
 mod serve_store;
+mod served_model;
 mod shadow_pure;
 mod shadow_report;
 mod stats;

@@ -857,3 +857,222 @@ async fn replay_refuses_sources_whose_seal_does_not_verify() {
         open.join("\n")
     );
 }
+
+/// Each judge's status per obligation of each roll in both runs, read from the stored
+/// normalized results: (obligation, [A then, B then], [A now, B now]).
+fn retest_pairs_by_hand(
+    store: &Path,
+    source: &str,
+    replay: &str,
+) -> Vec<(String, [String; 2], [String; 2])> {
+    let ev = |run: &str| -> Value {
+        serde_json::from_slice(
+            &std::fs::read(store.join(format!("runs/{run}/evidence.json"))).unwrap(),
+        )
+        .unwrap()
+    };
+    let statuses = |roll: &Value| -> [std::collections::BTreeMap<String, String>; 2] {
+        ["judgeARef", "judgeBRef"].map(|slot| {
+            let key = roll[slot]["normalizedRef"].as_str().unwrap();
+            let r: Value =
+                serde_json::from_slice(&std::fs::read(store.join(key)).unwrap()).unwrap();
+            r["obligations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| {
+                    (
+                        o["id"].as_str().unwrap().to_string(),
+                        o["status"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect()
+        })
+    };
+    let (old, new) = (ev(source), ev(replay));
+    let mut pairs = Vec::new();
+    for (o, n) in old["rolls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(new["rolls"].as_array().unwrap())
+    {
+        let (before, after) = (statuses(o), statuses(n));
+        let ids: std::collections::BTreeSet<&String> = before
+            .iter()
+            .chain(after.iter())
+            .flat_map(|m| m.keys())
+            .collect();
+        for id in ids {
+            let get = |m: &std::collections::BTreeMap<String, String>| {
+                m.get(id).cloned().unwrap_or_else(|| "missing".into())
+            };
+            pairs.push((
+                id.clone(),
+                [get(&before[0]), get(&before[1])],
+                [get(&after[0]), get(&after[1])],
+            ));
+        }
+    }
+    pairs
+}
+
+/// `--max-cost` below the estimate refuses a live replay before any judge is called; then a
+/// seeded `--sample` replayed with `--retest` reports each judge against itself (a judge that
+/// now fails everything disagrees with its past self) and A against B, equal to a count by
+/// hand from the stored results of the sources and the replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retest_measures_each_judge_against_itself_within_a_cost_cap() {
+    let (_src_dir, src) = copy_fixture_store();
+    let work = tempfile::tempdir().unwrap();
+    let store = work.path().join("store");
+    let (_keys, key, _public) = key_pair();
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+
+    let refused = run(replay_cmd(
+        work.path(),
+        &lb,
+        &["--all", "--judges", "live", "--max-cost", "0.0001"],
+        Some(&src),
+        &store,
+        &key,
+        true,
+    ))
+    .await;
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    let err = text(&refused.stderr);
+    assert!(
+        err.contains("estimated at") && err.contains("above --max-cost 0.0001"),
+        "{err}"
+    );
+    assert!(
+        lb.calls().is_empty(),
+        "a judge was called before the cap was checked"
+    );
+    assert!(
+        !store.join("runs").exists() || std::fs::read_dir(store.join("runs")).unwrap().count() == 0
+    );
+    for bad in ["-1", "NaN", "lots"] {
+        let out = run(replay_cmd(
+            work.path(),
+            &lb,
+            &["--all", "--judges", "live", "--max-cost", bad],
+            Some(&src),
+            &store,
+            &key,
+            true,
+        ))
+        .await;
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", text(&out.stderr));
+    }
+    let out = run(replay_cmd(
+        work.path(),
+        &lb,
+        &["--all", "--judges", "stored", "--retest"],
+        Some(&src),
+        &store,
+        &key,
+        true,
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("need --judges live"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // B now fails everything: it disagrees with its past self; A is asked as before.
+    lb.persona(
+        MODEL_B,
+        Persona {
+            fail_everything: true,
+            ..Persona::default()
+        },
+    );
+    let args = [
+        "--all",
+        "--judges",
+        "live",
+        "--retest",
+        "--sample",
+        "3",
+        "--sample-seed",
+        "7",
+        "--max-cost",
+        "100",
+    ];
+    let out = run(replay_cmd(
+        work.path(),
+        &lb,
+        &args,
+        Some(&src),
+        &store,
+        &key,
+        true,
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("estimated"),
+        "{}",
+        text(&out.stderr)
+    );
+    let v = json_out(&out);
+    let replays = v["replays"].as_array().unwrap();
+    assert_eq!(replays.len(), 3, "the sample's size: {v:#}");
+    let cats = ["satisfied", "failed", "missing"];
+    let idx = |s: &str| cats.iter().position(|c| *c == s).unwrap();
+    let mut own = [[[0u64; 3]; 3]; 2];
+    let mut between = [[0u64; 3]; 3];
+    for r in replays {
+        let pairs = retest_pairs_by_hand(
+            &store,
+            r["source"].as_str().unwrap(),
+            r["replay"].as_str().unwrap(),
+        );
+        for (_, before, after) in pairs {
+            for i in 0..2 {
+                own[i][idx(&before[i])][idx(&after[i])] += 1;
+            }
+            between[idx(&before[0])][idx(&before[1])] += 1;
+        }
+    }
+    let all = &v["retest"]["all"];
+    assert_eq!(all["judgeA"]["matrix"], serde_json::json!(own[0]), "{v:#}");
+    assert_eq!(all["judgeB"]["matrix"], serde_json::json!(own[1]), "{v:#}");
+    assert_eq!(all["aVsB"]["matrix"], serde_json::json!(between), "{v:#}");
+    let agreement = |m: &[[u64; 3]; 3]| {
+        let n: u64 = m.iter().flatten().sum();
+        (0..3).map(|i| m[i][i]).sum::<u64>() as f64 / n as f64
+    };
+    let b_self = all["judgeB"]["agreement"]["value"].as_f64().unwrap();
+    assert!((b_self - agreement(&own[1])).abs() < 1e-6);
+    assert!(
+        b_self < 1.0,
+        "a judge that now fails everything repeats itself less: {v:#}"
+    );
+    let a_self = all["judgeA"]["agreement"]["value"].as_f64().unwrap();
+    assert!((a_self - agreement(&own[0])).abs() < 1e-6);
+    assert!(a_self > b_self, "{v:#}");
+
+    // The same seed picks the same sample (on a fresh store), and the table prints.
+    let again = tempfile::tempdir().unwrap();
+    let out = run(replay_cmd(
+        again.path(),
+        &lb,
+        &args,
+        Some(&src),
+        &again.path().join("store"),
+        &key,
+        false,
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("test-retest"), "{stdout}");
+    for r in replays {
+        assert!(stdout.contains(r["source"].as_str().unwrap()), "{stdout}");
+    }
+}

@@ -28,7 +28,7 @@ pub(crate) struct Setup {
     pub(crate) url: String,
     pub(crate) reviewer_key: PathBuf,
     pub(crate) reviewer_pub: PathBuf,
-    stranger_key: PathBuf,
+    pub(crate) stranger_key: PathBuf,
     pub(crate) log_key: PathBuf,
 }
 
@@ -96,6 +96,11 @@ impl Setup {
 
     /// `seal review RUN` signed with `key`, the reviewer key trusted.
     pub(crate) fn review(&self, key: &Path, sets: &[&str], note: &str) -> Output {
+        self.review_run(RUN, key, sets, note)
+    }
+
+    /// `seal review <run>` signed with `key`, the reviewer key trusted.
+    pub(crate) fn review_run(&self, run: &str, key: &Path, sets: &[&str], note: &str) -> Output {
         let trust = fixture_trust_pem().display().to_string();
         let (key, rpub, log_key) = (
             key.display().to_string(),
@@ -104,7 +109,7 @@ impl Setup {
         );
         let mut args = vec![
             "review",
-            RUN,
+            run,
             "--store",
             &self.url,
             "--trust",
@@ -187,7 +192,7 @@ pub(crate) fn both(o: &Output) -> String {
 }
 
 /// Whether `python3` can import `securesystemslib`; panics in CI (`SEAL_REQUIRE_PYTHON=1`).
-fn python_ready(test: &str) -> bool {
+pub(crate) fn python_ready(test: &str) -> bool {
     let probe = Command::new("python3")
         .args([
             "-c",

@@ -6,6 +6,7 @@ use common::*;
 use seal_core::canonical::Hash;
 use seal_core::ids::RunId;
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::Command;
 
 /// `decidedAt` (RFC 3339, UTC `Z`) as a key that sorts by time: the seconds, then the
@@ -341,4 +342,282 @@ fn a_deleted_latest_review_fails_verify_verify_all_and_log_verify() {
         "{}",
         both(&log)
     );
+}
+
+/// The labels export with the reviewer trusted: one line per obligation of a dispatched roll.
+fn labels_export(s: &Setup, name: &str) -> Vec<serde_json::Value> {
+    let path = s.dir.path().join(name);
+    let trust = fixture_trust_pem().display().to_string();
+    let rpub = s.reviewer_pub.display().to_string();
+    let out = s.seal(&[
+        "export",
+        "labels",
+        "--store",
+        &s.url,
+        "--trust",
+        &trust,
+        "--trust-reviewer",
+        &rpub,
+        "--out",
+        &path.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The reliability section from real reviews of three fixture runs, against a computation by
+/// hand from the labels export: the 2 × 2 table of A's and B's errors against the person,
+/// φ by the textbook formula, effective votes 2 / (1 + φ), accuracy, consensus coverage and
+/// agreement when decided; each inside its bootstrap interval. Keys with fewer than
+/// `minReviewed` reviews give counts and no figures.
+#[test]
+fn reliability_figures_equal_a_hand_computation_from_the_labels() {
+    let s = setup();
+    let before = s.stats(true);
+    assert_eq!(before["reliability"]["all"]["counts"]["n"], 0);
+    assert_eq!(before["reliability"]["all"]["tooFewReviews"], true);
+    assert!(before["reliability"]["all"]["figures"].is_null());
+
+    // The obligations of each run, from the export; three runs reviewed with varied decisions.
+    let mut by_run: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for l in labels_export(&s, "before.jsonl") {
+        let ids = by_run
+            .entry(l["runId"].as_str().unwrap().to_string())
+            .or_default();
+        let id = l["obligationId"].as_str().unwrap().to_string();
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    let statuses = ["satisfied", "failed", "missing"];
+    let reviewed: Vec<String> = by_run.keys().take(3).cloned().collect();
+    for (i, run) in reviewed.iter().enumerate() {
+        let sets: Vec<String> = by_run[run]
+            .iter()
+            .enumerate()
+            .map(|(j, id)| format!("{id}={}", statuses[(i + 2 * j) % 3]))
+            .collect();
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let out = s.review_run(run, &s.reviewer_key, &sets, "");
+        assert_eq!(out.status.code(), Some(0), "{run}: {}", both(&out));
+    }
+
+    // By hand: t[eA][eB], decided, decided as the person did.
+    let mut t = [[0u64; 2]; 2];
+    let (mut n, mut decided, mut agree, mut right_a, mut right_b) = (0u64, 0, 0, 0, 0);
+    let mut per_obligation: BTreeMap<String, u64> = BTreeMap::new();
+    for l in labels_export(&s, "after.jsonl") {
+        let Some(h) = l["human"].as_str() else {
+            continue;
+        };
+        n += 1;
+        *per_obligation
+            .entry(l["obligationId"].as_str().unwrap().to_string())
+            .or_default() += 1;
+        let ea = usize::from(l["judgeA"] != h);
+        let eb = usize::from(l["judgeB"] != h);
+        t[ea][eb] += 1;
+        right_a += u64::from(ea == 0);
+        right_b += u64::from(eb == 0);
+        let c = l["consensus"].as_str().unwrap();
+        if statuses.contains(&c) {
+            decided += 1;
+            agree += u64::from(c == h);
+        }
+    }
+    assert!(n >= 10, "enough reviewed obligations for figures: {n}");
+    let stats = s.stats(true);
+    let rel = &stats["reliability"];
+    assert_eq!(rel["minReviewed"], 10);
+    let all = &rel["all"];
+    assert_eq!(all["counts"]["n"], n);
+    assert_eq!(all["counts"]["errors"], serde_json::json!(t));
+    assert_eq!(all["counts"]["decided"], decided);
+    assert_eq!(all["counts"]["decidedAgree"], agree);
+    assert_eq!(all["tooFewReviews"], false);
+    let f = &all["figures"];
+    let [[t00, t01], [t10, t11]] = t.map(|r| r.map(|v| v as f64));
+    let margins = (t10 + t11) * (t00 + t01) * (t01 + t11) * (t00 + t10);
+    let phi = (margins > 0.0).then(|| (t11 * t00 - t10 * t01) / margins.sqrt());
+    let close = |fig: &serde_json::Value, want: Option<f64>, what: &str| match want {
+        None => assert!(fig["value"].is_null(), "{what}: {fig}"),
+        Some(w) => {
+            let got = fig["value"].as_f64().unwrap();
+            assert!((got - w).abs() < 1e-5, "{what}: {got} vs {w}");
+            if let Some(ci) = fig["ci95"].as_array() {
+                let (lo, hi) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
+                assert!(lo <= got + 1e-9 && got <= hi + 1e-9, "{what}: {fig}");
+            }
+        }
+    };
+    close(&f["errorPhi"], phi, "phi");
+    close(
+        &f["effectiveVotes"],
+        phi.filter(|p| *p > -1.0).map(|p| 2.0 / (1.0 + p)),
+        "effective votes",
+    );
+    close(
+        &f["accuracyA"],
+        Some(right_a as f64 / n as f64),
+        "accuracy A",
+    );
+    close(
+        &f["accuracyB"],
+        Some(right_b as f64 / n as f64),
+        "accuracy B",
+    );
+    close(
+        &f["consensusCoverage"],
+        Some(decided as f64 / n as f64),
+        "coverage",
+    );
+    close(
+        &f["consensusAgreement"],
+        (decided > 0).then(|| agree as f64 / decided as f64),
+        "agreement when decided",
+    );
+    for (id, count) in &per_obligation {
+        let r = &rel["byObligation"][id];
+        assert_eq!(r["counts"]["n"], *count, "{id}");
+        assert_eq!(r["tooFewReviews"], *count < 10, "{id}: {r}");
+        assert_eq!(r["figures"].is_null(), *count < 10, "{id}: {r}");
+    }
+    assert_eq!(s.stats(true), stats, "the same store, the same figures");
+    let trust = fixture_trust_pem().display().to_string();
+    let rpub = s.reviewer_pub.display().to_string();
+    let table = s.seal(&[
+        "stats",
+        "--store",
+        &s.url,
+        "--trust",
+        &trust,
+        "--trust-reviewer",
+        &rpub,
+    ]);
+    let table = text(&table.stdout);
+    assert!(table.contains("Reliability against people"), "{table}");
+    assert!(table.contains("too few reviews"), "{table}");
+    signed_report_verifies_and_recomputes(&s, &stats);
+}
+
+/// `seal report reliability` over the reviewed store: a DSSE envelope signed by the seal key
+/// whose predicate carries the stats' reliability figures; securesystemslib verifies it and an
+/// independent script (tests/data/reliability/recompute.py, no seal code) recomputes every
+/// figure and interval from the subjects; the page renders in Chromium. An existing `--out`
+/// is refused, and a report signed by another key does not verify under the seal key.
+fn signed_report_verifies_and_recomputes(s: &Setup, stats: &serde_json::Value) {
+    let trust = fixture_trust_pem().display().to_string();
+    let rpub = s.reviewer_pub.display().to_string();
+    let key = s.log_key.display().to_string();
+    let out_path = s.dir.path().join("reliability.dsse.json");
+    let html_path = s.dir.path().join("reliability.html");
+    let report = |out: &std::path::Path, key: &str| {
+        s.seal(&[
+            "report",
+            "reliability",
+            "--store",
+            &s.url,
+            "--trust",
+            &trust,
+            "--trust-reviewer",
+            &rpub,
+            "--key",
+            key,
+            "--out",
+            &out.display().to_string(),
+            "--html",
+            &html_path.display().to_string(),
+        ])
+    };
+    let out = report(&out_path, &key);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(
+        text(&out.stdout).contains("reliability report sha256"),
+        "{}",
+        both(&out)
+    );
+    let env: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out_path).unwrap()).unwrap();
+    use base64::Engine as _;
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(env["payload"].as_str().unwrap())
+        .unwrap();
+    let statement: serde_json::Value = serde_json::from_slice(&payload).unwrap();
+    assert_eq!(
+        statement["predicateType"],
+        "https://wanxiang.ai/seal/reliability/v1"
+    );
+    let p = &statement["predicate"];
+    assert_eq!(p["reliability"], stats["reliability"], "the stats' figures");
+    assert_eq!(p["human"], stats["human"]);
+    assert_eq!(p["seed"], stats["seed"]);
+    let subjects = statement["subject"].as_array().unwrap();
+    assert!(
+        subjects.len() >= 6,
+        "three seals and three reviews: {subjects:?}"
+    );
+    // An existing --out is never overwritten.
+    let again = report(&out_path, &key);
+    assert_eq!(again.status.code(), Some(2), "{}", both(&again));
+
+    if python_ready("reliability report recomputation") {
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reliability/recompute.py");
+        let run = |env_file: &std::path::Path| {
+            Command::new("python3")
+                .arg(&script)
+                .arg(&s.root)
+                .arg(env_file)
+                .arg(fixture_trust_pem())
+                .output()
+                .unwrap()
+        };
+        let check = run(&out_path);
+        assert!(check.status.success(), "{}", both(&check));
+        assert!(text(&check.stdout).starts_with("ok "), "{}", both(&check));
+        eprintln!("recompute.py: {}", text(&check.stdout).trim());
+        // Signed by a key that is not the seal key: the signature check fails.
+        let forged = s.dir.path().join("forged.dsse.json");
+        let _ = std::fs::remove_file(&html_path);
+        let other = s.stranger_key.display().to_string();
+        let out = report(&forged, &other);
+        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+        let check = run(&forged);
+        assert!(!check.status.success(), "a stranger's report verified");
+    }
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(html.contains("How far the judges can be trusted"));
+    assert!(!html.to_lowercase().contains("<script"));
+    if let Some(bin) = chromium("reliability report page") {
+        let work = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", html_path.display());
+        let (dom, stderr) = run_chromium(&bin, work.path(), &["--dump-dom".into(), url.clone()]);
+        assert!(
+            dom.contains("agreement with people per obligation"),
+            "{stderr}"
+        );
+        assert!(console_lines(&stderr).is_empty(), "{stderr}");
+        let shot = work.path().join("reliability.png");
+        run_chromium(
+            &bin,
+            work.path(),
+            &[
+                format!("--screenshot={}", shot.display()),
+                "--window-size=1200,1600".into(),
+                url,
+            ],
+        );
+        assert!(
+            std::fs::metadata(&shot).unwrap().len() > 10_000,
+            "a blank page"
+        );
+        let keep = std::env::var_os("SEAL_KEEP_SCREENSHOTS").map(std::path::PathBuf::from);
+        if let Some(dir) = keep {
+            std::fs::copy(&shot, dir.join("reliability.png")).unwrap();
+        }
+    }
 }

@@ -140,6 +140,12 @@ fn facts(pairs: &[(usize, usize)], swap: bool) -> RunFacts {
         slot: s.into(),
         model: "m".into(),
         prompt: "p@1".into(),
+        host: "judge.example".into(),
+        requested: "m".into(),
+        served: Some(Served {
+            model: "m".into(),
+            fingerprint: None,
+        }),
         failed_class: None,
         attempts: vec![AttemptFacts {
             latency_ms: 10,
@@ -170,6 +176,8 @@ fn facts(pairs: &[(usize, usize)], swap: bool) -> RunFacts {
         decided_nanos: 1_767_225_600_000_000_000,
         reviewed: false,
         human: BTreeMap::new(),
+        seal_sha256: String::new(),
+        review_sha256: vec![],
     }
 }
 

@@ -25,7 +25,7 @@ use std::collections::BTreeSet;
 use crate::canonical::{self, Hash};
 use crate::ids::RunId;
 use crate::key::Key;
-use crate::sealing::{pae, Digest, Envelope, EnvelopeSignature, PublicKey, SigningKey, Subject};
+use crate::sealing::{pae, Digest, Envelope, PublicKey, SigningKey, Subject};
 use crate::sealing::{PAYLOAD_TYPE, STATEMENT_TYPE};
 use crate::vocab::AuditCheck;
 
@@ -219,16 +219,7 @@ pub fn signer_key_id(bytes: &[u8]) -> Option<String> {
 /// Returns the canonical envelope bytes (what is stored and logged).
 pub fn sign(key: &SigningKey, statement: &ReviewStatement) -> Result<Vec<u8>, ReviewError> {
     let payload = canonical::canonical_bytes(statement).map_err(invalid_content)?;
-    let sig = key.sign(&pae(PAYLOAD_TYPE, &payload));
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let env = Envelope {
-        payload: b64.encode(&payload),
-        payload_type: PAYLOAD_TYPE.into(),
-        signatures: vec![EnvelopeSignature {
-            keyid: key.key_id.clone(),
-            sig: b64.encode(sig),
-        }],
-    };
+    let env = crate::sealing::envelope(key, &payload);
     canonical::canonical_bytes(&env).map_err(invalid_content)
 }
 

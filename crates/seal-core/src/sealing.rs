@@ -307,17 +307,22 @@ pub fn sign(
     key: &SigningKey,
     statement: &Statement,
 ) -> Result<Envelope, canonical::CanonicalError> {
-    let payload = canonical::canonical_bytes(statement)?;
-    let sig = key.sign(&pae(PAYLOAD_TYPE, &payload));
+    Ok(envelope(key, &canonical::canonical_bytes(statement)?))
+}
+
+/// The DSSE envelope of an in-toto statement's canonical bytes, with one ed25519 signature
+/// over their PAE: what seals, reviews and reliability reports are.
+pub fn envelope(key: &SigningKey, payload: &[u8]) -> Envelope {
+    let sig = key.sign(&pae(PAYLOAD_TYPE, payload));
     let b64 = base64::engine::general_purpose::STANDARD;
-    Ok(Envelope {
-        payload: b64.encode(&payload),
+    Envelope {
+        payload: b64.encode(payload),
         payload_type: PAYLOAD_TYPE.into(),
         signatures: vec![EnvelopeSignature {
             keyid: key.key_id.clone(),
             sig: b64.encode(sig),
         }],
-    })
+    }
 }
 
 /// Why an envelope does not verify.

@@ -66,6 +66,10 @@ pub struct Metrics {
     witness_submissions: Counters,
     judge_up: Gauges,
     breaker_opens: Counters,
+    served_model: Gauges,
+    served_model_changes: Counters,
+    /// Each slot's current served (model, fingerprint) labels: one series per slot at a time.
+    served_now: Mutex<std::collections::BTreeMap<String, Labels>>,
 }
 
 impl Default for Metrics {
@@ -88,6 +92,9 @@ impl Default for Metrics {
             witness_submissions: Counters::default(),
             judge_up: Gauges::default(),
             breaker_opens: Counters::default(),
+            served_model: Gauges::default(),
+            served_model_changes: Counters::default(),
+            served_now: Mutex::new(Default::default()),
         };
         m.register_all();
         m.create_known_series();
@@ -180,6 +187,16 @@ impl Metrics {
             "times a judge slot's circuit breaker opened (calls failing at the transport or auth level)",
             &self.breaker_opens,
         );
+        self.register(
+            "seal_judge_served_model",
+            "1 for the model and system fingerprint a judge slot's latest accepted answer said it served (one series per slot)",
+            self.served_model.clone(),
+        );
+        c(
+            "seal_judge_served_model_changes",
+            "times a judge slot's accepted answer named another served model or fingerprint than the one before (seal stats: served_model_changed)",
+            &self.served_model_changes,
+        );
         c(
             "seal_witness_submissions",
             "checkpoints sent to witnesses, by witness and result",
@@ -215,6 +232,9 @@ impl Metrics {
                 .get_or_create(&labels(&[("slot", slot)]))
                 .set(1);
             let _ = self.breaker_opens.get_or_create(&labels(&[("slot", slot)]));
+            let _ = self
+                .served_model_changes
+                .get_or_create(&labels(&[("slot", slot)]));
             let _ = self
                 .answers_discarded
                 .get_or_create(&labels(&[("slot", slot)]));
@@ -285,6 +305,43 @@ impl Metrics {
                 .inc();
         }
         self.cost.get_or_create(&by_slot).inc_by(cost_rmb.max(0.0));
+    }
+
+    /// What a slot's accepted answer said it served. The gauge keeps one series per slot (the
+    /// previous one is removed), so a provider that changes its fingerprint every day does not
+    /// grow the scrape; a change counts in `seal_judge_served_model_changes_total`. The label
+    /// values are the endpoint's text: kept to 100 characters of `[A-Za-z0-9._:/@+-]`, any
+    /// other character written `_`.
+    pub fn served_model(&self, slot: &str, model: &str, fingerprint: Option<&str>) {
+        let clean = |s: &str| -> String {
+            s.chars()
+                .take(100)
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || "._:/@+-".contains(c) {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect()
+        };
+        let now: Labels = vec![
+            ("slot", slot.to_string()),
+            ("model", clean(model)),
+            ("fingerprint", clean(fingerprint.unwrap_or(""))),
+        ];
+        let mut current = self.served_now.lock().unwrap_or_else(|e| e.into_inner());
+        match current.insert(slot.to_string(), now.clone()) {
+            Some(before) if before == now => return,
+            Some(before) => {
+                self.served_model.remove(&before);
+                self.served_model_changes
+                    .get_or_create(&labels(&[("slot", slot)]))
+                    .inc();
+            }
+            None => {}
+        }
+        self.served_model.get_or_create(&now).set(1);
     }
 
     /// Records the tokens a judge reported for one call.
@@ -453,6 +510,39 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
         }
+    }
+
+    #[test]
+    fn one_served_model_series_per_slot_and_a_change_counts() {
+        let m = Metrics::default();
+        let served = |text: &str| -> Vec<String> {
+            text.lines()
+                .filter(|l| l.starts_with("seal_judge_served_model{"))
+                .map(str::to_string)
+                .collect()
+        };
+        assert!(served(&m.render()).is_empty());
+        m.served_model("a", "gpt-4.1", Some("fp_1"));
+        m.served_model("a", "gpt-4.1", Some("fp_1"));
+        m.served_model("b", "qwen\n\"vl\"", None);
+        let text = m.render();
+        assert_eq!(
+            served(&text),
+            [
+                "seal_judge_served_model{slot=\"a\",model=\"gpt-4.1\",fingerprint=\"fp_1\"} 1",
+                "seal_judge_served_model{slot=\"b\",model=\"qwen__vl_\",fingerprint=\"\"} 1",
+            ]
+        );
+        assert!(text.contains("seal_judge_served_model_changes_total{slot=\"a\"} 0"));
+        m.served_model("a", "gpt-4.1", Some("fp_2"));
+        let text = m.render();
+        assert_eq!(
+            served(&text)[0],
+            "seal_judge_served_model{slot=\"a\",model=\"gpt-4.1\",fingerprint=\"fp_2\"} 1"
+        );
+        assert_eq!(served(&text).len(), 2, "the old series is gone");
+        assert!(text.contains("seal_judge_served_model_changes_total{slot=\"a\"} 1"));
+        assert!(text.contains("seal_judge_served_model_changes_total{slot=\"b\"} 0"));
     }
 
     #[test]

@@ -21,7 +21,8 @@ use crate::verify::VerifiedRun;
 use seal_core::consensus;
 use seal_core::doc::*;
 use seal_core::fault::{Fault, HasFault};
-use seal_core::ids::RunId;
+use seal_core::ids::{RunId, Slot};
+use seal_core::stats::retest::RetestPair;
 use seal_core::submission::ProofSubmission;
 use seal_core::vocab::GuardCheck;
 use seal_store::{Key, Store, StoreError};
@@ -93,6 +94,11 @@ pub struct Replayed {
     pub obligations_changed: usize,
     /// Money spent by this replay (0 for stored answers).
     pub new_cost_rmb: f64,
+    /// Each judge's status per obligation in the source and in this replay, for the rolls
+    /// present in both: the test–retest of `--retest`. Live replays only (stored answers
+    /// repeat themselves by construction).
+    #[serde(skip)]
+    pub retest: Vec<RetestPair>,
 }
 
 async fn next_replay_id(store: &Store, source: &RunId) -> Result<RunId, ReplayError> {
@@ -361,6 +367,7 @@ async fn replay_rolls(
     };
     let mut reproduced = true;
     let (mut compared, mut changed) = (0usize, 0usize);
+    let mut retest = Vec::new();
     for old_roll in rolls {
         let proof = store
             .get_verified(&old_roll.proof_package_ref, &old_roll.proof_package_hash)
@@ -389,18 +396,17 @@ async fn replay_rolls(
         let (c, d) = status_changes(&before, report.consensus());
         compared += c;
         changed += d;
+        if judges == JudgesFrom::Live {
+            retest.extend(retest_pairs(store, old_roll, report.roll()).await?);
+        }
     }
     let done = postguard::finalize(engine, &id).await?;
     // Live spending is the judges' part of each new roll; stored answers cost nothing new.
-    let mut new_cost = 0u64;
-    if judges == JudgesFrom::Live {
-        for r in &done.evidence().rolls {
-            let proof: ProofPackage = store
-                .get_json_verified(&r.proof_package_ref, &r.proof_package_hash)
-                .await?;
-            new_cost += rmb_to_micro(r.cost_rmb).saturating_sub(rmb_to_micro(proof.actor_cost_rmb));
-        }
-    }
+    let new_cost = if judges == JudgesFrom::Live {
+        judges_cost_micro(store, done.evidence()).await?
+    } else {
+        0
+    };
     reproduced &= done.evidence().rolls.len() == old.rolls.len()
         && done
             .evidence()
@@ -417,7 +423,105 @@ async fn replay_rolls(
         obligations_compared: compared,
         obligations_changed: changed,
         new_cost_rmb: micro_to_rmb(new_cost),
+        retest,
     })
+}
+
+/// What the judges of a decided run cost: each roll's cost less the actor's part its proof
+/// package declares, the package read against the hash the evidence binds.
+async fn judges_cost_micro(store: &Store, ev: &Evidence) -> Result<u64, StoreError> {
+    let mut cost = 0u64;
+    for r in &ev.rolls {
+        let proof: ProofPackage = store
+            .get_json_verified(&r.proof_package_ref, &r.proof_package_hash)
+            .await?;
+        cost += rmb_to_micro(r.cost_rmb).saturating_sub(rmb_to_micro(proof.actor_cost_rmb));
+    }
+    Ok(cost)
+}
+
+/// Each judge's normalized status per obligation of a roll, in the source and in the replay,
+/// read against the hashes the two rolls bind. An obligation a judge did not answer (or a
+/// failed slot) is `missing`.
+async fn retest_pairs(
+    store: &Store,
+    before: &Roll,
+    after: &Roll,
+) -> Result<Vec<RetestPair>, StoreError> {
+    let mut results = Vec::with_capacity(4);
+    for roll in [before, after] {
+        for slot in [Slot::A, Slot::B] {
+            let r = roll.slot_ref(slot);
+            let result: JudgeResult = store
+                .get_json_verified(&r.normalized_ref, &r.result_hash)
+                .await?;
+            results.push(result);
+        }
+    }
+    let status = |res: &JudgeResult, id: &str| {
+        res.obligations
+            .iter()
+            .find(|o| o.id == id)
+            .map(|o| o.status)
+            .unwrap_or(JudgeStatus::Missing)
+    };
+    let ids: std::collections::BTreeSet<&str> = results
+        .iter()
+        .flat_map(|r| r.obligations.iter().map(|o| o.id.as_str()))
+        .collect();
+    Ok(ids
+        .into_iter()
+        .map(|id| RetestPair {
+            obligation: id.to_string(),
+            before: [status(&results[0], id), status(&results[1], id)],
+            after: [status(&results[2], id), status(&results[3], id)],
+        })
+        .collect())
+}
+
+/// The estimate of a live replay, before any judge is called: what the sources' judges cost
+/// when they were sealed, from their verified evidence.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CostEstimate {
+    /// Sources estimated, and their judges' cost in micro-RMB.
+    pub runs: usize,
+    pub micro: u64,
+    /// Sources that could not be estimated (not decided, or not verified), each with why.
+    pub unestimated: Vec<String>,
+}
+
+/// Estimates a live replay of `sources` read from `store` (the destination, or an archive
+/// opened as a store), each proven under `trusted` first: an estimate from bytes nobody
+/// authenticated could be made as small as a cap needs.
+/// With `all`, an undecided source is passed over silently (`--all` replays decided runs).
+pub async fn estimate_live_cost(
+    store: &Store,
+    sources: &[RunId],
+    trusted: &[seal_core::sealing::PublicKey],
+    all: bool,
+) -> Result<CostEstimate, StoreError> {
+    let mut e = CostEstimate::default();
+    for run in sources {
+        if !store.exists(&Key::evidence(run)).await? {
+            if !all {
+                e.unestimated.push(format!("{run}: not decided"));
+            }
+            continue;
+        }
+        match crate::verify::prove(store, run, trusted).await? {
+            Ok(v) => {
+                if v.evidence().acceptance_mode == AcceptanceMode::HistoricalReplay {
+                    continue;
+                }
+                e.micro += judges_cost_micro(store, v.evidence()).await?;
+                e.runs += 1;
+            }
+            Err(report) => e
+                .unestimated
+                .push(format!("{run}: does not verify ({})", report.summary(1))),
+        }
+    }
+    Ok(e)
 }
 
 /// Obligations of `before` compared with `after` by id: (how many, how many with another

@@ -127,7 +127,7 @@ async fn visit(
         Err(report) => Visit::NotVerified(unverified(&report)),
         Ok(proof) => {
             let reviews = verifier.trusted_reviews(store, run, &proof).await?;
-            match facts_of(store, run, proof.evidence(), &reviews, w).await? {
+            match facts_of(store, run, &proof, &reviews, w).await? {
                 Some(f) => Visit::Used(Box::new(f)),
                 None => Visit::Outside,
             }
@@ -208,10 +208,11 @@ fn genre_name(g: Genre) -> String {
 async fn facts_of(
     store: &Store,
     run: &RunId,
-    ev: &Evidence,
+    proof: &crate::verify::VerifiedRun,
     reviews: &[TrustedReview],
     w: &Window,
 ) -> Result<Option<RunFacts>, StatsError> {
+    let ev = proof.evidence();
     let genre = genre_name(ev.genre);
     let pg = ev.final_postguard.as_ref();
     let decided = pg
@@ -256,6 +257,11 @@ async fn facts_of(
         decided_nanos: decided.unix_timestamp_nanos(),
         reviewed: !reviews.is_empty(),
         human: seal_core::review::latest_decisions(reviews),
+        seal_sha256: proof.seal_hash().to_string(),
+        review_sha256: reviews
+            .iter()
+            .map(|r| (r.index, r.sha256.to_string()))
+            .collect(),
     }))
 }
 
@@ -369,10 +375,27 @@ async fn slot_facts(
         ),
         None => (result.model.clone().unwrap_or_default(), String::new()),
     };
+    let (host, requested, served) = match &last {
+        Some(m) => (
+            m.endpoint_host.clone(),
+            m.model_requested.clone(),
+            m.accepted.then(|| Served {
+                model: m
+                    .model_answered
+                    .clone()
+                    .unwrap_or_else(|| m.model_requested.clone()),
+                fingerprint: m.system_fingerprint.clone(),
+            }),
+        ),
+        None => (String::new(), String::new(), None),
+    };
     let facts = SlotFacts {
         slot: slot.to_string(),
         model,
         prompt,
+        host,
+        requested,
+        served,
         failed_class: result
             .slot_failed
             .as_ref()
@@ -394,7 +417,7 @@ pub async fn proven_facts(
 ) -> Result<Option<RunFacts>, StatsError> {
     let w = window(query)?;
     let reviews = verifier.trusted_reviews(store, run, proof).await?;
-    facts_of(store, run, proof.evidence(), &reviews, &w).await
+    facts_of(store, run, proof, &reviews, &w).await
 }
 
 /// The adjudication queue (`GET /v1/review-queue`; also a section of the report): every

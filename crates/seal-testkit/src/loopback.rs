@@ -34,6 +34,11 @@ pub struct Persona {
     pub pass_everything: bool,
     /// Provider flavor of the response body.
     pub flavor: Flavor,
+    /// The `model` the answer says it served (default: the one requested), and the
+    /// `system_fingerprint` of the OpenAI flavor (default `fp_loopback_1`): a provider that
+    /// swaps the model behind a name.
+    pub served_model: Option<String>,
+    pub fingerprint: Option<String>,
 }
 
 impl Default for Persona {
@@ -44,6 +49,8 @@ impl Default for Persona {
             fail_everything: false,
             pass_everything: false,
             flavor: Flavor::OpenAi,
+            served_model: None,
+            fingerprint: None,
         }
     }
 }
@@ -541,10 +548,11 @@ fn completion(
         id.push_str(&format!("-{n}"));
     }
     let usage = json!({"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens});
+    let model = p.served_model.as_deref().unwrap_or(model);
     let v = match p.flavor {
         Flavor::OpenAi => json!({
             "id": id, "object": "chat.completion", "created": 1764374400, "model": model,
-            "system_fingerprint": "fp_loopback_1",
+            "system_fingerprint": p.fingerprint.as_deref().unwrap_or("fp_loopback_1"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content, "refusal": refusal}, "logprobs": null, "finish_reason": finish}],
             "usage": usage
         }),

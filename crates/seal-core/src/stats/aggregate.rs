@@ -14,9 +14,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use super::drift::{DriftAcc, DriftGroup};
 use super::facts::*;
 use super::human::{self, HumanAcc, HumanSection, QueuedRun, HUMAN_CATEGORIES};
 use super::kappa::{self, Confusion, Histogram, BOOTSTRAP_RESAMPLES, CATEGORIES};
+use super::reliability::{ReliabilityAcc, ReliabilitySection, MIN_REVIEWED};
 use crate::doc::{micro_to_rmb, JudgeStatus, ObligationStatus};
 use crate::vocab::Reason;
 
@@ -133,6 +135,11 @@ pub struct Aggregator {
     reviewed_runs: u64,
     human_all: HumanAcc,
     human_by_obligation: BTreeMap<String, HumanAcc>,
+    reliability_all: ReliabilityAcc,
+    reliability_by_obligation: BTreeMap<String, ReliabilityAcc>,
+    drift: DriftAcc,
+    /// (name, sha256) of the seal and trusted reviews of each reviewed original run used.
+    subjects: Vec<(String, String)>,
     queue: Vec<QueuedRun>,
 }
 
@@ -178,11 +185,21 @@ impl Aggregator {
         }
         self.used_originals += 1;
         self.reviewed_runs += u64::from(run.reviewed);
+        if run.reviewed {
+            let id = &run.run_id;
+            self.subjects
+                .push((format!("runs/{id}/seal.dsse.json"), run.seal_sha256.clone()));
+            for (n, sha) in &run.review_sha256 {
+                self.subjects
+                    .push((format!("runs/{id}/reviews/{n}.dsse.json"), sha.clone()));
+            }
+        }
         self.originals.insert(
             run.run_id.clone(),
             (run.outcome.clone(), run.first_raw_a.clone()),
         );
         self.add_run_figures(run);
+        self.drift.add(run);
         let day = self.days.entry(run.day.clone()).or_default();
         day.runs += 1;
         day.cost_micro += run.cost_micro;
@@ -223,6 +240,11 @@ impl Aggregator {
             if let Some(h) = run.human.get(&o.id) {
                 self.human_all.add(*h, o);
                 self.human_by_obligation
+                    .entry(o.id.clone())
+                    .or_default()
+                    .add(*h, o);
+                self.reliability_all.add(*h, o);
+                self.reliability_by_obligation
                     .entry(o.id.clone())
                     .or_default()
                     .add(*h, o);
@@ -284,6 +306,23 @@ impl Aggregator {
                 })
                 .collect(),
         };
+        let reliability = ReliabilitySection {
+            min_reviewed: MIN_REVIEWED,
+            all: self
+                .reliability_all
+                .finish(seed, "reliability:all", DECIMALS),
+            by_obligation: self
+                .reliability_by_obligation
+                .iter()
+                .map(|(k, v)| {
+                    let key = format!("reliability:obligation:{k}");
+                    (k.clone(), v.finish(seed, &key, DECIMALS))
+                })
+                .collect(),
+        };
+        let served_models = self.drift.finish(seed, DECIMALS);
+        let mut subjects = self.subjects;
+        subjects.sort();
         let mut review_queue = self.queue;
         human::sort_queue(&mut review_queue);
         StatsReport {
@@ -306,7 +345,10 @@ impl Aggregator {
             replay,
             daily: self.days.iter().map(|(d, v)| day_stats(d, v)).collect(),
             human,
+            reliability,
+            served_models,
             review_queue,
+            reviewed_subjects: subjects,
         }
     }
 }
@@ -471,8 +513,16 @@ pub struct StatsReport {
     pub daily: Vec<DayStats>,
     /// People against the judges, over the reviewed original runs.
     pub human: HumanSection,
+    /// How far the judges can be trusted, calibrated on the same reviews.
+    pub reliability: ReliabilitySection,
+    /// Each slot's judging set-ups and the served models that answered them.
+    pub served_models: Vec<DriftGroup>,
     /// Decided `inconclusive` runs without a trusted review, oldest first.
     pub review_queue: Vec<QueuedRun>,
+    /// (name, sha256) of the seal and trusted reviews of every reviewed original run used, by
+    /// name: the subjects of a signed reliability report (not in `seal.stats/1`).
+    #[serde(skip)]
+    pub reviewed_subjects: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -28,6 +28,10 @@ pub struct RunFacts {
     pub reviewed: bool,
     /// The latest trusted review's decision of each obligation it decides.
     pub human: std::collections::BTreeMap<String, crate::review::Status>,
+    /// sha256 of the run's seal envelope, and (index, sha256) of each trusted review: what a
+    /// signed reliability report names as its subjects.
+    pub seal_sha256: String,
+    pub review_sha256: Vec<(u64, String)>,
 }
 
 /// One roll of a run.
@@ -65,8 +69,22 @@ pub struct SlotFacts {
     pub model: String,
     /// `<prompt id>@<version>`.
     pub prompt: String,
+    /// The endpoint host and the model requested (with the prompt: the judging set-up a
+    /// served-model change is looked for within).
+    pub host: String,
+    pub requested: String,
+    /// What the endpoint said it served in the accepted answer (None: no accepted answer).
+    pub served: Option<Served>,
     pub failed_class: Option<String>,
     pub attempts: Vec<AttemptFacts>,
+}
+
+/// The served identity of an accepted answer: the response's `model` (the requested one when
+/// the endpoint named none) and `system_fingerprint`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Served {
+    pub model: String,
+    pub fingerprint: Option<String>,
 }
 
 /// One attempt (SlotMeta/1).

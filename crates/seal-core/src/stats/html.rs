@@ -35,7 +35,9 @@ pub fn render(r: &StatsReport) -> String {
     h.push_str("</style></head><body><main><h1>seal stats</h1>");
     summary(&mut h, r);
     agreement_section(&mut h, r);
-    human_section(&mut h, r);
+    human_section(&mut h, &r.human);
+    reliability_section(&mut h, &r.reliability);
+    drift_section(&mut h, &r.served_models);
     queue_section(&mut h, r);
     runs_section(&mut h, r);
     slots_section(&mut h, r);
@@ -43,6 +45,109 @@ pub fn render(r: &StatsReport) -> String {
     daily_section(&mut h, r);
     h.push_str("<footer><p>Made by <code>seal stats</code> from the verified, stored objects of the store. Categories are the judges' raw verdicts (parsed JudgeOutput); missing = no verdict.</p></footer></main></body></html>\n");
     h
+}
+
+/// The page of a signed reliability report (`seal report reliability --html`): who signed it,
+/// over what, a chart of each judge's and the consensus's agreement with people (95%
+/// intervals as whiskers), then the figures as tables. Pure: the same statement, the same bytes.
+pub fn render_reliability(
+    st: &super::report::ReliabilityStatement,
+    envelope_sha256: &str,
+    key_id: &str,
+) -> String {
+    let p = &st.predicate;
+    let mut h = String::with_capacity(32 * 1024);
+    h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    let _ = write!(
+        h,
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">",
+        esc(CSP)
+    );
+    h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><meta name=\"referrer\" content=\"no-referrer\"><title>seal reliability report</title><style>");
+    h.push_str(STYLE);
+    h.push_str("</style></head><body><main><h1>How far the judges can be trusted</h1>");
+    let _ = write!(
+        h,
+        "<section id=\"signed\"><p>A signed report (<code>{}</code>), generated {} over {} original runs, {} of them reviewed by a trusted person. Query: since {}, until {}, genre {}. Envelope sha256 <code>{}</code>, signed by seal key <code>{}</code>; {} subjects (the reviewed runs' seals and reviews, by digest). Formulas: {}. Bootstrap seed {} ({} resamples).</p></section>",
+        esc(&p.schema_version),
+        esc(&p.generated_at),
+        p.runs_used,
+        p.reviewed_runs,
+        esc(p.query.since.as_deref().unwrap_or("-")),
+        esc(p.query.until.as_deref().unwrap_or("-")),
+        esc(p.query.genre.as_deref().unwrap_or("all")),
+        esc(envelope_sha256),
+        esc(key_id),
+        st.subject.len(),
+        esc(&p.formulas),
+        esc(&p.seed),
+        p.bootstrap_resamples
+    );
+    h.push_str("<section id=\"chart\"><h2>Agreement with people</h2><figure><figcaption>Accuracy of judge A, judge B, and the consensus when it decided, per obligation (dot: the figure; line: its 95% interval)</figcaption>");
+    h.push_str(&agreement_chart(&p.reliability));
+    h.push_str("</figure></section>");
+    reliability_section(&mut h, &p.reliability);
+    human_section(&mut h, &p.human);
+    drift_section(&mut h, &p.served_models);
+    h.push_str("<footer><p>Made by <code>seal report reliability</code>. Check the signature with the seal public key, then recompute every figure from the subjects (docs/VERIFYING.md).</p></footer></main></body></html>\n");
+    h
+}
+
+/// Rows of three 0–1 figures (A, B, consensus when decided) with whiskers.
+fn agreement_chart(rs: &super::reliability::ReliabilitySection) -> String {
+    let rows: Vec<(&str, &super::reliability::Reliability)> = std::iter::once(("all", &rs.all))
+        .chain(rs.by_obligation.iter().map(|(k, v)| (k.as_str(), v)))
+        .collect();
+    let (left, width, row_h) = (260.0, 420.0, 46.0);
+    let height = 40.0 + row_h * rows.len() as f64;
+    let x = |v: f64| left + v.clamp(0.0, 1.0) * width;
+    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" role=\"img\" aria-label=\"agreement with people per obligation\">", left + width + 130.0);
+    for t in [0.0, 0.25, 0.5, 0.75, 1.0] {
+        let _ = write!(s, "<line x1=\"{0}\" x2=\"{0}\" y1=\"10\" y2=\"{1}\" stroke=\"#ddd\"/><text x=\"{0}\" y=\"{2}\" text-anchor=\"middle\">{t}</text>", x(t), height - 16.0, height - 4.0);
+    }
+    let series = [("A", "#2a5"), ("B", "#25a"), ("consensus", "#a52")];
+    for (i, (id, rel)) in rows.iter().enumerate() {
+        let y0 = 16.0 + row_h * i as f64;
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            left - 8.0,
+            y0 + 16.0,
+            esc(id)
+        );
+        let Some(f) = &rel.figures else {
+            let _ = write!(
+                s,
+                "<text x=\"{}\" y=\"{}\" fill=\"#888\">too few reviews (n {})</text>",
+                x(0.0) + 4.0,
+                y0 + 16.0,
+                rel.counts.n
+            );
+            continue;
+        };
+        for (k, fig) in [&f.accuracy_a, &f.accuracy_b, &f.consensus_agreement]
+            .into_iter()
+            .enumerate()
+        {
+            let y = y0 + 6.0 + 12.0 * k as f64;
+            let (name, color) = series[k];
+            if let Some([lo, hi]) = fig.ci95 {
+                let _ = write!(s, "<line x1=\"{}\" x2=\"{}\" y1=\"{y}\" y2=\"{y}\" stroke=\"{color}\" stroke-width=\"2\"/>", x(lo), x(hi));
+            }
+            if let Some(v) = fig.value {
+                let _ = write!(s, "<circle cx=\"{}\" cy=\"{y}\" r=\"4\" fill=\"{color}\"><title>{name} {v:.3}</title></circle>", x(v));
+            }
+            let _ = write!(
+                s,
+                "<text x=\"{}\" y=\"{}\" fill=\"{color}\">{name} {}</text>",
+                left + width + 10.0,
+                y + 4.0,
+                f3(fig.value)
+            );
+        }
+    }
+    s.push_str("</svg>");
+    s
 }
 
 fn summary(h: &mut String, r: &StatsReport) {
@@ -78,8 +183,7 @@ fn summary(h: &mut String, r: &StatsReport) {
     h.push_str("</section>");
 }
 
-fn human_section(h: &mut String, r: &StatsReport) {
-    let hs = &r.human;
+fn human_section(h: &mut String, hs: &super::human::HumanSection) {
     let _ = write!(
         h,
         "<section id=\"human\"><h2>People against the judges</h2><p>{} reviewed runs; the latest trusted review's decision per obligation against each judge's normalized status and the consensus (categories {}).</p><table><tr><th class=\"l\">obligation</th><th>n</th><th>&#954; A</th><th>A 95% CI</th><th>&#954; B</th><th>B 95% CI</th><th>&#954; consensus</th><th>consensus 95% CI</th></tr>",
@@ -106,6 +210,80 @@ fn human_section(h: &mut String, r: &StatsReport) {
             f3(v.consensus.kappa),
             ci(&v.consensus)
         );
+    }
+    h.push_str("</table></section>");
+}
+
+fn figure(f: &super::reliability::Figure) -> String {
+    match (f.value, f.ci95) {
+        (Some(v), Some([lo, hi])) => format!("{v:.3} <small>[{lo:.3}, {hi:.3}]</small>"),
+        (Some(v), None) => format!("{v:.3}"),
+        _ => "-".into(),
+    }
+}
+
+fn reliability_section(h: &mut String, rs: &super::reliability::ReliabilitySection) {
+    let _ = write!(
+        h,
+        "<section id=\"reliability\"><h2>How far the judges can be trusted</h2><p>Against the people's decisions, per reviewed obligation, with 95% bootstrap intervals. Accuracy: the share a judge decided as the person did. Error &#966;: how much A's and B's mistakes go together (0: independent, 1: one copies the other). Effective votes: 2 / (1 + &#966;), what the two judges are worth as independent votes. Coverage: the share the consensus decided; agreement: of those, the share decided as the person did. Fewer than {} reviews give no figures.</p><table><tr><th class=\"l\">obligation</th><th>n</th><th>accuracy A</th><th>accuracy B</th><th>error &#966;</th><th>effective votes</th><th>coverage</th><th>agreement when decided</th></tr>",
+        rs.min_reviewed
+    );
+    let rows = std::iter::once(("all".to_string(), &rs.all))
+        .chain(rs.by_obligation.iter().map(|(k, v)| (k.clone(), v)));
+    for (k, v) in rows {
+        match &v.figures {
+            Some(f) => {
+                let _ = write!(
+                    h,
+                    "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&k),
+                    v.counts.n,
+                    figure(&f.accuracy_a),
+                    figure(&f.accuracy_b),
+                    figure(&f.error_phi),
+                    figure(&f.effective_votes),
+                    figure(&f.consensus_coverage),
+                    figure(&f.consensus_agreement)
+                );
+            }
+            None => {
+                let _ = write!(
+                    h,
+                    "<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\" colspan=\"6\">too few reviews</td></tr>",
+                    esc(&k),
+                    v.counts.n
+                );
+            }
+        }
+    }
+    h.push_str("</table></section>");
+}
+
+fn drift_section(h: &mut String, groups: &[super::drift::DriftGroup]) {
+    h.push_str("<section id=\"served-models\"><h2>Served models</h2><p>Per slot and judging set-up (endpoint host, model requested, prompt), each model and fingerprint the endpoint said it served, with the runs it answered. More than one is flagged: the same configuration was answered by something else.</p><table><tr><th class=\"l\">slot</th><th class=\"l\">set-up</th><th class=\"l\">served model</th><th class=\"l\">fingerprint</th><th>runs</th><th class=\"l\">first</th><th class=\"l\">last</th><th>&#954; A&#215;B</th><th>pass rate</th></tr>");
+    for g in groups {
+        for p in &g.periods {
+            let _ = write!(
+                h,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{} {} {}{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&g.slot),
+                esc(&g.endpoint_host),
+                esc(&g.model_requested),
+                esc(&g.prompt),
+                if g.flags.is_empty() {
+                    String::new()
+                } else {
+                    format!(" <b class=\"warn\">{}</b>", esc(&g.flags.join(", ")))
+                },
+                esc(&p.served_model),
+                esc(p.system_fingerprint.as_deref().unwrap_or("-")),
+                p.runs,
+                esc(&p.first_decided_at),
+                esc(&p.last_decided_at),
+                figure(&p.kappa),
+                figure(&p.pass_rate)
+            );
+        }
     }
     h.push_str("</table></section>");
 }
@@ -363,4 +541,88 @@ fn daily_section(h: &mut String, r: &StatsReport) {
         );
     }
     h.push_str("</table></section>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::reliability::{Counts, Figure, Figures, Reliability, ReliabilitySection};
+
+    /// The boxes of an SVG's `<text>` elements: 11 px type, 6.5 px a character (wider than
+    /// the sans-serif glyphs on average), placed by `text-anchor`.
+    fn text_boxes(svg: &str) -> Vec<(f64, f64, f64, f64, String)> {
+        let attr = |tag: &str, name: &str| -> Option<f64> {
+            let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+            tag[at..].split('"').next()?.parse().ok()
+        };
+        let mut out = Vec::new();
+        for part in svg.split("<text").skip(1) {
+            let (tag, rest) = part.split_once('>').unwrap();
+            let body = rest.split("</text>").next().unwrap();
+            let (x, y) = (attr(tag, "x").unwrap(), attr(tag, "y").unwrap());
+            let w = body.chars().count() as f64 * 6.5;
+            let left = if tag.contains("text-anchor=\"end\"") {
+                x - w
+            } else if tag.contains("text-anchor=\"middle\"") {
+                x - w / 2.0
+            } else {
+                x
+            };
+            out.push((left, y - 10.0, left + w, y + 1.0, body.to_string()));
+        }
+        out
+    }
+
+    #[test]
+    fn the_report_chart_has_no_overlapping_text() {
+        let fig = |v: f64| Figure {
+            value: Some(v),
+            ci95: Some([v - 0.1, v + 0.1]),
+        };
+        let figures = Figures {
+            accuracy_a: fig(0.9),
+            accuracy_b: fig(0.85),
+            error_phi: fig(0.3),
+            effective_votes: fig(1.54),
+            consensus_coverage: fig(0.7),
+            consensus_agreement: fig(0.95),
+        };
+        let counts = Counts {
+            n: 40,
+            errors: [[30, 5], [3, 2]],
+            decided: 28,
+            decided_agree: 27,
+        };
+        let with = Reliability {
+            counts: counts.clone(),
+            too_few_reviews: false,
+            figures: Some(figures),
+        };
+        let without = Reliability {
+            counts,
+            too_few_reviews: true,
+            figures: None,
+        };
+        let section = ReliabilitySection {
+            min_reviewed: 10,
+            all: with.clone(),
+            by_obligation: [
+                ("core.loop-reached".to_string(), with.clone()),
+                ("a-rather-long.obligation-id-of-forty".to_string(), without),
+                ("ui.text-readable".to_string(), with),
+            ]
+            .into_iter()
+            .collect(),
+        };
+        let svg = agreement_chart(&section);
+        let boxes = text_boxes(&svg);
+        assert!(boxes.len() > 12, "{svg}");
+        for (i, a) in boxes.iter().enumerate() {
+            assert!(a.0 >= 0.0, "{} starts left of the chart", a.4);
+            for b in &boxes[i + 1..] {
+                let apart = a.2 <= b.0 || b.2 <= a.0 || a.3 <= b.1 || b.3 <= a.1;
+                assert!(apart, "{:?} overlaps {:?}", a, b);
+            }
+        }
+    }
 }

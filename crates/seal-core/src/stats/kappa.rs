@@ -104,39 +104,60 @@ impl SplitMix64 {
 /// probability proportional to their counts. Resamples whose κ is undefined are dropped; the
 /// interval is None when fewer than half of them are defined.
 pub fn kappa_interval(m: &Confusion, seed: u64, resamples: usize) -> Option<(f64, f64)> {
-    let n = m.n();
+    let cells: Vec<u64> = m.cells.iter().flatten().copied().collect();
+    bootstrap_interval(&cells, seed, resamples, |c| {
+        let mut r = Confusion::default();
+        for (k, n) in c.iter().enumerate() {
+            r.cells[k / 4][k % 4] = *n;
+        }
+        r.kappa()
+    })
+}
+
+/// A 95% percentile-bootstrap interval of any statistic of a table of counts (the
+/// observations are exchangeable, so the counts are a sufficient statistic): each resample
+/// draws `n` observations with replacement, a cell with probability proportional to its
+/// count, and computes `stat` of the resampled counts. Resamples whose statistic is undefined
+/// are dropped; the interval is None when fewer than half of them are defined. Seeded
+/// ([`SplitMix64`]): the same counts, seed and statistic give the same interval everywhere.
+pub fn bootstrap_interval(
+    counts: &[u64],
+    seed: u64,
+    resamples: usize,
+    stat: impl Fn(&[u64]) -> Option<f64>,
+) -> Option<(f64, f64)> {
+    let n: u64 = counts.iter().sum();
     if n == 0 || resamples == 0 {
         return None;
     }
-    let mut cumulative = Vec::with_capacity(16);
+    let mut cumulative = Vec::with_capacity(counts.len());
     let mut acc = 0u64;
-    for i in 0..4 {
-        for j in 0..4 {
-            if m.cells[i][j] > 0 {
-                acc += m.cells[i][j];
-                cumulative.push((acc, i, j));
-            }
+    for (k, c) in counts.iter().enumerate() {
+        if *c > 0 {
+            acc += c;
+            cumulative.push((acc, k));
         }
     }
     let mut rng = SplitMix64::new(seed);
-    let mut kappas = Vec::with_capacity(resamples);
+    let mut values = Vec::with_capacity(resamples);
+    let mut drawn = vec![0u64; counts.len()];
     for _ in 0..resamples {
-        let mut r = Confusion::default();
+        drawn.iter_mut().for_each(|d| *d = 0);
         for _ in 0..n {
             let u = rng.below(n);
-            let at = cumulative.partition_point(|(c, _, _)| *c <= u);
-            let (_, i, j) = cumulative[at.min(cumulative.len() - 1)];
-            r.add(i, j);
+            let at = cumulative.partition_point(|(c, _)| *c <= u);
+            let (_, k) = cumulative[at.min(cumulative.len() - 1)];
+            drawn[k] += 1;
         }
-        if let Some(k) = r.kappa() {
-            kappas.push(k);
+        if let Some(v) = stat(&drawn) {
+            values.push(v);
         }
     }
-    if kappas.len() * 2 < resamples {
+    if values.len() * 2 < resamples {
         return None;
     }
-    kappas.sort_by(f64::total_cmp);
-    Some((nearest_rank(&kappas, 0.025)?, nearest_rank(&kappas, 0.975)?))
+    values.sort_by(f64::total_cmp);
+    Some((nearest_rank(&values, 0.025)?, nearest_rank(&values, 0.975)?))
 }
 
 /// The nearest-rank percentile of sorted values: the smallest value with at least `q` of the

@@ -88,6 +88,8 @@ pub fn render(r: &StatsReport) -> String {
         agreement_row(&mut out, k, a);
     }
     human_block(&mut out, r);
+    reliability_block(&mut out, r);
+    drift_block(&mut out, r);
     queue_block(&mut out, r);
     runs_block(&mut out, r);
     slots_block(&mut out, r);
@@ -145,6 +147,102 @@ fn human_block(out: &mut String, r: &StatsReport) {
             opt(v.consensus.kappa),
             ci(&v.consensus)
         );
+    }
+}
+
+/// Text from judges or the store on one line: a line break inside it is written `\u{a}` (the
+/// CLI escapes every other control character, line by line).
+fn one_line(s: &str) -> String {
+    s.replace('\n', "\\u{a}").replace('\r', "\\u{d}")
+}
+
+fn figure(f: &super::reliability::Figure) -> String {
+    match (f.value, f.ci95) {
+        (Some(v), Some([lo, hi])) => format!("{v:.3} [{lo:.3}, {hi:.3}]"),
+        (Some(v), None) => format!("{v:.3}"),
+        _ => "-".into(),
+    }
+}
+
+fn reliability_block(out: &mut String, r: &StatsReport) {
+    let rs = &r.reliability;
+    let _ = writeln!(
+        out,
+        "\nReliability against people (per reviewed obligation; figures from {} reviews, 95% CI)",
+        rs.min_reviewed
+    );
+    let _ = writeln!(
+        out,
+        "  {:<28} {:>6} {:<22} {:<22} {:<22} {:<22} {:<22} {:<22}",
+        "key",
+        "n",
+        "accuracy A",
+        "accuracy B",
+        "error phi A~B",
+        "effective votes",
+        "consensus coverage",
+        "consensus agreement"
+    );
+    let rows = std::iter::once(("all", &rs.all))
+        .chain(rs.by_obligation.iter().map(|(k, v)| (k.as_str(), v)));
+    for (k, v) in rows {
+        match &v.figures {
+            Some(f) => {
+                let _ = writeln!(
+                    out,
+                    "  {k:<28} {:>6} {:<22} {:<22} {:<22} {:<22} {:<22} {:<22}",
+                    v.counts.n,
+                    figure(&f.accuracy_a),
+                    figure(&f.accuracy_b),
+                    figure(&f.error_phi),
+                    figure(&f.effective_votes),
+                    figure(&f.consensus_coverage),
+                    figure(&f.consensus_agreement)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "  {k:<28} {:>6} too few reviews (fewer than {})",
+                    v.counts.n, rs.min_reviewed
+                );
+            }
+        }
+    }
+}
+
+fn drift_block(out: &mut String, r: &StatsReport) {
+    let _ = writeln!(
+        out,
+        "\nServed models (per slot and judging set-up: endpoint host, model requested, prompt)"
+    );
+    for g in &r.served_models {
+        let flag = if g.flags.is_empty() {
+            String::new()
+        } else {
+            format!("  ** {} **", g.flags.join(", "))
+        };
+        let _ = writeln!(
+            out,
+            "  slot {} {} {} {}{flag}",
+            one_line(&g.slot),
+            one_line(&g.endpoint_host),
+            one_line(&g.model_requested),
+            one_line(&g.prompt)
+        );
+        for p in &g.periods {
+            let _ = writeln!(
+                out,
+                "    {} ({}) {} runs, {} .. {}; kappa {}; pass rate {}",
+                one_line(&p.served_model),
+                one_line(p.system_fingerprint.as_deref().unwrap_or("no fingerprint")),
+                p.runs,
+                one_line(&p.first_decided_at),
+                one_line(&p.last_decided_at),
+                figure(&p.kappa),
+                figure(&p.pass_rate)
+            );
+        }
     }
 }
 

@@ -215,6 +215,15 @@ impl JudgeClient {
         };
         complete_raw(store, self.attempt_id(job, k), &raw_key, &raw_bytes).await?;
         self.report(k, latency_ms, status, &outcome, meta.cost_rmb);
+        if outcome.is_ok() {
+            self.metrics.served_model(
+                self.slot.as_str(),
+                meta.model_answered
+                    .as_deref()
+                    .unwrap_or(&meta.model_requested),
+                meta.system_fingerprint.as_deref(),
+            );
+        }
         if let Some(u) = &meta.usage {
             let slot = self.slot.as_str();
             self.metrics
