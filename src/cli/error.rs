@@ -31,6 +31,8 @@ pub enum ExitStatus {
     Yes,
     /// The command judged its input and the answer is no: exit 1.
     No,
+    /// Stopped by SIGINT or SIGTERM after saying what was done and how to go on: exit 130.
+    Interrupted,
 }
 
 impl ExitStatus {
@@ -173,6 +175,7 @@ pub fn exit_code(result: Result<ExitStatus, CliError>) -> u8 {
     match result {
         Ok(ExitStatus::Yes) => 0,
         Ok(ExitStatus::No) => 1,
+        Ok(ExitStatus::Interrupted) => 130,
         Err(e) => {
             report(&e);
             2

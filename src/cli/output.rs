@@ -12,9 +12,9 @@ pub(super) fn progress(len: u64, wanted: bool) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
     if wanted && std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(len);
-        if let Ok(style) =
-            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed} {msg}")
-        {
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} runs {per_sec} ETA {eta} elapsed {elapsed} {msg}",
+        ) {
             bar.set_style(style);
         }
         bar

@@ -132,7 +132,10 @@ pub fn run(ctx: &Context, args: ReplayArgs) -> Result<ExitStatus, CliError> {
         };
         let mut errors = Vec::new();
         let ids = if args.all {
-            all_sources(archive.as_ref(), &engine, &mut errors).await?
+            // The work to do, not every run listed: replays and undecided runs are no sources
+            // (the progress bar's total, the estimate and a sample count only sources).
+            let listed = all_sources(archive.as_ref(), &engine, &mut errors).await?;
+            replayable(&engine, archive.as_ref(), listed).await?
         } else {
             args.runs.clone()
         };
@@ -157,8 +160,22 @@ pub fn run(ctx: &Context, args: ReplayArgs) -> Result<ExitStatus, CliError> {
         let bar = progress(ids.len() as u64, args.all);
         let mut tally = ReplayTally::new(job.judges, args.json, errors, bar, args.retest);
         let store = job.engine.store().clone();
-        let replayed = replay_in_parallel(job, ids, jobs, &mut tally).await;
+        // SIGINT or SIGTERM drops the replays in flight where they stand (each step is
+        // create-only, as after a kill -9), then says what was done and how to go on.
+        let replayed = tokio::select! {
+            r = replay_in_parallel(job, ids.clone(), jobs, &mut tally) => Some(r),
+            () = super::context::shutdown_signal() => None,
+        };
         let settled = store.settle().await;
+        let Some(replayed) = replayed else {
+            let resume = resume_command(&args, &ids, &tally.finished_sources());
+            let _ = tally.finish();
+            eprintln!(
+                "seal: interrupted; what is stored stays, and the runs replayed above are done."
+            );
+            eprintln!("seal: to go on without paying again for what is stored: {resume}");
+            return Ok(ExitStatus::Interrupted);
+        };
         replayed?;
         settled.map_err(CliError::failed)?;
         Ok(tally.finish())
@@ -302,6 +319,15 @@ impl ReplayTally {
             }
             None => {}
         }
+    }
+
+    /// The sources replayed (or found replayed) so far.
+    fn finished_sources(&self) -> Vec<String> {
+        self.done
+            .iter()
+            .map(|r| r.source.clone())
+            .chain(self.already.iter().map(|(s, _)| s.clone()))
+            .collect()
     }
 
     fn finish(self) -> ExitStatus {
@@ -579,6 +605,29 @@ fn retest_table(r: &RetestReport) -> String {
     out
 }
 
+/// The command that goes on after an interruption: this one, where `--all` resumes by itself
+/// (without `--again`, which would replay everything anew), and named runs lose those already
+/// replayed. A named run interrupted mid-replay is replayed anew under the next id (only
+/// `--all` finishes an interrupted replay under its own id), so that hint says so.
+fn resume_command(args: &ReplayArgs, ids: &[RunId], finished: &[String]) -> String {
+    let argv: Vec<String> = std::env::args().collect();
+    let mut out: Vec<String> = Vec::with_capacity(argv.len());
+    for a in argv {
+        if a == "--again" || (!args.all && finished.contains(&a)) {
+            continue;
+        }
+        out.push(super::output::shell_word(&a));
+    }
+    let left = ids.len().saturating_sub(finished.len());
+    let mut line = out.join(" ");
+    if !args.all {
+        line.push_str(&format!(
+            "  ({left} run(s) left; one interrupted mid-replay is replayed anew: `--all` would finish it under its own id)"
+        ));
+    }
+    line
+}
+
 /// Where the sources are read before their replays: the archive (a folder opened as a store),
 /// or the store replayed in place.
 async fn source_store(engine: &Engine, archive: Option<&Archive>) -> Result<Store, CliError> {
@@ -589,10 +638,27 @@ async fn source_store(engine: &Engine, archive: Option<&Archive>) -> Result<Stor
     })
 }
 
+/// The sources among `ids` that are replayable (decided, not a replay; a run whose evidence
+/// cannot be read stays, so that its replay reports it). The choice trusts nothing it reads:
+/// each source is verified by its replay.
+async fn replayable(
+    engine: &Engine,
+    archive: Option<&Archive>,
+    ids: Vec<RunId>,
+) -> Result<Vec<RunId>, CliError> {
+    let source = source_store(engine, archive).await?;
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        if seal_engine::replay::is_replayable(&source, &id).await? {
+            out.push(id);
+        }
+    }
+    Ok(out)
+}
+
 /// A sample of `n` sources: the ones with the smallest sha256(seed ‖ run id) (its first 8
-/// bytes), in id order. Sources that are not replayable (a replay, undecided) are left out
-/// first, so the sample is of runs that will be replayed (each is still verified by its
-/// replay: the choice trusts nothing it reads).
+/// bytes), in id order, among the replayable ones (so the sample is of runs that will be
+/// replayed).
 async fn sample(
     engine: &Engine,
     archive: Option<&Archive>,
@@ -600,14 +666,11 @@ async fn sample(
     n: u64,
     seed: u64,
 ) -> Result<Vec<RunId>, CliError> {
-    let source = source_store(engine, archive).await?;
-    let mut pool = Vec::with_capacity(ids.len());
-    for id in ids {
-        if !seal_engine::replay::is_replayable(&source, &id).await? {
-            continue;
-        }
-        pool.push((key_seed(seed, id.as_str()), id));
-    }
+    let mut pool: Vec<(u64, RunId)> = replayable(engine, archive, ids)
+        .await?
+        .into_iter()
+        .map(|id| (key_seed(seed, id.as_str()), id))
+        .collect();
     pool.sort();
     let mut chosen: Vec<RunId> = pool
         .into_iter()

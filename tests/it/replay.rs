@@ -533,6 +533,12 @@ async fn live_replay_calls_the_judges_costs_money_and_reports_flipped_outcomes()
     .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
+    let third_cost: f64 = stdout
+        .split("cost ")
+        .nth(1)
+        .and_then(|c| c.split(' ').next())
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no cost in {stdout}"));
     assert!(stdout.contains("1 outcome changed"), "{stdout}");
     let flip = stdout
         .lines()
@@ -551,6 +557,23 @@ async fn live_replay_calls_the_judges_costs_money_and_reports_flipped_outcomes()
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["notVerified"], 0, "{report:#}");
     assert_eq!(report["verified"], 3 + 4, "{report:#}");
+
+    // seal stats counts what the live replays paid their judges (issue 49, item 7).
+    let mut c = seal_cmd(work.path(), &lb);
+    c.args(["stats", "--json", "--store"])
+        .arg(file_url(&store))
+        .arg("--trust")
+        .arg(&public)
+        .arg("--trust")
+        .arg(fixture_trust_pem());
+    let stats = json_out(&run(c).await);
+    let paid = stats["replay"]["liveCostRmb"].as_f64().unwrap();
+    let want = cost + v["costRmb"].as_f64().unwrap() + third_cost;
+    assert!((paid - want).abs() < 1e-3, "stats {paid} vs replays {want}");
+    assert_eq!(
+        stats["replay"]["byMode"]["live"]["compared"], 4,
+        "{stats:#}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

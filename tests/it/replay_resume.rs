@@ -184,3 +184,96 @@ async fn a_copy_swapped_after_its_import_is_refused_by_the_replay() {
     .unwrap();
     assert!(report.verified, "{:?}", report.problems);
 }
+
+// ---------------------------------------------------------------------------------------------
+// (h) a live --all replay interrupted (SIGINT): a summary, the exact command to go on (without
+// --again), and going on pays only for what was not stored
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_live_replay_prints_how_to_go_on_and_going_on_pays_only_for_the_rest() {
+    let (_src_dir, src) = copy_fixture_store();
+    let work = tempfile::tempdir().unwrap();
+    let store = work.path().join("store");
+    let (_keys, key, _public) = key_pair();
+    let lb = Loopback::start(Duration::from_millis(150)).await.unwrap();
+    personas(&lb);
+    let expected = replayable_fixtures();
+    let n = expected.len();
+    let args = ["--all", "--again", "--judges", "live", "--jobs", "1"];
+
+    let child = replay_cmd(work.path(), &lb, &args, Some(&src), &store, &key, false)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while replay_state(&store, &expected).1 < 2 {
+        assert!(Instant::now() < deadline, "no replay decided in 120 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SIGINT, as Ctrl-C sends it.
+    let pid = i32::try_from(child.id()).unwrap();
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(130), "{stdout}{stderr}");
+    assert!(stdout.contains("replayed "), "a summary: {stdout}");
+    let resume = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("seal: to go on without paying again for what is stored: "))
+        .unwrap_or_else(|| panic!("no resume command: {stderr}"))
+        .to_string();
+    assert!(
+        resume.contains(" replay ") && resume.contains("--all"),
+        "{resume}"
+    );
+    assert!(
+        !resume.contains("--again"),
+        "--again would pay for everything again: {resume}"
+    );
+    let (_, decided, _) = replay_state(&store, &expected);
+    assert!(decided < n, "the interrupt came after the last replay");
+    let calls_before = lb.calls().len();
+
+    // The printed command, as the operator would paste it (same folder, same environment).
+    let mut again = std::process::Command::new("sh");
+    again.current_dir(work.path()).arg("-c").arg(&resume);
+    for (k, v) in replay_cmd(work.path(), &lb, &[], None, &store, &key, false).get_envs() {
+        match v {
+            Some(v) => again.env(k, v),
+            None => again.env_remove(k),
+        };
+    }
+    let out = run(again).await;
+    assert_eq!(out.status.code(), Some(0), "{}", both_text(&out));
+    let stdout = text(&out.stdout);
+    let skipped = stdout.matches("already replayed, skipped").count();
+    assert_eq!(skipped, decided, "{stdout}");
+    let (started, all_decided, extra) = replay_state(&store, &expected);
+    assert_eq!((started, all_decided), (n, n), "{stdout}");
+    assert!(extra.is_empty(), "a source was replayed twice: {extra:?}");
+    // Only the sources not decided before were judged: at most two calls a roll of theirs.
+    let calls_after = lb.calls().len() - calls_before;
+    assert!(calls_after > 0);
+    let rest: usize = expected
+        .iter()
+        .filter(|s| !stdout.contains(&format!("{s} -> {s}.replay-1: already")))
+        .map(|s| {
+            let ev: serde_json::Value = serde_json::from_slice(
+                &std::fs::read(store.join(format!("runs/{s}/evidence.json"))).unwrap(),
+            )
+            .unwrap();
+            2 * ev["rolls"].as_array().unwrap().len()
+        })
+        .sum();
+    // Two calls a roll of the sources not skipped (a healthy judge needs no retry): paying
+    // again for a decided replay would exceed it.
+    assert!(
+        calls_after <= rest,
+        "{calls_after} calls for at most {rest}"
+    );
+}
+
+fn both_text(o: &std::process::Output) -> String {
+    format!("{}{}", text(&o.stdout), text(&o.stderr))
+}

@@ -69,6 +69,26 @@ async fn a_judge_that_changes_its_served_model_is_flagged_in_metrics_and_stats()
     );
     assert_eq!(served.len(), 2, "one series per slot: {served:?}");
     assert!(m.contains("seal_judge_served_model_changes_total{slot=\"a\"} 0"));
+    // The gauges of issue 49: no judge call out now; the log holds the three seals; its last
+    // checkpoint is this process's, just now.
+    assert!(
+        m.contains("seal_judge_calls_in_flight{slot=\"a\"} 0"),
+        "{m}"
+    );
+    let gauge = |name: &str| -> f64 {
+        m.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in {m}"))
+            .parse()
+            .unwrap()
+    };
+    assert!(gauge("seal_log_entries") >= 3.0, "{m}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let at = gauge("seal_log_last_checkpoint_timestamp_seconds");
+    assert!((now - at).abs() < 120.0, "checkpoint at {at}, now {now}");
 
     // The provider swaps the model behind the same name.
     serve_as(&lb, "judge-a-2026-06", "fp_a2");

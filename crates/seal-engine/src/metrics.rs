@@ -68,6 +68,9 @@ pub struct Metrics {
     breaker_opens: Counters,
     served_model: Gauges,
     served_model_changes: Counters,
+    judge_in_flight: Gauges,
+    log_entries: Gauge,
+    log_checkpoint_time: Gauge,
     /// Each slot's current served (model, fingerprint) labels: one series per slot at a time.
     served_now: Mutex<std::collections::BTreeMap<String, Labels>>,
 }
@@ -94,6 +97,9 @@ impl Default for Metrics {
             breaker_opens: Counters::default(),
             served_model: Gauges::default(),
             served_model_changes: Counters::default(),
+            judge_in_flight: Gauges::default(),
+            log_entries: Gauge::default(),
+            log_checkpoint_time: Gauge::default(),
             served_now: Mutex::new(Default::default()),
         };
         m.register_all();
@@ -197,6 +203,21 @@ impl Metrics {
             "times a judge slot's accepted answer named another served model or fingerprint than the one before (seal stats: served_model_changed)",
             &self.served_model_changes,
         );
+        self.register(
+            "seal_judge_calls_in_flight",
+            "judge HTTP calls this process has out now, by slot",
+            self.judge_in_flight.clone(),
+        );
+        self.register(
+            "seal_log_entries",
+            "entries of the transparency log as this process knows it (0 before its admission)",
+            self.log_entries.clone(),
+        );
+        self.register(
+            "seal_log_last_checkpoint_timestamp_seconds",
+            "Unix time of the last checkpoint this process published (0: none yet); its age is time() minus this",
+            self.log_checkpoint_time.clone(),
+        );
         c(
             "seal_witness_submissions",
             "checkpoints sent to witnesses, by witness and result",
@@ -234,6 +255,9 @@ impl Metrics {
             let _ = self.breaker_opens.get_or_create(&labels(&[("slot", slot)]));
             let _ = self
                 .served_model_changes
+                .get_or_create(&labels(&[("slot", slot)]));
+            let _ = self
+                .judge_in_flight
                 .get_or_create(&labels(&[("slot", slot)]));
             let _ = self
                 .answers_discarded
@@ -342,6 +366,26 @@ impl Metrics {
             None => {}
         }
         self.served_model.get_or_create(&now).set(1);
+    }
+
+    /// A judge call going out on `slot`: counted in `seal_judge_calls_in_flight` until the
+    /// returned guard is dropped.
+    pub fn judge_call(&self, slot: &str) -> InFlight {
+        let gauge = self
+            .judge_in_flight
+            .get_or_create(&labels(&[("slot", slot)]))
+            .clone();
+        gauge.inc();
+        InFlight(gauge)
+    }
+
+    /// The log's size and last checkpoint time, set when `/metrics` is scraped.
+    pub fn log_state(&self, entries: Option<u64>, last_checkpoint_unix: u64) {
+        if let Some(n) = entries {
+            self.log_entries.set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        self.log_checkpoint_time
+            .set(i64::try_from(last_checkpoint_unix).unwrap_or(i64::MAX));
     }
 
     /// Records the tokens a judge reported for one call.
@@ -468,6 +512,15 @@ pub fn stable_order(text: &str) -> String {
     out
 }
 
+/// One judge call counted in flight; dropping it ends the count.
+pub struct InFlight(Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
 /// The witness client counts each witness's answers here (`seal_witness_submissions_total`).
 impl seal_log::publish::SubmissionCounts for Metrics {
     fn known_witness(&self, witness: &str) {
@@ -510,6 +563,37 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
         }
+    }
+
+    #[test]
+    fn a_judge_call_counts_in_flight_until_its_guard_drops() {
+        let m = Metrics::default();
+        let line = |m: &Metrics| {
+            m.render()
+                .lines()
+                .find(|l| l.starts_with("seal_judge_calls_in_flight{slot=\"b\"}"))
+                .map(str::to_string)
+        };
+        assert_eq!(
+            line(&m).as_deref(),
+            Some("seal_judge_calls_in_flight{slot=\"b\"} 0")
+        );
+        let one = m.judge_call("b");
+        let two = m.judge_call("b");
+        assert_eq!(
+            line(&m).as_deref(),
+            Some("seal_judge_calls_in_flight{slot=\"b\"} 2")
+        );
+        drop(one);
+        drop(two);
+        assert_eq!(
+            line(&m).as_deref(),
+            Some("seal_judge_calls_in_flight{slot=\"b\"} 0")
+        );
+        m.log_state(Some(7), 1_700_000_000);
+        let text = m.render();
+        assert!(text.contains("seal_log_entries 7"), "{text}");
+        assert!(text.contains("seal_log_last_checkpoint_timestamp_seconds 1700000000"));
     }
 
     #[test]

@@ -341,6 +341,14 @@ impl<S: LogStorage> Log<S> {
             cache.pointed(&pointers);
         }
         let created = self.store_checkpoint(size, &note).await?;
+        if created {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            self.last_checkpoint_unix
+                .store(now, std::sync::atomic::Ordering::Relaxed);
+        }
         let mut cache = self.cache.lock().await;
         // The tree only grows (entries are create-only), so its first `size` leaves are the
         // ones just signed, and a witness is offered the proofs of that size.

@@ -40,6 +40,8 @@ pub struct Log<S: LogStorage = Store> {
     pub(crate) witnesses: Publisher<S>,
     /// Keys whose leaves and checkpoints count besides the signing key (`keys.trusted`).
     pub(crate) trusted: Arc<Vec<PublicKey>>,
+    /// Unix time of the last checkpoint this process stored (0: none yet), for `/metrics`.
+    pub(crate) last_checkpoint_unix: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl<S: LogStorage> std::fmt::Debug for Log<S> {
@@ -57,6 +59,7 @@ impl<S: LogStorage> Log<S> {
             publishing: Arc::new(tokio::sync::Mutex::new(())),
             witnesses: Default::default(),
             trusted: Arc::default(),
+            last_checkpoint_unix: Arc::default(),
         }
     }
 
@@ -70,6 +73,19 @@ impl<S: LogStorage> Log<S> {
     pub fn with_witnesses(mut self, witnesses: Publisher<S>) -> Log<S> {
         self.witnesses = witnesses;
         self
+    }
+
+    /// The entries of the log as this process knows it, without waiting: None before its
+    /// admission, or while an append holds the log (a scrape must not queue behind one).
+    pub fn size_now(&self) -> Option<u64> {
+        let cache = self.cache.try_lock().ok()?;
+        cache.admitted.then(|| cache.tree.size())
+    }
+
+    /// Unix time of the last checkpoint this process stored (0: none yet).
+    pub fn last_checkpoint_unix(&self) -> u64 {
+        self.last_checkpoint_unix
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn origin(&self) -> &str {

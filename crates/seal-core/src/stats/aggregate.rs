@@ -114,6 +114,8 @@ struct ReplayRec {
     outcome: String,
     first_raw_a: Option<String>,
     models: String,
+    /// What the replay's judge attempts cost (a stored replay's are copies: nothing new).
+    judge_cost_micro: u64,
 }
 
 /// Folds verified runs into the figures.
@@ -180,6 +182,13 @@ impl Aggregator {
                 outcome: run.outcome.clone(),
                 first_raw_a: run.first_raw_a.clone(),
                 models: model_pair(run),
+                judge_cost_micro: run
+                    .rolls
+                    .iter()
+                    .flat_map(|r| &r.slots)
+                    .flat_map(|s| &s.attempts)
+                    .map(|a| a.cost_micro)
+                    .sum(),
             });
             return;
         }
@@ -466,6 +475,7 @@ fn replay_section(
     replays: &[ReplayRec],
 ) -> ReplaySection {
     let mut s = ReplaySection::default();
+    let mut live_cost = 0u64;
     for rep in replays {
         s.replays += 1;
         let Some((parent_outcome, parent_raw)) = originals.get(&rep.parent) else {
@@ -480,6 +490,9 @@ fn replay_section(
         };
         s.compared += 1;
         s.flipped += u64::from(flipped);
+        if mode == "live" {
+            live_cost += rep.judge_cost_micro;
+        }
         for entry in [
             s.by_mode.entry(mode.to_string()).or_default(),
             s.by_model_pair.entry(rep.models.clone()).or_default(),
@@ -493,6 +506,7 @@ fn replay_section(
                 .or_insert(0) += 1;
         }
     }
+    s.live_cost_rmb = r(micro_to_rmb(live_cost));
     s
 }
 
@@ -654,6 +668,9 @@ pub struct ReplaySection {
     pub flips: BTreeMap<String, u64>,
     pub by_mode: BTreeMap<String, FlipCount>,
     pub by_model_pair: BTreeMap<String, FlipCount>,
+    /// What the live replays compared here paid their judges, in RMB (stored replays pay
+    /// nothing: their attempts are copies).
+    pub live_cost_rmb: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -463,8 +463,8 @@ fn replay_section(h: &mut String, r: &StatsReport) {
     let p = &r.replay;
     let _ = write!(
         h,
-        "<section id=\"replay\"><h2>Replays</h2><p>{} replays, {} compared with their parent, {} flipped, {} whose parent is outside the query.</p><table><tr><th class=\"l\">by</th><th>compared</th><th>flipped</th></tr>",
-        p.replays, p.compared, p.flipped, p.parent_not_used
+        "<section id=\"replay\"><h2>Replays</h2><p>{} replays, {} compared with their parent, {} flipped, {} whose parent is outside the query; the live ones paid their judges {:.4} RMB.</p><table><tr><th class=\"l\">by</th><th>compared</th><th>flipped</th></tr>",
+        p.replays, p.compared, p.flipped, p.parent_not_used, p.live_cost_rmb
     );
     for (k, v) in p.by_mode.iter().chain(&p.by_model_pair) {
         let _ = write!(

@@ -319,8 +319,8 @@ fn replay_block(out: &mut String, r: &StatsReport) {
     let p = &r.replay;
     let _ = writeln!(
         out,
-        "\nReplays: {} ({} compared with their parent, {} flipped, {} parent not in the query)",
-        p.replays, p.compared, p.flipped, p.parent_not_used
+        "\nReplays: {} ({} compared with their parent, {} flipped, {} parent not in the query); live replays paid their judges {:.4} RMB",
+        p.replays, p.compared, p.flipped, p.parent_not_used, p.live_cost_rmb
     );
     for (k, v) in p.by_mode.iter().chain(&p.by_model_pair) {
         let _ = writeln!(out, "  {k}: {} flipped of {}", v.flipped, v.compared);

@@ -174,6 +174,8 @@ impl JudgeClient {
         let span = tracing::info_span!("judge.attempt", slot = %self.slot, attempt = i64::from(k));
         let exchange = {
             use tracing::Instrument;
+            // Counted while the call is out, dropped or not (a cancelled roll ends it too).
+            let _in_flight = self.metrics.judge_call(self.slot.as_str());
             self.send(job, request_value).instrument(span).await
         };
         let latency_ms = t0.elapsed().as_millis() as u64;

@@ -30,6 +30,12 @@ pub(crate) async fn get_metrics(State(state): State<AppState>) -> Response {
     let in_progress =
         state.engine.config().server.max_rolls_in_progress - state.rolls.available_permits();
     let queued = state.queued.load(Ordering::SeqCst);
+    let log = state.engine.log();
+    state
+        .engine
+        .judges()
+        .metrics
+        .log_state(log.size_now(), log.last_checkpoint_unix());
     let text = state.engine.judges().metrics.render()
         + &state
             .metrics
