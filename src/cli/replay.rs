@@ -124,25 +124,14 @@ pub fn run(ctx: &Context, args: ReplayArgs) -> Result<ExitStatus, CliError> {
         let store = destination(ctx, &signing, &url, archive.as_ref(), &args)
             .await?
             .with_names_settled_by_seal();
-        let engine = if matches!(args.judges, JudgesArg::Live) {
+        let engine = if live {
             ctx.engine(signing, store)?
         } else {
             // Stored answers call no judge: no judge key is required.
             ctx.engine_for_stored_answers(signing, store)?
         };
         let mut errors = Vec::new();
-        let ids = if args.all {
-            // The work to do, not every run listed: replays and undecided runs are no sources
-            // (the progress bar's total, the estimate and a sample count only sources).
-            let listed = all_sources(archive.as_ref(), &engine, &mut errors).await?;
-            replayable(&engine, archive.as_ref(), listed).await?
-        } else {
-            args.runs.clone()
-        };
-        let ids = match args.sample {
-            Some(n) => sample(&engine, archive.as_ref(), ids, n, args.sample_seed).await?,
-            None => ids,
-        };
+        let ids = sources(&engine, archive.as_ref(), &args, &mut errors).await?;
         if live {
             check_cost(&engine, archive.as_ref(), &ids, &trusted, &args).await?;
         }
@@ -156,30 +145,59 @@ pub fn run(ctx: &Context, args: ReplayArgs) -> Result<ExitStatus, CliError> {
             judges: args.judges.into(),
             strategy: args.strategy,
         };
-        let jobs = args.jobs.unwrap_or_else(bulk::default_write_jobs);
-        let bar = progress(ids.len() as u64, args.all);
-        let mut tally = ReplayTally::new(job.judges, args.json, errors, bar, args.retest);
-        let store = job.engine.store().clone();
-        // SIGINT or SIGTERM drops the replays in flight where they stand (each step is
-        // create-only, as after a kill -9), then says what was done and how to go on.
-        let replayed = tokio::select! {
-            r = replay_in_parallel(job, ids.clone(), jobs, &mut tally) => Some(r),
-            () = super::context::shutdown_signal() => None,
-        };
-        let settled = store.settle().await;
-        let Some(replayed) = replayed else {
-            let resume = resume_command(&args, &ids, &tally.finished_sources());
-            let _ = tally.finish();
-            eprintln!(
-                "seal: interrupted; what is stored stays, and the runs replayed above are done."
-            );
-            eprintln!("seal: to go on without paying again for what is stored: {resume}");
-            return Ok(ExitStatus::Interrupted);
-        };
-        replayed?;
-        settled.map_err(CliError::failed)?;
-        Ok(tally.finish())
+        run_batch(job, ids, errors, &args).await
     })
+}
+
+/// The sources to replay: the named runs, or with `--all` the replayable runs listed (the
+/// work to do, not every run: replays and undecided runs are no sources, so the progress
+/// bar's total, the estimate and a sample count only sources); then `--sample`'s choice.
+async fn sources(
+    engine: &Engine,
+    archive: Option<&Archive>,
+    args: &ReplayArgs,
+    errors: &mut Vec<String>,
+) -> Result<Vec<RunId>, CliError> {
+    let ids = if args.all {
+        let listed = all_sources(archive, engine, errors).await?;
+        replayable(engine, archive, listed).await?
+    } else {
+        args.runs.clone()
+    };
+    Ok(match args.sample {
+        Some(n) => sample(engine, archive, ids, n, args.sample_seed).await?,
+        None => ids,
+    })
+}
+
+/// Replays `ids`, `--jobs` at once, and reports them. SIGINT or SIGTERM drops the replays in
+/// flight where they stand (each step is create-only, as after a kill -9), then says what was
+/// done and how to go on (exit 130).
+async fn run_batch(
+    job: ReplayJob,
+    ids: Vec<RunId>,
+    errors: Vec<String>,
+    args: &ReplayArgs,
+) -> Result<ExitStatus, CliError> {
+    let jobs = args.jobs.unwrap_or_else(bulk::default_write_jobs);
+    let bar = progress(ids.len() as u64, args.all);
+    let mut tally = ReplayTally::new(job.judges, args.json, errors, bar, args.retest);
+    let store = job.engine.store().clone();
+    let replayed = tokio::select! {
+        r = replay_in_parallel(job, ids.clone(), jobs, &mut tally) => Some(r),
+        () = super::context::shutdown_signal() => None,
+    };
+    let settled = store.settle().await;
+    let Some(replayed) = replayed else {
+        let resume = resume_command(args, &ids, &tally.finished_sources());
+        let _ = tally.finish();
+        eprintln!("seal: interrupted; what is stored stays, and the runs replayed above are done.");
+        eprintln!("seal: to go on without paying again for what is stored: {resume}");
+        return Ok(ExitStatus::Interrupted);
+    };
+    replayed?;
+    settled.map_err(CliError::failed)?;
+    Ok(tally.finish())
 }
 
 /// What every replay of a batch shares.
@@ -568,11 +586,7 @@ fn retest_report(done: &[seal_engine::replay::Replayed]) -> RetestReport {
 
 fn retest_table(r: &RetestReport) -> String {
     use std::fmt::Write;
-    let fig = |f: &seal_core::stats::reliability::Figure| match (f.value, f.ci95) {
-        (Some(v), Some([lo, hi])) => format!("{v:.3} [{lo:.3}, {hi:.3}]"),
-        (Some(v), None) => format!("{v:.3}"),
-        _ => "-".into(),
-    };
+    let fig = seal_core::stats::reliability::Figure::text;
     let mut out = String::from(
         "test-retest (each judge then x now over the same packages; A x B over the sources' answers)\n",
     );

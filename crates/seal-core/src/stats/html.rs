@@ -21,8 +21,8 @@ fn pct(v: Option<f64>) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-/// Renders the page.
-pub fn render(r: &StatsReport) -> String {
+/// A page's head (its Content-Security-Policy, no referrer, the style) and its heading.
+fn page_head(title: &str, heading: &str) -> String {
     let mut h = String::with_capacity(32 * 1024);
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = write!(
@@ -30,9 +30,15 @@ pub fn render(r: &StatsReport) -> String {
         "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">",
         esc(CSP)
     );
-    h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><meta name=\"referrer\" content=\"no-referrer\"><title>seal stats</title><style>");
+    let _ = write!(h, "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><meta name=\"referrer\" content=\"no-referrer\"><title>{}</title><style>", esc(title));
     h.push_str(STYLE);
-    h.push_str("</style></head><body><main><h1>seal stats</h1>");
+    let _ = write!(h, "</style></head><body><main><h1>{}</h1>", esc(heading));
+    h
+}
+
+/// Renders the page.
+pub fn render(r: &StatsReport) -> String {
+    let mut h = page_head("seal stats", "seal stats");
     summary(&mut h, r);
     agreement_section(&mut h, r);
     human_section(&mut h, &r.human);
@@ -56,16 +62,10 @@ pub fn render_reliability(
     key_id: &str,
 ) -> String {
     let p = &st.predicate;
-    let mut h = String::with_capacity(32 * 1024);
-    h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
-    let _ = write!(
-        h,
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">",
-        esc(CSP)
+    let mut h = page_head(
+        "seal reliability report",
+        "How far the judges can be trusted",
     );
-    h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><meta name=\"referrer\" content=\"no-referrer\"><title>seal reliability report</title><style>");
-    h.push_str(STYLE);
-    h.push_str("</style></head><body><main><h1>How far the judges can be trusted</h1>");
     let _ = write!(
         h,
         "<section id=\"signed\"><p>A signed report (<code>{}</code>), generated {} over {} original runs, {} of them reviewed by a trusted person. Query: since {}, until {}, genre {}. Envelope sha256 <code>{}</code>, signed by seal key <code>{}</code>; {} subjects (the reviewed runs' seals and reviews, by digest). Formulas: {}. Bootstrap seed {} ({} resamples).</p></section>",

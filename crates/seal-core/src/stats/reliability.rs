@@ -186,6 +186,18 @@ pub struct Figure {
     pub ci95: Option<[f64; 2]>,
 }
 
+impl Figure {
+    /// `0.850 [0.700, 0.950]`, `0.850` without an interval, `-` when undefined: as the
+    /// terminal tables print it.
+    pub fn text(&self) -> String {
+        match (self.value, self.ci95) {
+            (Some(v), Some([lo, hi])) => format!("{v:.3} [{lo:.3}, {hi:.3}]"),
+            (Some(v), None) => format!("{v:.3}"),
+            _ => "-".into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Figures {

@@ -156,14 +156,6 @@ fn one_line(s: &str) -> String {
     s.replace('\n', "\\u{a}").replace('\r', "\\u{d}")
 }
 
-fn figure(f: &super::reliability::Figure) -> String {
-    match (f.value, f.ci95) {
-        (Some(v), Some([lo, hi])) => format!("{v:.3} [{lo:.3}, {hi:.3}]"),
-        (Some(v), None) => format!("{v:.3}"),
-        _ => "-".into(),
-    }
-}
-
 fn reliability_block(out: &mut String, r: &StatsReport) {
     let rs = &r.reliability;
     let _ = writeln!(
@@ -192,12 +184,12 @@ fn reliability_block(out: &mut String, r: &StatsReport) {
                     out,
                     "  {k:<28} {:>6} {:<22} {:<22} {:<22} {:<22} {:<22} {:<22}",
                     v.counts.n,
-                    figure(&f.accuracy_a),
-                    figure(&f.accuracy_b),
-                    figure(&f.error_phi),
-                    figure(&f.effective_votes),
-                    figure(&f.consensus_coverage),
-                    figure(&f.consensus_agreement)
+                    f.accuracy_a.text(),
+                    f.accuracy_b.text(),
+                    f.error_phi.text(),
+                    f.effective_votes.text(),
+                    f.consensus_coverage.text(),
+                    f.consensus_agreement.text()
                 );
             }
             None => {
@@ -239,8 +231,8 @@ fn drift_block(out: &mut String, r: &StatsReport) {
                 p.runs,
                 one_line(&p.first_decided_at),
                 one_line(&p.last_decided_at),
-                figure(&p.kappa),
-                figure(&p.pass_rate)
+                p.kappa.text(),
+                p.pass_rate.text()
             );
         }
     }
