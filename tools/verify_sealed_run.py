@@ -136,10 +136,28 @@ def verify_roll(v, i, r):
             got = meta and (meta["slot"], meta["attempt"], meta["rawHash"], meta["requestHash"])
             if meta and got != want:
                 v.fail(f"{d}/meta.json", "describes another attempt", want, got)
+            if meta and meta.get("policy") is not None:
+                verify_policy(v, f"{d}/meta.json", meta)
             raw_bound |= (f"{d}/raw.json", a["rawHash"]) == (s["rawRef"], s["rawHash"])
         if not raw_bound:
             v.fail(s["rawRef"], f"rawRef/rawHash is not an attempt listed in {s['normalizedRef']}")
     return r, proof, consensus
+
+
+def verify_policy(v, meta_key, meta):
+    """The judge policy an attempt names (docs/VERIFYING.md §4): stored under its sha256, and
+    describing the attempt's endpoint, model and prompt artifact for its slot."""
+    sha = meta["policy"]["sha256"]
+    if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
+        return v.fail(meta_key, "policy.sha256 is not a sha256")
+    policy = v.doc(f"policies/{sha}.json", sha)
+    if not policy:
+        return
+    slot = policy.get(meta["slot"].lower()) or {}
+    want = (slot.get("endpointHost"), slot.get("modelRequested"), slot.get("promptArtifact"))
+    got = (meta["endpointHost"], meta["modelRequested"], meta["promptArtifact"])
+    if want != got:
+        v.fail(meta_key, f"not made under the judge policy it names ({sha})", want, got)
 
 
 def verify(v, pub, keyid):

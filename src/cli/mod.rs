@@ -29,6 +29,7 @@ pub mod keygen;
 pub mod labels;
 pub mod log;
 pub mod output;
+pub mod policy;
 pub mod replay;
 pub mod report;
 pub mod review;
@@ -142,6 +143,10 @@ pub enum Command {
     /// Judge a run folder end to end: rolls, finalPostguard, seal. Exit 0 sealed, 1 the
     /// folder refused, 2 could not run.
     Judge(judge::JudgeArgs),
+    /// The judge policy (seal.judge-policy/1): `show` one, `diff` two, `log` the registrations
+    /// in the transparency log.
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
     /// The configured judges: `check` sends each slot one minimal request.
     #[command(subcommand)]
     Judges(judges::JudgesCommand),
@@ -260,6 +265,7 @@ fn dispatch(
         Command::Log(cmd) => log::run(&ctx()?, cmd),
         Command::Judge(args) => judge::run(&ctx()?, args),
         Command::Judges(cmd) => judges::run(&ctx()?, cmd),
+        Command::Policy(cmd) => policy::run(&ctx()?, cmd),
         Command::ShadowReport(args) => shadow_report::run(&ctx()?, args),
     }
 }

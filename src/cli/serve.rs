@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use seal_core::fault::HasFault;
 use seal_core::sealing::PublicKey;
 use seal_engine::config::Config;
 use seal_engine::engine::Engine;
@@ -216,7 +217,27 @@ async fn admit(engine: Engine, trusted: Vec<PublicKey>, gate: AdmissionGate) -> 
         let ms = t1.elapsed().as_millis() as u64;
         tracing::info!(scan_ms = ms, "log seal scan: every stored seal is logged");
     }
+    if let Err(e) = register_policy(&engine).await {
+        gate.set(Admission::Refused);
+        return e;
+    }
     std::future::pending().await
+}
+
+/// The judge policy, logged once the log is admitted whole, before any request asks a judge
+/// anything (a roll arriving first registers it itself, the same way). Bytes planted under its
+/// name are a store this daemon must not judge into: it exits, naming them; a store that is
+/// only unavailable now is left to the first roll.
+async fn register_policy(engine: &Engine) -> Result<(), CliError> {
+    match engine.policy().await {
+        Ok(p) => tracing::info!(policy = %p.sha256, leaf = p.leaf_index, "judge policy logged"),
+        Err(e) if e.fault() == seal_core::fault::Fault::Corruption => {
+            tracing::error!(error = %e, "judge policy refused: readiness is 503, exiting");
+            return Err(CliError::within("refusing to serve", e));
+        }
+        Err(e) => tracing::warn!(error = %e, "judge policy not logged yet: the first roll logs it"),
+    }
+    Ok(())
 }
 
 /// How long the seal scan waits after a store failure before reading again.

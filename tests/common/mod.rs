@@ -153,6 +153,19 @@ pub async fn engine_with(judge: &Loopback, store_url: &str, extra: &[(&str, &str
     .expect("engine")
 }
 
+/// [`engine_with`] signing with the key of `seed`: replicas of one deployment share their key
+/// (the judge policy one logs is another's to trust).
+pub async fn engine_keyed(
+    judge: &Loopback,
+    store_url: &str,
+    extra: &[(&str, &str)],
+    seed: [u8; 32],
+) -> Engine {
+    let store = seal_store::Store::open(store_url).await.expect("store");
+    let key = seal_core::sealing::SigningKey::from_seed(&seed);
+    Engine::new(store, config_for(judge, extra), Some(key)).expect("engine")
+}
+
 /// Stores everything of an example run folder except its proof packages; returns the folder.
 pub async fn submit_inputs(
     engine: &Engine,

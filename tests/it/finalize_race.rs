@@ -13,9 +13,6 @@ use std::time::Duration;
 async fn race(store_url: &str) {
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
     personas(&lb);
-    let first = engine_with(&lb, store_url, &[]).await;
-    let (folder, report) = judge_roll1(&first, &example("run-narrative-0010-pass")).await;
-    assert_eq!(report.roll().roll_outcome, seal_core::doc::Outcome::Pass);
     // Eight finalizers, each a "replica" with its own engine and signing key, trusting the
     // others' (`keys.trusted`): a leaf or checkpoint by a key a replica does not trust is
     // planted to it (docs/DESIGN.md §11).
@@ -31,6 +28,21 @@ async fn race(store_url: &str) {
             seal_fs::keys::write_key_pair(k, &dir).unwrap().1
         })
         .collect();
+    // The replica that judged the roll is one of them: it logged the judge policy with its
+    // key, which the others trust.
+    let judged_with = seal_fs::keys::load_signing_key(&pems.path().join("0/seal.key.pem")).unwrap();
+    let first = {
+        let mut config = config_for(&lb, &[]);
+        config.trusted_keys = trusted.clone();
+        Engine::new(
+            Store::open(store_url).await.unwrap(),
+            config,
+            Some(judged_with),
+        )
+        .unwrap()
+    };
+    let (folder, report) = judge_roll1(&first, &example("run-narrative-0010-pass")).await;
+    assert_eq!(report.roll().roll_outcome, seal_core::doc::Outcome::Pass);
     let mut engines = Vec::new();
     for key in keys {
         let store = Store::open(store_url).await.unwrap();

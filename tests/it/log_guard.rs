@@ -217,10 +217,18 @@ async fn a_deleted_run_and_log_stop_serve_verify_and_judge_until_an_explicit_reb
     );
     assert!(said(&out).contains("rebuilt at leaf 0"), "{}", said(&out));
 
+    // The judge policy's registration went with the deleted log: the daemon registers it
+    // again (the rebuilt log's runs name a registration it no longer holds: `seal verify`
+    // says so, `judge_policy`), and the next run is judged under it.
     let daemon = spawn_daemon(d, &lb, STORE, &[]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !daemon.log_text().contains("judge policy logged") {
+        assert!(Instant::now() < deadline, "{}", daemon.log_text());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     drop(daemon);
     judge_ok(d, &lb, "g2-run-5");
-    assert_eq!(entry_count(d), 5);
+    assert_eq!(entry_count(d), 6);
     // Nothing is left to rebuild.
     let out = rebuild(d, &lb);
     assert!(said(&out).contains("nothing to rebuild"), "{}", said(&out));
@@ -248,7 +256,8 @@ async fn a_planted_sealed_run_missing_from_the_log_is_refused_and_named() {
     let out = rebuild(home.path(), &lb);
     assert_eq!(out.status.code(), Some(1), "{}", said(&out));
     assert!(said(&out).contains("runs/g2-other-key"), "{}", said(&out));
-    assert_eq!(entry_count(home.path()), 1);
+    // The judge policy's registration and the home run's seal.
+    assert_eq!(entry_count(home.path()), 2);
     std::fs::remove_dir_all(store(home.path()).join("runs/g2-other-key")).unwrap();
 
     plant(same_key.path(), home.path(), "g2-same-key");
@@ -268,7 +277,7 @@ async fn a_planted_sealed_run_missing_from_the_log_is_refused_and_named() {
     assert!(!status.is_success(), "{status}: {body}");
     assert!(body.contains("run_unlogged"), "{body}");
     assert!(body.contains("runs/g2-same-key"), "{body}");
-    assert_eq!(entry_count(home.path()), 1, "nothing appended");
+    assert_eq!(entry_count(home.path()), 2, "nothing appended");
 }
 
 /// Waits until the daemon's log admission, which runs after it binds, has admitted the log.
@@ -349,7 +358,8 @@ async fn a_first_seal_of_a_process_says_nothing_about_a_repair() {
         "{}",
         daemon.log_text()
     );
-    assert_eq!(entry_count(dir.path()), 3);
+    // The judge policy's registration (once: the daemon found it) and three seals.
+    assert_eq!(entry_count(dir.path()), 4);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -480,18 +490,19 @@ async fn a_log_cut_short_under_a_checkpoint_it_signed_stops_serve_and_judge() {
     for n in 1..=3 {
         judge_ok(d, &lb, &format!("g2-cut-{n}"));
     }
-    std::fs::remove_file(store(d).join(format!("log/entries/{:020}", 2))).unwrap();
+    // The judge policy's leaf, then the three seals: the last one goes with its run.
+    std::fs::remove_file(store(d).join(format!("log/entries/{:020}", 3))).unwrap();
     std::fs::remove_dir_all(store(d).join("runs/g2-cut-3")).unwrap();
 
     let (code, stderr) = serve_refuses(d, &lb);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("log_checkpoint"), "{stderr}");
-    assert_eq!(entry_count(d), 2, "nothing appended");
+    assert_eq!(entry_count(d), 3, "nothing appended");
 
     let out = judge(d, &lb, "g2-cut-4");
     assert!(!out.status.success(), "{}", said(&out));
     assert!(said(&out).contains("log_checkpoint"), "{}", said(&out));
-    assert_eq!(entry_count(d), 2, "nothing appended");
+    assert_eq!(entry_count(d), 3, "nothing appended");
 }
 
 /// `log/entries/<index>` of the store in `dir`.
@@ -532,19 +543,20 @@ async fn an_entry_planted_at_the_next_index_is_named_and_never_signed_over() {
     let d = dir.path();
     judge_ok(d, &lb, "auth-first");
     let calls = lb.calls().len();
-    let genuine = std::fs::read(entry_path(d, 0)).unwrap();
-    for (what, bytes) in [("a ghost entry", ghost_entry()), ("leaf 0 copied", genuine)] {
-        std::fs::write(entry_path(d, 1), &bytes).unwrap();
+    // Leaf 0 registers the judge policy, leaf 1 is the run's seal; the next index is 2.
+    let genuine = std::fs::read(entry_path(d, 1)).unwrap();
+    for (what, bytes) in [("a ghost entry", ghost_entry()), ("leaf 1 copied", genuine)] {
+        std::fs::write(entry_path(d, 2), &bytes).unwrap();
         let out = judge(d, &lb, "auth-second");
         let said_ = said(&out);
         assert!(!out.status.success(), "{what}: {said_}");
         assert!(said_.contains("planted_log_entry"), "{what}: {said_}");
         assert!(
-            said_.contains("log/entries/00000000000000000001"),
+            said_.contains("log/entries/00000000000000000002"),
             "{what}: {said_}"
         );
         assert_eq!(lb.calls().len(), calls, "{what}: no judge is paid");
-        assert!(!checkpoint_path(d, 2).exists(), "{what}: signed over");
+        assert!(!checkpoint_path(d, 3).exists(), "{what}: signed over");
         let (code, stderr) = serve_refuses(d, &lb);
         assert_ne!(code, 0, "{what}: {stderr}");
         assert!(stderr.contains("planted_log_entry"), "{what}: {stderr}");
@@ -555,15 +567,15 @@ async fn an_entry_planted_at_the_next_index_is_named_and_never_signed_over() {
             "{what}: {}",
             said(&out)
         );
-        assert!(!checkpoint_path(d, 2).exists(), "{what}: signed over");
+        assert!(!checkpoint_path(d, 3).exists(), "{what}: signed over");
     }
-    // The explicit repair: the rebuild keeps leaf 0, records why, and the log goes on.
+    // The explicit repair: the rebuild keeps leaves 0 and 1, records why, and the log goes on.
     let out = rebuild(d, &lb);
     assert!(out.status.success(), "{}", said(&out));
-    let Leaf::Rebuild(entry) = leaf(d, 1) else {
-        panic!("leaf 1 is not the rebuild entry");
+    let Leaf::Rebuild(entry) = leaf(d, 2) else {
+        panic!("leaf 2 is not the rebuild entry");
     };
-    assert_eq!((entry.kept_entries, entry.moved_objects), (1, 1));
+    assert_eq!((entry.kept_entries, entry.moved_objects), (2, 1));
     assert!(
         entry
             .problems
@@ -737,29 +749,30 @@ async fn a_rebuild_refuses_to_lose_a_decision_nobody_named_and_records_the_drops
     for run in ["drop-keep-1", "drop-erased", "drop-keep-3"] {
         judge_ok(d, &lb, run);
     }
+    // Leaf 0 registers the judge policy; the runs are leaves 1 to 3.
     // The runbook's erasure: the run, its entry, pointer, receipts.
     erase_run(d, "drop-erased");
-    std::fs::remove_file(entry_path(d, 1)).unwrap();
+    std::fs::remove_file(entry_path(d, 2)).unwrap();
     let out = rebuild(d, &lb);
     assert_eq!(out.status.code(), Some(1), "{}", said(&out));
-    assert!(said(&out).contains("leaf:1"), "{}", said(&out));
+    assert!(said(&out).contains("leaf:2"), "{}", said(&out));
     assert!(said(&out).contains("is missing"), "{}", said(&out));
-    let out = rebuild_dropping(d, &lb, &["leaf:1", "drop-keep-1"]);
+    let out = rebuild_dropping(d, &lb, &["leaf:2", "drop-keep-1"]);
     assert_eq!(out.status.code(), Some(1), "{}", said(&out));
     assert!(
         said(&out).contains("--drop drop-keep-1 names nothing"),
         "{}",
         said(&out)
     );
-    assert_eq!(entry_count(d), 2, "nothing written");
-    let out = rebuild_dropping(d, &lb, &["leaf:1"]);
+    assert_eq!(entry_count(d), 3, "nothing written");
+    let out = rebuild_dropping(d, &lb, &["leaf:2"]);
     assert!(out.status.success(), "{}", said(&out));
-    let Leaf::Rebuild(entry) = leaf(d, 1) else {
-        panic!("leaf 1 is not the rebuild entry");
+    let Leaf::Rebuild(entry) = leaf(d, 2) else {
+        panic!("leaf 2 is not the rebuild entry");
     };
     assert_eq!(entry.dropped_count, 1);
     assert!(
-        entry.dropped[0].starts_with("leaf:1: "),
+        entry.dropped[0].starts_with("leaf:2: "),
         "{:?}",
         entry.dropped
     );
@@ -770,23 +783,23 @@ async fn a_rebuild_refuses_to_lose_a_decision_nobody_named_and_records_the_drops
     // with the outcome and seal the log holds. The entry gone is drop-keep-3's, relogged: the
     // signed tiles tell it was that run's, so it is no loss.
     judge_ok(d, &lb, "drop-by-name");
-    let Leaf::Seal(logged) = leaf(d, 3) else {
-        panic!("leaf 3 is not drop-by-name's seal");
+    let Leaf::Seal(logged) = leaf(d, 4) else {
+        panic!("leaf 4 is not drop-by-name's seal");
     };
     erase_run(d, "drop-by-name");
-    std::fs::remove_file(entry_path(d, 2)).unwrap();
+    std::fs::remove_file(entry_path(d, 3)).unwrap();
     let out = rebuild(d, &lb);
     assert_eq!(out.status.code(), Some(1), "{}", said(&out));
-    assert!(!said(&out).contains("leaf:2"), "{}", said(&out));
+    assert!(!said(&out).contains("leaf:3"), "{}", said(&out));
     let named = format!(
-        "drop-by-name: leaf 3: outcome {}, decided {}, seal sha256 {}",
+        "drop-by-name: leaf 4: outcome {}, decided {}, seal sha256 {}",
         logged.outcome, logged.decided_at, logged.seal_sha256
     );
     assert!(said(&out).contains(&named), "{}", said(&out));
     let out = rebuild_dropping(d, &lb, &["drop-by-name"]);
     assert!(out.status.success(), "{}", said(&out));
-    let Leaf::Rebuild(entry) = leaf(d, 2) else {
-        panic!("leaf 2 is not the rebuild entry");
+    let Leaf::Rebuild(entry) = leaf(d, 3) else {
+        panic!("leaf 3 is not the rebuild entry");
     };
     assert_eq!(entry.dropped_count, 1);
     assert!(entry.dropped.contains(&named), "{:?}", entry.dropped);
@@ -874,22 +887,23 @@ async fn a_leaf_a_rebuild_moved_aside_put_back_is_planted() {
     for run in ["old-1", "old-2", "old-3", "old-4"] {
         judge_ok(d, &lb, run);
     }
-    // Leaf 1 erased with its run, run old-4 erased: the rebuild keeps leaf 0, appends its
-    // entry at 1 and relogs old-3 at 2, a log shorter than the one it replaced.
+    // Leaf 0 registers the judge policy, the runs are leaves 1 to 4. Leaf 2 erased with its
+    // run, run old-4 erased: the rebuild keeps leaves 0 and 1, appends its entry at 2 and
+    // relogs old-3 at 3, a log shorter than the one it replaced.
     erase_run(d, "old-2");
     erase_run(d, "old-4");
-    std::fs::remove_file(entry_path(d, 1)).unwrap();
-    let out = rebuild_dropping(d, &lb, &["leaf:1", "old-4"]);
+    std::fs::remove_file(entry_path(d, 2)).unwrap();
+    let out = rebuild_dropping(d, &lb, &["leaf:2", "old-4"]);
     assert!(out.status.success(), "{}", said(&out));
-    assert_eq!(entry_count(d), 3);
-    let Leaf::Rebuild(entry) = leaf(d, 1) else {
-        panic!("leaf 1 is not the rebuild entry");
+    assert_eq!(entry_count(d), 4);
+    let Leaf::Rebuild(entry) = leaf(d, 2) else {
+        panic!("leaf 2 is not the rebuild entry");
     };
-    let old_leaf_3 = store(d)
+    let old_leaf_4 = store(d)
         .join(entry.superseded.clone().unwrap())
-        .join(format!("entries/{:020}", 3));
-    std::fs::copy(&old_leaf_3, entry_path(d, 3)).unwrap();
-    judge_refuses_the_planted_leaf(d, &lb, "old-5", 4);
+        .join(format!("entries/{:020}", 4));
+    std::fs::copy(&old_leaf_4, entry_path(d, 4)).unwrap();
+    judge_refuses_the_planted_leaf(d, &lb, "old-5", 5);
 }
 
 /// A rebuild keeps only leaves it can prove: a forged entry below a checkpoint that the

@@ -24,6 +24,7 @@ mod independent_verifier;
 mod judge_e2e;
 mod judge_faults;
 mod judge_health;
+mod judge_policy;
 mod judges_check;
 mod keys;
 mod loads;

@@ -332,13 +332,13 @@ async fn serve_binds_before_reading_history() {
     personas(&lb);
     let dir = tempfile::tempdir().unwrap();
     keygen(dir.path());
-    // The admission is held back 8 s: the daemon must answer long before that.
+    // The admission is held back 16 s: the daemon must answer long before that.
     let t0 = std::time::Instant::now();
     let d = spawn_daemon(
         dir.path(),
         &lb,
         "file://./store",
-        &[("SEAL_TEST_ADMISSION_DELAY_MS", "8000")],
+        &[("SEAL_TEST_ADMISSION_DELAY_MS", "16000")],
     );
     let c = d.client();
     let live = c.livez().await;
@@ -356,11 +356,19 @@ async fn serve_binds_before_reading_history() {
         metrics.contains("seal_log_admission{state=\"pending\"} 1"),
         "{metrics}"
     );
-    // Intake and rolls run meanwhile; finalize, which appends to the log, waits, then 503.
+    // Intake runs meanwhile. A roll, whose judges are asked only under a judge policy the
+    // log holds, and finalize, which appends to the log, wait, then 503.
     let folder =
         seal_fs::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
     c.submit(&folder).await;
-    c.roll(&folder, 1).await.expect(StatusCode::OK);
+    let r = c.roll(&folder, 1).await;
+    let (code, body) = r.status_json();
+    assert_eq!(code.as_u16(), 503, "{body}");
+    assert_eq!(body["error"]["code"], "log_not_admitted", "{body}");
+    assert!(
+        lb.calls().is_empty(),
+        "a judge was asked before the policy was logged"
+    );
     let r = c.finalize(folder.run()).await;
     let (code, body) = r.status_json();
     assert_eq!(
@@ -389,6 +397,7 @@ async fn serve_binds_before_reading_history() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    c.roll(&folder, 1).await.expect(StatusCode::OK);
     c.finalize(folder.run()).await.expect(StatusCode::OK);
     eprintln!(
         "seal serve: /livez answered {} ms after spawn",
@@ -412,13 +421,14 @@ async fn finalize_waits_for_log_admission() {
     let folder =
         seal_fs::runfolder::RunFolder::read(&example("run-narrative-0010-pass"), 1 << 26).unwrap();
     c.submit(&folder).await;
-    c.roll(&folder, 1).await.expect(StatusCode::OK);
     let ready = c.readyz().await.text();
     assert!(
         ready.contains("\"pending\""),
-        "still admitting when finalize is sent: {ready}"
+        "still admitting when the roll is sent: {ready}"
     );
-    // Within the 5 s a finalize waits, the admission ends: it seals, no retry needed.
+    // Within the 5 s a roll waits (its judges are asked under a judge policy the log holds),
+    // the admission ends: it is judged, and the finalize seals, no retry needed.
+    c.roll(&folder, 1).await.expect(StatusCode::OK);
     let body = c.finalize(folder.run()).await.expect(StatusCode::OK).json();
     assert_eq!(body["outcome"], "pass", "{body}");
 }

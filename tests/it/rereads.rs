@@ -109,8 +109,9 @@ async fn the_postguard_rereads_what_this_process_wrote() {
 async fn a_run_another_replica_decided_is_seen_decided(url: &str) {
     let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
     personas(&lb);
-    let here = engine_with(&lb, url, &[]).await;
-    let there = engine_with(&lb, url, &[]).await;
+    // Two replicas of one deployment: one key.
+    let here = engine_keyed(&lb, url, &[], [7; 32]).await;
+    let there = engine_keyed(&lb, url, &[], [7; 32]).await;
     let (folder, _) = judge_roll1(&here, &example("run-narrative-0010-pass")).await;
     let run = folder.run().clone();
     let state = seal_engine::run_state::RunState::load(here.store(), &run)

@@ -551,6 +551,17 @@ fn signed_report_verifies_and_recomputes(s: &Setup, stats: &serde_json::Value) {
         statement["predicateType"],
         "https://wanxiang.ai/seal/reliability/v1"
     );
+    // The statement is what its schema says (reliability.schema.json, found by its type).
+    use seal_core::contracts::{validate, Kind};
+    assert_eq!(Kind::detect(&statement), Ok(Kind::Reliability));
+    let invalid = validate(Kind::Reliability, &statement);
+    assert!(invalid.is_empty(), "{invalid:?}");
+    let mut bent = statement.clone();
+    bent["predicate"]["runsUsed"] = "many".into();
+    assert!(
+        !validate(Kind::Reliability, &bent).is_empty(),
+        "the schema holds"
+    );
     let p = &statement["predicate"];
     assert_eq!(p["reliability"], stats["reliability"], "the stats' figures");
     assert_eq!(p["human"], stats["human"]);

@@ -313,8 +313,9 @@ async fn kill_9_between_the_log_append_and_the_seal_is_completed_by_the_next_fin
         .stderr(Stdio::null());
     let mut child = judge.spawn().unwrap();
     let store = dir.path().join("store");
-    let entry = store.join("log/entries/00000000000000000000");
-    let checkpoint = store.join("log/checkpoints/00000000000000000001");
+    // Leaf 0 registers the judge policy (before the judges are asked); leaf 1 is the seal's.
+    let entry = store.join("log/entries/00000000000000000001");
+    let checkpoint = store.join("log/checkpoints/00000000000000000002");
     let t0 = Instant::now();
     while !(entry.exists() && checkpoint.exists()) {
         assert!(t0.elapsed() < Duration::from_secs(60), "never logged");
@@ -357,15 +358,15 @@ async fn kill_9_between_the_log_append_and_the_seal_is_completed_by_the_next_fin
         let proof = c.log_proof(run).await.json();
         assert_eq!(
             (proof["leafIndex"].as_u64(), proof["treeSize"].as_u64()),
-            (Some(0), Some(1)),
+            (Some(1), Some(2)),
             "{proof}"
         );
         // The tree as a tlog-tiles client reads it: the stored tile, and nothing past it.
-        let served = c.tile("8/0/000.p/1").await;
+        let served = c.tile("8/0/000.p/2").await;
         assert_eq!(served.status, 200);
-        let stored_tile = std::fs::read(store.join("log/tile/8/0/000.p/1")).unwrap();
+        let stored_tile = std::fs::read(store.join("log/tile/8/0/000.p/2")).unwrap();
         assert_eq!(served.body[..], stored_tile[..]);
-        assert_eq!(c.tile("8/0/000.p/2").await.status, 404);
+        assert_eq!(c.tile("8/0/000.p/3").await.status, 404);
         for hostile in [
             "8/0/000.p/0",
             "8/0/000.p/00",
@@ -375,7 +376,7 @@ async fn kill_9_between_the_log_append_and_the_seal_is_completed_by_the_next_fin
         ] {
             assert_eq!(c.tile(hostile).await.status, 400, "{hostile}");
         }
-        assert_eq!(entries(&store), 1);
+        assert_eq!(entries(&store), 2);
         assert!(!d.log_text().contains("missing from the log"));
         drop(d);
     }
@@ -383,7 +384,7 @@ async fn kill_9_between_the_log_append_and_the_seal_is_completed_by_the_next_fin
     assert_eq!(logged["sealSha256"].as_str(), Some(stored.as_str()));
     let (code, out) = seal_bin(&["log", "verify", "--store", &url, "--trust", pem]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("1 entries, 1 runs"), "{out}");
+    assert!(out.contains("2 entries, 1 runs"), "{out}");
     assert!(!out.contains("not stored yet"), "{out}");
     let (code, out) = seal_bin(&["verify", run, "--store", &url, "--trust", pem]);
     assert_eq!(code, 0, "{out}");

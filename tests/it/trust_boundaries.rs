@@ -434,7 +434,8 @@ async fn plant_attempts(victim: &Path, salt: &str, edit: &dyn Fn(&Path)) {
     let engine = engine_with(&lb, &file_url(other.path()), &[("SEAL_SEED_SALT", salt)]).await;
     judge_roll1(&engine, &example(RUN)).await;
     for (p, what) in tree(other.path()) {
-        if what.starts_with("file") && p.contains("/attempt-") {
+        // The attempts, and the judge policy they name (stored by digest).
+        if what.starts_with("file") && (p.contains("/attempt-") || p.starts_with("policies/")) {
             let to = victim.join(&p);
             std::fs::create_dir_all(to.parent().unwrap()).unwrap();
             std::fs::copy(other.path().join(&p), &to).unwrap();

@@ -243,7 +243,9 @@ async fn cosignatures_are_stored_beside_each_checkpoint_and_verified() {
     write_config(d.path(), &[("w1.test/witness", &w.base, &wpub)], None);
     d.seal_run(1).await;
     d.seal_run(2).await;
-    for size in [1, 2] {
+    // Size 1 holds the judge policy's registration (logged before the first run's judges
+    // were asked), sizes 2 and 3 the two seals.
+    for size in [1, 2, 3] {
         let lines = cosignatures(&d.store(), size);
         assert_eq!(
             lines.len(),
@@ -277,7 +279,7 @@ async fn cosignatures_are_stored_beside_each_checkpoint_and_verified() {
     // The witness serves its latest cosigned checkpoint, which the store holds.
     let (code, out) = d.log_verify(&["--witness", pem(&wpub), "--witness-url", &w.base]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("holds the checkpoint of size 2"), "{out}");
+    assert!(out.contains("holds the checkpoint of size 3"), "{out}");
     // A cosignature by another key does not count.
     let other = d.path().join("other");
     keygen_into(&other);
@@ -729,7 +731,8 @@ async fn whole_store_rollback_is_caught_through_a_witness_alone() {
     copy_tree(&d.store(), &snapshot);
     d.seal_run(3).await;
     d.seal_run(4).await;
-    assert_eq!(cosignatures(&d.store(), 4).len(), 1, "{}", w.log_text());
+    // The judge policy's leaf, then four seals.
+    assert_eq!(cosignatures(&d.store(), 5).len(), 1, "{}", w.log_text());
     let witness = ["--witness", pem(&wpub)];
     assert_eq!(d.log_verify(&witness).0, 0);
     // Restore the snapshot: runs 3 and 4, their entries, checkpoints and cosignatures vanish.
@@ -748,7 +751,7 @@ async fn whole_store_rollback_is_caught_through_a_witness_alone() {
     let stderr = d.seal_run(5).await;
     assert!(stderr.contains("ROLLED BACK"), "{stderr}");
     assert!(
-        cosignatures(&d.store(), 3).is_empty(),
+        cosignatures(&d.store(), 4).is_empty(),
         "the witness cosigned a rollback"
     );
     // The log is consistent in itself: without witnesses it verifies.

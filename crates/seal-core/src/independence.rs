@@ -11,6 +11,10 @@ use crate::doc::{ImageManifest, IndependenceChecks, SlotMeta};
 use crate::judge::request;
 use crate::key::Key;
 
+/// The version of the independence rules (the preflight's and these checks): a judge policy
+/// names it (`crate::policy`).
+pub const RULES: &str = "independence/1";
+
 /// What was recorded for one slot.
 #[derive(Debug, Clone, Copy)]
 pub struct SlotRecord<'a> {

@@ -21,6 +21,11 @@ pub const LOG_CHECKPOINTS: &str = "log/checkpoints";
 /// Folder of the log's run pointers: `log/runs/<run>/<leaf index, 20 digits>`, one a leaf about
 /// the run (its seal's, its reviews').
 pub const LOG_RUNS: &str = "log/runs";
+/// Folder of the log's judge-policy pointers: `log/policies/<policy sha256>/<leaf index, 20
+/// digits>`, one a policy leaf (as a run's pointers are for its leaves).
+pub const LOG_POLICIES: &str = "log/policies";
+/// Folder of the stored judge policies: `policies/<sha256>.json` (`crate::policy`).
+pub const POLICIES: &str = "policies";
 /// Folder of the log's hash tiles (C2SP tlog-tiles): `log/tile/8/<level>/<index>[.p/<width>]`.
 pub const LOG_TILES: &str = "log/tile";
 /// Folder of the witnesses' cosignatures of the log's checkpoints:
@@ -194,6 +199,25 @@ impl Key {
     pub fn log_run_leaf(run: &RunId, index: u64) -> Key {
         Key(format!("{LOG_RUNS}/{run}/{index:020}"))
     }
+    /// `log/policies/<sha256>/<index, 20 digits>`: leaf `index` of the log registers the judge
+    /// policy of that digest (a pointer, empty, as a run's).
+    pub fn log_policy_leaf(sha256: &Hash, index: u64) -> Key {
+        Key(format!("{LOG_POLICIES}/{sha256}/{index:020}"))
+    }
+    /// `log/policies/<sha256>`: the folder of a policy's pointers.
+    pub fn log_policy_dir(sha256: &Hash) -> String {
+        format!("{LOG_POLICIES}/{sha256}")
+    }
+    /// `policies/<sha256>.json`: the canonical bytes of the judge policy of that digest.
+    pub fn policy(sha256: &Hash) -> Key {
+        Key(format!("{POLICIES}/{sha256}.json"))
+    }
+    /// The digest a `policies/<sha256>.json` key names, if it is one.
+    pub fn policy_hash(&self) -> Option<Hash> {
+        let name = self.0.strip_prefix("policies/")?.strip_suffix(".json")?;
+        Hash::parse(name).ok()
+    }
+
     /// `log/runs/<run>`: the folder of a run's pointers.
     pub fn log_run_dir(run: &RunId) -> String {
         format!("{LOG_RUNS}/{run}")

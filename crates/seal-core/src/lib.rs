@@ -59,6 +59,7 @@ pub mod lease;
 pub mod limits;
 pub mod merge;
 pub mod net;
+pub mod policy;
 pub mod prompts;
 pub mod receipt;
 pub mod refs;

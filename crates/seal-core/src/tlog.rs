@@ -258,12 +258,51 @@ impl ReviewEntry {
     }
 }
 
-/// A leaf of the log: a seal's entry, the record of a rebuild, or a review's entry.
+/// The `kind` of a judge policy's entry.
+const KIND_POLICY: &str = "judge-policy";
+
+/// The leaf a judge policy is registered by (`crate::policy`), before any judge is asked under
+/// it: the policy's own bytes are stored at `policies/<sha256>.json`, and the leaf (signed for
+/// its index by the log key, as every leaf is: `auth`) fixes them and the time in the log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PolicyEntry {
+    /// Always `"judge-policy"`.
+    pub kind: String,
+    /// sha256 of the policy's canonical bytes.
+    pub policy_sha256: String,
+    /// When the registering process appended it (RFC 3339, its clock).
+    pub registered_at: String,
+}
+
+impl PolicyEntry {
+    pub fn new(policy_sha256: &crate::canonical::Hash, registered_at: &str) -> PolicyEntry {
+        PolicyEntry {
+            kind: KIND_POLICY.into(),
+            policy_sha256: policy_sha256.to_string(),
+            registered_at: registered_at.into(),
+        }
+    }
+
+    /// The policy's digest, parsed (a leaf with another spelling does not name a policy).
+    pub fn sha256(&self) -> Option<crate::canonical::Hash> {
+        crate::canonical::Hash::parse(&self.policy_sha256).ok()
+    }
+
+    /// The exact leaf bytes (canonical JSON).
+    pub fn to_bytes(&self) -> Result<Vec<u8>, CanonicalError> {
+        canonical::canonical_bytes(self)
+    }
+}
+
+/// A leaf of the log: a seal's entry, the record of a rebuild, a review's entry, or a judge
+/// policy's registration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Leaf {
     Seal(LogEntry),
     Rebuild(RebuildEntry),
     Review(ReviewEntry),
+    Policy(PolicyEntry),
 }
 
 /// Parses a kind of leaf strictly: its canonical bytes, nothing else.
@@ -294,6 +333,7 @@ impl Leaf {
             None => LogEntry::from_bytes(bytes).map(Leaf::Seal),
             Some(k) if k == KIND_REBUILD => strict(value, bytes).map(Leaf::Rebuild),
             Some(k) if k == KIND_REVIEW => strict(value, bytes).map(Leaf::Review),
+            Some(k) if k == KIND_POLICY => strict(value, bytes).map(Leaf::Policy),
             Some(_) => Err(TlogError::Entry("unknown leaf kind".into())),
         }
     }
@@ -973,5 +1013,29 @@ mod tests {
         assert!(Leaf::from_bytes(format!("{text} ").as_bytes()).is_err());
         let extra = text.replacen('{', "{\"extra\":1,", 1);
         assert!(Leaf::from_bytes(extra.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn a_policy_leaf_round_trips_strictly() {
+        let h = crate::canonical::Hash::of(b"policy");
+        let e = PolicyEntry::new(&h, "2026-12-07T00:00:00Z");
+        let bytes = e.to_bytes().unwrap();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert_eq!(
+            text,
+            format!(
+                "{{\"kind\":\"judge-policy\",\"policySha256\":\"{h}\",\"registeredAt\":\"2026-12-07T00:00:00Z\"}}"
+            )
+        );
+        assert_eq!(Leaf::from_bytes(&bytes).unwrap(), Leaf::Policy(e.clone()));
+        assert_eq!(e.sha256(), Some(h));
+        assert!(Leaf::from_bytes(format!("{text} ").as_bytes()).is_err());
+        let extra = text.replacen('{', "{\"extra\":1,", 1);
+        assert!(Leaf::from_bytes(extra.as_bytes()).is_err());
+        let bad = PolicyEntry {
+            policy_sha256: "not hex".into(),
+            ..e
+        };
+        assert_eq!(bad.sha256(), None);
     }
 }

@@ -281,6 +281,9 @@ words!(
         ReviewContent = "review_content",
         /// A review is in the transparency log and in its run's chain of reviews.
         ReviewLog = "review_log",
+        /// `seal verify`: the judge policy a run's attempts name was registered in the log
+        /// before the run's first judge call.
+        JudgePolicy = "judge_policy",
     }
 );
 

@@ -30,6 +30,8 @@ pub struct Engine {
     /// The witnesses every checkpoint of `log` is sent to (`[[witnesses]]`; none by default).
     pub(crate) witnesses: seal_log::publish::Publisher,
     runs: Arc<RunLocks>,
+    /// The judge policy, registered by the first live roll ([`crate::policy`]).
+    pub(crate) policy: Arc<tokio::sync::OnceCell<seal_core::policy::PolicyRef>>,
 }
 
 /// One async lock per run id in this process: a roll, a finalize and an intake of the same run
@@ -144,6 +146,7 @@ impl Engine {
             clock: Arc::new(SystemClock),
             notary,
             runs: Arc::new(RunLocks::default()),
+            policy: Arc::default(),
         })
     }
 

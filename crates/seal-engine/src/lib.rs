@@ -44,6 +44,7 @@ pub mod labels;
 pub mod leasing;
 pub mod metrics;
 pub mod notary;
+pub mod policy;
 pub mod postguard;
 pub mod replay;
 pub mod resume;

@@ -129,6 +129,8 @@ pub struct VerifiedRun {
     /// Its reviews as the audit's listing of the run folder found them; `None` when that
     /// listing failed or was of another folder (the evidence names another run).
     reviews: Option<audit::StoredReviews>,
+    /// The judge policies its attempts name ([`audit::policy`]).
+    policies: Vec<audit::policy::UsedPolicy>,
 }
 
 impl VerifiedRun {
@@ -259,6 +261,9 @@ async fn check_logged(
             &p.seal.key_id,
         )
     });
+    if let Some(p) = proof {
+        report.problems.extend(policies_logged(log, &p.policies));
+    }
     let evidence_stored = matches!(store.exists(&Key::evidence(run)).await, Ok(true));
     if let Some(entry) = entry {
         report
@@ -284,6 +289,44 @@ async fn check_logged(
     }
     report.verified = report.problems.is_empty();
     Ok(())
+}
+
+/// Each judge policy the run's attempts name is registered in the log, and was before the
+/// run's first judge call under it: a policy logged after the answers were seen could have
+/// been tuned to them.
+fn policies_logged(log: &LogView, used: &[audit::policy::UsedPolicy]) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for u in used {
+        let sha = u.reference.sha256.as_str();
+        let object = Key::policy(&u.reference.sha256);
+        match log.policy_registration(sha) {
+            None => problems.push(problem(
+                AuditCheck::JudgePolicy,
+                object.as_str(),
+                format!(
+                    "the judge policy the run's attempts name (leaf {}) is not registered in the log",
+                    u.reference.leaf_index
+                ),
+            )),
+            Some((index, entry)) => {
+                let late = u.first_call.as_deref().filter(|first| {
+                    !seal_core::policy::registered_before(&entry.registered_at, first)
+                });
+                if let Some(first) = late {
+                    problems.push(problem(
+                        AuditCheck::JudgePolicy,
+                        Key::log_entry(*index).as_str(),
+                        format!(
+                            "the judge policy {sha} was registered at {}, after the run's \
+                             first judge call under it ({first})",
+                            entry.registered_at
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    problems
 }
 
 /// `seal verify`'s verdict, set up once for many runs: the trusted keys, the transparency log
@@ -579,6 +622,7 @@ async fn check_run(
         bound: audited.bound,
         named: audited.named,
         reviews,
+        policies: audited.policies,
     });
     Ok((report, proof))
 }

@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use seal_core::ids::RunId;
 use seal_core::sealing::{PublicKey, SigningKey};
-use seal_core::tlog::{self, LogEntry, NodeHash, ReviewEntry};
+use seal_core::tlog::{self, LogEntry, NodeHash, PolicyEntry, ReviewEntry};
 use seal_store::{Key, StoreError};
 
 use crate::cache::Cache;
@@ -61,7 +61,7 @@ impl SealLogged {
     }
 }
 
-/// A leaf to append, of either kind a process appends (a rebuild's own entry is written at its
+/// A leaf to append, of a kind a process appends (a rebuild's own entry is written at its
 /// index by the rebuild, never appended).
 #[derive(Debug, Clone, Copy)]
 pub enum NewLeaf<'a> {
@@ -73,17 +73,11 @@ pub enum NewLeaf<'a> {
     },
     /// A review's entry.
     Review(&'a ReviewEntry),
+    /// A judge policy's registration.
+    Policy(&'a PolicyEntry),
 }
 
 impl NewLeaf<'_> {
-    /// The run the leaf is about.
-    fn run(&self) -> &str {
-        match self {
-            NewLeaf::Seal { entry, .. } => &entry.run_id,
-            NewLeaf::Review(r) => &r.run_id,
-        }
-    }
-
     /// The leaf's canonical bytes without `auth`: what is signed for its index.
     fn unsigned(&self) -> Result<Vec<u8>, LogError> {
         match self {
@@ -93,6 +87,10 @@ impl NewLeaf<'_> {
             }),
             NewLeaf::Review(r) => r.to_bytes().map_err(|e| LogError::Corrupt {
                 key: format!("runs/{}/reviews", r.run_id),
+                detail: e.to_string(),
+            }),
+            NewLeaf::Policy(p) => p.to_bytes().map_err(|e| LogError::Corrupt {
+                key: format!("policies/{}.json", p.policy_sha256),
                 detail: e.to_string(),
             }),
         }
@@ -115,6 +113,14 @@ impl NewLeaf<'_> {
                 index,
                 created: false,
             }),
+            // A policy is registered once: its first leaf, whenever it was appended.
+            NewLeaf::Policy(p) => cache
+                .policies
+                .get(&p.policy_sha256)
+                .map(|&index| Placed::At {
+                    index,
+                    created: false,
+                }),
         }
     }
 }
@@ -140,14 +146,18 @@ impl<S: LogStorage> Log<S> {
                 // A seal over evidence created in this very call has no leaf from before this
                 // process started: its run's pointers are not listed (one request a run on an
                 // object store).
-                NewLeaf::Seal { evidence, .. } => {
+                NewLeaf::Seal { run, evidence, .. } => {
                     if evidence == EvidenceWas::Stored {
-                        self.load_run(&mut cache, leaf.run()).await?;
+                        self.load_run(&mut cache, run.as_str()).await?;
                     }
                 }
-                NewLeaf::Review(_) => {
+                NewLeaf::Review(r) => {
                     self.sync(&mut cache).await?;
-                    self.load_run(&mut cache, leaf.run()).await?;
+                    self.load_run(&mut cache, &r.run_id).await?;
+                }
+                NewLeaf::Policy(p) => {
+                    self.sync(&mut cache).await?;
+                    self.load_policy(&mut cache, p).await?;
                 }
             }
             match self.place(&mut cache, leaf, key).await? {
@@ -233,6 +243,60 @@ impl<S: LogStorage> Log<S> {
         self.append(NewLeaf::Review(entry), key, &[])
             .await?
             .appended(&run)
+    }
+
+    /// [`Log::append`] of a judge policy's registration, unless the policy is registered
+    /// already (then its first leaf: a policy is registered once, whoever registered it). The
+    /// caller has stored the policy's bytes at `policies/<sha256>.json` first.
+    pub async fn append_policy(
+        &self,
+        entry: &PolicyEntry,
+        key: &SigningKey,
+    ) -> Result<Appended, LogError> {
+        match self.append(NewLeaf::Policy(entry), key, &[]).await? {
+            SealLogged::Appended(a) => Ok(a),
+            SealLogged::Rival(_) => Err(LogError::Corrupt {
+                key: format!("policies/{}.json", entry.policy_sha256),
+                detail: "a policy has no rival".into(),
+            }),
+        }
+    }
+
+    /// The judge policy registered at leaf `index`, as the tree this process holds says:
+    /// `None` when the leaf is not a policy's (or the tree has no such leaf). The entry is read
+    /// from the store and believed only when it hashes to the tree's leaf there (after the
+    /// guard, as every read an append relies on).
+    pub async fn policy_at(
+        &self,
+        index: u64,
+        key: &SigningKey,
+    ) -> Result<Option<PolicyEntry>, LogError> {
+        let mut cache = self.cache.lock().await;
+        self.admit_locked(&mut cache, &self.trust_of(key, &[]))
+            .await?;
+        if index >= cache.tree.size() {
+            self.sync(&mut cache).await?;
+        }
+        let Some(hash) = cache.tree.leaf(index) else {
+            return Ok(None);
+        };
+        let k = Key::log_entry(index);
+        let Some(bytes) = self.store.get_opt(&k).await? else {
+            return Err(corrupt(
+                &k,
+                "the log's tree holds this entry, but it is gone",
+            ));
+        };
+        if tlog::leaf_hash(&bytes) != hash {
+            return Err(corrupt(
+                &k,
+                "not the entry the log's tree holds at this index: it was replaced",
+            ));
+        }
+        match tlog::Leaf::from_bytes(&bytes).map_err(|e| corrupt(&k, e))? {
+            tlog::Leaf::Policy(p) => Ok(Some(p)),
+            _ => Ok(None),
+        }
     }
 
     /// The one put-at-next-index loop: places `leaf` in the log `cache` holds, found there

@@ -25,6 +25,10 @@ pub(super) struct Cache {
     /// The leaves that are not a seal's (reviews, rebuilds), by leaf hash: appending the same
     /// bytes again finds them.
     pub(super) others: HashMap<NodeHash, u64>,
+    /// The judge policies registered, by policy sha256: the first leaf of each.
+    pub(super) policies: HashMap<String, u64>,
+    /// The policies whose leaves below `base` are indexed ([`Log::load_policy`]).
+    pub(super) policies_loaded: std::collections::HashSet<String>,
     /// The review leaves seen: (run, review index, review sha256).
     pub(super) reviews: std::collections::HashSet<(String, u64, String)>,
     /// The guard let this process append (once per process: see [`Log::admit`]).
@@ -102,11 +106,13 @@ impl Cache {
             ..Cache::default()
         };
         // The seal leaves come indexed already; the others through the one rule for them.
-        let others = (view.reviews.into_iter().map(|(i, r)| (i, Leaf::Review(r)))).chain(
-            view.rebuilds
-                .into_iter()
-                .map(|(i, r)| (i, Leaf::Rebuild(r))),
-        );
+        let others = (view.reviews.into_iter().map(|(i, r)| (i, Leaf::Review(r))))
+            .chain(
+                view.rebuilds
+                    .into_iter()
+                    .map(|(i, r)| (i, Leaf::Rebuild(r))),
+            )
+            .chain(view.policies.into_iter().map(|(i, p)| (i, Leaf::Policy(p))));
         for (index, leaf) in others {
             leaf_hash(&view.tree, index)?;
             let content = content_of(&leaf).map_err(|e| corrupt(&Key::log_entry(index), e))?;
@@ -145,6 +151,12 @@ impl Cache {
         match &leaf {
             Leaf::Seal(entry) => self.unpointed.extend(pointer(&entry.run_id, index)),
             Leaf::Review(r) => self.unpointed.extend(pointer(&r.run_id, index)),
+            Leaf::Policy(p) => {
+                if let Some(h) = p.sha256() {
+                    self.unpointed
+                        .insert(index, Key::log_policy_leaf(&h, index));
+                }
+            }
             Leaf::Rebuild(_) => {}
         }
         self.know(index, leaf, hash);
@@ -160,6 +172,11 @@ impl Cache {
             Leaf::Review(r) => {
                 self.reviews
                     .insert((r.run_id, r.review_index, r.review_sha256));
+                self.others.insert(hash, index);
+            }
+            Leaf::Policy(p) => {
+                let first = self.policies.entry(p.policy_sha256).or_insert(index);
+                *first = (*first).min(index);
                 self.others.insert(hash, index);
             }
             Leaf::Rebuild(_) => {
@@ -201,6 +218,7 @@ pub(super) fn content_of(leaf: &Leaf) -> Result<NodeHash, seal_core::canonical::
         Leaf::Seal(e) => e.to_bytes()?,
         Leaf::Review(r) => r.to_bytes()?,
         Leaf::Rebuild(r) => r.to_bytes()?,
+        Leaf::Policy(p) => p.to_bytes()?,
     };
     Ok(tlog::leaf_hash(&bytes))
 }

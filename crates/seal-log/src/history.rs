@@ -57,6 +57,10 @@ impl<S: LogStorage> Log<S> {
             tracing::debug!(ms = t0.elapsed().as_millis() as u64, "admission: tree read");
             cache.tiled = tiles::stored_through(&self.store, &tree, latest.size).await?;
             cache.base = latest.size;
+            // That checkpoint is stored: an append found below it (a judge policy registered
+            // by an earlier process) publishes nothing again, and offers no witness the same
+            // checkpoint twice.
+            cache.published = latest.size;
             cache.tree = tree;
         }
         // The entries past the checkpoint (a crash between an append and its checkpoint, or
@@ -121,12 +125,64 @@ impl<S: LogStorage> Log<S> {
     }
 }
 
+impl<S: LogStorage> Log<S> {
+    /// Indexes the registrations of the policy `entry` registers below the checkpoint this
+    /// process started from, found by the policy's pointers, once per policy (as
+    /// [`Log::load_run`] does a run's). A deleted pointer can make a policy registered twice,
+    /// never make one look registered that is not: the entry counts only when the signed
+    /// tree holds it.
+    pub(super) async fn load_policy(
+        &self,
+        cache: &mut Cache,
+        entry: &tlog::PolicyEntry,
+    ) -> Result<(), LogError> {
+        let name = &entry.policy_sha256;
+        if cache.base == 0 || cache.policies_loaded.contains(name) {
+            return Ok(());
+        }
+        let Some(sha) = entry.sha256() else {
+            return Ok(());
+        };
+        let folder = Key::log_policy_dir(&sha);
+        let listed = self.store.list(&folder).await?.keys;
+        let base = cache.base;
+        let below = listed
+            .iter()
+            .filter_map(|k| k.log_number(&folder))
+            .filter(|i| *i < base);
+        for index in below {
+            let k = Key::log_entry(index);
+            let Some(bytes) = self.store.get_opt(&k).await? else {
+                return Err(corrupt(
+                    &k,
+                    format!(
+                        "policy {name}'s pointer names this entry, which the signed tree \
+                         holds, but it is gone: the log lost it (`seal log verify`)"
+                    ),
+                ));
+            };
+            if cache.tree.leaf(index) != Some(tlog::leaf_hash(&bytes)) {
+                return Err(corrupt(
+                    &k,
+                    "not the entry the signed tree holds at this index: it was replaced",
+                ));
+            }
+            let read = ReadLeaf::parse(&bytes).map_err(|e| corrupt(&k, e))?;
+            if matches!(&read.leaf, Leaf::Policy(p) if &p.policy_sha256 == name) {
+                cache.know(index, read.leaf, read.content);
+            }
+        }
+        cache.policies_loaded.insert(name.clone());
+        Ok(())
+    }
+}
+
 /// The run a leaf is about (`None` for a rebuild's).
 fn leaf_run(leaf: &Leaf) -> Option<&str> {
     match leaf {
         Leaf::Seal(e) => Some(&e.run_id),
         Leaf::Review(r) => Some(&r.run_id),
-        Leaf::Rebuild(_) => None,
+        Leaf::Rebuild(_) | Leaf::Policy(_) => None,
     }
 }
 

@@ -289,7 +289,9 @@ impl<S: LogStorage> Log<S> {
         }
         match Leaf::from_bytes(&bytes).map_err(|e| corrupt(&k, e))? {
             Leaf::Seal(entry) => Ok(entry),
-            Leaf::Review(_) | Leaf::Rebuild(_) => Err(corrupt(&k, "not a seal's entry")),
+            Leaf::Review(_) | Leaf::Rebuild(_) | Leaf::Policy(_) => {
+                Err(corrupt(&k, "not a seal's entry"))
+            }
         }
     }
 

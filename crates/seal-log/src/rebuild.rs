@@ -231,6 +231,12 @@ impl<S: LogStorage> Log<S> {
         let mut fresh = self
             .write_rebuild_entry(&whole, keep, &entry, key, trust)
             .await?;
+        // The judge policies registered past the kept prefix come first, as they were before
+        // the runs judged under them (their entries as the log had them, time included:
+        // `seal verify` compares that time with the runs' first judge calls).
+        for (_, p) in view.policies.iter().filter(|(i, _)| *i >= keep) {
+            self.place(&mut fresh, NewLeaf::Policy(p), key).await?;
+        }
         for (run, entry) in &relog {
             let leaf = NewLeaf::Seal {
                 run,

@@ -23,6 +23,7 @@ use crate::stream::Passed;
 use crate::tiles::{self, TileCache};
 use crate::view::{latest_trusted, LogView, Proof};
 use seal_core::ids::RunId;
+use seal_core::key::LOG_POLICIES;
 use seal_core::tlog::{self, Leaf, LogTrust, NodeHash, ReadLeaf, SignedCheckpoint};
 use seal_store::{Key, StoreError};
 
@@ -98,6 +99,14 @@ impl Authority<'_> {
             }
         }
     }
+}
+
+/// The policy digest and leaf index a `log/policies/<sha256>/<index>` key names.
+fn policy_pointer(k: &Key) -> Option<(String, u64)> {
+    let rest = k.as_str().strip_prefix(LOG_POLICIES)?.strip_prefix('/')?;
+    let (sha, index) = rest.split_once('/')?;
+    let sha = seal_core::canonical::Hash::parse(sha).ok()?;
+    Some((sha.to_string(), seal_core::key::numbered_name(index)?))
 }
 
 impl LogView {
@@ -186,10 +195,38 @@ impl LogView {
                 return Ok(None);
             }
         }
+        // The judge policies' registrations (a few leaves: one a set-up), believed as the
+        // runs' leaves are: what a run's attempts name is checked against them.
+        let listed = store.list(LOG_POLICIES).await?.keys;
+        for k in &listed {
+            let Some((sha, index)) = policy_pointer(k) else {
+                continue;
+            };
+            let Some(bytes) = store.get_opt(&Key::log_entry(index)).await? else {
+                return Ok(None);
+            };
+            let hash = tlog::leaf_hash(&bytes);
+            let proof = match authority.believe(store, index, &hash).await? {
+                Believed::Leaf(proof) => proof,
+                Believed::Unread => continue,
+                Believed::Whole => return Ok(None),
+            };
+            if proof.is_none() && !authority.authenticated_past_checkpoint() {
+                return Ok(None);
+            }
+            match ReadLeaf::parse(&bytes).map(|r| r.leaf) {
+                Ok(Leaf::Policy(p)) if p.policy_sha256 == sha => view.policies.push((index, p)),
+                Ok(_) => continue,
+                Err(_) => return Ok(None),
+            }
+            read.insert(index, (hash, proof));
+        }
         for leaves in view.by_run.values_mut() {
             leaves.sort_by_key(|l| l.index);
         }
         view.reviews.sort_by_key(|(i, _)| *i);
+        view.policies.sort_by_key(|(i, _)| *i);
+        view.policies.dedup_by_key(|(i, _)| *i);
         view.latest = Some(authority.latest().clone());
         view.partial = Some(read);
         Ok(Some(view))
@@ -205,6 +242,14 @@ impl LogView {
             Some(view) => Ok(view),
             None => LogView::load(store, trust).await,
         }
+    }
+
+    /// The first registration of the judge policy of digest `sha256` in this view's log (a
+    /// view of some runs reads every policy's: [`LogView::for_runs`]).
+    pub fn policy_registration(&self, sha256: &str) -> Option<&(u64, tlog::PolicyEntry)> {
+        self.policies
+            .iter()
+            .find(|(_, p)| p.policy_sha256 == sha256)
     }
 
     /// Whether this view answers for `run`: a view of the whole log for every run, one of

@@ -291,6 +291,15 @@ async fn read_entry(
                 tail,
             })));
         }
+        // A policy's registration is about no run: the pass looks for runs' pointers only
+        // (a policy's pointer only saves a second registration of the same policy).
+        Ok(Leaf::Policy(_)) => {
+            return Ok(Some(Ok(Entry {
+                hash,
+                unpointed: None,
+                tail,
+            })))
+        }
         Ok(Leaf::Seal(e)) => e.run_id,
         Ok(Leaf::Review(r)) => r.run_id,
     };

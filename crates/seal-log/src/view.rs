@@ -23,7 +23,8 @@ use crate::stored::entry_for;
 use seal_core::ids::RunId;
 use seal_core::key::LOG_ENTRIES;
 use seal_core::tlog::{
-    self, Leaf, LogEntry, LogTrust, NodeHash, RebuildEntry, ReviewEntry, SignedCheckpoint, Tree,
+    self, Leaf, LogEntry, LogTrust, NodeHash, PolicyEntry, RebuildEntry, ReviewEntry,
+    SignedCheckpoint, Tree,
 };
 use seal_core::vocab::AuditCheck;
 use seal_store::{Bounded, Key, StoreError};
@@ -64,6 +65,8 @@ pub struct LogView {
     pub rebuilds: Vec<(u64, RebuildEntry)>,
     /// The log's review entries, by leaf index.
     pub reviews: Vec<(u64, ReviewEntry)>,
+    /// The log's judge-policy registrations, by leaf index.
+    pub policies: Vec<(u64, PolicyEntry)>,
     pub problems: Vec<Finding>,
     /// The problems that stop seal from appending (a subset of `problems`).
     refusals: Vec<Finding>,
@@ -118,7 +121,7 @@ impl WholeLog {
         // A planted leaf says nothing about any run: `seal log verify` names it, and only it.
         match self.leaf(index)? {
             Leaf::Seal(e) => Some(e),
-            Leaf::Review(_) | Leaf::Rebuild(_) => None,
+            Leaf::Review(_) | Leaf::Rebuild(_) | Leaf::Policy(_) => None,
         }
     }
 }
@@ -362,6 +365,7 @@ impl LogView {
             }
             Ok(Leaf::Rebuild(r)) => self.rebuilds.push((index, r)),
             Ok(Leaf::Review(r)) => self.reviews.push((index, r)),
+            Ok(Leaf::Policy(p)) => self.policies.push((index, p)),
             Err(e) => self.unreadable(index, k, e),
         }
     }

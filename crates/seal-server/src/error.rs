@@ -242,6 +242,16 @@ impl From<JudgingError> for ApiError {
             ),
             JudgingError::Resume(seal_engine::resume::ResumeError::Store(s)) => s.into(),
             JudgingError::Receipt(r) => r.into(),
+            // No judge was called: the store or the log refused the policy's registration.
+            JudgingError::Policy(p) => ApiError::by_fault(
+                fault,
+                (StatusCode::SERVICE_UNAVAILABLE, "judge_policy"),
+                msg,
+                match p {
+                    seal_engine::policy::PolicyError::Store { key, .. } => Some(key.to_string()),
+                    _ => None,
+                },
+            ),
             JudgingError::Planted { key, .. } => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "planted_document",

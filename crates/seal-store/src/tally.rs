@@ -43,6 +43,10 @@ pub fn kind(key: &str) -> String {
     if key.starts_with("cas/") {
         return "cas/{blob}".to_string();
     }
+    // A judge policy, by its digest.
+    if key.starts_with("policies/") {
+        return "policies/{policy}".to_string();
+    }
     let per_run = key.starts_with("runs/") || key.starts_with("receipts/");
     let mut out = Vec::new();
     for (i, seg) in key.split('/').enumerate() {
@@ -78,6 +82,7 @@ mod tests {
         );
         let h = "ab".repeat(32);
         assert_eq!(kind(&format!("cas/sha256/ab/{h}")), "cas/{blob}");
+        assert_eq!(kind(&format!("policies/{h}.json")), "policies/{policy}");
         assert_eq!(kind("log/entries/00000000000000000012"), "log/entries/N");
     }
 

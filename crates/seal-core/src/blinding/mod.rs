@@ -17,6 +17,10 @@
 
 pub mod rule;
 
+/// The version of the blinding rules (what a judge package may hold and how it is scrubbed):
+/// a judge policy names it (`crate::policy`), so changing the rules is a change of policy.
+pub const RULES: &str = "blinding/1";
+
 use serde_json::{Map, Value};
 
 use crate::canonical::Hash;

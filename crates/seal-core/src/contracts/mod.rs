@@ -104,6 +104,14 @@ pub const AUTHORED: &[(&str, &str)] = &[
         "label.schema.json",
         include_str!("schemas/label.schema.json"),
     ),
+    (
+        "judge-policy.schema.json",
+        include_str!("schemas/judge-policy.schema.json"),
+    ),
+    (
+        "reliability.schema.json",
+        include_str!("schemas/reliability.schema.json"),
+    ),
 ];
 
 /// The kinds of document seal validates.
@@ -133,10 +141,14 @@ pub enum Kind {
     Review,
     /// One line of `seal export labels`.
     Label,
+    /// A judge policy (`crate::policy`), as stored at `policies/<sha256>.json`.
+    JudgePolicy,
+    /// The in-toto statement of a signed reliability report (`crate::stats::report`).
+    Reliability,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 18] = [
+    pub const ALL: [Kind; 20] = [
         Kind::PlaytestV3,
         Kind::ProofPackage,
         Kind::JudgePackage,
@@ -155,6 +167,8 @@ impl Kind {
         Kind::ShadowReport,
         Kind::Review,
         Kind::Label,
+        Kind::JudgePolicy,
+        Kind::Reliability,
     ];
 
     pub fn name(self) -> &'static str {
@@ -177,6 +191,8 @@ impl Kind {
             Kind::ShadowReport => "seal.shadow-report/1",
             Kind::Review => "seal.review/1",
             Kind::Label => "seal.label/1",
+            Kind::JudgePolicy => "seal.judge-policy/1",
+            Kind::Reliability => "seal.reliability/1",
         }
     }
 
@@ -209,6 +225,10 @@ impl Kind {
             }
             Kind::Review => "https://wanxiang.ai/contracts/play-loop/review.schema.json",
             Kind::Label => "https://wanxiang.ai/contracts/play-loop/label.schema.json",
+            Kind::JudgePolicy => {
+                "https://wanxiang.ai/contracts/play-loop/judge-policy.schema.json"
+            }
+            Kind::Reliability => "https://wanxiang.ai/contracts/play-loop/reliability.schema.json",
         }
     }
 
@@ -233,6 +253,7 @@ impl Kind {
                 "seal.stats/1" => Ok(Kind::Stats),
                 "seal.shadow-report/1" => Ok(Kind::ShadowReport),
                 "seal.label/1" => Ok(Kind::Label),
+                "seal.judge-policy/1" => Ok(Kind::JudgePolicy),
                 v if v.starts_with("play-spec/") => Ok(Kind::PlaySpec),
                 other => Err(UnknownKind::Version(other.chars().take(64).collect())),
             },
@@ -243,6 +264,11 @@ impl Kind {
                 == Some("https://wanxiang.ai/seal/review/v1") =>
             {
                 Ok(Kind::Review)
+            }
+            None if obj.get("predicateType").and_then(Value::as_str)
+                == Some("https://wanxiang.ai/seal/reliability/v1") =>
+            {
+                Ok(Kind::Reliability)
             }
             None if obj.contains_key("derivedFrom") => Ok(Kind::PlaySpec),
             None if obj.contains_key("designId") => Ok(Kind::Verdict),

@@ -59,4 +59,18 @@ pub struct SlotMeta {
     /// the sha256 of the bytes as received (`judge::redact`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unredacted_raw_hash: Option<Hash>,
+    /// The judge policy the attempt was made under: its log leaf and digest
+    /// (`crate::policy`). Absent in attempts copied from runs judged before policies were
+    /// logged (a stored-answer replay copies its source's attempts byte for byte).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyRef>,
+}
+
+/// Where an attempt names its judge policy (`crate::policy`): the log leaf that registered it
+/// and the sha256 of its canonical bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PolicyRef {
+    pub leaf_index: u64,
+    pub sha256: Hash,
 }

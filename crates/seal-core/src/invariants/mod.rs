@@ -111,7 +111,10 @@ pub fn check(kind: Kind, doc: &Value) -> Vec<Finding> {
         | Kind::Verdict
         | Kind::V3Roll
         | Kind::Stats
-        | Kind::Label => Ok(Vec::new()),
+        | Kind::Label
+        // Its schema is the whole of it (`crate::policy` reads a stored one strictly).
+        | Kind::JudgePolicy
+        | Kind::Reliability => Ok(Vec::new()),
     };
     r.unwrap_or_else(|e| e)
 }

@@ -12,6 +12,7 @@
 
 mod compare;
 mod load;
+pub mod policy;
 
 use std::collections::BTreeSet;
 
@@ -171,6 +172,9 @@ pub struct Audited {
     /// The run's reviews, from the audit's listing of the run folder (`None` when it failed):
     /// what `seal verify` checks them from, without listing their folder again.
     pub reviews: Option<StoredReviews>,
+    /// The judge policies the run's attempts name ([`policy`]), each with the run's first
+    /// judge call under it: what `seal verify` checks against the log.
+    pub policies: Vec<policy::UsedPolicy>,
 }
 
 /// A run's reviews as stored: `(index, key)` in index order, and the other objects of the
@@ -321,6 +325,7 @@ pub async fn compare(
     let brief_text = brief
         .map(|b| String::from_utf8_lossy(b).into_owned())
         .unwrap_or_default();
+    let policies = policy::check(&mut a, store, &run, &loaded.rolls).await;
     let mut docs = Vec::new();
     for l in loaded.rolls {
         a.absorb(l.audit);
@@ -331,7 +336,9 @@ pub async fn compare(
     }
     compare::mirror(&mut a, doc, &run, &docs);
     compare::unbound(&mut a, store, &run, doc).await;
-    a.done(docs)
+    let mut audited = a.done(docs);
+    audited.policies = policies;
+    audited
 }
 
 impl Audit {
@@ -348,6 +355,7 @@ impl Audit {
             bound: self.bound,
             named: self.named,
             reviews: self.reviews,
+            policies: Vec::new(),
         }
     }
 }

@@ -488,6 +488,7 @@ impl JudgeClient {
             accepted: outcome.is_ok(),
             attempt_mac: None,
             unredacted_raw_hash: None,
+            policy: job.policy.clone(),
         }
     }
 }

@@ -38,6 +38,9 @@ pub struct SlotJob<'a> {
     /// What the roll's stored, MAC-verified cost reservation names for this slot; set once the
     /// reservation is stored (`None` before, and for reservations older than the pin).
     pub pinned: Option<Pinned>,
+    /// The judge policy registered for this set-up (`crate::policy`), named in every
+    /// attempt's SlotMeta/1; `None` only for a roll no judge is called for.
+    pub policy: Option<seal_core::policy::PolicyRef>,
 }
 
 /// A slot as its roll's reservation fixed it: the request every attempt sends, how many
@@ -319,7 +322,7 @@ fn process_token() -> &'static str {
     TOKEN.get_or_init(|| hex::encode(rand::random::<[u8; 6]>()))
 }
 
-pub(super) fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())

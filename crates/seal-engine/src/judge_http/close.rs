@@ -131,6 +131,7 @@ impl JudgeClient {
             accepted: false,
             attempt_mac: None,
             unredacted_raw_hash: None,
+            policy: job.policy.clone(),
         }
     }
 }

@@ -21,6 +21,7 @@ mod transport;
 mod walk;
 
 pub use attempt::put_answer;
+pub(crate) use client::now_rfc3339;
 pub use client::{JudgeClient, Judges, JudgesError, Pinned, SlotJob};
 pub use close::Closing;
 pub use seal_core::judge::*;

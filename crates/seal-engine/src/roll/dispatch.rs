@@ -38,6 +38,7 @@ impl<'a> Jobs<'a> {
             session_id: judge_http::session_id(salt, &g.run, g.roll, slot),
             salt,
             pinned: None,
+            policy: None,
         };
         Jobs {
             a: job(Slot::A, seed_a),
@@ -47,6 +48,12 @@ impl<'a> Jobs<'a> {
 }
 
 impl Jobs<'_> {
+    /// Names the registered judge policy in both slots' attempts.
+    pub fn under(&mut self, policy: seal_core::policy::PolicyRef) {
+        self.a.policy = Some(policy.clone());
+        self.b.policy = Some(policy);
+    }
+
     /// Fixes each slot to what the roll's stored reservation names (see [`judge_http::Pinned`]).
     pub fn pin(&mut self, reservation: &CostReservation) {
         self.a.pinned = judge_http::Pinned::of(&reservation.price_table.a);

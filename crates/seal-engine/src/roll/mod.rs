@@ -55,6 +55,9 @@ pub enum JudgingError {
     /// A stored document that is not what this roll derives from its authenticated inputs.
     #[error("{key}: planted document, never judged or sealed from: {reason}")]
     Planted { key: String, reason: String },
+    /// The judge policy could not be registered: no judge is called.
+    #[error(transparent)]
+    Policy(#[from] crate::policy::PolicyError),
     #[error("run {run} {roll}: {reason}")]
     Internal {
         run: RunId,
@@ -82,6 +85,7 @@ impl HasFault for JudgingError {
             JudgingError::Resume(e) => e.fault(),
             JudgingError::Receipt(e) => e.fault(),
             JudgingError::Planted { .. } => Fault::Corruption,
+            JudgingError::Policy(e) => e.fault(),
             // What the store holds contradicts what this roll derives: not the caller's doing.
             JudgingError::Internal { .. } => Fault::Corruption,
         }
@@ -236,6 +240,10 @@ async fn judge_stages(
         },
         checks,
     };
+    // Before any judge is asked: the policy they are asked under is in the log.
+    if guard.status == GuardStatus::Pass && matches!(source, Source::Live) {
+        jobs.under(engine.policy().await?);
+    }
     let (run_a, run_b) = dispatch::run(engine, &guard, &jobs, source).await?;
     let roll_record = record::record(
         engine,

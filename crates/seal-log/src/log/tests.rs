@@ -380,3 +380,55 @@ pub(crate) fn raw_keys(key: &SigningKey, trusted: &[PublicKey]) -> LogTrust {
             .map(|k| k.raw()),
     )
 }
+
+/// A judge policy is registered once, whoever asks: the same process again, or another
+/// process starting from the checkpoint (found by its pointer below it); another policy gets
+/// its own leaf, and `policy_at` reads a leaf as a policy's only when it is one.
+#[tokio::test]
+async fn a_policy_is_registered_once_across_processes() {
+    let (_dir, store, key) = forty().await;
+    let sha = Hash::of(b"policy one");
+    let first = tlog::PolicyEntry::new(&sha, "2026-12-07T10:00:00Z");
+    let log = Log::new(store.clone(), DEFAULT_ORIGIN);
+    let a = log.append_policy(&first, &key).await.unwrap();
+    assert_eq!((a.index, a.created), (40, true));
+    let later = tlog::PolicyEntry::new(&sha, "2026-12-07T11:00:00Z");
+    let again = log.append_policy(&later, &key).await.unwrap();
+    assert_eq!((again.index, again.created), (40, false));
+    // Another process, reading the tree from the checkpoint and tiles, not the entries.
+    let other = Log::new(store.clone(), DEFAULT_ORIGIN);
+    let found = other.append_policy(&later, &key).await.unwrap();
+    assert_eq!((found.index, found.created), (40, false));
+    assert_eq!(other.policy_at(40, &key).await.unwrap(), Some(first));
+    assert_eq!(
+        other.policy_at(3, &key).await.unwrap(),
+        None,
+        "a seal's leaf"
+    );
+    assert_eq!(
+        other.policy_at(99, &key).await.unwrap(),
+        None,
+        "no such leaf"
+    );
+    let two = tlog::PolicyEntry::new(&Hash::of(b"policy two"), "2026-12-07T12:00:00Z");
+    let b = other.append_policy(&two, &key).await.unwrap();
+    assert_eq!((b.index, b.created), (41, true));
+}
+
+/// A policy leaf planted at the next index (canonical, but without the log key's `auth`) is
+/// not taken for a registration: the process refuses it rather than name it in attempts.
+#[tokio::test]
+async fn a_planted_policy_leaf_is_never_taken_for_a_registration() {
+    let (dir, store, key) = forty().await;
+    let sha = Hash::of(b"tuned after the answers");
+    let planted = tlog::PolicyEntry::new(&sha, "2020-01-01T00:00:00Z");
+    std::fs::write(entry_file(&dir, 40), planted.to_bytes().unwrap()).unwrap();
+    let log = Log::new(store.clone(), DEFAULT_ORIGIN);
+    let err = log.append_policy(&planted, &key).await.unwrap_err();
+    assert!(
+        matches!(&err, LogError::Refused { problems } if problems
+            .iter()
+            .any(|p| p.check == AuditCheck::PlantedLogEntry)),
+        "{err}"
+    );
+}

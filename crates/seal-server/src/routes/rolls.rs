@@ -79,6 +79,15 @@ pub(crate) async fn post_roll(
             wait,
         ));
     }
+    // The judges are asked only under a judge policy the log holds, and nothing is appended
+    // to the log before its admission: a roll that comes before both waits, as finalize does
+    // (the daemon logs the policy itself once the log is admitted).
+    if !engine.policy_logged() {
+        state
+            .admission
+            .wait_admitted(crate::admission::FINALIZE_WAIT)
+            .await?;
+    }
     let _permit = state.rolls.acquire().await.map_err(|_| ApiError::busy(2))?;
     let report = accepted.judge(&roll::Source::Live).await?;
     engine.judges().metrics.roll_judged(
