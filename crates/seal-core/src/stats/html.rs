@@ -291,16 +291,16 @@ fn drift_section(h: &mut String, groups: &[super::drift::DriftGroup]) {
 fn queue_section(h: &mut String, r: &StatsReport) {
     let _ = write!(
         h,
-        "<section id=\"review-queue\"><h2>Adjudication queue</h2><p>{} decided inconclusive run(s) without a trusted review, oldest first.</p><table><tr><th class=\"l\">run</th><th class=\"l\">decided at</th><th class=\"l\">explain</th></tr>",
+        "<section id=\"review-queue\"><h2>Adjudication queue</h2><p>{} decided inconclusive run(s) without a trusted review, oldest first.</p><table><tr><th class=\"l\">run</th><th class=\"l\">decided at</th><th class=\"l\">review it</th></tr>",
         r.review_queue.len()
     );
     for q in &r.review_queue {
         let _ = write!(
             h,
-            "<tr><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td></tr>",
+            "<tr><td class=\"l\"><code>{0}</code></td><td class=\"l\">{1}</td><td class=\"l\"><a href=\"{2}\">{2}</a></td></tr>",
             esc(&q.run_id),
             esc(&q.decided_at),
-            esc(&q.explain)
+            esc(&crate::stats::human::workbench_link(&q.run_id))
         );
     }
     h.push_str("</table></section>");
