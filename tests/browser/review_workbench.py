@@ -241,6 +241,8 @@ def reviewed(page, key_id):
     assert page.inner_text("#key-id") == key_id, "the key did not stay in IndexedDB"
     decisions = decide_by_keyboard(page, "checked <b>by keyboard</b> \u202e")
     shot(page, "run.png")
+    if SCREENS:  # the decision tree up close (its boxes' labels)
+        page.locator(".tree-wrap").first.screenshot(path=str(pathlib.Path(SCREENS) / "run-tree.png"))
     shot(page, "run-full.png", full_page=True)
     page.keyboard.press("Control+Enter")
     page.wait_for_url(BASE + "/review/", timeout=WAIT_MS)
@@ -254,6 +256,8 @@ def stats_page(page):
     links = page.eval_on_selector_all("a[href^='/review/runs/']", "l => l.map(x => x.getAttribute('href'))")
     assert f"/review/runs/{RUN}" in links, links
     shot(page, "stats.png", full_page=True)
+    if SCREENS:  # the confusion matrices up close (their headers against the row labels)
+        page.locator(".maps").first.screenshot(path=str(pathlib.Path(SCREENS) / "stats-matrices.png"))
 
 
 def browser_part():

@@ -776,7 +776,7 @@ fn seal_section(h: &mut String, p: &Page<'_>) {
 pub const STYLE: &str = r#"
 :root{--pass:#1a7f37;--guard:#9a6700;--blocked:#cf222e;--neutral:#8c959f;--fg:#1f2328;--mute:#59636e;--line:#d1d9e0}
 *{box-sizing:border-box}
-body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",sans-serif;color:var(--fg);background:#fff}
+body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Noto Sans CJK SC","Noto Sans CJK JP",sans-serif;color:var(--fg);background:#fff}
 main{max-width:1180px;margin:0 auto;padding:12px 16px 40px}
 h1{font-size:1.45rem;margin:.3rem 0 .6rem;overflow-wrap:anywhere}
 h2{font-size:1.2rem;margin:1.6rem 0 .5rem;padding-top:.4rem;border-top:2px solid var(--line)}
@@ -793,7 +793,7 @@ dl.facts dd{margin:0;overflow-wrap:anywhere}
 .k.pass{border-color:var(--pass);background:#dafbe1}.k.guard{border-color:var(--guard);background:#fff8c5}.k.blocked{border-color:var(--blocked);background:#ffebe9}.k.neutral{border:1px dashed var(--neutral);color:var(--mute)}
 .tree-wrap{overflow-x:auto;border:1px solid var(--line);border-radius:6px;background:#fbfcfd}
 .tree-wrap svg{display:block;width:100%;min-width:760px;height:auto}
-svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans CJK SC",sans-serif}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;margin:.3rem 0;font-size:.92rem}
 th,td{border:1px solid var(--line);padding:.3rem .45rem;text-align:left;vertical-align:top}

@@ -125,7 +125,7 @@ pub fn render(t: &DecisionTree) -> String {
             fmt_status(n.status),
             c.x + 26,
             c.y + 22,
-            esc(&crate::contracts::shorten(&n.title, 25)),
+            esc(&crate::contracts::shorten(&n.title, 22)),
             c.x + 26,
             c.y + 39,
             esc(&detail[0]),
@@ -139,7 +139,7 @@ pub fn render(t: &DecisionTree) -> String {
 }
 
 /// Characters of a box's detail line (10.5px text in a box of [`W`]).
-const DETAIL_CHARS: usize = 31;
+const DETAIL_CHARS: usize = 28;
 
 /// `text` on two lines of at most `max` characters, broken between words where it can; the
 /// second ends in an ellipsis when the text is longer.
