@@ -18,6 +18,7 @@ mod error;
 pub mod listen;
 mod metrics;
 mod routes;
+mod sessions;
 mod state;
 mod store_health;
 pub mod uniform;

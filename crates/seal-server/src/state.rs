@@ -32,7 +32,7 @@ pub struct AppState {
     /// Whether the store takes writes, as answered requests showed (`/readyz`).
     pub(crate) store_writes: Arc<crate::store_health::StoreWrites>,
     /// The review workbench's sessions (this process's only).
-    pub(crate) sessions: Arc<crate::workbench::Sessions>,
+    pub(crate) sessions: Arc<crate::sessions::Sessions>,
 }
 
 /// The binary's version, the commit it was built from and the compiler (the `seal` package's

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Form;
 
 use super::page;
-use super::session::{csrf_matches, Session, COOKIE, SESSION_TTL};
+use crate::sessions::{csrf_matches, Session, COOKIE, SESSION_TTL};
 use crate::{ApiError, AppState};
 
 /// The login form's fields.

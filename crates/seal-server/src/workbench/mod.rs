@@ -1,7 +1,7 @@
 //! The review workbench, `/review/` on `seal serve`: people work through the adjudication
 //! queue in a browser and sign their reviews there, with a key their browser holds.
 //!
-//! - [`login`]: reviewer tokens → sessions ([`session`]), CSRF on every POST.
+//! - [`login`]: reviewer tokens → sessions (`crate::sessions`), CSRF on every POST.
 //! - [`page`]: the queue and a run's page (the explain page's own content beside a decision
 //!   form), under a Content-Security-Policy that runs only `/review/static/workbench.js`.
 //! - [`api`]: the unsigned statement for the decisions chosen, and the signed review (the same
@@ -16,9 +16,6 @@
 mod api;
 mod login;
 mod page;
-mod session;
-
-pub(crate) use session::Sessions;
 
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -145,7 +142,7 @@ async fn run_page(
     state: &AppState,
     id: &str,
     filters: &Filters,
-    s: &session::Session,
+    s: &crate::sessions::Session,
 ) -> Result<Response, ApiError> {
     let run = run_id(id)?;
     let verifier = verifier(state, Scope::Runs(std::slice::from_ref(&run))).await?;

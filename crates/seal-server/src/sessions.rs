@@ -1,4 +1,4 @@
-//! The review workbench's sessions: a server-side table from a random session id (the
+//! The review workbench's sessions (`crate::workbench`): a server-side table from a random session id (the
 //! `seal_review` cookie, HttpOnly, SameSite=Strict) to the reviewer who logged in, the
 //! session's CSRF token and its expiry.
 //!
