@@ -63,6 +63,8 @@ function say(text, kind) {
   if (!s) return;
   s.textContent = text;
   s.className = kind || "";
+  // The panel scrolls: what happened to a submission must be in view.
+  s.scrollIntoView({ block: "nearest" });
 }
 
 // ---------- DSSE and canonical JSON ----------
@@ -243,7 +245,7 @@ function refusal(res) {
   const e = (res.json && res.json.error) || {};
   const code = e.code || `HTTP ${res.status}`;
   let hint = "";
-  if (code === "untrusted_reviewer") hint = " Your public key (above) is not in the daemon's reviewers.trusted: give it to an operator, then submit again.";
+  if (code === "untrusted_reviewer") hint = " — your public key (above) is not in the daemon's reviewers.trusted: give it to an operator, then submit again.";
   return `Refused (${code}): ${e.message || ""}${hint}`;
 }
 
