@@ -11,7 +11,7 @@ use seal_engine::explain_load::{ExplainError, Explanation};
 use super::args::{self, StoreArg};
 use super::context::Context;
 use super::error::{CliError, ExitStatus};
-use super::output::{shell_word, terminal_safe, write_output};
+use super::output::{terminal_safe, write_output};
 
 #[derive(Debug, clap::Args)]
 pub struct ExplainArgs {
@@ -83,36 +83,34 @@ pub fn run(ctx: &Context, args: ExplainArgs) -> Result<ExitStatus, CliError> {
     Ok(ExitStatus::Yes)
 }
 
-/// The page, with the `seal verify` command that re-proves the run.
+/// The page, with the `seal verify` command that re-proves the run (no local path in it:
+/// `explain::html::verify_command`).
 fn page(ctx: &Context, args: &ExplainArgs, url: &StoreArg, explained: &Explanation) -> Vec<u8> {
-    let mut cmd = format!(
-        "seal verify {} --store {}",
-        shell_word(args.run_id.as_str()),
-        shell_word(url.as_str())
-    );
-    for p in ctx.config().trusted_keys.iter().chain(&args.trust) {
-        cmd.push_str(&format!(
-            " --trust {}",
-            shell_word(&p.display().to_string())
-        ));
-    }
-    for p in ctx
+    let shown = |p: &std::path::PathBuf| p.display().to_string();
+    let trust: Vec<String> = ctx
+        .config()
+        .trusted_keys
+        .iter()
+        .chain(&args.trust)
+        .map(shown)
+        .collect();
+    let reviewers: Vec<String> = ctx
         .config()
         .reviewer_keys
         .iter()
         .chain(&args.trust_reviewer)
-    {
-        cmd.push_str(&format!(
-            " --trust-reviewer {}",
-            shell_word(&p.display().to_string())
-        ));
-    }
+        .map(shown)
+        .collect();
+    let mut cmd = seal_engine::explain_load::html::verify_command(
+        args.run_id.as_str(),
+        url.as_str(),
+        &trust,
+        &reviewers,
+    );
     // The witnesses asked for here are asked for there too (the config's apply to both).
     for p in &args.witnesses.keys {
-        cmd.push_str(&format!(
-            " --witness {}",
-            shell_word(&p.display().to_string())
-        ));
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+        cmd.push_str(&format!(" --witness {}", name.unwrap_or_default()));
     }
     if let Some(n) = args.witnesses.quorum {
         cmd.push_str(&format!(" --witness-quorum {n}"));

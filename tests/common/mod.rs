@@ -400,6 +400,17 @@ pub async fn sealed_run_with_text(
     evil: &str,
     model_a: &str,
 ) -> (tempfile::TempDir, String, PathBuf, String) {
+    sealed_run_judged(evil, model_a, "satisfied", seal_core::doc::Outcome::Pass).await
+}
+
+/// [`sealed_run_with_text`] where judge B answers `b_verdict` to every obligation (judge A
+/// `satisfied`), sealed with `outcome`: `"failed"` gives a disputed, `inconclusive` run.
+pub async fn sealed_run_judged(
+    evil: &str,
+    model_a: &str,
+    b_verdict: &str,
+    outcome: seal_core::doc::Outcome,
+) -> (tempfile::TempDir, String, PathBuf, String) {
     use serde_json::{json, Value};
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in");
@@ -445,16 +456,20 @@ pub async fn sealed_run_with_text(
         "progress.score-increased",
         "ui.text-readable",
     ];
-    let answer = json!({"obligations": ids.iter().map(|id| json!({
-        "id": id, "verdict": "satisfied",
-        "sequenceRefs": [{"stream": "events", "from": 11, "to": seq}],
-        "frameHashes": [frame],
-        "rationale": format!("{id}: {evil}"),
-    })).collect::<Vec<_>>()});
-    for model in [model_a, MODEL_B] {
+    let answer = |verdict: &str| {
+        json!({"obligations": ids.iter().map(|id| json!({
+            "id": id, "verdict": verdict,
+            "sequenceRefs": [{"stream": "events", "from": 11, "to": seq}],
+            "frameHashes": [frame],
+            "rationale": format!("{id}: {evil}"),
+        })).collect::<Vec<_>>()})
+    };
+    for (model, verdict) in [(model_a, "satisfied"), (MODEL_B, b_verdict)] {
         lb.script(
             model,
-            [seal_testkit::loopback::Fault::Content(answer.to_string())],
+            [seal_testkit::loopback::Fault::Content(
+                answer(verdict).to_string(),
+            )],
         );
     }
     let key = seal_fs::keys::generate_signing_key();
@@ -469,7 +484,7 @@ pub async fn sealed_run_with_text(
         .expect("hostile run seals");
     assert_eq!(
         done.evidence().outcome,
-        Some(seal_core::doc::Outcome::Pass),
+        Some(outcome),
         "{:?}",
         done.evidence().decision
     );

@@ -278,9 +278,15 @@ async fn cli_explain_answers_json_html_and_exit_codes() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let html = std::fs::read_to_string(&page).unwrap();
+    // The command names no path of this machine: the store as STORE_URL, keys by file name.
+    let pem_name = pem.file_name().unwrap().to_string_lossy().into_owned();
     assert!(html.contains(&format!(
-        "seal verify {run} --store {store} --trust {pem_s}"
+        "seal verify {run} --store STORE_URL --trust {pem_name}"
     )));
+    assert!(
+        !html.contains(&pem_s) && !html.contains(&store),
+        "a local path on the page"
+    );
     assert!(html.contains("Content-Security-Policy"));
     // A run that does not verify is not explained: exit 1 with the problems.
     let (_dir, root) = copy_fixture_store();

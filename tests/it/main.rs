@@ -41,6 +41,7 @@ mod review;
 mod review_browser;
 mod review_stats;
 mod review_trust;
+mod review_workbench;
 mod secure_defaults;
 mod serve;
 mod serve_store;

@@ -265,7 +265,8 @@ fn hostile_ledger_text_is_escaped_in_the_page_and_the_table() {
     assert!(page.contains("[U+202E]evil"));
     assert!(!page.contains("<script>"));
     assert!(!page.contains('\u{202E}'));
-    assert!(page.contains("href=\"https://seal.internal/v1/runs/r3/explain\""));
+    // The disagreement opens the run in the review workbench, not a token-guarded /v1 route.
+    assert!(page.contains("href=\"https://seal.internal/review/runs/r3\""));
     assert!(page.contains("Content-Security-Policy"));
     let without = seal_core::shadow::html::render(&r, None);
     assert!(without.contains("seal explain r3 --html --out r3.html"));

@@ -428,25 +428,55 @@ pub async fn review_queue(
     store: &Store,
     verifier: &Verifier,
 ) -> Result<Vec<human::QueuedRun>, StatsError> {
+    Ok(review_queue_entries(store, verifier)
+        .await?
+        .into_iter()
+        .map(|e| e.row)
+        .collect())
+}
+
+/// A run on the adjudication queue with what the review workbench filters it by.
+#[derive(Debug, Clone)]
+pub struct QueueEntry {
+    pub row: human::QueuedRun,
+    /// The run's genre, as the evidence spells it.
+    pub genre: String,
+    /// Its proof obligation ids, in the header's order.
+    pub obligations: Vec<String>,
+}
+
+/// [`review_queue`], each run with its genre and obligations (the review workbench's queue).
+pub async fn review_queue_entries(
+    store: &Store,
+    verifier: &Verifier,
+) -> Result<Vec<QueueEntry>, StatsError> {
     use futures::StreamExt;
     let mut runs = store.runs().await?.runs;
     runs.sort();
     let mut rows = futures::stream::iter(runs)
         .map(|run| async move { queue_visit(store, &run, verifier).await })
         .buffered(JOBS);
-    let mut queue = Vec::new();
+    let mut queue: Vec<QueueEntry> = Vec::new();
     while let Some(row) = rows.next().await {
         queue.extend(row?);
     }
-    human::sort_queue(&mut queue);
-    Ok(queue)
+    let mut order: Vec<human::QueuedRun> = queue.iter().map(|e| e.row.clone()).collect();
+    human::sort_queue(&mut order);
+    let mut by_id: std::collections::BTreeMap<String, QueueEntry> = queue
+        .into_iter()
+        .map(|e| (e.row.run_id.clone(), e))
+        .collect();
+    Ok(order
+        .iter()
+        .filter_map(|r| by_id.remove(&r.run_id))
+        .collect())
 }
 
 async fn queue_visit(
     store: &Store,
     run: &RunId,
     verifier: &Verifier,
-) -> Result<Option<human::QueuedRun>, StatsError> {
+) -> Result<Option<QueueEntry>, StatsError> {
     if !store.exists(&Key::evidence(run)).await? {
         return Ok(None);
     }
@@ -477,5 +507,13 @@ async fn queue_visit(
             key: Key::evidence(run).to_string(),
             detail: "a verified evidence without an RFC 3339 decidedAt".into(),
         })?;
-    Ok(Some(human::queue_row(run.as_str(), &decided_at, nanos)))
+    let genre = serde_json::to_value(ev.genre)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    Ok(Some(QueueEntry {
+        row: human::queue_row(run.as_str(), &decided_at, nanos),
+        genre,
+        obligations: ev.proof_obligations.iter().map(|o| o.id.clone()).collect(),
+    }))
 }

@@ -8,6 +8,9 @@
 //! Bounded work: a roll takes a permit from a semaphore of `max_rolls_in_progress` before it
 //! starts; at most `queue_bound` more may wait for one; past that the API answers 429 with
 //! Retry-After, so memory stays flat whatever the load. Judge calls are bounded per slot too.
+//!
+//! Beside the API for workers, `/review/` is the review workbench (`workbench`): people log in
+//! with a reviewer token and sign reviews of queued runs with a key their browser holds.
 
 mod access;
 mod admission;
@@ -15,10 +18,12 @@ mod error;
 pub mod listen;
 mod metrics;
 mod routes;
+mod sessions;
 mod state;
 mod store_health;
 pub mod uniform;
 pub mod witness_http;
+mod workbench;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
@@ -77,6 +82,8 @@ pub fn router(state: AppState) -> Router {
         .route("/openapi.json", get(get_openapi))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth))
         .merge(metrics)
+        // The review workbench has its own access (reviewer sessions), never the bearer token.
+        .merge(workbench::router(state.clone()))
         .route("/healthz", get(healthz))
         .route("/livez", get(routes::health::livez))
         .route("/readyz", get(routes::health::readyz))

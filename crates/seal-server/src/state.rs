@@ -31,6 +31,8 @@ pub struct AppState {
     pub(crate) metrics: Arc<crate::metrics::ServerMetrics>,
     /// Whether the store takes writes, as answered requests showed (`/readyz`).
     pub(crate) store_writes: Arc<crate::store_health::StoreWrites>,
+    /// The review workbench's sessions (this process's only).
+    pub(crate) sessions: Arc<crate::sessions::Sessions>,
 }
 
 /// The binary's version, the commit it was built from and the compiler (the `seal` package's
@@ -64,6 +66,7 @@ impl AppState {
             admission: crate::admission::AdmissionGate::new(crate::admission::Admission::Admitted),
             metrics: Arc::new(crate::metrics::ServerMetrics::new()),
             store_writes: Arc::default(),
+            sessions: Arc::default(),
             engine,
         }
     }

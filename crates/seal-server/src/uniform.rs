@@ -60,9 +60,12 @@ fn is_json(value: Option<&HeaderValue>) -> bool {
 pub async fn uniform_errors(req: Request, next: Next) -> Response {
     let resp = next.run(req).await;
     let status = resp.status();
-    if !(status.is_client_error() || status.is_server_error())
-        || is_json(resp.headers().get(header::CONTENT_TYPE))
-    {
+    // The review workbench's error pages are HTML for a person, and stay so.
+    let content_type = resp.headers().get(header::CONTENT_TYPE);
+    let is_page = content_type
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json(content_type) || is_page {
         return resp;
     }
     let (mut parts, body) = resp.into_parts();

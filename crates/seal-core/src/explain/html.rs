@@ -61,18 +61,53 @@ fn cut(s: &str, max: usize) -> String {
     crate::contracts::shorten(s, max)
 }
 
+/// The `seal verify` command a page shows to re-prove `run`: a store on the local disk
+/// (`file://`) as `STORE_URL`, each key by its file name alone, so that a page handed on names
+/// no path of the machine it was made on.
+pub fn verify_command(
+    run: &str,
+    store_url: &str,
+    trust: &[String],
+    reviewers: &[String],
+) -> String {
+    let store = if store_url.starts_with("file:") {
+        "STORE_URL"
+    } else {
+        store_url
+    };
+    let base = |p: &String| p.rsplit('/').next().unwrap_or(p).to_string();
+    let mut cmd = format!("seal verify {run} --store {store}");
+    for t in trust {
+        cmd.push_str(&format!(" --trust {}", base(t)));
+    }
+    for r in reviewers {
+        cmd.push_str(&format!(" --trust-reviewer {}", base(r)));
+    }
+    cmd
+}
+
 /// Escaped and cut.
 fn q(s: &str, max: usize) -> String {
     esc(&cut(s, max))
 }
 
-/// Renders the page.
+/// Renders the page: [`STYLE`] and [`main`] in a document of their own.
 pub fn render(p: &Page<'_>) -> String {
     let mut h = String::with_capacity(64 * 1024);
     head(&mut h, p);
+    h.push_str(&main(p));
+    h.push_str("</body></html>\n");
+    h
+}
+
+/// The page's content, `<main>…</main>`: what the review workbench shows beside its decision
+/// form (one renderer for both, so the workbench shows exactly what `seal explain` shows).
+pub fn main(p: &Page<'_>) -> String {
+    let mut h = String::with_capacity(64 * 1024);
+    h.push_str("<main>");
     summary(&mut h, p);
     h.push_str("<section id=\"tree\"><h2>Decision tree</h2>");
-    h.push_str("<p class=\"legend\"><span class=\"k pass\">pass</span> <span class=\"k guard\">guard</span> <span class=\"k blocked\">blocked</span> <span class=\"k neutral\">not taken</span> The thick line is the path the run took; every box links to its evidence below.</p>");
+    h.push_str("<p class=\"legend\"><span class=\"k pass\">&#10003; passed, satisfied</span> <span class=\"k guard\">! disputed, inconclusive, held by a guard</span> <span class=\"k blocked\">&#10005; failed, contradicted, refused</span> <span class=\"k neutral\">&#183; not taken</span> <span class=\"k human\">a person&#39;s review</span> The thick line is the path the run took; every box links to its evidence below.</p>");
     h.push_str("<div class=\"tree-wrap\">");
     h.push_str(&super::svg::render(p.tree));
     h.push_str("</div></section>");
@@ -94,7 +129,11 @@ pub fn render(p: &Page<'_>) -> String {
     decision_section(&mut h, p);
     reviews_section(&mut h, p);
     seal_section(&mut h, p);
-    h.push_str("<footer>Made by <code>seal explain</code> from the verified, stored objects of this run. Game text and judge rationales are quoted as data.</footer></main></body></html>\n");
+    let review = crate::stats::human::workbench_link(&p.run.evidence.run_id);
+    h.push_str(&format!(
+        "<footer>Made by <code>seal explain</code> from the verified, stored objects of this run. Game text and judge rationales are quoted as data. On the daemon, people review this run at <a href=\"{0}\">{0}</a>.</footer></main>",
+        esc(&review)
+    ));
     h
 }
 
@@ -110,7 +149,7 @@ fn head(h: &mut String, p: &Page<'_>) {
     h.push_str(&format!("<title>seal explain {}</title>", esc(&ev.run_id)));
     h.push_str("<style>");
     h.push_str(STYLE);
-    h.push_str("</style></head><body><main>");
+    h.push_str("</style></head><body>");
 }
 
 fn badge(outcome: Outcome) -> String {
@@ -727,16 +766,17 @@ fn seal_section(h: &mut String, p: &Page<'_>) {
         ));
     }
     h.push_str(&format!(
-        "</dl><p>Decided at {}. Re-prove this run with the public key alone:</p><pre class=\"cmd\"><code>{}</code></pre></section>",
+        "</dl><p>Decided at {}. Re-prove this run with the public key alone, from a copy of the store (its URL in place of <code>STORE_URL</code>) and the public key files named:</p><pre class=\"cmd\"><code>{}</code></pre></section>",
         q(ev.final_postguard.as_ref().map(|p| p.decided_at.as_str()).unwrap_or("-"), 64),
         q(p.verify_command, 2000)
     ));
 }
 
-const STYLE: &str = r#"
+/// The page's style sheet (also served by the review workbench as a file of its own).
+pub const STYLE: &str = r#"
 :root{--pass:#1a7f37;--guard:#9a6700;--blocked:#cf222e;--neutral:#8c959f;--fg:#1f2328;--mute:#59636e;--line:#d1d9e0}
 *{box-sizing:border-box}
-body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",sans-serif;color:var(--fg);background:#fff}
+body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Noto Sans CJK SC","Noto Sans CJK JP",sans-serif;color:var(--fg);background:#fff}
 main{max-width:1180px;margin:0 auto;padding:12px 16px 40px}
 h1{font-size:1.45rem;margin:.3rem 0 .6rem;overflow-wrap:anywhere}
 h2{font-size:1.2rem;margin:1.6rem 0 .5rem;padding-top:.4rem;border-top:2px solid var(--line)}
@@ -753,7 +793,7 @@ dl.facts dd{margin:0;overflow-wrap:anywhere}
 .k.pass{border-color:var(--pass);background:#dafbe1}.k.guard{border-color:var(--guard);background:#fff8c5}.k.blocked{border-color:var(--blocked);background:#ffebe9}.k.neutral{border:1px dashed var(--neutral);color:var(--mute)}
 .tree-wrap{overflow-x:auto;border:1px solid var(--line);border-radius:6px;background:#fbfcfd}
 .tree-wrap svg{display:block;width:100%;min-width:760px;height:auto}
-svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans CJK SC",sans-serif}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;margin:.3rem 0;font-size:.92rem}
 th,td{border:1px solid var(--line);padding:.3rem .45rem;text-align:left;vertical-align:top}
@@ -774,6 +814,26 @@ figure img{display:block;width:132px;height:auto;border:1px solid var(--line);bo
 code.data{font-size:12px}
 footer{margin-top:2rem;color:var(--mute);font-size:.85rem}
 :target{outline:3px solid #0969da;outline-offset:2px}
+.edge path{fill:none}
+.edge.alt path{stroke:#afb8c1;stroke-width:1.4;stroke-dasharray:5 4}
+.edge.sel path{stroke:#0969da;stroke-width:3.2}
+.lbl{font-size:11px;fill:#59636e;paint-order:stroke;stroke:#fbfcfd;stroke-width:4px;stroke-linejoin:round}
+.edge.sel .lbl{fill:#0a3069;font-weight:600}
+.node .box{fill:#fff;stroke:#8c959f;stroke-width:1.2}
+.node.off .box{stroke-dasharray:4 3;fill:#fafbfc}
+.node.off text{fill:#8c959f}
+.node.on .box{stroke-width:2.6}
+.node.on.pass .box{fill:#dafbe1;stroke:#1a7f37}
+.node.on.guard .box{fill:#fff8c5;stroke:#9a6700}
+.node.on.blocked .box{fill:#ffebe9;stroke:#cf222e}
+.node.on.neutral .box{fill:#f6f8fa;stroke:#8c959f}
+.node .t1{font-size:12px;font-weight:600;fill:#1f2328}
+.node .t2{font-size:10.5px;fill:#59636e}
+.node .glyph{font-size:14px;font-weight:700}
+.node.on.pass .glyph{fill:#1a7f37}.node.on.guard .glyph{fill:#9a6700}.node.on.blocked .glyph{fill:#cf222e}
+.node.human .box{stroke:#6e40c9;stroke-width:2.6}
+.node:hover .box{stroke:#0969da}
+.k.human{border-color:#6e40c9;background:#fbefff}
 @media (max-width:640px){body{font-size:14px}main{padding:8px 10px 30px}dl.facts{grid-template-columns:1fr}dl.facts dt{margin-top:.3rem}}
 @media print{body{font-size:11px}main{max-width:none;padding:0}.tree-wrap{overflow:visible;border:none}.tree-wrap svg{min-width:0}pre{max-height:none;overflow:visible}a{color:inherit;text-decoration:none}h2{break-after:avoid}tr,figure{break-inside:avoid}section#tree{break-after:page}}
 "#;

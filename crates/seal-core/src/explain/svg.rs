@@ -13,9 +13,9 @@ use crate::doc::{DecisionTree, EdgeTone, NodeOwner, NodeStatus, TreeEdge};
 use crate::html::esc;
 
 const COLS: usize = 5;
-const W: i64 = 200;
-const H: i64 = 52;
-const GAP_X: i64 = 22;
+const W: i64 = 216;
+const H: i64 = 62;
+const GAP_X: i64 = 16;
 const GAP_Y: i64 = 46;
 const MARGIN: i64 = 14;
 const LANE: i64 = 70;
@@ -108,8 +108,9 @@ pub fn render(t: &DecisionTree) -> String {
         // A person's review is off the sealed path but was made: drawn in its status colour.
         let human = n.owner == NodeOwner::Human;
         let on = on_path.contains(n.id.as_str()) || human;
+        let detail = two_lines(&n.detail, DETAIL_CHARS);
         s.push_str(&format!(
-            "<a href=\"{}\" id=\"node-{}\" class=\"node {} {}{}\"><title>{}: {}</title><rect x=\"{}\" y=\"{}\" width=\"{W}\" height=\"{H}\" rx=\"7\" class=\"box\"/><text x=\"{}\" y=\"{}\" class=\"glyph\">{}</text><text x=\"{}\" y=\"{}\" class=\"t1\">{}</text><text x=\"{}\" y=\"{}\" class=\"t2\">{}</text></a>",
+            "<a href=\"{}\" id=\"node-{}\" class=\"node {} {}{}\"><title>{}: {}</title><rect x=\"{}\" y=\"{}\" width=\"{W}\" height=\"{H}\" rx=\"7\" class=\"box\"/><text x=\"{}\" y=\"{}\" class=\"glyph\">{}</text><text x=\"{}\" y=\"{}\" class=\"t1\">{}</text><text x=\"{}\" y=\"{}\" class=\"t2\">{}</text><text x=\"{}\" y=\"{}\" class=\"t2\">{}</text></a>",
             esc(n.evidence_ref.as_str()),
             esc(&n.id),
             if on { "on" } else { "off" },
@@ -124,14 +125,40 @@ pub fn render(t: &DecisionTree) -> String {
             fmt_status(n.status),
             c.x + 26,
             c.y + 22,
-            esc(&crate::contracts::shorten(&n.title, 24)),
+            esc(&crate::contracts::shorten(&n.title, 22)),
             c.x + 26,
-            c.y + 40,
-            esc(&crate::contracts::shorten(&n.detail, 31)),
+            c.y + 39,
+            esc(&detail[0]),
+            c.x + 26,
+            c.y + 53,
+            esc(&detail[1]),
         ));
     }
     s.push_str("</svg>");
     s
+}
+
+/// Characters of a box's detail line (10.5px text in a box of [`W`]).
+const DETAIL_CHARS: usize = 28;
+
+/// `text` on two lines of at most `max` characters, broken between words where it can; the
+/// second ends in an ellipsis when the text is longer.
+fn two_lines(text: &str, max: usize) -> [String; 2] {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= max {
+        return [text.to_string(), String::new()];
+    }
+    let cut = chars[..=max]
+        .iter()
+        .rposition(|c| c.is_whitespace())
+        .filter(|&i| i > max / 2)
+        .unwrap_or(max);
+    let first: String = chars[..cut].iter().collect();
+    let rest: String = chars[cut..].iter().collect();
+    [
+        first.trim_end().to_string(),
+        crate::contracts::shorten(rest.trim_start(), max),
+    ]
 }
 
 fn edge(e: &TreeEdge, a: Cell, b: Cell, branch: bool, width: i64, lane: &mut i64) -> String {
@@ -195,24 +222,4 @@ fn edge(e: &TreeEdge, a: Cell, b: Cell, branch: bool, width: i64, lane: &mut i64
     )
 }
 
-const DEFS: &str = r##"<defs><marker id="ah-sel" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto-start-reverse"><path d="M0 0 L10 5 L0 10 z" fill="#0969da"/></marker><marker id="ah-alt" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0 0 L10 5 L0 10 z" fill="#afb8c1"/></marker></defs><style>
-.edge path{fill:none}
-.edge.alt path{stroke:#afb8c1;stroke-width:1.4;stroke-dasharray:5 4}
-.edge.sel path{stroke:#0969da;stroke-width:3.2}
-.lbl{font-size:11px;fill:#59636e;paint-order:stroke;stroke:#fbfcfd;stroke-width:4px;stroke-linejoin:round}
-.edge.sel .lbl{fill:#0a3069;font-weight:600}
-.node .box{fill:#fff;stroke:#8c959f;stroke-width:1.2}
-.node.off .box{stroke-dasharray:4 3;fill:#fafbfc}
-.node.off text{fill:#8c959f}
-.node.on .box{stroke-width:2.6}
-.node.on.pass .box{fill:#dafbe1;stroke:#1a7f37}
-.node.on.guard .box{fill:#fff8c5;stroke:#9a6700}
-.node.on.blocked .box{fill:#ffebe9;stroke:#cf222e}
-.node.on.neutral .box{fill:#f6f8fa;stroke:#8c959f}
-.node .t1{font-size:12px;font-weight:600;fill:#1f2328}
-.node .t2{font-size:10.5px;fill:#59636e}
-.node .glyph{font-size:14px;font-weight:700}
-.node.on.pass .glyph{fill:#1a7f37}.node.on.guard .glyph{fill:#9a6700}.node.on.blocked .glyph{fill:#cf222e}
-.node.human .box{stroke:#6e40c9;stroke-width:2.6}
-.node:hover .box{stroke:#0969da}
-</style>"##;
+const DEFS: &str = r##"<defs><marker id="ah-sel" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto-start-reverse"><path d="M0 0 L10 5 L0 10 z" fill="#0969da"/></marker><marker id="ah-alt" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0 0 L10 5 L0 10 z" fill="#afb8c1"/></marker></defs>"##;

@@ -27,7 +27,8 @@ fn pct(v: Option<f64>) -> String {
 }
 
 /// Renders the page. `explain_base` (an http(s) URL the caller checked) makes each
-/// disagreement link to the daemon's explanation; without it the page shows the command.
+/// disagreement link to the run's page in the daemon's review workbench
+/// (`<base>/review/runs/<id>`); without it the page shows the command.
 pub fn render(r: &ShadowReport, explain_base: Option<&str>) -> String {
     let mut h = String::with_capacity(32 * 1024);
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
@@ -243,10 +244,12 @@ fn unmatched(h: &mut String, r: &ShadowReport) {
 
 fn explain_cell(d: &Disagreement, base: Option<&str>) -> String {
     match base {
+        // The review workbench's page of the run (its explanation beside a review form),
+        // which a person opens with their session, not the pipeline's token.
         Some(b) => format!(
-            "<a href=\"{}{}\">explain</a>",
+            "<a href=\"{}{}\">explain and review</a>",
             esc(b.trim_end_matches('/')),
-            esc(&d.explain.path)
+            esc(&crate::stats::human::workbench_link(&d.run_id))
         ),
         None => format!("<code>{}</code>", esc(&d.explain.command)),
     }

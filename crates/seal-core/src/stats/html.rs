@@ -10,7 +10,7 @@ use super::aggregate::{Agreement, StatsReport};
 pub use crate::html::esc;
 use crate::html::CSP;
 
-const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#fafafa;color:#222}main{max-width:1100px;margin:0 auto;padding:16px}h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f0f0f0}td.l,th.l{text-align:left}.maps{display:flex;flex-wrap:wrap;gap:16px}figure{margin:0;background:#fff;border:1px solid #ddd;padding:8px}figcaption{font-weight:600;font-size:13px}svg text{font:11px system-ui,sans-serif}.warn{color:#a00}";
+const STYLE: &str = "body{font:14px/1.45 system-ui,\"Noto Sans\",\"Noto Sans CJK SC\",sans-serif;margin:0;background:#fafafa;color:#222}main{max-width:1100px;margin:0 auto;padding:16px}h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f0f0f0}td.l,th.l{text-align:left}.maps{display:flex;flex-wrap:wrap;gap:16px}figure{margin:0;background:#fff;border:1px solid #ddd;padding:8px}figcaption{font-weight:600;font-size:13px}svg text{font:11px system-ui,\"Noto Sans CJK SC\",sans-serif}.warn{color:#a00}";
 
 fn f3(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into())
@@ -291,16 +291,16 @@ fn drift_section(h: &mut String, groups: &[super::drift::DriftGroup]) {
 fn queue_section(h: &mut String, r: &StatsReport) {
     let _ = write!(
         h,
-        "<section id=\"review-queue\"><h2>Adjudication queue</h2><p>{} decided inconclusive run(s) without a trusted review, oldest first.</p><table><tr><th class=\"l\">run</th><th class=\"l\">decided at</th><th class=\"l\">explain</th></tr>",
+        "<section id=\"review-queue\"><h2>Adjudication queue</h2><p>{} decided inconclusive run(s) without a trusted review, oldest first.</p><table><tr><th class=\"l\">run</th><th class=\"l\">decided at</th><th class=\"l\">review it</th></tr>",
         r.review_queue.len()
     );
     for q in &r.review_queue {
         let _ = write!(
             h,
-            "<tr><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td></tr>",
+            "<tr><td class=\"l\"><code>{0}</code></td><td class=\"l\">{1}</td><td class=\"l\"><a href=\"{2}\">{2}</a></td></tr>",
             esc(&q.run_id),
             esc(&q.decided_at),
-            esc(&q.explain)
+            esc(&crate::stats::human::workbench_link(&q.run_id))
         );
     }
     h.push_str("</table></section>");
@@ -338,12 +338,14 @@ fn agreement_section(h: &mut String, r: &StatsReport) {
     h.push_str("</div></section>");
 }
 
-/// One confusion matrix as an SVG heatmap.
+/// One confusion matrix as an SVG heatmap. The column headers rise to the right from their
+/// column (anchored at their start), so they never run into the row labels on the left; the
+/// figure is wide enough for the last one.
 fn heatmap(name: &str, a: &Agreement, cats: &[String]) -> String {
     let cell = 44;
-    let left = 90;
+    let left = 104;
     let top = 70;
-    let size = left + cell * 4 + 10;
+    let size = left + cell * 4 + 76;
     let max = a.matrix.iter().flatten().copied().max().unwrap_or(0).max(1);
     let mut s = format!(
         "<figure><figcaption>{}</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{size}\" height=\"{}\" role=\"img\" aria-label=\"confusion matrix {}\">",
@@ -353,7 +355,7 @@ fn heatmap(name: &str, a: &Agreement, cats: &[String]) -> String {
     );
     for (i, c) in cats.iter().enumerate().take(4) {
         let x = left + cell * i as u32 + cell / 2;
-        let _ = write!(s, "<text x=\"{x}\" y=\"{}\" text-anchor=\"end\" transform=\"rotate(-40 {x} {})\">B {}</text>", top - 6, top - 6, esc(c));
+        let _ = write!(s, "<text x=\"{x}\" y=\"{}\" text-anchor=\"start\" transform=\"rotate(-40 {x} {})\">B {}</text>", top - 8, top - 8, esc(c));
         let _ = write!(
             s,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">A {}</text>",

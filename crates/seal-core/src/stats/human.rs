@@ -151,6 +151,12 @@ pub fn explain_link(run_id: &str) -> String {
     format!("/v1/runs/{run_id}/explain")
 }
 
+/// The review workbench's page of a run (`/review/runs/<id>` on `seal serve`): where the
+/// pages' links to a run a person should look at go (not the token-guarded `/v1/` routes).
+pub fn workbench_link(run_id: &str) -> String {
+    format!("/review/runs/{run_id}")
+}
+
 /// A queue row; `decided_nanos`: the decision time as Unix nanoseconds (the order).
 pub fn queue_row(run_id: &str, decided_at: &str, decided_nanos: i128) -> QueuedRun {
     QueuedRun {

@@ -5,6 +5,7 @@
 //! names the file and the field.
 
 mod judge_auth;
+mod reviewer_tokens;
 mod secret;
 
 use serde::Deserialize;
@@ -13,6 +14,7 @@ use std::time::Duration;
 use zeroize::Zeroizing;
 
 pub use judge_auth::{JudgeAuth, JudgeHeader, MissingCredentials};
+pub use reviewer_tokens::{ReviewerToken, MIN_TOKEN_CHARS};
 pub use secret::{write_secret_file, SecretError, SecretSource, MIN_SECRET_BYTES, SECRET_FILE};
 
 use seal_core::ids::Slot;
@@ -113,6 +115,13 @@ pub struct TelemetrySettings {
 #[serde(deny_unknown_fields)]
 struct RawReviewers {
     trusted: Vec<String>,
+    /// The environment variable holding the reviewers' read tokens (see `reviewer_tokens`).
+    #[serde(default = "default_reviewer_tokens_env")]
+    tokens_env: String,
+}
+
+fn default_reviewer_tokens_env() -> String {
+    "SEAL_REVIEWER_TOKENS".into()
 }
 
 /// One `[[witnesses]]` table.
@@ -414,6 +423,9 @@ pub struct Config {
     /// SPKI PEM public keys of the reviewers whose reviews are trusted (`reviewers.trusted`,
     /// also `--trust-reviewer`); a seal key is never one.
     pub reviewer_keys: Vec<PathBuf>,
+    /// The reviewers' read tokens for the review workbench (`reviewers.tokens_env`, from the
+    /// environment only); none: the workbench is closed.
+    pub reviewer_tokens: Vec<ReviewerToken>,
     /// Where the deployment secret comes from; read only by the commands that need it
     /// ([`Config::deployment_secret`]).
     pub secret: SecretSource,
@@ -514,6 +526,12 @@ impl Config {
         check_bounds(source, &raw)?;
         let (l, s) = (&raw.limits, &raw.server);
         let signing_key = PathBuf::from(&raw.keys.signing_key);
+        let tokens_env = raw
+            .reviewers
+            .as_ref()
+            .map(|r| r.tokens_env.clone())
+            .unwrap_or_else(default_reviewer_tokens_env);
+        let reviewer_tokens = reviewer_tokens::parse(&tokens_env, env(&tokens_env).as_deref())?;
         let secret = SecretSource {
             env_var: raw.policy.seed_salt_env.clone(),
             env_value: nonempty(env(&raw.policy.seed_salt_env)).map(Secret::new),
@@ -549,8 +567,10 @@ impl Config {
             trusted_keys: raw.keys.trusted.into_iter().map(PathBuf::from).collect(),
             reviewer_keys: raw
                 .reviewers
-                .map(|r| r.trusted.into_iter().map(PathBuf::from).collect())
+                .as_ref()
+                .map(|r| r.trusted.iter().map(PathBuf::from).collect())
                 .unwrap_or_default(),
+            reviewer_tokens,
             secret,
             log_origin,
             leases,

@@ -72,7 +72,7 @@ pub(crate) async fn get_verify(
 
 /// `seal verify`'s verdict under the daemon's trusted keys (no witness policy: the daemon has
 /// none), shared by the verify, explain and stats routes so they never disagree on a run.
-async fn verifier(
+pub(crate) async fn verifier(
     state: &AppState,
     scope: Scope<'_>,
 ) -> Result<seal_engine::verify::Verifier, ApiError> {
@@ -106,9 +106,11 @@ pub(crate) async fn get_explain(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("text/html"));
     if wants_html {
-        let cmd = format!(
-            "seal verify {run} --store {} --trust seal.pub.pem",
-            state.engine.store().url()
+        let cmd = seal_engine::explain_load::html::verify_command(
+            run.as_str(),
+            &state.engine.store().url().to_string(),
+            &["seal.pub.pem".to_string()],
+            &[],
         );
         Ok((
             [

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
+use seal_core::ids::RunId;
 use seal_engine::reviewing::{SubmitError, Trust};
 
 use crate::state::run_id;
@@ -20,6 +21,18 @@ pub(crate) async fn add_review(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let run = run_id(&id)?;
+    let (status, body) = submit(&state, &run, &body).await?;
+    Ok((status, Json(body)).into_response())
+}
+
+/// Admits `envelope` as `run`'s next review (`seal_engine::reviewing::submit`): 201 and the
+/// stored review, or 200 when the same envelope is stored already. The API route and the
+/// review workbench's both call it.
+pub(crate) async fn submit(
+    state: &AppState,
+    run: &RunId,
+    envelope: &[u8],
+) -> Result<(StatusCode, Value), ApiError> {
     // A review is appended to the log: never before the log is known to account for the store.
     state
         .admission
@@ -39,7 +52,7 @@ pub(crate) async fn add_review(
     };
     let engine = &state.engine;
     let stored =
-        seal_engine::reviewing::submit(engine.store(), engine.log(), key, trust, &run, &body)
+        seal_engine::reviewing::submit(engine.store(), engine.log(), key, trust, run, envelope)
             .await?;
     let body = json!({
         "runId": run,
@@ -54,7 +67,7 @@ pub(crate) async fn add_review(
     } else {
         StatusCode::OK
     };
-    Ok((status, Json(body)).into_response())
+    Ok((status, body))
 }
 
 pub(crate) async fn reviews(
