@@ -230,6 +230,20 @@ async fn kill_9_of_the_lease_holder_mid_call_is_taken_over_once() {
     assert!(other
         .log_text()
         .contains("another replica is calling this judge"));
+    // The wait is on the other replica's /metrics: per slot, as long as the lease lived.
+    let m = to_other.metrics().await.text();
+    for slot in ["a", "b"] {
+        let series = |what: &str| -> f64 {
+            let name = format!("seal_judge_lease_wait_seconds_{what}{{slot=\"{slot}\"}} ");
+            m.lines()
+                .find_map(|l| l.strip_prefix(&name))
+                .unwrap_or_else(|| panic!("no {name} in {m}"))
+                .parse()
+                .unwrap()
+        };
+        assert!(series("count") >= 1.0, "{m}");
+        assert!(series("sum") >= 2.0, "{m}");
+    }
 }
 
 /// Header, brief and play-spec on one replica, roll 1 sent to two replicas at once (which

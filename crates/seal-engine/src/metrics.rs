@@ -58,6 +58,8 @@ pub struct Metrics {
     leases: Counters,
     answers_discarded: Counters,
     latency: Histograms,
+    /// How long an attempt waited on another replica's live lease.
+    lease_wait: Histograms,
     rolls: Counters,
     rolls_by_id: Counters,
     rolls_degraded: Counter,
@@ -87,6 +89,7 @@ impl Default for Metrics {
             leases: Counters::default(),
             answers_discarded: Counters::default(),
             latency: Histograms::new_with_constructor(latency_histogram),
+            lease_wait: Histograms::new_with_constructor(latency_histogram),
             rolls: Counters::default(),
             rolls_by_id: Counters::default(),
             rolls_degraded: Counter::default(),
@@ -161,6 +164,12 @@ impl Metrics {
             "seal_judge_latency_seconds",
             "judge call latency, by slot",
             self.latency.clone(),
+        );
+        self.register(
+            "seal_judge_lease_wait_seconds",
+            "time an attempt waited on another replica's live lease (its answer, or the lease's \
+             expiry and a takeover), by slot",
+            self.lease_wait.clone(),
         );
         c("seal_rolls", "rolls judged, by roll outcome", &self.rolls);
         c(
@@ -264,6 +273,7 @@ impl Metrics {
                 .get_or_create(&labels(&[("slot", slot)]));
             let _ = self.cost.get_or_create(&labels(&[("slot", slot)]));
             let _ = self.latency.get_or_create(&labels(&[("slot", slot)]));
+            let _ = self.lease_wait.get_or_create(&labels(&[("slot", slot)]));
         }
         let outcomes = [
             Outcome::Pass,
@@ -407,6 +417,13 @@ impl Metrics {
     }
 
     /// Records one attempt lease (`held`, `takeover`, `waited`).
+    /// Records how long an attempt waited on another replica's lease.
+    pub fn lease_waited(&self, slot: &str, seconds: f64) {
+        self.lease_wait
+            .get_or_create(&labels(&[("slot", slot)]))
+            .observe(seconds);
+    }
+
     pub fn lease(&self, slot: &str, result: &str) {
         self.leases
             .get_or_create(&labels(&[("slot", slot), ("result", result)]))

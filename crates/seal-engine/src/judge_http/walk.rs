@@ -277,7 +277,11 @@ impl JudgeClient {
                         holder = ?holder,
                         "another replica is calling this judge: waiting for its answer"
                     );
-                    if wait_for(store, &meta_key, until_ms).await? {
+                    let t0 = std::time::Instant::now();
+                    let answered = wait_for(store, &meta_key, until_ms).await?;
+                    self.metrics
+                        .lease_waited(self.slot.as_str(), t0.elapsed().as_secs_f64());
+                    if answered {
                         let expected = store.get(&request_stored.key).await?;
                         let record = self.resume_committed(store, job, k, &expected).await?;
                         return Ok((record, None));
