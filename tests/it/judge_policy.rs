@@ -326,3 +326,74 @@ async fn a_policy_registered_after_the_run_s_first_judge_call_fails_verify() {
         "{report}"
     );
 }
+
+/// A run judged under a policy, replayed from its store into another one (`seal replay --from`,
+/// stored answers): the import stages and copies the policy its attempts name (by digest, as
+/// the audit re-reads it), the replay is sealed, and both runs verify in the destination,
+/// whose log never registered that policy (the order is the source log's to prove).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_replayed_from_another_store_brings_its_policy_and_verifies() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    keygen(dir);
+    let d = spawn_daemon(dir, &lb, "file://./store", &[]);
+    judge_run(&d.client(), dir, "policy-archived").await;
+    drop(d);
+    let sha = named_policy(dir, "policy-archived")["sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::create_dir_all(dir.join("other")).unwrap();
+    let replay = seal(
+        dir,
+        &lb,
+        &[],
+        &[
+            "replay",
+            "policy-archived",
+            "--judges",
+            "stored",
+            "--from",
+            "file://./store",
+            "--store",
+            "file://./other",
+            "--key",
+            "keys/seal.key.pem",
+            "--trust",
+            "keys/seal.pub.pem",
+        ],
+    );
+    assert_eq!(
+        replay.status.code(),
+        Some(0),
+        "{}{}",
+        text(&replay.stdout),
+        text(&replay.stderr)
+    );
+    let copied = std::fs::read(dir.join(format!("other/policies/{sha}.json"))).unwrap();
+    assert_eq!(
+        copied,
+        std::fs::read(dir.join(format!("store/policies/{sha}.json"))).unwrap()
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_seal"))
+        .current_dir(dir)
+        .args([
+            "verify",
+            "--all",
+            "--store",
+            "file://./other",
+            "--trust",
+            "keys/seal.pub.pem",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("\"verified\":2"),
+        "{}",
+        text(&out.stdout)
+    );
+}

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 
 use crate::verify::{self, VerifiedRun};
-use seal_core::doc::{AcceptanceMode, Evidence, ProofPackage};
+use seal_core::doc::{AcceptanceMode, Evidence, ProofPackage, SlotMeta};
 use seal_core::fault::{Fault, HasFault};
 use seal_core::ids::{RollId, RunId};
 use seal_core::sealing::{PublicKey, SigningKey};
@@ -173,6 +173,20 @@ impl Archive {
                 }
             }
         }
+        // The judge policies the attempts name (content-addressed, outside the run folder):
+        // the verification re-reads each against its digest, and names one that is missing.
+        for key in policy_keys(staging.store(), run).await? {
+            match self {
+                Archive::Folder { root, .. } => {
+                    if let Some(bytes) = read_frame(root, run, &key, limits.document)? {
+                        staging.put(&key, bytes).await?;
+                    }
+                }
+                Archive::Store(src) => {
+                    staging.copy_from(src, &key, limits.document).await?;
+                }
+            }
+        }
         Ok(staging)
     }
 }
@@ -250,7 +264,22 @@ async fn frame_keys(staging: &Store, run: &RunId) -> Vec<Key> {
     keys.into_iter().collect()
 }
 
-/// Reads a frame from a folder archive: every folder on the way must be real, the frame a
+/// The `policies/<sha256>.json` keys the staged attempts' metas name (sorted, unique). A meta
+/// that does not read names none here; the verification names it.
+async fn policy_keys(staging: &Store, run: &RunId) -> Result<Vec<Key>, ImportError> {
+    let mut keys = std::collections::BTreeSet::new();
+    for key in staging.list(&Key::run_dir(run)).await?.keys {
+        if !key.as_str().ends_with("/meta.json") {
+            continue;
+        }
+        if let Ok(Some((meta, _))) = staging.get_json::<SlotMeta>(&key).await {
+            keys.extend(meta.policy.map(|p| Key::policy(&p.sha256)));
+        }
+    }
+    Ok(keys.into_iter().collect())
+}
+
+/// Reads a frame (or another content-addressed object) from a folder archive: every folder on the way must be real, the frame a
 /// regular file within the blob limit. `None` when absent (verification names it).
 fn read_frame(
     root: &Path,
@@ -371,7 +400,8 @@ impl Copy<'_> {
         logger: Option<(&Log, &SigningKey)>,
     ) -> Result<Imported, ImportError> {
         let (staging, to, run) = (self.staging, self.to, self.run);
-        let mut keys: Vec<&Key> = verified.bound().iter().collect();
+        let policies = verified.policy_keys();
+        let mut keys: Vec<&Key> = verified.bound().iter().chain(&policies).collect();
         for key in &keys {
             let (staged, _) = staging.store().hash(key).await?;
             if to.exists(key).await? && to.hash(key).await?.0 != staged {

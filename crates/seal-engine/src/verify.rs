@@ -156,6 +156,13 @@ impl VerifiedRun {
     pub fn named(&self) -> &[Hash] {
         &self.named
     }
+    /// The `policies/<sha256>.json` keys of the judge policies its attempts name (verified by
+    /// the audit against their digests): what an import copies beside the bound objects.
+    pub fn policy_keys(&self) -> Vec<Key> {
+        (self.policies.iter())
+            .map(|u| Key::policy(&u.reference.sha256))
+            .collect()
+    }
 }
 
 /// Verifies one run, its inclusion in the transparency log included. Errors only when the
@@ -291,39 +298,33 @@ async fn check_logged(
     Ok(())
 }
 
-/// Each judge policy the run's attempts name is registered in the log, and was before the
-/// run's first judge call under it: a policy logged after the answers were seen could have
-/// been tuned to them.
+/// Each judge policy the run's attempts name that this log registers was registered before
+/// the run's first judge call under it: a policy logged after the answers were seen could have
+/// been tuned to them. A policy this log does not register is the policy of a run judged under
+/// another log (imported from another deployment's store, or a stored replay of one): its
+/// content is checked by the audit, its order by the log it was registered in
+/// (docs/DECISIONS.md, "The judge policy is logged before the judges are asked").
 fn policies_logged(log: &LogView, used: &[audit::policy::UsedPolicy]) -> Vec<Problem> {
     let mut problems = Vec::new();
     for u in used {
         let sha = u.reference.sha256.as_str();
-        let object = Key::policy(&u.reference.sha256);
-        match log.policy_registration(sha) {
-            None => problems.push(problem(
+        let Some((index, entry)) = log.policy_registration(sha) else {
+            continue;
+        };
+        let late = u
+            .first_call
+            .as_deref()
+            .filter(|first| !seal_core::policy::registered_before(&entry.registered_at, first));
+        if let Some(first) = late {
+            problems.push(problem(
                 AuditCheck::JudgePolicy,
-                object.as_str(),
+                Key::log_entry(*index).as_str(),
                 format!(
-                    "the judge policy the run's attempts name (leaf {}) is not registered in the log",
-                    u.reference.leaf_index
+                    "the judge policy {sha} was registered at {}, after the run's first judge \
+                     call under it ({first})",
+                    entry.registered_at
                 ),
-            )),
-            Some((index, entry)) => {
-                let late = u.first_call.as_deref().filter(|first| {
-                    !seal_core::policy::registered_before(&entry.registered_at, first)
-                });
-                if let Some(first) = late {
-                    problems.push(problem(
-                        AuditCheck::JudgePolicy,
-                        Key::log_entry(*index).as_str(),
-                        format!(
-                            "the judge policy {sha} was registered at {}, after the run's \
-                             first judge call under it ({first})",
-                            entry.registered_at
-                        ),
-                    ));
-                }
-            }
+            ));
         }
     }
     problems
