@@ -309,7 +309,8 @@ def test_explain_and_log_proof_of_a_sealed_run(client: SealClient) -> None:
     page = client.explain(result.run_id, html=True)
     assert page.lstrip().lower().startswith("<!doctype html")
     proof = client.log_proof(result.run_id)
-    assert (proof.run_id, proof.leaf_index, proof.tree_size) == (result.run_id, 0, 1)
+    # Leaf 0 registers the judge policy (before the judges were asked), leaf 1 is the seal.
+    assert (proof.run_id, proof.leaf_index, proof.tree_size) == (result.run_id, 1, 2)
     assert json.loads(proof.entry)["sealSha256"] == result.seal_sha256
 
 

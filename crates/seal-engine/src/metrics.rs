@@ -167,8 +167,7 @@ impl Metrics {
         );
         self.register(
             "seal_judge_lease_wait_seconds",
-            "time an attempt waited on another replica's live lease (its answer, or the lease's \
-             expiry and a takeover), by slot",
+            "time an attempt waited on another replica's live lease, by slot",
             self.lease_wait.clone(),
         );
         c("seal_rolls", "rolls judged, by roll outcome", &self.rolls);

@@ -146,6 +146,15 @@ ERROR_CLASSES: dict[str, type[SealError]] = {
     "uncommitted": SealConflict,
     "review_conflict": SealConflict,
     "review_stale": SealConflict,
+    # The review workbench's (a person's browser, not a worker): refused, unauthenticated, or
+    # the run's decision tree changed since the page was shown.
+    "cross_origin": SealBadRequest,
+    "bad_csrf_token": SealBadRequest,
+    "reviewer_mismatch": SealBadRequest,
+    "no_session": SealUnauthorized,
+    "shown_changed": SealConflict,
+    # The judge policy could not be registered before a roll: no judge was asked.
+    "judge_policy": SealUnavailable,
     "invalid_document": SealInvalidDocument,
     "mismatch": SealInvalidDocument,
     "provenance": SealInvalidDocument,
