@@ -65,83 +65,108 @@ fn sha256(s: &str) -> Result<Hash, String> {
 pub fn run(ctx: &Context, cmd: PolicyCommand) -> Result<ExitStatus, CliError> {
     ctx.block_on(async {
         match cmd {
-            PolicyCommand::Show { policy, store } => {
-                let shown = match policy {
-                    None => own(ctx)?,
-                    Some(h) => match stored(ctx, store.as_ref(), &h).await? {
-                        Ok(c) => c,
-                        Err(e) => return Ok(refused(&e)),
-                    },
-                };
-                println!("sha256 {}", shown.sha256);
-                println!("{}", terminal_safe(&String::from_utf8_lossy(&shown.bytes)));
-                Ok(ExitStatus::Yes)
-            }
+            PolicyCommand::Show { policy, store } => show(ctx, policy, store.as_ref()).await,
             PolicyCommand::Diff {
                 before,
                 after,
                 store,
-            } => {
-                let mut pair = Vec::with_capacity(2);
-                for name in [&before, &after] {
-                    let c = if name == "config" {
-                        own(ctx)?
-                    } else {
-                        let h = sha256(name).map_err(CliError::Usage)?;
-                        match stored(ctx, store.as_ref(), &h).await? {
-                            Ok(c) => c,
-                            Err(e) => return Ok(refused(&e)),
-                        }
-                    };
-                    pair.push(c);
-                }
-                let changes = policy::diff(&pair[0].policy, &pair[1].policy);
-                println!("--- {}\n+++ {}", pair[0].sha256, pair[1].sha256);
-                for c in &changes {
-                    let show = |v: &Option<String>| {
-                        terminal_safe(v.as_deref().unwrap_or("(absent)")).into_owned()
-                    };
-                    println!("{}: {} -> {}", c.path, show(&c.before), show(&c.after));
-                }
-                if changes.is_empty() {
-                    println!("the same policy");
-                }
-                Ok(ExitStatus::yes_if(changes.is_empty()))
-            }
+            } => diff(ctx, [&before, &after], store.as_ref()).await,
             PolicyCommand::Log { store, trust, json } => {
-                let keys = ctx.trusted(&trust, ctx.own_public_key())?;
-                let url = ctx.store_url(store.as_ref())?;
-                let store = ctx.read_store(&url).await?;
-                let trust = seal_log::trust(&ctx.config().log_origin, &keys);
-                let view = LogView::load(&store, &trust).await?;
-                for (index, p) in &view.policies {
-                    let stored = match p.sha256() {
-                        Some(h) => {
-                            matches!(seal_engine::policy::stored(&store, &h).await?, Some(Ok(_)))
-                        }
-                        None => false,
-                    };
-                    if json {
-                        let line = serde_json::json!({
-                            "leafIndex": index,
-                            "registeredAt": p.registered_at,
-                            "policySha256": p.policy_sha256,
-                            "stored": stored,
-                        });
-                        println!("{line}");
-                    } else {
-                        println!(
-                            "{index:>8}  {}  {}  {}",
-                            terminal_safe(&p.registered_at),
-                            terminal_safe(&p.policy_sha256),
-                            if stored { "stored" } else { "NOT STORED" }
-                        );
-                    }
-                }
-                Ok(ExitStatus::Yes)
+                log(ctx, store.as_ref(), &trust, json).await
             }
         }
     })
+}
+
+/// A policy named on the command line: `config` (or no name) for the configuration's, else a
+/// stored one by its sha256, checked.
+async fn named(
+    ctx: &Context,
+    name: Option<&str>,
+    store: Option<&StoreArg>,
+) -> Result<Result<Canonical, NotShown>, CliError> {
+    match name {
+        None | Some("config") => own(ctx).map(Ok),
+        Some(name) => {
+            let h = sha256(name).map_err(CliError::Usage)?;
+            stored(ctx, store, &h).await
+        }
+    }
+}
+
+async fn show(
+    ctx: &Context,
+    policy: Option<Hash>,
+    store: Option<&StoreArg>,
+) -> Result<ExitStatus, CliError> {
+    let name = policy.map(|h| h.to_string());
+    let shown = match named(ctx, name.as_deref(), store).await? {
+        Ok(c) => c,
+        Err(e) => return Ok(refused(&e)),
+    };
+    println!("sha256 {}", shown.sha256);
+    println!("{}", terminal_safe(&String::from_utf8_lossy(&shown.bytes)));
+    Ok(ExitStatus::Yes)
+}
+
+async fn diff(
+    ctx: &Context,
+    names: [&String; 2],
+    store: Option<&StoreArg>,
+) -> Result<ExitStatus, CliError> {
+    let mut pair = Vec::with_capacity(2);
+    for name in names {
+        match named(ctx, Some(name), store).await? {
+            Ok(c) => pair.push(c),
+            Err(e) => return Ok(refused(&e)),
+        }
+    }
+    let changes = policy::diff(&pair[0].policy, &pair[1].policy);
+    println!("--- {}\n+++ {}", pair[0].sha256, pair[1].sha256);
+    let show = |v: &Option<String>| terminal_safe(v.as_deref().unwrap_or("(absent)")).into_owned();
+    for c in &changes {
+        println!("{}: {} -> {}", c.path, show(&c.before), show(&c.after));
+    }
+    if changes.is_empty() {
+        println!("the same policy");
+    }
+    Ok(ExitStatus::yes_if(changes.is_empty()))
+}
+
+async fn log(
+    ctx: &Context,
+    store: Option<&StoreArg>,
+    trust: &[PathBuf],
+    json: bool,
+) -> Result<ExitStatus, CliError> {
+    let keys = ctx.trusted(trust, ctx.own_public_key())?;
+    let url = ctx.store_url(store)?;
+    let store = ctx.read_store(&url).await?;
+    let trust = seal_log::trust(&ctx.config().log_origin, &keys);
+    let view = LogView::load(&store, &trust).await?;
+    for (index, p) in &view.policies {
+        let stored = match p.sha256() {
+            Some(h) => matches!(seal_engine::policy::stored(&store, &h).await?, Some(Ok(_))),
+            None => false,
+        };
+        if json {
+            let line = serde_json::json!({
+                "leafIndex": index,
+                "registeredAt": p.registered_at,
+                "policySha256": p.policy_sha256,
+                "stored": stored,
+            });
+            println!("{line}");
+        } else {
+            println!(
+                "{index:>8}  {}  {}  {}",
+                terminal_safe(&p.registered_at),
+                terminal_safe(&p.policy_sha256),
+                if stored { "stored" } else { "NOT STORED" }
+            );
+        }
+    }
+    Ok(ExitStatus::Yes)
 }
 
 /// The configuration's policy.
