@@ -86,32 +86,7 @@ impl<S: LogStorage> Log<S> {
             return Ok(());
         };
         let folder = Key::log_run_dir(&id);
-        let listed = self.store.list(&folder).await?.keys;
-        let base = cache.base;
-        let below = listed
-            .iter()
-            .filter_map(|k| k.log_number(&folder))
-            .filter(|i| *i < base);
-        for index in below {
-            let k = Key::log_entry(index);
-            let Some(bytes) = self.store.get_opt(&k).await? else {
-                return Err(corrupt(
-                    &k,
-                    format!(
-                        "run {run}'s pointer names this entry, which the signed tree holds, \
-                         but it is gone: the log lost it (`seal log verify`)"
-                    ),
-                ));
-            };
-            let hash = tlog::leaf_hash(&bytes);
-            if cache.tree.leaf(index) != Some(hash) {
-                return Err(corrupt(
-                    &k,
-                    "not the entry the signed tree holds at this index: it was replaced",
-                ));
-            }
-            // The signed tree holds it: authenticated by the checkpoint, `auth` or not.
-            let read = ReadLeaf::parse(&bytes).map_err(|e| corrupt(&k, e))?;
+        for (index, read) in self.pointed(cache, &folder, &format!("run {run}")).await? {
             // Another run's leaf (a pointer planted, or left by a rebuild): not this run's.
             if leaf_run(&read.leaf) == Some(run) {
                 cache.know(index, read.leaf, read.content);
@@ -144,20 +119,43 @@ impl<S: LogStorage> Log<S> {
             return Ok(());
         };
         let folder = Key::log_policy_dir(&sha);
-        let listed = self.store.list(&folder).await?.keys;
-        let base = cache.base;
-        let below = listed
-            .iter()
-            .filter_map(|k| k.log_number(&folder))
-            .filter(|i| *i < base);
+        for (index, read) in self
+            .pointed(cache, &folder, &format!("policy {name}"))
+            .await?
+        {
+            if matches!(&read.leaf, Leaf::Policy(p) if &p.policy_sha256 == name) {
+                cache.know(index, read.leaf, read.content);
+            }
+        }
+        cache.policies_loaded.insert(name.clone());
+        Ok(())
+    }
+}
+
+impl<S: LogStorage> Log<S> {
+    /// The entries below the checkpoint this process started from that the pointers in
+    /// `folder` name (`whose`: what the pointers are of, for the errors), each read and believed
+    /// only when it hashes to the signed tree's leaf at its index: authenticated by the
+    /// checkpoint, `auth` or not. What the leaf is about is the caller's to check.
+    async fn pointed(
+        &self,
+        cache: &Cache,
+        folder: &str,
+        whose: &str,
+    ) -> Result<Vec<(u64, ReadLeaf)>, LogError> {
+        let listed = self.store.list(folder).await?.keys;
+        let below = (listed.iter())
+            .filter_map(|k| k.log_number(folder))
+            .filter(|i| *i < cache.base);
+        let mut out = Vec::new();
         for index in below {
             let k = Key::log_entry(index);
             let Some(bytes) = self.store.get_opt(&k).await? else {
                 return Err(corrupt(
                     &k,
                     format!(
-                        "policy {name}'s pointer names this entry, which the signed tree \
-                         holds, but it is gone: the log lost it (`seal log verify`)"
+                        "{whose}'s pointer names this entry, which the signed tree holds, but \
+                         it is gone: the log lost it (`seal log verify`)"
                     ),
                 ));
             };
@@ -167,13 +165,9 @@ impl<S: LogStorage> Log<S> {
                     "not the entry the signed tree holds at this index: it was replaced",
                 ));
             }
-            let read = ReadLeaf::parse(&bytes).map_err(|e| corrupt(&k, e))?;
-            if matches!(&read.leaf, Leaf::Policy(p) if &p.policy_sha256 == name) {
-                cache.know(index, read.leaf, read.content);
-            }
+            out.push((index, ReadLeaf::parse(&bytes).map_err(|e| corrupt(&k, e))?));
         }
-        cache.policies_loaded.insert(name.clone());
-        Ok(())
+        Ok(out)
     }
 }
 
