@@ -78,6 +78,23 @@ pub enum ArgError {
     EmptyObligation,
     #[error(transparent)]
     Status(#[from] seal_core::review::UnknownStatus),
+    #[error("{0:?}: a sha256 is 64 lowercase hex digits")]
+    Sha256(String),
+    #[error("{0:?} is not an amount of RMB (a finite number, 0 or more)")]
+    Rmb(String),
+}
+
+/// A sha256 (`seal policy show SHA256`, `--policy`): 64 lowercase hex digits.
+pub fn sha256(s: &str) -> Result<seal_core::canonical::Hash, ArgError> {
+    seal_core::canonical::Hash::parse(s).map_err(|_| ArgError::Sha256(s.chars().take(80).collect()))
+}
+
+/// An amount of RMB (`--max-cost`): a finite number, 0 or more.
+pub fn rmb(s: &str) -> Result<f64, ArgError> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(ArgError::Rmb(s.chars().take(80).collect())),
+    }
 }
 
 /// `--genre G`: one of the genres a header may name.
@@ -175,6 +192,10 @@ pub struct WindowArgs {
     /// Only runs of this genre.
     #[arg(long, value_name = "G", value_parser = genre)]
     pub genre: Option<Genre>,
+    /// Only runs whose every judge call was made under this judge policy (its sha256, as
+    /// `seal policy log` lists them).
+    #[arg(long, value_name = "SHA256", value_parser = sha256)]
+    pub policy: Option<seal_core::canonical::Hash>,
 }
 
 impl WindowArgs {
@@ -184,6 +205,7 @@ impl WindowArgs {
             since: self.since.as_ref().map(|t| t.as_str().to_string()),
             until: self.until.as_ref().map(|t| t.as_str().to_string()),
             genre: self.genre.map(genre_name),
+            policy: self.policy.as_ref().map(ToString::to_string),
         }
     }
 }

@@ -386,7 +386,8 @@ fn render_stored(r: &LogReport, out: &mut String) {
     }
 }
 
-/// Seals logged but not stored yet, the review leaves, reviews logged but not stored.
+/// Seals logged but not stored yet, the review leaves, reviews logged but not stored, the
+/// reliability reports published.
 fn render_pending(r: &LogReport, out: &mut String) {
     for run in &r.seal_pending {
         out.push_str(&format!(
@@ -407,6 +408,15 @@ fn render_pending(r: &LogReport, out: &mut String) {
     for p in &r.review_pending {
         out.push_str(&format!(
             "review {p}: logged, not stored (interrupted before its write, or it lost its index to another review: send it again)\n"
+        ));
+    }
+    for v in &r.reports {
+        out.push_str(&format!(
+            "reliability report at leaf {} (sha256 {}, key {}, generated {})\n",
+            v.leaf_index,
+            super::output::terminal_safe(&v.report_sha256),
+            super::output::terminal_safe(&v.key_id),
+            super::output::terminal_safe(&v.generated_at)
         ));
     }
 }

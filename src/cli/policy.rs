@@ -24,7 +24,7 @@ pub enum PolicyCommand {
     /// stored one of digest SHA256 (checked: its bytes hash to it and parse strictly).
     Show {
         /// The policy's sha256 (default: the policy of the configuration).
-        #[arg(value_name = "SHA256", value_parser = sha256)]
+        #[arg(value_name = "SHA256", value_parser = args::sha256)]
         policy: Option<Hash>,
         /// Store URL (default: the config's).
         #[arg(long, value_name = "URL", value_parser = args::store)]
@@ -58,10 +58,6 @@ pub enum PolicyCommand {
     },
 }
 
-fn sha256(s: &str) -> Result<Hash, String> {
-    Hash::parse(s).map_err(|_| format!("{s:?}: a sha256 is 64 lowercase hex digits"))
-}
-
 pub fn run(ctx: &Context, cmd: PolicyCommand) -> Result<ExitStatus, CliError> {
     ctx.block_on(async {
         match cmd {
@@ -88,7 +84,7 @@ async fn named(
     match name {
         None | Some("config") => own(ctx).map(Ok),
         Some(name) => {
-            let h = sha256(name).map_err(CliError::Usage)?;
+            let h = args::sha256(name).map_err(|e| CliError::Usage(e.to_string()))?;
             stored(ctx, store, &h).await
         }
     }

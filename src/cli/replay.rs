@@ -74,20 +74,11 @@ pub struct ReplayArgs {
     pub sample_seed: u64,
     /// With --judges live: refuse to start when the estimated cost (what the sources' judges
     /// cost when sealed) is above this many RMB, or when a source cannot be estimated.
-    #[arg(long, value_name = "RMB", value_parser = max_cost)]
+    #[arg(long, value_name = "RMB", value_parser = args::rmb)]
     pub max_cost: Option<f64>,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-fn max_cost(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!(
-            "{s:?} is not an amount of RMB (a finite number, 0 or more)"
-        )),
-    }
 }
 
 pub fn run(ctx: &Context, args: ReplayArgs) -> Result<ExitStatus, CliError> {

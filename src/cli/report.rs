@@ -1,9 +1,11 @@
 //! `seal report reliability`: the people-calibrated reliability figures of `seal stats` as a
-//! signed in-toto Statement (DSSE, the seal key), whose subjects are the reviewed runs' seals
-//! and reviews by digest; optionally its page.
+//! signed in-toto Statement (DSSE, the seal key), whose subjects are the judge policies the
+//! runs were judged under and the reviewed runs' seals and reviews, by digest; published
+//! (stored at `reports/<sha256>.json` and appended to the transparency log,
+//! `seal_engine::reports`), then written to `--out`; optionally its page.
 //!
-//! Exit 0 written, 2 could not run (no store, no key, an existing `--out` or `--html` file, a
-//! bad window).
+//! Exit 0 published and written, 2 could not run (no store, no key, an existing `--out` or
+//! `--html` file, a bad window or policy).
 
 use std::path::PathBuf;
 
@@ -31,7 +33,8 @@ pub struct ReliabilityArgs {
     /// The seal key that signs the report (default: keys.signing_key of the config).
     #[arg(long, value_name = "PEM")]
     pub key: Option<PathBuf>,
-    /// Write the signed report (a DSSE envelope, canonical JSON) to FILE, a new file.
+    /// Write the signed report (a DSSE envelope, canonical JSON) to FILE, a new file (the
+    /// same bytes are stored at `reports/<sha256>.json` and logged).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
     /// Also write its page (HTML with SVG charts, no script) to FILE, a new file.
@@ -43,8 +46,17 @@ pub struct ReliabilityArgs {
 }
 
 pub fn reliability(ctx: &Context, args: ReliabilityArgs) -> Result<ExitStatus, CliError> {
-    // The key first: a report nobody can sign is not computed.
+    // The key and the output files first: a report nobody can sign, or that would be
+    // published and then not written, is not computed.
     let signing = ctx.signing(args.key.as_deref())?;
+    for p in std::iter::once(&args.out).chain(&args.html) {
+        if p.symlink_metadata().is_ok() {
+            return Err(CliError::Setup(format!(
+                "{}: exists, and a report is never written over a file",
+                p.display()
+            )));
+        }
+    }
     let stats = super::stats::compute(
         ctx,
         args.store.as_ref(),
@@ -66,7 +78,15 @@ pub fn reliability(ctx: &Context, args: ReliabilityArgs) -> Result<ExitStatus, C
     let envelope = seal_core::sealing::envelope(signing.key(), &payload);
     let bytes = seal_core::canonical::canonical_bytes(&envelope)
         .map_err(|e| CliError::Setup(format!("the report's envelope: {e}")))?;
-    let digest = seal_core::canonical::Hash::of(&bytes).to_string();
+    let url = ctx.store_url(args.store.as_ref())?;
+    let published = ctx.block_on(async {
+        let store = ctx.read_store(&url).await?;
+        let log = seal_log::Log::new(store.clone(), &ctx.config().log_origin);
+        seal_engine::reports::publish(&store, &log, signing.key(), &bytes, &now)
+            .await
+            .map_err(CliError::failed)
+    })?;
+    let digest = published.sha256.to_string();
     write_output(Some(&args.out), &bytes)?;
     if let Some(page) = &args.html {
         let html =
@@ -75,7 +95,9 @@ pub fn reliability(ctx: &Context, args: ReliabilityArgs) -> Result<ExitStatus, C
     }
     let rel = &statement.predicate.reliability;
     println!(
-        "reliability report sha256 {digest}: {} reviewed runs, {} reviewed obligations{}, {} subjects",
+        "reliability report sha256 {digest} (stored as {}, log leaf {}): {} reviewed runs, {} reviewed obligations{}, {} subjects",
+        published.key,
+        published.leaf.index,
         statement.predicate.reviewed_runs,
         rel.all.counts.n,
         if rel.all.too_few_reviews {

@@ -25,6 +25,7 @@ mod judge_e2e;
 mod judge_faults;
 mod judge_health;
 mod judge_policy;
+mod judge_reliability;
 mod judges_check;
 mod keys;
 mod loads;

@@ -32,7 +32,7 @@ pub(crate) struct Setup {
     pub(crate) log_key: PathBuf,
 }
 
-fn keygen(dir: &Path) -> (PathBuf, PathBuf) {
+pub(crate) fn keygen(dir: &Path) -> (PathBuf, PathBuf) {
     let out = Command::new(env!("CARGO_BIN_EXE_seal"))
         .args(["keygen", "--out"])
         .arg(dir)

@@ -591,14 +591,18 @@ fn signed_report_verifies_and_recomputes(s: &Setup, stats: &serde_json::Value) {
         assert!(check.status.success(), "{}", both(&check));
         assert!(text(&check.stdout).starts_with("ok "), "{}", both(&check));
         eprintln!("recompute.py: {}", text(&check.stdout).trim());
-        // Signed by a key that is not the seal key: the signature check fails.
+        // A signature that is not the seal key's: the signature check fails.
         let forged = s.dir.path().join("forged.dsse.json");
-        let _ = std::fs::remove_file(&html_path);
-        let other = s.stranger_key.display().to_string();
-        let out = report(&forged, &other);
-        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+        let mut env = env.clone();
+        let sig = env["signatures"][0]["sig"].as_str().unwrap().to_string();
+        let mut raw = base64::engine::general_purpose::STANDARD
+            .decode(sig)
+            .unwrap();
+        raw[0] ^= 1;
+        env["signatures"][0]["sig"] = base64::engine::general_purpose::STANDARD.encode(raw).into();
+        std::fs::write(&forged, serde_json::to_vec(&env).unwrap()).unwrap();
         let check = run(&forged);
-        assert!(!check.status.success(), "a stranger's report verified");
+        assert!(!check.status.success(), "a forged report verified");
     }
     let html = std::fs::read_to_string(&html_path).unwrap();
     assert!(html.contains("How far the judges can be trusted"));
@@ -631,4 +635,11 @@ fn signed_report_verifies_and_recomputes(s: &Setup, stats: &serde_json::Value) {
             std::fs::copy(&shot, dir.join("reliability.png")).unwrap();
         }
     }
+    // A stranger's key cannot publish a report in this log: refused, nothing written.
+    let _ = std::fs::remove_file(&html_path);
+    let stranger = s.dir.path().join("stranger.dsse.json");
+    let out = report(&stranger, &s.stranger_key.display().to_string());
+    assert_ne!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(!stranger.exists() && !html_path.exists());
+    assert!(both(&out).contains("log"), "{}", both(&out));
 }

@@ -178,6 +178,7 @@ fn facts(pairs: &[(usize, usize)], swap: bool) -> RunFacts {
         human: BTreeMap::new(),
         seal_sha256: String::new(),
         review_sha256: vec![],
+        policies: vec![],
     }
 }
 

@@ -383,7 +383,10 @@ async fn the_daemon_sends_every_new_checkpoint_to_its_witnesses() {
         if metrics.contains(&want) {
             break;
         }
-        assert!(t0.elapsed() < Duration::from_secs(10), "want {want}: {metrics}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "want {want}: {metrics}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -26,6 +26,9 @@ pub const LOG_RUNS: &str = "log/runs";
 pub const LOG_POLICIES: &str = "log/policies";
 /// Folder of the stored judge policies: `policies/<sha256>.json` (`crate::policy`).
 pub const POLICIES: &str = "policies";
+/// Folder of the stored reliability reports: `reports/<sha256>.json` (DSSE envelopes,
+/// `crate::stats::report`).
+pub const REPORTS: &str = "reports";
 /// Folder of the log's hash tiles (C2SP tlog-tiles): `log/tile/8/<level>/<index>[.p/<width>]`.
 pub const LOG_TILES: &str = "log/tile";
 /// Folder of the witnesses' cosignatures of the log's checkpoints:
@@ -211,6 +214,10 @@ impl Key {
     /// `policies/<sha256>.json`: the canonical bytes of the judge policy of that digest.
     pub fn policy(sha256: &Hash) -> Key {
         Key(format!("{POLICIES}/{sha256}.json"))
+    }
+    /// `reports/<sha256>.json`: the envelope of the signed reliability report of that digest.
+    pub fn report(sha256: &Hash) -> Key {
+        Key(format!("{REPORTS}/{sha256}.json"))
     }
     /// The digest a `policies/<sha256>.json` key names, if it is one.
     pub fn policy_hash(&self) -> Option<Hash> {

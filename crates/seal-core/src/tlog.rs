@@ -22,7 +22,7 @@ use crate::key::Key;
 pub mod auth;
 mod leaves;
 pub use auth::{sign_leaf, LogTrust, Place, ReadLeaf};
-pub use leaves::{Leaf, PolicyEntry, ReviewEntry};
+pub use leaves::{Leaf, PolicyEntry, ReportEntry, ReviewEntry};
 
 /// A node or leaf hash of the tree (32 bytes).
 pub type NodeHash = [u8; 32];

@@ -262,6 +262,8 @@ words!(
         SealMissing = "seal_missing",
         /// A logged review is not stored.
         ReviewMissing = "review_missing",
+        /// A logged reliability report is not stored, or not as the bytes logged.
+        ReportMissing = "report_missing",
         /// A logged run's evidence or seal is not the one logged.
         RunReplaced = "run_replaced",
         /// A sealed run in the store is not in the log.

@@ -47,6 +47,7 @@ pub mod notary;
 pub mod policy;
 pub mod postguard;
 pub mod replay;
+pub mod reports;
 pub mod resume;
 pub mod reviewing;
 pub mod roll;

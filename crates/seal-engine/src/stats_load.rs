@@ -34,6 +34,8 @@ pub enum StatsError {
     BadTime { option: &'static str, value: String },
     #[error("--genre: unknown genre {0:?} (narrative, trpg, heritage, puzzle, sim-business)")]
     BadGenre(String),
+    #[error("--policy: not a judge policy's sha256 (64 lowercase hex digits): {0:?}")]
+    BadPolicy(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("{key}: {detail}")]
@@ -45,19 +47,23 @@ pub enum StatsError {
 impl HasFault for StatsError {
     fn fault(&self) -> Fault {
         match self {
-            StatsError::BadTime { .. } | StatsError::BadGenre(_) => Fault::Caller,
+            StatsError::BadTime { .. } | StatsError::BadGenre(_) | StatsError::BadPolicy(_) => {
+                Fault::Caller
+            }
             StatsError::Store(e) => e.fault(),
             StatsError::Corrupt { .. } | StatsError::Invalid(_) => Fault::Corruption,
         }
     }
 }
 
-/// The query, checked: a time window `[since, until)` over `decidedAt` and a genre.
+/// The query, checked: a time window `[since, until)` over `decidedAt`, a genre and a judge
+/// policy.
 #[derive(Debug, Clone)]
 struct Window {
     since: Option<OffsetDateTime>,
     until: Option<OffsetDateTime>,
     genre: Option<String>,
+    policy: Option<seal_core::canonical::Hash>,
 }
 
 fn parse_time(
@@ -79,10 +85,19 @@ fn window(q: &Query) -> Result<Window, StatsError> {
         serde_json::from_value::<Genre>(serde_json::Value::String(g.clone()))
             .map_err(|_| StatsError::BadGenre(g.chars().take(64).collect()))?;
     }
+    let policy = q
+        .policy
+        .as_deref()
+        .map(|p| {
+            seal_core::canonical::Hash::parse(p)
+                .map_err(|_| StatsError::BadPolicy(p.chars().take(80).collect()))
+        })
+        .transpose()?;
     Ok(Window {
         since: parse_time("--since", &q.since)?,
         until: parse_time("--until", &q.until)?,
         genre: q.genre.clone(),
+        policy,
     })
 }
 
@@ -228,8 +243,16 @@ async fn facts_of(
         return Ok(None);
     }
     let mut rolls = Vec::with_capacity(ev.rolls.len());
+    let mut policies = std::collections::BTreeSet::new();
     for r in &ev.rolls {
-        rolls.push(roll_facts(store, run, r).await?);
+        rolls.push(roll_facts(store, run, r, &mut policies).await?);
+    }
+    // A run counts under a policy when every judge call it made names that policy: a run
+    // judged before policies were logged, or under two, is outside such a query.
+    if let Some(want) = &w.policy {
+        if policies.is_empty() || policies.iter().any(|p| p.sha256 != *want) {
+            return Ok(None);
+        }
     }
     let day = decided.to_offset(time::UtcOffset::UTC).date().to_string();
     let replay = ev.acceptance_mode == AcceptanceMode::HistoricalReplay;
@@ -262,18 +285,25 @@ async fn facts_of(
             .iter()
             .map(|r| (r.index, r.sha256.to_string()))
             .collect(),
+        policies: policies.into_iter().collect(),
     }))
 }
 
-async fn roll_facts(store: &Store, run: &RunId, r: &Roll) -> Result<RollFacts, StatsError> {
+/// The facts of roll `r`; adds the judge policies its attempts name to `policies`.
+async fn roll_facts(
+    store: &Store,
+    run: &RunId,
+    r: &Roll,
+    policies: &mut std::collections::BTreeSet<PolicyRef>,
+) -> Result<RollFacts, StatsError> {
     let consensus: JudgeConsensus = store
         .get_json_verified(&r.judge_consensus_ref, &r.judge_consensus_hash)
         .await?;
     let package: JudgePackage = store
         .get_json_verified(&r.judge_package_ref, &r.judge_package_hash)
         .await?;
-    let (a_slot, a_result, a_raw) = slot_facts(store, run, r, Slot::A).await?;
-    let (b_slot, b_result, b_raw) = slot_facts(store, run, r, Slot::B).await?;
+    let (a_slot, a_result, a_raw) = slot_facts(store, run, r, Slot::A, policies).await?;
+    let (b_slot, b_result, b_raw) = slot_facts(store, run, r, Slot::B, policies).await?;
     let status = |res: &JudgeResult, id: &str| {
         res.obligations
             .iter()
@@ -332,6 +362,7 @@ async fn slot_facts(
     run: &RunId,
     r: &Roll,
     slot: Slot,
+    policies: &mut std::collections::BTreeSet<PolicyRef>,
 ) -> Result<(SlotFacts, JudgeResult, RawVerdicts), StatsError> {
     let sref = r.slot_ref(slot);
     let result: JudgeResult = store
@@ -356,6 +387,7 @@ async fn slot_facts(
     for h in &result.attempts {
         let k = Key::attempt_file(run, r.roll_id, slot, h.attempt, "meta.json");
         let meta: SlotMeta = store.get_json_verified(&k, &h.meta_hash).await?;
+        policies.extend(meta.policy.clone());
         attempts.push(AttemptFacts {
             latency_ms: meta.latency_ms,
             cost_micro: rmb_to_micro(meta.cost_rmb),

@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use seal_core::ids::RunId;
 use seal_core::sealing::{PublicKey, SigningKey};
-use seal_core::tlog::{self, LogEntry, NodeHash, PolicyEntry, ReviewEntry};
+use seal_core::tlog::{self, LogEntry, NodeHash, PolicyEntry, ReportEntry, ReviewEntry};
 use seal_store::{Key, StoreError};
 
 use crate::cache::Cache;
@@ -75,6 +75,8 @@ pub enum NewLeaf<'a> {
     Review(&'a ReviewEntry),
     /// A judge policy's registration.
     Policy(&'a PolicyEntry),
+    /// A signed reliability report's entry.
+    Report(&'a ReportEntry),
 }
 
 impl NewLeaf<'_> {
@@ -93,6 +95,10 @@ impl NewLeaf<'_> {
                 key: format!("policies/{}.json", p.policy_sha256),
                 detail: e.to_string(),
             }),
+            NewLeaf::Report(r) => r.to_bytes().map_err(|e| LogError::Corrupt {
+                key: format!("reports/{}.json", r.report_sha256),
+                detail: e.to_string(),
+            }),
         }
     }
 
@@ -109,10 +115,12 @@ impl NewLeaf<'_> {
                 }
                 cache.rival(entry, content).map(Placed::Rival)
             }
-            NewLeaf::Review(_) => cache.others.get(content).map(|&index| Placed::At {
-                index,
-                created: false,
-            }),
+            NewLeaf::Review(_) | NewLeaf::Report(_) => {
+                cache.others.get(content).map(|&index| Placed::At {
+                    index,
+                    created: false,
+                })
+            }
             // A policy is registered once: its first leaf, whenever it was appended.
             NewLeaf::Policy(p) => cache
                 .policies
@@ -159,6 +167,7 @@ impl<S: LogStorage> Log<S> {
                     self.sync(&mut cache).await?;
                     self.load_policy(&mut cache, p).await?;
                 }
+                NewLeaf::Report(_) => self.sync(&mut cache).await?,
             }
             match self.place(&mut cache, leaf, key).await? {
                 Placed::At { index, created } => (index, created),
@@ -258,6 +267,23 @@ impl<S: LogStorage> Log<S> {
             SealLogged::Rival(_) => Err(LogError::Corrupt {
                 key: format!("policies/{}.json", entry.policy_sha256),
                 detail: "a policy has no rival".into(),
+            }),
+        }
+    }
+
+    /// [`Log::append`] of a signed reliability report's entry. The caller has stored the
+    /// report's envelope at `reports/<sha256>.json` first: the leaf is the commit, and a
+    /// crash before it leaves a stored report the log never names (not published).
+    pub async fn append_report(
+        &self,
+        entry: &ReportEntry,
+        key: &SigningKey,
+    ) -> Result<Appended, LogError> {
+        match self.append(NewLeaf::Report(entry), key, &[]).await? {
+            SealLogged::Appended(a) => Ok(a),
+            SealLogged::Rival(_) => Err(LogError::Corrupt {
+                key: format!("reports/{}.json", entry.report_sha256),
+                detail: "a report has no rival".into(),
             }),
         }
     }

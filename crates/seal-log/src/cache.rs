@@ -112,7 +112,8 @@ impl Cache {
                     .into_iter()
                     .map(|(i, r)| (i, Leaf::Rebuild(r))),
             )
-            .chain(view.policies.into_iter().map(|(i, p)| (i, Leaf::Policy(p))));
+            .chain(view.policies.into_iter().map(|(i, p)| (i, Leaf::Policy(p))))
+            .chain(view.reports.into_iter().map(|(i, r)| (i, Leaf::Report(r))));
         for (index, leaf) in others {
             leaf_hash(&view.tree, index)?;
             let content = content_of(&leaf).map_err(|e| corrupt(&Key::log_entry(index), e))?;
@@ -157,7 +158,7 @@ impl Cache {
                         .insert(index, Key::log_policy_leaf(&h, index));
                 }
             }
-            Leaf::Rebuild(_) => {}
+            Leaf::Rebuild(_) | Leaf::Report(_) => {}
         }
         self.know(index, leaf, hash);
     }
@@ -179,7 +180,7 @@ impl Cache {
                 *first = (*first).min(index);
                 self.others.insert(hash, index);
             }
-            Leaf::Rebuild(_) => {
+            Leaf::Rebuild(_) | Leaf::Report(_) => {
                 self.others.insert(hash, index);
             }
         }
@@ -219,6 +220,7 @@ pub(super) fn content_of(leaf: &Leaf) -> Result<NodeHash, seal_core::canonical::
         Leaf::Review(r) => r.to_bytes()?,
         Leaf::Rebuild(r) => r.to_bytes()?,
         Leaf::Policy(p) => p.to_bytes()?,
+        Leaf::Report(r) => r.to_bytes()?,
     };
     Ok(tlog::leaf_hash(&bytes))
 }

@@ -176,7 +176,7 @@ fn leaf_run(leaf: &Leaf) -> Option<&str> {
     match leaf {
         Leaf::Seal(e) => Some(&e.run_id),
         Leaf::Review(r) => Some(&r.run_id),
-        Leaf::Rebuild(_) | Leaf::Policy(_) => None,
+        Leaf::Rebuild(_) | Leaf::Policy(_) | Leaf::Report(_) => None,
     }
 }
 

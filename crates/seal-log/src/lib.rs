@@ -66,7 +66,7 @@ pub use error::LogError;
 pub use finding::Finding;
 pub use leaf::SealLeaf;
 pub use log::{append_delay, Log, APPEND_DELAY_ENV};
-pub use log_audit::{verify_log, Consistency, LogReport, RebuildNote, ReviewNote};
+pub use log_audit::{verify_log, Consistency, LogReport, RebuildNote, ReportNote, ReviewNote};
 pub use seal_core::key::{LOG_CHECKPOINTS, LOG_ENTRIES, LOG_RUNS};
 pub use seal_core::tlog::DEFAULT_ORIGIN;
 pub use storage::{removable, LogStorage};

@@ -289,7 +289,7 @@ impl<S: LogStorage> Log<S> {
         }
         match Leaf::from_bytes(&bytes).map_err(|e| corrupt(&k, e))? {
             Leaf::Seal(entry) => Ok(entry),
-            Leaf::Review(_) | Leaf::Rebuild(_) | Leaf::Policy(_) => {
+            Leaf::Review(_) | Leaf::Rebuild(_) | Leaf::Policy(_) | Leaf::Report(_) => {
                 Err(corrupt(&k, "not a seal's entry"))
             }
         }

@@ -48,6 +48,8 @@ pub struct LogReport {
     /// its log append and its write (sending it again stores it), or one that lost its index
     /// to a concurrent review.
     pub review_pending: Vec<String>,
+    /// Every signed reliability report the log publishes.
+    pub reports: Vec<ReportNote>,
     /// Stored hash tiles found to be the entries' hashes.
     pub tiles_checked: u64,
     /// Tiles of the latest checkpoint that are not stored (0 for a log that holds none yet:
@@ -69,6 +71,16 @@ pub struct ReviewNote {
     pub review_sha256: String,
     pub key_id: String,
     pub reviewed_at: String,
+}
+
+/// A reliability report's entry, as `seal log verify` shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportNote {
+    pub leaf_index: u64,
+    pub report_sha256: String,
+    pub key_id: String,
+    pub generated_at: String,
 }
 
 /// A rebuild entry, as `seal log verify` shows it.
@@ -110,6 +122,7 @@ pub async fn verify_log(
     }));
     let (against, review_pending) = reviews_against_log(store, view).await?;
     problems.extend(against);
+    problems.extend(reports_against_log(store, view).await?);
     let latest = view.latest.as_ref().map_or(0, |c| c.size);
     let tiles = crate::tiles::check(store, &view.tree, latest).await?;
     problems.extend(tiles.problems);
@@ -166,6 +179,16 @@ pub async fn verify_log(
             })
             .collect(),
         review_pending,
+        reports: view
+            .reports
+            .iter()
+            .map(|(i, r)| ReportNote {
+                leaf_index: *i,
+                report_sha256: r.report_sha256.clone(),
+                key_id: r.key_id.clone(),
+                generated_at: r.generated_at.clone(),
+            })
+            .collect(),
         tiles_checked: tiles.checked,
         tiles_missing: tiles.missing.len() as u64,
         pointers_missing: unpointed.len() as u64,
@@ -327,6 +350,43 @@ async fn reviews_against_log(
         }
     }
     Ok((problems, pending))
+}
+
+/// Every report the log publishes is stored as the bytes it names (`report_missing`): a
+/// published report that displeased cannot be deleted unnoticed. A stored report no leaf
+/// names was never published (the leaf is the commit) and is no problem.
+async fn reports_against_log(
+    store: &impl LogStorage,
+    view: &LogView,
+) -> Result<Vec<Finding>, StoreError> {
+    let mut problems = Vec::new();
+    for (leaf, r) in &view.reports {
+        let Some(sha) = r.sha256() else {
+            problems.push(Finding::new(
+                AuditCheck::ReportMissing,
+                Key::log_entry(*leaf).as_str(),
+                "a report entry whose reportSha256 is not a sha256",
+            ));
+            continue;
+        };
+        let key = Key::report(&sha);
+        let why = match store.get_opt(&key).await? {
+            None => "not stored: deleted",
+            Some(bytes) if seal_core::canonical::Hash::of(&bytes) != sha => {
+                "stored, but not the bytes logged: replaced"
+            }
+            Some(_) => continue,
+        };
+        problems.push(Finding::new(
+            AuditCheck::ReportMissing,
+            key.as_str(),
+            format!(
+                "logged at leaf {leaf} (signed by key {}, generated at {}), {why}",
+                r.key_id, r.generated_at
+            ),
+        ));
+    }
+    Ok(problems)
 }
 
 /// Append-only consistency of the store's log with a checkpoint the auditor kept.

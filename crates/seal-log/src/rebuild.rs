@@ -250,6 +250,11 @@ impl<S: LogStorage> Log<S> {
             self.place(&mut fresh, NewLeaf::Review(e), key).await?;
             reviews_relogged.push(k.to_string());
         }
+        // The reliability reports published past the kept prefix, as the log had them: a
+        // rebuild must not unpublish a report whose figures displeased.
+        for (_, r) in view.reports.iter().filter(|(i, _)| *i >= keep) {
+            self.place(&mut fresh, NewLeaf::Report(r), key).await?;
+        }
         let size = fresh.tree.size();
         *cache = fresh;
         std::mem::drop(cache);

@@ -291,9 +291,10 @@ async fn read_entry(
                 tail,
             })));
         }
-        // A policy's registration is about no run: the pass looks for runs' pointers only
-        // (a policy's pointer only saves a second registration of the same policy).
-        Ok(Leaf::Policy(_)) => {
+        // A policy's registration and a report's are about no run: the pass looks for runs'
+        // pointers only (a policy's pointer only saves a second registration of the same
+        // policy).
+        Ok(Leaf::Policy(_) | Leaf::Report(_)) => {
             return Ok(Some(Ok(Entry {
                 hash,
                 unpointed: None,

@@ -23,7 +23,7 @@ use crate::stored::entry_for;
 use seal_core::ids::RunId;
 use seal_core::key::LOG_ENTRIES;
 use seal_core::tlog::{
-    self, Leaf, LogEntry, LogTrust, NodeHash, PolicyEntry, RebuildEntry, ReviewEntry,
+    self, Leaf, LogEntry, LogTrust, NodeHash, PolicyEntry, RebuildEntry, ReportEntry, ReviewEntry,
     SignedCheckpoint, Tree,
 };
 use seal_core::vocab::AuditCheck;
@@ -67,6 +67,8 @@ pub struct LogView {
     pub reviews: Vec<(u64, ReviewEntry)>,
     /// The log's judge-policy registrations, by leaf index.
     pub policies: Vec<(u64, PolicyEntry)>,
+    /// The log's reliability reports, by leaf index.
+    pub reports: Vec<(u64, ReportEntry)>,
     pub problems: Vec<Finding>,
     /// The problems that stop seal from appending (a subset of `problems`).
     refusals: Vec<Finding>,
@@ -121,7 +123,7 @@ impl WholeLog {
         // A planted leaf says nothing about any run: `seal log verify` names it, and only it.
         match self.leaf(index)? {
             Leaf::Seal(e) => Some(e),
-            Leaf::Review(_) | Leaf::Rebuild(_) | Leaf::Policy(_) => None,
+            Leaf::Review(_) | Leaf::Rebuild(_) | Leaf::Policy(_) | Leaf::Report(_) => None,
         }
     }
 }
@@ -366,6 +368,7 @@ impl LogView {
             Ok(Leaf::Rebuild(r)) => self.rebuilds.push((index, r)),
             Ok(Leaf::Review(r)) => self.reviews.push((index, r)),
             Ok(Leaf::Policy(p)) => self.policies.push((index, p)),
+            Ok(Leaf::Report(r)) => self.reports.push((index, r)),
             Err(e) => self.unreadable(index, k, e),
         }
     }

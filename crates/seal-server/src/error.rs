@@ -439,7 +439,7 @@ impl From<StatsError> for ApiError {
         let fault = e.fault();
         match e {
             StatsError::Store(s) => s.into(),
-            StatsError::BadTime { .. } | StatsError::BadGenre(_) => {
+            StatsError::BadTime { .. } | StatsError::BadGenre(_) | StatsError::BadPolicy(_) => {
                 ApiError::by_fault(fault, (StatusCode::BAD_REQUEST, "bad_query"), msg, None)
             }
             StatsError::Corrupt { key, .. } => ApiError::by_fault(

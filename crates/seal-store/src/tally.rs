@@ -47,6 +47,10 @@ pub fn kind(key: &str) -> String {
     if key.starts_with("policies/") {
         return "policies/{policy}".to_string();
     }
+    // A signed reliability report, by its digest.
+    if key.starts_with("reports/") {
+        return "reports/{report}".to_string();
+    }
     let per_run = key.starts_with("runs/") || key.starts_with("receipts/");
     let mut out = Vec::new();
     for (i, seg) in key.split('/').enumerate() {

@@ -39,6 +39,31 @@ pub struct Persona {
     /// swaps the model behind a name.
     pub served_model: Option<String>,
     pub fingerprint: Option<String>,
+    /// Mistakes made on purpose: see [`Errors`].
+    pub errors: Option<Errors>,
+}
+
+/// A judge that errs: on a share `percent` of the obligations it judges `satisfied` or
+/// `failed`, it says the opposite. Which ones is a function of `seed`, the judge package and
+/// the obligation id only, so two judges with the same seed make the very same mistakes (they
+/// copy each other's errors) and two with different seeds err independently. Each call
+/// records the obligations it flipped ([`Call::flipped`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Errors {
+    pub seed: u64,
+    pub percent: u8,
+}
+
+impl Errors {
+    /// Whether this judge flips its verdict on obligation `id` of the package `package`
+    /// (its bytes as the request carries them).
+    pub fn flips(&self, package: &str, id: &str) -> bool {
+        let keyed = format!("{}\n{id}\n{package}", self.seed);
+        let h = seal_core::canonical::Hash::of(keyed.as_bytes());
+        // The first 16 bits of the digest, uniform in 0..65536.
+        let x = u64::from_str_radix(&h.as_str()[..4], 16).unwrap_or(0);
+        x * 100 < u64::from(self.percent) * 65536
+    }
 }
 
 impl Default for Persona {
@@ -51,6 +76,7 @@ impl Default for Persona {
             flavor: Flavor::OpenAi,
             served_model: None,
             fingerprint: None,
+            errors: None,
         }
     }
 }
@@ -109,6 +135,9 @@ pub struct Call {
     pub headers: HashMap<String, String>,
     pub body_bytes: usize,
     pub images: usize,
+    /// The obligations this answer flipped on purpose ([`Errors`]), when it answered by
+    /// itself.
+    pub flipped: Vec<String>,
 }
 
 #[derive(Default)]
@@ -381,20 +410,6 @@ async fn answer(
                 .count()
         })
         .unwrap_or(0);
-    shared
-        .calls
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(Call {
-            model: model.clone(),
-            session: headers.get("x-session-id").cloned(),
-            user: req.get("user").and_then(Value::as_str).map(str::to_owned),
-            seed: req.get("seed").and_then(Value::as_u64),
-            authorization: headers.get("authorization").cloned(),
-            headers: headers.clone(),
-            body_bytes: body.len(),
-            images,
-        });
     let fault = shared
         .scripts
         .lock()
@@ -408,6 +423,24 @@ async fn answer(
         .get(&model)
         .cloned()
         .unwrap_or_default();
+    shared
+        .calls
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Call {
+            model: model.clone(),
+            session: headers.get("x-session-id").cloned(),
+            user: req.get("user").and_then(Value::as_str).map(str::to_owned),
+            seed: req.get("seed").and_then(Value::as_u64),
+            authorization: headers.get("authorization").cloned(),
+            headers: headers.clone(),
+            body_bytes: body.len(),
+            images,
+            flipped: match (&fault, persona.errors) {
+                (None | Some(Fault::Delay(_)), Some(e)) => flipped(&req, e),
+                _ => Vec::new(),
+            },
+        });
     let latency = *shared.latency.lock().unwrap_or_else(|e| e.into_inner());
     let sleep = |d: Duration| async move {
         tokio::select! {
@@ -583,6 +616,11 @@ fn completion(
 
 /// Extracts the judge package from a request (between the markers).
 pub fn package_of(req: &Value) -> Option<JudgePackage> {
+    serde_json::from_str(package_text(req)?).ok()
+}
+
+/// The judge package's text in a request (between the markers).
+fn package_text(req: &Value) -> Option<&str> {
     let parts = req.pointer("/messages/1/content")?.as_array()?;
     for p in parts {
         let Some(text) = p.get("text").and_then(Value::as_str) else {
@@ -593,9 +631,21 @@ pub fn package_of(req: &Value) -> Option<JudgePackage> {
         };
         let rest = &text[b + " BEGIN>>>\n".len()..];
         let e = rest.rfind("\n<<<SEAL UNTRUSTED JUDGE PACKAGE")?;
-        return serde_json::from_str(&rest[..e]).ok();
+        return Some(&rest[..e]);
     }
     None
+}
+
+/// The obligations of the request's package a judge erring by `e` flips.
+fn flipped(req: &Value, e: Errors) -> Vec<String> {
+    let (Some(text), Some(pkg)) = (package_text(req), package_of(req)) else {
+        return Vec::new();
+    };
+    pkg.obligations
+        .iter()
+        .filter(|o| e.flips(text, &o.id))
+        .map(|o| o.id.clone())
+        .collect()
 }
 
 fn ev_ref(seq: u64) -> Value {
@@ -609,6 +659,7 @@ fn judge(req: &Value, p: &Persona, model: &str) -> String {
     };
     let last_seq = pkg.events.last().map(|e| e.seq).unwrap_or(0);
     let frame = pkg.frames.last().map(|f| f.hash.to_string());
+    let flips = p.errors.map(|e| flipped(req, e));
     let mut out = Vec::new();
     for ob in &pkg.obligations {
         let (verdict, refs, why): (&str, Vec<Value>, String) = if p.fail_everything {
@@ -621,6 +672,12 @@ fn judge(req: &Value, p: &Persona, model: &str) -> String {
             (if e.holds { "satisfied" } else { "failed" }, refs, e.detail)
         } else {
             heuristic(&ob.id, &pkg, p)
+        };
+        // A judge that errs says the opposite of what it read, citing the same events.
+        let verdict = match (verdict, &flips) {
+            ("satisfied", Some(f)) if f.contains(&ob.id) => "failed",
+            ("failed", Some(f)) if f.contains(&ob.id) => "satisfied",
+            (v, _) => v,
         };
         let mut refs = refs;
         if p.cite_missing_events {

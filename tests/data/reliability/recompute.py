@@ -3,7 +3,9 @@
 Usage: recompute.py STORE_DIR REPORT.dsse.json SEAL_PUB.pem
 
 1. The DSSE envelope verifies under the seal public key (securesystemslib).
-2. Every subject's digest is the sha256 of that file in the store.
+2. Every subject's digest is the sha256 of that file in the store; each judge policy the
+   predicate names is a subject and registered at the log leaf it names; the report itself
+   is stored at reports/<sha256>.json and a log leaf names it.
 3. Every figure of the predicate's `reliability` section (all and per obligation), and the
    kappa of each judge and of the consensus against people, is recomputed from the stored
    evidence, consensus, normalized judge results and reviews of the subject runs, with the
@@ -31,6 +33,26 @@ assert pred["schemaVersion"] == "seal.reliability/1"
 for s in statement["subject"]:
     got = hashlib.sha256(open(f"{store}/{s['name']}", "rb").read()).hexdigest()
     assert got == s["digest"]["sha256"], s["name"]
+
+# Each judge policy the runs were judged under is a subject (its stored bytes), and the log
+# leaf the predicate names registers it.
+for p in pred["policies"]:
+    name = f"policies/{p['sha256']}.json"
+    assert any(s["name"] == name and s["digest"]["sha256"] == p["sha256"] for s in statement["subject"]), name
+    leaf = json.load(open(f"{store}/log/entries/{p['leafIndex']:020d}"))
+    assert leaf["kind"] == "judge-policy" and leaf["policySha256"] == p["sha256"], leaf
+
+# The report is published: stored under its digest, and a log leaf names it (the leaves are
+# read as stored; `seal log verify` authenticates them).
+import os
+env_bytes = open(env_file, "rb").read()
+env_sha = hashlib.sha256(env_bytes).hexdigest()
+assert open(f"{store}/reports/{env_sha}.json", "rb").read() == env_bytes, "stored report"
+published = [
+    n for n in os.listdir(f"{store}/log/entries")
+    if json.load(open(f"{store}/log/entries/{n}")).get("reportSha256") == env_sha
+]
+assert published, f"no log leaf names report {env_sha}"
 
 M64 = (1 << 64) - 1
 
@@ -145,7 +167,7 @@ def payload(path):
 HCAT = {"satisfied": 0, "failed": 1, "missing": 2}
 CCAT = {"satisfied": 0, "failed": 1, "missing": 2, "disputed": 3, "contradicted": 3}
 cells, human_m = {}, {}
-runs = sorted({s["name"].split("/")[1] for s in statement["subject"]})
+runs = sorted({s["name"].split("/")[1] for s in statement["subject"] if s["name"].startswith("runs/")})
 for run in runs:
     names = [s["name"] for s in statement["subject"] if s["name"].startswith(f"runs/{run}/reviews/")]
     names.sort(key=lambda n: int(n.rsplit("/", 1)[1].split(".")[0]))

@@ -41,6 +41,9 @@ pub struct Query {
     pub since: Option<String>,
     pub until: Option<String>,
     pub genre: Option<String>,
+    /// Only runs whose every judge call was made under this judge policy (its sha256).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -142,6 +145,8 @@ pub struct Aggregator {
     drift: DriftAcc,
     /// (name, sha256) of the seal and trusted reviews of each reviewed original run used.
     subjects: Vec<(String, String)>,
+    /// The judge policies the original runs used were judged under.
+    policies: std::collections::BTreeSet<crate::doc::PolicyRef>,
     queue: Vec<QueuedRun>,
 }
 
@@ -194,6 +199,7 @@ impl Aggregator {
         }
         self.used_originals += 1;
         self.reviewed_runs += u64::from(run.reviewed);
+        self.policies.extend(run.policies.iter().cloned());
         if run.reviewed {
             let id = &run.run_id;
             self.subjects
@@ -358,6 +364,7 @@ impl Aggregator {
             served_models,
             review_queue,
             reviewed_subjects: subjects,
+            policies: self.policies.into_iter().collect(),
         }
     }
 }
@@ -537,6 +544,10 @@ pub struct StatsReport {
     /// name: the subjects of a signed reliability report (not in `seal.stats/1`).
     #[serde(skip)]
     pub reviewed_subjects: Vec<(String, String)>,
+    /// The judge policies (leaf index and sha256) the original runs used were judged under, in
+    /// order: what a signed reliability report names besides its runs (not in `seal.stats/1`).
+    #[serde(skip)]
+    pub policies: Vec<crate::doc::PolicyRef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

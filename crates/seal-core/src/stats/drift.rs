@@ -252,6 +252,7 @@ mod tests {
             human: Default::default(),
             seal_sha256: String::new(),
             review_sha256: vec![],
+            policies: vec![],
         }
     }
 

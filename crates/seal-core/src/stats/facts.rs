@@ -32,6 +32,9 @@ pub struct RunFacts {
     /// signed reliability report names as its subjects.
     pub seal_sha256: String,
     pub review_sha256: Vec<(u64, String)>,
+    /// The judge policies the run's judge calls name (`SlotMeta.policy`), sorted, once each:
+    /// empty for a run judged before policies were logged.
+    pub policies: Vec<crate::doc::PolicyRef>,
 }
 
 /// One roll of a run.

@@ -32,6 +32,9 @@ pub struct ReliabilityPredicate {
     /// The bootstrap seed (sha256 of the used run ids) and resamples of every interval.
     pub seed: String,
     pub bootstrap_resamples: u64,
+    /// The judge policies the runs used were judged under: each one's log leaf and sha256
+    /// (the policy's bytes are a subject).
+    pub policies: Vec<crate::doc::PolicyRef>,
     /// Original runs used, and of them reviewed.
     pub runs_used: u64,
     pub reviewed_runs: u64,
@@ -58,13 +61,16 @@ pub fn statement(r: &StatsReport, generated_at: &str) -> ReliabilityStatement {
     ReliabilityStatement {
         statement_type: STATEMENT_TYPE.into(),
         subject: r
-            .reviewed_subjects
+            .policies
             .iter()
-            .map(|(name, sha)| Subject {
-                name: name.clone(),
-                digest: Digest {
-                    sha256: sha.clone(),
-                },
+            .map(|p| {
+                let name = crate::key::Key::policy(&p.sha256).to_string();
+                (name, p.sha256.to_string())
+            })
+            .chain(r.reviewed_subjects.iter().cloned())
+            .map(|(name, sha256)| Subject {
+                name,
+                digest: Digest { sha256 },
             })
             .collect(),
         predicate_type: PREDICATE_TYPE.into(),
@@ -74,6 +80,7 @@ pub fn statement(r: &StatsReport, generated_at: &str) -> ReliabilityStatement {
             query: r.query.clone(),
             seed: r.seed.clone(),
             bootstrap_resamples: r.bootstrap_resamples,
+            policies: r.policies.clone(),
             runs_used: r.runs.used,
             reviewed_runs: r.human.reviewed_runs,
             human: r.human.clone(),

@@ -1,6 +1,6 @@
-//! The kinds of leaf besides a seal's entry and a rebuild's (`super`): a review's and a judge
-//! policy's registration, and [`Leaf`], which tells them apart by their `kind` and parses each
-//! strictly (canonical bytes, nothing else).
+//! The kinds of leaf besides a seal's entry and a rebuild's (`super`): a review's, a judge
+//! policy's registration and a signed reliability report's, and [`Leaf`], which tells them
+//! apart by their `kind` and parses each strictly (canonical bytes, nothing else).
 
 use serde::{Deserialize, Serialize};
 
@@ -88,14 +88,60 @@ impl PolicyEntry {
     }
 }
 
-/// A leaf of the log: a seal's entry, the record of a rebuild, a review's entry, or a judge
-/// policy's registration.
+/// The `kind` of a reliability report's entry.
+const KIND_REPORT: &str = "reliability-report";
+
+/// The leaf a signed reliability report (`crate::stats::report`) is logged as, after its
+/// envelope is stored at `reports/<sha256>.json`: the report's own bytes are signed by the
+/// seal key, and the leaf fixes which report was published when, so that a report cannot be
+/// made again and again until its figures please, then shown alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReportEntry {
+    /// Always `"reliability-report"`.
+    pub kind: String,
+    /// sha256 of the stored envelope bytes.
+    pub report_sha256: String,
+    /// The signing key's id.
+    pub key_id: String,
+    /// The report's `generatedAt`.
+    pub generated_at: String,
+}
+
+impl ReportEntry {
+    pub fn new(
+        report_sha256: &crate::canonical::Hash,
+        key_id: &str,
+        generated_at: &str,
+    ) -> ReportEntry {
+        ReportEntry {
+            kind: KIND_REPORT.into(),
+            report_sha256: report_sha256.to_string(),
+            key_id: key_id.into(),
+            generated_at: generated_at.into(),
+        }
+    }
+
+    /// The report's digest, parsed (a leaf with another spelling names no report).
+    pub fn sha256(&self) -> Option<crate::canonical::Hash> {
+        crate::canonical::Hash::parse(&self.report_sha256).ok()
+    }
+
+    /// The exact leaf bytes (canonical JSON).
+    pub fn to_bytes(&self) -> Result<Vec<u8>, CanonicalError> {
+        canonical::canonical_bytes(self)
+    }
+}
+
+/// A leaf of the log: a seal's entry, the record of a rebuild, a review's entry, a judge
+/// policy's registration, or a reliability report's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Leaf {
     Seal(LogEntry),
     Rebuild(RebuildEntry),
     Review(ReviewEntry),
     Policy(PolicyEntry),
+    Report(ReportEntry),
 }
 
 /// Parses a kind of leaf strictly: its canonical bytes, nothing else.
@@ -127,6 +173,7 @@ impl Leaf {
             Some(k) if k == KIND_REBUILD => strict(value, bytes).map(Leaf::Rebuild),
             Some(k) if k == KIND_REVIEW => strict(value, bytes).map(Leaf::Review),
             Some(k) if k == KIND_POLICY => strict(value, bytes).map(Leaf::Policy),
+            Some(k) if k == KIND_REPORT => strict(value, bytes).map(Leaf::Report),
             Some(_) => Err(TlogError::Entry("unknown leaf kind".into())),
         }
     }
@@ -175,5 +222,25 @@ mod tests {
             ..e
         };
         assert_eq!(bad.sha256(), None);
+    }
+
+    #[test]
+    fn a_report_leaf_round_trips_strictly() {
+        let h = crate::canonical::Hash::of(b"report");
+        let e = ReportEntry::new(&h, &"b".repeat(64), "2026-12-07T00:00:00Z");
+        let bytes = e.to_bytes().unwrap();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert_eq!(
+            text,
+            format!(
+                "{{\"generatedAt\":\"2026-12-07T00:00:00Z\",\"keyId\":\"{}\",\"kind\":\"reliability-report\",\"reportSha256\":\"{h}\"}}",
+                "b".repeat(64)
+            )
+        );
+        assert_eq!(Leaf::from_bytes(&bytes).unwrap(), Leaf::Report(e.clone()));
+        assert_eq!(e.sha256(), Some(h));
+        assert!(Leaf::from_bytes(format!("{text} ").as_bytes()).is_err());
+        let extra = text.replacen('{', "{\"extra\":1,", 1);
+        assert!(Leaf::from_bytes(extra.as_bytes()).is_err());
     }
 }

@@ -199,8 +199,8 @@ pub(crate) async fn get_log_proof(
     Ok(Json(proof).into_response())
 }
 
-/// The query of `GET /v1/stats`: `since`, `until`, `genre` (each at most once); anything else
-/// is refused.
+/// The query of `GET /v1/stats`: `since`, `until`, `genre`, `policy` (each at most once);
+/// anything else is refused.
 pub(crate) fn stats_query(raw: Option<&str>) -> Result<seal_engine::stats_load::Query, ApiError> {
     let mut q = seal_engine::stats_load::Query::default();
     let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "bad_query", m, None);
@@ -209,10 +209,11 @@ pub(crate) fn stats_query(raw: Option<&str>) -> Result<seal_engine::stats_load::
             "since" => &mut q.since,
             "until" => &mut q.until,
             "genre" => &mut q.genre,
+            "policy" => &mut q.policy,
             other => {
                 let name: String = other.chars().take(64).collect();
                 return Err(bad(format!(
-                    "unknown query parameter {name:?} (since, until, genre)"
+                    "unknown query parameter {name:?} (since, until, genre, policy)"
                 )));
             }
         };
