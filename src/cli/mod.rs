@@ -232,7 +232,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CliError> {
         _ => None,
     };
     let traces = context::init_logging(cli.log_format, cli.command.log_level(), otlp.as_deref());
-    let done = dispatch(cli.command, config, ctx);
+    let done = dispatch(cli.command, cli.log_format, config, ctx);
     traces.shutdown();
     done
 }
@@ -240,6 +240,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, CliError> {
 /// Runs `command`, on `ctx` (loaded by [`run`]) when it needs one.
 fn dispatch(
     command: Command,
+    format: LogFormat,
     config: Option<&std::path::Path>,
     ctx: Option<Result<Context, CliError>>,
 ) -> Result<ExitStatus, CliError> {
@@ -259,7 +260,7 @@ fn dispatch(
         Command::Report(ReportCommand::Reliability(args)) => report::reliability(&ctx()?, args),
         Command::Replay(args) => replay::run(&ctx()?, args),
         Command::Gc(args) => gc::run(&ctx()?, args),
-        Command::Serve(args) => serve::run(&ctx()?, args),
+        Command::Serve(args) => serve::run(&ctx()?, args, format),
         Command::Export(ExportCommand::Verdict(args)) => export::run(&ctx()?, args),
         Command::Export(ExportCommand::Labels(args)) => labels::run(&ctx()?, args),
         Command::Log(cmd) => log::run(&ctx()?, cmd),

@@ -15,6 +15,7 @@ use seal_server::{Admission, AdmissionGate};
 use super::args::{self, StoreArg};
 use super::context::{shutdown_signal, Context, Opening};
 use super::error::{CliError, ExitStatus};
+use super::LogFormat;
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
@@ -37,7 +38,7 @@ pub struct ServeArgs {
     pub create_store: bool,
 }
 
-pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitStatus, CliError> {
+pub fn run(ctx: &Context, args: ServeArgs, format: LogFormat) -> Result<ExitStatus, CliError> {
     let addr = serve_address(ctx.config(), args.listen.as_deref(), args.insecure_no_auth)?;
     let url = ctx.store_url(args.store.as_ref())?;
     let signing = ctx.signing(args.key.as_deref())?;
@@ -68,8 +69,16 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitStatus, CliError> {
             })?;
         let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
         summary(&engine, &local).await;
-        // The first stdout line tells scripts (and tests binding port 0) where we are.
-        println!("seal serve listening on http://{local}");
+        // The first stdout line tells scripts (and tests binding port 0) where we are. Logs go
+        // to stderr; in JSON mode this line is JSON too, so that a collector reading both
+        // streams parses every line.
+        match format {
+            LogFormat::Human => println!("seal serve listening on http://{local}"),
+            LogFormat::Json => println!(
+                "{}",
+                serde_json::json!({"message": "seal serve listening", "url": format!("http://{local}")})
+            ),
+        }
         use std::io::Write;
         let _ = std::io::stdout().flush();
         let state = seal_server::AppState::new(engine.clone(), trusted.clone())

@@ -78,7 +78,11 @@ pub fn spawn_daemon(dir: &Path, lb: &Loopback, store: &str, extra_env: &[(&str, 
     let stdout = child.stdout.take().unwrap();
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line).unwrap();
-    let base = line.trim().rsplit(' ').next().unwrap_or("").to_string();
+    // In JSON log mode the first stdout line is JSON as well: stdout holds nothing else.
+    let base = serde_json::from_str::<serde_json::Value>(&line)
+        .ok()
+        .and_then(|v| v["url"].as_str().map(str::to_owned))
+        .unwrap_or_default();
     assert!(
         base.starts_with("http://127.0.0.1:"),
         "unexpected first line {line:?}; log: {}",
