@@ -90,8 +90,24 @@ where
     let jobs = jobs.max(1);
     let (tx, rx) = mpsc::channel(jobs);
     workers(jobs, Arc::new(Mutex::new(rx)), work)?;
-    let mut pending = VecDeque::new();
+    let mut pending: VecDeque<oneshot::Receiver<R>> = VecDeque::new();
     for item in items {
+        // What has finished goes to `sink` now, in order, not only when the window is full:
+        // an interrupted batch then reports (and its resume command skips) every item done.
+        while let Some(front) = pending.front_mut() {
+            match front.try_recv() {
+                Ok(r) => {
+                    pending.pop_front();
+                    if let Err(e) = sink(r) {
+                        return Ok(Err(e));
+                    }
+                }
+                Err(oneshot::error::TryRecvError::Empty) => break,
+                Err(oneshot::error::TryRecvError::Closed) => {
+                    return Err(BulkError("a job panicked before it finished".into()))
+                }
+            }
+        }
         if pending.len() >= 4 * jobs {
             if let Some(h) = pending.pop_front() {
                 if let Err(e) = sink(join(h).await?) {

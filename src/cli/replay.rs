@@ -58,6 +58,11 @@ pub struct ReplayArgs {
     /// interrupted replay (killed) is finished under its own id.
     #[arg(long, requires = "all")]
     pub again: bool,
+    /// With named runs: resume as --all does (a source whose last replay is decided is
+    /// skipped, an interrupted one is finished under its own id). The command an interrupted
+    /// replay of named runs prints carries it.
+    #[arg(long, conflicts_with = "again")]
+    pub resume: bool,
     /// Runs replayed at once (default: four per core; replay waits on fsyncs).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -132,7 +137,7 @@ pub fn run(ctx: &Context, args: ReplayArgs) -> Result<ExitStatus, CliError> {
             trusted,
             limits,
             all: args.all,
-            resume: args.all && !args.again,
+            resume: (args.all && !args.again) || args.resume,
             judges: args.judges.into(),
             strategy: args.strategy,
         };
@@ -180,7 +185,7 @@ async fn run_batch(
     };
     let settled = store.settle().await;
     let Some(replayed) = replayed else {
-        let resume = resume_command(args, &ids, &tally.finished_sources());
+        let resume = resume_command(args, &tally.finished_sources());
         let _ = tally.finish();
         eprintln!("seal: interrupted; what is stored stays, and the runs replayed above are done.");
         eprintln!("seal: to go on without paying again for what is stored: {resume}");
@@ -612,25 +617,21 @@ fn retest_table(r: &RetestReport) -> String {
 
 /// The command that goes on after an interruption: this one, where `--all` resumes by itself
 /// (without `--again`, which would replay everything anew), and named runs lose those already
-/// replayed. A named run interrupted mid-replay is replayed anew under the next id (only
-/// `--all` finishes an interrupted replay under its own id), so that hint says so.
-fn resume_command(args: &ReplayArgs, ids: &[RunId], finished: &[String]) -> String {
+/// replayed and gain `--resume`, so that one interrupted mid-replay is finished under its own
+/// id rather than paid for again under the next.
+fn resume_command(args: &ReplayArgs, finished: &[String]) -> String {
     let argv: Vec<String> = std::env::args().collect();
-    let mut out: Vec<String> = Vec::with_capacity(argv.len());
+    let mut out: Vec<String> = Vec::with_capacity(argv.len() + 1);
     for a in argv {
         if a == "--again" || (!args.all && finished.contains(&a)) {
             continue;
         }
         out.push(super::output::shell_word(&a));
     }
-    let left = ids.len().saturating_sub(finished.len());
-    let mut line = out.join(" ");
-    if !args.all {
-        line.push_str(&format!(
-            "  ({left} run(s) left; one interrupted mid-replay is replayed anew: `--all` would finish it under its own id)"
-        ));
+    if !args.all && !args.resume {
+        out.push("--resume".into());
     }
-    line
+    out.join(" ")
 }
 
 /// Where the sources are read before their replays: the archive (a folder opened as a store),

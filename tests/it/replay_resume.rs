@@ -186,11 +186,21 @@ async fn a_copy_swapped_after_its_import_is_refused_by_the_replay() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// (h) a live --all replay interrupted (SIGINT): a summary, the exact command to go on (without
-// --again), and going on pays only for what was not stored
+// (h) a live replay interrupted (SIGINT), of --all or of named runs: a summary, the exact
+// command to go on (without --again; for named runs without those done and with --resume), and
+// going on pays only for what was not stored
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_live_replay_prints_how_to_go_on_and_going_on_pays_only_for_the_rest() {
+    interrupted_live_replay(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_live_replay_of_named_runs_goes_on_without_paying_twice() {
+    interrupted_live_replay(true).await;
+}
+
+async fn interrupted_live_replay(named: bool) {
     let (_src_dir, src) = copy_fixture_store();
     let work = tempfile::tempdir().unwrap();
     let store = work.path().join("store");
@@ -199,7 +209,12 @@ async fn an_interrupted_live_replay_prints_how_to_go_on_and_going_on_pays_only_f
     personas(&lb);
     let expected = replayable_fixtures();
     let n = expected.len();
-    let args = ["--all", "--again", "--judges", "live", "--jobs", "1"];
+    let mut args: Vec<&str> = vec!["--judges", "live", "--jobs", "1"];
+    if named {
+        args.extend(expected.iter().map(String::as_str));
+    } else {
+        args.extend(["--all", "--again"]);
+    }
 
     let child = replay_cmd(work.path(), &lb, &args, Some(&src), &store, &key, false)
         .stdout(std::process::Stdio::piped())
@@ -223,14 +238,34 @@ async fn an_interrupted_live_replay_prints_how_to_go_on_and_going_on_pays_only_f
         .find_map(|l| l.strip_prefix("seal: to go on without paying again for what is stored: "))
         .unwrap_or_else(|| panic!("no resume command: {stderr}"))
         .to_string();
-    assert!(
-        resume.contains(" replay ") && resume.contains("--all"),
-        "{resume}"
-    );
+    assert!(resume.contains(" replay "), "{resume}");
     assert!(
         !resume.contains("--again"),
         "--again would pay for everything again: {resume}"
     );
+    let decided_before: Vec<&String> = expected
+        .iter()
+        .filter(|s| {
+            store
+                .join(format!("runs/{s}.replay-1/evidence.json"))
+                .is_file()
+        })
+        .collect();
+    if named {
+        assert!(resume.contains("--resume"), "{resume}");
+        // Those the summary lists as replayed are not named again.
+        for s in expected
+            .iter()
+            .filter(|s| stdout.contains(&format!("{s} -> ")))
+        {
+            assert!(
+                !resume.contains(&format!(" {s} ")),
+                "{s} is done: {resume}\n{stdout}"
+            );
+        }
+    } else {
+        assert!(resume.contains("--all"), "{resume}");
+    }
     let (_, decided, _) = replay_state(&store, &expected);
     assert!(decided < n, "the interrupt came after the last replay");
     let calls_before = lb.calls().len();
@@ -248,7 +283,17 @@ async fn an_interrupted_live_replay_prints_how_to_go_on_and_going_on_pays_only_f
     assert_eq!(out.status.code(), Some(0), "{}", both_text(&out));
     let stdout = text(&out.stdout);
     let skipped = stdout.matches("already replayed, skipped").count();
-    assert_eq!(skipped, decided, "{stdout}");
+    // --all skips every replay decided; named runs skip those decided but still named (one
+    // decided as the interrupt came, before the summary counted it).
+    let named_again = decided_before
+        .iter()
+        .filter(|s| resume.contains(&format!(" {s} ")))
+        .count();
+    assert_eq!(
+        skipped,
+        if named { named_again } else { decided },
+        "{stdout}"
+    );
     let (started, all_decided, extra) = replay_state(&store, &expected);
     assert_eq!((started, all_decided), (n, n), "{stdout}");
     assert!(extra.is_empty(), "a source was replayed twice: {extra:?}");
@@ -257,7 +302,7 @@ async fn an_interrupted_live_replay_prints_how_to_go_on_and_going_on_pays_only_f
     assert!(calls_after > 0);
     let rest: usize = expected
         .iter()
-        .filter(|s| !stdout.contains(&format!("{s} -> {s}.replay-1: already")))
+        .filter(|s| !decided_before.contains(s))
         .map(|s| {
             let ev: serde_json::Value = serde_json::from_slice(
                 &std::fs::read(store.join(format!("runs/{s}/evidence.json"))).unwrap(),
