@@ -177,3 +177,57 @@ async fn dead_judges_make_the_daemon_unready_and_rolls_wait_for_them() {
     ready_until(&c, 20, |s, _| s == StatusCode::SERVICE_UNAVAILABLE).await;
     d.kill_9();
 }
+
+/// A judge that answers 500 to everything (issue 49): the run is decided `inconclusive` and
+/// its reasons name the judge that was unavailable, `infra_judge_a_unavailable`, and no
+/// `obligation_disputed` (under `finalPostguard/2`: an outage must not read as judge
+/// disagreement). The run verifies; the decision records the rules version it was made by.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_judge_answering_500_always_is_named_in_the_reasons_not_a_dispute() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    personas(&lb);
+    lb.script(
+        MODEL_A,
+        (0..20).map(|_| seal_testkit::loopback::Fault::Status {
+            code: 500,
+            body: r#"{"error":{"message":"internal error"}}"#.into(),
+            retry_after: None,
+        }),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path());
+    fast_probes(dir.path());
+    let mut d = spawn_daemon(dir.path(), &lb, "file://./store", &[]);
+    let c = d.client();
+    let folder = renamed_copy(
+        &example("run-narrative-0010-pass"),
+        &dir.path().join("in"),
+        "judge-a-500",
+    );
+    c.submit(&folder).await;
+    c.roll(&folder, 1).await.expect_success();
+    let f = c.finalize(folder.run()).await.expect_success().json();
+    assert_eq!(f["outcome"], "inconclusive", "{f}");
+    let ev: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("store/runs/judge-a-500/evidence.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        ev["decision"]["reasons"],
+        serde_json::json!(["infra_judge_a_unavailable"]),
+        "{}",
+        ev["decision"]
+    );
+    assert_eq!(ev["finalPostguard"]["version"], "finalPostguard/2");
+    assert!(
+        ev["rolls"][0]["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.as_str().is_some_and(|e| e.starts_with("judge-a:"))),
+        "{}",
+        ev["rolls"][0]["errors"]
+    );
+    c.verify(folder.run()).await.expect_success();
+    d.kill_9();
+}

@@ -18,8 +18,8 @@ use crate::ids::RunId;
 use crate::validate::{validate_as, Report};
 use crate::vocab::AuditCheck;
 
-/// Version of the postguard's rules, recorded in every decision.
-pub const VERSION: &str = "finalPostguard/1";
+/// Version of the postguard's rules, recorded in every decision ([`derive::Rules`]).
+pub const VERSION: &str = derive::Rules::CURRENT.as_str();
 
 /// Why a JUDGING snapshot could not be decided: a bug (the decided document would not pass the
 /// gates auditors apply), never a property of the run.
@@ -162,7 +162,7 @@ pub fn decide(
 ) -> Result<Decided, Undecidable> {
     let failed: Vec<AuditCheck> = checks.iter().filter(|c| !c.ok).map(|c| c.id).collect();
     let passed = failed.is_empty();
-    let (outcome, reasons) = derive::outcome_and_reasons(&snap, &failed);
+    let (outcome, reasons) = derive::outcome_and_reasons(&snap, &failed, derive::Rules::CURRENT);
     snap.compatibility = Some(derive::compatibility(
         outcome,
         passed,

@@ -247,12 +247,61 @@ pub fn judging_snapshot(header: &Evidence, rolls: &[JudgedRoll<'_>]) -> Evidence
     s
 }
 
+/// The versions of the one derivation of a decision (`finalPostguard.version` records the one
+/// a run was decided by, and every re-derivation uses it: a run sealed under an older version
+/// keeps verifying, byte for byte).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rules {
+    /// `finalPostguard/1`: an `inconclusive` run names its undecided required obligations
+    /// (`obligation_disputed:<id>`), also when one judge gave no answer at all.
+    V1,
+    /// `finalPostguard/2`: an `inconclusive` run whose source roll lost one judge says so,
+    /// `infra_judge_<slot>_unavailable`, and nothing else: the other judge's statuses alone
+    /// are no dispute, and an outage must not read as disagreement.
+    V2,
+}
+
+impl Rules {
+    /// The rules the postguard decides by.
+    pub const CURRENT: Rules = Rules::V2;
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Rules::V1 => "finalPostguard/1",
+            Rules::V2 => "finalPostguard/2",
+        }
+    }
+
+    /// The rules a recorded `finalPostguard.version` names, if this build knows them.
+    pub fn parse(version: &str) -> Option<Rules> {
+        [Rules::V1, Rules::V2]
+            .into_iter()
+            .find(|r| r.as_str() == version)
+    }
+}
+
+/// The slot whose judge failed when exactly one did.
+fn single_failed_slot(r: &Roll) -> Option<Slot> {
+    let failed = |want: Slot| {
+        r.errors
+            .iter()
+            .any(|e| matches!(e, RollError::Judge { slot, .. } if *slot == want))
+    };
+    match (failed(Slot::A), failed(Slot::B)) {
+        (true, false) => Some(Slot::A),
+        (false, true) => Some(Slot::B),
+        _ => None,
+    }
+}
+
 /// The outcome and reasons of a run, from its JUDGING document and the ids of the postguard
-/// checks that failed (docs/DESIGN.md §6). A failed postguard decides `infra_error` naming
-/// every failed check; a void source roll is `infra_error` with its infrastructure causes.
+/// checks that failed (docs/DESIGN.md §6), by `rules`. A failed postguard decides `infra_error`
+/// naming every failed check; a void source roll is `infra_error` with its infrastructure
+/// causes.
 pub fn outcome_and_reasons(
     snap: &Evidence,
     failed_checks: &[AuditCheck],
+    rules: Rules,
 ) -> (Outcome, Vec<Reason>) {
     let source = merge::source_roll_index(&snap.rolls).map(|i| &snap.rolls[i]);
     let outcome = match (failed_checks.is_empty(), source, &snap.judge) {
@@ -268,17 +317,20 @@ pub fn outcome_and_reasons(
         match outcome {
             Outcome::Pass => vec![Reason::Accept],
             Outcome::Fail => fail_reasons(snap),
-            Outcome::Inconclusive => required_with(
-                snap,
-                &[
-                    ObligationStatus::Disputed,
-                    ObligationStatus::Contradicted,
-                    ObligationStatus::Missing,
-                ],
-            )
-            .into_iter()
-            .map(Reason::ObligationDisputed)
-            .collect(),
+            Outcome::Inconclusive => match (rules, source.and_then(single_failed_slot)) {
+                (Rules::V2, Some(slot)) => vec![Reason::Infra(InfraCause::JudgeUnavailable(slot))],
+                _ => required_with(
+                    snap,
+                    &[
+                        ObligationStatus::Disputed,
+                        ObligationStatus::Contradicted,
+                        ObligationStatus::Missing,
+                    ],
+                )
+                .into_iter()
+                .map(Reason::ObligationDisputed)
+                .collect(),
+            },
             Outcome::InfraError => source.map(infra_causes).unwrap_or_default(),
         }
     };

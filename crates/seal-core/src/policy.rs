@@ -37,7 +37,7 @@ pub struct Rules {
     pub blinding: String,
     /// The independence rules (the preflight and the consensus's `independenceChecks`).
     pub independence: String,
-    /// The stage that writes the outcome (`finalPostguard/1`).
+    /// The stage that writes the outcome (`finalPostguard/2`: `crate::derive::Rules`).
     pub postguard: String,
 }
 
@@ -391,7 +391,7 @@ mod tests {
         let c = Canonical::of(policy()).unwrap();
         let text = String::from_utf8(c.bytes.clone()).unwrap();
         assert!(text.starts_with("{\"a\":{\"endpointHost\":\"judge.example:8443\",\"maxAttempts\":3,\"modelRequested\":\"m-a\""), "{text}");
-        assert!(text.contains("\"rules\":{\"blinding\":\"blinding/1\",\"consensus\":\"JudgeConsensus/1\",\"independence\":\"independence/1\",\"postguard\":\"finalPostguard/1\"}"), "{text}");
+        assert!(text.contains("\"rules\":{\"blinding\":\"blinding/1\",\"consensus\":\"JudgeConsensus/1\",\"independence\":\"independence/1\",\"postguard\":\"finalPostguard/2\"}"), "{text}");
         assert!(
             text.ends_with("\"schemaVersion\":\"seal.judge-policy/1\"}"),
             "{text}"

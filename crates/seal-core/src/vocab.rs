@@ -372,8 +372,11 @@ pub enum InfraCause {
     Independence,
     /// Both judges failed.
     JudgesFailed,
-    /// One judge failed and the other would have passed the run alone.
+    /// One judge failed and the other would have passed the run alone (`finalPostguard/1`).
     SingleJudge,
+    /// The judge of this slot failed (no valid answer after its attempts), so the run could
+    /// not be decided by both: `finalPostguard/2` says so instead of `obligation_disputed`.
+    JudgeUnavailable(Slot),
 }
 
 impl fmt::Display for InfraCause {
@@ -384,6 +387,7 @@ impl fmt::Display for InfraCause {
             InfraCause::Independence => f.write_str("independence"),
             InfraCause::JudgesFailed => f.write_str("judges_failed"),
             InfraCause::SingleJudge => f.write_str("single_judge"),
+            InfraCause::JudgeUnavailable(slot) => write!(f, "judge_{slot}_unavailable"),
         }
     }
 }
@@ -396,6 +400,8 @@ impl FromStr for InfraCause {
             "independence" => Ok(InfraCause::Independence),
             "judges_failed" => Ok(InfraCause::JudgesFailed),
             "single_judge" => Ok(InfraCause::SingleJudge),
+            "judge_a_unavailable" => Ok(InfraCause::JudgeUnavailable(Slot::A)),
+            "judge_b_unavailable" => Ok(InfraCause::JudgeUnavailable(Slot::B)),
             _ => match s.strip_prefix("guard_") {
                 Some(c) => Ok(InfraCause::Guard(c.parse()?)),
                 None => Err(unknown("infra cause", s)),

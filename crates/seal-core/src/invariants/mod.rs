@@ -611,7 +611,19 @@ fn postguard_and_outcome(
     // The outcome and reasons are the one derivation's (docs/DESIGN.md §6): the source roll's
     // outcome, unless the postguard failed or the source roll is void.
     let failed: Vec<AuditCheck> = pg.checks.iter().filter(|c| !c.ok).map(|c| c.id).collect();
-    let (expected, want_reasons) = derive::outcome_and_reasons(d, &failed);
+    // By the rules the run was decided under, as recorded.
+    let rules = derive::Rules::parse(&pg.version).unwrap_or_else(|| {
+        out.push(f(
+            "/finalPostguard/version",
+            "postguard_version",
+            format!(
+                "unknown finalPostguard version {:?} (this build knows finalPostguard/1 and /2)",
+                pg.version.chars().take(64).collect::<String>()
+            ),
+        ));
+        derive::Rules::CURRENT
+    });
+    let (expected, want_reasons) = derive::outcome_and_reasons(d, &failed, rules);
     if outcome != expected {
         out.push(f(
             "/outcome",

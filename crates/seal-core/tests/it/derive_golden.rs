@@ -18,7 +18,7 @@ use seal_core::canonical::{canonical_with_hash, Hash};
 use seal_core::derive::{
     both_judges_failed, compatibility, decision_action, derive_roll, guard_bound_hash,
     judging_snapshot, only_judging_changed, outcome_and_reasons, projection, DerivedRoll,
-    JudgedRoll, RollInputs, SlotFacts,
+    JudgedRoll, RollInputs, Rules, SlotFacts,
 };
 use seal_core::doc::*;
 use seal_core::ids::Slot;
@@ -443,7 +443,9 @@ fn every_fixture_run_derives_its_judging_snapshot_outcome_reasons_action_and_com
         );
         let ev = &run.evidence;
         let pg = ev.final_postguard.as_ref().expect("decided");
-        let (outcome, reasons) = outcome_and_reasons(&snap, &run.failed_checks());
+        // By the rules each run was decided under, as its evidence records them.
+        let rules = Rules::parse(&pg.version).expect("a known finalPostguard version");
+        let (outcome, reasons) = outcome_and_reasons(&snap, &run.failed_checks(), rules);
         let decision = ev.decision.as_ref().expect("a decision");
         assert_eq!(Some(outcome), ev.outcome, "{label}: outcome");
         assert_eq!(reasons, decision.reasons, "{label}: reasons");
@@ -509,7 +511,7 @@ fn a_failed_postguard_decides_infra_error_naming_every_failed_check() {
     let run = FixtureRun::named("run-trpg-0021-pass");
     let snap = run.snapshot();
     let failed = [AuditCheck::Cost, AuditCheck::Blinding];
-    let (outcome, reasons) = outcome_and_reasons(&snap, &failed);
+    let (outcome, reasons) = outcome_and_reasons(&snap, &failed, Rules::V1);
     assert_eq!(outcome, Outcome::InfraError);
     assert_eq!(
         reasons,
@@ -538,7 +540,7 @@ fn a_void_source_roll_is_infra_error_with_its_causes() {
     let run = FixtureRun::named("run-trpg-0021-pass");
     let mut snap = run.snapshot();
     snap.judge = None;
-    let (outcome, reasons) = outcome_and_reasons(&snap, &[]);
+    let (outcome, reasons) = outcome_and_reasons(&snap, &[], Rules::V1);
     assert_eq!(outcome, Outcome::InfraError);
     assert_eq!(reasons, [Reason::Infra(InfraCause::JudgesFailed)]);
     let judge = |slot| RollError::Judge {
@@ -550,7 +552,7 @@ fn a_void_source_roll_is_infra_error_with_its_causes() {
         judge(Slot::A),
         judge(Slot::B),
     ];
-    let (_, reasons) = outcome_and_reasons(&snap, &[]);
+    let (_, reasons) = outcome_and_reasons(&snap, &[], Rules::V1);
     assert_eq!(
         reasons,
         [
@@ -560,7 +562,7 @@ fn a_void_source_roll_is_infra_error_with_its_causes() {
     );
     // One judge failing is not an infrastructure cause.
     snap.rolls[0].errors = vec![RollError::Guard(GuardCheck::Budget), judge(Slot::B)];
-    let (_, reasons) = outcome_and_reasons(&snap, &[]);
+    let (_, reasons) = outcome_and_reasons(&snap, &[], Rules::V1);
     assert_eq!(reasons, [Reason::Infra(InfraCause::Budget)]);
 }
 
@@ -574,7 +576,7 @@ fn inconclusive_with_every_required_obligation_satisfied_is_a_single_judge() {
     for o in &mut judge.obligation_results {
         o.status = ObligationStatus::Satisfied;
     }
-    let (outcome, reasons) = outcome_and_reasons(&snap, &[]);
+    let (outcome, reasons) = outcome_and_reasons(&snap, &[], Rules::V1);
     assert_eq!(outcome, Outcome::Inconclusive);
     assert_eq!(reasons, [Reason::Infra(InfraCause::SingleJudge)]);
 }
@@ -584,7 +586,7 @@ fn inconclusive_with_every_required_obligation_satisfied_is_a_single_judge() {
 fn only_required_obligations_are_reasons() {
     let run = FixtureRun::named("run-narrative-0011-inconclusive");
     let mut snap = run.snapshot();
-    let (_, reasons) = outcome_and_reasons(&snap, &[]);
+    let (_, reasons) = outcome_and_reasons(&snap, &[], Rules::V1);
     assert_eq!(
         reasons,
         [Reason::ObligationDisputed("ui.text-readable".into())]
@@ -594,7 +596,7 @@ fn only_required_obligations_are_reasons() {
             o.required = false;
         }
     }
-    let (_, reasons) = outcome_and_reasons(&snap, &[]);
+    let (_, reasons) = outcome_and_reasons(&snap, &[], Rules::V1);
     assert_eq!(reasons, [Reason::Infra(InfraCause::SingleJudge)]);
 
     let run = FixtureRun::named("run-puzzle-0013-fail-end");
@@ -606,7 +608,7 @@ fn only_required_obligations_are_reasons() {
             o.status = ObligationStatus::Satisfied;
         }
     }
-    let (_, reasons) = outcome_and_reasons(&snap, &[]);
+    let (_, reasons) = outcome_and_reasons(&snap, &[], Rules::V1);
     assert_eq!(
         reasons,
         [Reason::ObligationFailed("core.loop-reached".into())]
@@ -618,18 +620,18 @@ fn only_required_obligations_are_reasons() {
 fn a_failed_floor_is_named_by_its_failing_checks_else_as_floor() {
     let run = FixtureRun::named("run-trpg-0022-floor-fail");
     let mut snap = run.snapshot();
-    let (outcome, reasons) = outcome_and_reasons(&snap, &[]);
+    let (outcome, reasons) = outcome_and_reasons(&snap, &[], Rules::V1);
     assert_eq!(outcome, Outcome::Fail);
     assert_eq!(reasons, [Reason::FloorFailed("progress".into())]);
     for c in &mut snap.floor.checks {
         c.status = FloorStatus::Pass;
     }
     assert!(!snap.floor.passed);
-    let (_, reasons) = outcome_and_reasons(&snap, &[]);
+    let (_, reasons) = outcome_and_reasons(&snap, &[], Rules::V1);
     assert_eq!(reasons, [Reason::FloorFailed("floor".into())]);
     // A passed floor is no reason.
     snap.floor.passed = true;
-    let (_, reasons) = outcome_and_reasons(&snap, &[]);
+    let (_, reasons) = outcome_and_reasons(&snap, &[], Rules::V1);
     assert_eq!(reasons, [Reason::Infra(InfraCause::JudgesFailed)]);
 }
 
@@ -747,4 +749,49 @@ fn only_judging_changed_is_the_header_plus_the_judged_members() {
         seen += 1;
     }
     assert!(seen >= 10, "only {seen} runs with a header and an evidence");
+}
+
+/// `finalPostguard/2`: a run left inconclusive because one judge gave no answer says which
+/// judge was unavailable, and no `obligation_disputed` (an outage is not a disagreement); the
+/// same snapshot under `finalPostguard/1` keeps its old reasons, so runs sealed by it verify.
+#[test]
+fn under_finalpostguard_2_a_run_that_lost_one_judge_names_it_instead_of_disputes() {
+    let run = FixtureRun::named("run-sim-business-0031-degraded");
+    let snap = run.snapshot();
+    let (v1_outcome, v1) = outcome_and_reasons(&snap, &[], Rules::V1);
+    let (outcome, v2) = outcome_and_reasons(&snap, &[], Rules::V2);
+    assert_eq!(outcome, Outcome::Inconclusive);
+    assert_eq!(
+        v1_outcome, outcome,
+        "the outcome does not depend on the version"
+    );
+    assert!(
+        v1.iter()
+            .any(|r| matches!(r, Reason::ObligationDisputed(_))),
+        "{v1:?}"
+    );
+    let failed: Vec<Slot> = [Slot::A, Slot::B]
+        .into_iter()
+        .filter(|s| {
+            snap.rolls.iter().any(|r| {
+                r.errors
+                    .iter()
+                    .any(|e| matches!(e, RollError::Judge { slot, .. } if slot == s))
+            })
+        })
+        .collect();
+    assert_eq!(failed.len(), 1, "the fixture lost one judge: {failed:?}");
+    assert_eq!(v2, [Reason::Infra(InfraCause::JudgeUnavailable(failed[0]))]);
+    assert_eq!(
+        v2[0].to_string(),
+        format!("infra_judge_{}_unavailable", failed[0])
+    );
+    // Both judges lost, or none: V2 changes nothing.
+    let pass = FixtureRun::named("run-trpg-0021-pass").snapshot();
+    assert_eq!(
+        outcome_and_reasons(&pass, &[], Rules::V1),
+        outcome_and_reasons(&pass, &[], Rules::V2)
+    );
+    assert_eq!(Rules::parse("finalPostguard/2"), Some(Rules::V2));
+    assert_eq!(Rules::parse("finalPostguard/3"), None);
 }
