@@ -397,3 +397,81 @@ async fn a_run_replayed_from_another_store_brings_its_policy_and_verifies() {
         text(&out.stdout)
     );
 }
+
+/// `policy.require_distinct_served_models`: both loopback judges answer as the same served
+/// model. Without the requirement the run passes and records `sameModel`; with it the policy
+/// logged says so, the postguard's `independence` check fails (the run is decided
+/// `infra_error`, `postguard_independence`, naming the model), and either run verifies as
+/// decided.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_requiring_distinct_served_models_fails_a_roll_served_by_one_model() {
+    let lb = Loopback::start(Duration::from_millis(1)).await.unwrap();
+    for model in [MODEL_A, MODEL_B] {
+        lb.persona(
+            model,
+            Persona {
+                served_model: Some("vendor-x-vl-2026".into()),
+                ..Persona::default()
+            },
+        );
+    }
+    for require in [false, true] {
+        let engine = engine_edited(&lb, &[], &move |t| {
+            t.replace(
+                "require_distinct_served_models = false",
+                &format!("require_distinct_served_models = {require}"),
+            )
+        })
+        .await;
+        let policy = engine.policy().await.unwrap();
+        let stored = seal_engine::policy::stored(engine.store(), &policy.sha256)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.policy.require_distinct_served_models, require);
+        let dir = tempfile::tempdir().unwrap();
+        let folder = renamed_copy(
+            &example("run-narrative-0010-pass"),
+            &dir.path().join("in"),
+            &format!("served-once-{require}"),
+        );
+        let done = seal_engine::judge_run::judge(&engine, &folder)
+            .await
+            .expect("decided");
+        let ev = done.evidence();
+        let reasons: Vec<String> = ev
+            .decision
+            .as_ref()
+            .unwrap()
+            .reasons
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        if require {
+            assert_eq!(ev.outcome, Some(seal_core::doc::Outcome::InfraError));
+            assert_eq!(reasons, ["postguard_independence"]);
+            let pg = ev.final_postguard.as_ref().unwrap();
+            let check = pg.checks.iter().find(|c| !c.ok).expect("a failed check");
+            assert!(
+                check.detail.contains("vendor-x-vl-2026")
+                    && check.detail.contains("requires distinct served models"),
+                "{}",
+                check.detail
+            );
+        } else {
+            assert_eq!(
+                ev.outcome,
+                Some(seal_core::doc::Outcome::Pass),
+                "{reasons:?}"
+            );
+        }
+        let key = engine.key().unwrap().public();
+        let report = verifier(engine.store(), key)
+            .await
+            .report(engine.store(), folder.run())
+            .await
+            .unwrap();
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+    }
+}

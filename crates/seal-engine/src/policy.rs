@@ -61,7 +61,11 @@ impl HasFault for PolicyError {
 
 /// The policy `config` judges under (its prompts as this build carries them).
 pub fn of(config: &Config) -> Result<JudgePolicy, PolicyError> {
-    Ok(JudgePolicy::new(slot(&config.a)?, slot(&config.b)?, false))
+    Ok(JudgePolicy::new(
+        slot(&config.a)?,
+        slot(&config.b)?,
+        config.require_distinct_served_models,
+    ))
 }
 
 /// [`of`], canonical.

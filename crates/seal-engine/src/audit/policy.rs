@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::{Audit, RollLoad};
+use seal_core::doc::SlotMeta;
 use seal_core::ids::RunId;
 use seal_core::policy::{self, PolicyRef};
 use seal_core::vocab::AuditCheck;
@@ -19,6 +20,50 @@ use seal_store::{Key, Store};
 pub struct UsedPolicy {
     pub reference: PolicyRef,
     pub first_call: Option<String>,
+}
+
+/// `requireDistinctServedModels`: a roll whose two accepted answers name the same served model
+/// fails `independence` when a policy its answers were made under requires them to differ (the
+/// consensus records `sameModel` either way).
+fn distinct_served_models(
+    a: &mut Audit,
+    rolls: &[RollLoad],
+    policies: &BTreeMap<PolicyRef, Option<policy::JudgePolicy>>,
+) {
+    let served = |m: &SlotMeta| {
+        m.model_answered
+            .clone()
+            .unwrap_or_else(|| m.model_requested.clone())
+    };
+    for l in rolls {
+        let Some(d) = &l.docs else { continue };
+        let accepted: Vec<&SlotMeta> = d
+            .slots
+            .iter()
+            .filter_map(|s| s.run.attempts.iter().map(|r| &r.meta).find(|m| m.accepted))
+            .collect();
+        let [x, y] = accepted.as_slice() else {
+            continue;
+        };
+        if served(x) != served(y) {
+            continue;
+        }
+        let requiring = [x, y]
+            .into_iter()
+            .filter_map(|m| m.policy.as_ref())
+            .find(|r| matches!(policies.get(r), Some(Some(p)) if p.require_distinct_served_models));
+        if let Some(r) = requiring {
+            let model: String = served(x).chars().take(100).collect();
+            a.push(
+                AuditCheck::Independence,
+                l.roll.judge_consensus_ref.as_str(),
+                format!(
+                    "both judges' accepted answers were served by {model:?}, and the judge policy {} requires distinct served models",
+                    r.sha256
+                ),
+            );
+        }
+    }
 }
 
 /// What an attempt that was never sent says as its time: it has no clock.
@@ -106,6 +151,7 @@ pub(super) async fn check(
             );
         }
     }
+    distinct_served_models(a, rolls, &policies);
     used.into_iter()
         .map(|(reference, first_call)| UsedPolicy {
             reference,

@@ -212,6 +212,9 @@ struct RawKeys {
 #[serde(deny_unknown_fields)]
 struct RawPolicy {
     seed_salt_env: String,
+    /// Refuse a roll whose two accepted answers were served by the same model.
+    #[serde(default)]
+    require_distinct_served_models: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -431,6 +434,10 @@ pub struct Config {
     pub secret: SecretSource,
     /// The transparency log's origin line and signed-note key name (`log.origin`).
     pub log_origin: String,
+    /// `policy.require_distinct_served_models`: the judge policy's
+    /// `requireDistinctServedModels` (a roll whose two accepted answers name the same served
+    /// model fails the postguard's `independence` check).
+    pub require_distinct_served_models: bool,
     pub leases: LeaseSettings,
     /// Witnesses every checkpoint is sent to, and whose cosignatures verifiers require
     /// (`[[witnesses]]`, docs/DESIGN.md §13).
@@ -573,6 +580,7 @@ impl Config {
             reviewer_tokens,
             secret,
             log_origin,
+            require_distinct_served_models: raw.policy.require_distinct_served_models,
             leases,
             witnesses,
             witness_quorum: raw.witness_quorum,
