@@ -334,6 +334,27 @@ fn report_is_published(s: &Setup, policy: &str, leaf: u64) {
         "{}",
         both(&log)
     );
+    // A rebuild after a lost entry relogs the report with the runs: a rebuild cannot be used
+    // to unpublish it.
+    std::fs::remove_file(s.root.join("log/entries/00000000000000000003")).unwrap();
+    let rebuilt = s.seal(&[
+        "log",
+        "rebuild",
+        "--store",
+        &s.url,
+        "--key",
+        &s.log_key.display().to_string(),
+        "--trust-reviewer",
+        &rpub,
+    ]);
+    assert_eq!(rebuilt.status.code(), Some(0), "{}", both(&rebuilt));
+    let log = s.seal(&["log", "verify", "--store", &s.url, "--trust", &trust]);
+    assert_eq!(log.status.code(), Some(0), "{}", both(&log));
+    assert!(
+        both(&log).contains("reliability report at leaf") && both(&log).contains(&sha),
+        "{}",
+        both(&log)
+    );
     // The store writer unpublishes the report: the log names it, so the deletion shows.
     std::fs::remove_file(s.root.join(format!("reports/{sha}.json"))).unwrap();
     let log = s.seal(&["log", "verify", "--store", &s.url, "--trust", &trust]);

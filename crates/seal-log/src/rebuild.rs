@@ -208,7 +208,7 @@ impl<S: LogStorage> Log<S> {
             runs: &relog,
             reviews: &reviews,
         };
-        let lost = self.lost(&whole, keep, relogging, &trust, key).await?;
+        let (lost, registered) = self.lost(&whole, keep, relogging, &trust, key).await?;
         let dropped = named_drops(&lost, drop)?;
         let mut cache = self.cache.lock().await;
         let (superseded, moved) = self.move_aside(view, keep, now).await?;
@@ -233,8 +233,13 @@ impl<S: LogStorage> Log<S> {
             .await?;
         // The judge policies registered past the kept prefix come first, as they were before
         // the runs judged under them (their entries as the log had them, time included:
-        // `seal verify` compares that time with the runs' first judge calls).
-        for (_, p) in view.policies.iter().filter(|(i, _)| *i >= keep) {
+        // `seal verify` compares that time with the runs' first judge calls). They, and the
+        // reports, are the log's own leaves past the prefix, read before and after a gap
+        // alike ([`Log::lost`]): a rebuild drops neither.
+        for p in registered.iter().filter_map(|(_, l)| match l {
+            tlog::Leaf::Policy(p) => Some(p),
+            _ => None,
+        }) {
             self.place(&mut fresh, NewLeaf::Policy(p), key).await?;
         }
         for (run, entry) in &relog {
@@ -252,7 +257,10 @@ impl<S: LogStorage> Log<S> {
         }
         // The reliability reports published past the kept prefix, as the log had them: a
         // rebuild must not unpublish a report whose figures displeased.
-        for (_, r) in view.reports.iter().filter(|(i, _)| *i >= keep) {
+        for r in registered.iter().filter_map(|(_, l)| match l {
+            tlog::Leaf::Report(r) => Some(r),
+            _ => None,
+        }) {
             self.place(&mut fresh, NewLeaf::Report(r), key).await?;
         }
         let size = fresh.tree.size();
@@ -496,6 +504,8 @@ impl<S: LogStorage> Log<S> {
     /// past the kept prefix that this log wrote (authenticated) and the rebuild does not
     /// append again, by run; every leaf a trusted checkpoint covers whose entry is missing
     /// or does not read, by index. Planted leaves are not lost (they were never the log's).
+    /// Also the judge-policy and reliability-report leaves past the prefix that this log wrote,
+    /// before a gap or after it, in index order: the rebuild appends them again.
     async fn lost(
         &self,
         whole: &WholeLog,
@@ -506,7 +516,7 @@ impl<S: LogStorage> Log<S> {
         }: Relogging<'_>,
         trust: &LogTrust,
         key: &SigningKey,
-    ) -> Result<Vec<Lost>, RebuildError> {
+    ) -> Result<(Vec<Lost>, Vec<(u64, tlog::Leaf)>), RebuildError> {
         let view = &whole.view;
         let covered = view.latest.as_ref().map_or(0, |c| c.size);
         // The signed tree's leaf hashes, from the tiles when they hash up to the latest
@@ -565,6 +575,8 @@ impl<S: LogStorage> Log<S> {
             })
         };
         let mut lost = Vec::new();
+        // The policies and reports that are this log's leaves past the prefix: relogged.
+        let mut registered: Vec<(u64, tlog::Leaf)> = Vec::new();
         let stored: std::collections::BTreeSet<u64> = view.numbered().map(|(i, _)| i).collect();
         let mut note =
             |index: u64, leaf: Option<tlog::Leaf>, missing: bool| {
@@ -591,6 +603,10 @@ impl<S: LogStorage> Log<S> {
                                 r.review_index, r.review_sha256
                             ),
                         ),
+                        Some(l @ (tlog::Leaf::Policy(_) | tlog::Leaf::Report(_))) => {
+                            registered.push((index, l.clone()));
+                            None
+                        }
                         Some(_) => None,
                         None if index < covered && !relogged_at(index) => Some(Lost {
                             name: Dropped::Leaf(index),
@@ -622,7 +638,9 @@ impl<S: LogStorage> Log<S> {
             note(index, None, true);
         }
         lost.dedup();
-        Ok(lost)
+        registered.sort_by_key(|(i, _)| *i);
+        registered.dedup_by_key(|(i, _)| *i);
+        Ok((lost, registered))
     }
 }
 
