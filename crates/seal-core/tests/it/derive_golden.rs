@@ -786,7 +786,42 @@ fn under_finalpostguard_2_a_run_that_lost_one_judge_names_it_instead_of_disputes
         v2[0].to_string(),
         format!("infra_judge_{}_unavailable", failed[0])
     );
-    // Both judges lost, or none: V2 changes nothing.
+    // The other judge lost instead: that one is named.
+    let other = if failed[0] == Slot::A {
+        Slot::B
+    } else {
+        Slot::A
+    };
+    let mut swapped = snap.clone();
+    for r in &mut swapped.rolls {
+        for e in &mut r.errors {
+            if let RollError::Judge { slot, .. } = e {
+                *slot = other;
+            }
+        }
+    }
+    assert_eq!(
+        outcome_and_reasons(&swapped, &[], Rules::V2).1,
+        [Reason::Infra(InfraCause::JudgeUnavailable(other))]
+    );
+    // Both judges lost: no single judge to name, the reasons of /1.
+    let mut both = snap.clone();
+    for r in &mut both.rolls {
+        if r.errors
+            .iter()
+            .any(|e| matches!(e, RollError::Judge { .. }))
+        {
+            r.errors.push(RollError::Judge {
+                slot: other,
+                class: ErrorClass::Timeout,
+            });
+        }
+    }
+    assert_eq!(
+        outcome_and_reasons(&both, &[], Rules::V2),
+        outcome_and_reasons(&both, &[], Rules::V1)
+    );
+    // None lost: V2 changes nothing.
     let pass = FixtureRun::named("run-trpg-0021-pass").snapshot();
     assert_eq!(
         outcome_and_reasons(&pass, &[], Rules::V1),
