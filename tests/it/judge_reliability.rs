@@ -6,7 +6,7 @@
 //! signed reliability report names the policy (subject and log leaf), is stored and logged,
 //! and `seal log verify` fails once its stored bytes are deleted.
 
-use super::review::{both, keygen, python_ready, Setup};
+use super::review::{both, python_ready, Setup};
 use crate::common::*;
 use seal_testkit::loopback::{Errors, Loopback, Persona};
 use std::collections::BTreeMap;
@@ -20,19 +20,7 @@ const RUNS: usize = 20;
 async fn judged(seeds: (u64, u64)) -> (Setup, String, u64, BTreeMap<String, Vec<String>>) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("store");
-    let url = file_url(&root);
-    let (reviewer_key, reviewer_pub) = keygen(&dir.path().join("reviewer"));
-    let (stranger_key, _) = keygen(&dir.path().join("stranger"));
-    let log_key = dir.path().join("log.key.pem");
-    std::fs::copy(
-        sealed_fixtures().join("keys/test-only/seal.key.pem"),
-        &log_key,
-    )
-    .unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&log_key, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
+    let setup = Setup::at(dir, root);
     let lb = Loopback::start(std::time::Duration::from_millis(1))
         .await
         .unwrap();
@@ -45,14 +33,14 @@ async fn judged(seeds: (u64, u64)) -> (Setup, String, u64, BTreeMap<String, Vec<
             },
         );
     }
-    let key = seal_fs::keys::load_signing_key(&log_key).unwrap();
-    let store = seal_store::Store::open(&url).await.unwrap();
+    let key = seal_fs::keys::load_signing_key(&setup.log_key).unwrap();
+    let store = seal_store::Store::open(&setup.url).await.unwrap();
     let engine = seal_engine::engine::Engine::new(store, config_for(&lb, &[]), Some(key)).unwrap();
     let policy = engine.policy().await.unwrap();
     let mut flipped = BTreeMap::new();
     for i in 0..RUNS {
         let run = format!("run-reliability-{i:04}");
-        let input = dir.path().join(format!("in-{i}"));
+        let input = setup.dir.path().join(format!("in-{i}"));
         copy_tree(&example("run-narrative-0010-pass"), &input);
         // A token of its own in each brief: twenty packages, so twenty draws of each error.
         let brief = format!(
@@ -81,42 +69,11 @@ async fn judged(seeds: (u64, u64)) -> (Setup, String, u64, BTreeMap<String, Vec<
         assert_eq!(a.len(), 1, "{run}: one call to A");
         flipped.insert(run, a[0].flipped.clone());
     }
-    let setup = Setup {
-        dir,
-        root,
-        url,
-        reviewer_key,
-        reviewer_pub,
-        stranger_key,
-        log_key,
-    };
     (setup, policy.sha256.to_string(), policy.leaf_index, flipped)
 }
 
 fn labels(s: &Setup, name: &str, policy: &str) -> Vec<serde_json::Value> {
-    let path = s.dir.path().join(name);
-    let trust = fixture_trust_pem().display().to_string();
-    let rpub = s.reviewer_pub.display().to_string();
-    let out = s.seal(&[
-        "export",
-        "labels",
-        "--store",
-        &s.url,
-        "--trust",
-        &trust,
-        "--trust-reviewer",
-        &rpub,
-        "--policy",
-        policy,
-        "--out",
-        &path.display().to_string(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
-    std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    s.labels(name, &["--policy", policy])
 }
 
 /// Reviews every run with the truth (A's verdict, unflipped where A erred on purpose), then
@@ -158,22 +115,8 @@ fn reviewed(
     let [[t00, t01], [t10, t11]] = t;
     let phi =
         (t11 * t00 - t10 * t01) / ((t10 + t11) * (t00 + t01) * (t01 + t11) * (t00 + t10)).sqrt();
-    let trust = fixture_trust_pem().display().to_string();
     let rpub = s.reviewer_pub.display().to_string();
-    let out = s.seal(&[
-        "stats",
-        "--json",
-        "--store",
-        &s.url,
-        "--trust",
-        &trust,
-        "--trust-reviewer",
-        &rpub,
-        "--policy",
-        policy,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
-    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stats = s.stats_with(&["--trust-reviewer", &rpub, "--policy", policy]);
     assert_eq!(stats["query"]["policy"], policy);
     assert_eq!(stats["runs"]["used"], RUNS as u64);
     let counts = &stats["reliability"]["all"]["counts"]["errors"];
@@ -218,22 +161,8 @@ async fn judges_that_copy_each_other_s_errors_are_worth_one_vote_independent_one
     );
 
     // Another policy's runs are none of these.
-    let trust = fixture_trust_pem().display().to_string();
-    let other = "0".repeat(64);
-    let out = independent.seal(&[
-        "stats",
-        "--json",
-        "--store",
-        &independent.url,
-        "--trust",
-        &trust,
-        "--trust-reviewer",
-        &independent.reviewer_pub.display().to_string(),
-        "--policy",
-        &other,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
-    let none: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rpub = independent.reviewer_pub.display().to_string();
+    let none = independent.stats_with(&["--trust-reviewer", &rpub, "--policy", &"0".repeat(64)]);
     assert_eq!(none["runs"]["used"], 0);
     assert_eq!(none["runs"]["filteredOut"], RUNS as u64);
     let bad = independent.seal(&["stats", "--store", &independent.url, "--policy", "nope"]);
@@ -335,8 +264,18 @@ fn report_is_published(s: &Setup, policy: &str, leaf: u64) {
         both(&log)
     );
     // A rebuild after a lost entry relogs the report with the runs: a rebuild cannot be used
-    // to unpublish it.
+    // to unpublish it. A report leaf the store writer planted past the gap (no `auth`, so not
+    // this log's) is not relogged: only the one published is listed afterwards.
     std::fs::remove_file(s.root.join("log/entries/00000000000000000003")).unwrap();
+    let planted_sha = seal_core::canonical::Hash::of(b"a report nobody published");
+    let planted =
+        seal_core::tlog::ReportEntry::new(&planted_sha, "planted", "2026-12-07T00:00:00Z");
+    std::fs::write(
+        s.root
+            .join(format!("log/entries/{:020}", entries_before + 1)),
+        planted.to_bytes().unwrap(),
+    )
+    .unwrap();
     let rebuilt = s.seal(&[
         "log",
         "rebuild",
@@ -355,6 +294,24 @@ fn report_is_published(s: &Setup, policy: &str, leaf: u64) {
         "{}",
         both(&log)
     );
+    assert!(
+        !both(&log).contains(planted_sha.as_str()),
+        "a planted report leaf was relogged: {}",
+        both(&log)
+    );
+    assert_eq!(both(&log).matches("reliability report at leaf").count(), 1);
+    // Every run sealed here verifies, reviews and all, after the rebuild.
+    let all = s.seal(&[
+        "verify",
+        "--all",
+        "--store",
+        &s.url,
+        "--trust",
+        &trust,
+        "--trust-reviewer",
+        &rpub,
+    ]);
+    assert_eq!(all.status.code(), Some(0), "{}", both(&all));
     // The store writer unpublishes the report: the log names it, so the deletion shows.
     std::fs::remove_file(s.root.join(format!("reports/{sha}.json"))).unwrap();
     let log = s.seal(&["log", "verify", "--store", &s.url, "--trust", &trust]);

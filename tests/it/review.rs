@@ -32,7 +32,7 @@ pub(crate) struct Setup {
     pub(crate) log_key: PathBuf,
 }
 
-pub(crate) fn keygen(dir: &Path) -> (PathBuf, PathBuf) {
+fn keygen(dir: &Path) -> (PathBuf, PathBuf) {
     let out = Command::new(env!("CARGO_BIN_EXE_seal"))
         .args(["keygen", "--out"])
         .arg(dir)
@@ -44,32 +44,38 @@ pub(crate) fn keygen(dir: &Path) -> (PathBuf, PathBuf) {
 
 pub(crate) fn setup() -> Setup {
     let (dir, root) = copy_fixture_store();
-    let (reviewer_key, reviewer_pub) = keygen(&dir.path().join("reviewer"));
-    let (stranger_key, _) = keygen(&dir.path().join("stranger"));
-    // The fixture store's log is signed by the test-only seal key: a copy, mode 0600.
-    let log_key = dir.path().join("log.key.pem");
-    std::fs::copy(
-        sealed_fixtures().join("keys/test-only/seal.key.pem"),
-        &log_key,
-    )
-    .unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&log_key, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
-    let url = file_url(&root);
-    Setup {
-        dir,
-        root,
-        url,
-        reviewer_key,
-        reviewer_pub,
-        stranger_key,
-        log_key,
-    }
+    Setup::at(dir, root)
 }
 
 impl Setup {
+    /// A reviewer's and a stranger's key in `dir`, and the fixtures' test-only seal key as the
+    /// log key, for the store at `root`.
+    pub(crate) fn at(dir: tempfile::TempDir, root: PathBuf) -> Setup {
+        let (reviewer_key, reviewer_pub) = keygen(&dir.path().join("reviewer"));
+        let (stranger_key, _) = keygen(&dir.path().join("stranger"));
+        // The fixture store's log is signed by the test-only seal key: a copy, mode 0600.
+        let log_key = dir.path().join("log.key.pem");
+        std::fs::copy(
+            sealed_fixtures().join("keys/test-only/seal.key.pem"),
+            &log_key,
+        )
+        .unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&log_key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let url = file_url(&root);
+        Setup {
+            dir,
+            root,
+            url,
+            reviewer_key,
+            reviewer_pub,
+            stranger_key,
+            log_key,
+        }
+    }
+
     /// Log entry `index` is a review leaf naming `sha256`, and `seal log verify` checks it.
     pub(crate) fn assert_review_leaf(&self, index: usize, sha256: &str) {
         let leaf = std::fs::read(self.root.join(format!("log/entries/{index:020}"))).unwrap();
@@ -169,15 +175,53 @@ impl Setup {
 
     /// `seal stats --json`, the reviewer trusted when `trust_reviewer`.
     pub(crate) fn stats(&self, trust_reviewer: bool) -> serde_json::Value {
-        let trust = fixture_trust_pem().display().to_string();
-        let rpub = self.reviewer_pub.display().to_string();
-        let mut args = vec!["stats", "--json", "--store", &self.url, "--trust", &trust];
         if trust_reviewer {
-            args.extend(["--trust-reviewer", &rpub]);
+            let rpub = self.reviewer_pub.display().to_string();
+            self.stats_with(&["--trust-reviewer", &rpub])
+        } else {
+            self.stats_with(&[])
         }
+    }
+
+    /// `seal stats --json` on the store, the fixtures' key trusted, with `extra` arguments.
+    pub(crate) fn stats_with(&self, extra: &[&str]) -> serde_json::Value {
+        let trust = fixture_trust_pem().display().to_string();
+        let mut args = vec!["stats", "--json", "--store", &self.url, "--trust", &trust];
+        args.extend_from_slice(extra);
         let out = self.seal(&args);
         assert_eq!(out.status.code(), Some(0), "{}", both(&out));
         serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// The labels export to `name` with the reviewer trusted (and `extra` arguments): one line
+    /// per obligation of a dispatched roll.
+    pub(crate) fn labels(&self, name: &str, extra: &[&str]) -> Vec<serde_json::Value> {
+        let path = self.dir.path().join(name);
+        let (trust, rpub, out_path) = (
+            fixture_trust_pem().display().to_string(),
+            self.reviewer_pub.display().to_string(),
+            path.display().to_string(),
+        );
+        let mut args = vec![
+            "export",
+            "labels",
+            "--store",
+            &self.url,
+            "--trust",
+            &trust,
+            "--trust-reviewer",
+            &rpub,
+            "--out",
+            &out_path,
+        ];
+        args.extend_from_slice(extra);
+        let out = self.seal(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     }
 
     pub(crate) fn log_entries(&self) -> usize {

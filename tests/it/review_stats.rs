@@ -346,27 +346,7 @@ fn a_deleted_latest_review_fails_verify_verify_all_and_log_verify() {
 
 /// The labels export with the reviewer trusted: one line per obligation of a dispatched roll.
 fn labels_export(s: &Setup, name: &str) -> Vec<serde_json::Value> {
-    let path = s.dir.path().join(name);
-    let trust = fixture_trust_pem().display().to_string();
-    let rpub = s.reviewer_pub.display().to_string();
-    let out = s.seal(&[
-        "export",
-        "labels",
-        "--store",
-        &s.url,
-        "--trust",
-        &trust,
-        "--trust-reviewer",
-        &rpub,
-        "--out",
-        &path.display().to_string(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
-    std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    s.labels(name, &[])
 }
 
 /// The reliability section from real reviews of three fixture runs, against a computation by
